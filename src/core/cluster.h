@@ -1,0 +1,49 @@
+#pragma once
+// `ClusterSnapshot`: the nodes of a cluster and what is free on each. It is the one place that
+// changes free resources, and it checks its invariants on every change: nothing is ever
+// allocated beyond a node's capacity or released that was not allocated.
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/job.h"
+#include "core/node.h"
+#include "core/result.h"
+
+namespace gpufleet::core {
+
+class ClusterSnapshot {
+ public:
+  ClusterSnapshot() = default;
+  // Every node must be valid (see ValidateNodeSpec); invalid ones are a programming error here.
+  explicit ClusterSnapshot(std::vector<NodeSpec> nodes);
+
+  int size() const { return static_cast<int>(specs_.size()); }
+  const NodeSpec& spec(int node) const { return specs_[node]; }
+  const NodeState& state(int node) const { return states_[node]; }
+  std::span<const NodeState> states() const { return states_; }
+
+  // Takes `job`'s resources on `node`, `job.gpu_milli` from each GPU in `gpus`.
+  // `gpus` must name exactly `job.num_gpu` GPUs (none for a CPU-only job) that have room.
+  void Allocate(int node, const JobSpec& job, GpuMask gpus);
+  // Returns what `Allocate` took.
+  void Release(int node, const JobSpec& job, GpuMask gpus);
+
+  int64_t total_gpu_milli() const { return total_gpu_milli_; }
+  int64_t used_gpu_milli() const { return used_gpu_milli_; }
+  int total_gpus() const { return static_cast<int>(total_gpu_milli_ / kGpuMilli); }
+
+ private:
+  void Refresh(NodeState& s);
+  std::vector<NodeSpec> specs_;
+  std::vector<NodeState> states_;
+  std::vector<std::array<uint32_t, 32>> class_counts_;  // GPU jobs per JobClassBit, per node
+  int64_t total_gpu_milli_ = 0;
+  int64_t used_gpu_milli_ = 0;
+};
+
+// Checks a node description: non-negative resources and 0..kMaxGpusPerNode GPUs.
+Result<bool> ValidateNodeSpec(const NodeSpec& node);
+
+}  // namespace gpufleet::core

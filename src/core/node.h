@@ -1,0 +1,64 @@
+#pragma once
+// Nodes: `NodeSpec` is what a node has; `NodeState` is what is free on it now. GPUs are measured
+// in milli-GPUs so that shared GPUs (a job taking 300 of a GPU's 1000) and whole GPUs are one kind.
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "core/gpu_catalog.h"
+#include "core/job.h"
+
+namespace gpufleet::core {
+
+inline constexpr int kMaxGpusPerNode = 16;
+
+struct NodeSpec {
+  std::string name;
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+  int num_gpus = 0;
+  ModelId model = 0;  // every GPU of a node is of one model
+};
+
+// A bit mask of GPU indices on one node.
+using GpuMask = uint32_t;
+
+// The kind of GPU job, used by policies that group alike jobs: bit 0 for GPU-sharing jobs,
+// bit k for jobs taking k whole GPUs.
+inline uint32_t JobClassBit(const JobSpec& job) {
+  if (!job.UsesGpu()) return 0;
+  return job.SharesGpu() ? 1u : (1u << (job.num_gpu < 31 ? job.num_gpu : 31));
+}
+
+// Free resources of one node. Kept small and flat: placement scans every node for every job.
+struct NodeState {
+  int64_t cpu_free = 0;
+  int64_t memory_free = 0;
+  std::array<int32_t, kMaxGpusPerNode> gpu_free{};  // milli-GPUs free on each GPU
+  int32_t gpu_free_total = 0;                       // sum of gpu_free
+  int32_t gpu_free_max = 0;                         // the largest gpu_free
+  uint8_t num_gpus = 0;
+  uint8_t full_free_gpus = 0;  // GPUs with all 1000 milli free
+  ModelId model = 0;
+  uint32_t job_classes = 0;  // union of JobClassBit over the GPU jobs on the node
+  uint32_t version = 0;      // changes whenever anything above changes
+
+  // Whether `job` fits on this node now: CPU, memory, GPU model, and GPU count or share.
+  bool Fits(const JobSpec& job) const {
+    if (job.cpu_milli > cpu_free || job.memory_mib > memory_free) return false;
+    if (!job.UsesGpu()) return true;
+    if (!job.gpu_models.Contains(model)) return false;
+    if (job.num_gpu == 1) return gpu_free_max >= job.gpu_milli;
+    if (job.gpu_milli == kGpuMilli) return full_free_gpus >= job.num_gpu;
+    return CountGpusWithFree(job.gpu_milli) >= job.num_gpu;
+  }
+
+  int CountGpusWithFree(int32_t milli) const {
+    int n = 0;
+    for (int i = 0; i < num_gpus; ++i) n += gpu_free[i] >= milli;
+    return n;
+  }
+};
+
+}  // namespace gpufleet::core

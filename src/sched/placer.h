@@ -1,0 +1,62 @@
+#pragma once
+// `Placer`: runs one placement policy through the filter / score / select stages over one
+// cluster snapshot. It caches each node's score per job shape and recomputes it only after the
+// node changes, which is what makes replaying a 10,000-job trace over 1,200 nodes take
+// milliseconds. A Placer is bound to the snapshot it was made with; it never modifies it.
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "core/cluster.h"
+#include "core/rng.h"
+#include "sched/placement_policy.h"
+
+namespace gpufleet::sched {
+
+struct Placement {
+  int node = -1;
+  core::GpuMask gpus = 0;
+  double score = 0;
+};
+
+class Placer {
+ public:
+  // `tie_rank[i]` orders node i among equally scored nodes (smaller wins); it must be a
+  // permutation of 0..n-1. Empty means node index order. `policy` must outlive the Placer and
+  // must already be prepared.
+  Placer(const core::ClusterSnapshot& snapshot, const PlacementPolicy& policy,
+         std::span<const uint32_t> tie_rank);
+
+  // The node and GPUs for `job`, or nothing when no node can hold it now.
+  std::optional<Placement> Choose(const core::JobSpec& job, core::Rng& rng);
+
+  // How many node scores were computed rather than reused (for benchmarks).
+  int64_t scores_computed() const { return scores_computed_; }
+
+ private:
+  struct ShapeKey {
+    int64_t cpu, memory;
+    int32_t num_gpu, gpu_milli;
+    uint64_t models;
+    bool operator==(const ShapeKey&) const = default;
+  };
+  struct ShapeKeyHash {
+    size_t operator()(const ShapeKey& k) const;
+  };
+  struct CachedScore {
+    uint32_t version = 0;  // node version the score was computed at; 0 = none
+    double score = 0;
+  };
+
+  const core::ClusterSnapshot& snapshot_;
+  const PlacementPolicy& policy_;
+  std::vector<int> nodes_by_rank_;
+  std::unordered_map<ShapeKey, int, ShapeKeyHash> shape_ids_;
+  std::vector<std::vector<CachedScore>> cache_;  // [shape][node]
+  int64_t scores_computed_ = 0;
+};
+
+}  // namespace gpufleet::sched

@@ -1,0 +1,85 @@
+#include "sched/workload_profile.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "core/check.h"
+
+namespace gpufleet::sched {
+
+WorkloadProfile WorkloadProfile::Build(std::span<const core::JobSpec> jobs,
+                                       std::span<const std::string> spec_labels, double coverage) {
+  GPUFLEET_CHECK(spec_labels.empty() || spec_labels.size() == jobs.size());
+  using Key = std::tuple<int64_t, int, int, std::string>;
+  std::map<Key, JobType> counted;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const core::JobSpec& job = jobs[i];
+    const int milli = job.UsesGpu() ? job.gpu_milli : 0;
+    const int count = job.UsesGpu() ? job.num_gpu : 0;
+    std::string label = spec_labels.empty() ? (job.gpu_models.IsAll()
+                                                   ? std::string()
+                                                   : std::to_string(job.gpu_models.bits()))
+                                            : spec_labels[i];
+    Key key{job.cpu_milli, milli, count, label};
+    JobType& type = counted[key];
+    type.cpu_milli = job.cpu_milli;
+    type.gpu_milli = milli;
+    type.num_gpu = count;
+    type.models = job.gpu_models;
+    type.spec_label = std::move(label);
+    ++type.count;
+  }
+  std::vector<JobType> all;
+  all.reserve(counted.size());
+  for (auto& [key, type] : counted) all.push_back(std::move(type));
+  // Most frequent first; ties by key, highest first.
+  std::sort(all.begin(), all.end(), [](const JobType& a, const JobType& b) {
+    return std::tie(a.count, a.cpu_milli, a.gpu_milli, a.num_gpu, a.spec_label) >
+           std::tie(b.count, b.cpu_milli, b.gpu_milli, b.num_gpu, b.spec_label);
+  });
+  WorkloadProfile profile;
+  const double needed = coverage * static_cast<double>(jobs.size());
+  for (auto& type : all) {
+    if (static_cast<double>(profile.total_count_) >= needed) break;
+    profile.total_count_ += type.count;
+    profile.types_.push_back(type);
+  }
+  profile.by_model_.resize(core::kMaxModels);
+  for (int m = 0; m < core::kMaxModels; ++m) {
+    ModelView& view = profile.by_model_[m];
+    for (const JobType& t : profile.types_) {
+      if (t.num_gpu == 0 || !t.models.Contains(static_cast<core::ModelId>(m))) {
+        view.unusable_count += t.count;
+      } else {
+        view.gpu_types.push_back(t);
+      }
+    }
+  }
+  return profile;
+}
+
+int64_t WorkloadProfile::WeightedFragmentation(core::ModelId model, int64_t cpu_free,
+                                               const int32_t* gpu_free, int num_gpus) const {
+  int64_t free_total = 0;
+  for (int g = 0; g < num_gpus; ++g) free_total += gpu_free[g];
+  const ModelView& view = by_model_[model];
+  int64_t sum = view.unusable_count * free_total;
+  for (const JobType& t : view.gpu_types) {
+    if (cpu_free < t.cpu_milli) {
+      sum += t.count * free_total;
+      continue;
+    }
+    int fitting = 0;
+    int64_t unusable = 0;
+    for (int g = 0; g < num_gpus; ++g) {
+      const bool fits = gpu_free[g] >= t.gpu_milli;
+      fitting += fits;
+      unusable += fits ? 0 : gpu_free[g];
+    }
+    sum += t.count * (fitting >= t.num_gpu ? unusable : free_total);
+  }
+  return sum;
+}
+
+}  // namespace gpufleet::sched
