@@ -39,11 +39,17 @@ WorkloadProfile WorkloadProfile::Build(std::span<const core::JobSpec> jobs,
            std::tie(b.count, b.cpu_milli, b.gpu_milli, b.num_gpu, b.spec_label);
   });
   WorkloadProfile profile;
-  const double needed = coverage * static_cast<double>(jobs.size());
+  const double total = static_cast<double>(jobs.size());
+  const double needed = coverage * 100.0 * total / 100.0;
   for (auto& type : all) {
     if (static_cast<double>(profile.total_count_) >= needed) break;
     profile.total_count_ += type.count;
     profile.types_.push_back(type);
+  }
+  for (const JobType& t : profile.types_) {
+    double w = static_cast<double>(t.count) / total;
+    if (profile.types_.size() < all.size()) w /= static_cast<double>(profile.total_count_) / total;
+    profile.published_weights_.push_back(w);
   }
   profile.by_model_.resize(core::kMaxModels);
   for (int m = 0; m < core::kMaxModels; ++m) {
@@ -78,6 +84,53 @@ int64_t WorkloadProfile::WeightedFragmentation(core::ModelId model, int64_t cpu_
       unusable += fits ? 0 : gpu_free[g];
     }
     sum += t.count * (fitting >= t.num_gpu ? unusable : free_total);
+  }
+  return sum;
+}
+
+double WorkloadProfile::PublishedFragmentation(core::ModelId model, int64_t cpu_free,
+                                               const int32_t* gpu_free, int num_gpus) const {
+  // Categories in the published order: Q1 lack both, Q2 lack GPU (and the unusable part of
+  // satisfied types), Q3 satisfied (not fragmentation), Q4 lack CPU, XL and XR (CPU-only types
+  // with and without enough CPU), no access (GPU model not allowed).
+  enum { kQ1, kQ2, kQ3, kQ4, kXL, kXR, kNoAccess, kCategories };
+  double data[kCategories] = {};
+  int64_t free_total = 0;
+  for (int g = 0; g < num_gpus; ++g) free_total += gpu_free[g];
+  const double idle = static_cast<double>(free_total);
+  for (size_t i = 0; i < types_.size(); ++i) {
+    const JobType& t = types_[i];
+    const double w = published_weights_[i];
+    const bool cpu_ok = cpu_free >= t.cpu_milli;
+    if (t.gpu_milli == 0) {
+      data[cpu_ok ? kXL : kXR] += w * idle;
+      continue;
+    }
+    if (num_gpus == 0 || !t.models.Contains(model)) {
+      data[kNoAccess] += w * idle;
+      continue;
+    }
+    int fitting = 0;
+    int64_t unusable = 0;
+    for (int g = 0; g < num_gpus; ++g) {
+      const bool fits = gpu_free[g] >= t.gpu_milli;
+      fitting += fits;
+      unusable += fits ? 0 : gpu_free[g];
+    }
+    if (fitting >= t.num_gpu) {
+      if (cpu_ok) {
+        data[kQ2] += w * static_cast<double>(unusable);
+        data[kQ3] += w * static_cast<double>(free_total - unusable);
+      } else {
+        data[kQ4] += w * idle;
+      }
+    } else {
+      data[cpu_ok ? kQ2 : kQ1] += w * idle;
+    }
+  }
+  double sum = 0;
+  for (int c = 0; c < kCategories; ++c) {
+    if (c != kQ3) sum += data[c];
   }
   return sum;
 }

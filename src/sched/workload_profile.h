@@ -43,6 +43,12 @@ class WorkloadProfile {
   // Divide by `total_count()` for the node's fragmentation in milli-GPUs.
   int64_t WeightedFragmentation(core::ModelId model, int64_t cpu_free, const int32_t* gpu_free,
                                 int num_gpus) const;
+  // The same measure computed in floating point exactly as the FGD paper's simulator does it
+  // (weights (count/total)/(kept/total); amounts accumulated per fragmentation category, then the
+  // categories summed), for reproducing its published decisions to the last tie. Mathematically
+  // equal to WeightedFragmentation / total_count; differs only by float rounding.
+  double PublishedFragmentation(core::ModelId model, int64_t cpu_free, const int32_t* gpu_free,
+                                int num_gpus) const;
   int64_t WeightedFragmentation(const core::NodeState& node) const {
     return WeightedFragmentation(node.model, node.cpu_free, node.gpu_free.data(), node.num_gpus);
   }
@@ -53,6 +59,7 @@ class WorkloadProfile {
     int64_t unusable_count = 0;  // weight of types that can use no GPU of this model
   };
   std::vector<JobType> types_;
+  std::vector<double> published_weights_;  // per type, as the published simulator rounds them
   std::vector<ModelView> by_model_;
   int64_t total_count_ = 0;
 };

@@ -8,10 +8,10 @@
 namespace gpufleet::sched {
 namespace {
 
-// trunc(100 * sigmoid(delta / 1000)) for a fragmentation change given as a weighted integer.
-int Sigmoid100(int64_t weighted_delta, int64_t total_count) {
-  const double x = static_cast<double>(weighted_delta) / static_cast<double>(total_count) / 1000.0;
-  return static_cast<int>(100.0 / (1.0 + std::exp(-x)));
+// trunc(100 * sigmoid(delta / 1000)), with the published simulator's float operations.
+int Sigmoid100(double delta) {
+  const double sigmoid = 1.0 / (1.0 + std::exp(-(delta / 1000.0)));
+  return static_cast<int>(sigmoid * 100.0);
 }
 
 class Fgd final : public PlacementPolicy {
@@ -35,7 +35,7 @@ class Fgd final : public PlacementPolicy {
  private:
   // The node's score for `job`; for a sharing job also the lowest GPU index reaching it.
   double BestScore(const core::NodeState& node, const core::JobSpec& job, int* best_gpu) const {
-    const int64_t before = profile_.WeightedFragmentation(node);
+    const double before = Frag(node.model, node.cpu_free, node.gpu_free.data(), node.num_gpus);
     const int64_t cpu_after = node.cpu_free - job.cpu_milli;
     auto gpus = node.gpu_free;
     if (!job.SharesGpu()) {
@@ -45,9 +45,9 @@ class Fgd final : public PlacementPolicy {
           if ((mask >> g) & 1u) gpus[g] -= job.gpu_milli;
         }
       }
-      const int64_t after = profile_.WeightedFragmentation(node.model, cpu_after, gpus.data(),
+      const double after = Frag(node.model, cpu_after, gpus.data(),
                                                            node.num_gpus);
-      return Sigmoid100(before - after, profile_.total_count());
+      return Sigmoid100(before - after);
     }
     int best = -1;
     for (int g = 0; g < node.num_gpus; ++g) {
@@ -57,16 +57,22 @@ class Fgd final : public PlacementPolicy {
       for (int h = 0; h < g && !seen; ++h) seen = node.gpu_free[h] == node.gpu_free[g];
       if (seen) continue;
       gpus[g] -= job.gpu_milli;
-      const int64_t after = profile_.WeightedFragmentation(node.model, cpu_after, gpus.data(),
+      const double after = Frag(node.model, cpu_after, gpus.data(),
                                                            node.num_gpus);
       gpus[g] += job.gpu_milli;
-      const int score = Sigmoid100(before - after, profile_.total_count());
+      const int score = Sigmoid100(before - after);
       if (score > best) {
         best = score;
         *best_gpu = g;
       }
     }
     return best;
+  }
+
+  // Scores follow the published simulator's float arithmetic, so that even a zero change whose
+  // float rounding decides between scores 49 and 50 goes the way it went there.
+  double Frag(core::ModelId model, int64_t cpu, const int32_t* gpus, int n) const {
+    return profile_.PublishedFragmentation(model, cpu, gpus, n);
   }
 
   WorkloadProfile profile_;
