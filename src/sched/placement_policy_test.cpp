@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <bit>
+#include <cctype>
 #include <cmath>
 #include <set>
 #include <string>
@@ -63,7 +64,9 @@ void ExpectValidPick(const NodeState& node, const JobSpec& job, core::GpuMask ma
   EXPECT_EQ(std::popcount(mask), job.num_gpu) << job.name;
   EXPECT_EQ(mask >> node.num_gpus, 0u) << job.name << " takes a GPU the node lacks";
   for (int g = 0; g < node.num_gpus; ++g) {
-    if ((mask >> g) & 1u) EXPECT_GE(node.gpu_free[g], job.gpu_milli) << job.name << " GPU " << g;
+    if ((mask >> g) & 1u) {
+      EXPECT_GE(node.gpu_free[g], job.gpu_milli) << job.name << " GPU " << g;
+    }
   }
 }
 
@@ -227,15 +230,17 @@ TEST_P(PlacementPolicyTest, PureScoresRepeat) {
   core::Rng r1(1), r2(2);
   for (const JobSpec& job : JobMix()) {
     for (const NodeState& s : cluster.states()) {
-      if (s.Fits(job)) EXPECT_EQ(policy_->Score(s, job, r1), policy_->Score(s, job, r2)) << job.name;
+      if (s.Fits(job)) {
+        EXPECT_EQ(policy_->Score(s, job, r1), policy_->Score(s, job, r2)) << job.name;
+      }
     }
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllPolicies, PlacementPolicyTest,
                          ::testing::ValuesIn(RegisteredPolicyNames()),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           std::string name = info.param;
+                         [](const ::testing::TestParamInfo<std::string>& param) {
+                           std::string name = param.param;
                            for (char& c : name) {
                              if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
                            }

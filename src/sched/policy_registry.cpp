@@ -10,7 +10,8 @@ const std::vector<PlacementPolicyInfo>& PlacementPolicies() {
       {"gpupacking", "fill partly used GPUs, then partly used nodes", true, &MakeGpuPacking},
       {"bestfit", "least CPU and GPU left over", true, &MakeBestFit},
       {"fgd", "fragmentation gradient descent (FGD, USENIX ATC'23)", true, &MakeFgd},
-      {"fgd-plus", "gpufleet's own", true, &MakeFragLookahead},
+      {"fgd-tight", "FGD node scores, best-fit GPU among equally scored GPUs (gpufleet)", true,
+       &MakeFgdTight},
   };
   return policies;
 }

@@ -142,7 +142,7 @@ Result<OpenbWorkload> ReadOpenbWorkload(const std::string& nodes_path,
       if (pod.job.gpu_models.Contains(static_cast<core::ModelId>(m))) most = std::max(most, max_gpus[m]);
     }
     if (pod.job.num_gpu > most) {
-      return Error{pods_path + ":" + std::to_string(pod.line) + ": column 'num_gpu' (4): pod '" +
+      return Error{pods_path + ":" + std::to_string(pod.line) + ": column 'num_gpu': pod '" +
                    pod.job.name + "' asks for " + std::to_string(pod.job.num_gpu) +
                    " GPUs but no node" + (pod.spec_label.empty() ? "" : " of its GPU models") +
                    " has more than " + std::to_string(most)};
