@@ -33,16 +33,17 @@ inline uint32_t JobClassBit(const JobSpec& job) {
 
 // Free resources of one node. Kept small and flat: placement scans every node for every job.
 struct NodeState {
+  // Hot fields first: the filter reads only these, one cache line per node.
   int64_t cpu_free = 0;
   int64_t memory_free = 0;
-  std::array<int32_t, kMaxGpusPerNode> gpu_free{};  // milli-GPUs free on each GPU
-  int32_t gpu_free_total = 0;                       // sum of gpu_free
-  int32_t gpu_free_max = 0;                         // the largest gpu_free
+  int32_t gpu_free_total = 0;  // sum of gpu_free
+  int32_t gpu_free_max = 0;    // the largest gpu_free
+  uint32_t version = 0;        // changes whenever anything here changes
+  uint32_t job_classes = 0;    // union of JobClassBit over the GPU jobs on the node
   uint8_t num_gpus = 0;
   uint8_t full_free_gpus = 0;  // GPUs with all 1000 milli free
   ModelId model = 0;
-  uint32_t job_classes = 0;  // union of JobClassBit over the GPU jobs on the node
-  uint32_t version = 0;      // changes whenever anything above changes
+  std::array<int32_t, kMaxGpusPerNode> gpu_free{};  // milli-GPUs free on each GPU
 
   // Whether `job` fits on this node now: CPU, memory, GPU model, and GPU count or share.
   bool Fits(const JobSpec& job) const {

@@ -41,55 +41,83 @@ size_t Placer::ShapeKeyHash::operator()(const ShapeKey& k) const {
   return h;
 }
 
+size_t Placer::StateKeyHash::operator()(const StateKey& k) const {
+  uint64_t h = static_cast<uint64_t>(k.shape) * 0x9e3779b97f4a7c15ULL;
+  auto mix = [&h](uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+  mix(static_cast<uint64_t>(k.cpu_free));
+  mix(static_cast<uint64_t>(k.memory_free));
+  mix(uint64_t{k.num_gpus} << 40 | uint64_t{k.model} << 32 | k.job_classes);
+  for (int g = 0; g < k.num_gpus; ++g) mix(static_cast<uint64_t>(k.gpu_free[g]));
+  return h;
+}
+
 Placer::Placer(const core::ClusterSnapshot& snapshot, const PlacementPolicy& policy,
                std::span<const uint32_t> tie_rank)
-    : snapshot_(snapshot), policy_(policy), nodes_by_rank_(snapshot.size()) {
+    : snapshot_(snapshot), policy_(policy), rank_(snapshot.size()) {
   const int n = snapshot.size();
   if (tie_rank.empty()) {
-    std::iota(nodes_by_rank_.begin(), nodes_by_rank_.end(), 0);
+    std::iota(rank_.begin(), rank_.end(), 0u);
   } else {
     GPUFLEET_CHECK(static_cast<int>(tie_rank.size()) == n);
-    std::vector<int> seen(n, 0);
+    std::vector<char> seen(n, 0);
     for (int i = 0; i < n; ++i) {
       GPUFLEET_CHECK(tie_rank[i] < static_cast<uint32_t>(n) && !seen[tie_rank[i]]);
       seen[tie_rank[i]] = 1;
-      nodes_by_rank_[tie_rank[i]] = i;
+      rank_[i] = tie_rank[i];
     }
   }
+  by_rank_.resize(n);
+  for (int node = 0; node < n; ++node) by_rank_[rank_[node]] = node;
+}
+
+double Placer::PureScore(int shape, const core::NodeState& s, const core::JobSpec& job,
+                         core::Rng& rng) {
+  StateKey key{shape, s.num_gpus, s.model, s.job_classes, s.cpu_free, s.memory_free, s.gpu_free};
+  auto it = memo_.find(key);
+  if (it != memo_.end()) return it->second;
+  const double score = policy_.Score(s, job, rng);
+  ++scores_computed_;
+  // Bounded: a long-lived Placer forgets old states rather than growing without limit.
+  if (memo_.size() > (1u << 20)) memo_.clear();
+  memo_.emplace(key, score);
+  return score;
 }
 
 std::optional<Placement> Placer::Choose(const core::JobSpec& job, core::Rng& rng) {
   std::span<const core::NodeState> states = snapshot_.states();
+  const int n = static_cast<int>(states.size());
   Placement best;
+  // Nodes are visited in index order (memory order); ties go to the smaller rank.
+  auto consider = [&](int node, double score) {
+    if (best.node < 0 || score > best.score ||
+        (score == best.score && rank_[node] < rank_[best.node])) {
+      best.node = node;
+      best.score = score;
+    }
+  };
   if (policy_.ScoreIsPure()) {
     ShapeKey key{job.cpu_milli, job.memory_mib, job.num_gpu, job.gpu_milli, job.gpu_models.bits()};
     auto [it, inserted] = shape_ids_.try_emplace(key, static_cast<int>(cache_.size()));
     if (inserted) cache_.emplace_back(states.size());
-    std::vector<CachedScore>& cache = cache_[it->second];
-    for (int node : nodes_by_rank_) {
+    const int shape = it->second;
+    CachedScore* cache = cache_[shape].data();
+    for (int node = 0; node < n; ++node) {
       const core::NodeState& s = states[node];
       if (!s.Fits(job)) continue;
       CachedScore& c = cache[node];
       if (c.version != s.version) {
-        c.score = policy_.Score(s, job, rng);
+        c.score = PureScore(shape, s, job, rng);
         c.version = s.version;
-        ++scores_computed_;
       }
-      if (best.node < 0 || c.score > best.score) {
-        best.node = node;
-        best.score = c.score;
-      }
+      consider(node, c.score);
     }
   } else {
-    for (int node : nodes_by_rank_) {
+    // Randomized policies draw in rank order, so a seed gives the same run on any node order.
+    for (int node : by_rank_) {
       const core::NodeState& s = states[node];
       if (!s.Fits(job)) continue;
-      const double score = policy_.Score(s, job, rng);
       ++scores_computed_;
-      if (best.node < 0 || score > best.score) {
-        best.node = node;
-        best.score = score;
-      }
+      consider(node, policy_.Score(s, job, rng));
     }
   }
   if (best.node < 0) return std::nullopt;

@@ -2,8 +2,9 @@
 // `Placer`: runs one placement policy through the filter / score / select stages over one
 // cluster snapshot. It caches each node's score per job shape and recomputes it only after the
 // node changes, which is what makes replaying a 10,000-job trace over 1,200 nodes take
-// milliseconds. A Placer is bound to the snapshot it was made with; it never modifies it.
+// milliseconds; nodes in identical states share one computed score. A Placer is bound to the snapshot it was made with; it never modifies it.
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -46,16 +47,33 @@ class Placer {
   struct ShapeKeyHash {
     size_t operator()(const ShapeKey& k) const;
   };
+  // A node state as a policy sees it, for sharing one computed score among identical nodes.
+  struct StateKey {
+    int shape;
+    uint8_t num_gpus;
+    core::ModelId model;
+    uint32_t job_classes;
+    int64_t cpu_free, memory_free;
+    std::array<int32_t, core::kMaxGpusPerNode> gpu_free;
+    bool operator==(const StateKey&) const = default;
+  };
+  struct StateKeyHash {
+    size_t operator()(const StateKey& k) const;
+  };
   struct CachedScore {
     uint32_t version = 0;  // node version the score was computed at; 0 = none
     double score = 0;
   };
 
+  double PureScore(int shape, const core::NodeState& node, const core::JobSpec& job, core::Rng& rng);
+
   const core::ClusterSnapshot& snapshot_;
   const PlacementPolicy& policy_;
-  std::vector<int> nodes_by_rank_;
+  std::vector<uint32_t> rank_;  // tie-break rank per node
+  std::vector<int> by_rank_;    // nodes in rank order
   std::unordered_map<ShapeKey, int, ShapeKeyHash> shape_ids_;
   std::vector<std::vector<CachedScore>> cache_;  // [shape][node]
+  std::unordered_map<StateKey, double, StateKeyHash> memo_;  // score per (shape, node state)
   int64_t scores_computed_ = 0;
 };
 

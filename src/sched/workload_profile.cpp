@@ -1,6 +1,8 @@
 #include "sched/workload_profile.h"
 
 #include <algorithm>
+#include <array>
+#include <functional>
 #include <map>
 #include <tuple>
 
@@ -50,6 +52,15 @@ WorkloadProfile WorkloadProfile::Build(std::span<const core::JobSpec> jobs,
     double w = static_cast<double>(t.count) / total;
     if (profile.types_.size() < all.size()) w /= static_cast<double>(profile.total_count_) / total;
     profile.published_weights_.push_back(w);
+    if (t.gpu_milli > 0) profile.thresholds_.push_back(t.gpu_milli);
+  }
+  std::sort(profile.thresholds_.begin(), profile.thresholds_.end(), std::greater<>());
+  profile.thresholds_.erase(std::unique(profile.thresholds_.begin(), profile.thresholds_.end()),
+                            profile.thresholds_.end());
+  for (const JobType& t : profile.types_) {
+    auto it = std::find(profile.thresholds_.begin(), profile.thresholds_.end(), t.gpu_milli);
+    profile.threshold_of_type_.push_back(
+        t.gpu_milli > 0 ? static_cast<int>(it - profile.thresholds_.begin()) : -1);
   }
   profile.by_model_.resize(core::kMaxModels);
   for (int m = 0; m < core::kMaxModels; ++m) {
@@ -95,8 +106,30 @@ double WorkloadProfile::PublishedFragmentation(core::ModelId model, int64_t cpu_
   // with and without enough CPU), no access (GPU model not allowed).
   enum { kQ1, kQ2, kQ3, kQ4, kXL, kXR, kNoAccess, kCategories };
   double data[kCategories] = {};
+  // Per distinct threshold m: how many GPUs have >= m free, and the free milli on the others.
+  // GPUs sorted by free milli descending meet the descending thresholds in one merge pass.
+  std::array<int32_t, core::kMaxGpusPerNode> sorted{};
   int64_t free_total = 0;
-  for (int g = 0; g < num_gpus; ++g) free_total += gpu_free[g];
+  for (int g = 0; g < num_gpus; ++g) {
+    int32_t v = gpu_free[g];
+    free_total += v;
+    int i = g;
+    for (; i > 0 && sorted[i - 1] < v; --i) sorted[i] = sorted[i - 1];
+    sorted[i] = v;
+  }
+  constexpr int kMaxThresholds = 64;
+  int fitting_at[kMaxThresholds];
+  int64_t unusable_at[kMaxThresholds];
+  const int thresholds = static_cast<int>(std::min<size_t>(thresholds_.size(), kMaxThresholds));
+  {
+    int i = 0;
+    int64_t fitting_sum = 0;
+    for (int k = 0; k < thresholds; ++k) {
+      while (i < num_gpus && sorted[i] >= thresholds_[k]) fitting_sum += sorted[i++];
+      fitting_at[k] = i;
+      unusable_at[k] = free_total - fitting_sum;
+    }
+  }
   const double idle = static_cast<double>(free_total);
   for (size_t i = 0; i < types_.size(); ++i) {
     const JobType& t = types_[i];
@@ -110,12 +143,18 @@ double WorkloadProfile::PublishedFragmentation(core::ModelId model, int64_t cpu_
       data[kNoAccess] += w * idle;
       continue;
     }
+    const int k = threshold_of_type_[i];
     int fitting = 0;
     int64_t unusable = 0;
-    for (int g = 0; g < num_gpus; ++g) {
-      const bool fits = gpu_free[g] >= t.gpu_milli;
-      fitting += fits;
-      unusable += fits ? 0 : gpu_free[g];
+    if (k < kMaxThresholds) {
+      fitting = fitting_at[k];
+      unusable = unusable_at[k];
+    } else {  // more distinct shares than the fast path holds
+      for (int g = 0; g < num_gpus; ++g) {
+        const bool fits = gpu_free[g] >= t.gpu_milli;
+        fitting += fits;
+        unusable += fits ? 0 : gpu_free[g];
+      }
     }
     if (fitting >= t.num_gpu) {
       if (cpu_ok) {

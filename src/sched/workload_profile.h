@@ -60,6 +60,8 @@ class WorkloadProfile {
   };
   std::vector<JobType> types_;
   std::vector<double> published_weights_;  // per type, as the published simulator rounds them
+  std::vector<int32_t> thresholds_;        // distinct gpu_milli of GPU types, descending
+  std::vector<int> threshold_of_type_;     // index into thresholds_ per type (-1: CPU-only)
   std::vector<ModelView> by_model_;
   int64_t total_count_ = 0;
 };

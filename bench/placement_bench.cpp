@@ -1,0 +1,121 @@
+// Benchmarks of the openb placement experiment (issue: FGD run <= 0.15 s, full sweep <= 2 min).
+// Each iteration is one whole run: build the cluster, place every pod of the order, record the
+// metrics; loading the CSV files is outside the timed loop. Real traces are read from
+// ../shared/traces when present; the synthetic scaling benchmarks need nothing.
+#include <benchmark/benchmark.h>
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "core/gpu_catalog.h"
+#include "sched/policy_registry.h"
+#include "sim/placement_experiment.h"
+#include "sim/synthetic_openb.h"
+
+namespace {
+
+using namespace gpufleet;
+namespace fs = std::filesystem;
+
+const fs::path kTraces = fs::path(GPUFLEET_SOURCE_DIR) / ".." / "shared" / "traces" / "alibaba-openb-2023";
+
+struct Loaded {
+  sim::OpenbWorkload workload;
+  sim::PlacementOrder order;
+  sched::WorkloadProfile profile;
+};
+
+// The default trace with the published seed-42 order, or nullptr when the traces are absent.
+const Loaded* DefaultTrace() {
+  static std::unique_ptr<Loaded> loaded = []() -> std::unique_ptr<Loaded> {
+    if (!fs::exists(kTraces / "openb_pod_list_default.csv")) return nullptr;
+    auto w = sim::ReadOpenbWorkload((kTraces / "openb_node_list_gpu_node.csv").string(),
+                                    (kTraces / "openb_pod_list_default.csv").string(),
+                                    core::GpuCatalog::Builtin());
+    if (!w) return nullptr;
+    auto out = std::make_unique<Loaded>();
+    out->workload = std::move(w).value();
+    auto order = sim::ReadOrderFile((kTraces / "orders" / "openb_pod_list_default.seed42.txt").string(),
+                                    out->workload);
+    if (!order) return nullptr;
+    out->order = std::move(order).value();
+    out->profile = sim::ProfileOf(out->workload);
+    return out;
+  }();
+  return loaded.get();
+}
+
+void RunOnce(benchmark::State& state, const Loaded& data, const std::string& policy_name) {
+  auto policy = sched::MakePlacementPolicy(policy_name);
+  policy->Prepare(data.profile);
+  int64_t scores = 0;
+  for (auto _ : state) {
+    core::Rng rng(42);
+    auto run = sim::RunPlacement(data.workload, data.order, *policy, data.profile, rng);
+    auto curves = sim::SummarizeCurves(run, 130);
+    benchmark::DoNotOptimize(curves.allocation.data());
+    scores = run.scores_computed;
+  }
+  state.counters["pods"] = static_cast<double>(data.order.pods.size());
+  state.counters["nodes"] = static_cast<double>(data.workload.nodes.size());
+  state.counters["scores_computed"] = static_cast<double>(scores);
+}
+
+void BM_OpenbDefault(benchmark::State& state, std::string policy) {
+  const Loaded* data = DefaultTrace();
+  if (!data) {
+    state.SkipWithError("../shared/traces not found: real-trace benchmark skipped");
+    return;
+  }
+  RunOnce(state, *data, policy);
+}
+
+// The default trace replicated `factor` times (nodes and pods), with a seeded order.
+void BM_OpenbReplicated(benchmark::State& state, std::string policy) {
+  const Loaded* base = DefaultTrace();
+  if (!base) {
+    state.SkipWithError("../shared/traces not found: real-trace benchmark skipped");
+    return;
+  }
+  const int factor = static_cast<int>(state.range(0));
+  static std::map<int, std::unique_ptr<Loaded>> cache;
+  auto& slot = cache[factor];
+  if (!slot) {
+    slot = std::make_unique<Loaded>();
+    slot->workload = sim::ReplicateWorkload(base->workload, factor);
+    slot->order = sim::GenerateOrder(slot->workload, 42, 1.3);
+    slot->profile = sim::ProfileOf(slot->workload);
+  }
+  RunOnce(state, *slot, policy);
+}
+
+// A synthetic openb-like cluster of 1,200 x factor nodes; needs no trace files.
+void BM_Synthetic(benchmark::State& state, std::string policy) {
+  const int factor = static_cast<int>(state.range(0));
+  static std::map<int, std::unique_ptr<Loaded>> cache;
+  auto& slot = cache[factor];
+  if (!slot) {
+    slot = std::make_unique<Loaded>();
+    slot->workload = sim::GenerateSyntheticOpenb(core::GpuCatalog::Builtin(), 1200 * factor, 1.0, 7);
+    slot->order = sim::GenerateOrder(slot->workload, 42, 1.3);
+    slot->profile = sim::ProfileOf(slot->workload);
+  }
+  RunOnce(state, *slot, policy);
+}
+
+}  // namespace
+
+BENCHMARK_CAPTURE(BM_OpenbDefault, random, std::string("random"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_OpenbDefault, dotprod, std::string("dotprod"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_OpenbDefault, gpuclustering, std::string("gpuclustering"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_OpenbDefault, gpupacking, std::string("gpupacking"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_OpenbDefault, bestfit, std::string("bestfit"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_OpenbDefault, fgd, std::string("fgd"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_OpenbDefault, fgd_tight, std::string("fgd-tight"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_OpenbReplicated, fgd, std::string("fgd"))->Arg(1)->Arg(2)->Arg(4)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_OpenbReplicated, bestfit, std::string("bestfit"))->Arg(1)->Arg(2)->Arg(4)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Synthetic, fgd, std::string("fgd"))->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
+
+BENCHMARK_MAIN();
