@@ -115,7 +115,8 @@ std::optional<fs::path> OpenbTracesDir() {
 }
 
 std::string MissingTracesMessage() {
-  const fs::path want = (fs::path(GPUFLEET_SOURCE_DIR) / ".." / "shared" / "traces").lexically_normal();
+  const fs::path want =
+      (fs::path(GPUFLEET_SOURCE_DIR) / ".." / "shared" / "traces").lexically_normal();
   return "../shared/traces not found: " + (want / "alibaba-openb-2023").string() +
          " is absent, so the comparison with the published openb results is skipped";
 }

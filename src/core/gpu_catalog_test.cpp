@@ -99,7 +99,8 @@ TEST(GpuCatalogTest, ParseSpec) {
   EXPECT_FALSE(v100.value().IsAll());
   for (int id = 0; id < c.size(); ++id) {
     const std::string& name = c.model(static_cast<ModelId>(id)).name;
-    EXPECT_EQ(v100.value().Contains(static_cast<ModelId>(id)), name == "V100M16" || name == "V100M32")
+    EXPECT_EQ(v100.value().Contains(static_cast<ModelId>(id)),
+              name == "V100M16" || name == "V100M32")
         << name;
   }
 

@@ -97,8 +97,9 @@ class PlacementPolicyTest : public ::testing::TestWithParam<std::string> {
 
   // Places jobs from the mix in a seeded pseudo-random order until `count` jobs have arrived,
   // checking every decision; returns (node, gpus) for each, node -1 when it failed.
-  std::vector<std::pair<int, core::GpuMask>> PlaceMany(ClusterSnapshot& cluster, uint64_t order_seed,
-                                                       uint64_t policy_seed, int count) {
+  std::vector<std::pair<int, core::GpuMask>> PlaceMany(ClusterSnapshot& cluster,
+                                                       uint64_t order_seed, uint64_t policy_seed,
+                                                       int count) {
     const std::vector<JobSpec> mix = JobMix();
     core::Rng order(order_seed), rng(policy_seed);
     Placer placer(cluster, *policy_, {});
@@ -341,11 +342,11 @@ TEST(GpuClusteringTest, PrefersANodeWithTheSameJobClass) {
   c.Allocate(3, Job().Gpus(2), 0b110);
   core::Rng rng(0);
   const JobSpec share = Job().Share(200);
-  EXPECT_EQ(policy->Score(c.state(0), share, rng), 0 + 25);   // floor(25*0/8000), no GPU pods
-  EXPECT_EQ(policy->Score(c.state(1), share, rng), 3 + 0);    // floor(25*1000/8000), other tag
-  EXPECT_EQ(policy->Score(c.state(2), share, rng), 0 + 75);   // floor(25*300/8000), same tag only
-  EXPECT_EQ(policy->Score(c.state(3), share, rng), 7 + 50);   // floor(25*2300/8000), tag and others
-  EXPECT_EQ(policy->Score(c.state(0), Job(), rng), 0);        // CPU-only
+  EXPECT_EQ(policy->Score(c.state(0), share, rng), 0 + 25);  // floor(25*0/8000), no GPU pods
+  EXPECT_EQ(policy->Score(c.state(1), share, rng), 3 + 0);   // floor(25*1000/8000), other tag
+  EXPECT_EQ(policy->Score(c.state(2), share, rng), 0 + 75);  // floor(25*300/8000), same tag only
+  EXPECT_EQ(policy->Score(c.state(3), share, rng), 7 + 50);  // floor(25*2300/8000), tag and others
+  EXPECT_EQ(policy->Score(c.state(0), Job(), rng), 0);       // CPU-only
   Placer placer(c, *policy, {});
   EXPECT_EQ(placer.Choose(share, rng)->node, 2);
   EXPECT_EQ(placer.Choose(Job().Gpus(1), rng)->node, 1);
@@ -364,8 +365,8 @@ TEST(FgdTest, SharingPodTakesTheGpuThatFragmentsLeast) {
   core::Rng rng(0);
   const JobSpec share = Job().Cpu(0).Share(200);
   // Before: phi = 700 (GPU 0 fits a whole-GPU pod), L = 1700: F = 525 + 425 = 950.
-  // GPU 0 -> [800, 700]: no GPU fits, phi = L = 1500, F = 1500, delta -550: trunc(100 s(-0.55)) = 36.
-  // GPU 1 -> [1000, 500]: phi = 500, L = 1500, F = 750, delta 200: trunc(100 s(0.2)) = 54.
+  // GPU 0 -> [800, 700]: no GPU fits, phi = L = 1500, F = 1500, delta -550: trunc(100 s(-0.55))
+  // = 36. GPU 1 -> [1000, 500]: phi = 500, L = 1500, F = 750, delta 200: trunc(100 s(0.2)) = 54.
   EXPECT_EQ(fgd->Score(c.state(0), share, rng), 54);
   EXPECT_EQ(fgd->PickGpus(c.state(0), share, rng), 0b10u);
   EXPECT_EQ(std::trunc(100.0 / (1.0 + std::exp(0.55))), 36);  // the losing GPU's score
@@ -393,7 +394,8 @@ TEST(FgdTest, TiesGoToTheLowestGpuAndTheDefaultPickDiffers) {
 TEST(RandomFitTest, SpreadsOverFeasibleNodesAndGpus) {
   auto policy = Make("random");
   EXPECT_FALSE(policy->ScoreIsPure());
-  ClusterSnapshot c({Node("a").Gpus(2), Node("b").Gpus(2), Node("c").Gpus(2), Node("d").Gpus(2, "T4")});
+  ClusterSnapshot c(
+      {Node("a").Gpus(2), Node("b").Gpus(2), Node("c").Gpus(2), Node("d").Gpus(2, "T4")});
   core::Rng rng(123);
   Placer placer(c, *policy, {});
   std::set<int> nodes;

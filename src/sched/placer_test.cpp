@@ -64,11 +64,16 @@ TEST(PlacerTest, ReportsNothingWhenNoNodeFits) {
 // Random shapes of jobs, drawn from a small set so that the cache sees repeats.
 JobSpec RandomJob(core::Rng& rng) {
   static const std::vector<JobSpec> shapes = {
-      Job().Cpu(0).Memory(0),         Job().Cpu(2000),
-      Job().Cpu(1000).Share(100),     Job().Cpu(1000).Share(250),
-      Job().Cpu(4000).Share(500),     Job().Cpu(1000).Share(800).Models("T4"),
-      Job().Cpu(8000).Gpus(1),        Job().Cpu(8000).Gpus(2),
-      Job().Cpu(16000).Gpus(4),       Job().Cpu(2000).Gpus(1).Models("V100M16|V100M32"),
+      Job().Cpu(0).Memory(0),
+      Job().Cpu(2000),
+      Job().Cpu(1000).Share(100),
+      Job().Cpu(1000).Share(250),
+      Job().Cpu(4000).Share(500),
+      Job().Cpu(1000).Share(800).Models("T4"),
+      Job().Cpu(8000).Gpus(1),
+      Job().Cpu(8000).Gpus(2),
+      Job().Cpu(16000).Gpus(4),
+      Job().Cpu(2000).Gpus(1).Models("V100M16|V100M32"),
       Job().Cpu(32000).Memory(200000).Gpus(8),
   };
   return shapes[rng.Below(shapes.size())];

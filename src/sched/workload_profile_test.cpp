@@ -73,9 +73,9 @@ TEST(WorkloadProfileTest, TiesAreOrderedByKeyHighestFirst) {
   std::vector<JobSpec> jobs;
   std::vector<std::string> labels;
   Add(jobs, labels, Job().Cpu(1000).Share(200), 2);
-  Add(jobs, labels, Job().Cpu(1000).Share(300), 2);               // higher milli
-  Add(jobs, labels, Job().Cpu(2000).Share(100), 2);               // higher cpu wins first
-  Add(jobs, labels, Job().Cpu(1000).Gpus(1), 2);                  // milli 1000, k 1
+  Add(jobs, labels, Job().Cpu(1000).Share(300), 2);  // higher milli
+  Add(jobs, labels, Job().Cpu(2000).Share(100), 2);  // higher cpu wins first
+  Add(jobs, labels, Job().Cpu(1000).Gpus(1), 2);     // milli 1000, k 1
   Add(jobs, labels, Job().Cpu(1000).Share(300).Models("T4"), 2, "T4");
   Add(jobs, labels, Job().Cpu(1000).Share(300).Models("P100"), 2, "P100");
   const WorkloadProfile p = WorkloadProfile::Build(jobs, labels, 1.0);

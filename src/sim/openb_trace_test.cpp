@@ -95,8 +95,9 @@ TEST(OpenbTraceBadInputTest, MissingColumn) {
 }
 
 TEST(OpenbTraceBadInputTest, NonNumericField) {
-  const std::string e = PodsError(Pods("p0,1000,2048,1,500,,LS,Running,10,20,11\n"
-                                       "p1,lots,1024,2,1000,,LS,Running,12,,13\n"));
+  const std::string e =
+      PodsError(Pods("p0,1000,2048,1,500,,LS,Running,10,20,11\n"
+                     "p1,lots,1024,2,1000,,LS,Running,12,,13\n"));
   ExpectMentions(e, {"pods.csv:3: column 'cpu_milli' (2): expected an integer, found 'lots'"});
   const std::string n = NodesError("sn,cpu_milli,memory_mib,gpu,model\nn0,96000,393216,8.5,G2\n");
   ExpectMentions(n, {"nodes.csv:2: column 'gpu' (4)", "'8.5'"});
@@ -122,7 +123,8 @@ TEST(OpenbTraceBadInputTest, UnknownModelInGpuSpec) {
 
 TEST(OpenbTraceBadInputTest, MoreGpusThanAnyNode) {
   TempFile nodes("nodes.csv", kNodes);
-  TempFile pods("pods.csv", Pods(std::string(kGoodPods) + "big,1000,0,3,1000,T4,LS,Running,1,2,1\n"));
+  TempFile pods("pods.csv",
+                Pods(std::string(kGoodPods) + "big,1000,0,3,1000,T4,LS,Running,1,2,1\n"));
   auto w = ReadOpenbWorkload(nodes.path(), pods.path(), Catalog());
   ASSERT_FALSE(w.ok());
   ExpectMentions(w.error(), {pods.path() + ":6: column 'num_gpu'", "'big' asks for 3 GPUs",
@@ -200,14 +202,16 @@ TEST_F(OrderFileTest, UnknownPod) {
 }
 
 TEST_F(OrderFileTest, UnknownNode) {
-  ExpectMentions(Error("pod p0\nnode 0 n0\nnode 1 n9\n"), {"order.txt:3: column 3: unknown node 'n9'"});
+  ExpectMentions(Error("pod p0\nnode 0 n0\nnode 1 n9\n"),
+                 {"order.txt:3: column 3: unknown node 'n9'"});
 }
 
 TEST_F(OrderFileTest, MalformedLine) {
   ExpectMentions(Error("pod p0\npods p1\n"), {"order.txt:2: column 1: expected 'pod NAME'"});
   ExpectMentions(Error("pod p0\nnode 1\n"), {"order.txt:2:", "expected 'node RANK NAME'"});
   ExpectMentions(Error("pod p0\nnode x n0\n"), {"order.txt:2: column 2: node rank", "found 'x'"});
-  ExpectMentions(Error("pod p0\nnode 3 n0\n"), {"order.txt:2: column 2: node rank must be an integer in 0..2"});
+  ExpectMentions(Error("pod p0\nnode 3 n0\n"),
+                 {"order.txt:2: column 2: node rank must be an integer in 0..2"});
 }
 
 TEST_F(OrderFileTest, RanksMustBeAPermutation) {

@@ -124,13 +124,13 @@ TEST(SummarizeCurvesTest, BucketsRoundHalfToEvenAndEmptyBucketsTakeNeighbours) {
   ASSERT_EQ(c.frag_ratio.size(), 8u);
   EXPECT_EQ(c.allocation[0], 0);
   EXPECT_EQ(c.allocation[1], 1);
-  EXPECT_EQ(c.allocation[2], 2);    // 2.5 rounds to 2
-  EXPECT_EQ(c.allocation[3], 3);    // empty: buckets 2 and 4 together, mean of 2, 3, 4
+  EXPECT_EQ(c.allocation[2], 2);  // 2.5 rounds to 2
+  EXPECT_EQ(c.allocation[3], 3);  // empty: buckets 2 and 4 together, mean of 2, 3, 4
   EXPECT_EQ(c.frag_ratio[3], 13);
   EXPECT_EQ(c.allocation[4], 3.5);  // 3.5 rounds to 4
   EXPECT_EQ(c.frag_ratio[4], 13.5);
   EXPECT_EQ(c.allocation[5], 5);
-  EXPECT_EQ(c.allocation[6], 5);    // empty: bucket 5 only
+  EXPECT_EQ(c.allocation[6], 5);             // empty: bucket 5 only
   EXPECT_TRUE(std::isnan(c.allocation[7]));  // empty, and so are both neighbours
   EXPECT_TRUE(std::isnan(c.frag_ratio[7]));
   EXPECT_EQ(c.failed, 1);
@@ -172,7 +172,8 @@ TEST(PublishedCurvesTest, BestFitAndFgdMatchSeed42OnTheDefaultTrace) {
                              (*dir / "openb_pod_list_default.csv").string(),
                              core::GpuCatalog::Builtin());
   ASSERT_TRUE(w.ok()) << w.error();
-  auto order = ReadOrderFile((*dir / "orders" / "openb_pod_list_default.seed42.txt").string(), w.value());
+  auto order =
+      ReadOrderFile((*dir / "orders" / "openb_pod_list_default.seed42.txt").string(), w.value());
   ASSERT_TRUE(order.ok()) << order.error();
   auto alloc = ReadPublishedCurves((*dir / "published-allocation.csv").string());
   ASSERT_TRUE(alloc.ok()) << alloc.error();
@@ -200,7 +201,8 @@ TEST(PublishedCurvesTest, BestFitAndFgdMatchSeed42OnTheDefaultTrace) {
         SummarizeCurves(RunPlacement(w.value(), order.value(), *policy, profile, rng), 130);
     for (int x = 0; x <= 130; ++x) {
       EXPECT_EQ(ours.allocation[x], published->values[x]) << "allocation at " << x << "%";
-      EXPECT_NEAR(ours.frag_ratio[x], published_frag->values[x], 1e-9) << "frag ratio at " << x << "%";
+      EXPECT_NEAR(ours.frag_ratio[x], published_frag->values[x], 1e-9)
+          << "frag ratio at " << x << "%";
     }
   }
 }

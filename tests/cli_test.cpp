@@ -1,0 +1,163 @@
+// End-to-end tests of the `gpufleet` command line: determinism of `sim placement`, its JSON, and
+// its errors on bad input. They run the built binary (GPUFLEET_BINARY) through the shell.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "sched/policy_registry.h"
+#include "testing/builders.h"
+
+namespace gpufleet {
+namespace {
+
+struct Output {
+  int status = -1;  // exit code
+  std::string text;
+};
+
+// Runs `gpufleet ARGS` with the shell. `redirect` is appended, e.g. "2>&1" or "2>/dev/null".
+Output Gpufleet(const std::string& args, const std::string& redirect = "2>&1") {
+  const std::string command = std::string("'") + GPUFLEET_BINARY + "' " + args + " " + redirect;
+  Output out;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) {
+    ADD_FAILURE() << "cannot run " << command;
+    return out;
+  }
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) out.text.append(buffer, n);
+  const int status = pclose(pipe);
+  out.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A small openb-format workload: 46 nodes (232 GPUs) and 150 pods of the trace's shapes, asking
+// for well under 130% of the GPUs, so the generated orders add clones.
+std::string NodesCsv() {
+  std::string csv = "sn,cpu_milli,memory_mib,gpu,model\n";
+  for (int i = 0; i < 24; ++i) csv += "g2-" + std::to_string(i) + ",96000,393216,8,G2\n";
+  for (int i = 0; i < 20; ++i) csv += "t4-" + std::to_string(i) + ",32000,131072,2,T4\n";
+  for (int i = 0; i < 2; ++i) csv += "cpu-" + std::to_string(i) + ",64000,262144,0,\n";
+  return csv;
+}
+
+std::string PodsCsv() {
+  const char* shapes[] = {"4000,8192,0,0,",        "2000,4096,1,250,",    "4000,8192,1,500,",
+                          "8000,16384,1,1000,",    "16000,32768,2,1000,", "6000,8192,1,300,T4",
+                          "32000,65536,4,1000,G2", "1000,2048,1,100,"};
+  std::string csv = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\n";
+  for (int i = 0; i < 150; ++i) {
+    csv += "pod-" + std::to_string(i) + "," + shapes[(i * 5 + i / 8) % 8] + "\n";
+  }
+  return csv;
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  test::TempFile nodes_{"nodes.csv", NodesCsv()};
+  test::TempFile pods_{"pods.csv", PodsCsv()};
+  std::string Files() const {
+    return "--nodes '" + nodes_.path() + "' --pods '" + pods_.path() + "'";
+  }
+};
+
+TEST_F(CliTest, SameSeedGivesByteIdenticalJson) {
+  const std::string args = "sim placement " + Files() + " --policy bestfit --json --seed 7";
+  const Output a = Gpufleet(args, "2>/dev/null"), b = Gpufleet(args, "2>/dev/null");
+  ASSERT_EQ(a.status, 0) << a.text;
+  ASSERT_EQ(b.status, 0);
+  EXPECT_EQ(a.text, b.text);
+  const Output c =
+      Gpufleet("sim placement " + Files() + " --policy bestfit --json --seed 8", "2>/dev/null");
+  ASSERT_EQ(c.status, 0);
+  EXPECT_NE(a.text, c.text) << "another seed, another arrival order";
+}
+
+TEST_F(CliTest, ThreadsDoNotChangeTheResult) {
+  const std::string args = "sim placement " + Files() + " --policy fgd --json --seeds 3";
+  const Output one = Gpufleet(args + " --threads 1", "2>/dev/null");
+  const Output two = Gpufleet(args + " --threads 2", "2>/dev/null");
+  ASSERT_EQ(one.status, 0) << one.text;
+  EXPECT_EQ(one.text, two.text);
+}
+
+TEST_F(CliTest, DecisionLogIsByteIdentical) {
+  test::TempFile log_a("a.csv", ""), log_b("b.csv", "");
+  const std::string args = "sim placement " + Files() + " --policy gpupacking --seed 3";
+  ASSERT_EQ(Gpufleet(args + " --decisions '" + log_a.path() + "'").status, 0);
+  ASSERT_EQ(Gpufleet(args + " --decisions '" + log_b.path() + "'").status, 0);
+  const std::string a = Slurp(log_a.path());
+  EXPECT_EQ(a.rfind("event,pod,node,gpus\n0,pod-", 0), 0u) << a.substr(0, 80);
+  EXPECT_GT(a.size(), 150u * 10);
+  EXPECT_EQ(a, Slurp(log_b.path()));
+}
+
+TEST_F(CliTest, JsonHasTheDocumentedKeys) {
+  const Output out =
+      Gpufleet("sim placement " + Files() + " --policy gpuclustering --json", "2>/dev/null");
+  ASSERT_EQ(out.status, 0) << out.text;
+  const nlohmann::json j = nlohmann::json::parse(out.text);
+  EXPECT_EQ(j.at("policy"), "gpuclustering");
+  for (const char* curve : {"allocation", "frag_ratio"}) {
+    const auto& c = j.at(curve);
+    ASSERT_TRUE(c.is_object()) << curve;
+    EXPECT_EQ(c.size(), 131u) << curve;
+    for (int x = 0; x <= 130; ++x) {
+      ASSERT_TRUE(c.contains(std::to_string(x))) << curve << " " << x;
+      const auto& v = c.at(std::to_string(x));
+      EXPECT_TRUE(v.is_number()) << curve << " " << x;  // every 1% bucket has events
+    }
+  }
+  // The cluster fills up: allocation rises and stays within 100%.
+  const double at130 = j.at("allocation").at("130").get<double>();
+  EXPECT_GT(at130, 50);
+  EXPECT_LE(at130, 100);
+  EXPECT_GE(j.at("failed").get<double>(), 1);
+  EXPECT_GT(j.at("pods").get<double>(), 150);  // originals plus clones up to 130% demand
+}
+
+TEST_F(CliTest, MissingFileNamesIt) {
+  const Output out =
+      Gpufleet("sim placement --nodes '" + nodes_.path() + "' --pods /nonexistent/pods.csv");
+  EXPECT_NE(out.status, 0);
+  EXPECT_NE(out.text.find("/nonexistent/pods.csv: cannot open file"), std::string::npos)
+      << out.text;
+}
+
+TEST_F(CliTest, BadCsvNamesFileLineAndColumn) {
+  test::TempFile bad("bad-pods.csv",
+                     "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1000,0,0,0\np1,10O0,0,0,0\n");
+  const Output out =
+      Gpufleet("sim placement --nodes '" + nodes_.path() + "' --pods '" + bad.path() + "'");
+  EXPECT_NE(out.status, 0);
+  EXPECT_NE(out.text.find(bad.path() + ":3: column 'cpu_milli' (2)"), std::string::npos)
+      << out.text;
+}
+
+TEST_F(CliTest, UnknownPolicyListsThePolicies) {
+  const Output out = Gpufleet("sim placement " + Files() + " --policy best-fit");
+  EXPECT_NE(out.status, 0);
+  EXPECT_NE(out.text.find("unknown placement policy 'best-fit'"), std::string::npos) << out.text;
+  for (const auto& info : sched::PlacementPolicies()) {
+    EXPECT_NE(out.text.find(std::string(info.name)), std::string::npos) << info.name;
+  }
+  const Output report = Gpufleet("sim placement-report --policies fgd,nope --out ''");
+  EXPECT_NE(report.status, 0);
+  EXPECT_NE(report.text.find("unknown placement policy 'nope'"), std::string::npos) << report.text;
+}
+
+}  // namespace
+}  // namespace gpufleet
