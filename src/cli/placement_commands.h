@@ -26,7 +26,7 @@ int RunSimPlacement(const PlacementOptions& options);
 
 struct PlacementReportOptions {
   std::string traces_dir;  // ../shared/traces/alibaba-openb-2023 or similar; "" = synthetic
-  std::string out_dir = "docs/placement";
+  std::string out_dir = "out/placement";
   std::vector<std::string> policies;  // empty = all registered
   std::vector<std::string> traces;    // empty = the four shipped pod lists
   int seeds = 10;
