@@ -10,8 +10,8 @@ const std::vector<PlacementPolicyInfo>& PlacementPolicies() {
       {"gpupacking", "fill partly used GPUs, then partly used nodes", true, &MakeGpuPacking},
       {"bestfit", "least CPU and GPU left over", true, &MakeBestFit},
       {"fgd", "fragmentation gradient descent (FGD, USENIX ATC'23)", true, &MakeFgd},
-      {"fgd-tight", "FGD node scores, best-fit GPU among equally scored GPUs (gpufleet)", true,
-       &MakeFgdTight},
+      {"fgd-balance", "FGD plus CPU/GPU balance from the workload's CPU per GPU (gpufleet)", true,
+       &MakeFgdBalance},
   };
   return policies;
 }

@@ -32,6 +32,6 @@ std::unique_ptr<PlacementPolicy> MakeGpuClustering();
 std::unique_ptr<PlacementPolicy> MakeGpuPacking();
 std::unique_ptr<PlacementPolicy> MakeBestFit();
 std::unique_ptr<PlacementPolicy> MakeFgd();
-std::unique_ptr<PlacementPolicy> MakeFgdTight();
+std::unique_ptr<PlacementPolicy> MakeFgdBalance();
 
 }  // namespace gpufleet::sched

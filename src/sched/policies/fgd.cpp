@@ -61,8 +61,7 @@ int FgdPolicy::BestScore(const core::NodeState& node, const core::JobSpec& job,
         profile_.PublishedFragmentation(node.model, cpu_after, gpus.data(), node.num_gpus);
     gpus[g] += job.gpu_milli;
     const int score = Sigmoid100(before - after);
-    const bool tighter = best >= 0 && node.gpu_free[g] < node.gpu_free[*best_gpu];
-    if (score > best || (tight_gpu_ties_ && score == best && tighter)) {
+    if (score > best) {
       best = score;
       *best_gpu = g;
     }
@@ -70,6 +69,6 @@ int FgdPolicy::BestScore(const core::NodeState& node, const core::JobSpec& job,
   return best;
 }
 
-std::unique_ptr<PlacementPolicy> MakeFgd() { return std::make_unique<FgdPolicy>("fgd", false); }
+std::unique_ptr<PlacementPolicy> MakeFgd() { return std::make_unique<FgdPolicy>(); }
 
 }  // namespace gpufleet::sched
