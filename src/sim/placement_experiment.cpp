@@ -1,5 +1,6 @@
 #include "sim/placement_experiment.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -115,29 +116,31 @@ PlacementCurves SummarizeCurves(const PlacementRun& run, int max_percent) {
   PlacementCurves curves;
   curves.failed = run.failed;
   curves.pods = static_cast<double>(events);
+  // Events grouped by bucket once, in event order (the order numpy sums them in).
+  std::vector<std::vector<size_t>> by_bucket(max_percent + 2);
+  for (size_t i = 0; i < events; ++i) {
+    if (bucket[i] >= 0 && bucket[i] <= max_percent + 1) by_bucket[bucket[i]].push_back(i);
+  }
   const double nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<size_t> chosen;
   std::vector<double> a, f;
   for (int x = 0; x <= max_percent; ++x) {
-    a.clear();
-    f.clear();
-    for (size_t i = 0; i < events; ++i) {
-      if (bucket[i] == x) {
-        a.push_back(alloc[i]);
-        f.push_back(run.frag_ratio[i]);
-      }
+    chosen = by_bucket[x];
+    if (chosen.empty()) {  // the events of both neighbours, merged back into event order
+      if (x > 0) chosen = by_bucket[x - 1];
+      chosen.insert(chosen.end(), by_bucket[x + 1].begin(), by_bucket[x + 1].end());
+      std::sort(chosen.begin(), chosen.end());
     }
-    if (a.empty()) {
-      for (size_t i = 0; i < events; ++i) {
-        if (bucket[i] == x - 1 || bucket[i] == x + 1) {
-          a.push_back(alloc[i]);
-          f.push_back(run.frag_ratio[i]);
-        }
-      }
-    }
-    if (a.empty()) {
+    if (chosen.empty()) {
       curves.allocation.push_back(nan);
       curves.frag_ratio.push_back(nan);
       continue;
+    }
+    a.clear();
+    f.clear();
+    for (size_t i : chosen) {
+      a.push_back(alloc[i]);
+      f.push_back(run.frag_ratio[i]);
     }
     const double count = static_cast<double>(a.size());
     curves.allocation.push_back(NumpyRound2(NumpyPairwiseSum(a) / count));

@@ -83,8 +83,8 @@ std::string RenderSvgLineChart(const PlotSpec& spec, const std::vector<PlotSerie
     std::string points;
     for (size_t i = 0; i < series[s].x.size() && i < series[s].y.size(); ++i) {
       const double x = series[s].x[i], y = series[s].y[i];
-      if (std::isnan(x) || std::isnan(y)) continue;
-      const double cx = std::fmin(std::fmax(X(x), left), left + pw);
+      if (std::isnan(x) || std::isnan(y) || x < spec.x_min || x > spec.x_max) continue;
+      const double cx = X(x);
       const double cy = std::fmin(std::fmax(Y(y), top), top + ph);
       points += Num(cx) + "," + Num(cy) + " ";
     }
