@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Sets up gpufleet on Debian 12: installs the Debian packages it needs (only when one is missing,
+# so a re-run is fast and works offline), then configures and builds the Release tree in build/.
+#
+# Usage: bash scripts/setup.sh [--tests] [--asan] [--werror]
+#   (no option)  build/gpufleet and build/bench/placement_bench (enough for the main job)
+#   --tests      also build the test binaries in build/
+#   --asan       also build an ASan+UBSan Debug tree in build-asan/ (tests, no benchmarks)
+#   --werror     treat compiler warnings as errors; on by default when CI is set
+# Environment: JOBS (parallel compile jobs, default: nproc).
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+tests=OFF
+asan=0
+werror=OFF
+if [ -n "${CI:-}" ] && [ "${CI:-}" != "false" ]; then werror=ON; fi
+for arg in "$@"; do
+  case "$arg" in
+    --tests) tests=ON ;;
+    --asan) asan=1 ;;
+    --werror) werror=ON ;;
+    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "setup.sh: unknown option '$arg' (see --help)" >&2; exit 2 ;;
+  esac
+done
+jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+
+# --- Debian packages -----------------------------------------------------------------------------
+# libgtest-dev pulls in googletest; libsqlite3-dev is for the store layer to come.
+packages=(build-essential cmake pkg-config libcli11-dev nlohmann-json3-dev libgtest-dev
+          libbenchmark-dev libsqlite3-dev)
+if command -v dpkg-query >/dev/null 2>&1; then
+  missing=()
+  for p in "${packages[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+      missing+=("$p")
+    fi
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    echo "== Debian packages: all ${#packages[@]} already installed"
+  else
+    echo "== Debian packages: installing ${missing[*]}"
+    sudo=()
+    if [ "$(id -u)" -ne 0 ]; then
+      if command -v sudo >/dev/null 2>&1; then sudo=(sudo); else
+        echo "setup.sh: need root (or sudo) to install: ${missing[*]}" >&2
+        exit 1
+      fi
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    "${sudo[@]}" apt-get update -q
+    "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}" </dev/null
+  fi
+else
+  echo "== No dpkg-query: not a Debian system; assuming these are installed: ${packages[*]}"
+fi
+
+# --- Release tree: build/ ------------------------------------------------------------------------
+# Tests are always configured, so --tests later needs no reconfigure; without --tests only the
+# binary and the benchmark are built, which roughly halves the build time.
+echo "== Configuring build/ (Release, warnings as errors: $werror)"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DGPUFLEET_BUILD_TESTS=ON \
+  -DGPUFLEET_BUILD_BENCH=ON -DGPUFLEET_SANITIZE=OFF -DGPUFLEET_WERROR="$werror" >/dev/null
+if [ "$tests" = ON ]; then
+  echo "== Building build/ (everything, -j$jobs)"
+  cmake --build build -j"$jobs"
+else
+  echo "== Building build/gpufleet and build/bench/placement_bench (-j$jobs)"
+  cmake --build build -j"$jobs" --target gpufleet placement_bench
+fi
+
+# --- ASan+UBSan tree: build-asan/ ----------------------------------------------------------------
+if [ "$asan" = 1 ]; then
+  echo "== Configuring build-asan/ (Debug, ASan+UBSan, warnings as errors: $werror)"
+  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DGPUFLEET_BUILD_TESTS=ON \
+    -DGPUFLEET_BUILD_BENCH=OFF -DGPUFLEET_SANITIZE=ON -DGPUFLEET_WERROR="$werror" >/dev/null
+  echo "== Building build-asan/ (-j$jobs)"
+  cmake --build build-asan -j"$jobs"
+fi
+
+echo "== Done: build/gpufleet is ready (run: ./build/gpufleet sim placement-report)"

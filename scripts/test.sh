@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs the whole gpufleet test suite: every test of the Release tree (build/), then every test of
+# the ASan+UBSan tree (build-asan/). Both run even when the first fails; the exit status is
+# non-zero when either fails. Build both first: bash scripts/setup.sh --tests --asan
+# Environment: JOBS (parallel tests, default: nproc).
+set -uo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+
+status=0
+summaries=()
+for tree in build build-asan; do
+  log="$tree/ctest-output.log"
+  echo "== ctest --test-dir $tree"
+  if [ ! -f "$tree/CTestTestfile.cmake" ] || [ ! -x "$tree/tests/cli_test" ]; then
+    echo "$tree: tests not built; run: bash scripts/setup.sh --tests --asan" | tee "$log"
+    status=1
+  else
+    ctest --test-dir "$tree" --output-on-failure --no-tests=error -j"$jobs" 2>&1 | tee "$log"
+    rc=${PIPESTATUS[0]}
+    [ "$rc" -eq 0 ] || status=1
+  fi
+  summaries+=("$tree" "$log")
+done
+
+# ctest's own summary of each tree once more, so both stay visible at the end.
+echo
+echo "== Summary"
+for ((i = 0; i < ${#summaries[@]}; i += 2)); do
+  echo "-- ${summaries[i]}:"
+  sed -n '/tests passed, /,$p; /tests not built/p' "${summaries[i + 1]}"
+done
+exit "$status"
