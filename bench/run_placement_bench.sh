@@ -73,7 +73,7 @@ lines.append(f"- Peak RSS of one `gpufleet sim placement` process (FGD, default 
 lines.append(f"- The published sweep, 6 policies x 10 seeds x 4 traces with the published orders, "
              f"all cores, `gpufleet sim placement-report --check`: **{end-start:.1f} s** wall "
              f"(target <= 120 s), peak RSS {sweep_rss/1024:.1f} MiB. Its own line: `{runs_line}`")
-match = [l for l in sweep if "match" in l or "within" in l]
+match = [l for l in sweep if l.startswith(("deterministic policies", "fragmentation ratio", "random fit"))]
 for l in match:
     lines.append(f"- {l}")
 lines.append("")

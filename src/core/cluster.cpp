@@ -83,6 +83,7 @@ void ClusterSnapshot::Allocate(int node, const JobSpec& job, GpuMask gpus) {
     s.job_classes |= bit;
   }
   Refresh(s);
+  journal_.push_back(node);
 }
 
 void ClusterSnapshot::Release(int node, const JobSpec& job, GpuMask gpus) {
@@ -108,6 +109,7 @@ void ClusterSnapshot::Release(int node, const JobSpec& job, GpuMask gpus) {
     if (--count == 0) s.job_classes &= ~bit;
   }
   Refresh(s);
+  journal_.push_back(node);
 }
 
 }  // namespace gpufleet::core

@@ -30,6 +30,10 @@ class ClusterSnapshot {
   // Returns what `Allocate` took.
   void Release(int node, const JobSpec& job, GpuMask gpus);
 
+  // Every node changed by Allocate or Release, in order of change. Lets a reader that remembers
+  // how far it had read learn which nodes changed since, without scanning them all.
+  std::span<const int> change_journal() const { return journal_; }
+
   int64_t total_gpu_milli() const { return total_gpu_milli_; }
   int64_t used_gpu_milli() const { return used_gpu_milli_; }
   int total_gpus() const { return static_cast<int>(total_gpu_milli_ / kGpuMilli); }
@@ -38,7 +42,8 @@ class ClusterSnapshot {
   void Refresh(NodeState& s);
   std::vector<NodeSpec> specs_;
   std::vector<NodeState> states_;
-  std::vector<std::array<uint32_t, 32>> class_counts_;  // GPU jobs per JobClassBit, per node
+  std::vector<std::array<uint32_t, 32>> class_counts_;
+  std::vector<int> journal_;  // GPU jobs per JobClassBit, per node
   int64_t total_gpu_milli_ = 0;
   int64_t used_gpu_milli_ = 0;
 };

@@ -97,19 +97,43 @@ std::optional<Placement> Placer::Choose(const core::JobSpec& job, core::Rng& rng
   };
   if (policy_.ScoreIsPure()) {
     ShapeKey key{job.cpu_milli, job.memory_mib, job.num_gpu, job.gpu_milli, job.gpu_models.bits()};
-    auto [it, inserted] = shape_ids_.try_emplace(key, static_cast<int>(cache_.size()));
-    if (inserted) cache_.emplace_back(states.size());
+    auto [it, inserted] = shape_ids_.try_emplace(key, static_cast<int>(shapes_.size()));
+    const std::span<const int> journal = snapshot_.change_journal();
+    if (inserted) {
+      ShapeState fresh;
+      fresh.cache.resize(n);
+      fresh.candidates.resize(n);
+      std::iota(fresh.candidates.begin(), fresh.candidates.end(), 0);
+      fresh.member.assign(n, 1);
+      fresh.journal_read = journal.size();
+      shapes_.push_back(std::move(fresh));
+    }
     const int shape = it->second;
-    CachedScore* cache = cache_[shape].data();
-    for (int node = 0; node < n; ++node) {
+    ShapeState& st = shapes_[shape];
+    for (size_t i = st.journal_read; i < journal.size(); ++i) {
+      const int node = journal[i];
+      if (!st.member[node]) {
+        st.member[node] = 1;
+        st.candidates.push_back(node);
+      }
+    }
+    st.journal_read = journal.size();
+    for (size_t i = 0; i < st.candidates.size();) {
+      const int node = st.candidates[i];
       const core::NodeState& s = states[node];
-      if (!s.Fits(job)) continue;
-      CachedScore& c = cache[node];
+      if (!s.Fits(job)) {
+        st.member[node] = 0;
+        st.candidates[i] = st.candidates.back();
+        st.candidates.pop_back();
+        continue;
+      }
+      CachedScore& c = st.cache[node];
       if (c.version != s.version) {
         c.score = PureScore(shape, s, job, rng);
         c.version = s.version;
       }
       consider(node, c.score);
+      ++i;
     }
   } else {
     // Randomized policies draw in rank order, so a seed gives the same run on any node order.

@@ -72,7 +72,16 @@ class Placer {
   std::vector<uint32_t> rank_;  // tie-break rank per node
   std::vector<int> by_rank_;    // nodes in rank order
   std::unordered_map<ShapeKey, int, ShapeKeyHash> shape_ids_;
-  std::vector<std::vector<CachedScore>> cache_;  // [shape][node]
+  // What the Placer knows about one job shape. A node leaves `candidates` when the shape does not
+  // fit it, and comes back when the snapshot's change journal says it changed: so nodes that
+  // cannot hold the shape cost nothing until they change.
+  struct ShapeState {
+    std::vector<CachedScore> cache;  // per node
+    std::vector<int> candidates;     // nodes that may fit
+    std::vector<uint8_t> member;     // per node: in candidates
+    size_t journal_read = 0;         // how much of the change journal is applied
+  };
+  std::vector<ShapeState> shapes_;
   std::unordered_map<StateKey, double, StateKeyHash> memo_;  // score per (shape, node state)
   int64_t scores_computed_ = 0;
 };
