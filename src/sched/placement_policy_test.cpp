@@ -391,6 +391,51 @@ TEST(FgdTest, TiesGoToTheLowestGpuAndTheDefaultPickDiffers) {
   EXPECT_EQ(DefaultGpuPick(c.state(0), share), 0b010u);
 }
 
+TEST(FgdBalanceTest, CpuOnlyJobGoesWhereNoGpuWillMissTheCpu) {
+  // Workload: whole-GPU pods bringing 8 cores per GPU, so rho = 8 milli-CPU per milli-GPU.
+  const std::vector<JobSpec> jobs(4, Job().Cpu(8000).Gpus(1));
+  auto policy = MakePlacementPolicy("fgd-balance");
+  policy->Prepare(WorkloadProfile::Build(jobs, {}, 1.0));
+  // "gpu-heavy": 32 cores for 4 GPUs (needs 32 cores to use them all): surplus 0 before the job.
+  // "cpu-rich": 64 cores for 2 GPUs (needs 16): surplus 48 cores.
+  ClusterSnapshot c({Node("gpu-heavy").Cpu(32000).Gpus(4), Node("cpu-rich").Cpu(64000).Gpus(2)});
+  Placer placer(c, *policy, {});
+  core::Rng rng(0);
+  auto placed = placer.Choose(Job().Cpu(4000), rng);
+  ASSERT_TRUE(placed.has_value());
+  EXPECT_EQ(placed->node, 1);
+  EXPECT_DOUBLE_EQ(placed->score, 64000 - 4000 - 8.0 * 2000);
+  // FGD itself sees no fragmentation change on either node and takes the first by rank.
+  auto fgd = MakePlacementPolicy("fgd");
+  fgd->Prepare(WorkloadProfile::Build(jobs, {}, 1.0));
+  Placer fgd_placer(c, *fgd, {});
+  EXPECT_EQ(fgd_placer.Choose(Job().Cpu(4000), rng)->node, 0);
+}
+
+TEST(FgdBalanceTest, WholeGpuJobPrefersTheNodeItLeavesBalanced) {
+  const std::vector<JobSpec> jobs(4, Job().Cpu(8000).Gpus(1));
+  auto policy = MakePlacementPolicy("fgd-balance");
+  policy->Prepare(WorkloadProfile::Build(jobs, {}, 1.0));
+  auto fgd = MakePlacementPolicy("fgd");
+  fgd->Prepare(WorkloadProfile::Build(jobs, {}, 1.0));
+  // Two nodes with the same GPUs; the second has twice the CPU its GPUs need.
+  ClusterSnapshot c({Node("balanced").Cpu(16000).Gpus(2), Node("cpu-rich").Cpu(32000).Gpus(2)});
+  core::Rng rng(0);
+  const JobSpec job = Job().Cpu(8000).Gpus(1);
+  // FGD scores both alike (same GPU fragmentation change).
+  ASSERT_EQ(fgd->Score(c.state(0), job, rng), fgd->Score(c.state(1), job, rng));
+  // After the job: "balanced" has 8 cores for 1 GPU (surplus 0), "cpu-rich" 24 cores (surplus 16).
+  const double fgd_score = fgd->Score(c.state(0), job, rng);
+  EXPECT_DOUBLE_EQ(policy->Score(c.state(0), job, rng), fgd_score);
+  EXPECT_DOUBLE_EQ(policy->Score(c.state(1), job, rng), fgd_score - 30.0 * 16000 / 128000);
+  // Sharing jobs are placed exactly as FGD places them.
+  const JobSpec share = Job().Cpu(2000).Share(300);
+  for (int node = 0; node < 2; ++node) {
+    EXPECT_DOUBLE_EQ(policy->Score(c.state(node), share, rng), fgd->Score(c.state(node), share, rng));
+    EXPECT_EQ(policy->PickGpus(c.state(node), share, rng), fgd->PickGpus(c.state(node), share, rng));
+  }
+}
+
 TEST(RandomFitTest, SpreadsOverFeasibleNodesAndGpus) {
   auto policy = Make("random");
   EXPECT_FALSE(policy->ScoreIsPure());
