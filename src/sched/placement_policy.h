@@ -18,6 +18,13 @@
 
 namespace gpufleet::sched {
 
+// GPU selections shared by several policies.
+// The `count` lowest-index GPUs with at least `milli` free.
+core::GpuMask LowestIndexGpus(const core::NodeState& node, int count, int32_t milli);
+// For a GPU-sharing job: the GPU with the least free milli that still holds `milli`, lowest index
+// on ties. Otherwise the lowest-index GPUs. This is the published policies' default selection.
+core::GpuMask DefaultGpuPick(const core::NodeState& node, const core::JobSpec& job);
+
 class PlacementPolicy {
  public:
   virtual ~PlacementPolicy() = default;
@@ -38,16 +45,12 @@ class PlacementPolicy {
                        core::Rng& rng) const = 0;
 
   // The GPUs of `node` that `job` takes: exactly `job.num_gpu` of them, each with at least
-  // `job.gpu_milli` free; 0 for a CPU-only job.
+  // `job.gpu_milli` free; 0 for a CPU-only job. `DefaultGpuPick` unless the policy says otherwise.
   virtual core::GpuMask PickGpus(const core::NodeState& node, const core::JobSpec& job,
-                                 core::Rng& rng) const = 0;
+                                 core::Rng& /*rng*/) const {
+    return DefaultGpuPick(node, job);
+  }
 };
 
-// GPU selections shared by several policies.
-// The `count` lowest-index GPUs with at least `milli` free.
-core::GpuMask LowestIndexGpus(const core::NodeState& node, int count, int32_t milli);
-// For a GPU-sharing job: the GPU with the least free milli that still holds `milli`, lowest index
-// on ties. Otherwise the lowest-index GPUs. This is the published policies' default selection.
-core::GpuMask DefaultGpuPick(const core::NodeState& node, const core::JobSpec& job);
 
 }  // namespace gpufleet::sched

@@ -14,10 +14,6 @@ class BestFit final : public PlacementPolicy {
         0.5 * static_cast<double>(int64_t{node.gpu_free_total} - job.GpuDemandMilli()) / 8000.0;
     return static_cast<double>(static_cast<int64_t>(100.0 * (1.0 - s)));
   }
-  core::GpuMask PickGpus(const core::NodeState& node, const core::JobSpec& job,
-                         core::Rng&) const override {
-    return DefaultGpuPick(node, job);
-  }
 };
 
 }  // namespace

@@ -15,10 +15,6 @@ class DotProduct final : public PlacementPolicy {
                          (static_cast<double>(job.GpuDemandMilli()) / 8000.0);
     return static_cast<double>(static_cast<int64_t>(100.0 * (1.0 - d / 2.0)));
   }
-  core::GpuMask PickGpus(const core::NodeState& node, const core::JobSpec& job,
-                         core::Rng&) const override {
-    return DefaultGpuPick(node, job);
-  }
 };
 
 }  // namespace

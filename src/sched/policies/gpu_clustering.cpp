@@ -21,10 +21,6 @@ class GpuClustering final : public PlacementPolicy {
     }
     return static_cast<double>(score);
   }
-  core::GpuMask PickGpus(const core::NodeState& node, const core::JobSpec& job,
-                         core::Rng&) const override {
-    return DefaultGpuPick(node, job);
-  }
 };
 
 }  // namespace

@@ -32,10 +32,6 @@ class GpuPacking final : public PlacementPolicy {
     if (fully_free > 0) return std::max(50 - fully_free, 33);
     return static_cast<double>(std::max<int64_t>(100 - tenths / 10, 50));
   }
-  core::GpuMask PickGpus(const core::NodeState& node, const core::JobSpec& job,
-                         core::Rng&) const override {
-    return DefaultGpuPick(node, job);
-  }
 };
 
 }  // namespace
