@@ -20,7 +20,8 @@ namespace {
 using namespace gpufleet;
 namespace fs = std::filesystem;
 
-const fs::path kTraces = fs::path(GPUFLEET_SOURCE_DIR) / ".." / "shared" / "traces" / "alibaba-openb-2023";
+const fs::path kTraces =
+    fs::path(GPUFLEET_SOURCE_DIR) / ".." / "shared" / "traces" / "alibaba-openb-2023";
 
 struct Loaded {
   sim::OpenbWorkload workload;
@@ -38,8 +39,8 @@ const Loaded* DefaultTrace() {
     if (!w) return nullptr;
     auto out = std::make_unique<Loaded>();
     out->workload = std::move(w).value();
-    auto order = sim::ReadOrderFile((kTraces / "orders" / "openb_pod_list_default.seed42.txt").string(),
-                                    out->workload);
+    auto order = sim::ReadOrderFile(
+        (kTraces / "orders" / "openb_pod_list_default.seed42.txt").string(), out->workload);
     if (!order) return nullptr;
     out->order = std::move(order).value();
     out->profile = sim::ProfileOf(out->workload);
@@ -103,7 +104,8 @@ void BM_Synthetic(benchmark::State& state, std::string policy) {
   auto& slot = cache[factor];
   if (!slot) {
     slot = std::make_unique<Loaded>();
-    slot->workload = sim::GenerateSyntheticOpenb(core::GpuCatalog::Builtin(), 1200 * factor, 1.0, 7);
+    slot->workload =
+        sim::GenerateSyntheticOpenb(core::GpuCatalog::Builtin(), 1200 * factor, 1.0, 7);
     slot->order = sim::GenerateOrder(slot->workload, 42, 1.3);
     slot->profile = sim::ProfileOf(slot->workload);
   }

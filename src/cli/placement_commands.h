@@ -12,8 +12,8 @@ struct PlacementOptions {
   std::string nodes_path;
   std::string pods_path;
   std::string policy = "fgd";
-  std::string order_path;   // one published order file
-  std::string orders_dir;   // published orders, <dir>/<pods stem>.seed<N>.txt per seed
+  std::string order_path;  // one published order file
+  std::string orders_dir;  // published orders, <dir>/<pods stem>.seed<N>.txt per seed
   uint64_t seed = 42;
   int seeds = 1;
   double tune = 1.3;

@@ -7,7 +7,9 @@
 namespace gpufleet::cli {
 
 namespace {
-nlohmann::json Number(double v) { return std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v); }
+nlohmann::json Number(double v) {
+  return std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v);
+}
 }  // namespace
 
 std::string PlacementJson(const PlacementSummary& s) {

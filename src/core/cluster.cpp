@@ -18,7 +18,8 @@ Result<bool> ValidateJobSpec(const JobSpec& job) {
     return Error{"gpu_milli below 1000 is only allowed with num_gpu 1"};
   }
   if (job.num_gpu == 0 && job.gpu_milli != 0) return Error{"gpu_milli must be 0 when num_gpu is 0"};
-  if (job.num_gpu > 0 && job.gpu_milli == 0) return Error{"gpu_milli must be positive when num_gpu > 0"};
+  if (job.num_gpu > 0 && job.gpu_milli == 0)
+    return Error{"gpu_milli must be positive when num_gpu > 0"};
   if (job.gang_nodes < 1) return Error{"gang_nodes must be at least 1"};
   return true;
 }

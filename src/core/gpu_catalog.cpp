@@ -22,8 +22,10 @@ std::vector<std::string_view> Split(std::string_view text, char sep) {
 }
 
 std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r'))
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -63,12 +65,14 @@ Result<GpuCatalog> GpuCatalog::Parse(std::string_view text) {
     }
     auto fields = Split(line, ',');
     const std::string where = "GPU catalog line " + std::to_string(line_no);
-    if (fields.size() != 4) return Error{where + ": expected 4 fields, got " + std::to_string(fields.size())};
+    if (fields.size() != 4)
+      return Error{where + ": expected 4 fields, got " + std::to_string(fields.size())};
     GpuModel model;
     for (std::string_view alias : Split(fields[0], '|')) {
       alias = Trim(alias);
       if (alias.empty()) return Error{where + ": empty model name"};
-      if (catalog.Find(alias)) return Error{where + ": duplicate model name '" + std::string(alias) + "'"};
+      if (catalog.Find(alias))
+        return Error{where + ": duplicate model name '" + std::string(alias) + "'"};
       model.aliases.emplace_back(alias);
     }
     model.name = model.aliases.front();
@@ -76,7 +80,8 @@ Result<GpuCatalog> GpuCatalog::Parse(std::string_view text) {
     auto speed = ParseNonNegative(Trim(fields[2]));
     auto price = ParseNonNegative(Trim(fields[3]));
     if (!mem) return Error{where + ", column memory_gib: not a non-negative number"};
-    if (!speed || *speed <= 0) return Error{where + ", column relative_speed: not a positive number"};
+    if (!speed || *speed <= 0)
+      return Error{where + ", column relative_speed: not a positive number"};
     if (!price) return Error{where + ", column hourly_price_usd: not a non-negative number"};
     model.memory_gib = *mem;
     model.relative_speed = *speed;

@@ -52,5 +52,4 @@ class PlacementPolicy {
   }
 };
 
-
 }  // namespace gpufleet::sched

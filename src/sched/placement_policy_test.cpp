@@ -431,8 +431,10 @@ TEST(FgdBalanceTest, WholeGpuJobPrefersTheNodeItLeavesBalanced) {
   // Sharing jobs are placed exactly as FGD places them.
   const JobSpec share = Job().Cpu(2000).Share(300);
   for (int node = 0; node < 2; ++node) {
-    EXPECT_DOUBLE_EQ(policy->Score(c.state(node), share, rng), fgd->Score(c.state(node), share, rng));
-    EXPECT_EQ(policy->PickGpus(c.state(node), share, rng), fgd->PickGpus(c.state(node), share, rng));
+    EXPECT_DOUBLE_EQ(policy->Score(c.state(node), share, rng),
+                     fgd->Score(c.state(node), share, rng));
+    EXPECT_EQ(policy->PickGpus(c.state(node), share, rng),
+              fgd->PickGpus(c.state(node), share, rng));
   }
 }
 

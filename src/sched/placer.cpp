@@ -23,7 +23,8 @@ core::GpuMask DefaultGpuPick(const core::NodeState& node, const core::JobSpec& j
   if (job.SharesGpu()) {
     int best = -1;
     for (int g = 0; g < node.num_gpus; ++g) {
-      if (node.gpu_free[g] >= job.gpu_milli && (best < 0 || node.gpu_free[g] < node.gpu_free[best])) {
+      if (node.gpu_free[g] >= job.gpu_milli &&
+          (best < 0 || node.gpu_free[g] < node.gpu_free[best])) {
         best = g;
       }
     }
@@ -36,7 +37,8 @@ core::GpuMask DefaultGpuPick(const core::NodeState& node, const core::JobSpec& j
 size_t Placer::ShapeKeyHash::operator()(const ShapeKey& k) const {
   uint64_t h = static_cast<uint64_t>(k.cpu) * 0x9e3779b97f4a7c15ULL;
   h ^= static_cast<uint64_t>(k.memory) + 0x7f4a7c159e3779b9ULL + (h << 6) + (h >> 2);
-  h ^= (static_cast<uint64_t>(k.num_gpu) << 32 | static_cast<uint32_t>(k.gpu_milli)) + (h << 6) + (h >> 2);
+  h ^= (static_cast<uint64_t>(k.num_gpu) << 32 | static_cast<uint32_t>(k.gpu_milli)) + (h << 6) +
+       (h >> 2);
   h ^= k.models + (h << 6) + (h >> 2);
   return h;
 }

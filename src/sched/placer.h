@@ -2,7 +2,8 @@
 // `Placer`: runs one placement policy through the filter / score / select stages over one
 // cluster snapshot. It caches each node's score per job shape and recomputes it only after the
 // node changes, which is what makes replaying a 10,000-job trace over 1,200 nodes take
-// milliseconds; nodes in identical states share one computed score. A Placer is bound to the snapshot it was made with; it never modifies it.
+// milliseconds; nodes in identical states share one computed score. A Placer is bound to the
+// snapshot it was made with; it never modifies it.
 
 #include <array>
 #include <cstdint>
@@ -65,7 +66,8 @@ class Placer {
     double score = 0;
   };
 
-  double PureScore(int shape, const core::NodeState& node, const core::JobSpec& job, core::Rng& rng);
+  double PureScore(int shape, const core::NodeState& node, const core::JobSpec& job,
+                   core::Rng& rng);
 
   const core::ClusterSnapshot& snapshot_;
   const PlacementPolicy& policy_;

@@ -19,10 +19,10 @@ WorkloadProfile WorkloadProfile::Build(std::span<const core::JobSpec> jobs,
     const core::JobSpec& job = jobs[i];
     const int milli = job.UsesGpu() ? job.gpu_milli : 0;
     const int count = job.UsesGpu() ? job.num_gpu : 0;
-    std::string label = spec_labels.empty() ? (job.gpu_models.IsAll()
-                                                   ? std::string()
-                                                   : std::to_string(job.gpu_models.bits()))
-                                            : spec_labels[i];
+    std::string label =
+        spec_labels.empty()
+            ? (job.gpu_models.IsAll() ? std::string() : std::to_string(job.gpu_models.bits()))
+            : spec_labels[i];
     Key key{job.cpu_milli, milli, count, label};
     JobType& type = counted[key];
     type.cpu_milli = job.cpu_milli;

@@ -41,7 +41,8 @@ Result<std::vector<core::NodeSpec>> ReadOpenbNodes(const std::string& path,
     std::string_view model = t.Field(r, "model");
     if (gpus.value() > 0 || !model.empty()) {
       auto id = catalog.Find(model);
-      if (!id) return Error{t.Where(r, "model") + ": unknown GPU model '" + std::string(model) + "'"};
+      if (!id)
+        return Error{t.Where(r, "model") + ": unknown GPU model '" + std::string(model) + "'"};
       node.model = *id;
     }
     node.cpu_milli = cpu.value();
@@ -120,8 +121,7 @@ Result<std::vector<OpenbPod>> ReadOpenbPods(const std::string& path,
   return pods;
 }
 
-Result<OpenbWorkload> ReadOpenbWorkload(const std::string& nodes_path,
-                                        const std::string& pods_path,
+Result<OpenbWorkload> ReadOpenbWorkload(const std::string& nodes_path, const std::string& pods_path,
                                         const core::GpuCatalog& catalog) {
   OpenbWorkload w;
   w.nodes_path = nodes_path;
@@ -139,7 +139,8 @@ Result<OpenbWorkload> ReadOpenbWorkload(const std::string& nodes_path,
     if (!pod.job.UsesGpu()) continue;
     int most = 0;
     for (int m = 0; m < core::kMaxModels; ++m) {
-      if (pod.job.gpu_models.Contains(static_cast<core::ModelId>(m))) most = std::max(most, max_gpus[m]);
+      if (pod.job.gpu_models.Contains(static_cast<core::ModelId>(m)))
+        most = std::max(most, max_gpus[m]);
     }
     if (pod.job.num_gpu > most) {
       return Error{pods_path + ":" + std::to_string(pod.line) + ": column 'num_gpu': pod '" +
@@ -212,7 +213,8 @@ Result<PlacementOrder> ReadOrderFile(const std::string& path, const OpenbWorkloa
     if (order.node_rank[i] == unset) {
       // Without node lines, node order is file order; with some, all must be ranked.
       if (std::find(rank_used.begin(), rank_used.end(), 1) == rank_used.end()) {
-        for (size_t j = 0; j < order.node_rank.size(); ++j) order.node_rank[j] = static_cast<uint32_t>(j);
+        for (size_t j = 0; j < order.node_rank.size(); ++j)
+          order.node_rank[j] = static_cast<uint32_t>(j);
         break;
       }
       return Error{path + ": node '" + workload.nodes[i].name + "' has no rank"};

@@ -15,8 +15,8 @@ namespace gpufleet::sim {
 
 struct OpenbPod {
   core::JobSpec job;
-  std::string spec_label;  // gpu_spec as written, e.g. "V100M16|V100M32"
-  int line = 0;            // line in the pod list
+  std::string spec_label;      // gpu_spec as written, e.g. "V100M16|V100M32"
+  int line = 0;                // line in the pod list
   int64_t creation_time = -1;  // seconds; -1 when the list has no time columns
   int64_t deletion_time = -1;
 };

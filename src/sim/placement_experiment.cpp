@@ -94,8 +94,9 @@ PlacementRun RunPlacement(const OpenbWorkload& workload, const PlacementOrder& o
       run.gpus.push_back(0);
     }
     const int64_t idle = cluster.total_gpu_milli() - cluster.used_gpu_milli();
-    const double frag =
-        idle == 0 ? 0.0 : 100.0 * (static_cast<double>(frag_sum) / weight_total) / static_cast<double>(idle);
+    const double frag = idle == 0 ? 0.0
+                                  : 100.0 * (static_cast<double>(frag_sum) / weight_total) /
+                                        static_cast<double>(idle);
     run.arrived_milli.push_back(arrived);
     run.used_milli.push_back(cluster.used_gpu_milli());
     run.frag_ratio.push_back(PythonRound2(frag));

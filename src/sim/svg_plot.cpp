@@ -10,11 +10,20 @@ std::string Escape(const std::string& text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -53,8 +62,8 @@ std::string RenderSvgLineChart(const PlotSpec& spec, const std::vector<PlotSerie
                     std::to_string(spec.width) + "\" height=\"" + std::to_string(spec.height) +
                     "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  svg += "<text x=\"" + Num(left + pw / 2) + "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" +
-         Escape(spec.title) + "</text>\n";
+  svg += "<text x=\"" + Num(left + pw / 2) +
+         "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" + Escape(spec.title) + "</text>\n";
   // Grid and ticks.
   const double xstep = NiceStep(xspan, 10), ystep = NiceStep(yspan, 8);
   for (double x = std::ceil(spec.x_min / xstep) * xstep; x <= spec.x_max + 1e-9; x += xstep) {

@@ -19,12 +19,12 @@ struct NodeShape {
 
 // The node shapes of the openb node list, with their frequencies.
 constexpr NodeShape kNodeShapes[] = {
-    {"G2", 96000, 393216, 8, 549},      {"T4", 104000, 524288, 2, 387},
-    {"P100", 16000, 122880, 2, 107},    {"G3", 128000, 786432, 8, 39},
-    {"V100M16", 32000, 131072, 4, 28},  {"P100", 64000, 262144, 2, 22},
-    {"V100M32", 96000, 786432, 8, 21},  {"V100M16", 8000, 32768, 1, 19},
-    {"T4", 96000, 393216, 4, 17},       {"V100M32", 48000, 376832, 4, 9},
-    {"V100M16", 64000, 262144, 8, 7},   {"A10", 128000, 1048576, 1, 2},
+    {"G2", 96000, 393216, 8, 549},     {"T4", 104000, 524288, 2, 387},
+    {"P100", 16000, 122880, 2, 107},   {"G3", 128000, 786432, 8, 39},
+    {"V100M16", 32000, 131072, 4, 28}, {"P100", 64000, 262144, 2, 22},
+    {"V100M32", 96000, 786432, 8, 21}, {"V100M16", 8000, 32768, 1, 19},
+    {"T4", 96000, 393216, 4, 17},      {"V100M32", 48000, 376832, 4, 9},
+    {"V100M16", 64000, 262144, 8, 7},  {"A10", 128000, 1048576, 1, 2},
 };
 
 constexpr int kShareMilli[] = {100, 200, 250, 300, 400, 460, 500, 600, 700, 800};
@@ -32,8 +32,8 @@ constexpr int64_t kCpu[] = {1000, 2000, 4000, 6000, 8000, 12000, 16000, 32000};
 
 }  // namespace
 
-OpenbWorkload GenerateSyntheticOpenb(const core::GpuCatalog& catalog, int nodes, double demand_ratio,
-                                     uint64_t seed) {
+OpenbWorkload GenerateSyntheticOpenb(const core::GpuCatalog& catalog, int nodes,
+                                     double demand_ratio, uint64_t seed) {
   core::Rng rng(seed);
   OpenbWorkload w;
   w.nodes_path = "synthetic-nodes";
@@ -67,7 +67,8 @@ OpenbWorkload GenerateSyntheticOpenb(const core::GpuCatalog& catalog, int nodes,
   const auto t4 = catalog.ParseSpec("T4").value();
   const auto v100 = catalog.ParseSpec("V100M16|V100M32").value();
   int64_t demand = 0;
-  for (int i = 0; static_cast<double>(demand) < demand_ratio * 1000.0 * static_cast<double>(gpus); ++i) {
+  for (int i = 0; static_cast<double>(demand) < demand_ratio * 1000.0 * static_cast<double>(gpus);
+       ++i) {
     OpenbPod pod;
     char name[32];
     std::snprintf(name, sizeof name, "synthetic-pod-%05d", i);

@@ -12,8 +12,8 @@ namespace gpufleet::sim {
 
 // About `nodes` nodes with the openb mix of models, and enough pods to ask for about
 // `demand_ratio` of the cluster's GPUs.
-OpenbWorkload GenerateSyntheticOpenb(const core::GpuCatalog& catalog, int nodes, double demand_ratio,
-                                     uint64_t seed);
+OpenbWorkload GenerateSyntheticOpenb(const core::GpuCatalog& catalog, int nodes,
+                                     double demand_ratio, uint64_t seed);
 
 // The workload repeated `factor` times (nodes and pods, renamed), for scaling measurements.
 OpenbWorkload ReplicateWorkload(const OpenbWorkload& workload, int factor);

@@ -34,8 +34,8 @@ core::GpuMask FgdPolicy::PickGpus(const core::NodeState& node, const core::JobSp
 // 50, and reproducing the published decisions needs the same rounding.
 int FgdPolicy::BestScore(const core::NodeState& node, const core::JobSpec& job,
                          int* best_gpu) const {
-  const double before =
-      profile_.PublishedFragmentation(node.model, node.cpu_free, node.gpu_free.data(), node.num_gpus);
+  const double before = profile_.PublishedFragmentation(node.model, node.cpu_free,
+                                                        node.gpu_free.data(), node.num_gpus);
   const int64_t cpu_after = node.cpu_free - job.cpu_milli;
   auto gpus = node.gpu_free;
   if (!job.SharesGpu()) {

@@ -22,8 +22,8 @@
 namespace gpufleet::sched {
 namespace {
 
-constexpr double kBalanceWeight = 30.0;      // FGD points per 128 cores of imbalance
-constexpr double kNodeCpuScale = 128000.0;   // milli-CPU of the largest openb node
+constexpr double kBalanceWeight = 30.0;     // FGD points per 128 cores of imbalance
+constexpr double kNodeCpuScale = 128000.0;  // milli-CPU of the largest openb node
 
 class FgdBalance final : public PlacementPolicy {
  public:
