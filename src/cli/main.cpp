@@ -4,7 +4,9 @@
 #include <cstdio>
 
 #include "cli/placement_commands.h"
+#include "cli/sim_run_command.h"
 #include "sched/policy_registry.h"
+#include "sched/queue_policy.h"
 
 int main(int argc, char** argv) {
   using namespace gpufleet;
@@ -72,6 +74,31 @@ int main(int argc, char** argv) {
                        "exit 1 unless every deterministic curve matches the published one");
   report_cmd->add_option("--threads", report.threads, "worker threads (0: all cores)");
   report_cmd->callback([&] { std::exit(cli::RunSimPlacementReport(report)); });
+
+  cli::SimRunOptions run;
+  CLI::App* run_cmd = sim->add_subcommand(
+      "run", "Replay a job trace through the scheduler on a simulated cluster (JCT, queueing)");
+  run_cmd->add_option("--trace", run.trace, "FORMAT:FILE, e.g. philly:philly_pollux_osdi21.csv")
+      ->required();
+  run_cmd->add_option("--cluster", run.cluster, "named cluster (philly-512)")
+      ->capture_default_str();
+  run_cmd->add_option("--policy", run.policy, "queue policy: " + sched::QueuePolicyNames())
+      ->capture_default_str();
+  run_cmd->add_option("--placement", run.placement, policy_help)->capture_default_str();
+  run_cmd->add_option("--limit", run.limit, "replay only the first N jobs (0: all)");
+  run_cmd->add_option("--window-start", run.window_start_h,
+                      "hours after the first submit where the replay starts");
+  run_cmd->add_option("--window-end", run.window_end_h,
+                      "hours after the first submit where arrivals stop (0: none)");
+  run_cmd
+      ->add_option("--spread-slowdown", run.spread_slowdown,
+                   "run-time factor of a job spread over more nodes than it needs")
+      ->capture_default_str();
+  run_cmd->add_option("--seed", run.seed, "seed for randomized policies")->capture_default_str();
+  run_cmd->add_flag("--json", run.json, "print one JSON object");
+  run_cmd->add_option("--decisions", run.decisions_path,
+                      "write every start and finish to this CSV");
+  run_cmd->callback([&] { std::exit(cli::RunSimRun(run)); });
 
   try {
     app.parse(argc, argv);

@@ -51,6 +51,25 @@ ClusterSnapshot::ClusterSnapshot(std::vector<NodeSpec> nodes) : specs_(std::move
   }
 }
 
+ClusterSnapshot::ClusterSnapshot(const ClusterSnapshot& other)
+    : specs_(other.specs_),
+      states_(other.states_),
+      class_counts_(other.class_counts_),
+      total_gpu_milli_(other.total_gpu_milli_),
+      used_gpu_milli_(other.used_gpu_milli_) {}
+
+ClusterSnapshot& ClusterSnapshot::operator=(const ClusterSnapshot& other) {
+  if (this != &other) {
+    specs_ = other.specs_;
+    states_ = other.states_;
+    class_counts_ = other.class_counts_;
+    journal_.clear();
+    total_gpu_milli_ = other.total_gpu_milli_;
+    used_gpu_milli_ = other.used_gpu_milli_;
+  }
+  return *this;
+}
+
 void ClusterSnapshot::Refresh(NodeState& s) {
   s.gpu_free_total = 0;
   s.gpu_free_max = 0;

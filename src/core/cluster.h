@@ -18,6 +18,12 @@ class ClusterSnapshot {
   ClusterSnapshot() = default;
   // Every node must be valid (see ValidateNodeSpec); invalid ones are a programming error here.
   explicit ClusterSnapshot(std::vector<NodeSpec> nodes);
+  // A copy has the same nodes and free resources and an empty change journal: it describes
+  // changes made to the copy only (and copying stays cheap however long the original has lived).
+  ClusterSnapshot(const ClusterSnapshot& other);
+  ClusterSnapshot& operator=(const ClusterSnapshot& other);
+  ClusterSnapshot(ClusterSnapshot&&) = default;
+  ClusterSnapshot& operator=(ClusterSnapshot&&) = default;
 
   int size() const { return static_cast<int>(specs_.size()); }
   const NodeSpec& spec(int node) const { return specs_[node]; }

@@ -1,0 +1,121 @@
+#include "cli/sim_run_command.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/gpu_catalog.h"
+#include "sched/policy_registry.h"
+#include "sched/queue_policy.h"
+#include "sim/philly_trace.h"
+#include "sim/time_sim.h"
+
+namespace gpufleet::cli {
+
+int RunSimRun(const SimRunOptions& o) {
+  const size_t colon = o.trace.find(':');
+  if (colon == std::string::npos || o.trace.substr(0, colon) != "philly") {
+    std::fprintf(stderr, "error: --trace must be FORMAT:FILE with FORMAT philly, got '%s'\n",
+                 o.trace.c_str());
+    return 2;
+  }
+  auto queue_policy = sched::MakeQueuePolicy(o.policy);
+  if (!queue_policy) {
+    std::fprintf(stderr, "error: unknown queue policy '%s'; choose one of %s\n", o.policy.c_str(),
+                 sched::QueuePolicyNames().c_str());
+    return 2;
+  }
+  auto placement = sched::MakePlacementPolicy(o.placement);
+  if (!placement) {
+    std::fprintf(stderr, "error: unknown placement policy '%s'; choose one of %s\n",
+                 o.placement.c_str(), sched::PlacementPolicyNames().c_str());
+    return 2;
+  }
+  if (!(o.spread_slowdown >= 1.0)) {
+    std::fprintf(stderr, "error: --spread-slowdown must be at least 1\n");
+    return 2;
+  }
+  auto cluster = sim::NamedCluster(o.cluster, core::GpuCatalog::Builtin());
+  if (!cluster) {
+    std::fprintf(stderr, "error: %s\n", cluster.error().c_str());
+    return 2;
+  }
+  sim::PhillyReadOptions read;
+  read.limit = o.limit;
+  read.window_start_s = static_cast<int64_t>(std::llround(o.window_start_h * 3600));
+  read.window_end_s = static_cast<int64_t>(std::llround(o.window_end_h * 3600));
+  auto trace = sim::ReadPhillyTrace(o.trace.substr(colon + 1), read);
+  if (!trace) {
+    std::fprintf(stderr, "error: %s\n", trace.error().c_str());
+    return 2;
+  }
+  std::vector<sim::TraceJob> jobs;
+  jobs.reserve(trace.value().jobs.size());
+  for (const auto& j : trace.value().jobs) {
+    jobs.push_back({j.id, j.submit_s, j.duration_s, j.num_gpus, j.vc});
+  }
+  // A GPU-only cluster: pods carry no CPU or memory, so placement sees GPUs alone.
+  placement->Prepare(sched::WorkloadProfile());
+  sim::TimeSimConfig config;
+  config.spread_slowdown = o.spread_slowdown;
+  config.seed = o.seed;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto ran = sim::RunTimeSim(jobs, cluster.value(), *queue_policy, *placement, config,
+                             !o.decisions_path.empty());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!ran) {
+    std::fprintf(stderr, "error: %s\n", ran.error().c_str());
+    return 2;
+  }
+  const sim::TimeSimResult& result = ran.value();
+  const sim::JctSummary s = sim::Summarize(result);
+  if (!o.decisions_path.empty()) {
+    std::ofstream out(o.decisions_path, std::ios::binary);
+    out << "time_s,event,job,placement\n" << result.decision_log;
+    if (!out) {
+      std::fprintf(stderr, "error: cannot write %s\n", o.decisions_path.c_str());
+      return 1;
+    }
+  }
+  const char* estimates = queue_policy->UsesOracle() ? "true run times (oracle)"
+                          : queue_policy->backfill() == sched::Backfill::kEasy
+                              ? "true run times as user estimates (no predictor yet)"
+                              : "none";
+  if (o.json) {
+    nlohmann::ordered_json j;
+    j["policy"] = o.policy;
+    j["placement"] = o.placement;
+    j["cluster"] = o.cluster;
+    j["jobs"] = s.jobs;
+    j["finished"] = s.finished;
+    j["unfinished"] = s.unfinished;
+    j["avg_jct_s"] = s.avg_jct_s;
+    j["p50_jct_s"] = s.p50_jct_s;
+    j["p95_jct_s"] = s.p95_jct_s;
+    j["p99_jct_s"] = s.p99_jct_s;
+    j["avg_queue_s"] = s.avg_queue_s;
+    j["makespan_s"] = result.makespan_s;
+    j["utilization"] = s.utilization;
+    j["preemptions"] = result.preemptions;
+    j["estimates"] = estimates;
+    std::puts(j.dump(2).c_str());
+  } else {
+    std::printf("policy %s (placement %s) on %s: %lld jobs, %lld finished, %lld unfinished\n",
+                o.policy.c_str(), o.placement.c_str(), o.cluster.c_str(),
+                static_cast<long long>(s.jobs), static_cast<long long>(s.finished),
+                static_cast<long long>(s.unfinished));
+    std::printf("JCT avg %.0f s, p50 %.0f s, p95 %.0f s, p99 %.0f s; queueing avg %.0f s\n",
+                s.avg_jct_s, s.p50_jct_s, s.p95_jct_s, s.p99_jct_s, s.avg_queue_s);
+    std::printf("makespan %lld s, GPU utilization %.1f%%, preemptions %lld; estimates: %s\n",
+                static_cast<long long>(result.makespan_s), 100 * s.utilization,
+                static_cast<long long>(result.preemptions), estimates);
+    std::printf("(simulated in %.2f s, %lld scheduler calls)\n", seconds,
+                static_cast<long long>(result.scheduler_calls));
+  }
+  return 0;
+}
+
+}  // namespace gpufleet::cli

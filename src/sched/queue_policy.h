@@ -1,0 +1,49 @@
+#pragma once
+// Queue policies: the order in which waiting jobs are considered, and whether later jobs may
+// start when an earlier one cannot. One file per policy under queue_policies/, listed in
+// queue_policy_registry.cpp. Policies that preempt (Tiresias LAS, fair share) come later.
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sched/queue_types.h"
+
+namespace gpufleet::sched {
+
+enum class Backfill {
+  kNone,    // strict order: nothing starts past a job that cannot start
+  kGreedy,  // any later job that fits starts (may delay the first blocked job)
+  kEasy,    // EASY: later jobs start only if they do not delay the first blocked job's reservation
+};
+
+class QueuePolicy {
+ public:
+  virtual ~QueuePolicy() = default;
+  virtual std::string_view Name() const = 0;
+  // Jobs with smaller keys are considered first; equal keys go by submit time, then id. The key
+  // must not change while the job waits.
+  virtual double Key(const QueuedJob& job) const = 0;
+  virtual Backfill backfill() const = 0;
+  // Whether the policy needs each job's true run time as its estimate (an upper bound, never
+  // deployable); the simulator supplies it only to such policies.
+  virtual bool UsesOracle() const { return false; }
+};
+
+struct QueuePolicyInfo {
+  std::string_view name;
+  std::string_view summary;
+  std::unique_ptr<QueuePolicy> (*make)();
+};
+
+const std::vector<QueuePolicyInfo>& QueuePolicies();
+std::unique_ptr<QueuePolicy> MakeQueuePolicy(std::string_view name);
+std::string QueuePolicyNames();
+
+// Factories, one per file under queue_policies/.
+std::unique_ptr<QueuePolicy> MakeFifo();
+std::unique_ptr<QueuePolicy> MakeEasyBackfill();
+std::unique_ptr<QueuePolicy> MakeSjfOracle();
+
+}  // namespace gpufleet::sched

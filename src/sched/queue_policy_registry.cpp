@@ -1,0 +1,31 @@
+#include "sched/queue_policy.h"
+
+namespace gpufleet::sched {
+
+const std::vector<QueuePolicyInfo>& QueuePolicies() {
+  static const std::vector<QueuePolicyInfo> policies = {
+      {"fifo", "first come, first served; strict order", &MakeFifo},
+      {"backfill", "FIFO with EASY backfill on run-time estimates", &MakeEasyBackfill},
+      {"sjf-oracle", "shortest job first on TRUE run times (upper bound, not deployable)",
+       &MakeSjfOracle},
+  };
+  return policies;
+}
+
+std::unique_ptr<QueuePolicy> MakeQueuePolicy(std::string_view name) {
+  for (const auto& info : QueuePolicies()) {
+    if (info.name == name) return info.make();
+  }
+  return nullptr;
+}
+
+std::string QueuePolicyNames() {
+  std::string out;
+  for (const auto& info : QueuePolicies()) {
+    if (!out.empty()) out += ", ";
+    out += info.name;
+  }
+  return out;
+}
+
+}  // namespace gpufleet::sched

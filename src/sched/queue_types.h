@@ -1,0 +1,69 @@
+#pragma once
+// What the queueing layer of the scheduler works with: jobs waiting or running, where a job runs
+// (one allocation per node of its gang), and the decisions `Schedule` returns. Plain data; no
+// clocks (times are seconds on whatever clock the caller keeps, real or simulated).
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/job.h"
+#include "core/node.h"
+
+namespace gpufleet::sched {
+
+using JobId = int64_t;
+
+// A job of `total_gpus` whole GPUs (or a share of one GPU) that may span several nodes.
+struct QueuedJob {
+  JobId id = 0;
+  // Per-GPU resources: CPU and memory are asked per GPU, so a gang slice of k GPUs asks k times
+  // these. gpu_milli < 1000 only for a single shared GPU; gpu_models restricts the model.
+  int64_t cpu_milli_per_gpu = 0;
+  int64_t memory_mib_per_gpu = 0;
+  int gpu_milli = core::kGpuMilli;
+  core::ModelSet gpu_models = core::ModelSet::All();
+  int total_gpus = 1;
+  int64_t submit_s = 0;
+  std::string queue;  // team / virtual cluster
+  int priority = 0;
+  double attained_gpu_s = 0;  // GPU-seconds of service received so far
+  // Expected remaining run time in seconds, from the user or a predictor; NaN when unknown.
+  // An oracle policy may be given the true value; the simulator says which.
+  double estimate_s = std::nan("");
+};
+
+// Where one node's part of a job runs.
+struct Allocation {
+  int node = -1;
+  core::GpuMask gpus = 0;
+};
+
+struct RunningJob {
+  QueuedJob job;
+  std::vector<Allocation> placement;
+  int64_t started_s = 0;  // start of the current run (after the last preemption)
+};
+
+struct Decision {
+  enum class Kind { kStart, kPreempt };
+  Kind kind = Kind::kStart;
+  JobId job = 0;
+  std::vector<Allocation> placement;  // for kStart
+};
+
+// The per-node resources of `job`'s slice with `gpus` GPUs on one node.
+inline core::JobSpec SliceSpec(const QueuedJob& job, int gpus) {
+  core::JobSpec spec;
+  spec.cpu_milli = job.cpu_milli_per_gpu * gpus;
+  spec.memory_mib = job.memory_mib_per_gpu * gpus;
+  spec.num_gpu = gpus;
+  spec.gpu_milli = job.gpu_milli;
+  spec.gpu_models = job.gpu_models;
+  spec.priority = job.priority;
+  spec.queue = job.queue;
+  return spec;
+}
+
+}  // namespace gpufleet::sched

@@ -1,0 +1,127 @@
+#include "sched/schedule.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/check.h"
+#include "sched/gang_placement.h"
+#include "sched/placer.h"
+
+namespace gpufleet::sched {
+
+void Scheduler::Enqueue(const QueuedJob& job) {
+  Entry e{queue_policy_.Key(job), job.submit_s, job.id};
+  auto [it, inserted] = jobs_.try_emplace(job.id, e, job);
+  GPUFLEET_CHECK(inserted);
+  order_.insert(e);
+}
+
+bool Scheduler::Remove(JobId id) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return false;
+  order_.erase(it->second.first);
+  jobs_.erase(it);
+  return true;
+}
+
+namespace {
+
+int GpusOf(const std::vector<Allocation>& placement) {
+  int n = 0;
+  for (const auto& a : placement) n += std::popcount(a.gpus);
+  return n;
+}
+
+int64_t FreeWholeGpus(const core::ClusterSnapshot& cluster) {
+  int64_t free = 0;
+  for (const auto& s : cluster.states()) free += s.full_free_gpus;
+  return free;
+}
+
+}  // namespace
+
+std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
+                                          std::span<const RunningJob> running, int64_t now,
+                                          core::Rng& rng) const {
+  std::vector<Decision> decisions;
+  if (order_.empty()) return decisions;
+  core::ClusterSnapshot work = cluster;  // decisions are applied here as they are made
+  Placer placer(work, placement_policy_, {});
+  int64_t free_gpus = FreeWholeGpus(work);
+  int64_t free_milli = work.total_gpu_milli() - work.used_gpu_milli();
+  const Backfill backfill = queue_policy_.backfill();
+  bool blocked = false;
+  double shadow_s = std::numeric_limits<double>::infinity();  // EASY reservation time
+  int64_t extra_gpus = 0;  // GPUs the reservation leaves over at shadow_s
+  // Expected end of every running job and every job started in this pass, for EASY.
+  std::vector<std::pair<double, int>> ends;
+  if (backfill == Backfill::kEasy) {
+    for (const RunningJob& r : running) {
+      const double est = r.job.estimate_s;
+      ends.emplace_back(std::isnan(est) ? std::numeric_limits<double>::infinity()
+                                        : static_cast<double>(r.started_s) + est,
+                        GpusOf(r.placement));
+    }
+  }
+  for (const Entry& e : order_) {
+    if (free_milli <= 0) break;  // nothing more can start
+    const QueuedJob& job = jobs_.at(e.id).second;
+    const bool whole = job.gpu_milli >= core::kGpuMilli;
+    // Under EASY, a later job may start only if it ends before the reservation or fits in the
+    // GPUs the reservation leaves over; checked before any placement work.
+    bool uses_extra = false;
+    if (blocked && backfill == Backfill::kEasy) {
+      const bool ends_in_time =
+          !std::isnan(job.estimate_s) && static_cast<double>(now) + job.estimate_s <= shadow_s;
+      if (!ends_in_time) {
+        if (job.total_gpus > extra_gpus) continue;
+        uses_extra = true;
+      }
+    }
+    std::optional<std::vector<Allocation>> placement;
+    // Cheap test first: a job asking more whole GPUs than are free cannot start.
+    if (!whole || job.total_gpus <= free_gpus) {
+      placement = PlaceGang(work, placer, job, allow_spread_, rng);
+    }
+    if (placement) {
+      if (uses_extra) extra_gpus -= job.total_gpus;
+      for (const Allocation& a : *placement) {
+        core::JobSpec slice = SliceSpec(job, std::popcount(a.gpus));
+        work.Allocate(a.node, slice, a.gpus);
+      }
+      free_gpus = FreeWholeGpus(work);
+      free_milli = work.total_gpu_milli() - work.used_gpu_milli();
+      if (backfill == Backfill::kEasy) {
+        ends.emplace_back(std::isnan(job.estimate_s) ? std::numeric_limits<double>::infinity()
+                                                     : static_cast<double>(now) + job.estimate_s,
+                          job.total_gpus);
+      }
+      decisions.push_back(Decision{Decision::Kind::kStart, job.id, std::move(*placement)});
+      continue;
+    }
+    if (blocked) continue;
+    blocked = true;
+    if (backfill == Backfill::kNone) break;
+    if (backfill == Backfill::kEasy) {
+      // The reservation: when enough GPUs will be free for this job, by the estimates.
+      std::sort(ends.begin(), ends.end());
+      int64_t avail = free_gpus;
+      shadow_s = static_cast<double>(now);
+      if (avail < job.total_gpus) {
+        shadow_s = std::numeric_limits<double>::infinity();
+        for (const auto& [end, gpus] : ends) {
+          avail += gpus;
+          if (avail >= job.total_gpus) {
+            shadow_s = end;
+            break;
+          }
+        }
+      }
+      extra_gpus = std::max<int64_t>(0, avail - job.total_gpus);
+    }
+  }
+  return decisions;
+}
+
+}  // namespace gpufleet::sched

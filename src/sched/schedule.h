@@ -1,0 +1,60 @@
+#pragma once
+// `Scheduler`: the one scheduling function the controller and the simulator share. It holds the
+// waiting jobs in the queue policy's order; `Schedule` looks at a cluster snapshot, the running
+// jobs and the time, and returns which jobs to start where. It performs no I/O and reads no
+// clock: `now` is whatever the caller's clock says, real or simulated.
+
+#include <cstdint>
+#include <set>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "core/cluster.h"
+#include "core/rng.h"
+#include "sched/placement_policy.h"
+#include "sched/queue_policy.h"
+#include "sched/queue_types.h"
+
+namespace gpufleet::sched {
+
+class Scheduler {
+ public:
+  // Both policies must outlive the Scheduler.
+  Scheduler(const QueuePolicy& queue_policy, const PlacementPolicy& placement_policy,
+            bool allow_spread)
+      : queue_policy_(queue_policy),
+        placement_policy_(placement_policy),
+        allow_spread_(allow_spread) {}
+
+  // Adds a waiting job; its id must not be waiting already.
+  void Enqueue(const QueuedJob& job);
+  // Removes a waiting job (started, cancelled); false when it is not waiting.
+  bool Remove(JobId id);
+  size_t waiting() const { return jobs_.size(); }
+
+  // The jobs to start now, in the order decided. Starting them is the caller's business (and
+  // so is removing them from the queue): the returned placements fit `cluster` all together.
+  std::vector<Decision> Schedule(const core::ClusterSnapshot& cluster,
+                                 std::span<const RunningJob> running, int64_t now,
+                                 core::Rng& rng) const;
+
+ private:
+  struct Entry {
+    double key;
+    int64_t submit_s;
+    JobId id;
+    bool operator<(const Entry& o) const {
+      if (key != o.key) return key < o.key;
+      if (submit_s != o.submit_s) return submit_s < o.submit_s;
+      return id < o.id;
+    }
+  };
+  const QueuePolicy& queue_policy_;
+  const PlacementPolicy& placement_policy_;
+  bool allow_spread_;
+  std::set<Entry> order_;
+  std::unordered_map<JobId, std::pair<Entry, QueuedJob>> jobs_;
+};
+
+}  // namespace gpufleet::sched

@@ -1,0 +1,218 @@
+#include "sim/time_sim.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <queue>
+#include <unordered_map>
+
+#include "core/check.h"
+#include "core/cluster.h"
+#include "core/rng.h"
+#include "sched/gang_placement.h"
+#include "sched/schedule.h"
+
+namespace gpufleet::sim {
+
+core::Result<ClusterSpec> NamedCluster(std::string_view name, const core::GpuCatalog& catalog) {
+  if (name == "philly-512") {
+    auto model = catalog.Find("V100M32");
+    GPUFLEET_CHECK(model.has_value());
+    ClusterSpec spec;
+    spec.name = "philly-512";
+    for (int i = 0; i < 64; ++i) {
+      core::NodeSpec node;
+      node.name = "philly-" + std::to_string(i);
+      node.cpu_milli = 64000;
+      node.memory_mib = 512 * 1024;
+      node.num_gpus = 8;
+      node.model = *model;
+      spec.nodes.push_back(std::move(node));
+    }
+    return spec;
+  }
+  return core::Error{"unknown cluster '" + std::string(name) + "'; known: philly-512"};
+}
+
+namespace {
+
+struct Active {
+  double rate = 1;       // reference seconds of work done per second
+  double remaining = 0;  // reference seconds of work left at `started_s`
+  int64_t finish_s = 0;
+};
+
+}  // namespace
+
+core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs, const ClusterSpec& spec,
+                                       const sched::QueuePolicy& queue_policy,
+                                       const sched::PlacementPolicy& placement_policy,
+                                       const TimeSimConfig& config, bool log_decisions) {
+  const core::GpuCatalog& catalog = core::GpuCatalog::Builtin();
+  core::ClusterSnapshot cluster(spec.nodes);
+  TimeSimResult result;
+  result.policy = std::string(queue_policy.Name());
+  result.total_gpus = cluster.total_gpus();
+  int max_node_gpus = 0;
+  for (const auto& n : spec.nodes) max_node_gpus = std::max(max_node_gpus, n.num_gpus);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (jobs[i].num_gpus > result.total_gpus) {
+      return core::Error{"job " + std::to_string(jobs[i].id) + " asks for " +
+                         std::to_string(jobs[i].num_gpus) + " GPUs; cluster " + spec.name +
+                         " has " + std::to_string(result.total_gpus)};
+    }
+    if (i > 0 && jobs[i].submit_s < jobs[i - 1].submit_s) {
+      return core::Error{"jobs must be sorted by submit time (job " + std::to_string(jobs[i].id) +
+                         ")"};
+    }
+  }
+  result.jobs.resize(jobs.size());
+  std::unordered_map<sched::JobId, size_t> index_of;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    JobOutcome& o = result.jobs[i];
+    o.id = jobs[i].id;
+    o.submit_s = jobs[i].submit_s;
+    o.num_gpus = jobs[i].num_gpus;
+    o.duration_s = jobs[i].duration_s;
+    o.vc = jobs[i].vc;
+    index_of.emplace(jobs[i].id, i);
+  }
+
+  sched::Scheduler scheduler(queue_policy, placement_policy, config.allow_spread);
+  core::Rng rng(config.seed);
+  std::vector<sched::RunningJob> running;
+  std::unordered_map<sched::JobId, size_t> running_slot;
+  std::unordered_map<sched::JobId, Active> active;
+  using Completion = std::pair<int64_t, sched::JobId>;  // (finish time, job)
+  std::priority_queue<Completion, std::vector<Completion>, std::greater<>> completions;
+  auto log = [&](int64_t t, const char* what, sched::JobId id, const std::string& extra) {
+    if (!log_decisions) return;
+    result.decision_log +=
+        std::to_string(t) + "," + what + "," + std::to_string(id) + "," + extra + "\n";
+  };
+
+  size_t next = 0;
+  while (next < jobs.size() || !completions.empty()) {
+    int64_t now = completions.empty() ? jobs[next].submit_s : completions.top().first;
+    if (next < jobs.size()) now = std::min(now, jobs[next].submit_s);
+    // Completions at `now`.
+    while (!completions.empty() && completions.top().first == now) {
+      const sched::JobId id = completions.top().second;
+      completions.pop();
+      const size_t slot = running_slot.at(id);
+      sched::RunningJob& r = running[slot];
+      for (const auto& a : r.placement) {
+        cluster.Release(a.node, sched::SliceSpec(r.job, std::popcount(a.gpus)), a.gpus);
+      }
+      result.busy_gpu_s +=
+          static_cast<double>(r.job.total_gpus) * static_cast<double>(now - r.started_s);
+      result.jobs[index_of.at(id)].finish_s = now;
+      log(now, "finish", id, "");
+      running_slot[running.back().job.id] = slot;
+      running[slot] = std::move(running.back());
+      running.pop_back();
+      running_slot.erase(id);
+      active.erase(id);
+    }
+    // Arrivals at `now`.
+    for (; next < jobs.size() && jobs[next].submit_s == now; ++next) {
+      const TraceJob& t = jobs[next];
+      sched::QueuedJob q;
+      q.id = t.id;
+      q.total_gpus = t.num_gpus;
+      q.submit_s = t.submit_s;
+      q.queue = t.vc;
+      if (queue_policy.UsesOracle() || queue_policy.backfill() == sched::Backfill::kEasy) {
+        q.estimate_s = static_cast<double>(t.duration_s);
+      }
+      scheduler.Enqueue(q);
+    }
+    if (scheduler.waiting() == 0) continue;
+    ++result.scheduler_calls;
+    for (sched::Decision& d : scheduler.Schedule(cluster, running, now, rng)) {
+      GPUFLEET_CHECK(d.kind == sched::Decision::Kind::kStart);
+      const size_t i = index_of.at(d.job);
+      const TraceJob& t = jobs[i];
+      sched::RunningJob r;
+      r.placement = std::move(d.placement);
+      r.started_s = now;
+      r.job.id = t.id;
+      r.job.total_gpus = t.num_gpus;
+      r.job.submit_s = t.submit_s;
+      r.job.queue = t.vc;
+      if (queue_policy.backfill() == sched::Backfill::kEasy) {
+        r.job.estimate_s = static_cast<double>(t.duration_s);
+      }
+      double speed = HUGE_VAL;
+      std::string where;
+      for (const auto& a : r.placement) {
+        cluster.Allocate(a.node, sched::SliceSpec(r.job, std::popcount(a.gpus)), a.gpus);
+        speed = std::min(speed, catalog.model(spec.nodes[a.node].model).relative_speed);
+        if (!where.empty()) where += ' ';
+        where += std::to_string(a.node) + ":" + std::to_string(a.gpus);
+      }
+      Active act;
+      act.rate = speed;
+      if (static_cast<int>(r.placement.size()) > sched::MinimumNodes(t.num_gpus, max_node_gpus)) {
+        act.rate /= config.spread_slowdown;
+      }
+      act.remaining = static_cast<double>(t.duration_s);
+      act.finish_s = now + static_cast<int64_t>(std::ceil(act.remaining / act.rate));
+      completions.emplace(act.finish_s, t.id);
+      scheduler.Remove(t.id);
+      if (result.jobs[i].start_s < 0) result.jobs[i].start_s = now;
+      log(now, "start", t.id, where);
+      active.emplace(t.id, act);
+      running_slot.emplace(t.id, running.size());
+      running.push_back(std::move(r));
+    }
+    if (completions.empty() && next == jobs.size() && scheduler.waiting() > 0) break;  // stuck
+  }
+  int64_t last = 0;
+  for (const auto& o : result.jobs) last = std::max(last, o.finish_s);
+  result.makespan_s = jobs.empty() ? 0 : last - jobs.front().submit_s;
+  return result;
+}
+
+namespace {
+
+double Percentile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  const double pos = q * static_cast<double>(sorted.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
+}
+
+}  // namespace
+
+JctSummary Summarize(const TimeSimResult& result) {
+  JctSummary s;
+  s.jobs = static_cast<int64_t>(result.jobs.size());
+  std::vector<double> jct;
+  double queue_sum = 0;
+  int64_t started = 0;
+  for (const auto& o : result.jobs) {
+    if (o.start_s >= 0) {
+      queue_sum += static_cast<double>(o.start_s - o.submit_s);
+      ++started;
+    }
+    if (o.finish_s >= 0) jct.push_back(static_cast<double>(o.finish_s - o.submit_s));
+  }
+  s.finished = static_cast<int64_t>(jct.size());
+  s.unfinished = s.jobs - s.finished;
+  std::sort(jct.begin(), jct.end());
+  double sum = 0;
+  for (double v : jct) sum += v;
+  s.avg_jct_s = jct.empty() ? 0 : sum / static_cast<double>(jct.size());
+  s.p50_jct_s = Percentile(jct, 0.50);
+  s.p95_jct_s = Percentile(jct, 0.95);
+  s.p99_jct_s = Percentile(jct, 0.99);
+  s.avg_queue_s = started == 0 ? 0 : queue_sum / static_cast<double>(started);
+  const double capacity =
+      static_cast<double>(result.total_gpus) * static_cast<double>(result.makespan_s);
+  s.utilization = capacity > 0 ? result.busy_gpu_s / capacity : 0;
+  return s;
+}
+
+}  // namespace gpufleet::sim

@@ -1,0 +1,82 @@
+#pragma once
+// The trace-driven time simulation: jobs arrive, wait, run and finish on a virtual clock, and
+// every scheduling decision comes from the same `sched::Scheduler` the controller uses. The
+// engine is event-driven: it jumps from one arrival or completion to the next and calls the
+// scheduler once after each batch of events at the same instant, never on a fixed tick.
+//
+// Runtime model: a job's trace run time is at reference speed (relative speed 1.0 in the GPU
+// catalog); on slower or faster GPUs it runs at the slowest of its GPUs' speeds, and a job that
+// fits on fewer nodes than it was given runs `spread_slowdown` times slower.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/gpu_catalog.h"
+#include "core/node.h"
+#include "core/result.h"
+#include "sched/placement_policy.h"
+#include "sched/queue_policy.h"
+
+namespace gpufleet::sim {
+
+struct TraceJob {
+  int64_t id = 0;
+  int64_t submit_s = 0;
+  int64_t duration_s = 0;  // at reference speed, on the fewest nodes
+  int num_gpus = 1;
+  std::string vc;
+};
+
+struct ClusterSpec {
+  std::string name;
+  std::vector<core::NodeSpec> nodes;
+};
+// A named cluster: "philly-512" is 64 nodes x 8 GPUs of one type (V100M32, speed 1.0).
+core::Result<ClusterSpec> NamedCluster(std::string_view name, const core::GpuCatalog& catalog);
+
+struct TimeSimConfig {
+  double spread_slowdown = 1.5;  // run-time factor for a job spread over more nodes than needed
+  bool allow_spread = true;
+  uint64_t seed = 1;
+};
+
+struct JobOutcome {
+  int64_t id = 0;
+  int64_t submit_s = 0;
+  int64_t start_s = -1;   // first start; -1 if never started
+  int64_t finish_s = -1;  // -1 if unfinished
+  int num_gpus = 0;
+  int64_t duration_s = 0;
+  std::string vc;
+};
+
+struct TimeSimResult {
+  std::string policy;
+  std::vector<JobOutcome> jobs;  // in trace order
+  int64_t makespan_s = 0;        // last finish - first submit
+  double busy_gpu_s = 0;         // GPU-seconds allocated to running jobs
+  int total_gpus = 0;
+  int64_t preemptions = 0;
+  int64_t scheduler_calls = 0;
+  std::string decision_log;  // "time,event,job,nodes" lines, when asked for
+};
+
+// Replays `jobs` (sorted by submit time) on `cluster`. A job asking more GPUs than the cluster
+// has is an error, never a job that waits forever. `log_decisions` fills `decision_log`.
+core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
+                                       const ClusterSpec& cluster,
+                                       const sched::QueuePolicy& queue_policy,
+                                       const sched::PlacementPolicy& placement_policy,
+                                       const TimeSimConfig& config, bool log_decisions);
+
+struct JctSummary {
+  int64_t jobs = 0, finished = 0, unfinished = 0;
+  double avg_jct_s = 0, p50_jct_s = 0, p95_jct_s = 0, p99_jct_s = 0;
+  double avg_queue_s = 0;
+  double utilization = 0;  // busy GPU-seconds / (GPUs x makespan)
+};
+// Percentiles interpolate linearly between order statistics (numpy's default).
+JctSummary Summarize(const TimeSimResult& result);
+
+}  // namespace gpufleet::sim

@@ -1,0 +1,92 @@
+#include "sim/time_sim.h"
+
+#include <gtest/gtest.h>
+
+#include "sched/policy_registry.h"
+#include "sched/queue_policy.h"
+#include "testing/builders.h"
+
+namespace gpufleet::sim {
+namespace {
+
+ClusterSpec Cluster(int nodes, int gpus) {
+  ClusterSpec spec;
+  spec.name = "test";
+  for (int i = 0; i < nodes; ++i) {
+    std::string name = "n";
+    name += std::to_string(i);
+    spec.nodes.push_back(test::Node(name).Gpus(gpus, "V100M32"));
+  }
+  return spec;
+}
+
+TimeSimResult Simulate(const std::vector<TraceJob>& jobs, const ClusterSpec& cluster,
+                       const std::string& policy, bool log = false) {
+  auto queue = sched::MakeQueuePolicy(policy);
+  auto placement = sched::MakePlacementPolicy("bestfit");
+  auto r = RunTimeSim(jobs, cluster, *queue, *placement, TimeSimConfig{}, log);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error());
+  return std::move(r).value();
+}
+
+TEST(TimeSimTest, FifoAndSjfOnAKnownCase) {
+  // One 8-GPU node: a long 8-GPU job and a short 1-GPU job arrive together.
+  const std::vector<TraceJob> jobs = {{0, 0, 100, 8, "a"}, {1, 0, 10, 1, "b"}};
+  const auto fifo = Simulate(jobs, Cluster(1, 8), "fifo");
+  EXPECT_EQ(fifo.jobs[0].finish_s, 100);
+  EXPECT_EQ(fifo.jobs[1].start_s, 100);
+  EXPECT_EQ(fifo.jobs[1].finish_s, 110);
+  EXPECT_DOUBLE_EQ(Summarize(fifo).avg_jct_s, 105);
+  // SJF runs the short job first; the long one waits for all 8 GPUs.
+  const auto sjf = Simulate(jobs, Cluster(1, 8), "sjf-oracle");
+  EXPECT_EQ(sjf.jobs[1].finish_s, 10);
+  EXPECT_EQ(sjf.jobs[0].start_s, 10);
+  EXPECT_EQ(sjf.jobs[0].finish_s, 110);
+  EXPECT_DOUBLE_EQ(Summarize(sjf).avg_jct_s, 60);
+}
+
+TEST(TimeSimTest, SpreadJobsRunSlower) {
+  // Two 4-GPU nodes with 3 GPUs busy on each until t=100; a 2-GPU job arriving at 1 must spread.
+  const std::vector<TraceJob> jobs = {{0, 0, 100, 3, "a"}, {1, 0, 100, 3, "a"}, {2, 1, 60, 2, "b"}};
+  const auto r = Simulate(jobs, Cluster(2, 4), "fifo");
+  EXPECT_EQ(r.jobs[2].start_s, 1);
+  EXPECT_EQ(r.jobs[2].finish_s, 1 + 90);  // 60 s at 1/1.5 speed
+}
+
+TEST(TimeSimTest, SummaryAndUtilization) {
+  const std::vector<TraceJob> jobs = {{0, 0, 50, 4, "a"}, {1, 0, 100, 4, "a"}};
+  const auto r = Simulate(jobs, Cluster(1, 8), "fifo");
+  const JctSummary s = Summarize(r);
+  EXPECT_EQ(s.finished, 2);
+  EXPECT_EQ(s.unfinished, 0);
+  EXPECT_EQ(r.makespan_s, 100);
+  EXPECT_DOUBLE_EQ(s.utilization, (4.0 * 50 + 4.0 * 100) / (8.0 * 100));
+  EXPECT_DOUBLE_EQ(s.p50_jct_s, 75);  // linear between 50 and 100
+  EXPECT_DOUBLE_EQ(s.avg_queue_s, 0);
+}
+
+TEST(TimeSimTest, TooLargeJobsAreRejectedNotSimulatedForever) {
+  auto queue = sched::MakeQueuePolicy("fifo");
+  auto placement = sched::MakePlacementPolicy("bestfit");
+  auto r = RunTimeSim({{7, 0, 10, 17, "a"}}, Cluster(2, 8), *queue, *placement, {}, false);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("job 7 asks for 17 GPUs"), std::string::npos) << r.error();
+  auto unsorted = RunTimeSim({{0, 10, 10, 1, "a"}, {1, 5, 10, 1, "a"}}, Cluster(1, 8), *queue,
+                             *placement, {}, false);
+  EXPECT_FALSE(unsorted.ok());
+}
+
+TEST(TimeSimTest, SameInputSameDecisionLog) {
+  std::vector<TraceJob> jobs;
+  for (int i = 0; i < 300; ++i) jobs.push_back({i, i * 7, 50 + (i * 37) % 400, 1 + i % 8, "vc"});
+  for (const char* policy : {"fifo", "backfill", "sjf-oracle"}) {
+    const auto a = Simulate(jobs, Cluster(4, 8), policy, true);
+    const auto b = Simulate(jobs, Cluster(4, 8), policy, true);
+    EXPECT_FALSE(a.decision_log.empty());
+    EXPECT_EQ(a.decision_log, b.decision_log) << policy;
+    EXPECT_EQ(Summarize(a).finished, 300) << policy;
+  }
+}
+
+}  // namespace
+}  // namespace gpufleet::sim
