@@ -80,10 +80,10 @@ int RunSimRun(const SimRunOptions& o) {
       return 1;
     }
   }
-  const char* estimates = queue_policy->UsesOracle() ? "true run times (oracle)"
-                          : queue_policy->backfill() == sched::Backfill::kEasy
-                              ? "true run times as user estimates (no predictor yet)"
-                              : "none";
+  const sched::Estimates kind = queue_policy->estimates();
+  const char* estimates = kind == sched::Estimates::kOracle      ? "true run times (oracle)"
+                          : kind == sched::Estimates::kPredicted ? "predicted from finished jobs"
+                                                                 : "none";
   if (o.json) {
     nlohmann::ordered_json j;
     j["policy"] = o.policy;
@@ -101,6 +101,10 @@ int RunSimRun(const SimRunOptions& o) {
     j["utilization"] = s.utilization;
     j["preemptions"] = result.preemptions;
     j["estimates"] = estimates;
+    if (s.predicted_jobs > 0) {
+      j["prediction_median_rel_error"] = s.prediction_median_rel_error;
+      j["prediction_mae_s"] = s.prediction_mae_s;
+    }
     std::puts(j.dump(2).c_str());
   } else {
     std::printf("policy %s (placement %s) on %s: %lld jobs, %lld finished, %lld unfinished\n",
@@ -112,6 +116,10 @@ int RunSimRun(const SimRunOptions& o) {
     std::printf("makespan %lld s, GPU utilization %.1f%%, preemptions %lld; estimates: %s\n",
                 static_cast<long long>(result.makespan_s), 100 * s.utilization,
                 static_cast<long long>(result.preemptions), estimates);
+    if (s.predicted_jobs > 0) {
+      std::printf("run-time predictor: median relative error %.2f, mean absolute error %.0f s\n",
+                  s.prediction_median_rel_error, s.prediction_mae_s);
+    }
     std::printf("(simulated in %.2f s, %lld scheduler calls)\n", seconds,
                 static_cast<long long>(result.scheduler_calls));
   }

@@ -18,6 +18,13 @@ enum class Backfill {
   kEasy,    // EASY: later jobs start only if they do not delay the first blocked job's reservation
 };
 
+// Where a policy's run-time estimates (`QueuedJob::estimate_s`) come from.
+enum class Estimates {
+  kNone,       // the policy does not look at them
+  kPredicted,  // learned online from finished jobs (RuntimePredictor); deployable
+  kOracle,     // the true run times: an upper bound for comparison, never deployable
+};
+
 class QueuePolicy {
  public:
   virtual ~QueuePolicy() = default;
@@ -26,9 +33,8 @@ class QueuePolicy {
   // must not change while the job waits.
   virtual double Key(const QueuedJob& job) const = 0;
   virtual Backfill backfill() const = 0;
-  // Whether the policy needs each job's true run time as its estimate (an upper bound, never
-  // deployable); the simulator supplies it only to such policies.
-  virtual bool UsesOracle() const { return false; }
+  // What the policy needs in `estimate_s`; the caller supplies exactly that.
+  virtual Estimates estimates() const { return Estimates::kNone; }
 };
 
 struct QueuePolicyInfo {
@@ -45,5 +51,6 @@ std::string QueuePolicyNames();
 std::unique_ptr<QueuePolicy> MakeFifo();
 std::unique_ptr<QueuePolicy> MakeEasyBackfill();
 std::unique_ptr<QueuePolicy> MakeSjfOracle();
+std::unique_ptr<QueuePolicy> MakeQssf();
 
 }  // namespace gpufleet::sched

@@ -8,6 +8,7 @@ const std::vector<QueuePolicyInfo>& QueuePolicies() {
       {"backfill", "FIFO with EASY backfill on run-time estimates", &MakeEasyBackfill},
       {"sjf-oracle", "shortest job first on TRUE run times (upper bound, not deployable)",
        &MakeSjfOracle},
+      {"qssf", "quasi-shortest-service-first on predicted GPU-time (Helios)", &MakeQssf},
   };
   return policies;
 }

@@ -59,8 +59,10 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
   if (backfill == Backfill::kEasy) {
     for (const RunningJob& r : running) {
       const double est = r.job.estimate_s;
+      // A job past its estimate is expected to end any moment now.
       ends.emplace_back(std::isnan(est) ? std::numeric_limits<double>::infinity()
-                                        : static_cast<double>(r.started_s) + est,
+                                        : std::max(static_cast<double>(r.started_s) + est,
+                                                   static_cast<double>(now) + 1),
                         GpusOf(r.placement));
     }
   }

@@ -10,6 +10,7 @@
 #include "core/cluster.h"
 #include "core/rng.h"
 #include "sched/gang_placement.h"
+#include "sched/runtime_predictor.h"
 #include "sched/schedule.h"
 
 namespace gpufleet::sim {
@@ -80,6 +81,8 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs, const 
 
   sched::Scheduler scheduler(queue_policy, placement_policy, config.allow_spread);
   core::Rng rng(config.seed);
+  sched::RuntimePredictor predictor;
+  std::unordered_map<sched::JobId, double> estimate_of;  // estimate given at arrival
   std::vector<sched::RunningJob> running;
   std::unordered_map<sched::JobId, size_t> running_slot;
   std::unordered_map<sched::JobId, Active> active;
@@ -106,7 +109,9 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs, const 
       }
       result.busy_gpu_s +=
           static_cast<double>(r.job.total_gpus) * static_cast<double>(now - r.started_s);
-      result.jobs[index_of.at(id)].finish_s = now;
+      JobOutcome& done = result.jobs[index_of.at(id)];
+      done.finish_s = now;
+      predictor.Observe(done.vc, done.num_gpus, static_cast<double>(done.duration_s));
       log(now, "finish", id, "");
       running_slot[running.back().job.id] = slot;
       running[slot] = std::move(running.back());
@@ -122,9 +127,18 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs, const 
       q.total_gpus = t.num_gpus;
       q.submit_s = t.submit_s;
       q.queue = t.vc;
-      if (queue_policy.UsesOracle() || queue_policy.backfill() == sched::Backfill::kEasy) {
-        q.estimate_s = static_cast<double>(t.duration_s);
+      switch (queue_policy.estimates()) {
+        case sched::Estimates::kNone:
+          break;
+        case sched::Estimates::kOracle:
+          q.estimate_s = static_cast<double>(t.duration_s);
+          break;
+        case sched::Estimates::kPredicted:
+          q.estimate_s = predictor.Predict(t.vc, t.num_gpus);
+          result.jobs[next].predicted_s = q.estimate_s;
+          break;
       }
+      estimate_of[t.id] = q.estimate_s;
       scheduler.Enqueue(q);
     }
     if (scheduler.waiting() == 0) continue;
@@ -140,9 +154,8 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs, const 
       r.job.total_gpus = t.num_gpus;
       r.job.submit_s = t.submit_s;
       r.job.queue = t.vc;
-      if (queue_policy.backfill() == sched::Backfill::kEasy) {
-        r.job.estimate_s = static_cast<double>(t.duration_s);
-      }
+      r.job.estimate_s = estimate_of.at(t.id);
+      estimate_of.erase(t.id);
       double speed = HUGE_VAL;
       std::string where;
       for (const auto& a : r.placement) {
@@ -209,6 +222,20 @@ JctSummary Summarize(const TimeSimResult& result) {
   s.p95_jct_s = Percentile(jct, 0.95);
   s.p99_jct_s = Percentile(jct, 0.99);
   s.avg_queue_s = started == 0 ? 0 : queue_sum / static_cast<double>(started);
+  std::vector<double> rel;
+  double abs_sum = 0;
+  for (const auto& o : result.jobs) {
+    if (std::isnan(o.predicted_s)) continue;
+    const double err = std::fabs(o.predicted_s - static_cast<double>(o.duration_s));
+    abs_sum += err;
+    rel.push_back(err / static_cast<double>(std::max<int64_t>(o.duration_s, 1)));
+  }
+  s.predicted_jobs = static_cast<int64_t>(rel.size());
+  if (!rel.empty()) {
+    std::sort(rel.begin(), rel.end());
+    s.prediction_median_rel_error = Percentile(rel, 0.5);
+    s.prediction_mae_s = abs_sum / static_cast<double>(rel.size());
+  }
   const double capacity =
       static_cast<double>(result.total_gpus) * static_cast<double>(result.makespan_s);
   s.utilization = capacity > 0 ? result.busy_gpu_s / capacity : 0;

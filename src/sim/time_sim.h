@@ -8,6 +8,7 @@
 // catalog); on slower or faster GPUs it runs at the slowest of its GPUs' speeds, and a job that
 // fits on fewer nodes than it was given runs `spread_slowdown` times slower.
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -49,6 +50,7 @@ struct JobOutcome {
   int num_gpus = 0;
   int64_t duration_s = 0;
   std::string vc;
+  double predicted_s = std::nan("");  // run time predicted at arrival, when the policy asked
 };
 
 struct TimeSimResult {
@@ -75,6 +77,10 @@ struct JctSummary {
   double avg_jct_s = 0, p50_jct_s = 0, p95_jct_s = 0, p99_jct_s = 0;
   double avg_queue_s = 0;
   double utilization = 0;  // busy GPU-seconds / (GPUs x makespan)
+  // Run-time predictions (policies that use them): how far off they were from the truth.
+  int64_t predicted_jobs = 0;
+  double prediction_median_rel_error = 0;  // median |predicted - true| / true
+  double prediction_mae_s = 0;             // mean |predicted - true|
 };
 // Percentiles interpolate linearly between order statistics (numpy's default).
 JctSummary Summarize(const TimeSimResult& result);

@@ -14,7 +14,7 @@ class SjfOracle final : public QueuePolicy {
     return std::isnan(job.estimate_s) ? HUGE_VAL : job.estimate_s;
   }
   Backfill backfill() const override { return Backfill::kGreedy; }
-  bool UsesOracle() const override { return true; }
+  Estimates estimates() const override { return Estimates::kOracle; }
 };
 
 }  // namespace
