@@ -12,16 +12,15 @@ namespace gpufleet::sched {
 
 void Scheduler::Enqueue(const QueuedJob& job) {
   Entry e{queue_policy_.Key(job), job.submit_s, job.id};
-  auto [it, inserted] = jobs_.try_emplace(job.id, e, job);
-  GPUFLEET_CHECK(inserted);
-  order_.insert(e);
+  GPUFLEET_CHECK(entry_of_.emplace(job.id, e).second);
+  order_.emplace(e, job);
 }
 
 bool Scheduler::Remove(JobId id) {
-  auto it = jobs_.find(id);
-  if (it == jobs_.end()) return false;
-  order_.erase(it->second.first);
-  jobs_.erase(it);
+  auto it = entry_of_.find(id);
+  if (it == entry_of_.end()) return false;
+  order_.erase(it->second);
+  entry_of_.erase(it);
   return true;
 }
 
@@ -66,9 +65,8 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
                         GpusOf(r.placement));
     }
   }
-  for (const Entry& e : order_) {
+  for (const auto& [entry, job] : order_) {
     if (free_milli <= 0) break;  // nothing more can start
-    const QueuedJob& job = jobs_.at(e.id).second;
     const bool whole = job.gpu_milli >= core::kGpuMilli;
     // Under EASY, a later job may start only if it ends before the reservation or fits in the
     // GPUs the reservation leaves over; checked before any placement work.

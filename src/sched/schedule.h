@@ -5,7 +5,7 @@
 // clock: `now` is whatever the caller's clock says, real or simulated.
 
 #include <cstdint>
-#include <set>
+#include <map>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -31,7 +31,7 @@ class Scheduler {
   void Enqueue(const QueuedJob& job);
   // Removes a waiting job (started, cancelled); false when it is not waiting.
   bool Remove(JobId id);
-  size_t waiting() const { return jobs_.size(); }
+  size_t waiting() const { return order_.size(); }
 
   // The jobs to start now, in the order decided. Starting them is the caller's business (and
   // so is removing them from the queue): the returned placements fit `cluster` all together.
@@ -53,8 +53,8 @@ class Scheduler {
   const QueuePolicy& queue_policy_;
   const PlacementPolicy& placement_policy_;
   bool allow_spread_;
-  std::set<Entry> order_;
-  std::unordered_map<JobId, std::pair<Entry, QueuedJob>> jobs_;
+  std::map<Entry, QueuedJob> order_;          // waiting jobs in policy order
+  std::unordered_map<JobId, Entry> entry_of_;  // for removal by id
 };
 
 }  // namespace gpufleet::sched
