@@ -100,6 +100,31 @@ int main(int argc, char** argv) {
                       "write every start and finish to this CSV");
   run_cmd->callback([&] { std::exit(cli::RunSimRun(run)); });
 
+  cli::SimCompareOptions compare;
+  CLI::App* compare_cmd = sim->add_subcommand(
+      "compare", "Replay one trace under several queue policies and print one table");
+  compare_cmd->add_option("--trace", compare.run.trace, "FORMAT:FILE, e.g. philly:FILE")
+      ->required();
+  compare_cmd->add_option("--cluster", compare.run.cluster, "named cluster (philly-512)")
+      ->capture_default_str();
+  compare_cmd
+      ->add_option("--policies", compare.policies,
+                   "queue policies (default: all): " + sched::QueuePolicyNames())
+      ->delimiter(',');
+  compare_cmd->add_option("--placement", compare.run.placement, policy_help)->capture_default_str();
+  compare_cmd->add_option("--limit", compare.run.limit, "replay only the first N jobs (0: all)");
+  compare_cmd->add_option("--window-start", compare.run.window_start_h,
+                          "hours after the first submit");
+  compare_cmd->add_option("--window-end", compare.run.window_end_h,
+                          "hours after the first submit (0: none)");
+  compare_cmd
+      ->add_option("--spread-slowdown", compare.run.spread_slowdown,
+                   "run-time factor of a job spread over more nodes than it needs")
+      ->capture_default_str();
+  compare_cmd->add_option("--out", compare.out_dir, "write the table, a CSV and plots here");
+  compare_cmd->add_option("--threads", compare.threads, "worker threads (0: all cores)");
+  compare_cmd->callback([&] { std::exit(cli::RunSimCompare(compare)); });
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -3,24 +3,77 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "core/gpu_catalog.h"
 #include "sched/policy_registry.h"
 #include "sched/queue_policy.h"
 #include "sim/philly_trace.h"
 #include "sim/time_sim.h"
+#include "sim/time_sim_report.h"
 
 namespace gpufleet::cli {
 
-int RunSimRun(const SimRunOptions& o) {
+namespace {
+
+struct Inputs {
+  std::vector<sim::TraceJob> jobs;
+  sim::ClusterSpec cluster;
+};
+
+// Reads the trace and the cluster the options name; prints the error and returns nothing.
+std::optional<Inputs> LoadInputs(const SimRunOptions& o) {
   const size_t colon = o.trace.find(':');
   if (colon == std::string::npos || o.trace.substr(0, colon) != "philly") {
     std::fprintf(stderr, "error: --trace must be FORMAT:FILE with FORMAT philly, got '%s'\n",
                  o.trace.c_str());
-    return 2;
+    return std::nullopt;
   }
+  if (!(o.spread_slowdown >= 1.0)) {
+    std::fprintf(stderr, "error: --spread-slowdown must be at least 1\n");
+    return std::nullopt;
+  }
+  auto cluster = sim::NamedCluster(o.cluster, core::GpuCatalog::Builtin());
+  if (!cluster) {
+    std::fprintf(stderr, "error: %s\n", cluster.error().c_str());
+    return std::nullopt;
+  }
+  sim::PhillyReadOptions read;
+  read.limit = o.limit;
+  read.window_start_s = static_cast<int64_t>(std::llround(o.window_start_h * 3600));
+  read.window_end_s = static_cast<int64_t>(std::llround(o.window_end_h * 3600));
+  auto trace = sim::ReadPhillyTrace(o.trace.substr(colon + 1), read);
+  if (!trace) {
+    std::fprintf(stderr, "error: %s\n", trace.error().c_str());
+    return std::nullopt;
+  }
+  Inputs in;
+  in.cluster = std::move(cluster).value();
+  in.jobs.reserve(trace.value().jobs.size());
+  for (const auto& j : trace.value().jobs) {
+    in.jobs.push_back({j.id, j.submit_s, j.duration_s, j.num_gpus, j.vc});
+  }
+  return in;
+}
+
+bool WriteText(const std::string& path, const std::string& text) {
+  std::error_code ec;
+  if (std::filesystem::path(path).has_parent_path()) {
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  }
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.close();
+  if (!out) std::fprintf(stderr, "error: cannot write %s\n", path.c_str());
+  return static_cast<bool>(out);
+}
+
+}  // namespace
+
+int RunSimRun(const SimRunOptions& o) {
   auto queue_policy = sched::MakeQueuePolicy(o.policy);
   if (!queue_policy) {
     std::fprintf(stderr, "error: unknown queue policy '%s'; choose one of %s\n", o.policy.c_str(),
@@ -33,36 +86,16 @@ int RunSimRun(const SimRunOptions& o) {
                  o.placement.c_str(), sched::PlacementPolicyNames().c_str());
     return 2;
   }
-  if (!(o.spread_slowdown >= 1.0)) {
-    std::fprintf(stderr, "error: --spread-slowdown must be at least 1\n");
-    return 2;
-  }
-  auto cluster = sim::NamedCluster(o.cluster, core::GpuCatalog::Builtin());
-  if (!cluster) {
-    std::fprintf(stderr, "error: %s\n", cluster.error().c_str());
-    return 2;
-  }
-  sim::PhillyReadOptions read;
-  read.limit = o.limit;
-  read.window_start_s = static_cast<int64_t>(std::llround(o.window_start_h * 3600));
-  read.window_end_s = static_cast<int64_t>(std::llround(o.window_end_h * 3600));
-  auto trace = sim::ReadPhillyTrace(o.trace.substr(colon + 1), read);
-  if (!trace) {
-    std::fprintf(stderr, "error: %s\n", trace.error().c_str());
-    return 2;
-  }
-  std::vector<sim::TraceJob> jobs;
-  jobs.reserve(trace.value().jobs.size());
-  for (const auto& j : trace.value().jobs) {
-    jobs.push_back({j.id, j.submit_s, j.duration_s, j.num_gpus, j.vc});
-  }
+  auto inputs = LoadInputs(o);
+  if (!inputs) return 2;
+  const std::vector<sim::TraceJob>& jobs = inputs->jobs;
   // A GPU-only cluster: pods carry no CPU or memory, so placement sees GPUs alone.
   placement->Prepare(sched::WorkloadProfile());
   sim::TimeSimConfig config;
   config.spread_slowdown = o.spread_slowdown;
   config.seed = o.seed;
   const auto t0 = std::chrono::steady_clock::now();
-  auto ran = sim::RunTimeSim(jobs, cluster.value(), *queue_policy, *placement, config,
+  auto ran = sim::RunTimeSim(jobs, inputs->cluster, *queue_policy, *placement, config,
                              !o.decisions_path.empty());
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -72,13 +105,9 @@ int RunSimRun(const SimRunOptions& o) {
   }
   const sim::TimeSimResult& result = ran.value();
   const sim::JctSummary s = sim::Summarize(result);
-  if (!o.decisions_path.empty()) {
-    std::ofstream out(o.decisions_path, std::ios::binary);
-    out << "time_s,event,job,placement\n" << result.decision_log;
-    if (!out) {
-      std::fprintf(stderr, "error: cannot write %s\n", o.decisions_path.c_str());
-      return 1;
-    }
+  if (!o.decisions_path.empty() &&
+      !WriteText(o.decisions_path, "time_s,event,job,placement\n" + result.decision_log)) {
+    return 1;
   }
   const sched::Estimates kind = queue_policy->estimates();
   const char* estimates = kind == sched::Estimates::kOracle      ? "true run times (oracle)"
@@ -100,6 +129,10 @@ int RunSimRun(const SimRunOptions& o) {
     j["makespan_s"] = result.makespan_s;
     j["utilization"] = s.utilization;
     j["preemptions"] = result.preemptions;
+    j["jain_index"] = s.jain_index;
+    nlohmann::ordered_json vcs = nlohmann::ordered_json::object();
+    for (const auto& [vc, slowdown] : s.vc_slowdown) vcs[vc] = slowdown;
+    j["vc_avg_slowdown"] = std::move(vcs);
     j["estimates"] = estimates;
     if (s.predicted_jobs > 0) {
       j["prediction_median_rel_error"] = s.prediction_median_rel_error;
@@ -122,6 +155,39 @@ int RunSimRun(const SimRunOptions& o) {
     }
     std::printf("(simulated in %.2f s, %lld scheduler calls)\n", seconds,
                 static_cast<long long>(result.scheduler_calls));
+  }
+  return 0;
+}
+
+int RunSimCompare(const SimCompareOptions& o) {
+  auto inputs = LoadInputs(o.run);
+  if (!inputs) return 2;
+  std::vector<std::string> policies = o.policies;
+  if (policies.empty()) {
+    for (const auto& info : sched::QueuePolicies()) policies.emplace_back(info.name);
+  }
+  sim::TimeSimConfig config;
+  config.spread_slowdown = o.run.spread_slowdown;
+  config.seed = o.run.seed;
+  auto runs = sim::ComparePolicies(inputs->jobs, inputs->cluster, policies, o.run.placement, config,
+                                   o.threads);
+  if (!runs) {
+    std::fprintf(stderr, "error: %s\n", runs.error().c_str());
+    return 2;
+  }
+  const std::string table = sim::CompareTable(runs.value());
+  std::printf("%zu jobs on %s, placement %s\n%s", inputs->jobs.size(), o.run.cluster.c_str(),
+              o.run.placement.c_str(), table.c_str());
+  if (!o.out_dir.empty()) {
+    const std::filesystem::path dir(o.out_dir);
+    bool ok = WriteText((dir / "compare-table.md").string(), table) &&
+              WriteText((dir / "compare.csv").string(), sim::CompareCsv(runs.value()));
+    for (const auto& [name, svg] : sim::ComparePlots(runs.value())) {
+      ok = ok && WriteText((dir / name).string(), svg);
+    }
+    if (!ok) return 1;
+    std::printf("wrote %s/compare-table.md, compare.csv, jct-cdf.svg, utilization.svg\n",
+                o.out_dir.c_str());
   }
   return 0;
 }

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace gpufleet::cli {
 
@@ -20,5 +21,14 @@ struct SimRunOptions {
   std::string decisions_path;
 };
 int RunSimRun(const SimRunOptions& options);
+
+// `gpufleet sim compare`: several queue policies on one trace, one table (and plots with --out).
+struct SimCompareOptions {
+  SimRunOptions run;  // trace, cluster, placement, window, spread slowdown, seed
+  std::vector<std::string> policies;
+  std::string out_dir;
+  int threads = 0;
+};
+int RunSimCompare(const SimCompareOptions& options);
 
 }  // namespace gpufleet::cli

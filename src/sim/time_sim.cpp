@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <map>
 #include <queue>
 #include <unordered_map>
 
@@ -141,43 +142,49 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs, const 
       estimate_of[t.id] = q.estimate_s;
       scheduler.Enqueue(q);
     }
-    if (scheduler.waiting() == 0) continue;
-    ++result.scheduler_calls;
-    for (sched::Decision& d : scheduler.Schedule(cluster, running, now, rng)) {
-      GPUFLEET_CHECK(d.kind == sched::Decision::Kind::kStart);
-      const size_t i = index_of.at(d.job);
-      const TraceJob& t = jobs[i];
-      sched::RunningJob r;
-      r.placement = std::move(d.placement);
-      r.started_s = now;
-      r.job.id = t.id;
-      r.job.total_gpus = t.num_gpus;
-      r.job.submit_s = t.submit_s;
-      r.job.queue = t.vc;
-      r.job.estimate_s = estimate_of.at(t.id);
-      estimate_of.erase(t.id);
-      double speed = HUGE_VAL;
-      std::string where;
-      for (const auto& a : r.placement) {
-        cluster.Allocate(a.node, sched::SliceSpec(r.job, std::popcount(a.gpus)), a.gpus);
-        speed = std::min(speed, catalog.model(spec.nodes[a.node].model).relative_speed);
-        if (!where.empty()) where += ' ';
-        where += std::to_string(a.node) + ":" + std::to_string(a.gpus);
+    if (scheduler.waiting() > 0) {
+      ++result.scheduler_calls;
+      for (sched::Decision& d : scheduler.Schedule(cluster, running, now, rng)) {
+        GPUFLEET_CHECK(d.kind == sched::Decision::Kind::kStart);
+        const size_t i = index_of.at(d.job);
+        const TraceJob& t = jobs[i];
+        sched::RunningJob r;
+        r.placement = std::move(d.placement);
+        r.started_s = now;
+        r.job.id = t.id;
+        r.job.total_gpus = t.num_gpus;
+        r.job.submit_s = t.submit_s;
+        r.job.queue = t.vc;
+        r.job.estimate_s = estimate_of.at(t.id);
+        estimate_of.erase(t.id);
+        double speed = HUGE_VAL;
+        std::string where;
+        for (const auto& a : r.placement) {
+          cluster.Allocate(a.node, sched::SliceSpec(r.job, std::popcount(a.gpus)), a.gpus);
+          speed = std::min(speed, catalog.model(spec.nodes[a.node].model).relative_speed);
+          if (!where.empty()) where += ' ';
+          where += std::to_string(a.node) + ":" + std::to_string(a.gpus);
+        }
+        Active act;
+        act.rate = speed;
+        if (static_cast<int>(r.placement.size()) > sched::MinimumNodes(t.num_gpus, max_node_gpus)) {
+          act.rate /= config.spread_slowdown;
+        }
+        act.remaining = static_cast<double>(t.duration_s);
+        act.finish_s = now + static_cast<int64_t>(std::ceil(act.remaining / act.rate));
+        completions.emplace(act.finish_s, t.id);
+        scheduler.Remove(t.id);
+        if (result.jobs[i].start_s < 0) result.jobs[i].start_s = now;
+        log(now, "start", t.id, where);
+        active.emplace(t.id, act);
+        running_slot.emplace(t.id, running.size());
+        running.push_back(std::move(r));
       }
-      Active act;
-      act.rate = speed;
-      if (static_cast<int>(r.placement.size()) > sched::MinimumNodes(t.num_gpus, max_node_gpus)) {
-        act.rate /= config.spread_slowdown;
-      }
-      act.remaining = static_cast<double>(t.duration_s);
-      act.finish_s = now + static_cast<int64_t>(std::ceil(act.remaining / act.rate));
-      completions.emplace(act.finish_s, t.id);
-      scheduler.Remove(t.id);
-      if (result.jobs[i].start_s < 0) result.jobs[i].start_s = now;
-      log(now, "start", t.id, where);
-      active.emplace(t.id, act);
-      running_slot.emplace(t.id, running.size());
-      running.push_back(std::move(r));
+    }
+    const int busy =
+        static_cast<int>((cluster.used_gpu_milli() + core::kGpuMilli - 1) / core::kGpuMilli);
+    if (result.busy_gpus.empty() || result.busy_gpus.back().second != busy) {
+      result.busy_gpus.emplace_back(now, busy);
     }
     if (completions.empty() && next == jobs.size() && scheduler.waiting() > 0) break;  // stuck
   }
@@ -236,10 +243,52 @@ JctSummary Summarize(const TimeSimResult& result) {
     s.prediction_median_rel_error = Percentile(rel, 0.5);
     s.prediction_mae_s = abs_sum / static_cast<double>(rel.size());
   }
+  std::map<std::string, std::pair<double, int64_t>> by_vc;  // (sum of slowdowns, jobs)
+  for (const auto& o : result.jobs) {
+    if (o.finish_s < 0) continue;
+    auto& [sum_slowdown, n] = by_vc[o.vc];
+    sum_slowdown += static_cast<double>(o.finish_s - o.submit_s) /
+                    static_cast<double>(std::max<int64_t>(o.duration_s, 1));
+    ++n;
+  }
+  double jain_sum = 0, jain_sq = 0;
+  for (const auto& [vc, acc] : by_vc) {
+    const double mean = acc.first / static_cast<double>(acc.second);
+    s.vc_slowdown.emplace_back(vc, mean);
+    jain_sum += mean;
+    jain_sq += mean * mean;
+  }
+  if (!s.vc_slowdown.empty()) {
+    s.jain_index = jain_sum * jain_sum / (static_cast<double>(s.vc_slowdown.size()) * jain_sq);
+  }
   const double capacity =
       static_cast<double>(result.total_gpus) * static_cast<double>(result.makespan_s);
   s.utilization = capacity > 0 ? result.busy_gpu_s / capacity : 0;
   return s;
+}
+
+std::vector<double> HourlyUtilization(const TimeSimResult& result) {
+  std::vector<double> hours;
+  if (result.busy_gpus.empty() || result.total_gpus == 0) return hours;
+  const int64_t start = result.jobs.empty() ? 0 : result.jobs.front().submit_s;
+  const int64_t end = start + result.makespan_s;
+  const size_t n = static_cast<size_t>((end - start + 3599) / 3600);
+  std::vector<double> busy_s(n, 0.0);
+  for (size_t i = 0; i < result.busy_gpus.size(); ++i) {
+    int64_t from = result.busy_gpus[i].first;
+    const int64_t to = i + 1 < result.busy_gpus.size() ? result.busy_gpus[i + 1].first : end;
+    const int gpus = result.busy_gpus[i].second;
+    while (from < to) {
+      const size_t h = static_cast<size_t>((from - start) / 3600);
+      if (h >= n) break;
+      const int64_t hour_end = start + static_cast<int64_t>(h + 1) * 3600;
+      const int64_t upto = std::min(to, hour_end);
+      busy_s[h] += static_cast<double>(gpus) * static_cast<double>(upto - from);
+      from = upto;
+    }
+  }
+  for (double& b : busy_s) b /= 3600.0 * static_cast<double>(result.total_gpus);
+  return busy_s;
 }
 
 }  // namespace gpufleet::sim

@@ -62,6 +62,8 @@ struct TimeSimResult {
   int64_t preemptions = 0;
   int64_t scheduler_calls = 0;
   std::string decision_log;  // "time,event,job,nodes" lines, when asked for
+  // Busy GPUs over time: (time, GPUs allocated from then on), one point per change.
+  std::vector<std::pair<int64_t, int>> busy_gpus;
 };
 
 // Replays `jobs` (sorted by submit time) on `cluster`. A job asking more GPUs than the cluster
@@ -81,7 +83,14 @@ struct JctSummary {
   int64_t predicted_jobs = 0;
   double prediction_median_rel_error = 0;  // median |predicted - true| / true
   double prediction_mae_s = 0;             // mean |predicted - true|
+  // Fairness across virtual clusters: each VC's mean JCT slowdown (JCT / run time), and Jain's
+  // index over those means (1 = all VCs equally slowed).
+  std::vector<std::pair<std::string, double>> vc_slowdown;
+  double jain_index = 0;
 };
+
+// Each hour's mean busy-GPU fraction, from the start of the trace to the makespan.
+std::vector<double> HourlyUtilization(const TimeSimResult& result);
 // Percentiles interpolate linearly between order statistics (numpy's default).
 JctSummary Summarize(const TimeSimResult& result);
 

@@ -65,6 +65,21 @@ TEST(TimeSimTest, SummaryAndUtilization) {
   EXPECT_DOUBLE_EQ(s.avg_queue_s, 0);
 }
 
+TEST(TimeSimTest, FairnessAndHourlyUtilization) {
+  // VC a runs first (slowdown 1); VC b waits an hour behind it (slowdown 2).
+  const std::vector<TraceJob> jobs = {{0, 0, 3600, 8, "a"}, {1, 0, 3600, 8, "b"}};
+  const auto r = Simulate(jobs, Cluster(1, 8), "fifo");
+  const JctSummary s = Summarize(r);
+  ASSERT_EQ(s.vc_slowdown.size(), 2u);
+  EXPECT_DOUBLE_EQ(s.vc_slowdown[0].second, 1.0);
+  EXPECT_DOUBLE_EQ(s.vc_slowdown[1].second, 2.0);
+  EXPECT_DOUBLE_EQ(s.jain_index, 9.0 / 10.0);  // (1 + 2)^2 / (2 * (1 + 4))
+  const auto hours = HourlyUtilization(r);
+  ASSERT_EQ(hours.size(), 2u);
+  EXPECT_DOUBLE_EQ(hours[0], 1.0);
+  EXPECT_DOUBLE_EQ(hours[1], 1.0);
+}
+
 TEST(TimeSimTest, TooLargeJobsAreRejectedNotSimulatedForever) {
   auto queue = sched::MakeQueuePolicy("fifo");
   auto placement = sched::MakePlacementPolicy("bestfit");
