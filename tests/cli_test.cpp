@@ -10,6 +10,7 @@
 #include <string>
 
 #include "sched/policy_registry.h"
+#include "sched/queue_policy.h"
 #include "testing/builders.h"
 
 namespace gpufleet {
@@ -157,6 +158,83 @@ TEST_F(CliTest, UnknownPolicyListsThePolicies) {
   const Output report = Gpufleet("sim placement-report --policies fgd,nope --out ''");
   EXPECT_NE(report.status, 0);
   EXPECT_NE(report.text.find("unknown placement policy 'nope'"), std::string::npos) << report.text;
+}
+
+// A small Philly-format trace: 400 jobs of 1-16 GPUs over a few hours, rows out of order.
+std::string PhillyCsv() {
+  std::string csv = "timestamp,duration,num_gpus,gpu_time,cluster\n";
+  for (int i = 399; i >= 0; --i) {
+    const int gpus = 1 << (i % 5);
+    const int minute = i / 10;
+    char line[128];
+    std::snprintf(line, sizeof line, "2017-10-09 %02d:%02d:%02d,%d.0,%d,%d.0,vc%d\n",
+                  8 + minute / 60, minute % 60, i % 60, 60 + (i * 97) % 5000, gpus,
+                  gpus * (60 + (i * 97) % 5000), i % 3);
+    csv += line;
+  }
+  return csv;
+}
+
+TEST(CliSimRunTest, JsonKeysAndByteIdenticalDecisions) {
+  test::TempFile trace("philly.csv", PhillyCsv());
+  test::TempFile log_a("decisions-a.csv", "");
+  test::TempFile log_b("decisions-b.csv", "");
+  for (const char* policy : {"fifo", "backfill", "sjf-oracle", "qssf"}) {
+    const std::string args =
+        std::string("sim run --trace philly:'") + trace.path() + "' --policy " + policy + " --json";
+    const Output a = Gpufleet(args + " --decisions '" + log_a.path() + "'", "2>/dev/null");
+    const Output b = Gpufleet(args + " --decisions '" + log_b.path() + "'", "2>/dev/null");
+    ASSERT_EQ(a.status, 0) << a.text;
+    EXPECT_EQ(a.text, b.text) << policy;
+    EXPECT_EQ(Slurp(log_a.path()), Slurp(log_b.path())) << policy;
+    EXPECT_GT(Slurp(log_a.path()).size(), 400u * 10) << policy;
+    const auto j = nlohmann::json::parse(a.text);
+    for (const char* key :
+         {"policy", "jobs", "avg_jct_s", "p50_jct_s", "p95_jct_s", "p99_jct_s", "avg_queue_s",
+          "makespan_s", "utilization", "preemptions", "unfinished"}) {
+      EXPECT_TRUE(j.contains(key)) << policy << " lacks " << key;
+    }
+    EXPECT_EQ(j["policy"], policy);
+    EXPECT_EQ(j["jobs"], 400);
+    EXPECT_EQ(j["unfinished"], 0);
+  }
+}
+
+TEST(CliSimRunTest, BadInputGetsClearErrors) {
+  test::TempFile trace("philly.csv", PhillyCsv());
+  const std::string good = std::string("sim run --trace philly:'") + trace.path() + "'";
+  Output out = Gpufleet(good + " --policy lifo");
+  EXPECT_EQ(out.status, 2);
+  EXPECT_NE(out.text.find("unknown queue policy 'lifo'"), std::string::npos) << out.text;
+  out = Gpufleet(std::string("sim run --trace helios:'") + trace.path() + "'");
+  EXPECT_EQ(out.status, 2);
+  EXPECT_NE(out.text.find("FORMAT:FILE"), std::string::npos) << out.text;
+  out = Gpufleet(good + " --cluster philly-9000");
+  EXPECT_EQ(out.status, 2);
+  EXPECT_NE(out.text.find("unknown cluster 'philly-9000'"), std::string::npos) << out.text;
+  test::TempFile huge("huge.csv",
+                      "timestamp,duration,num_gpus,gpu_time,cluster\n"
+                      "2017-10-09 08:00:00,60.0,1024,61440.0,vc0\n");
+  out = Gpufleet(std::string("sim run --trace philly:'") + huge.path() + "'");
+  EXPECT_EQ(out.status, 2);
+  EXPECT_NE(out.text.find("asks for 1024 GPUs"), std::string::npos) << out.text;
+  test::TempFile negative("negative.csv",
+                          "timestamp,duration,num_gpus,gpu_time,cluster\n"
+                          "2017-10-09 08:00:00,-60.0,1,-60.0,vc0\n");
+  out = Gpufleet(std::string("sim run --trace philly:'") + negative.path() + "'");
+  EXPECT_EQ(out.status, 2);
+  EXPECT_NE(out.text.find(negative.path() + ":2: column 'duration'"), std::string::npos)
+      << out.text;
+}
+
+TEST(CliSimRunTest, CompareRunsEveryPolicy) {
+  test::TempFile trace("philly.csv", PhillyCsv());
+  const Output out =
+      Gpufleet(std::string("sim compare --trace philly:'") + trace.path() + "' --threads 1");
+  ASSERT_EQ(out.status, 0) << out.text;
+  for (const auto& info : sched::QueuePolicies()) {
+    EXPECT_NE(out.text.find("| " + std::string(info.name) + " |"), std::string::npos) << info.name;
+  }
 }
 
 }  // namespace
