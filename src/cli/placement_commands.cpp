@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "cli/file_output.h"
 #include "cli/placement_output.h"
 #include "core/gpu_catalog.h"
 #include "sched/policy_registry.h"
@@ -14,23 +15,6 @@
 namespace gpufleet::cli {
 
 namespace fs = std::filesystem;
-
-namespace {
-
-bool WriteFile(const std::string& path, const std::string& text) {
-  std::error_code ec;
-  if (fs::path(path).has_parent_path()) fs::create_directories(fs::path(path).parent_path(), ec);
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) {
-    std::fprintf(stderr, "error: cannot write %s\n", path.c_str());
-    return false;
-  }
-  return true;
-}
-
-}  // namespace
 
 int RunSimPlacement(const PlacementOptions& o) {
   if (!sched::MakePlacementPolicy(o.policy)) {
@@ -107,7 +91,7 @@ int RunSimPlacement(const PlacementOptions& o) {
   summary.curves = o.seeds == 1 ? curves.front() : sim::MeanCurves(curves);
 
   if (!o.decisions_path.empty() &&
-      !WriteFile(o.decisions_path, sim::DecisionLogCsv(workload, orders[0], runs[0].run))) {
+      !WriteTextFile(o.decisions_path, sim::DecisionLogCsv(workload, orders[0], runs[0].run))) {
     return 1;
   }
   if (o.json) {
@@ -182,10 +166,11 @@ int RunSimPlacementReport(const PlacementReportOptions& o) {
   }
   if (!o.out_dir.empty()) {
     const fs::path dir(o.out_dir);
-    bool written = WriteFile((dir / "placement-table.md").string(), table) &&
-                   WriteFile((dir / "placement-curves.csv").string(), sim::ReportCurvesCsv(report));
+    bool written =
+        WriteTextFile((dir / "placement-table.md").string(), table) &&
+        WriteTextFile((dir / "placement-curves.csv").string(), sim::ReportCurvesCsv(report));
     for (const auto& [name, svg] : sim::ReportPlots(report)) {
-      written = written && WriteFile((dir / name).string(), svg);
+      written = written && WriteTextFile((dir / name).string(), svg);
     }
     if (!written) return 1;
     std::printf("wrote %s/placement-table.md, placement-curves.csv and allocation-*.svg\n",

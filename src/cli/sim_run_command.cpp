@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "cli/file_output.h"
 #include "core/gpu_catalog.h"
 #include "sched/policy_registry.h"
 #include "sched/queue_policy.h"
@@ -59,18 +60,6 @@ std::optional<Inputs> LoadInputs(const SimRunOptions& o) {
   return in;
 }
 
-bool WriteText(const std::string& path, const std::string& text) {
-  std::error_code ec;
-  if (std::filesystem::path(path).has_parent_path()) {
-    std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  }
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) std::fprintf(stderr, "error: cannot write %s\n", path.c_str());
-  return static_cast<bool>(out);
-}
-
 }  // namespace
 
 int RunSimRun(const SimRunOptions& o) {
@@ -106,7 +95,7 @@ int RunSimRun(const SimRunOptions& o) {
   const sim::TimeSimResult& result = ran.value();
   const sim::JctSummary s = sim::Summarize(result);
   if (!o.decisions_path.empty() &&
-      !WriteText(o.decisions_path, "time_s,event,job,placement\n" + result.decision_log)) {
+      !WriteTextFile(o.decisions_path, "time_s,event,job,placement\n" + result.decision_log)) {
     return 1;
   }
   const sched::Estimates kind = queue_policy->estimates();
@@ -180,10 +169,10 @@ int RunSimCompare(const SimCompareOptions& o) {
               o.run.placement.c_str(), table.c_str());
   if (!o.out_dir.empty()) {
     const std::filesystem::path dir(o.out_dir);
-    bool ok = WriteText((dir / "compare-table.md").string(), table) &&
-              WriteText((dir / "compare.csv").string(), sim::CompareCsv(runs.value()));
+    bool ok = WriteTextFile((dir / "compare-table.md").string(), table) &&
+              WriteTextFile((dir / "compare.csv").string(), sim::CompareCsv(runs.value()));
     for (const auto& [name, svg] : sim::ComparePlots(runs.value())) {
-      ok = ok && WriteText((dir / name).string(), svg);
+      ok = ok && WriteTextFile((dir / name).string(), svg);
     }
     if (!ok) return 1;
     std::printf("wrote %s/compare-table.md, compare.csv, jct-cdf.svg, utilization.svg\n",

@@ -1,0 +1,12 @@
+#pragma once
+// Writing a command's output files. The one place the CLI creates folders and reports write
+// errors (a full disk or a read-only folder gets "error: cannot write PATH" and `false`).
+
+#include <string>
+
+namespace gpufleet::cli {
+
+// Writes `text` to `path`, creating its folder; prints an error and returns false on failure.
+bool WriteTextFile(const std::string& path, const std::string& text);
+
+}  // namespace gpufleet::cli
