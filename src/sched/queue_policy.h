@@ -3,6 +3,7 @@
 // start when an earlier one cannot. One file per policy under queue_policies/, listed in
 // queue_policy_registry.cpp. Policies that preempt (Tiresias LAS, fair share) come later.
 
+#include <cmath>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -35,6 +36,15 @@ class QueuePolicy {
   virtual Backfill backfill() const = 0;
   // What the policy needs in `estimate_s`; the caller supplies exactly that.
   virtual Estimates estimates() const { return Estimates::kNone; }
+
+  // Preemptive policies: a waiting job may preempt running jobs whose `Key` (with the service
+  // they have attained by now) is in a strictly lower priority class (`PriorityClass`).
+  virtual bool Preemptive() const { return false; }
+  virtual int PriorityClass(const QueuedJob& /*job*/) const { return 0; }
+  // The attained GPU-seconds at which a job with `attained_gpu_s` changes priority class next
+  // (infinity: never). The simulator wakes the scheduler at that moment, so crossings are
+  // events, not ticks.
+  virtual double NextClassChange(double /*attained_gpu_s*/) const { return HUGE_VAL; }
 };
 
 struct QueuePolicyInfo {
@@ -52,5 +62,6 @@ std::unique_ptr<QueuePolicy> MakeFifo();
 std::unique_ptr<QueuePolicy> MakeEasyBackfill();
 std::unique_ptr<QueuePolicy> MakeSjfOracle();
 std::unique_ptr<QueuePolicy> MakeQssf();
+std::unique_ptr<QueuePolicy> MakeTiresias();
 
 }  // namespace gpufleet::sched

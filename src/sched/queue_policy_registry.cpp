@@ -9,6 +9,7 @@ const std::vector<QueuePolicyInfo>& QueuePolicies() {
       {"sjf-oracle", "shortest job first on TRUE run times (upper bound, not deployable)",
        &MakeSjfOracle},
       {"qssf", "quasi-shortest-service-first on predicted GPU-time (Helios)", &MakeQssf},
+      {"tiresias", "2D least-attained-service with preemption (Tiresias)", &MakeTiresias},
   };
   return policies;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "core/check.h"
 #include "sched/gang_placement.h"
@@ -46,7 +47,21 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
   std::vector<Decision> decisions;
   if (order_.empty()) return decisions;
   core::ClusterSnapshot work = cluster;  // decisions are applied here as they are made
-  Placer placer(work, placement_policy_, {});
+  std::optional<Placer> placer(std::in_place, work, placement_policy_, std::span<const uint32_t>());
+  const bool preemptive = queue_policy_.Preemptive();
+  // Running jobs' priority classes with the service attained by `now` (preemptive policies).
+  std::vector<int> running_class(running.size(), 0);
+  std::vector<char> preempted(running.size(), 0);
+  int max_running_class = -1;
+  if (preemptive) {
+    for (size_t i = 0; i < running.size(); ++i) {
+      QueuedJob now_job = running[i].job;
+      now_job.attained_gpu_s += static_cast<double>(GpusOf(running[i].placement)) *
+                                static_cast<double>(now - running[i].started_s);
+      running_class[i] = queue_policy_.PriorityClass(now_job);
+      max_running_class = std::max(max_running_class, running_class[i]);
+    }
+  }
   int64_t free_gpus = FreeWholeGpus(work);
   int64_t free_milli = work.total_gpu_milli() - work.used_gpu_milli();
   const Backfill backfill = queue_policy_.backfill();
@@ -66,7 +81,11 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
     }
   }
   for (const auto& [entry, job] : order_) {
-    if (free_milli <= 0) break;  // nothing more can start
+    // Nothing more can start, unless a waiting job may still preempt a running one (waiting jobs
+    // come in class order, so once one cannot, none after it can).
+    const int job_class = preemptive ? queue_policy_.PriorityClass(job) : 0;
+    const bool may_preempt = preemptive && job_class < max_running_class;
+    if (free_milli <= 0 && !may_preempt) break;
     const bool whole = job.gpu_milli >= core::kGpuMilli;
     // Under EASY, a later job may start only if it ends before the reservation or fits in the
     // GPUs the reservation leaves over; checked before any placement work.
@@ -82,7 +101,47 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
     std::optional<std::vector<Allocation>> placement;
     // Cheap test first: a job asking more whole GPUs than are free cannot start.
     if (!whole || job.total_gpus <= free_gpus) {
-      placement = PlaceGang(work, placer, job, allow_spread_, rng);
+      placement = PlaceGang(work, *placer, job, allow_spread_, rng);
+    }
+    std::vector<size_t> victims;
+    if (!placement && may_preempt) {
+      // Preempt running jobs of strictly lower priority, the lowest class and most recently
+      // started first, until the job fits; preempt nobody if even all of them are not enough.
+      std::vector<size_t> candidates;
+      for (size_t i = 0; i < running.size(); ++i) {
+        if (!preempted[i] && running_class[i] > job_class) candidates.push_back(i);
+      }
+      std::sort(candidates.begin(), candidates.end(), [&](size_t a, size_t b) {
+        if (running_class[a] != running_class[b]) return running_class[a] > running_class[b];
+        if (running[a].started_s != running[b].started_s) {
+          return running[a].started_s > running[b].started_s;
+        }
+        return running[a].job.id > running[b].job.id;
+      });
+      core::ClusterSnapshot trial = work;
+      std::optional<Placer> trial_placer;
+      for (size_t i : candidates) {
+        for (const Allocation& a : running[i].placement) {
+          trial.Release(a.node, SliceSpec(running[i].job, std::popcount(a.gpus)), a.gpus);
+        }
+        victims.push_back(i);
+        if (whole && FreeWholeGpus(trial) < job.total_gpus) continue;
+        trial_placer.emplace(trial, placement_policy_, std::span<const uint32_t>());
+        placement = PlaceGang(trial, *trial_placer, job, allow_spread_, rng);
+        if (placement) break;
+      }
+      if (placement) {
+        trial_placer.reset();
+        work = trial;
+        placer.emplace(work, placement_policy_, std::span<const uint32_t>());
+        for (size_t i : victims) {
+          preempted[i] = 1;
+          decisions.push_back(
+              Decision{Decision::Kind::kPreempt, running[i].job.id, running[i].placement});
+        }
+      } else {
+        victims.clear();
+      }
     }
     if (placement) {
       if (uses_extra) extra_gpus -= job.total_gpus;

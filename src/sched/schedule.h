@@ -33,8 +33,10 @@ class Scheduler {
   bool Remove(JobId id);
   size_t waiting() const { return order_.size(); }
 
-  // The jobs to start now, in the order decided. Starting them is the caller's business (and
-  // so is removing them from the queue): the returned placements fit `cluster` all together.
+  // The jobs to start now and, for preemptive policies, the running jobs to stop first, in the
+  // order decided: each kPreempt comes before the kStart it makes room for. Carrying them out is
+  // the caller's business (and so is updating the queue): after the preempted jobs stop, the
+  // returned placements fit `cluster` all together.
   std::vector<Decision> Schedule(const core::ClusterSnapshot& cluster,
                                  std::span<const RunningJob> running, int64_t now,
                                  core::Rng& rng) const;
@@ -53,7 +55,7 @@ class Scheduler {
   const QueuePolicy& queue_policy_;
   const PlacementPolicy& placement_policy_;
   bool allow_spread_;
-  std::map<Entry, QueuedJob> order_;          // waiting jobs in policy order
+  std::map<Entry, QueuedJob> order_;           // waiting jobs in policy order
   std::unordered_map<JobId, Entry> entry_of_;  // for removal by id
 };
 

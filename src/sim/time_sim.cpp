@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <queue>
+#include <tuple>
 #include <unordered_map>
 
 #include "core/check.h"
@@ -40,8 +41,9 @@ namespace {
 
 struct Active {
   double rate = 1;       // reference seconds of work done per second
-  double remaining = 0;  // reference seconds of work left at `started_s`
+  double remaining = 0;  // reference seconds of work left at the start of this run
   int64_t finish_s = 0;
+  int64_t epoch = 0;  // which run of the job this is (changes when it restarts)
 };
 
 }  // namespace
@@ -84,70 +86,110 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs, const 
   core::Rng rng(config.seed);
   sched::RuntimePredictor predictor;
   std::unordered_map<sched::JobId, double> estimate_of;  // estimate given at arrival
+  std::unordered_map<sched::JobId, double> work_left;    // reference seconds still to run
+  std::unordered_map<sched::JobId, double> attained;     // GPU-seconds of service so far
   std::vector<sched::RunningJob> running;
   std::unordered_map<sched::JobId, size_t> running_slot;
   std::unordered_map<sched::JobId, Active> active;
-  using Completion = std::pair<int64_t, sched::JobId>;  // (finish time, job)
-  std::priority_queue<Completion, std::vector<Completion>, std::greater<>> completions;
+  // Completions and priority-class changes of running jobs; an event whose epoch is not the
+  // job's current run is stale (the job was preempted since) and is ignored.
+  struct Event {
+    int64_t time;
+    int kind;  // 0: completion, 1: class change (only wakes the scheduler)
+    sched::JobId id;
+    int64_t epoch;
+    bool operator>(const Event& o) const {
+      return std::tie(time, kind, id, epoch) > std::tie(o.time, o.kind, o.id, o.epoch);
+    }
+  };
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
+  int64_t epoch_counter = 0;
   auto log = [&](int64_t t, const char* what, sched::JobId id, const std::string& extra) {
     if (!log_decisions) return;
     result.decision_log +=
         std::to_string(t) + "," + what + "," + std::to_string(id) + "," + extra + "\n";
   };
+  auto enqueue = [&](const TraceJob& t) {
+    sched::QueuedJob q;
+    q.id = t.id;
+    q.total_gpus = t.num_gpus;
+    q.submit_s = t.submit_s;
+    q.queue = t.vc;
+    q.estimate_s = estimate_of.at(t.id);
+    q.attained_gpu_s = attained[t.id];
+    scheduler.Enqueue(q);
+  };
+  // Takes `id` off the cluster at `now`; returns the GPU-seconds it ran since its start.
+  auto stop = [&](sched::JobId id, int64_t now) {
+    const size_t slot = running_slot.at(id);
+    sched::RunningJob& r = running[slot];
+    for (const auto& a : r.placement) {
+      cluster.Release(a.node, sched::SliceSpec(r.job, std::popcount(a.gpus)), a.gpus);
+    }
+    const double ran = static_cast<double>(now - r.started_s);
+    result.busy_gpu_s += static_cast<double>(r.job.total_gpus) * ran;
+    running_slot[running.back().job.id] = slot;
+    running[slot] = std::move(running.back());
+    running.pop_back();
+    running_slot.erase(id);
+    return ran;
+  };
 
   size_t next = 0;
-  while (next < jobs.size() || !completions.empty()) {
-    int64_t now = completions.empty() ? jobs[next].submit_s : completions.top().first;
+  while (next < jobs.size() || !events.empty()) {
+    int64_t now = events.empty() ? jobs[next].submit_s : events.top().time;
     if (next < jobs.size()) now = std::min(now, jobs[next].submit_s);
-    // Completions at `now`.
-    while (!completions.empty() && completions.top().first == now) {
-      const sched::JobId id = completions.top().second;
-      completions.pop();
-      const size_t slot = running_slot.at(id);
-      sched::RunningJob& r = running[slot];
-      for (const auto& a : r.placement) {
-        cluster.Release(a.node, sched::SliceSpec(r.job, std::popcount(a.gpus)), a.gpus);
-      }
-      result.busy_gpu_s +=
-          static_cast<double>(r.job.total_gpus) * static_cast<double>(now - r.started_s);
-      JobOutcome& done = result.jobs[index_of.at(id)];
+    // Completions (and class changes) at `now`.
+    while (!events.empty() && events.top().time == now) {
+      const Event ev = events.top();
+      events.pop();
+      auto act = active.find(ev.id);
+      if (act == active.end() || act->second.epoch != ev.epoch || ev.kind != 0) continue;
+      stop(ev.id, now);
+      JobOutcome& done = result.jobs[index_of.at(ev.id)];
       done.finish_s = now;
       predictor.Observe(done.vc, done.num_gpus, static_cast<double>(done.duration_s));
-      log(now, "finish", id, "");
-      running_slot[running.back().job.id] = slot;
-      running[slot] = std::move(running.back());
-      running.pop_back();
-      running_slot.erase(id);
-      active.erase(id);
+      log(now, "finish", ev.id, "");
+      active.erase(act);
     }
     // Arrivals at `now`.
     for (; next < jobs.size() && jobs[next].submit_s == now; ++next) {
       const TraceJob& t = jobs[next];
-      sched::QueuedJob q;
-      q.id = t.id;
-      q.total_gpus = t.num_gpus;
-      q.submit_s = t.submit_s;
-      q.queue = t.vc;
+      double estimate = std::nan("");
       switch (queue_policy.estimates()) {
         case sched::Estimates::kNone:
           break;
         case sched::Estimates::kOracle:
-          q.estimate_s = static_cast<double>(t.duration_s);
+          estimate = static_cast<double>(t.duration_s);
           break;
         case sched::Estimates::kPredicted:
-          q.estimate_s = predictor.Predict(t.vc, t.num_gpus);
-          result.jobs[next].predicted_s = q.estimate_s;
+          estimate = predictor.Predict(t.vc, t.num_gpus);
+          result.jobs[next].predicted_s = estimate;
           break;
       }
-      estimate_of[t.id] = q.estimate_s;
-      scheduler.Enqueue(q);
+      estimate_of[t.id] = estimate;
+      work_left[t.id] = static_cast<double>(t.duration_s);
+      attained[t.id] = 0;
+      enqueue(t);
     }
     if (scheduler.waiting() > 0) {
       ++result.scheduler_calls;
       for (sched::Decision& d : scheduler.Schedule(cluster, running, now, rng)) {
-        GPUFLEET_CHECK(d.kind == sched::Decision::Kind::kStart);
         const size_t i = index_of.at(d.job);
         const TraceJob& t = jobs[i];
+        if (d.kind == sched::Decision::Kind::kPreempt) {
+          const Active& act = active.at(t.id);
+          const double ran = stop(t.id, now);
+          // Progress is kept; restarting from the checkpoint costs the overhead.
+          work_left[t.id] =
+              std::max(0.0, act.remaining - ran * act.rate) + config.preemption_overhead_s;
+          attained[t.id] += static_cast<double>(t.num_gpus) * ran;
+          active.erase(t.id);
+          ++result.preemptions;
+          log(now, "preempt", t.id, "");
+          enqueue(t);
+          continue;
+        }
         sched::RunningJob r;
         r.placement = std::move(d.placement);
         r.started_s = now;
@@ -156,7 +198,7 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs, const 
         r.job.submit_s = t.submit_s;
         r.job.queue = t.vc;
         r.job.estimate_s = estimate_of.at(t.id);
-        estimate_of.erase(t.id);
+        r.job.attained_gpu_s = attained[t.id];
         double speed = HUGE_VAL;
         std::string where;
         for (const auto& a : r.placement) {
@@ -170,9 +212,17 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs, const 
         if (static_cast<int>(r.placement.size()) > sched::MinimumNodes(t.num_gpus, max_node_gpus)) {
           act.rate /= config.spread_slowdown;
         }
-        act.remaining = static_cast<double>(t.duration_s);
+        act.remaining = work_left.at(t.id);
         act.finish_s = now + static_cast<int64_t>(std::ceil(act.remaining / act.rate));
-        completions.emplace(act.finish_s, t.id);
+        act.epoch = ++epoch_counter;
+        events.push(Event{act.finish_s, 0, t.id, act.epoch});
+        // Wake the scheduler when the job's priority class changes (preemptive policies).
+        const double change = queue_policy.NextClassChange(attained[t.id]);
+        if (std::isfinite(change)) {
+          const int64_t at = now + static_cast<int64_t>(std::ceil((change - attained[t.id]) /
+                                                                  static_cast<double>(t.num_gpus)));
+          if (at < act.finish_s) events.push(Event{at, 1, t.id, act.epoch});
+        }
         scheduler.Remove(t.id);
         if (result.jobs[i].start_s < 0) result.jobs[i].start_s = now;
         log(now, "start", t.id, where);
@@ -186,7 +236,7 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs, const 
     if (result.busy_gpus.empty() || result.busy_gpus.back().second != busy) {
       result.busy_gpus.emplace_back(now, busy);
     }
-    if (completions.empty() && next == jobs.size() && scheduler.waiting() > 0) break;  // stuck
+    if (events.empty() && next == jobs.size() && scheduler.waiting() > 0) break;  // stuck
   }
   int64_t last = 0;
   for (const auto& o : result.jobs) last = std::max(last, o.finish_s);

@@ -39,6 +39,7 @@ core::Result<ClusterSpec> NamedCluster(std::string_view name, const core::GpuCat
 struct TimeSimConfig {
   double spread_slowdown = 1.5;  // run-time factor for a job spread over more nodes than needed
   bool allow_spread = true;
+  double preemption_overhead_s = 60;  // checkpoint and restart cost added to a preempted job
   uint64_t seed = 1;
 };
 

@@ -80,6 +80,34 @@ TEST(TimeSimTest, FairnessAndHourlyUtilization) {
   EXPECT_DOUBLE_EQ(hours[1], 1.0);
 }
 
+TEST(TimeSimTest, LasLetsAShortJobOvertakeALongOne) {
+  // A long 8-GPU job has run 5,000 s (40,000 GPU-s: the lowest class) when a short one arrives.
+  const std::vector<TraceJob> jobs = {{0, 0, 10000, 8, "a"}, {1, 5000, 100, 8, "b"}};
+  const auto las = Simulate(jobs, Cluster(1, 8), "tiresias", true);
+  EXPECT_EQ(las.jobs[1].start_s, 5000);
+  EXPECT_EQ(las.jobs[1].finish_s, 5100);
+  // The long job keeps its progress and pays the 60 s restart overhead.
+  EXPECT_EQ(las.jobs[0].finish_s, 5100 + 5000 + 60);
+  EXPECT_EQ(las.preemptions, 1);
+  EXPECT_NE(las.decision_log.find("5000,preempt,0,"), std::string::npos) << las.decision_log;
+  const auto fifo = Simulate(jobs, Cluster(1, 8), "fifo");
+  EXPECT_EQ(fifo.jobs[1].finish_s, 10100);
+  EXPECT_EQ(fifo.preemptions, 0);
+}
+
+TEST(TimeSimTest, LasPreemptsNobodyWhenThatWouldNotBeEnough) {
+  // 16 GPUs. At t=9000, job 0 (4 GPUs since t=0: 36,000 GPU-s, the lowest class) and job 1
+  // (4 GPUs since t=8990: the top class) run, and a 16-GPU job arrives in the top class. Stopping
+  // job 0 alone frees only 12 GPUs, so nobody is preempted then. At t=9890 job 1 drops a class
+  // (3,600 GPU-s); now both are below the waiting job, both are preempted, and it starts.
+  const std::vector<TraceJob> jobs = {
+      {0, 0, 20000, 4, "a"}, {1, 8990, 20000, 4, "a"}, {2, 9000, 100, 16, "b"}};
+  const auto r = Simulate(jobs, Cluster(2, 8), "tiresias", true);
+  EXPECT_EQ(r.decision_log.find("9000,preempt"), std::string::npos) << r.decision_log;
+  EXPECT_EQ(r.jobs[2].start_s, 9890);
+  EXPECT_EQ(r.preemptions, 2);
+}
+
 TEST(TimeSimTest, TooLargeJobsAreRejectedNotSimulatedForever) {
   auto queue = sched::MakeQueuePolicy("fifo");
   auto placement = sched::MakePlacementPolicy("bestfit");
@@ -94,7 +122,7 @@ TEST(TimeSimTest, TooLargeJobsAreRejectedNotSimulatedForever) {
 TEST(TimeSimTest, SameInputSameDecisionLog) {
   std::vector<TraceJob> jobs;
   for (int i = 0; i < 300; ++i) jobs.push_back({i, i * 7, 50 + (i * 37) % 400, 1 + i % 8, "vc"});
-  for (const char* policy : {"fifo", "backfill", "sjf-oracle"}) {
+  for (const char* policy : {"fifo", "backfill", "sjf-oracle", "qssf", "tiresias"}) {
     const auto a = Simulate(jobs, Cluster(4, 8), policy, true);
     const auto b = Simulate(jobs, Cluster(4, 8), policy, true);
     EXPECT_FALSE(a.decision_log.empty());

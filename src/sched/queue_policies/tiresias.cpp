@@ -1,0 +1,45 @@
+// Tiresias 2D-LAS (NSDI'19), without knowledge of run times: jobs fall into priority classes by
+// the GPU-service they have attained (GPUs x seconds run); a lower class preempts running jobs
+// of a higher one, and jobs within a class go first come, first served. Default thresholds: one
+// GPU-hour and ten GPU-hours (three classes).
+// Not yet here: the starvation guard (promotion after waiting too long).
+#include <algorithm>
+#include <vector>
+
+#include "sched/queue_policy.h"
+
+namespace gpufleet::sched {
+namespace {
+
+class Tiresias final : public QueuePolicy {
+ public:
+  explicit Tiresias(std::vector<double> thresholds_gpu_s)
+      : thresholds_(std::move(thresholds_gpu_s)) {}
+  std::string_view Name() const override { return "tiresias"; }
+  // Class first, then submit time.
+  double Key(const QueuedJob& job) const override {
+    return static_cast<double>(PriorityClass(job)) * 1e12 + static_cast<double>(job.submit_s);
+  }
+  Backfill backfill() const override { return Backfill::kGreedy; }
+  bool Preemptive() const override { return true; }
+  int PriorityClass(const QueuedJob& job) const override {
+    return static_cast<int>(
+        std::upper_bound(thresholds_.begin(), thresholds_.end(), job.attained_gpu_s) -
+        thresholds_.begin());
+  }
+  double NextClassChange(double attained_gpu_s) const override {
+    auto it = std::upper_bound(thresholds_.begin(), thresholds_.end(), attained_gpu_s);
+    return it == thresholds_.end() ? HUGE_VAL : *it;
+  }
+
+ private:
+  std::vector<double> thresholds_;
+};
+
+}  // namespace
+
+std::unique_ptr<QueuePolicy> MakeTiresias() {
+  return std::make_unique<Tiresias>(std::vector<double>{3600.0, 36000.0});
+}
+
+}  // namespace gpufleet::sched
