@@ -45,6 +45,9 @@ class QueuePolicy {
   // (infinity: never). The simulator wakes the scheduler at that moment, so crossings are
   // events, not ticks.
   virtual double NextClassChange(double /*attained_gpu_s*/) const { return HUGE_VAL; }
+  // Starvation guard: the time at which a waiting job has waited too long and is promoted to
+  // the top class (its attained service forgotten); infinity: never.
+  virtual double PromotionTime(const QueuedJob& /*job*/) const { return HUGE_VAL; }
 };
 
 struct QueuePolicyInfo {

@@ -15,14 +15,45 @@ void Scheduler::Enqueue(const QueuedJob& job) {
   Entry e{queue_policy_.Key(job), job.submit_s, job.id};
   GPUFLEET_CHECK(entry_of_.emplace(job.id, e).second);
   order_.emplace(e, job);
+  const double promote = queue_policy_.PromotionTime(job);
+  if (std::isfinite(promote)) promotions_.emplace(promote, job.id);
 }
 
 bool Scheduler::Remove(JobId id) {
   auto it = entry_of_.find(id);
   if (it == entry_of_.end()) return false;
+  const QueuedJob& job = order_.at(it->second);
+  const double promote = queue_policy_.PromotionTime(job);
+  if (std::isfinite(promote)) {
+    for (auto [p, end] = promotions_.equal_range(promote); p != end; ++p) {
+      if (p->second == id) {
+        promotions_.erase(p);
+        break;
+      }
+    }
+  }
   order_.erase(it->second);
   entry_of_.erase(it);
   return true;
+}
+
+void Scheduler::PromoteStarved(int64_t now) {
+  while (!promotions_.empty() && promotions_.begin()->first <= static_cast<double>(now)) {
+    const JobId id = promotions_.begin()->second;
+    promotions_.erase(promotions_.begin());
+    auto it = entry_of_.find(id);
+    GPUFLEET_CHECK(it != entry_of_.end());
+    QueuedJob job = order_.at(it->second);
+    order_.erase(it->second);
+    entry_of_.erase(it);
+    job.attained_gpu_s = 0;
+    job.waiting_since_s = now;
+    Enqueue(job);
+  }
+}
+
+double Scheduler::NextPromotion() const {
+  return promotions_.empty() ? std::numeric_limits<double>::infinity() : promotions_.begin()->first;
 }
 
 namespace {

@@ -33,6 +33,12 @@ class Scheduler {
   bool Remove(JobId id);
   size_t waiting() const { return order_.size(); }
 
+  // Starvation guard: promotes every waiting job whose `PromotionTime` has come (its attained
+  // service is forgotten, so it re-enters the top class). Call before `Schedule`.
+  void PromoteStarved(int64_t now);
+  // The earliest promotion time among waiting jobs (infinity: none), for event-driven callers.
+  double NextPromotion() const;
+
   // The jobs to start now and, for preemptive policies, the running jobs to stop first, in the
   // order decided: each kPreempt comes before the kStart it makes room for. Carrying them out is
   // the caller's business (and so is updating the queue): after the preempted jobs stop, the
@@ -57,6 +63,7 @@ class Scheduler {
   bool allow_spread_;
   std::map<Entry, QueuedJob> order_;           // waiting jobs in policy order
   std::unordered_map<JobId, Entry> entry_of_;  // for removal by id
+  std::multimap<double, JobId> promotions_;    // promotion time -> waiting job
 };
 
 }  // namespace gpufleet::sched

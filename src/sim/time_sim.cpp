@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <queue>
+#include <set>
 #include <tuple>
 #include <unordered_map>
 
@@ -104,12 +105,13 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs, const 
   };
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
   int64_t epoch_counter = 0;
+  std::set<int64_t> wakes;  // times already scheduled to wake the scheduler for promotions
   auto log = [&](int64_t t, const char* what, sched::JobId id, const std::string& extra) {
     if (!log_decisions) return;
     result.decision_log +=
         std::to_string(t) + "," + what + "," + std::to_string(id) + "," + extra + "\n";
   };
-  auto enqueue = [&](const TraceJob& t) {
+  auto enqueue = [&](const TraceJob& t, int64_t now) {
     sched::QueuedJob q;
     q.id = t.id;
     q.total_gpus = t.num_gpus;
@@ -117,6 +119,7 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs, const 
     q.queue = t.vc;
     q.estimate_s = estimate_of.at(t.id);
     q.attained_gpu_s = attained[t.id];
+    q.waiting_since_s = now;
     scheduler.Enqueue(q);
   };
   // Takes `id` off the cluster at `now`; returns the GPU-seconds it ran since its start.
@@ -170,9 +173,10 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs, const 
       estimate_of[t.id] = estimate;
       work_left[t.id] = static_cast<double>(t.duration_s);
       attained[t.id] = 0;
-      enqueue(t);
+      enqueue(t, now);
     }
     if (scheduler.waiting() > 0) {
+      scheduler.PromoteStarved(now);
       ++result.scheduler_calls;
       for (sched::Decision& d : scheduler.Schedule(cluster, running, now, rng)) {
         const size_t i = index_of.at(d.job);
@@ -187,7 +191,7 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs, const 
           active.erase(t.id);
           ++result.preemptions;
           log(now, "preempt", t.id, "");
-          enqueue(t);
+          enqueue(t, now);
           continue;
         }
         sched::RunningJob r;
@@ -230,6 +234,11 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs, const 
         running_slot.emplace(t.id, running.size());
         running.push_back(std::move(r));
       }
+    }
+    // Wake up for the next starvation promotion, once per distinct time.
+    if (const double promote = scheduler.NextPromotion(); std::isfinite(promote)) {
+      const int64_t at = std::max(now + 1, static_cast<int64_t>(std::ceil(promote)));
+      if (wakes.insert(at).second) events.push(Event{at, 1, -1, 0});
     }
     const int busy =
         static_cast<int>((cluster.used_gpu_milli() + core::kGpuMilli - 1) / core::kGpuMilli);

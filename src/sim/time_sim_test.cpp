@@ -108,6 +108,18 @@ TEST(TimeSimTest, LasPreemptsNobodyWhenThatWouldNotBeEnough) {
   EXPECT_EQ(r.preemptions, 2);
 }
 
+TEST(TimeSimTest, LasStarvationGuardPromotesALongWaitingJob) {
+  // Job 0 runs 5,000 s (40,000 GPU-s: bottom class) and is preempted by job 1 at t=5000. Job 1
+  // sinks to the bottom class too (at t=9500), so job 0 cannot take the GPUs back, until it has
+  // waited 10x its 5,000 s of running: at t=55000 it is promoted to the top class and preempts
+  // job 1.
+  const std::vector<TraceJob> jobs = {{0, 0, 100000, 8, "a"}, {1, 5000, 100000, 8, "b"}};
+  const auto r = Simulate(jobs, Cluster(1, 8), "tiresias", true);
+  EXPECT_NE(r.decision_log.find("5000,preempt,0,"), std::string::npos) << r.decision_log;
+  EXPECT_NE(r.decision_log.find("55000,preempt,1,"), std::string::npos) << r.decision_log;
+  EXPECT_NE(r.decision_log.find("55000,start,0,"), std::string::npos) << r.decision_log;
+}
+
 TEST(TimeSimTest, TooLargeJobsAreRejectedNotSimulatedForever) {
   auto queue = sched::MakeQueuePolicy("fifo");
   auto placement = sched::MakePlacementPolicy("bestfit");

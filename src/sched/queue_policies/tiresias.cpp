@@ -2,7 +2,8 @@
 // the GPU-service they have attained (GPUs x seconds run); a lower class preempts running jobs
 // of a higher one, and jobs within a class go first come, first served. Default thresholds: one
 // GPU-hour and ten GPU-hours (three classes).
-// Not yet here: the starvation guard (promotion after waiting too long).
+// Starvation guard: a job that has waited `kStarveFactor` times as long as it has run (and at
+// least `kStarveFloorS`) since it last entered the queue is promoted to the top class.
 #include <algorithm>
 #include <vector>
 
@@ -10,6 +11,9 @@
 
 namespace gpufleet::sched {
 namespace {
+
+constexpr double kStarveFactor = 10.0;
+constexpr double kStarveFloorS = 3600.0;
 
 class Tiresias final : public QueuePolicy {
  public:
@@ -26,6 +30,12 @@ class Tiresias final : public QueuePolicy {
     return static_cast<int>(
         std::upper_bound(thresholds_.begin(), thresholds_.end(), job.attained_gpu_s) -
         thresholds_.begin());
+  }
+  double PromotionTime(const QueuedJob& job) const override {
+    if (job.attained_gpu_s <= 0) return HUGE_VAL;  // already in the top class
+    const double ran_s = job.attained_gpu_s / std::max(job.total_gpus, 1);
+    return static_cast<double>(job.waiting_since_s) +
+           std::max(kStarveFactor * ran_s, kStarveFloorS);
   }
   double NextClassChange(double attained_gpu_s) const override {
     auto it = std::upper_bound(thresholds_.begin(), thresholds_.end(), attained_gpu_s);
