@@ -94,6 +94,8 @@ int main(int argc, char** argv) {
       ->add_option("--spread-slowdown", run.spread_slowdown,
                    "run-time factor of a job spread over more nodes than it needs")
       ->capture_default_str();
+  run_cmd->add_option("--replicate", run.replicate,
+                      "replay the trace K times over on a K times larger cluster (scaling runs)");
   run_cmd->add_option("--seed", run.seed, "seed for randomized policies")->capture_default_str();
   run_cmd->add_flag("--json", run.json, "print one JSON object");
   run_cmd->add_option("--decisions", run.decisions_path,
@@ -121,6 +123,8 @@ int main(int argc, char** argv) {
       ->add_option("--spread-slowdown", compare.run.spread_slowdown,
                    "run-time factor of a job spread over more nodes than it needs")
       ->capture_default_str();
+  compare_cmd->add_option("--replicate", compare.run.replicate,
+                          "replay the trace K times over on a K times larger cluster");
   compare_cmd->add_option("--out", compare.out_dir, "write the table, a CSV and plots here");
   compare_cmd->add_option("--threads", compare.threads, "worker threads (0: all cores)");
   compare_cmd->callback([&] { std::exit(cli::RunSimCompare(compare)); });

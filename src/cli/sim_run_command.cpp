@@ -57,6 +57,11 @@ std::optional<Inputs> LoadInputs(const SimRunOptions& o) {
   for (const auto& j : trace.value().jobs) {
     in.jobs.push_back({j.id, j.submit_s, j.duration_s, j.num_gpus, j.vc});
   }
+  if (o.replicate < 1 || o.replicate > 64) {
+    std::fprintf(stderr, "error: --replicate must be in 1..64\n");
+    return std::nullopt;
+  }
+  sim::ReplicateTrace(o.replicate, &in.jobs, &in.cluster);
   return in;
 }
 

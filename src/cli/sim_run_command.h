@@ -16,6 +16,7 @@ struct SimRunOptions {
   int64_t limit = 0;
   double window_start_h = 0, window_end_h = 0;
   double spread_slowdown = 1.5;
+  int replicate = 1;  // trace and cluster this many times over (scaling runs)
   uint64_t seed = 1;
   bool json = false;
   std::string decisions_path;

@@ -38,6 +38,30 @@ core::Result<ClusterSpec> NamedCluster(std::string_view name, const core::GpuCat
   return core::Error{"unknown cluster '" + std::string(name) + "'; known: philly-512"};
 }
 
+void ReplicateTrace(int factor, std::vector<TraceJob>* jobs, ClusterSpec* cluster) {
+  GPUFLEET_CHECK(factor >= 1);
+  if (factor == 1) return;
+  std::vector<TraceJob> out;
+  out.reserve(jobs->size() * static_cast<size_t>(factor));
+  for (const TraceJob& j : *jobs) {
+    for (int r = 0; r < factor; ++r) {
+      TraceJob copy = j;
+      copy.id = j.id * factor + r;
+      out.push_back(std::move(copy));
+    }
+  }
+  *jobs = std::move(out);
+  const size_t nodes = cluster->nodes.size();
+  for (int r = 1; r < factor; ++r) {
+    for (size_t i = 0; i < nodes; ++i) {
+      core::NodeSpec copy = cluster->nodes[i];
+      copy.name += "-r" + std::to_string(r);
+      cluster->nodes.push_back(std::move(copy));
+    }
+  }
+  cluster->name += " x" + std::to_string(factor);
+}
+
 namespace {
 
 struct Active {

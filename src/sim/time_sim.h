@@ -36,6 +36,10 @@ struct ClusterSpec {
 // A named cluster: "philly-512" is 64 nodes x 8 GPUs of one type (V100M32, speed 1.0).
 core::Result<ClusterSpec> NamedCluster(std::string_view name, const core::GpuCatalog& catalog);
 
+// The trace and the cluster `factor` times over: every job `factor` times (same submit time,
+// new ids) on `factor` times the nodes. For measuring how the replay's cost grows.
+void ReplicateTrace(int factor, std::vector<TraceJob>* jobs, ClusterSpec* cluster);
+
 struct TimeSimConfig {
   double spread_slowdown = 1.5;  // run-time factor for a job spread over more nodes than needed
   bool allow_spread = true;

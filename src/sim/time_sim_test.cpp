@@ -120,6 +120,18 @@ TEST(TimeSimTest, LasStarvationGuardPromotesALongWaitingJob) {
   EXPECT_NE(r.decision_log.find("55000,start,0,"), std::string::npos) << r.decision_log;
 }
 
+TEST(TimeSimTest, ReplicatingTraceAndClusterKeepsEachCopyAlike) {
+  std::vector<TraceJob> jobs = {{0, 0, 100, 8, "a"}, {1, 0, 10, 1, "b"}};
+  ClusterSpec cluster = Cluster(1, 8);
+  ReplicateTrace(3, &jobs, &cluster);
+  ASSERT_EQ(jobs.size(), 6u);
+  EXPECT_EQ(cluster.nodes.size(), 3u);
+  EXPECT_EQ(jobs[5].id, 1 * 3 + 2);
+  const auto r = Simulate(jobs, cluster, "fifo");
+  // Each copy behaves like the original on its own node: JCTs 100 and 110, three times over.
+  EXPECT_DOUBLE_EQ(Summarize(r).avg_jct_s, 105);
+}
+
 TEST(TimeSimTest, TooLargeJobsAreRejectedNotSimulatedForever) {
   auto queue = sched::MakeQueuePolicy("fifo");
   auto placement = sched::MakePlacementPolicy("bestfit");
