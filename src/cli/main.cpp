@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
+#include "agent/agent_commands.h"
 #include "cli/placement_commands.h"
 #include "cli/sim_run_command.h"
 #include "sched/policy_registry.h"
@@ -128,6 +129,46 @@ int main(int argc, char** argv) {
   compare_cmd->add_option("--out", compare.out_dir, "write the table, a CSV and plots here");
   compare_cmd->add_option("--threads", compare.threads, "worker threads (0: all cores)");
   compare_cmd->callback([&] { std::exit(cli::RunSimCompare(compare)); });
+
+  // Flags shared by the commands that read this machine's GPUs.
+  auto add_probe_flags = [](CLI::App* cmd, agent::ProbeFlags& flags) {
+    cmd->add_option("--simulated-gpus", flags.simulated_gpus,
+                    "use N simulated GPUs instead of NVML (0: none); without this flag, NVML is "
+                    "used and simulated GPUs only when no driver is found")
+        ->check(CLI::Range(0, 64));
+    cmd->add_option("--nvml-library", flags.nvml_library,
+                    "NVML library to load (a path, or a name searched like dlopen does)")
+        ->capture_default_str();
+    cmd->add_option("--interval", flags.interval_s, "seconds between samples")
+        ->capture_default_str();
+    cmd->add_option("--hostname", flags.hostname,
+                    "the Hostname label (default: $NODE_NAME, else this machine's name)");
+  };
+
+  agent::AgentOptions agent_options;
+  CLI::App* agent_cmd = app.add_subcommand(
+      "agent",
+      "Node agent: sample this machine's GPUs (NVML) and serve /metrics (Prometheus, "
+      "dcgm-exporter names) and /v1/gpus");
+  agent_cmd->add_option("--listen", agent_options.listen, "HOST:PORT to serve on (port 0: any)")
+      ->capture_default_str();
+  add_probe_flags(agent_cmd, agent_options.probe);
+  agent_cmd->add_flag("--print-symbols", agent_options.print_symbols,
+                      "print which NVML entry points resolved to which symbols");
+  agent_cmd->callback([&] { std::exit(agent::RunAgent(agent_options)); });
+
+  agent::TopOptions top_options;
+  CLI::App* top_cmd = app.add_subcommand(
+      "top", "Live view of this machine's GPUs and their processes (q quits; m/s/p/u sort)");
+  top_cmd->add_flag("--once", top_options.once, "print one snapshot and exit");
+  top_cmd->add_flag("--json", top_options.json,
+                    "print one JSON document (GPUs with their processes) and exit");
+  top_cmd
+      ->add_option("--sort", top_options.sort,
+                   "process order: m (GPU memory), s (SM%), p (pid), u (user)")
+      ->capture_default_str();
+  add_probe_flags(top_cmd, top_options.probe);
+  top_cmd->callback([&] { std::exit(agent::RunTop(top_options)); });
 
   try {
     app.parse(argc, argv);

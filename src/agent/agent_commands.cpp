@@ -1,0 +1,262 @@
+#include "agent/agent_commands.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <thread>
+
+#include "agent/agent_server.h"
+#include "agent/sample_json.h"
+#include "agent/top_view.h"
+#include "gpu/gpu_probe.h"
+#include "gpu/sampler.h"
+
+namespace gpufleet::agent {
+namespace {
+
+std::string HostName(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  if (const char* node = std::getenv("NODE_NAME"); node != nullptr && *node != '\0') return node;
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "localhost";
+  return name;
+}
+
+struct OpenedNode {
+  gpu::OpenedProbe opened;
+  HostInfo host;
+};
+
+OpenedNode OpenNode(const ProbeFlags& flags) {
+  gpu::ProbeOptions options;
+  options.simulated_gpus = flags.simulated_gpus;
+  options.nvml_library = flags.nvml_library;
+  OpenedNode node;
+  node.opened = gpu::OpenProbe(options);
+  node.host.hostname = HostName(flags.hostname);
+  node.host.backend = node.opened.probe->BackendName();
+  node.host.driver_version = node.opened.probe->DriverVersion();
+  node.host.notice = node.opened.notice;
+  return node;
+}
+
+gpu::SamplerOptions SamplerOptionsFor(const ProbeFlags& flags) {
+  gpu::SamplerOptions options;
+  options.interval_s = flags.interval_s;
+  return options;
+}
+
+}  // namespace
+
+int RunAgent(const AgentOptions& options) {
+  auto address = ParseListenAddress(options.listen);
+  if (!address.ok()) {
+    std::fprintf(stderr, "gpufleet agent: %s\n", address.error().c_str());
+    return 2;
+  }
+  if (!(options.probe.interval_s >= 0.01)) {
+    std::fprintf(stderr, "gpufleet agent: --interval must be at least 0.01 seconds\n");
+    return 2;
+  }
+  // SIGINT/SIGTERM are taken by a waiting thread (blocked everywhere else), so shutdown runs as
+  // ordinary code rather than inside a signal handler.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  OpenedNode node = OpenNode(options.probe);
+  if (!node.host.notice.empty())
+    std::fprintf(stderr, "gpufleet agent: %s\n", node.host.notice.c_str());
+  gpu::GpuProbe& probe = *node.opened.probe;
+  if (options.print_symbols) {
+    for (const std::string& line : probe.SymbolReport()) std::printf("symbol %s\n", line.c_str());
+  }
+  gpu::Sampler sampler(probe, SamplerOptionsFor(options.probe));
+  AgentServer server(sampler, node.host);
+  auto port = server.Bind(address.value());
+  if (!port.ok()) {
+    std::fprintf(stderr, "gpufleet agent: %s\n", port.error().c_str());
+    return 1;
+  }
+  sampler.Start();
+  std::printf("gpufleet agent: %d %s GPU%s (%s), serving http://%s:%d/metrics\n",
+              probe.DeviceCount(), probe.IsSimulated() ? "SIMULATED" : "NVML",
+              probe.DeviceCount() == 1 ? "" : "s",
+              probe.IsSimulated() ? "no driver" : ("driver " + probe.DriverVersion()).c_str(),
+              address.value().host.c_str(), port.value());
+  std::fflush(stdout);
+
+  std::thread waiter([&] {
+    int signal_number = 0;
+    sigwait(&stop_signals, &signal_number);
+    server.Stop();
+  });
+  server.Serve();
+  // Serve also returns if the listener fails; wake the waiter so it can be joined.
+  pthread_kill(waiter.native_handle(), SIGTERM);
+  waiter.join();
+  sampler.Stop();
+  std::fprintf(stderr, "gpufleet agent: stopped\n");
+  return 0;
+}
+
+namespace {
+
+// Puts the terminal in raw, no-echo mode with the alternate screen, and restores it on exit.
+class RawTerminal {
+ public:
+  RawTerminal() {
+    if (tcgetattr(STDIN_FILENO, &saved_) == 0) {
+      termios raw = saved_;
+      raw.c_lflag &= static_cast<tcflag_t>(~(ICANON | ECHO));
+      raw.c_cc[VMIN] = 0;
+      raw.c_cc[VTIME] = 0;
+      tcsetattr(STDIN_FILENO, TCSANOW, &raw);
+      restore_ = true;
+    }
+    std::fputs("\x1b[?1049h\x1b[?25l", stdout);
+  }
+  ~RawTerminal() {
+    std::fputs("\x1b[?25h\x1b[?1049l", stdout);
+    std::fflush(stdout);
+    if (restore_) tcsetattr(STDIN_FILENO, TCSANOW, &saved_);
+  }
+  RawTerminal(const RawTerminal&) = delete;
+  RawTerminal& operator=(const RawTerminal&) = delete;
+
+ private:
+  termios saved_{};
+  bool restore_ = false;
+};
+
+volatile sig_atomic_t g_top_interrupted = 0;
+void OnTopInterrupt(int) { g_top_interrupted = 1; }
+
+void TerminalSize(int& width, int& height) {
+  winsize size{};
+  if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) {
+    width = size.ws_col;
+    height = size.ws_row;
+  } else {
+    const char* columns = std::getenv("COLUMNS");
+    width = columns != nullptr ? std::atoi(columns) : 120;
+    height = 0;
+  }
+}
+
+std::string ClockText() {
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  char text[16];
+  std::strftime(text, sizeof text, "%H:%M:%S", &local);
+  return text;
+}
+
+TopModel ModelOf(const HostInfo& host, const gpu::Sampler& sampler, ProcessSort sort,
+                 double history_s) {
+  TopModel model;
+  model.host = host;
+  model.samples = sampler.Latest();
+  model.sort = sort;
+  model.clock_text = ClockText();
+  for (std::size_t i = 0; i < model.samples.size(); ++i) {
+    std::vector<float> util;
+    for (const gpu::HistoryPoint& p : sampler.History(static_cast<int>(i), history_s)) {
+      util.push_back(p.gpu_util_pct);
+    }
+    model.util_history.push_back(std::move(util));
+  }
+  return model;
+}
+
+}  // namespace
+
+int RunTop(const TopOptions& options) {
+  ProcessSort sort = ProcessSort::kGpuMemory;
+  if (options.sort.size() != 1 || !SortForKey(options.sort[0], sort)) {
+    std::fprintf(stderr,
+                 "gpufleet top: --sort '%s': expected m (memory), s (SM%%), p (pid) or u (user)\n",
+                 options.sort.c_str());
+    return 2;
+  }
+  if (!(options.probe.interval_s >= 0.05)) {
+    std::fprintf(stderr, "gpufleet top: --interval must be at least 0.05 seconds\n");
+    return 2;
+  }
+  OpenedNode node = OpenNode(options.probe);
+  gpu::Sampler sampler(*node.opened.probe, SamplerOptionsFor(options.probe));
+  if (options.once || options.json || !isatty(STDOUT_FILENO)) {
+    if (!options.once && !options.json) {
+      std::fprintf(stderr,
+                   "gpufleet top: stdout is not a terminal; printing one snapshot "
+                   "(use --once to say so, --json for scripts)\n");
+    }
+    sampler.SampleOnce();
+    if (options.json) {
+      std::printf("%s\n", GpusToJson(node.host, sampler.Latest(), 2).c_str());
+      return 0;
+    }
+    int width = 0, height = 0;
+    TerminalSize(width, height);
+    for (const std::string& line :
+         RenderTop(ModelOf(node.host, sampler, sort, 60), width, /*height=*/0)) {
+      std::printf("%s\n", line.c_str());
+    }
+    return 0;
+  }
+
+  struct sigaction action {};
+  action.sa_handler = OnTopInterrupt;
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+  sampler.Start();
+  RawTerminal terminal;
+  const auto frame = std::chrono::milliseconds(
+      static_cast<int>(std::lround(std::min(options.probe.interval_s, 1.0) * 1000)));
+  std::uint64_t shown_round = ~0ULL;
+  int shown_width = -1, shown_height = -1;
+  ProcessSort shown_sort = sort;
+  while (g_top_interrupted == 0) {
+    int width = 0, height = 0;
+    TerminalSize(width, height);
+    // Redraw on a new sample, a resize or a key; otherwise just wait for input.
+    if (sampler.rounds() != shown_round || width != shown_width || height != shown_height ||
+        sort != shown_sort) {
+      std::string screen = "\x1b[H";
+      for (const std::string& line :
+           RenderTop(ModelOf(node.host, sampler, sort, 3600), width, height)) {
+        screen += line;
+        screen += "\x1b[K\r\n";
+      }
+      screen += "\x1b[J";
+      std::fwrite(screen.data(), 1, screen.size(), stdout);
+      std::fflush(stdout);
+      shown_round = sampler.rounds();
+      shown_width = width;
+      shown_height = height;
+      shown_sort = sort;
+    }
+    pollfd input{STDIN_FILENO, POLLIN, 0};
+    if (poll(&input, 1, static_cast<int>(std::min<long>(frame.count(), 250))) > 0) {
+      char key = 0;
+      if (read(STDIN_FILENO, &key, 1) == 1) {
+        if (key == 'q' || key == 'Q' || key == 27 || key == 3) break;
+        SortForKey(key, sort);
+      }
+    }
+  }
+  return 0;
+}
+
+}  // namespace gpufleet::agent

@@ -1,0 +1,31 @@
+#pragma once
+// The node agent's two user-facing programs: `gpufleet agent` (sample the GPUs and serve them over
+// HTTP until SIGINT/SIGTERM) and `gpufleet top` (a live terminal view, or one snapshot). Each
+// returns the process exit code; errors go to stderr in one line that says what to do.
+#include <string>
+
+namespace gpufleet::agent {
+
+struct ProbeFlags {
+  int simulated_gpus = -1;  // -1: NVML, falling back to simulated GPUs without a driver
+  std::string nvml_library = "libnvidia-ml.so.1";
+  double interval_s = 1.0;
+  std::string hostname;  // "" : $NODE_NAME, else gethostname()
+};
+
+struct AgentOptions {
+  ProbeFlags probe;
+  std::string listen = "127.0.0.1:9400";
+  bool print_symbols = false;  // print which NVML symbols resolved, then serve
+};
+int RunAgent(const AgentOptions& options);
+
+struct TopOptions {
+  ProbeFlags probe;
+  bool once = false;
+  bool json = false;
+  std::string sort = "m";  // m, s, p or u (see top_view.h)
+};
+int RunTop(const TopOptions& options);
+
+}  // namespace gpufleet::agent

@@ -1,0 +1,66 @@
+#pragma once
+// `NvmlProbe`: the GpuProbe backed by the real driver through `NvmlLibrary`.
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "gpu/gpu_probe.h"
+#include "gpu/nvml_library.h"
+#include "gpu/process_info.h"
+
+namespace gpufleet::gpu {
+
+class NvmlProbe final : public GpuProbe {
+ public:
+  // Takes an initialized library; enumerates the GPUs and registers for their events.
+  // `slow_refresh_every`: fields that change rarely (NVLink, MIG, retired pages, remapped rows,
+  // power limit) are re-read every that many samples of a GPU, to keep the sampler cheap.
+  explicit NvmlProbe(std::unique_ptr<NvmlLibrary> library, int slow_refresh_every = 30);
+  ~NvmlProbe() override;
+
+  std::string BackendName() const override { return "nvml"; }
+  bool IsSimulated() const override { return false; }
+  std::string DriverVersion() const override { return driver_version_; }
+  int DeviceCount() const override { return static_cast<int>(devices_.size()); }
+  GpuSample Sample(int index, double now_s) override;
+  std::vector<GpuEvent> WaitEvents(int timeout_ms) override;
+  GpuTopology Topology() override;
+  std::vector<std::string> SymbolReport() const override { return lib_->symbol_report(); }
+
+ private:
+  struct ProcessUtil {
+    std::uint32_t sm = 0;
+    std::uint32_t mem = 0;
+    unsigned long long timestamp_us = 0;
+  };
+  struct Device {
+    nvmlDevice_t handle = nullptr;
+    std::string uuid, name, pci_bus_id;
+    std::size_t process_capacity = 16;
+    std::size_t process_util_capacity = 16;
+    unsigned long long last_process_util_us = 0;
+    std::unordered_map<std::uint32_t, ProcessUtil> process_util;
+    bool gpm_supported = false;
+    nvmlGpmSample_t gpm_previous = nullptr;
+    nvmlGpmSample_t gpm_current = nullptr;
+    bool gpm_previous_valid = false;
+    int samples_taken = 0;
+    GpuSample slow;  // the slowly changing fields, as last read
+  };
+
+  void ReadIdentity(Device& device, GpuSample& sample);
+  void ReadProcesses(Device& device, GpuSample& sample, double now_s);
+  void ReadProcessUtilization(Device& device, GpuSample& sample);
+  void ReadSlowFields(Device& device, GpuSample& sample);
+  void ReadGpm(Device& device, GpuSample& sample);
+
+  std::unique_ptr<NvmlLibrary> lib_;
+  int slow_refresh_every_;
+  std::string driver_version_;
+  std::vector<Device> devices_;
+  nvmlEventSet_t event_set_ = nullptr;
+  ProcessInspector inspector_;
+};
+
+}  // namespace gpufleet::gpu
