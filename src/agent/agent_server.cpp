@@ -1,8 +1,13 @@
 #include "agent/agent_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
+#include <atomic>
 #include <charconv>
+#include <chrono>
+#include <mutex>
+#include <thread>
 
 #include "agent/metrics_text.h"
 
@@ -43,6 +48,12 @@ struct AgentServer::Impl {
   gpu::Sampler& sampler;
   HostInfo host;
   std::string topology_json;  // read once: the PCIe tree does not change while we run
+  // Serve/Stop hand-off: httplib's stop() only works once the listen loop runs, so Stop waits for
+  // that (or for Serve to finish) instead of racing it.
+  std::mutex mutex;
+  bool stop_requested = false;
+  bool serving = false;
+  std::atomic<bool> finished{false};
   httplib::Server server;
 };
 
@@ -53,6 +64,12 @@ AgentServer::AgentServer(gpu::Sampler& sampler, HostInfo host)
   // Two workers are plenty for scrapes, and keep the agent's footprint small.
   server.new_task_queue = [] { return new httplib::ThreadPool(2); };
   server.set_payload_max_length(64 * 1024);
+  // SO_REUSEADDR only: httplib's default also sets SO_REUSEPORT, which would let a second agent
+  // silently share the port instead of failing to start.
+  server.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   server.set_read_timeout(5, 0);
   server.set_write_timeout(5, 0);
 
@@ -127,10 +144,28 @@ core::Result<int> AgentServer::Bind(const ListenAddress& address) {
   return address.port;
 }
 
-void AgentServer::Serve() { impl_->server.listen_after_bind(); }
+void AgentServer::Serve() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    if (impl_->stop_requested) return;
+    impl_->serving = true;
+  }
+  impl_->server.listen_after_bind();
+  impl_->finished = true;
+}
 
 void AgentServer::Stop() {
-  if (impl_->server.is_running()) impl_->server.stop();
+  bool serving = false;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    impl_->stop_requested = true;
+    serving = impl_->serving;
+  }
+  if (!serving) return;
+  while (!impl_->server.is_running() && !impl_->finished) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  impl_->server.stop();
 }
 
 }  // namespace gpufleet::agent

@@ -1,0 +1,102 @@
+#include "agent/agent_server.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "gpu/simulated_probe.h"
+
+namespace gpufleet::agent {
+namespace {
+
+TEST(ListenAddress, Parses) {
+  auto a = ParseListenAddress("127.0.0.1:9400");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a.value().host, "127.0.0.1");
+  EXPECT_EQ(a.value().port, 9400);
+  auto v6 = ParseListenAddress("[::1]:0");
+  ASSERT_TRUE(v6.ok());
+  EXPECT_EQ(v6.value().host, "::1");
+  for (const char* bad : {"9400", "127.0.0.1:", ":80", "127.0.0.1:http", "127.0.0.1:70000"}) {
+    auto r = ParseListenAddress(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.error().find("--listen"), std::string::npos);
+  }
+}
+
+class ServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    sampler_.SampleOnce();
+    auto port = server_.Bind({"127.0.0.1", 0});
+    ASSERT_TRUE(port.ok()) << port.error();
+    port_ = port.value();
+    thread_ = std::thread([this] { server_.Serve(); });
+  }
+  void TearDown() override {
+    server_.Stop();
+    thread_.join();
+  }
+  gpu::SimulatedProbe probe_{3};
+  gpu::Sampler sampler_{probe_, {}};
+  AgentServer server_{sampler_, HostInfo{"test-host", "simulated", "simulated", ""}};
+  std::thread thread_;
+  int port_ = 0;
+};
+
+TEST_F(ServerTest, ServesMetricsJsonAndErrors) {
+  httplib::Client client("127.0.0.1", port_);
+  auto metrics = client.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_EQ(metrics->status, 200);
+  EXPECT_NE(metrics->get_header_value("Content-Type").find("text/plain"), std::string::npos);
+  EXPECT_NE(metrics->body.find("DCGM_FI_DEV_GPU_UTIL{gpu=\"2\""), std::string::npos);
+  EXPECT_NE(metrics->body.find("gpufleet_gpu_simulated{gpu=\"0\""), std::string::npos);
+
+  auto gpus = client.Get("/v1/gpus");
+  ASSERT_TRUE(gpus);
+  const auto doc = nlohmann::json::parse(gpus->body);
+  EXPECT_EQ(doc["hostname"], "test-host");
+  EXPECT_EQ(doc["simulated"], true);
+  ASSERT_EQ(doc["gpus"].size(), 3U);
+  EXPECT_TRUE(doc["gpus"][0]["name"].get<std::string>().rfind("SIMULATED", 0) == 0);
+
+  auto history = client.Get("/v1/gpus/1/history?seconds=60");
+  ASSERT_TRUE(history);
+  EXPECT_EQ(history->status, 200);
+  EXPECT_EQ(nlohmann::json::parse(history->body)["points"].size(), 1U);
+
+  auto bad_gpu = client.Get("/v1/gpus/9/history");
+  ASSERT_TRUE(bad_gpu);
+  EXPECT_EQ(bad_gpu->status, 404);
+  auto bad_seconds = client.Get("/v1/gpus/0/history?seconds=abc");
+  ASSERT_TRUE(bad_seconds);
+  EXPECT_EQ(bad_seconds->status, 400);
+  EXPECT_NE(bad_seconds->body.find("seconds"), std::string::npos);
+  auto missing = client.Get("/v2/none");
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 404);
+  EXPECT_NE(missing->body.find("/metrics"), std::string::npos);
+  auto post = client.Post("/metrics", std::string(200 * 1024, 'x'), "text/plain");
+  ASSERT_TRUE(post);
+  EXPECT_GE(post->status, 400);
+  // Still serving after the bad requests.
+  auto again = client.Get("/healthz");
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->status, 200);
+}
+
+TEST_F(ServerTest, SecondBindOnTheSamePortFailsClearly) {
+  gpu::SimulatedProbe probe(1);
+  gpu::Sampler sampler(probe, {});
+  AgentServer other(sampler, HostInfo{});
+  auto port = other.Bind({"127.0.0.1", port_});
+  ASSERT_FALSE(port.ok());
+  EXPECT_NE(port.error().find("cannot listen on 127.0.0.1:" + std::to_string(port_)),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpufleet::agent
