@@ -8,13 +8,12 @@ namespace gpufleet::gpu {
 namespace {
 
 constexpr unsigned kMaxGrowAttempts = 6;
-// A process's last utilization sample is shown for this long after it was taken; after that the
-// process counts as idle (NVML reports samples only while a process is active).
-constexpr unsigned long long kProcessUtilHoldUs = 5'000'000;
 
 // Records the outcome of one NVML call into `reading`; a lost GPU marks the whole sample.
+// `value` is taken by reference on purpose: in `Record(r, nvmlCall(&x), x, s)` the argument order
+// is unspecified, and only a reference is sure to see what the call wrote into `x`.
 template <typename T, typename V>
-void Record(Reading<T>& reading, nvmlReturn_t rc, V value, GpuSample& sample) {
+void Record(Reading<T>& reading, nvmlReturn_t rc, const V& value, GpuSample& sample) {
   if (rc == NVML_SUCCESS) {
     reading.Set(static_cast<T>(value));
   } else if (rc == NVML_ERROR_NOT_SUPPORTED || rc == NVML_ERROR_FUNCTION_NOT_FOUND) {
@@ -335,38 +334,34 @@ void NvmlProbe::ReadProcessUtilization(Device& device, GpuSample& s) {
     buffer.resize(std::max<std::size_t>(count, buffer.size()) * 2);
   }
   device.process_util_capacity = buffer.size();
+  // NOT_FOUND means "no samples since the last call": every process was idle.
   const bool supported = rc == NVML_SUCCESS || rc == NVML_ERROR_NOT_FOUND;
+  // The newest sample per pid since the previous call; a process without one was idle.
+  std::unordered_map<std::uint32_t, ProcessUtil> newest;
   if (rc == NVML_SUCCESS) {
     for (unsigned i = 0; i < std::min<std::size_t>(count, buffer.size()); ++i) {
       const nvmlProcessUtilizationSample_t& u = buffer[i];
-      if (u.timeStamp < device.last_process_util_us) {
+      if (u.timeStamp <= device.last_process_util_us) {
         s.flags.push_back("process " + std::to_string(u.pid) +
-                          " utilization timestamp went backwards; sample ignored");
+                          " utilization timestamp is not after the last one seen; ignored");
         continue;
       }
-      ProcessUtil& known = device.process_util[u.pid];
+      ProcessUtil& known = newest[u.pid];
       if (u.timeStamp >= known.timestamp_us) known = {u.smUtil, u.memUtil, u.timeStamp};
-      device.last_process_util_us = std::max(device.last_process_util_us, u.timeStamp);
+    }
+    for (const auto& [pid, util] : newest) {
+      device.last_process_util_us = std::max(device.last_process_util_us, util.timestamp_us);
     }
   }
-  const unsigned long long now_us = WallMicros();
   for (GpuProcess& p : s.processes.value) {
     if (!supported) {
       p.sm_util_pct.status = ReadStatus::kNotSupported;
       p.mem_util_pct.status = ReadStatus::kNotSupported;
       continue;
     }
-    auto it = device.process_util.find(p.pid);
-    const bool fresh =
-        it != device.process_util.end() && it->second.timestamp_us + kProcessUtilHoldUs >= now_us;
-    p.sm_util_pct.Set(fresh ? it->second.sm : 0);
-    p.mem_util_pct.Set(fresh ? it->second.mem : 0);
-  }
-  // Forget processes that are gone.
-  for (auto it = device.process_util.begin(); it != device.process_util.end();) {
-    const bool running = std::any_of(s.processes.value.begin(), s.processes.value.end(),
-                                     [&](const GpuProcess& p) { return p.pid == it->first; });
-    it = running ? std::next(it) : device.process_util.erase(it);
+    auto it = newest.find(p.pid);
+    p.sm_util_pct.Set(it != newest.end() ? it->second.sm : 0);
+    p.mem_util_pct.Set(it != newest.end() ? it->second.mem : 0);
   }
 }
 

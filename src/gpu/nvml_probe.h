@@ -40,7 +40,6 @@ class NvmlProbe final : public GpuProbe {
     std::size_t process_capacity = 16;
     std::size_t process_util_capacity = 16;
     unsigned long long last_process_util_us = 0;
-    std::unordered_map<std::uint32_t, ProcessUtil> process_util;
     bool gpm_supported = false;
     nvmlGpmSample_t gpm_previous = nullptr;
     nvmlGpmSample_t gpm_current = nullptr;
