@@ -28,9 +28,11 @@ done
 jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 
 # --- Debian packages -----------------------------------------------------------------------------
-# libgtest-dev pulls in googletest; libsqlite3-dev is for the store layer to come.
+# libgtest-dev pulls in googletest; libsqlite3-dev is for the store layer to come. The test suite
+# also drives a real Prometheus (prometheus, promtool), `top` in tmux, and curl.
 packages=(build-essential cmake pkg-config libcli11-dev nlohmann-json3-dev libgtest-dev
-          libbenchmark-dev libsqlite3-dev)
+          libbenchmark-dev libsqlite3-dev libcpp-httplib-dev)
+if [ "$tests" = ON ]; then packages+=(prometheus tmux curl); fi
 if command -v dpkg-query >/dev/null 2>&1; then
   missing=()
   for p in "${packages[@]}"; do

@@ -218,7 +218,7 @@ std::vector<std::string> RenderTop(const TopModel& model, int width, int height)
                             "  (keys: m memory, s SM%, p pid, u user, q quit)")
                       .str());
   Line columns(width);
-  columns.Text("GPU  PID      USER        GPU-MEM   SM%  JOB           COMMAND");
+  columns.Text("GPU  PID      USER          GPU-MEM   SM%  JOB           COMMAND");
   lines.push_back(columns.str());
   if (!any_supported && !model.samples.empty()) {
     lines.push_back(
@@ -250,7 +250,7 @@ std::vector<std::string> RenderTop(const TopModel& model, int width, int height)
     column(p.used_memory_bytes.has_value()
                ? Format("%.0fMiB", static_cast<double>(p.used_memory_bytes.value) / kMiB)
                : "n/a",
-           7, true);
+           9, true);
     column(p.sm_util_pct.has_value() ? Format("%.0f", p.sm_util_pct.value) : "-", 4, true);
     column(p.job_id.empty() ? "-" : p.job_id, 12, false);
     line.Text(p.command);

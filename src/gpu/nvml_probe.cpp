@@ -8,6 +8,8 @@ namespace gpufleet::gpu {
 namespace {
 
 constexpr unsigned kMaxGrowAttempts = 6;
+// Per-process utilization is the newest driver sample within this window.
+constexpr unsigned long long kProcessUtilWindowUs = 2'000'000;
 
 // Records the outcome of one NVML call into `reading`; a lost GPU marks the whole sample.
 // `value` is taken by reference on purpose: in `Record(r, nvmlCall(&x), x, s)` the argument order
@@ -326,31 +328,26 @@ void NvmlProbe::ReadProcessUtilization(Device& device, GpuSample& s) {
   std::vector<nvmlProcessUtilizationSample_t> buffer(device.process_util_capacity);
   nvmlReturn_t rc = NVML_ERROR_UNKNOWN;
   unsigned count = 0;
+  // Ask for the samples of the last window (NVML timestamps are wall-clock microseconds). The
+  // driver records a process's samples at its own pace, so asking only "since my last read" would
+  // show an active process as idle whenever we sample faster than the driver does.
+  const unsigned long long since_us = WallMicros() - kProcessUtilWindowUs;
   for (unsigned attempt = 0; attempt < kMaxGrowAttempts; ++attempt) {
     count = static_cast<unsigned>(buffer.size());
-    rc = f.device_get_process_utilization(device.handle, buffer.data(), &count,
-                                          device.last_process_util_us);
+    rc = f.device_get_process_utilization(device.handle, buffer.data(), &count, since_us);
     if (rc != NVML_ERROR_INSUFFICIENT_SIZE) break;
     buffer.resize(std::max<std::size_t>(count, buffer.size()) * 2);
   }
   device.process_util_capacity = buffer.size();
-  // NOT_FOUND means "no samples since the last call": every process was idle.
+  // NOT_FOUND means "no samples in the window": every process was idle.
   const bool supported = rc == NVML_SUCCESS || rc == NVML_ERROR_NOT_FOUND;
-  // The newest sample per pid since the previous call; a process without one was idle.
+  // The newest sample per pid in the window; a process without one was idle.
   std::unordered_map<std::uint32_t, ProcessUtil> newest;
   if (rc == NVML_SUCCESS) {
     for (unsigned i = 0; i < std::min<std::size_t>(count, buffer.size()); ++i) {
       const nvmlProcessUtilizationSample_t& u = buffer[i];
-      if (u.timeStamp <= device.last_process_util_us) {
-        s.flags.push_back("process " + std::to_string(u.pid) +
-                          " utilization timestamp is not after the last one seen; ignored");
-        continue;
-      }
       ProcessUtil& known = newest[u.pid];
       if (u.timeStamp >= known.timestamp_us) known = {u.smUtil, u.memUtil, u.timeStamp};
-    }
-    for (const auto& [pid, util] : newest) {
-      device.last_process_util_us = std::max(device.last_process_util_us, util.timestamp_us);
     }
   }
   for (GpuProcess& p : s.processes.value) {

@@ -39,7 +39,6 @@ class NvmlProbe final : public GpuProbe {
     std::string uuid, name, pci_bus_id;
     std::size_t process_capacity = 16;
     std::size_t process_util_capacity = 16;
-    unsigned long long last_process_util_us = 0;
     bool gpm_supported = false;
     nvmlGpmSample_t gpm_previous = nullptr;
     nvmlGpmSample_t gpm_current = nullptr;

@@ -54,7 +54,6 @@ namespace fake_nvml {
 namespace {
 
 constexpr unsigned long long kMiB = 1024ULL * 1024ULL;
-constexpr unsigned long long kEpochUs = 1'700'000'000'000'000ULL;  // timestamps = epoch + time
 constexpr unsigned kMaxMigDevices = 7;
 constexpr double kProcessSampleWindowS = 100;  // process-utilization samples kept, in seconds
 constexpr auto kWaitSlice = std::chrono::milliseconds(5);
@@ -142,6 +141,9 @@ struct State {
   bool manual_clock = false;
   double manual_t = 0;
   std::chrono::steady_clock::time_point origin = std::chrono::steady_clock::now();
+  // Wall-clock microseconds at scenario second 0: NVML's timestamps are CPU (wall) time in us,
+  // and callers compute "the last N seconds" from their own clock.
+  unsigned long long epoch_us = 0;
 };
 
 // Never destroyed: a thread may still wait in nvmlEventSetWait while the process exits, and
@@ -288,6 +290,10 @@ nvmlReturn_t DoInit(CallCounter* self) {
   s.process_fault_pending.assign(n, s.scenario.insufficient_size_first_call ? 1 : 0);
   s.energy_mj.assign(n, 0);
   s.origin = std::chrono::steady_clock::now();
+  s.epoch_us = static_cast<unsigned long long>(
+      std::chrono::duration_cast<std::chrono::microseconds>(
+          std::chrono::system_clock::now().time_since_epoch())
+          .count());
   s.refcount = 1;
   return NVML_SUCCESS;
 }
@@ -680,7 +686,7 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int 
   bool args_ok = valuesCount >= 0 && (values != nullptr || valuesCount == 0);
   if (nvmlReturn_t r = Open(s, device, args_ok, kNoFeature, &c)) return r;
   const auto timestamp =
-      static_cast<long long>(fake_nvml::kEpochUs) + static_cast<long long>(c.now * 1e6);
+      static_cast<long long>(s.epoch_us) + static_cast<long long>(c.now * 1e6);
   for (int i = 0; i < valuesCount; ++i) {
     nvmlFieldValue_t& v = values[i];
     v.timestamp = timestamp;
@@ -897,10 +903,10 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(
     const auto last_second = static_cast<long long>(std::floor(c.now));
     long long first_second =
         std::max(0LL, last_second - static_cast<long long>(fake_nvml::kProcessSampleWindowS) + 1);
-    if (lastSeenTimeStamp >= fake_nvml::kEpochUs) {
+    if (lastSeenTimeStamp >= s.epoch_us) {
       first_second = std::max(
           first_second,
-          static_cast<long long>((lastSeenTimeStamp - fake_nvml::kEpochUs) / 1'000'000ULL) + 1);
+          static_cast<long long>((lastSeenTimeStamp - s.epoch_us) / 1'000'000ULL) + 1);
     }
     for (const fake_nvml::Process& p : c.gpu->processes) {
       long long lo = std::max(first_second,
@@ -910,7 +916,7 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(
       for (long long sec = lo; sec <= hi; ++sec) {
         nvmlProcessUtilizationSample_t smp{};
         smp.pid = p.pid;
-        smp.timeStamp = fake_nvml::kEpochUs + static_cast<unsigned long long>(sec) * 1'000'000ULL;
+        smp.timeStamp = s.epoch_us + static_cast<unsigned long long>(sec) * 1'000'000ULL;
         smp.smUtil = p.sm_util;
         smp.memUtil = p.mem_util;
         samples.push_back(smp);
