@@ -56,7 +56,6 @@ namespace {
 constexpr unsigned long long kMiB = 1024ULL * 1024ULL;
 constexpr unsigned kMaxMigDevices = 7;
 constexpr double kProcessSampleWindowS = 100;  // process-utilization samples kept, in seconds
-constexpr auto kWaitSlice = std::chrono::milliseconds(5);
 
 // ---- Call counts and self CPU time ----------------------------------------------------------
 
@@ -290,10 +289,10 @@ nvmlReturn_t DoInit(CallCounter* self) {
   s.process_fault_pending.assign(n, s.scenario.insufficient_size_first_call ? 1 : 0);
   s.energy_mj.assign(n, 0);
   s.origin = std::chrono::steady_clock::now();
-  s.epoch_us = static_cast<unsigned long long>(
-      std::chrono::duration_cast<std::chrono::microseconds>(
-          std::chrono::system_clock::now().time_since_epoch())
-          .count());
+  s.epoch_us =
+      static_cast<unsigned long long>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                          std::chrono::system_clock::now().time_since_epoch())
+                                          .count());
   s.refcount = 1;
   return NVML_SUCCESS;
 }
@@ -421,9 +420,25 @@ nvmlReturn_t DoEventWait(nvmlEventSet_t set, nvmlEventData_t* data, unsigned tim
     }
     const auto t = std::chrono::steady_clock::now();
     if (t >= deadline) return NVML_ERROR_TIMEOUT;
-    auto slice = std::min<std::chrono::steady_clock::duration>(deadline - t, kWaitSlice);
+    // Sleep until the deadline or, on the real clock, until the next pending event is due;
+    // fakeNvmlSetTime notifies the condition variable when the manual clock moves. No polling, so
+    // an idle waiter costs nothing (the agent benchmark measures the process's CPU).
+    auto wake = deadline;
+    if (!s.manual_clock && s.scenario.time_scale > 0) {
+      for (std::size_t i = 0; i < events.size(); ++i) {
+        if (es->delivered[i] != 0 || events[i].at <= now ||
+            (es->masks[events[i].gpu] & nvmlEventTypeXidCriticalError) == 0) {
+          continue;
+        }
+        const auto due =
+            s.origin + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                           std::chrono::duration<double>(events[i].at / s.scenario.time_scale));
+        wake = std::min(wake, due + std::chrono::milliseconds(1));
+        break;  // events are sorted by time
+      }
+    }
     guard.Pause();
-    s.cv.wait_for(lock, slice);
+    s.cv.wait_until(lock, wake);
     guard.Resume();
   }
 }
@@ -685,8 +700,7 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int 
   Ctx c;
   bool args_ok = valuesCount >= 0 && (values != nullptr || valuesCount == 0);
   if (nvmlReturn_t r = Open(s, device, args_ok, kNoFeature, &c)) return r;
-  const auto timestamp =
-      static_cast<long long>(s.epoch_us) + static_cast<long long>(c.now * 1e6);
+  const auto timestamp = static_cast<long long>(s.epoch_us) + static_cast<long long>(c.now * 1e6);
   for (int i = 0; i < valuesCount; ++i) {
     nvmlFieldValue_t& v = values[i];
     v.timestamp = timestamp;
@@ -904,9 +918,9 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(
     long long first_second =
         std::max(0LL, last_second - static_cast<long long>(fake_nvml::kProcessSampleWindowS) + 1);
     if (lastSeenTimeStamp >= s.epoch_us) {
-      first_second = std::max(
-          first_second,
-          static_cast<long long>((lastSeenTimeStamp - s.epoch_us) / 1'000'000ULL) + 1);
+      first_second =
+          std::max(first_second,
+                   static_cast<long long>((lastSeenTimeStamp - s.epoch_us) / 1'000'000ULL) + 1);
     }
     for (const fake_nvml::Process& p : c.gpu->processes) {
       long long lo = std::max(first_second,
