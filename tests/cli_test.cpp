@@ -21,9 +21,13 @@ struct Output {
   std::string text;
 };
 
-// Runs `gpufleet ARGS` with the shell. `redirect` is appended, e.g. "2>&1" or "2>/dev/null".
-Output Gpufleet(const std::string& args, const std::string& redirect = "2>&1") {
-  const std::string command = std::string("'") + GPUFLEET_BINARY + "' " + args + " " + redirect;
+// Runs `gpufleet ARGS` with the shell. `redirect` is appended, e.g. "2>&1" or "2>/dev/null";
+// `env` ("NAME=value ...") is set for the command.
+Output Gpufleet(const std::string& args, const std::string& redirect = "2>&1",
+                const std::string& env = "") {
+  std::string command = "env " + env + " '";
+  command += GPUFLEET_BINARY;
+  command += "' " + args + " " + redirect;
   Output out;
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) {
@@ -235,6 +239,68 @@ TEST(CliSimRunTest, CompareRunsEveryPolicy) {
   for (const auto& info : sched::QueuePolicies()) {
     EXPECT_NE(out.text.find("| " + std::string(info.name) + " |"), std::string::npos) << info.name;
   }
+}
+
+// ---- The node agent's commands ----------------------------------------------------------------
+
+std::string FakeNvmlEnv() {
+  return std::string("LD_LIBRARY_PATH='") + FAKE_NVML_DIR + "' FAKE_NVML_SCENARIO='" +
+         SAMPLE_SCENARIO + "'";
+}
+
+TEST(Cli, TopOnceJsonOnTheFakeDriver) {
+  const Output out = Gpufleet("top --once --json", "2>/dev/null", FakeNvmlEnv());
+  ASSERT_EQ(out.status, 0) << out.text;
+  const auto doc = nlohmann::json::parse(out.text);
+  EXPECT_EQ(doc["backend"], "nvml");
+  EXPECT_EQ(doc["simulated"], false);
+  EXPECT_EQ(doc["driver_version"], "550.54.15");
+  ASSERT_EQ(doc["gpus"].size(), 3U);
+  const auto& gpu0 = doc["gpus"][0];
+  EXPECT_EQ(gpu0["uuid"], "GPU-5e1c7a52-0d3b-4f60-9a51-7b2f0c1d9e01");
+  EXPECT_EQ(gpu0["memory_total_mib"], 81559);
+  EXPECT_TRUE(gpu0["processes"].is_array());
+  EXPECT_EQ(doc["gpus"][2]["mig_mode"], 1);
+  EXPECT_EQ(doc["gpus"][2]["memory_temperature_c"], nullptr) << "not supported on GPU 2";
+}
+
+TEST(Cli, TopWithoutADriverSaysSoAndUsesSimulatedGpus) {
+  const Output out =
+      Gpufleet("top --once --json --nvml-library /nonexistent/libnvidia-ml.so.1", "2>/dev/null");
+  ASSERT_EQ(out.status, 0) << out.text;
+  const auto doc = nlohmann::json::parse(out.text);
+  EXPECT_EQ(doc["simulated"], true);
+  EXPECT_NE(doc["notice"].get<std::string>().find("no NVIDIA driver"), std::string::npos);
+  EXPECT_EQ(doc["gpus"].size(), 4U);
+  const Output text = Gpufleet("top --once --simulated-gpus 2");
+  ASSERT_EQ(text.status, 0);
+  EXPECT_NE(text.text.find("SIMULATED GPUs"), std::string::npos);
+  EXPECT_NE(text.text.find("PROCESSES"), std::string::npos);
+}
+
+TEST(Cli, AgentAndTopRejectBadFlagsClearly) {
+  Output out = Gpufleet("agent --listen localhost");
+  EXPECT_EQ(out.status, 2);
+  EXPECT_NE(out.text.find("expected HOST:PORT"), std::string::npos) << out.text;
+  out = Gpufleet("agent --listen 127.0.0.1:99999");
+  EXPECT_EQ(out.status, 2);
+  EXPECT_NE(out.text.find("not a number in 0..65535"), std::string::npos) << out.text;
+  out = Gpufleet("agent --listen 127.0.0.1:0 --interval 0");
+  EXPECT_EQ(out.status, 2);
+  EXPECT_NE(out.text.find("--interval"), std::string::npos) << out.text;
+  out = Gpufleet("top --once --sort x");
+  EXPECT_EQ(out.status, 2);
+  EXPECT_NE(out.text.find("--sort 'x'"), std::string::npos) << out.text;
+  out = Gpufleet("top --once --simulated-gpus -3");
+  EXPECT_NE(out.status, 0);
+}
+
+TEST(Cli, AgentWithAMalformedScenarioFallsBackAndSaysWhy) {
+  test::TempFile bad("bad-scenario.json", "{\"gpus\": [{\"nmae\": \"typo\"}]}");
+  const Output out = Gpufleet("top --once --json", "2>&1 >/dev/null",
+                              std::string("LD_LIBRARY_PATH='") + FAKE_NVML_DIR +
+                                  "' FAKE_NVML_SCENARIO='" + bad.path() + "'");
+  EXPECT_NE(out.text.find("fake-nvml: " + bad.path() + ": gpus[0]"), std::string::npos) << out.text;
 }
 
 }  // namespace
