@@ -69,8 +69,8 @@ if [ "$tests" = ON ]; then
   echo "== Building build/ (everything, -j$jobs)"
   cmake --build build -j"$jobs"
 else
-  echo "== Building build/gpufleet and build/bench/placement_bench (-j$jobs)"
-  cmake --build build -j"$jobs" --target gpufleet placement_bench
+  echo "== Building build/gpufleet, build/bench/placement_bench and the fake NVML (-j$jobs)"
+  cmake --build build -j"$jobs" --target gpufleet placement_bench fake_nvml_full
 fi
 
 # --- ASan+UBSan tree: build-asan/ ----------------------------------------------------------------
