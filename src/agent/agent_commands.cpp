@@ -6,6 +6,8 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -96,16 +98,27 @@ int RunAgent(const AgentOptions& options) {
               address.value().host.c_str(), port.value());
   std::fflush(stdout);
 
+  std::atomic<bool> stopping{false};
   std::thread waiter([&] {
     int signal_number = 0;
     sigwait(&stop_signals, &signal_number);
+    if (!stopping.exchange(true)) {
+      // A second SIGINT/SIGTERM kills at once, should shutdown itself hang (a stuck driver).
+      signal(SIGINT, SIG_DFL);
+      signal(SIGTERM, SIG_DFL);
+      pthread_sigmask(SIG_UNBLOCK, &stop_signals, nullptr);
+    }
     server.Stop();
   });
-  server.Serve();
+  const bool clean = server.Serve();
   // Serve also returns if the listener fails; wake the waiter so it can be joined.
-  pthread_kill(waiter.native_handle(), SIGTERM);
+  if (!stopping.exchange(true)) pthread_kill(waiter.native_handle(), SIGTERM);
   waiter.join();
   sampler.Stop();
+  if (!clean) {
+    std::fprintf(stderr, "gpufleet agent: the HTTP listener failed; exiting with an error\n");
+    return 1;
+  }
   std::fprintf(stderr, "gpufleet agent: stopped\n");
   return 0;
 }
@@ -218,8 +231,7 @@ int RunTop(const TopOptions& options) {
 
   struct sigaction action {};
   action.sa_handler = OnTopInterrupt;
-  sigaction(SIGINT, &action, nullptr);
-  sigaction(SIGTERM, &action, nullptr);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaction(sig, &action, nullptr);
   sampler.Start();
   RawTerminal terminal;
   const auto frame = std::chrono::milliseconds(
@@ -227,6 +239,7 @@ int RunTop(const TopOptions& options) {
   std::uint64_t shown_round = ~0ULL;
   int shown_width = -1, shown_height = -1;
   ProcessSort shown_sort = sort;
+  bool input_open = true;
   while (g_top_interrupted == 0) {
     int width = 0, height = 0;
     TerminalSize(width, height);
@@ -234,10 +247,13 @@ int RunTop(const TopOptions& options) {
     if (sampler.rounds() != shown_round || width != shown_width || height != shown_height ||
         sort != shown_sort) {
       std::string screen = "\x1b[H";
-      for (const std::string& line :
-           RenderTop(ModelOf(node.host, sampler, sort, 3600), width, height)) {
-        screen += line;
-        screen += "\x1b[K\r\n";
+      const std::vector<std::string> lines =
+          RenderTop(ModelOf(node.host, sampler, sort, 3600), width, height);
+      for (std::size_t i = 0; i < lines.size(); ++i) {
+        screen += lines[i];
+        screen += "\x1b[K";
+        // No newline after the last line: on a full screen it would scroll the header away.
+        if (i + 1 < lines.size()) screen += "\r\n";
       }
       screen += "\x1b[J";
       std::fwrite(screen.data(), 1, screen.size(), stdout);
@@ -247,12 +263,20 @@ int RunTop(const TopOptions& options) {
       shown_height = height;
       shown_sort = sort;
     }
+    const int wait_ms = static_cast<int>(std::min<long>(frame.count(), 250));
+    if (!input_open) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms));
+      continue;
+    }
     pollfd input{STDIN_FILENO, POLLIN, 0};
-    if (poll(&input, 1, static_cast<int>(std::min<long>(frame.count(), 250))) > 0) {
+    if (poll(&input, 1, wait_ms) > 0) {
       char key = 0;
-      if (read(STDIN_FILENO, &key, 1) == 1) {
+      const ssize_t n = read(STDIN_FILENO, &key, 1);
+      if (n == 1) {
         if (key == 'q' || key == 'Q' || key == 27 || key == 3) break;
         SortForKey(key, sort);
+      } else if (n == 0 || errno != EINTR) {
+        input_open = false;  // end of input: keep drawing, stop polling (it would spin)
       }
     }
   }

@@ -7,6 +7,7 @@
 #include <charconv>
 #include <chrono>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "agent/metrics_text.h"
@@ -17,7 +18,8 @@ namespace {
 constexpr const char* kVersion = "0.1.0";
 
 std::string ErrorJson(const std::string& message) {
-  return "{\"error\":\"" + EscapeLabelValue(message) + "\"}";
+  return nlohmann::json{{"error", message}}.dump(-1, ' ', false,
+                                                 nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace
@@ -62,7 +64,9 @@ AgentServer::AgentServer(gpu::Sampler& sampler, HostInfo host)
   Impl& impl = *impl_;
   httplib::Server& server = impl.server;
   // Two workers are plenty for scrapes, and keep the agent's footprint small.
-  server.new_task_queue = [] { return new httplib::ThreadPool(2); };
+  server.new_task_queue = [] { return new httplib::ThreadPool(4); };
+  // Short keep-alive, so idle scrapers' connections do not hold the workers.
+  server.set_keep_alive_timeout(2);
   server.set_payload_max_length(64 * 1024);
   // SO_REUSEADDR only: httplib's default also sets SO_REUSEPORT, which would let a second agent
   // silently share the port instead of failing to start.
@@ -75,8 +79,10 @@ AgentServer::AgentServer(gpu::Sampler& sampler, HostInfo host)
 
   server.Get("/metrics", [&impl](const httplib::Request&, httplib::Response& res) {
     thread_local std::string body;
-    MetricsContext context{impl.host.hostname, impl.host.backend, impl.host.driver_version,
-                           kVersion, impl.sampler.rounds()};
+    MetricsContext context{
+        impl.host.hostname,       impl.host.backend,
+        impl.host.driver_version, kVersion,
+        impl.sampler.rounds(),    std::min(impl.sampler.SecondsSinceLastRound(), 1e9)};
     RenderMetrics(impl.sampler.Latest(), context, body);
     res.set_content(body, "text/plain; version=0.0.4; charset=utf-8");
   });
@@ -86,6 +92,14 @@ AgentServer::AgentServer(gpu::Sampler& sampler, HostInfo host)
       res.set_content("starting\n", "text/plain");
       return;
     }
+    // A sampler stuck in a driver call serves stale data: say so.
+    const double age = impl.sampler.SecondsSinceLastRound();
+    if (age > std::max(5.0 * impl.sampler.options().interval_s, 5.0)) {
+      res.status = 503;
+      res.set_content("stale: the last sampling round finished " + std::to_string(age) + " s ago\n",
+                      "text/plain");
+      return;
+    }
     res.set_content("ok\n", "text/plain");
   });
   server.Get("/v1/gpus", [&impl](const httplib::Request&, httplib::Response& res) {
@@ -93,8 +107,10 @@ AgentServer::AgentServer(gpu::Sampler& sampler, HostInfo host)
   });
   server.Get(
       R"(/v1/gpus/(\d+)/history)", [&impl](const httplib::Request& req, httplib::Response& res) {
-        const int gpu = std::atoi(req.matches[1].str().c_str());
-        if (gpu >= impl.sampler.probe().DeviceCount()) {
+        const std::string index = req.matches[1].str();
+        int gpu = -1;
+        auto [parsed_end, ec] = std::from_chars(index.data(), index.data() + index.size(), gpu);
+        if (ec != std::errc() || gpu >= impl.sampler.probe().DeviceCount()) {
           res.status = 404;
           res.set_content(ErrorJson("no GPU " + req.matches[1].str() + " on this node"),
                           "application/json");
@@ -144,14 +160,16 @@ core::Result<int> AgentServer::Bind(const ListenAddress& address) {
   return address.port;
 }
 
-void AgentServer::Serve() {
+bool AgentServer::Serve() {
   {
     std::lock_guard<std::mutex> lock(impl_->mutex);
-    if (impl_->stop_requested) return;
+    if (impl_->stop_requested) return true;
     impl_->serving = true;
   }
   impl_->server.listen_after_bind();
   impl_->finished = true;
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->stop_requested;
 }
 
 void AgentServer::Stop() {

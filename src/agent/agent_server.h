@@ -32,8 +32,9 @@ class AgentServer {
 
   // Binds the address; returns the bound port (the chosen one when `address.port` is 0).
   core::Result<int> Bind(const ListenAddress& address);
-  // Serves requests until Stop() is called (from any thread).
-  void Serve();
+  // Serves requests until Stop() is called (from any thread). False when the listener failed
+  // without a Stop (the caller should exit with an error, so a supervisor restarts it).
+  bool Serve();
   void Stop();
 
  private:

@@ -337,6 +337,9 @@ void RenderMetrics(const std::vector<GpuSample>& samples, const MetricsContext& 
   AppendEscaped(host, context.hostname);
   host += '"';
   w.Line("gpufleet_agent_sample_rounds_total", host, context.sample_rounds);
+  w.Header("gpufleet_agent_last_round_age_seconds", "gauge",
+           "Seconds since the last sampling round finished (stale data if large).");
+  w.Line("gpufleet_agent_last_round_age_seconds", host, context.seconds_since_last_round);
   w.Header("gpufleet_agent_gpus", "gauge", "GPUs this agent reads.");
   w.Line("gpufleet_agent_gpus", host, static_cast<std::uint64_t>(samples.size()));
 }

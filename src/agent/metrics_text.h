@@ -19,6 +19,7 @@ struct MetricsContext {
   std::string driver_version;
   std::string version;  // gpufleet's
   std::uint64_t sample_rounds = 0;
+  double seconds_since_last_round = 0;
 };
 
 // Appends the exposition of `samples` to `out` (cleared first); reuse `out` between scrapes to

@@ -83,6 +83,7 @@ json GpuJson(const gpu::GpuSample& s) {
       {"xid_count", s.xid_count},
       {"last_xid", s.last_xid},
       {"flags", s.flags},
+      {"open_error", s.open_error},
   };
   json mig = json::array();
   for (const gpu::MigDevice& m : s.mig_devices) {
@@ -142,7 +143,7 @@ std::string GpusToJson(const HostInfo& host, const std::vector<gpu::GpuSample>& 
               {"driver_version", host.driver_version},
               {"notice", host.notice},
               {"gpus", std::move(gpus)}};
-  return doc.dump(indent);
+  return doc.dump(indent, ' ', false, json::error_handler_t::replace);
 }
 
 std::string HistoryToJson(int gpu, const std::vector<gpu::HistoryPoint>& points,
@@ -162,16 +163,17 @@ std::string HistoryToJson(int gpu, const std::vector<gpu::HistoryPoint>& points,
     a.push_back({{"start_s", w.start_s},
                  {"end_s", w.end_s},
                  {"samples", w.samples},
-                 {"gpu_util_mean", w.gpu_util_mean},
-                 {"gpu_util_max", w.gpu_util_max},
-                 {"mem_util_mean", w.mem_util_mean},
-                 {"memory_used_max_mib", w.fb_used_max_mib},
-                 {"power_mean_w", w.power_mean_w},
-                 {"power_max_w", w.power_max_w},
-                 {"temperature_max_c", w.temperature_max_c},
-                 {"sm_activity_mean", w.sm_activity_mean}});
+                 {"gpu_util_mean", Float(w.gpu_util_mean)},
+                 {"gpu_util_max", Float(w.gpu_util_max)},
+                 {"mem_util_mean", Float(w.mem_util_mean)},
+                 {"memory_used_max_mib", Float(w.fb_used_max_mib)},
+                 {"power_mean_w", Float(w.power_mean_w)},
+                 {"power_max_w", Float(w.power_max_w)},
+                 {"temperature_max_c", Float(w.temperature_max_c)},
+                 {"sm_activity_mean", Float(w.sm_activity_mean)}});
   }
-  return json{{"gpu", gpu}, {"points", std::move(p)}, {"aggregates", std::move(a)}}.dump();
+  return json{{"gpu", gpu}, {"points", std::move(p)}, {"aggregates", std::move(a)}}.dump(
+      -1, ' ', false, json::error_handler_t::replace);
 }
 
 std::string TopologyToJson(const gpu::GpuTopology& topology) {

@@ -67,6 +67,7 @@ struct GpuSample {
   std::string pci_bus_id;
   bool simulated = false;
   bool lost = false;  // the driver answered NVML_ERROR_GPU_IS_LOST: every reading below is stale
+  std::string open_error;  // why the GPU could not be opened at all (e.g. no permission), or ""
 
   double time_s = 0;         // sampler clock (monotonic seconds) when read
   std::int64_t unix_ms = 0;  // wall-clock time when read, for export

@@ -144,6 +144,7 @@ void HealthTracker::Evaluate(GpuSample& s) const {
     s.last_xid = it->second.last_xid;
     health.reasons = it->second.sticky_reasons;
   }
+  if (!s.open_error.empty()) health.reasons.push_back("cannot open the GPU: " + s.open_error);
   if (s.lost) {
     health.reasons.push_back(
         "GPU is lost (NVML_ERROR_GPU_IS_LOST); it may have fallen off the bus");
@@ -157,8 +158,8 @@ void HealthTracker::Evaluate(GpuSample& s) const {
     }
   }
   if (s.ecc_uncorrected_volatile.has_value() && s.ecc_uncorrected_volatile.value > 0) {
-    health.reasons.push_back(std::to_string(s.ecc_uncorrected_volatile.value) +
-                             " uncorrectable (double-bit) ECC errors since the driver loaded");
+    // Fixed text: the reason is a metric label, and the count is exported on its own.
+    health.reasons.push_back("uncorrectable (double-bit) ECC errors since the driver loaded");
   }
   if (s.remapped_rows_failure.has_value() && s.remapped_rows_failure.value > 0) {
     health.reasons.push_back("row remapping failed: the GPU needs service");

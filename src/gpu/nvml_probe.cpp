@@ -55,7 +55,8 @@ NvmlProbe::NvmlProbe(std::unique_ptr<NvmlLibrary> library, int slow_refresh_ever
   }
   for (unsigned i = 0; i < count; ++i) {
     Device& device = devices_[i];
-    if (f.device_get_handle_by_index(i, &device.handle) != NVML_SUCCESS) device.handle = nullptr;
+    device.open_rc = f.device_get_handle_by_index(i, &device.handle);
+    if (device.open_rc != NVML_SUCCESS) device.handle = nullptr;
     if (device.handle == nullptr) continue;
     GpuSample scratch;
     ReadIdentity(device, scratch);
@@ -125,7 +126,8 @@ GpuSample NvmlProbe::Sample(int index, double now_s) {
   if (index < 0 || index >= DeviceCount()) return s;
   Device& device = devices_[static_cast<std::size_t>(index)];
   if (device.handle == nullptr) {
-    s.lost = true;
+    s.lost = device.open_rc == NVML_ERROR_GPU_IS_LOST;
+    if (!s.lost) s.open_error = lib_->ErrorString(device.open_rc);
     return s;
   }
   const NvmlFunctions& f = lib_->fn();
@@ -311,6 +313,21 @@ void NvmlProbe::ReadProcesses(Device& device, GpuSample& s, double now_s) {
   }
   Record(s.processes, rc, std::vector<GpuProcess>{}, s);
   if (!s.processes.has_value()) return;
+  // One entry per pid: NVML may list a process once per MIG instance it uses.
+  std::sort(processes.begin(), processes.end(),
+            [](const GpuProcess& a, const GpuProcess& b) { return a.pid < b.pid; });
+  std::vector<GpuProcess> merged;
+  for (GpuProcess& p : processes) {
+    if (!merged.empty() && merged.back().pid == p.pid) {
+      if (p.used_memory_bytes.has_value()) {
+        merged.back().used_memory_bytes.Set(merged.back().used_memory_bytes.value +
+                                            p.used_memory_bytes.value);
+      }
+      continue;
+    }
+    merged.push_back(std::move(p));
+  }
+  processes = std::move(merged);
   for (GpuProcess& p : processes) {
     const ProcessOwner& owner = inspector_.Lookup(p.pid, now_s);
     p.uid = owner.uid;

@@ -36,6 +36,7 @@ class NvmlProbe final : public GpuProbe {
   };
   struct Device {
     nvmlDevice_t handle = nullptr;
+    nvmlReturn_t open_rc = NVML_SUCCESS;  // nvmlDeviceGetHandleByIndex's answer
     std::string uuid, name, pci_bus_id;
     std::size_t process_capacity = 16;
     std::size_t process_util_capacity = 16;

@@ -12,6 +12,7 @@ namespace gpufleet::gpu {
 namespace {
 
 constexpr std::size_t kMaxCommandChars = 200;
+constexpr std::size_t kMaxJobIdChars = 128;
 
 std::string ReadSmallFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -36,7 +37,9 @@ std::string IdAfter(std::string_view text, std::string_view marker) {
   const std::size_t at = text.find(marker);
   if (at == std::string_view::npos) return {};
   std::size_t end = at + marker.size();
-  while (end < text.size() && IsJobIdChar(text[end])) ++end;
+  while (end < text.size() && IsJobIdChar(text[end]) && end - at - marker.size() < kMaxJobIdChars) {
+    ++end;
+  }
   return std::string(text.substr(at + marker.size(), end - at - marker.size()));
 }
 
@@ -55,7 +58,16 @@ std::string JobIdFromEnviron(std::string_view environ_block) {
     std::size_t end = environ_block.find('\0', start);
     if (end == std::string_view::npos) end = environ_block.size();
     const std::string_view entry = environ_block.substr(start, end - start);
-    if (entry.substr(0, kKey.size()) == kKey) return std::string(entry.substr(kKey.size()));
+    if (entry.substr(0, kKey.size()) == kKey) {
+      // Any process can set this variable: keep only an id's characters, and a bounded number,
+      // since it becomes a metric label.
+      std::string id;
+      for (char c : entry.substr(kKey.size())) {
+        if (!IsJobIdChar(c) || id.size() >= kMaxJobIdChars) break;
+        id += c;
+      }
+      return id;
+    }
     start = end + 1;
   }
   return {};

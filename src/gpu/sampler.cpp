@@ -1,6 +1,7 @@
 #include "gpu/sampler.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -34,38 +35,44 @@ std::size_t Slots(double keep_s, double every_s) {
   return static_cast<std::size_t>(std::max(1.0, std::ceil(keep_s / std::max(every_s, 1e-3))));
 }
 
-// Running means kept as sums in the open window; finished by Close.
-struct WindowMath {
-  static void Add(HistoryAggregate& w, const HistoryPoint& p, int& count) {
-    auto add_mean = [&](float& mean, float v) {
-      if (!std::isnan(v)) mean += v;
-    };
-    auto add_max = [](float& max, float v) {
-      if (!std::isnan(v)) max = std::max(max, v);
-    };
-    add_mean(w.gpu_util_mean, p.gpu_util_pct);
-    add_max(w.gpu_util_max, p.gpu_util_pct);
-    add_mean(w.mem_util_mean, p.mem_util_pct);
-    add_max(w.fb_used_max_mib, p.fb_used_mib);
-    add_mean(w.power_mean_w, p.power_w);
-    add_max(w.power_max_w, p.power_w);
-    add_max(w.temperature_max_c, p.temperature_c);
-    add_mean(w.sm_activity_mean, p.sm_activity);
-    ++count;
-  }
-  static HistoryAggregate Close(HistoryAggregate w) {
-    if (w.samples > 0) {
-      const float n = static_cast<float>(w.samples);
-      w.gpu_util_mean /= n;
-      w.mem_util_mean /= n;
-      w.power_mean_w /= n;
-      w.sm_activity_mean /= n;
-    }
-    return w;
-  }
-};
-
 }  // namespace
+
+// Sums and counts of the open aggregate window, per figure, so that a figure missing from some
+// samples (or all) is averaged over the samples that had it (or reported as NaN).
+void Sampler::Window::Add(const HistoryPoint& p) {
+  if (samples == 0) start_s = p.time_s;
+  end_s = p.time_s;
+  ++samples;
+  for (int f = 0; f < kFigures; ++f) {
+    const float v = Figures(p)[f];
+    if (std::isnan(v)) continue;
+    sum[f] += v;
+    max[f] = count[f] == 0 ? v : std::max(max[f], v);
+    ++count[f];
+  }
+}
+
+std::array<float, Sampler::kFigures> Sampler::Window::Figures(const HistoryPoint& p) {
+  return {p.gpu_util_pct, p.mem_util_pct, p.fb_used_mib, p.power_w, p.temperature_c, p.sm_activity};
+}
+
+HistoryAggregate Sampler::Window::Close() const {
+  HistoryAggregate a;
+  a.start_s = start_s;
+  a.end_s = end_s;
+  a.samples = samples;
+  auto mean = [&](int f) { return count[f] > 0 ? static_cast<float>(sum[f] / count[f]) : kNaN; };
+  auto top = [&](int f) { return count[f] > 0 ? max[f] : kNaN; };
+  a.gpu_util_mean = mean(0);
+  a.gpu_util_max = top(0);
+  a.mem_util_mean = mean(1);
+  a.fb_used_max_mib = top(2);
+  a.power_mean_w = mean(3);
+  a.power_max_w = top(3);
+  a.temperature_max_c = top(4);
+  a.sm_activity_mean = mean(5);
+  return a;
+}
 
 Sampler::Sampler(GpuProbe& probe, SamplerOptions options, Clock clock)
     : probe_(probe), options_(options), clock_(std::move(clock)) {
@@ -121,7 +128,15 @@ void Sampler::SampleLoop() {
 
 void Sampler::EventLoop() {
   while (!stop_) {
-    for (const GpuEvent& event : probe_.WaitEvents(kEventWaitMs)) OnEvent(event);
+    const auto started = std::chrono::steady_clock::now();
+    const std::vector<GpuEvent> events = probe_.WaitEvents(kEventWaitMs);
+    for (const GpuEvent& event : events) OnEvent(event);
+    if (!events.empty()) continue;
+    // A probe that returns at once (no event support, a failed wait, a lost GPU) must not make
+    // this loop spin: wait out the rest of the period.
+    std::unique_lock<std::mutex> lock(stop_mutex_);
+    stop_cv_.wait_until(lock, started + std::chrono::milliseconds(kEventWaitMs),
+                        [this] { return stop_.load(); });
   }
 }
 
@@ -147,20 +162,24 @@ void Sampler::SampleOnce() {
     gpu.latest = std::move(sample);
     gpu.has_latest = true;
   }
+  last_round_s_ = clock_();
   ++rounds_;
 }
 
 void Sampler::Fold(PerGpu& gpu, const GpuSample& sample) {
   const HistoryPoint point = PointOf(sample);
   gpu.history.Push(point);
-  HistoryAggregate& w = gpu.open_window;
+  Window& w = gpu.open_window;
   if (w.samples > 0 && point.time_s >= w.start_s + options_.aggregate_s) {
-    gpu.aggregates.Push(WindowMath::Close(w));
-    w = HistoryAggregate{};
+    gpu.aggregates.Push(w.Close());
+    w = Window{};
   }
-  if (w.samples == 0) w.start_s = point.time_s;
-  w.end_s = point.time_s;
-  WindowMath::Add(w, point, w.samples);
+  w.Add(point);
+}
+
+double Sampler::SecondsSinceLastRound() const {
+  const double last = last_round_s_.load();
+  return last < 0 ? std::numeric_limits<double>::infinity() : clock_() - last;
 }
 
 std::vector<GpuSample> Sampler::Latest() const {
@@ -192,7 +211,7 @@ std::vector<HistoryAggregate> Sampler::Aggregates(int gpu_index) const {
   if (gpu_index < 0 || static_cast<std::size_t>(gpu_index) >= gpus_.size()) return out;
   const PerGpu& gpu = gpus_[static_cast<std::size_t>(gpu_index)];
   for (std::size_t i = 0; i < gpu.aggregates.size(); ++i) out.push_back(gpu.aggregates[i]);
-  if (gpu.open_window.samples > 0) out.push_back(WindowMath::Close(gpu.open_window));
+  if (gpu.open_window.samples > 0) out.push_back(gpu.open_window.Close());
   return out;
 }
 

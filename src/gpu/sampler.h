@@ -4,6 +4,7 @@
 // 1 s by default) plus per-minute aggregates (a day by default), and folds driver events (XIDs,
 // ECC) from a second thread into each GPU's health. Readers (the /metrics endpoint, `top`) get
 // copies and never wait for the driver: the probe is called without the data lock held.
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -36,7 +37,8 @@ struct HistoryPoint {
   float sm_activity = 0;
 };
 
-// The figures of one aggregate window; means and maxima over the samples that had the figure.
+// The figures of one aggregate window; means and maxima over the samples that had the figure
+// (NaN when none had it).
 struct HistoryAggregate {
   double start_s = 0;
   double end_s = 0;
@@ -75,10 +77,24 @@ class Sampler {
   std::vector<HistoryPoint> History(int gpu, double seconds) const;
   std::vector<HistoryAggregate> Aggregates(int gpu) const;
   std::uint64_t rounds() const { return rounds_.load(); }
+  // Seconds since the last round finished (infinity before the first), on the sampler's clock:
+  // a driver call that hangs shows up here.
+  double SecondsSinceLastRound() const;
   GpuProbe& probe() { return probe_; }
   const SamplerOptions& options() const { return options_; }
 
  private:
+  static constexpr int kFigures = 6;
+  struct Window {
+    double start_s = 0, end_s = 0;
+    int samples = 0;
+    std::array<double, kFigures> sum{};
+    std::array<float, kFigures> max{};
+    std::array<int, kFigures> count{};
+    void Add(const HistoryPoint& p);
+    HistoryAggregate Close() const;
+    static std::array<float, kFigures> Figures(const HistoryPoint& p);
+  };
   struct PerGpu {
     PerGpu(std::size_t history_slots, std::size_t aggregate_slots)
         : history(history_slots), aggregates(aggregate_slots) {}
@@ -86,7 +102,7 @@ class Sampler {
     bool has_latest = false;
     RingBuffer<HistoryPoint> history;
     RingBuffer<HistoryAggregate> aggregates;
-    HistoryAggregate open_window;  // the aggregate being filled
+    Window open_window;  // the aggregate being filled
   };
   void SampleLoop();
   void EventLoop();
@@ -100,6 +116,7 @@ class Sampler {
   std::vector<PerGpu> gpus_;
   HealthTracker health_;
   std::atomic<std::uint64_t> rounds_{0};
+  std::atomic<double> last_round_s_{-1.0};
   std::atomic<bool> stop_{false};
   std::mutex stop_mutex_;
   std::condition_variable stop_cv_;

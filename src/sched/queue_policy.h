@@ -1,7 +1,7 @@
 #pragma once
 // Queue policies: the order in which waiting jobs are considered, and whether later jobs may
 // start when an earlier one cannot. One file per policy under queue_policies/, listed in
-// queue_policy_registry.cpp. Policies that preempt (Tiresias LAS, fair share) come later.
+// queue_policy_registry.cpp.
 
 #include <cmath>
 #include <memory>
@@ -48,6 +48,11 @@ class QueuePolicy {
   // Starvation guard: the time at which a waiting job has waited too long and is promoted to
   // the top class (its attained service forgotten); infinity: never.
   virtual double PromotionTime(const QueuedJob& /*job*/) const { return HUGE_VAL; }
+
+  // Fair-share policies: the Scheduler serves queues (teams, VCs) by weighted dominant resource
+  // share instead of one global order, lets a queue borrow idle quota, and reclaims lent quota by
+  // preemption (see Scheduler::SetQueueWeights). `Key` then orders jobs within a queue.
+  virtual bool FairShare() const { return false; }
 };
 
 struct QueuePolicyInfo {
@@ -66,5 +71,6 @@ std::unique_ptr<QueuePolicy> MakeEasyBackfill();
 std::unique_ptr<QueuePolicy> MakeSjfOracle();
 std::unique_ptr<QueuePolicy> MakeQssf();
 std::unique_ptr<QueuePolicy> MakeTiresias();
+std::unique_ptr<QueuePolicy> MakeFairShare();
 
 }  // namespace gpufleet::sched

@@ -10,6 +10,9 @@ const std::vector<QueuePolicyInfo>& QueuePolicies() {
        &MakeSjfOracle},
       {"qssf", "quasi-shortest-service-first on predicted GPU-time (Helios)", &MakeQssf},
       {"tiresias", "2D least-attained-service with preemption (Tiresias)", &MakeTiresias},
+      {"fairshare",
+       "weighted fair share across queues (DRF) with quotas, borrowing and reclaim by preemption",
+       &MakeFairShare},
   };
   return policies;
 }

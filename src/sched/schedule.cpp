@@ -52,6 +52,13 @@ void Scheduler::PromoteStarved(int64_t now) {
   }
 }
 
+void Scheduler::SetQueueWeights(std::map<std::string, double> weights, double default_weight) {
+  for (const auto& [queue, weight] : weights) GPUFLEET_CHECK(weight > 0);
+  GPUFLEET_CHECK(default_weight > 0);
+  queue_weights_ = std::move(weights);
+  default_queue_weight_ = default_weight;
+}
+
 double Scheduler::NextPromotion() const {
   return promotions_.empty() ? std::numeric_limits<double>::infinity() : promotions_.begin()->first;
 }
@@ -77,6 +84,7 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
                                           core::Rng& rng) const {
   std::vector<Decision> decisions;
   if (order_.empty()) return decisions;
+  if (queue_policy_.FairShare()) return ScheduleFairShare(cluster, running, rng);
   core::ClusterSnapshot work = cluster;  // decisions are applied here as they are made
   std::optional<Placer> placer(std::in_place, work, placement_policy_, std::span<const uint32_t>());
   const bool preemptive = queue_policy_.Preemptive();

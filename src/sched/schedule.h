@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <span>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -33,6 +34,11 @@ class Scheduler {
   bool Remove(JobId id);
   size_t waiting() const { return order_.size(); }
 
+  // Fair share (`QueuePolicy::FairShare()`): each queue's weight. A queue's quota is its weight's
+  // share of the cluster, over all queues named here or seen waiting or running; a queue not
+  // named weighs `default_weight`. Without a call every queue weighs 1.
+  void SetQueueWeights(std::map<std::string, double> weights, double default_weight = 1.0);
+
   // Starvation guard: promotes every waiting job whose `PromotionTime` has come (its attained
   // service is forgotten, so it re-enters the top class). Call before `Schedule`.
   void PromoteStarved(int64_t now);
@@ -58,12 +64,18 @@ class Scheduler {
       return id < o.id;
     }
   };
+  std::vector<Decision> ScheduleFairShare(const core::ClusterSnapshot& cluster,
+                                          std::span<const RunningJob> running,
+                                          core::Rng& rng) const;
+
   const QueuePolicy& queue_policy_;
   const PlacementPolicy& placement_policy_;
   bool allow_spread_;
   std::map<Entry, QueuedJob> order_;           // waiting jobs in policy order
   std::unordered_map<JobId, Entry> entry_of_;  // for removal by id
   std::multimap<double, JobId> promotions_;    // promotion time -> waiting job
+  std::map<std::string, double> queue_weights_;
+  double default_queue_weight_ = 1.0;
 };
 
 }  // namespace gpufleet::sched

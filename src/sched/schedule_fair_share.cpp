@@ -1,0 +1,175 @@
+// Scheduler::ScheduleFairShare: the fair-share pass (see queue_policies/fair_share.cpp).
+#include <algorithm>
+#include <bit>
+#include <optional>
+#include <unordered_map>
+
+#include "core/check.h"
+#include "sched/gang_placement.h"
+#include "sched/placer.h"
+#include "sched/schedule.h"
+
+namespace gpufleet::sched {
+namespace {
+
+// What one queue holds and is owed during a pass.
+struct QueueShare {
+  double weight = 1;
+  double quota_gpus = 0;  // weight's share of the cluster's GPUs
+  double gpus = 0;        // held now (whole GPUs; a shared GPU counts its fraction)
+  double cpu_milli = 0;
+  double memory_mib = 0;
+  std::vector<const QueuedJob*> waiting;  // in the policy's order
+  size_t next = 0;                        // first waiting job not yet placed
+  bool blocked = false;                   // its next job cannot start in this pass
+};
+
+double JobGpus(const QueuedJob& job) {
+  return job.gpu_milli >= core::kGpuMilli ? static_cast<double>(job.total_gpus)
+                                          : static_cast<double>(job.gpu_milli) / core::kGpuMilli;
+}
+
+void Add(QueueShare& q, const QueuedJob& job, double sign) {
+  const double gpus = JobGpus(job);
+  const double per = static_cast<double>(std::max(job.total_gpus, 1));
+  q.gpus += sign * gpus;
+  q.cpu_milli += sign * static_cast<double>(job.cpu_milli_per_gpu) * per;
+  q.memory_mib += sign * static_cast<double>(job.memory_mib_per_gpu) * per;
+}
+
+}  // namespace
+
+std::vector<Decision> Scheduler::ScheduleFairShare(const core::ClusterSnapshot& cluster,
+                                                   std::span<const RunningJob> running,
+                                                   core::Rng& rng) const {
+  std::vector<Decision> decisions;
+  // Capacity of each resource, for dominant shares.
+  double capacity_gpus = 0, capacity_cpu = 0, capacity_memory = 0;
+  for (int n = 0; n < cluster.size(); ++n) {
+    capacity_gpus += cluster.spec(n).num_gpus;
+    capacity_cpu += static_cast<double>(cluster.spec(n).cpu_milli);
+    capacity_memory += static_cast<double>(cluster.spec(n).memory_mib);
+  }
+  if (capacity_gpus <= 0) return decisions;
+
+  std::map<std::string, QueueShare> queues;
+  auto queue_of = [&](const std::string& name) -> QueueShare& {
+    auto [it, added] = queues.try_emplace(name);
+    if (added) {
+      auto w = queue_weights_.find(name);
+      it->second.weight = w != queue_weights_.end() ? w->second : default_queue_weight_;
+    }
+    return it->second;
+  };
+  for (const auto& [name, weight] : queue_weights_) queue_of(name);
+  for (size_t i = 0; i < running.size(); ++i)
+    Add(queue_of(running[i].job.queue), running[i].job, +1);
+  for (const auto& [entry, job] : order_) queue_of(job.queue).waiting.push_back(&job);
+  double total_weight = 0;
+  for (const auto& [name, q] : queues) total_weight += q.weight;
+  for (auto& [name, q] : queues) q.quota_gpus = capacity_gpus * q.weight / total_weight;
+
+  // DRF: a queue's dominant share over its weight; the smallest is served first.
+  auto share = [&](const QueueShare& q) {
+    const double dominant =
+        std::max({q.gpus / capacity_gpus, capacity_cpu > 0 ? q.cpu_milli / capacity_cpu : 0.0,
+                  capacity_memory > 0 ? q.memory_mib / capacity_memory : 0.0});
+    return dominant / q.weight;
+  };
+
+  core::ClusterSnapshot work = cluster;
+  std::optional<Placer> placer(std::in_place, work, placement_policy_, std::span<const uint32_t>());
+  std::vector<char> preempted(running.size(), 0);
+  auto free_gpus = [&] {
+    int64_t free = 0;
+    for (const auto& s : work.states()) free += s.full_free_gpus;
+    return free;
+  };
+  for (;;) {
+    QueueShare* pick = nullptr;
+    for (auto& [name, q] : queues) {
+      if (q.blocked || q.next >= q.waiting.size()) continue;
+      if (pick == nullptr) {
+        pick = &q;
+        continue;
+      }
+      const double a = share(q), b = share(*pick);
+      const QueuedJob& head = *q.waiting[q.next];
+      const QueuedJob& best = *pick->waiting[pick->next];
+      if (a < b || (a == b && (head.submit_s < best.submit_s ||
+                               (head.submit_s == best.submit_s && head.id < best.id)))) {
+        pick = &q;
+      }
+    }
+    if (pick == nullptr) break;
+    QueueShare& q = *pick;
+    const QueuedJob& job = *q.waiting[q.next];
+    const bool whole = job.gpu_milli >= core::kGpuMilli;
+    std::optional<std::vector<Allocation>> placement;
+    if (!whole || job.total_gpus <= free_gpus()) {
+      placement = PlaceGang(work, *placer, job, allow_spread_, rng);
+    }
+    // Reclaim: a queue that stays within its quota with this job takes lent GPUs back from
+    // queues above theirs, the most recently started job of the queue furthest over first.
+    if (!placement && q.gpus + JobGpus(job) <= q.quota_gpus + 1e-9) {
+      std::vector<size_t> candidates;
+      for (size_t i = 0; i < running.size(); ++i) {
+        const QueueShare& owner = queues.at(running[i].job.queue);
+        if (!preempted[i] && &owner != &q && owner.gpus > owner.quota_gpus + 1e-9) {
+          candidates.push_back(i);
+        }
+      }
+      std::sort(candidates.begin(), candidates.end(), [&](size_t a, size_t b) {
+        if (running[a].started_s != running[b].started_s) {
+          return running[a].started_s > running[b].started_s;
+        }
+        return running[a].job.id > running[b].job.id;
+      });
+      core::ClusterSnapshot trial = work;
+      std::optional<Placer> trial_placer;
+      std::vector<size_t> victims;
+      // Usage as the victims leave, so a lender is not cut below its own quota's worth.
+      std::unordered_map<const QueueShare*, double> left;
+      for (size_t i : candidates) {
+        const QueueShare& owner = queues.at(running[i].job.queue);
+        auto [it, added] = left.try_emplace(&owner, owner.gpus);
+        if (it->second <= owner.quota_gpus + 1e-9) continue;  // no longer borrowing
+        it->second -= JobGpus(running[i].job);
+        for (const Allocation& a : running[i].placement) {
+          trial.Release(a.node, SliceSpec(running[i].job, std::popcount(a.gpus)), a.gpus);
+        }
+        victims.push_back(i);
+        int64_t trial_free = 0;
+        for (const auto& s : trial.states()) trial_free += s.full_free_gpus;
+        if (whole && trial_free < job.total_gpus) continue;
+        trial_placer.emplace(trial, placement_policy_, std::span<const uint32_t>());
+        placement = PlaceGang(trial, *trial_placer, job, allow_spread_, rng);
+        if (placement) break;
+      }
+      if (placement) {
+        trial_placer.reset();
+        work = trial;
+        placer.emplace(work, placement_policy_, std::span<const uint32_t>());
+        for (size_t i : victims) {
+          preempted[i] = 1;
+          Add(queues.at(running[i].job.queue), running[i].job, -1);
+          decisions.push_back(
+              Decision{Decision::Kind::kPreempt, running[i].job.id, running[i].placement});
+        }
+      }
+    }
+    if (!placement) {
+      q.blocked = true;  // first come, first served within the queue
+      continue;
+    }
+    for (const Allocation& a : *placement) {
+      work.Allocate(a.node, SliceSpec(job, std::popcount(a.gpus)), a.gpus);
+    }
+    Add(q, job, +1);
+    ++q.next;
+    decisions.push_back(Decision{Decision::Kind::kStart, job.id, std::move(*placement)});
+  }
+  return decisions;
+}
+
+}  // namespace gpufleet::sched
