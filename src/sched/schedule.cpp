@@ -15,6 +15,7 @@ void Scheduler::Enqueue(const QueuedJob& job) {
   Entry e{queue_policy_.Key(job), job.submit_s, job.id};
   GPUFLEET_CHECK(entry_of_.emplace(job.id, e).second);
   order_.emplace(e, job);
+  if (queue_policy_.FairShare()) queue_entries_[job.queue].insert(e);
   const double promote = queue_policy_.PromotionTime(job);
   if (std::isfinite(promote)) promotions_.emplace(promote, job.id);
 }
@@ -32,6 +33,11 @@ bool Scheduler::Remove(JobId id) {
       }
     }
   }
+  if (queue_policy_.FairShare()) {
+    auto q = queue_entries_.find(job.queue);
+    q->second.erase(it->second);
+    if (q->second.empty()) queue_entries_.erase(q);
+  }
   order_.erase(it->second);
   entry_of_.erase(it);
   return true;
@@ -44,8 +50,7 @@ void Scheduler::PromoteStarved(int64_t now) {
     auto it = entry_of_.find(id);
     GPUFLEET_CHECK(it != entry_of_.end());
     QueuedJob job = order_.at(it->second);
-    order_.erase(it->second);
-    entry_of_.erase(it);
+    Remove(id);
     job.attained_gpu_s = 0;
     job.waiting_since_s = now;
     Enqueue(job);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -53,7 +54,7 @@ class Scheduler {
                                  std::span<const RunningJob> running, int64_t now,
                                  core::Rng& rng) const;
 
- private:
+  // A waiting job's place in the policy's order (public for the fair-share pass's helpers).
   struct Entry {
     double key;
     int64_t submit_s;
@@ -64,6 +65,8 @@ class Scheduler {
       return id < o.id;
     }
   };
+
+ private:
   std::vector<Decision> ScheduleFairShare(const core::ClusterSnapshot& cluster,
                                           std::span<const RunningJob> running,
                                           core::Rng& rng) const;
@@ -74,6 +77,8 @@ class Scheduler {
   std::map<Entry, QueuedJob> order_;           // waiting jobs in policy order
   std::unordered_map<JobId, Entry> entry_of_;  // for removal by id
   std::multimap<double, JobId> promotions_;    // promotion time -> waiting job
+  // Fair-share policies only: each queue's waiting jobs, in policy order.
+  std::map<std::string, std::set<Entry>> queue_entries_;
   std::map<std::string, double> queue_weights_;
   double default_queue_weight_ = 1.0;
 };

@@ -19,9 +19,11 @@ struct QueueShare {
   double gpus = 0;        // held now (whole GPUs; a shared GPU counts its fraction)
   double cpu_milli = 0;
   double memory_mib = 0;
-  std::vector<const QueuedJob*> waiting;  // in the policy's order
-  size_t next = 0;                        // first waiting job not yet placed
-  bool blocked = false;                   // its next job cannot start in this pass
+  // Waiting jobs in the policy's order (the Scheduler's per-queue index; no copy per pass).
+  const std::set<Scheduler::Entry>* waiting = nullptr;
+  std::set<Scheduler::Entry>::const_iterator next;  // first waiting job not yet placed
+  bool HasNext() const { return waiting != nullptr && next != waiting->end(); }
+  bool blocked = false;  // its next job cannot start in this pass
 };
 
 double JobGpus(const QueuedJob& job) {
@@ -64,7 +66,11 @@ std::vector<Decision> Scheduler::ScheduleFairShare(const core::ClusterSnapshot& 
   for (const auto& [name, weight] : queue_weights_) queue_of(name);
   for (size_t i = 0; i < running.size(); ++i)
     Add(queue_of(running[i].job.queue), running[i].job, +1);
-  for (const auto& [entry, job] : order_) queue_of(job.queue).waiting.push_back(&job);
+  for (const auto& [name, entries] : queue_entries_) {
+    QueueShare& q = queue_of(name);
+    q.waiting = &entries;
+    q.next = entries.begin();
+  }
   double total_weight = 0;
   for (const auto& [name, q] : queues) total_weight += q.weight;
   for (auto& [name, q] : queues) q.quota_gpus = capacity_gpus * q.weight / total_weight;
@@ -88,22 +94,19 @@ std::vector<Decision> Scheduler::ScheduleFairShare(const core::ClusterSnapshot& 
   for (;;) {
     QueueShare* pick = nullptr;
     for (auto& [name, q] : queues) {
-      if (q.blocked || q.next >= q.waiting.size()) continue;
+      if (q.blocked || !q.HasNext()) continue;
       if (pick == nullptr) {
         pick = &q;
         continue;
       }
       const double a = share(q), b = share(*pick);
-      const QueuedJob& head = *q.waiting[q.next];
-      const QueuedJob& best = *pick->waiting[pick->next];
-      if (a < b || (a == b && (head.submit_s < best.submit_s ||
-                               (head.submit_s == best.submit_s && head.id < best.id)))) {
+      if (a < b || (a == b && *q.next < *pick->next)) {
         pick = &q;
       }
     }
     if (pick == nullptr) break;
     QueueShare& q = *pick;
-    const QueuedJob& job = *q.waiting[q.next];
+    const QueuedJob& job = order_.at(*q.next);
     const bool whole = job.gpu_milli >= core::kGpuMilli;
     std::optional<std::vector<Allocation>> placement;
     if (!whole || job.total_gpus <= free_gpus()) {

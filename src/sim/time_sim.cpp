@@ -62,6 +62,20 @@ void ReplicateTrace(int factor, std::vector<TraceJob>* jobs, ClusterSpec* cluste
   cluster->name += " x" + std::to_string(factor);
 }
 
+std::map<std::string, double> GpuTimeShares(const std::vector<TraceJob>& jobs) {
+  std::map<std::string, double> shares;
+  double total = 0;
+  for (const TraceJob& j : jobs) {
+    const double gpu_time = static_cast<double>(j.num_gpus) * static_cast<double>(j.duration_s);
+    shares[j.vc] += gpu_time;
+    total += gpu_time;
+  }
+  if (total > 0) {
+    for (auto& [vc, share] : shares) share /= total;
+  }
+  return shares;
+}
+
 namespace {
 
 struct Active {
@@ -108,6 +122,21 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs, const 
   }
 
   sched::Scheduler scheduler(queue_policy, placement_policy, config.allow_spread);
+  if (queue_policy.FairShare()) {
+    std::map<std::string, double> weights =
+        config.queue_weights.empty() ? GpuTimeShares(jobs) : config.queue_weights;
+    // A VC absent from the weights (or with no GPU-time) still gets a small, positive share.
+    double smallest = 1.0;
+    for (auto it = weights.begin(); it != weights.end();) {
+      if (!(it->second > 0)) {
+        it = weights.erase(it);
+      } else {
+        smallest = std::min(smallest, it->second);
+        ++it;
+      }
+    }
+    scheduler.SetQueueWeights(std::move(weights), smallest);
+  }
   core::Rng rng(config.seed);
   sched::RuntimePredictor predictor;
   std::unordered_map<sched::JobId, double> estimate_of;  // estimate given at arrival

@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -45,7 +46,13 @@ struct TimeSimConfig {
   bool allow_spread = true;
   double preemption_overhead_s = 60;  // checkpoint and restart cost added to a preempted job
   uint64_t seed = 1;
+  // Fair-share policies: each VC's weight. Empty: each VC's share of the trace's total GPU-time
+  // (what an administrator would set from last period's usage).
+  std::map<std::string, double> queue_weights;
 };
+
+// Each VC's share of the GPU-time of `jobs` (num_gpus x duration), for fair-share weights.
+std::map<std::string, double> GpuTimeShares(const std::vector<TraceJob>& jobs);
 
 struct JobOutcome {
   int64_t id = 0;
