@@ -72,5 +72,6 @@ std::unique_ptr<QueuePolicy> MakeSjfOracle();
 std::unique_ptr<QueuePolicy> MakeQssf();
 std::unique_ptr<QueuePolicy> MakeTiresias();
 std::unique_ptr<QueuePolicy> MakeFairShare();
+std::unique_ptr<QueuePolicy> MakeLasQssf();
 
 }  // namespace gpufleet::sched

@@ -13,6 +13,10 @@ const std::vector<QueuePolicyInfo>& QueuePolicies() {
       {"fairshare",
        "weighted fair share across queues (DRF) with quotas, borrowing and reclaim by preemption",
        &MakeFairShare},
+      {"las-qssf",
+       "ours: Tiresias' attained-service classes and preemption, predicted GPU-time order within "
+       "a class (deployable)",
+       &MakeLasQssf},
   };
   return policies;
 }

@@ -155,8 +155,15 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
       for (size_t i = 0; i < running.size(); ++i) {
         if (!preempted[i] && running_class[i] > job_class) candidates.push_back(i);
       }
+      // Within a class, the job expected to run longest goes first (policies without estimates
+      // see NaN everywhere and fall through to the most recently started).
+      auto remaining = [&](size_t i) {
+        const double est = running[i].job.estimate_s;
+        return std::isnan(est) ? HUGE_VAL : est - static_cast<double>(now - running[i].started_s);
+      };
       std::sort(candidates.begin(), candidates.end(), [&](size_t a, size_t b) {
         if (running_class[a] != running_class[b]) return running_class[a] > running_class[b];
+        if (remaining(a) != remaining(b)) return remaining(a) > remaining(b);
         if (running[a].started_s != running[b].started_s) {
           return running[a].started_s > running[b].started_s;
         }
