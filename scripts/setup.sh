@@ -31,7 +31,7 @@ jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 # libgtest-dev pulls in googletest; libsqlite3-dev is for the store layer to come. The test suite
 # also drives a real Prometheus (prometheus, promtool), `top` in tmux, and curl.
 packages=(build-essential cmake pkg-config libcli11-dev nlohmann-json3-dev libgtest-dev
-          libbenchmark-dev libsqlite3-dev libcpp-httplib-dev)
+          libbenchmark-dev libsqlite3-dev libcpp-httplib-dev libtomlplusplus-dev)
 if [ "$tests" = ON ]; then packages+=(prometheus tmux curl); fi
 if command -v dpkg-query >/dev/null 2>&1; then
   missing=()

@@ -13,6 +13,7 @@
 #include "sched/policy_registry.h"
 #include "sched/queue_policy.h"
 #include "sim/philly_trace.h"
+#include "sim/cluster_spec.h"
 #include "sim/time_sim.h"
 #include "sim/time_sim_report.h"
 
@@ -37,7 +38,7 @@ std::optional<Inputs> LoadInputs(const SimRunOptions& o) {
     std::fprintf(stderr, "error: --spread-slowdown must be at least 1\n");
     return std::nullopt;
   }
-  auto cluster = sim::NamedCluster(o.cluster, core::GpuCatalog::Builtin());
+  auto cluster = sim::ResolveCluster(o.cluster, core::GpuCatalog::Builtin());
   if (!cluster) {
     std::fprintf(stderr, "error: %s\n", cluster.error().c_str());
     return std::nullopt;
