@@ -12,8 +12,8 @@
 #include "core/gpu_catalog.h"
 #include "sched/policy_registry.h"
 #include "sched/queue_policy.h"
-#include "sim/philly_trace.h"
 #include "sim/cluster_spec.h"
+#include "sim/job_trace.h"
 #include "sim/time_sim.h"
 #include "sim/time_sim_report.h"
 
@@ -28,12 +28,6 @@ struct Inputs {
 
 // Reads the trace and the cluster the options name; prints the error and returns nothing.
 std::optional<Inputs> LoadInputs(const SimRunOptions& o) {
-  const size_t colon = o.trace.find(':');
-  if (colon == std::string::npos || o.trace.substr(0, colon) != "philly") {
-    std::fprintf(stderr, "error: --trace must be FORMAT:FILE with FORMAT philly, got '%s'\n",
-                 o.trace.c_str());
-    return std::nullopt;
-  }
   if (!(o.spread_slowdown >= 1.0)) {
     std::fprintf(stderr, "error: --spread-slowdown must be at least 1\n");
     return std::nullopt;
@@ -43,21 +37,21 @@ std::optional<Inputs> LoadInputs(const SimRunOptions& o) {
     std::fprintf(stderr, "error: %s\n", cluster.error().c_str());
     return std::nullopt;
   }
-  sim::PhillyReadOptions read;
+  sim::TraceReadOptions read;
   read.limit = o.limit;
   read.window_start_s = static_cast<int64_t>(std::llround(o.window_start_h * 3600));
   read.window_end_s = static_cast<int64_t>(std::llround(o.window_end_h * 3600));
-  auto trace = sim::ReadPhillyTrace(o.trace.substr(colon + 1), read);
+  auto trace = sim::ReadJobTrace(o.trace, read, core::GpuCatalog::Builtin());
   if (!trace) {
     std::fprintf(stderr, "error: %s\n", trace.error().c_str());
     return std::nullopt;
   }
+  if (!trace.value().note.empty()) {
+    std::fprintf(stderr, "note: %s\n", trace.value().note.c_str());
+  }
   Inputs in;
   in.cluster = std::move(cluster).value();
-  in.jobs.reserve(trace.value().jobs.size());
-  for (const auto& j : trace.value().jobs) {
-    in.jobs.push_back({j.id, j.submit_s, j.duration_s, j.num_gpus, j.vc});
-  }
+  in.jobs = std::move(trace.value().jobs);
   if (o.replicate < 1 || o.replicate > 64) {
     std::fprintf(stderr, "error: --replicate must be in 1..64\n");
     return std::nullopt;

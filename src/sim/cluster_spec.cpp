@@ -2,12 +2,13 @@
 
 #include <toml++/toml.h>
 
-#include "core/cluster.h"
-
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
+
+#include "core/cluster.h"
+#include "sim/openb_trace.h"
 
 namespace gpufleet::sim {
 namespace {
@@ -124,6 +125,15 @@ core::Result<ClusterSpec> ParseClusterToml(std::string_view text, const std::str
 
 core::Result<ClusterSpec> ResolveCluster(const std::string& name_or_path,
                                          const core::GpuCatalog& catalog) {
+  if (name_or_path.rfind("openb:", 0) == 0) {
+    const std::string path = name_or_path.substr(6);
+    auto nodes = ReadOpenbNodes(path, catalog);
+    if (!nodes) return core::Error{nodes.error()};
+    ClusterSpec spec;
+    spec.name = std::filesystem::path(path).stem().string();
+    spec.nodes = std::move(nodes).value();
+    return spec;
+  }
   const bool is_file =
       name_or_path.size() > 5 && name_or_path.compare(name_or_path.size() - 5, 5, ".toml") == 0;
   if (!is_file) return NamedCluster(name_or_path, catalog);

@@ -26,7 +26,8 @@ namespace gpufleet::sim {
 // Parses a TOML spec from `text`; `origin` names it in errors (and is the default name).
 core::Result<ClusterSpec> ParseClusterToml(std::string_view text, const std::string& origin,
                                            const core::GpuCatalog& catalog);
-// `name_or_path`: a named cluster, or a path ending in ".toml".
+// `name_or_path`: a named cluster, a path ending in ".toml", or "openb:FILE" (an openb node list:
+// sn,cpu_milli,memory_mib,gpu,model).
 core::Result<ClusterSpec> ResolveCluster(const std::string& name_or_path,
                                          const core::GpuCatalog& catalog);
 

@@ -164,10 +164,15 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs, const 
     result.decision_log +=
         std::to_string(t) + "," + what + "," + std::to_string(id) + "," + extra + "\n";
   };
-  auto enqueue = [&](const TraceJob& t, int64_t now) {
+  // The scheduler's view of trace job `t` at `now` (waiting or about to run).
+  auto queued_of = [&](const TraceJob& t, int64_t now) {
     sched::QueuedJob q;
     q.id = t.id;
     q.total_gpus = t.num_gpus;
+    q.gpu_milli = t.gpu_milli;
+    q.cpu_milli_per_gpu = t.cpu_milli_per_gpu;
+    q.memory_mib_per_gpu = t.memory_mib_per_gpu;
+    q.gpu_models = t.gpu_models;
     q.submit_s = t.submit_s;
     q.queue = t.vc;
     q.attained_gpu_s = attained[t.id];
@@ -180,8 +185,9 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs, const 
       q.estimate_s = ran_s < q.estimate_s ? q.estimate_s - ran_s : ran_s;
     }
     q.waiting_since_s = now;
-    scheduler.Enqueue(q);
+    return q;
   };
+  auto enqueue = [&](const TraceJob& t, int64_t now) { scheduler.Enqueue(queued_of(t, now)); };
   // Takes `id` off the cluster at `now`; returns the GPU-seconds it ran since its start.
   auto stop = [&](sched::JobId id, int64_t now) {
     const size_t slot = running_slot.at(id);
@@ -190,7 +196,11 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs, const 
       cluster.Release(a.node, sched::SliceSpec(r.job, std::popcount(a.gpus)), a.gpus);
     }
     const double ran = static_cast<double>(now - r.started_s);
-    result.busy_gpu_s += static_cast<double>(r.job.total_gpus) * ran;
+    // A job on a share of one GPU keeps only that share busy.
+    const double gpus = r.job.gpu_milli < core::kGpuMilli
+                            ? static_cast<double>(r.job.gpu_milli) / core::kGpuMilli
+                            : static_cast<double>(r.job.total_gpus);
+    result.busy_gpu_s += gpus * ran;
     running_slot[running.back().job.id] = slot;
     running[slot] = std::move(running.back());
     running.pop_back();
@@ -257,12 +267,7 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs, const 
         sched::RunningJob r;
         r.placement = std::move(d.placement);
         r.started_s = now;
-        r.job.id = t.id;
-        r.job.total_gpus = t.num_gpus;
-        r.job.submit_s = t.submit_s;
-        r.job.queue = t.vc;
-        r.job.estimate_s = estimate_of.at(t.id);
-        r.job.attained_gpu_s = attained[t.id];
+        r.job = queued_of(t, now);
         double speed = HUGE_VAL;
         std::string where;
         for (const auto& a : r.placement) {

@@ -28,6 +28,10 @@ struct TraceJob {
   int64_t duration_s = 0;  // at reference speed, on the fewest nodes
   int num_gpus = 1;
   std::string vc;
+  int gpu_milli = core::kGpuMilli;  // below 1000: a share of one GPU (num_gpus 1)
+  int64_t cpu_milli_per_gpu = 0;
+  int64_t memory_mib_per_gpu = 0;
+  core::ModelSet gpu_models = core::ModelSet::All();
 };
 
 struct ClusterSpec {
