@@ -106,6 +106,7 @@ Result<std::vector<OpenbPod>> ReadOpenbPods(const std::string& path,
     auto models = catalog.ParseSpec(pod.spec_label);
     if (!models) return Error{t.Where(r, "gpu_spec") + ": " + models.error()};
     job.gpu_models = models.value();
+    job.queue = std::string(t.Field(r, "qos"));  // the pod's QoS class; "" when absent
     if (has_times) {
       auto created = t.NonNegativeInt(r, "creation_time");
       if (!created) return Error{created.error()};

@@ -30,8 +30,8 @@ struct OpenbWorkload {
 // Columns sn,cpu_milli,memory_mib,gpu,model.
 core::Result<std::vector<core::NodeSpec>> ReadOpenbNodes(const std::string& path,
                                                          const core::GpuCatalog& catalog);
-// Columns name,cpu_milli,memory_mib,num_gpu,gpu_milli and optionally gpu_spec, creation_time,
-// deletion_time; other columns are ignored.
+// Columns name,cpu_milli,memory_mib,num_gpu,gpu_milli and optionally gpu_spec, qos (kept as the
+// job's queue), creation_time, deletion_time; other columns are ignored.
 core::Result<std::vector<OpenbPod>> ReadOpenbPods(const std::string& path,
                                                   const core::GpuCatalog& catalog);
 // Reads both and checks that every pod fits at least one node shape: a pod asking for more GPUs
