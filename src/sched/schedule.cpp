@@ -70,6 +70,9 @@ double Scheduler::NextPromotion() const {
 
 namespace {
 
+// Jobs tried for EASY backfill per pass (Slurm's bf_max_job_test defaults to 500).
+constexpr int kMaxBackfillTested = 500;
+
 int GpusOf(const std::vector<Allocation>& placement) {
   int n = 0;
   for (const auto& a : placement) n += std::popcount(a.gpus);
@@ -110,6 +113,7 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
   int64_t free_milli = work.total_gpu_milli() - work.used_gpu_milli();
   const Backfill backfill = queue_policy_.backfill();
   bool blocked = false;
+  int backfill_tested = 0;
   double shadow_s = std::numeric_limits<double>::infinity();  // EASY reservation time
   int64_t extra_gpus = 0;  // GPUs the reservation leaves over at shadow_s
   // Expected end of every running job and every job started in this pass, for EASY.
@@ -135,6 +139,9 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
     // GPUs the reservation leaves over; checked before any placement work.
     bool uses_extra = false;
     if (blocked && backfill == Backfill::kEasy) {
+      // Like Slurm's bf_max_job_test: past the reservation, only so many jobs are tried per pass,
+      // so a long queue does not make every pass scan all of it.
+      if (++backfill_tested > kMaxBackfillTested) break;
       const bool ends_in_time =
           !std::isnan(job.estimate_s) && static_cast<double>(now) + job.estimate_s <= shadow_s;
       if (!ends_in_time) {
