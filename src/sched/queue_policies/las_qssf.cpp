@@ -10,8 +10,8 @@
 //
 // Tuning, measured on philly-512 (see docs/sim/README.md for the whole table): class thresholds
 // of 2 and 20 GPU-hours (Tiresias uses 1 and 10), and no starvation guard: on this trace the
-// guard's promotions cost 5% of average JCT and raised p99, because promoted long jobs preempt
-// again; p99 JCT stays about a third of Tiresias'. A cluster with sustained overload should still
+// guard's promotions cost about 9% of average JCT and raised p99, because promoted long jobs
+// preempt again; p99 JCT stays about a third of Tiresias'. A cluster with sustained overload should still
 // watch the longest waits (`sim run --decisions`), since nothing bounds them.
 #include <algorithm>
 #include <cmath>
