@@ -145,14 +145,41 @@ TEST(TimeSimTest, TooLargeJobsAreRejectedNotSimulatedForever) {
 
 TEST(TimeSimTest, SameInputSameDecisionLog) {
   std::vector<TraceJob> jobs;
-  for (int i = 0; i < 300; ++i) jobs.push_back({i, i * 7, 50 + (i * 37) % 400, 1 + i % 8, "vc"});
-  for (const char* policy : {"fifo", "backfill", "sjf-oracle", "qssf", "tiresias"}) {
+  for (int i = 0; i < 300; ++i) {
+    jobs.push_back({i, i * 7, 50 + (i * 37) % 400, 1 + i % 8, i % 3 == 0 ? "vc-a" : "vc-b"});
+  }
+  for (const auto& info : sched::QueuePolicies()) {
+    const std::string policy(info.name);
     const auto a = Simulate(jobs, Cluster(4, 8), policy, true);
     const auto b = Simulate(jobs, Cluster(4, 8), policy, true);
     EXPECT_FALSE(a.decision_log.empty());
     EXPECT_EQ(a.decision_log, b.decision_log) << policy;
     EXPECT_EQ(Summarize(a).finished, 300) << policy;
   }
+}
+
+TEST(TimeSimTest, FairShareReclaimsForAnIdleVcThatWakesUp) {
+  // VC a fills 8 GPUs with long jobs; VC b (equal weight) then arrives: it must get its 4 GPUs
+  // back at once by preemption, not after a's jobs finish.
+  std::vector<TraceJob> jobs;
+  for (int i = 0; i < 8; ++i) jobs.push_back({i, 0, 100000, 1, "a"});
+  for (int i = 8; i < 12; ++i) jobs.push_back({i, 1000, 100, 1, "b"});
+  TimeSimConfig config;
+  config.queue_weights = {{"a", 1}, {"b", 1}};
+  auto queue = sched::MakeQueuePolicy("fairshare");
+  auto placement = sched::MakePlacementPolicy("bestfit");
+  auto r = RunTimeSim(jobs, Cluster(1, 8), *queue, *placement, config, true);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r.value().preemptions, 4);
+  for (int i = 8; i < 12; ++i) {
+    EXPECT_EQ(r.value().jobs[static_cast<size_t>(i)].start_s, 1000) << "job " << i;
+  }
+}
+
+TEST(TimeSimTest, GpuTimeSharesAreTheDefaultWeights) {
+  const auto shares = GpuTimeShares({{0, 0, 100, 3, "a"}, {1, 0, 100, 1, "b"}});
+  EXPECT_DOUBLE_EQ(shares.at("a"), 0.75);
+  EXPECT_DOUBLE_EQ(shares.at("b"), 0.25);
 }
 
 }  // namespace
