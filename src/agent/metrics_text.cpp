@@ -85,6 +85,13 @@ class FamilyWriter {
     out_ += '\n';
   }
 
+  // A family with one line per GPU, every GPU included; `value(i)` gives GPU i's value.
+  template <typename F>
+  void EveryGpu(const char* name, const char* type, const char* help, F value) {
+    Header(name, type, help);
+    for (std::size_t i = 0; i < gpu_labels_.size(); ++i) Line(name, gpu_labels_[i], value(i));
+  }
+
   template <typename V>
   void Line(const char* name, const std::string& labels, V value) {
     out_ += name;
@@ -200,10 +207,8 @@ void RenderMetrics(const std::vector<GpuSample>& samples, const MetricsContext& 
            &GpuSample::sm_activity, AsDouble);
 
   // XID: dcgm-exporter reports the value of the last XID seen (0 when none).
-  w.Header("DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered.");
-  for (std::size_t i = 0; i < samples.size(); ++i) {
-    w.Line("DCGM_FI_DEV_XID_ERRORS", labels[i], static_cast<std::uint64_t>(samples[i].last_xid));
-  }
+  w.EveryGpu("DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered.",
+             [&](std::size_t i) { return std::uint64_t{samples[i].last_xid}; });
 
   // Our own per-GPU series.
   w.Family("gpufleet_gpu_pcie_tx_bytes_per_second", "gauge",
@@ -214,21 +219,17 @@ void RenderMetrics(const std::vector<GpuSample>& samples, const MetricsContext& 
            &GpuSample::pcie_rx_kbps, [](std::uint32_t kb) { return std::uint64_t{kb} * 1024; });
   w.Family("gpufleet_gpu_mig_mode", "gauge", "1 when MIG mode is enabled.", samples,
            &GpuSample::mig_mode, Identity);
-  w.Header("gpufleet_gpu_xid_events_total", "counter", "XID events seen since the agent started.");
-  for (std::size_t i = 0; i < samples.size(); ++i) {
-    w.Line("gpufleet_gpu_xid_events_total", labels[i], samples[i].xid_count);
-  }
-  w.Header("gpufleet_gpu_nvlink_active_links", "gauge", "NVLink links that are up.");
-  for (std::size_t i = 0; i < samples.size(); ++i) {
-    std::uint64_t active = 0;
-    for (const gpu::NvLinkState& link : samples[i].nvlinks) active += link.active ? 1 : 0;
-    w.Line("gpufleet_gpu_nvlink_active_links", labels[i], active);
-  }
-  w.Header("gpufleet_gpu_healthy", "gauge",
-           "1 when the GPU is healthy; see gpufleet_gpu_health_reason when 0.");
-  for (std::size_t i = 0; i < samples.size(); ++i) {
-    w.Line("gpufleet_gpu_healthy", labels[i], std::uint64_t{samples[i].health.healthy ? 1U : 0U});
-  }
+  w.EveryGpu("gpufleet_gpu_xid_events_total", "counter", "XID events seen since the agent started.",
+             [&](std::size_t i) { return samples[i].xid_count; });
+  w.EveryGpu("gpufleet_gpu_nvlink_active_links", "gauge", "NVLink links that are up.",
+             [&](std::size_t i) {
+               std::uint64_t active = 0;
+               for (const gpu::NvLinkState& link : samples[i].nvlinks) active += link.active;
+               return active;
+             });
+  w.EveryGpu("gpufleet_gpu_healthy", "gauge",
+             "1 when the GPU is healthy; see gpufleet_gpu_health_reason when 0.",
+             [&](std::size_t i) { return std::uint64_t{samples[i].health.healthy}; });
   w.Header("gpufleet_gpu_health_reason", "gauge", "One series per reason a GPU is unhealthy.");
   for (std::size_t i = 0; i < samples.size(); ++i) {
     for (const std::string& reason : samples[i].health.reasons) {
@@ -238,14 +239,10 @@ void RenderMetrics(const std::vector<GpuSample>& samples, const MetricsContext& 
       w.Line("gpufleet_gpu_health_reason", l, std::uint64_t{1});
     }
   }
-  w.Header("gpufleet_gpu_lost", "gauge", "1 when the driver reports the GPU as lost.");
-  for (std::size_t i = 0; i < samples.size(); ++i) {
-    w.Line("gpufleet_gpu_lost", labels[i], std::uint64_t{samples[i].lost ? 1U : 0U});
-  }
-  w.Header("gpufleet_gpu_simulated", "gauge", "1 when the GPU is simulated, not real hardware.");
-  for (std::size_t i = 0; i < samples.size(); ++i) {
-    w.Line("gpufleet_gpu_simulated", labels[i], std::uint64_t{samples[i].simulated ? 1U : 0U});
-  }
+  w.EveryGpu("gpufleet_gpu_lost", "gauge", "1 when the driver reports the GPU as lost.",
+             [&](std::size_t i) { return std::uint64_t{samples[i].lost}; });
+  w.EveryGpu("gpufleet_gpu_simulated", "gauge", "1 when the GPU is simulated, not real hardware.",
+             [&](std::size_t i) { return std::uint64_t{samples[i].simulated}; });
 
   // Per process, then per job (the sum over a job's processes on each GPU).
   struct JobUse {

@@ -26,6 +26,38 @@ void Record(Reading<T>& reading, nvmlReturn_t rc, const V& value, GpuSample& sam
   }
 }
 
+// Calls a process-list entry point (`Info` is the v1 or the v2/v3 element), growing the buffer
+// while the driver answers INSUFFICIENT_SIZE: the count can grow between the size query and the
+// read. `capacity` carries the buffer size from one call to the next.
+template <typename Info>
+nvmlReturn_t ReadProcessList(nvmlReturn_t (*fn)(nvmlDevice_t, unsigned int*, Info*),
+                             nvmlDevice_t handle, std::size_t& capacity,
+                             std::vector<GpuProcess>& out) {
+  std::vector<Info> buffer(capacity);
+  nvmlReturn_t rc = NVML_ERROR_UNKNOWN;
+  for (unsigned attempt = 0; attempt < kMaxGrowAttempts; ++attempt) {
+    unsigned count = static_cast<unsigned>(buffer.size());
+    rc = fn(handle, &count, buffer.data());
+    if (rc == NVML_ERROR_INSUFFICIENT_SIZE) {
+      buffer.resize(std::max<std::size_t>(count, buffer.size()) * 2);
+      continue;
+    }
+    if (rc == NVML_SUCCESS) {
+      for (unsigned i = 0; i < std::min<std::size_t>(count, buffer.size()); ++i) {
+        GpuProcess p;
+        p.pid = buffer[i].pid;
+        if (buffer[i].usedGpuMemory != NVML_VALUE_NOT_AVAILABLE) {
+          p.used_memory_bytes.Set(buffer[i].usedGpuMemory);
+        }
+        out.push_back(std::move(p));
+      }
+    }
+    break;
+  }
+  capacity = buffer.size();
+  return rc;
+}
+
 std::string CString(const char* text, std::size_t capacity) {
   return std::string(text, strnlen(text, capacity));
 }
@@ -265,51 +297,12 @@ void NvmlProbe::ReadProcesses(Device& device, GpuSample& s, double now_s) {
   const NvmlFunctions& f = lib_->fn();
   std::vector<GpuProcess> processes;
   nvmlReturn_t rc = NVML_ERROR_FUNCTION_NOT_FOUND;
-  // The process count can grow between the size query and the read, so grow and retry.
   if (f.device_get_compute_processes != nullptr) {
-    std::vector<nvmlProcessInfo_t> buffer(device.process_capacity);
-    for (unsigned attempt = 0; attempt < kMaxGrowAttempts; ++attempt) {
-      unsigned count = static_cast<unsigned>(buffer.size());
-      rc = f.device_get_compute_processes(device.handle, &count, buffer.data());
-      if (rc == NVML_ERROR_INSUFFICIENT_SIZE) {
-        buffer.resize(std::max<std::size_t>(count, buffer.size()) * 2);
-        continue;
-      }
-      if (rc == NVML_SUCCESS) {
-        for (unsigned i = 0; i < std::min<std::size_t>(count, buffer.size()); ++i) {
-          GpuProcess p;
-          p.pid = buffer[i].pid;
-          if (buffer[i].usedGpuMemory != NVML_VALUE_NOT_AVAILABLE) {
-            p.used_memory_bytes.Set(buffer[i].usedGpuMemory);
-          }
-          processes.push_back(std::move(p));
-        }
-      }
-      break;
-    }
-    device.process_capacity = buffer.size();
+    rc = ReadProcessList(f.device_get_compute_processes, device.handle, device.process_capacity,
+                         processes);
   } else if (f.device_get_compute_processes_v1 != nullptr) {
-    std::vector<nvmlProcessInfo_v1_t> buffer(device.process_capacity);
-    for (unsigned attempt = 0; attempt < kMaxGrowAttempts; ++attempt) {
-      unsigned count = static_cast<unsigned>(buffer.size());
-      rc = f.device_get_compute_processes_v1(device.handle, &count, buffer.data());
-      if (rc == NVML_ERROR_INSUFFICIENT_SIZE) {
-        buffer.resize(std::max<std::size_t>(count, buffer.size()) * 2);
-        continue;
-      }
-      if (rc == NVML_SUCCESS) {
-        for (unsigned i = 0; i < std::min<std::size_t>(count, buffer.size()); ++i) {
-          GpuProcess p;
-          p.pid = buffer[i].pid;
-          if (buffer[i].usedGpuMemory != NVML_VALUE_NOT_AVAILABLE) {
-            p.used_memory_bytes.Set(buffer[i].usedGpuMemory);
-          }
-          processes.push_back(std::move(p));
-        }
-      }
-      break;
-    }
-    device.process_capacity = buffer.size();
+    rc = ReadProcessList(f.device_get_compute_processes_v1, device.handle, device.process_capacity,
+                         processes);
   }
   Record(s.processes, rc, std::vector<GpuProcess>{}, s);
   if (!s.processes.has_value()) return;

@@ -49,4 +49,34 @@ std::optional<std::vector<Allocation>> PlaceGang(const core::ClusterSnapshot& cl
   return placement;
 }
 
+std::optional<PreemptionPlan> PlanPreemption(const core::ClusterSnapshot& work,
+                                             const PlacementPolicy& placement_policy,
+                                             const QueuedJob& job,
+                                             std::span<const RunningJob> running,
+                                             const std::vector<size_t>& candidates,
+                                             const std::function<bool(size_t)>& may_take,
+                                             bool allow_spread, core::Rng& rng) {
+  PreemptionPlan plan;
+  plan.cluster = work;
+  const bool whole = job.gpu_milli >= core::kGpuMilli;
+  for (size_t i : candidates) {
+    if (!may_take(i)) continue;
+    for (const Allocation& a : running[i].placement) {
+      plan.cluster.Release(a.node, SliceSpec(running[i].job, std::popcount(a.gpus)), a.gpus);
+    }
+    plan.victims.push_back(i);
+    if (whole) {
+      int64_t free = 0;
+      for (const auto& s : plan.cluster.states()) free += s.full_free_gpus;
+      if (free < job.total_gpus) continue;  // cheap test before any placement work
+    }
+    Placer placer(plan.cluster, placement_policy, std::span<const uint32_t>());
+    if (auto placement = PlaceGang(plan.cluster, placer, job, allow_spread, rng)) {
+      plan.placement = std::move(*placement);
+      return plan;
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace gpufleet::sched

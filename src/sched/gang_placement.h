@@ -4,11 +4,14 @@
 // can hold now when spreading is allowed, takes whole GPUs from the fewest nodes with the most
 // free GPUs (ties to the lower index).
 
+#include <functional>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "core/cluster.h"
 #include "core/rng.h"
+#include "sched/placement_policy.h"
 #include "sched/placer.h"
 #include "sched/queue_types.h"
 
@@ -20,6 +23,25 @@ namespace gpufleet::sched {
 std::optional<std::vector<Allocation>> PlaceGang(const core::ClusterSnapshot& cluster,
                                                  Placer& placer, const QueuedJob& job,
                                                  bool allow_spread, core::Rng& rng);
+
+// The outcome of preempting running jobs to make room for one job.
+struct PreemptionPlan {
+  std::vector<Allocation> placement;  // where the job goes once the victims have stopped
+  std::vector<size_t> victims;        // indices into `running`, in the order taken
+  core::ClusterSnapshot cluster;      // `work` without the victims (the job not yet added)
+};
+
+// Takes `candidates` (indices into `running`, in preference order) off a copy of `work` one at a
+// time, skipping those `may_take` refuses, until `job` can be placed; nothing (and nobody
+// preempted) when even all of them are not enough. Shared by every preemptive policy so that
+// victim selection differs only in the candidates' order and the veto.
+std::optional<PreemptionPlan> PlanPreemption(const core::ClusterSnapshot& work,
+                                             const PlacementPolicy& placement_policy,
+                                             const QueuedJob& job,
+                                             std::span<const RunningJob> running,
+                                             const std::vector<size_t>& candidates,
+                                             const std::function<bool(size_t)>& may_take,
+                                             bool allow_spread, core::Rng& rng);
 
 // The fewest nodes a job of `gpus` whole GPUs can use on a cluster whose largest node has
 // `max_node_gpus` GPUs.

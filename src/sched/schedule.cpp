@@ -154,7 +154,6 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
     if (!whole || job.total_gpus <= free_gpus) {
       placement = PlaceGang(work, *placer, job, allow_spread_, rng);
     }
-    std::vector<size_t> victims;
     if (!placement && may_preempt) {
       // Preempt running jobs of strictly lower priority, the lowest class and most recently
       // started first, until the job fits; preempt nobody if even all of them are not enough.
@@ -176,29 +175,19 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
         }
         return running[a].job.id > running[b].job.id;
       });
-      core::ClusterSnapshot trial = work;
-      std::optional<Placer> trial_placer;
-      for (size_t i : candidates) {
-        for (const Allocation& a : running[i].placement) {
-          trial.Release(a.node, SliceSpec(running[i].job, std::popcount(a.gpus)), a.gpus);
-        }
-        victims.push_back(i);
-        if (whole && FreeWholeGpus(trial) < job.total_gpus) continue;
-        trial_placer.emplace(trial, placement_policy_, std::span<const uint32_t>());
-        placement = PlaceGang(trial, *trial_placer, job, allow_spread_, rng);
-        if (placement) break;
-      }
-      if (placement) {
-        trial_placer.reset();
-        work = trial;
+      auto plan = PlanPreemption(
+          work, placement_policy_, job, running, candidates, [](size_t) { return true; },
+          allow_spread_, rng);
+      if (plan) {
+        placer.reset();
+        work = std::move(plan->cluster);
         placer.emplace(work, placement_policy_, std::span<const uint32_t>());
-        for (size_t i : victims) {
+        for (size_t i : plan->victims) {
           preempted[i] = 1;
           decisions.push_back(
               Decision{Decision::Kind::kPreempt, running[i].job.id, running[i].placement});
         }
-      } else {
-        victims.clear();
+        placement = std::move(plan->placement);
       }
     }
     if (placement) {

@@ -113,7 +113,7 @@ std::vector<Decision> Scheduler::ScheduleFairShare(const core::ClusterSnapshot& 
       placement = PlaceGang(work, *placer, job, allow_spread_, rng);
     }
     // Reclaim: a queue that stays within its quota with this job takes lent GPUs back from
-    // queues above theirs, the most recently started job of the queue furthest over first.
+    // queues above theirs, the most recently started jobs first.
     if (!placement && q.gpus + JobGpus(job) <= q.quota_gpus + 1e-9) {
       std::vector<size_t> candidates;
       for (size_t i = 0; i < running.size(); ++i) {
@@ -128,37 +128,28 @@ std::vector<Decision> Scheduler::ScheduleFairShare(const core::ClusterSnapshot& 
         }
         return running[a].job.id > running[b].job.id;
       });
-      core::ClusterSnapshot trial = work;
-      std::optional<Placer> trial_placer;
-      std::vector<size_t> victims;
       // Usage as the victims leave, so a lender is not cut below its own quota's worth.
       std::unordered_map<const QueueShare*, double> left;
-      for (size_t i : candidates) {
+      auto still_borrowing = [&](size_t i) {
         const QueueShare& owner = queues.at(running[i].job.queue);
         auto [it, added] = left.try_emplace(&owner, owner.gpus);
-        if (it->second <= owner.quota_gpus + 1e-9) continue;  // no longer borrowing
+        if (it->second <= owner.quota_gpus + 1e-9) return false;
         it->second -= JobGpus(running[i].job);
-        for (const Allocation& a : running[i].placement) {
-          trial.Release(a.node, SliceSpec(running[i].job, std::popcount(a.gpus)), a.gpus);
-        }
-        victims.push_back(i);
-        int64_t trial_free = 0;
-        for (const auto& s : trial.states()) trial_free += s.full_free_gpus;
-        if (whole && trial_free < job.total_gpus) continue;
-        trial_placer.emplace(trial, placement_policy_, std::span<const uint32_t>());
-        placement = PlaceGang(trial, *trial_placer, job, allow_spread_, rng);
-        if (placement) break;
-      }
-      if (placement) {
-        trial_placer.reset();
-        work = trial;
+        return true;
+      };
+      auto plan = PlanPreemption(work, placement_policy_, job, running, candidates, still_borrowing,
+                                 allow_spread_, rng);
+      if (plan) {
+        placer.reset();
+        work = std::move(plan->cluster);
         placer.emplace(work, placement_policy_, std::span<const uint32_t>());
-        for (size_t i : victims) {
+        for (size_t i : plan->victims) {
           preempted[i] = 1;
           Add(queues.at(running[i].job.queue), running[i].job, -1);
           decisions.push_back(
               Decision{Decision::Kind::kPreempt, running[i].job.id, running[i].placement});
         }
+        placement = std::move(plan->placement);
       }
     }
     if (!placement) {

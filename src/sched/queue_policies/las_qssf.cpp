@@ -11,12 +11,13 @@
 // Tuning, measured on philly-512 (see docs/sim/README.md for the whole table): class thresholds
 // of 2 and 20 GPU-hours (Tiresias uses 1 and 10), and no starvation guard: on this trace the
 // guard's promotions cost about 9% of average JCT and raised p99, because promoted long jobs
-// preempt again; p99 JCT stays about a third of Tiresias'. A cluster with sustained overload should still
-// watch the longest waits (`sim run --decisions`), since nothing bounds them.
+// preempt again; p99 JCT stays about a third of Tiresias'. A cluster with sustained overload should
+// still watch the longest waits (`sim run --decisions`), since nothing bounds them.
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
+#include "sched/queue_policies/las_classes.h"
 #include "sched/queue_policy.h"
 
 namespace gpufleet::sched {
@@ -26,8 +27,7 @@ constexpr double kClassSpan = 1e15;  // keys of one class never reach the next c
 
 class LasQssf final : public QueuePolicy {
  public:
-  explicit LasQssf(std::vector<double> thresholds_gpu_s)
-      : thresholds_(std::move(thresholds_gpu_s)) {}
+  explicit LasQssf(std::vector<double> thresholds_gpu_s) : classes_(std::move(thresholds_gpu_s)) {}
   std::string_view Name() const override { return "las-qssf"; }
   // Class first, then predicted GPU-time (unknown: after every estimate of the class).
   double Key(const QueuedJob& job) const override {
@@ -40,17 +40,14 @@ class LasQssf final : public QueuePolicy {
   Estimates estimates() const override { return Estimates::kPredicted; }
   bool Preemptive() const override { return true; }
   int PriorityClass(const QueuedJob& job) const override {
-    return static_cast<int>(
-        std::upper_bound(thresholds_.begin(), thresholds_.end(), job.attained_gpu_s) -
-        thresholds_.begin());
+    return classes_.ClassOf(job.attained_gpu_s);
   }
   double NextClassChange(double attained_gpu_s) const override {
-    auto it = std::upper_bound(thresholds_.begin(), thresholds_.end(), attained_gpu_s);
-    return it == thresholds_.end() ? HUGE_VAL : *it;
+    return classes_.NextChange(attained_gpu_s);
   }
 
  private:
-  std::vector<double> thresholds_;
+  LasClasses classes_;
 };
 
 }  // namespace

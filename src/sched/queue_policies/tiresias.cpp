@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "sched/queue_policies/las_classes.h"
 #include "sched/queue_policy.h"
 
 namespace gpufleet::sched {
@@ -17,8 +18,7 @@ constexpr double kStarveFloorS = 3600.0;
 
 class Tiresias final : public QueuePolicy {
  public:
-  explicit Tiresias(std::vector<double> thresholds_gpu_s)
-      : thresholds_(std::move(thresholds_gpu_s)) {}
+  explicit Tiresias(std::vector<double> thresholds_gpu_s) : classes_(std::move(thresholds_gpu_s)) {}
   std::string_view Name() const override { return "tiresias"; }
   // Class first, then submit time.
   double Key(const QueuedJob& job) const override {
@@ -27,9 +27,7 @@ class Tiresias final : public QueuePolicy {
   Backfill backfill() const override { return Backfill::kGreedy; }
   bool Preemptive() const override { return true; }
   int PriorityClass(const QueuedJob& job) const override {
-    return static_cast<int>(
-        std::upper_bound(thresholds_.begin(), thresholds_.end(), job.attained_gpu_s) -
-        thresholds_.begin());
+    return classes_.ClassOf(job.attained_gpu_s);
   }
   double PromotionTime(const QueuedJob& job) const override {
     if (job.attained_gpu_s <= 0) return HUGE_VAL;  // already in the top class
@@ -38,12 +36,11 @@ class Tiresias final : public QueuePolicy {
            std::max(kStarveFactor * ran_s, kStarveFloorS);
   }
   double NextClassChange(double attained_gpu_s) const override {
-    auto it = std::upper_bound(thresholds_.begin(), thresholds_.end(), attained_gpu_s);
-    return it == thresholds_.end() ? HUGE_VAL : *it;
+    return classes_.NextChange(attained_gpu_s);
   }
 
  private:
-  std::vector<double> thresholds_;
+  LasClasses classes_;
 };
 
 }  // namespace
