@@ -1,0 +1,403 @@
+// The SQLite implementation of `Store`: one connection, serialized by a mutex; WAL journal with
+// synchronous=FULL, so a commit is on disk before SubmitJob returns.
+#include <sqlite3.h>
+
+#include <filesystem>
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+#include "store/store.h"
+
+namespace gpufleet::store {
+namespace {
+
+constexpr int kSchemaVersion = 1;
+
+constexpr const char* kSchemaV1 = R"sql(
+CREATE TABLE jobs(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  user TEXT NOT NULL, name TEXT NOT NULL, queue TEXT NOT NULL, priority INTEGER NOT NULL,
+  gpus INTEGER NOT NULL, gpu_milli INTEGER NOT NULL, gpu_type TEXT NOT NULL, nodes INTEGER NOT NULL,
+  argv TEXT NOT NULL, env TEXT NOT NULL, workdir TEXT NOT NULL,
+  state TEXT NOT NULL, submit_ms INTEGER NOT NULL, start_ms INTEGER NOT NULL DEFAULT 0,
+  end_ms INTEGER NOT NULL DEFAULT 0, exit_code INTEGER, node TEXT NOT NULL DEFAULT '',
+  gpu_indices TEXT NOT NULL DEFAULT '[]', epoch INTEGER NOT NULL DEFAULT 0,
+  reason TEXT NOT NULL DEFAULT '');
+CREATE INDEX jobs_by_state ON jobs(state, id);
+CREATE INDEX jobs_by_user ON jobs(user, id);
+CREATE TABLE events(
+  id INTEGER PRIMARY KEY, job_id INTEGER NOT NULL, time_ms INTEGER NOT NULL,
+  what TEXT NOT NULL, detail TEXT NOT NULL);
+CREATE INDEX events_by_job ON events(job_id, id);
+CREATE TABLE users(name TEXT PRIMARY KEY, token_sha256 TEXT NOT NULL UNIQUE, admin INTEGER NOT NULL);
+)sql";
+
+constexpr const char* kJobColumns =
+    "id,user,name,queue,priority,gpus,gpu_milli,gpu_type,nodes,argv,env,workdir,state,submit_ms,"
+    "start_ms,end_ms,exit_code,node,gpu_indices,epoch,reason";
+
+// A prepared statement that finalizes itself.
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) {
+    rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  bool ok() const { return rc_ == SQLITE_OK; }
+  sqlite3_stmt* get() { return stmt_; }
+  void Bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  void Bind(int i, const std::string& v) {
+    sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  }
+  void BindNull(int i) { sqlite3_bind_null(stmt_, i); }
+  int Step() { return sqlite3_step(stmt_); }
+  int64_t Int(int col) { return sqlite3_column_int64(stmt_, col); }
+  bool IsNull(int col) { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+  std::string Text(int col) {
+    const auto* p = sqlite3_column_text(stmt_, col);
+    return p == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(p));
+  }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+  int rc_ = SQLITE_ERROR;
+};
+
+JobRecord ReadJob(Statement& s) {
+  JobRecord j;
+  j.id = s.Int(0);
+  j.user = s.Text(1);
+  j.name = s.Text(2);
+  j.queue = s.Text(3);
+  j.priority = static_cast<int>(s.Int(4));
+  j.gpus = static_cast<int>(s.Int(5));
+  j.gpu_milli = static_cast<int>(s.Int(6));
+  j.gpu_type = s.Text(7);
+  j.nodes = static_cast<int>(s.Int(8));
+  j.argv = nlohmann::json::parse(s.Text(9)).get<std::vector<std::string>>();
+  j.env = nlohmann::json::parse(s.Text(10)).get<std::vector<std::pair<std::string, std::string>>>();
+  j.workdir = s.Text(11);
+  j.state = ParseState(s.Text(12)).value_or(JobState::kFailed);
+  j.submit_ms = s.Int(13);
+  j.start_ms = s.Int(14);
+  j.end_ms = s.Int(15);
+  if (!s.IsNull(16)) j.exit_code = static_cast<int>(s.Int(16));
+  j.node = s.Text(17);
+  j.gpu_indices = nlohmann::json::parse(s.Text(18)).get<std::vector<int>>();
+  j.epoch = s.Int(19);
+  j.reason = s.Text(20);
+  return j;
+}
+
+class SqliteStore final : public Store {
+ public:
+  SqliteStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  ~SqliteStore() override { sqlite3_close(db_); }
+
+  core::Result<bool> Exec(const char* sql) {
+    char* message = nullptr;
+    if (sqlite3_exec(db_, sql, nullptr, nullptr, &message) != SQLITE_OK) {
+      std::string why = message != nullptr ? message : sqlite3_errmsg(db_);
+      sqlite3_free(message);
+      return Error(why);
+    }
+    return true;
+  }
+  core::Error Error(const std::string& what) const {
+    std::string hint;
+    const int code = sqlite3_extended_errcode(db_) & 0xff;
+    if (code == SQLITE_FULL) hint = " (the disk is full: free space and retry)";
+    if (code == SQLITE_READONLY || code == SQLITE_CANTOPEN || code == SQLITE_PERM) {
+      hint = " (the data directory is not writable)";
+    }
+    return core::Error{"store " + path_ + ": " + what + hint};
+  }
+
+  core::Result<bool> Migrate() {
+    if (auto r = Exec("CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT)"); !r) {
+      return r;
+    }
+    int version = 0;
+    {
+      Statement s(db_, "SELECT value FROM meta WHERE key='schema_version'");
+      if (!s.ok()) return Error(sqlite3_errmsg(db_));
+      if (s.Step() == SQLITE_ROW) version = std::atoi(s.Text(0).c_str());
+    }
+    if (version > kSchemaVersion) {
+      return core::Error{"store " + path_ + ": schema version " + std::to_string(version) +
+                         " was written by a newer gpufleet; upgrade gpufleet"};
+    }
+    if (version == 0) {
+      if (auto r = Exec("BEGIN IMMEDIATE"); !r) return r;
+      if (auto r = Exec(kSchemaV1); !r) {
+        Exec("ROLLBACK");
+        return r;
+      }
+      if (auto r = Exec("INSERT INTO meta VALUES('schema_version','1')"); !r) {
+        Exec("ROLLBACK");
+        return r;
+      }
+      if (auto r = Exec("COMMIT"); !r) return r;
+    }
+    return true;
+  }
+
+  core::Result<int64_t> SubmitJob(const JobRecord& job) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto r = Exec("BEGIN IMMEDIATE"); !r) return core::Error{r.error()};
+    Statement s(db_,
+                "INSERT INTO jobs(user,name,queue,priority,gpus,gpu_milli,gpu_type,nodes,argv,env,"
+                "workdir,state,submit_ms) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    s.Bind(1, job.user);
+    s.Bind(2, job.name);
+    s.Bind(3, job.queue);
+    s.Bind(4, job.priority);
+    s.Bind(5, job.gpus);
+    s.Bind(6, job.gpu_milli);
+    s.Bind(7, job.gpu_type);
+    s.Bind(8, job.nodes);
+    s.Bind(9, nlohmann::json(job.argv).dump());
+    s.Bind(10, nlohmann::json(job.env).dump());
+    s.Bind(11, job.workdir);
+    s.Bind(12, std::string(StateName(JobState::kPending)));
+    s.Bind(13, job.submit_ms);
+    if (s.Step() != SQLITE_DONE) {
+      auto e = Error(sqlite3_errmsg(db_));
+      Exec("ROLLBACK");
+      return e;
+    }
+    const int64_t id = sqlite3_last_insert_rowid(db_);
+    if (auto r = AddEvent(id, job.submit_ms, "submitted", job.user); !r) {
+      Exec("ROLLBACK");
+      return core::Error{r.error()};
+    }
+    if (auto r = Exec("COMMIT"); !r) {
+      Exec("ROLLBACK");
+      return core::Error{r.error()};
+    }
+    return id;
+  }
+
+  core::Result<std::optional<JobRecord>> GetJob(int64_t id) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Statement s(db_, (std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id=?").c_str());
+    s.Bind(1, id);
+    const int rc = s.Step();
+    if (rc == SQLITE_ROW) return std::optional<JobRecord>(ReadJob(s));
+    if (rc == SQLITE_DONE) return std::optional<JobRecord>();
+    return Error(sqlite3_errmsg(db_));
+  }
+
+  core::Result<std::vector<JobRecord>> ListJobs(const JobFilter& f) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::string sql = std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id > ?";
+    if (!f.user.empty()) sql += " AND user = ?";
+    if (f.state) sql += " AND state = ?";
+    sql += " ORDER BY id LIMIT ?";
+    Statement s(db_, sql.c_str());
+    int i = 1;
+    s.Bind(i++, f.after_id);
+    if (!f.user.empty()) s.Bind(i++, f.user);
+    if (f.state) s.Bind(i++, std::string(StateName(*f.state)));
+    s.Bind(i, std::max(1, std::min(f.limit, 10000)));
+    return Rows(s);
+  }
+
+  core::Result<std::vector<JobRecord>> LiveJobs() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Statement s(db_, (std::string("SELECT ") + kJobColumns +
+                      " FROM jobs WHERE state IN ('PENDING','SCHEDULED','RUNNING') ORDER BY id")
+                         .c_str());
+    return Rows(s);
+  }
+
+  core::Result<bool> Transition(int64_t id, JobState from, JobState to, const JobUpdate& u,
+                                int64_t now_ms) override {
+    if (!TransitionAllowed(from, to)) {
+      return core::Error{"job " + std::to_string(id) + ": " + std::string(StateName(from)) +
+                         " -> " + std::string(StateName(to)) + " is not allowed"};
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto r = Exec("BEGIN IMMEDIATE"); !r) return r;
+    std::string sql = "UPDATE jobs SET state=?";
+    if (u.start_ms) sql += ",start_ms=?";
+    if (u.end_ms) sql += ",end_ms=?";
+    if (u.exit_code) sql += ",exit_code=?";
+    if (u.node) sql += ",node=?";
+    if (u.gpu_indices) sql += ",gpu_indices=?";
+    if (u.reason) sql += ",reason=?";
+    if (u.bump_epoch) sql += ",epoch=epoch+1";
+    sql += " WHERE id=? AND state=?";
+    Statement s(db_, sql.c_str());
+    int i = 1;
+    s.Bind(i++, std::string(StateName(to)));
+    if (u.start_ms) s.Bind(i++, *u.start_ms);
+    if (u.end_ms) s.Bind(i++, *u.end_ms);
+    if (u.exit_code) s.Bind(i++, *u.exit_code);
+    if (u.node) s.Bind(i++, *u.node);
+    if (u.gpu_indices) s.Bind(i++, nlohmann::json(*u.gpu_indices).dump());
+    if (u.reason) s.Bind(i++, *u.reason);
+    s.Bind(i++, id);
+    s.Bind(i, std::string(StateName(from)));
+    if (s.Step() != SQLITE_DONE) {
+      auto e = Error(sqlite3_errmsg(db_));
+      Exec("ROLLBACK");
+      return e;
+    }
+    if (sqlite3_changes(db_) == 0) {
+      Exec("ROLLBACK");
+      return false;
+    }
+    const std::string what = std::string(StateName(from)) + "->" + std::string(StateName(to));
+    if (auto r = AddEvent(id, now_ms, what, u.reason.value_or("")); !r) {
+      Exec("ROLLBACK");
+      return r;
+    }
+    if (auto r = Exec("COMMIT"); !r) {
+      Exec("ROLLBACK");
+      return r;
+    }
+    return true;
+  }
+
+  core::Result<std::vector<JobEvent>> Events(int64_t job_id) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Statement s(db_, "SELECT job_id,time_ms,what,detail FROM events WHERE job_id=? ORDER BY id");
+    s.Bind(1, job_id);
+    std::vector<JobEvent> out;
+    int rc;
+    while ((rc = s.Step()) == SQLITE_ROW) out.push_back({s.Int(0), s.Int(1), s.Text(2), s.Text(3)});
+    if (rc != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
+    return out;
+  }
+
+  core::Result<bool> PutUser(const std::string& name, const std::string& token_sha256,
+                             bool admin) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Statement s(db_,
+                "INSERT INTO users(name,token_sha256,admin) VALUES(?,?,?) ON CONFLICT(name) "
+                "DO UPDATE SET token_sha256=excluded.token_sha256, admin=excluded.admin");
+    s.Bind(1, name);
+    s.Bind(2, token_sha256);
+    s.Bind(3, admin ? 1 : 0);
+    if (s.Step() != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
+    return true;
+  }
+
+  core::Result<std::optional<UserRecord>> UserByToken(const std::string& token_sha256) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Statement s(db_, "SELECT name,admin FROM users WHERE token_sha256=?");
+    s.Bind(1, token_sha256);
+    const int rc = s.Step();
+    if (rc == SQLITE_ROW) return std::optional<UserRecord>(UserRecord{s.Text(0), s.Int(1) != 0});
+    if (rc == SQLITE_DONE) return std::optional<UserRecord>();
+    return Error(sqlite3_errmsg(db_));
+  }
+
+ private:
+  core::Result<std::vector<JobRecord>> Rows(Statement& s) {
+    std::vector<JobRecord> out;
+    int rc;
+    while ((rc = s.Step()) == SQLITE_ROW) out.push_back(ReadJob(s));
+    if (rc != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
+    return out;
+  }
+  core::Result<bool> AddEvent(int64_t job_id, int64_t time_ms, const std::string& what,
+                              const std::string& detail) {
+    Statement s(db_, "INSERT INTO events(job_id,time_ms,what,detail) VALUES(?,?,?,?)");
+    s.Bind(1, job_id);
+    s.Bind(2, time_ms);
+    s.Bind(3, what);
+    s.Bind(4, detail);
+    if (s.Step() != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
+    return true;
+  }
+
+  sqlite3* db_;
+  std::string path_;
+  std::mutex mutex_;
+};
+
+}  // namespace
+
+std::string_view StateName(JobState state) {
+  switch (state) {
+    case JobState::kPending:
+      return "PENDING";
+    case JobState::kScheduled:
+      return "SCHEDULED";
+    case JobState::kRunning:
+      return "RUNNING";
+    case JobState::kSucceeded:
+      return "SUCCEEDED";
+    case JobState::kFailed:
+      return "FAILED";
+    case JobState::kCancelled:
+      return "CANCELLED";
+    case JobState::kPreempted:
+      return "PREEMPTED";
+    case JobState::kLost:
+      return "LOST";
+  }
+  return "?";
+}
+
+std::optional<JobState> ParseState(std::string_view name) {
+  for (JobState s :
+       {JobState::kPending, JobState::kScheduled, JobState::kRunning, JobState::kSucceeded,
+        JobState::kFailed, JobState::kCancelled, JobState::kPreempted, JobState::kLost}) {
+    if (StateName(s) == name) return s;
+  }
+  return std::nullopt;
+}
+
+bool IsTerminal(JobState s) {
+  return s == JobState::kSucceeded || s == JobState::kFailed || s == JobState::kCancelled;
+}
+
+bool TransitionAllowed(JobState from, JobState to) {
+  using S = JobState;
+  switch (from) {
+    case S::kPending:
+      return to == S::kScheduled || to == S::kCancelled || to == S::kFailed;
+    case S::kScheduled:
+      return to == S::kRunning || to == S::kCancelled || to == S::kFailed || to == S::kLost ||
+             to == S::kPreempted || to == S::kPending;
+    case S::kRunning:
+      return to == S::kSucceeded || to == S::kFailed || to == S::kCancelled || to == S::kLost ||
+             to == S::kPreempted;
+    case S::kPreempted:
+    case S::kLost:
+      return to == S::kPending || to == S::kCancelled || to == S::kFailed;
+    default:
+      return false;  // terminal
+  }
+}
+
+core::Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& data_dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(data_dir, ec);
+  if (ec) {
+    return core::Error{"cannot create data directory " + data_dir + ": " + ec.message()};
+  }
+  const std::string path = (std::filesystem::path(data_dir) / "gpufleet.db").string();
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
+      SQLITE_OK) {
+    std::string why = db != nullptr ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close(db);
+    return core::Error{"cannot open " + path + ": " + why + " (is the data directory writable?)"};
+  }
+  auto store = std::make_unique<SqliteStore>(db, path);
+  sqlite3_busy_timeout(db, 5000);
+  for (const char* pragma :
+       {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", "PRAGMA foreign_keys=ON"}) {
+    if (auto r = store->Exec(pragma); !r) return core::Error{r.error()};
+  }
+  if (auto r = store->Migrate(); !r) return core::Error{r.error()};
+  return std::unique_ptr<Store>(std::move(store));
+}
+
+}  // namespace gpufleet::store

@@ -1,0 +1,116 @@
+#pragma once
+// `Store`: the controller's durable state. Jobs and their state machine, an event (audit) log,
+// users with hashed API tokens. Every write is one transaction: `SubmitJob` returns only after
+// the job is committed, so an acknowledged submit survives any crash. The interface speaks only
+// in core types and plain records, so that a PostgreSQL implementation can stand beside SQLite.
+//
+// Job states: PENDING -> SCHEDULED -> RUNNING -> SUCCEEDED | FAILED; CANCELLED from any live
+// state; PREEMPTED and LOST from SCHEDULED or RUNNING, and back to PENDING when requeued.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/result.h"
+
+namespace gpufleet::store {
+
+enum class JobState {
+  kPending,
+  kScheduled,
+  kRunning,
+  kSucceeded,
+  kFailed,
+  kCancelled,
+  kPreempted,
+  kLost,
+};
+std::string_view StateName(JobState state);  // "PENDING", ...
+std::optional<JobState> ParseState(std::string_view name);
+bool IsTerminal(JobState state);  // SUCCEEDED, FAILED, CANCELLED
+bool TransitionAllowed(JobState from, JobState to);
+
+struct JobRecord {
+  int64_t id = 0;
+  std::string user;
+  std::string name;
+  std::string queue = "default";
+  int priority = 0;
+  int gpus = 1;          // whole GPUs (0: CPU only)
+  int gpu_milli = 1000;  // below 1000: a share of one GPU
+  std::string gpu_type;  // "" : any model
+  int nodes = 1;
+  std::vector<std::string> argv;
+  std::vector<std::pair<std::string, std::string>> env;
+  std::string workdir;
+  JobState state = JobState::kPending;
+  int64_t submit_ms = 0;
+  int64_t start_ms = 0;  // 0: not started
+  int64_t end_ms = 0;    // 0: not ended
+  std::optional<int> exit_code;
+  std::string node;              // where it was placed
+  std::vector<int> gpu_indices;  // which GPUs of that node
+  int64_t epoch = 0;             // bumped at each placement; stale agent reports are ignored
+  std::string reason;            // why it ended or failed to start
+};
+
+// What a transition changes besides the state; unset fields stay as they are.
+struct JobUpdate {
+  std::optional<int64_t> start_ms, end_ms;
+  std::optional<int> exit_code;
+  std::optional<std::string> node;
+  std::optional<std::vector<int>> gpu_indices;
+  bool bump_epoch = false;
+  std::optional<std::string> reason;
+};
+
+struct JobFilter {
+  std::string user;  // "" : every user
+  std::optional<JobState> state;
+  int64_t after_id = 0;  // pagination: ids greater than this
+  int limit = 100;
+};
+
+struct JobEvent {
+  int64_t job_id = 0;
+  int64_t time_ms = 0;
+  std::string what;  // "submitted", "PENDING->SCHEDULED", ...
+  std::string detail;
+};
+
+struct UserRecord {
+  std::string name;
+  bool admin = false;
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+  // Records a new PENDING job and returns its id, after the commit.
+  virtual core::Result<int64_t> SubmitJob(const JobRecord& job) = 0;
+  virtual core::Result<std::optional<JobRecord>> GetJob(int64_t id) = 0;
+  // In id order.
+  virtual core::Result<std::vector<JobRecord>> ListJobs(const JobFilter& filter) = 0;
+  // Jobs in any of the live states (PENDING, SCHEDULED, RUNNING), in id order: what a restarted
+  // controller rebuilds its queue from.
+  virtual core::Result<std::vector<JobRecord>> LiveJobs() = 0;
+  // Compare-and-set: moves job `id` from `from` to `to` with `update` and records an event.
+  // Returns false (changing nothing) when the job is not in `from`; an error when the transition
+  // is not allowed or the store fails.
+  virtual core::Result<bool> Transition(int64_t id, JobState from, JobState to,
+                                        const JobUpdate& update, int64_t now_ms) = 0;
+  virtual core::Result<std::vector<JobEvent>> Events(int64_t job_id) = 0;
+  // Users and their API tokens, stored as SHA-256 hashes.
+  virtual core::Result<bool> PutUser(const std::string& name, const std::string& token_sha256,
+                                     bool admin) = 0;
+  virtual core::Result<std::optional<UserRecord>> UserByToken(const std::string& token_sha256) = 0;
+};
+
+// Opens (creating when needed) `<data_dir>/gpufleet.db`: WAL mode, full sync on commit, schema
+// migrated to the current version. Errors name the path and what to do.
+core::Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& data_dir);
+
+}  // namespace gpufleet::store

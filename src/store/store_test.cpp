@@ -1,0 +1,164 @@
+#include "store/store.h"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace gpufleet::store {
+namespace {
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("gpufleet-store-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    auto store = OpenSqliteStore(dir_.string());
+    ASSERT_TRUE(store.ok()) << store.error();
+    store_ = std::move(store).value();
+  }
+  void TearDown() override {
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  JobRecord Job(const std::string& user) {
+    JobRecord j;
+    j.user = user;
+    j.name = "train";
+    j.gpus = 2;
+    j.argv = {"python", "train.py", "--lr", "0.1 x"};
+    j.env = {{"A", "1"}, {"B", "two words"}};
+    j.workdir = "/tmp";
+    j.submit_ms = 1000;
+    return j;
+  }
+  std::filesystem::path dir_;
+  std::unique_ptr<Store> store_;
+};
+
+TEST_F(StoreTest, SubmitThenGetRoundTrips) {
+  auto id = store_->SubmitJob(Job("alice"));
+  ASSERT_TRUE(id.ok()) << id.error();
+  auto got = store_->GetJob(id.value());
+  ASSERT_TRUE(got.ok());
+  ASSERT_TRUE(got.value().has_value());
+  const JobRecord& j = *got.value();
+  EXPECT_EQ(j.user, "alice");
+  EXPECT_EQ(j.state, JobState::kPending);
+  EXPECT_EQ(j.argv, (std::vector<std::string>{"python", "train.py", "--lr", "0.1 x"}));
+  EXPECT_EQ(j.env[1].second, "two words");
+  EXPECT_EQ(j.gpus, 2);
+  EXPECT_FALSE(j.exit_code.has_value());
+  EXPECT_FALSE(store_->GetJob(999).value().has_value());
+}
+
+TEST_F(StoreTest, TransitionsAreCompareAndSetAndLogged) {
+  const int64_t id = store_->SubmitJob(Job("alice")).value();
+  JobUpdate placed;
+  placed.node = "local";
+  placed.gpu_indices = std::vector<int>{2, 3};
+  placed.bump_epoch = true;
+  ASSERT_TRUE(
+      store_->Transition(id, JobState::kPending, JobState::kScheduled, placed, 2000).value());
+  // A stale writer that still thinks the job is PENDING changes nothing.
+  EXPECT_FALSE(store_->Transition(id, JobState::kPending, JobState::kScheduled, {}, 2001).value());
+  JobUpdate started;
+  started.start_ms = 2500;
+  ASSERT_TRUE(
+      store_->Transition(id, JobState::kScheduled, JobState::kRunning, started, 2500).value());
+  JobUpdate done;
+  done.end_ms = 9000;
+  done.exit_code = 0;
+  ASSERT_TRUE(store_->Transition(id, JobState::kRunning, JobState::kSucceeded, done, 9000).value());
+  auto bad = store_->Transition(id, JobState::kSucceeded, JobState::kRunning, {}, 9100);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("SUCCEEDED -> RUNNING is not allowed"), std::string::npos);
+
+  const JobRecord j = *store_->GetJob(id).value();
+  EXPECT_EQ(j.state, JobState::kSucceeded);
+  EXPECT_EQ(j.node, "local");
+  EXPECT_EQ(j.gpu_indices, (std::vector<int>{2, 3}));
+  EXPECT_EQ(j.epoch, 1);
+  EXPECT_EQ(j.start_ms, 2500);
+  EXPECT_EQ(j.exit_code, 0);
+  const auto events = store_->Events(id).value();
+  ASSERT_EQ(events.size(), 4U);
+  EXPECT_EQ(events[0].what, "submitted");
+  EXPECT_EQ(events[3].what, "RUNNING->SUCCEEDED");
+}
+
+TEST_F(StoreTest, ListFiltersAndPages) {
+  for (int i = 0; i < 5; ++i) store_->SubmitJob(Job(i % 2 ? "bob" : "alice"));
+  const int64_t first = store_->ListJobs({}).value().front().id;
+  store_->Transition(first, JobState::kPending, JobState::kCancelled, {}, 5);
+  JobFilter alice;
+  alice.user = "alice";
+  EXPECT_EQ(store_->ListJobs(alice).value().size(), 3U);
+  JobFilter pending;
+  pending.state = JobState::kPending;
+  EXPECT_EQ(store_->ListJobs(pending).value().size(), 4U);
+  JobFilter page;
+  page.limit = 2;
+  const auto p1 = store_->ListJobs(page).value();
+  ASSERT_EQ(p1.size(), 2U);
+  page.after_id = p1.back().id;
+  const auto p2 = store_->ListJobs(page).value();
+  ASSERT_EQ(p2.size(), 2U);
+  EXPECT_GT(p2.front().id, p1.back().id);
+  EXPECT_EQ(store_->LiveJobs().value().size(), 4U);
+}
+
+TEST_F(StoreTest, CommittedJobsSurviveReopening) {
+  const int64_t id = store_->SubmitJob(Job("alice")).value();
+  ASSERT_TRUE(store_->PutUser("alice", "hash-a", false).value());
+  store_.reset();
+  auto reopened = OpenSqliteStore(dir_.string());
+  ASSERT_TRUE(reopened.ok()) << reopened.error();
+  EXPECT_EQ(reopened.value()->GetJob(id).value()->user, "alice");
+  auto user = reopened.value()->UserByToken("hash-a").value();
+  ASSERT_TRUE(user.has_value());
+  EXPECT_EQ(user->name, "alice");
+  EXPECT_FALSE(reopened.value()->UserByToken("nope").value().has_value());
+  store_ = std::move(reopened).value();
+}
+
+TEST_F(StoreTest, NewerSchemaIsRefusedClearly) {
+  store_.reset();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir_ / "gpufleet.db").string().c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE meta SET value='99' WHERE key='schema_version'", nullptr,
+                         nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  auto reopened = OpenSqliteStore(dir_.string());
+  ASSERT_FALSE(reopened.ok());
+  EXPECT_NE(reopened.error().find("newer gpufleet"), std::string::npos);
+}
+
+TEST(StoreOpen, UnusableDataDirectoryIsAClearError) {
+  const auto file =
+      std::filesystem::temp_directory_path() / ("gpufleet-not-a-dir-" + std::to_string(::getpid()));
+  std::ofstream(file) << "x";
+  auto store = OpenSqliteStore((file / "data").string());
+  ASSERT_FALSE(store.ok());
+  EXPECT_NE(store.error().find("cannot create data directory"), std::string::npos);
+  std::filesystem::remove(file);
+}
+
+TEST(StoreStates, TransitionTable) {
+  EXPECT_TRUE(TransitionAllowed(JobState::kPending, JobState::kScheduled));
+  EXPECT_TRUE(TransitionAllowed(JobState::kLost, JobState::kPending)) << "requeue";
+  EXPECT_FALSE(TransitionAllowed(JobState::kPending, JobState::kRunning));
+  EXPECT_FALSE(TransitionAllowed(JobState::kCancelled, JobState::kPending));
+  for (auto s : {JobState::kSucceeded, JobState::kFailed, JobState::kCancelled}) {
+    EXPECT_TRUE(IsTerminal(s));
+    EXPECT_EQ(ParseState(StateName(s)), s);
+  }
+}
+
+}  // namespace
+}  // namespace gpufleet::store
