@@ -1,0 +1,67 @@
+#pragma once
+// `Runner`: starts jobs as processes on this node and watches them.
+//  - argv is executed directly (no shell unless the job's argv names one);
+//  - each job gets its own process group (signals reach all of its processes), stdin from
+//    /dev/null, stdout and stderr appended to its log file;
+//  - environment: the agent's, then the job's own, then CUDA_VISIBLE_DEVICES (the assigned GPUs),
+//    GPUFLEET_JOB_ID, and the torchrun variables for a single node (MASTER_ADDR, MASTER_PORT,
+//    WORLD_SIZE, RANK, NODE_RANK, LOCAL_WORLD_SIZE);
+//  - as root, the job runs as its submitting user (when that user exists here);
+//  - Stop sends SIGTERM to the group, then SIGKILL after the grace period.
+// A launch that cannot exec (no such program, no permission) is an error at Launch, not a job
+// that dies later. Not thread-safe: one owner calls it.
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/result.h"
+
+namespace gpufleet::agent {
+
+struct LaunchSpec {
+  int64_t job_id = 0;
+  std::vector<std::string> argv;
+  std::vector<std::pair<std::string, std::string>> env;
+  std::string workdir;  // "" : the log file's folder
+  std::vector<int> gpu_indices;
+  std::string user;  // run as this user when the agent is root
+  std::string log_path;
+};
+
+struct JobExit {
+  int64_t job_id = 0;
+  int exit_code = 0;     // the process's exit status, or 128 + signal
+  int signal = 0;        // the signal that ended it, or 0
+  bool stopped = false;  // ended after Stop (cancel or preemption)
+};
+
+class Runner {
+ public:
+  Runner() = default;
+  ~Runner();  // kills whatever still runs (SIGKILL to each group)
+  Runner(const Runner&) = delete;
+  Runner& operator=(const Runner&) = delete;
+
+  core::Result<pid_t> Launch(const LaunchSpec& spec);
+  // SIGTERM now, SIGKILL once `grace_s` has passed (checked by Reap); false when not running.
+  bool Stop(int64_t job_id, double grace_s);
+  // Jobs that ended since the last call; never blocks.
+  std::vector<JobExit> Reap();
+  bool running(int64_t job_id) const { return jobs_.count(job_id) > 0; }
+  std::size_t size() const { return jobs_.size(); }
+
+ private:
+  struct Child {
+    pid_t pid = 0;
+    bool stopping = false;
+    std::chrono::steady_clock::time_point kill_at;
+  };
+  std::map<int64_t, Child> jobs_;
+};
+
+}  // namespace gpufleet::agent

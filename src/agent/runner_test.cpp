@@ -1,0 +1,116 @@
+#include "agent/runner.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace gpufleet::agent {
+namespace {
+
+class RunnerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("gpufleet-runner-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  LaunchSpec Spec(int64_t id, std::vector<std::string> argv) {
+    LaunchSpec s;
+    s.job_id = id;
+    s.argv = std::move(argv);
+    s.log_path = (dir_ / (std::to_string(id) + ".log")).string();
+    return s;
+  }
+  std::vector<JobExit> WaitExits(Runner& runner, std::size_t n, double seconds = 10) {
+    std::vector<JobExit> all;
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(int(seconds * 1000));
+    while (all.size() < n && std::chrono::steady_clock::now() < deadline) {
+      for (const JobExit& e : runner.Reap()) all.push_back(e);
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return all;
+  }
+  std::string Slurp(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(RunnerTest, RunsArgvWithTheJobEnvironmentAndLogs) {
+  Runner runner;
+  LaunchSpec spec = Spec(7, {"sh", "-c",
+                             "echo gpus=$CUDA_VISIBLE_DEVICES job=$GPUFLEET_JOB_ID "
+                             "world=$WORLD_SIZE local=$LOCAL_WORLD_SIZE mine=$MINE; echo err >&2; "
+                             "exit 3"});
+  spec.gpu_indices = {1, 3};
+  spec.env = {{"MINE", "a b"}};
+  ASSERT_TRUE(runner.Launch(spec).ok());
+  const auto exits = WaitExits(runner, 1);
+  ASSERT_EQ(exits.size(), 1U);
+  EXPECT_EQ(exits[0].job_id, 7);
+  EXPECT_EQ(exits[0].exit_code, 3);
+  EXPECT_FALSE(exits[0].stopped);
+  const std::string log = Slurp(spec.log_path);
+  EXPECT_NE(log.find("gpus=1,3 job=7 world=1 local=2 mine=a b"), std::string::npos) << log;
+  EXPECT_NE(log.find("err"), std::string::npos);
+}
+
+TEST_F(RunnerTest, ArgvIsNotInterpretedByAShell) {
+  Runner runner;
+  LaunchSpec spec = Spec(1, {"echo", "$HOME;", "`id`"});
+  ASSERT_TRUE(runner.Launch(spec).ok());
+  ASSERT_EQ(WaitExits(runner, 1).size(), 1U);
+  EXPECT_EQ(Slurp(spec.log_path), "$HOME; `id`\n");
+}
+
+TEST_F(RunnerTest, UnrunnableCommandIsAnErrorAtLaunch) {
+  Runner runner;
+  auto r = runner.Launch(Spec(2, {"/nonexistent/trainer"}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("cannot run '/nonexistent/trainer'"), std::string::npos) << r.error();
+  LaunchSpec bad_dir = Spec(3, {"true"});
+  bad_dir.workdir = "/nonexistent-dir";
+  auto d = runner.Launch(bad_dir);
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.error().find("working directory"), std::string::npos);
+  EXPECT_EQ(runner.size(), 0U);
+}
+
+TEST_F(RunnerTest, StopSendsTermThenKillsTheWholeGroup) {
+  Runner runner;
+  // The job ignores SIGTERM and has a child of its own: both must go after the grace period.
+  LaunchSpec spec = Spec(4, {"sh", "-c", "trap '' TERM; sleep 100 & sleep 100"});
+  ASSERT_TRUE(runner.Launch(spec).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(runner.Stop(4, 0.3));
+  const auto start = std::chrono::steady_clock::now();
+  const auto exits = WaitExits(runner, 1);
+  ASSERT_EQ(exits.size(), 1U);
+  EXPECT_TRUE(exits[0].stopped);
+  EXPECT_EQ(exits[0].signal, SIGKILL);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(250));
+  EXPECT_FALSE(runner.Stop(4, 1)) << "no longer running";
+
+  // A job that honours SIGTERM ends at once, with its own status.
+  LaunchSpec polite = Spec(5, {"sh", "-c", "trap 'exit 42' TERM; while :; do sleep 0.05; done"});
+  ASSERT_TRUE(runner.Launch(polite).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  runner.Stop(5, 30);
+  const auto polite_exit = WaitExits(runner, 1);
+  ASSERT_EQ(polite_exit.size(), 1U);
+  EXPECT_EQ(polite_exit[0].exit_code, 42);
+}
+
+}  // namespace
+}  // namespace gpufleet::agent
