@@ -4,8 +4,10 @@
 #include <cstdio>
 
 #include "agent/agent_commands.h"
+#include "cli/client_commands.h"
 #include "cli/placement_commands.h"
 #include "cli/sim_run_command.h"
+#include "cli/up_command.h"
 #include "sched/policy_registry.h"
 #include "sched/queue_policy.h"
 
@@ -169,6 +171,89 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   add_probe_flags(top_cmd, top_options.probe);
   top_cmd->callback([&] { std::exit(agent::RunTop(top_options)); });
+
+  cli::UpOptions up;
+  CLI::App* up_cmd = app.add_subcommand(
+      "up",
+      "Run the controller, a local agent and the SQLite store in one process: submit jobs "
+      "to it with `gpufleet submit`");
+  up_cmd->add_option("--data-dir", up.data_dir,
+                     "where the store, logs and token live (default: $GPUFLEET_DATA_DIR, else "
+                     "~/.gpufleet)");
+  up_cmd->add_option("--listen", up.listen, "HOST:PORT for the API (port 0: any)")
+      ->capture_default_str();
+  up_cmd
+      ->add_option("--simulated-gpus", up.simulated_gpus,
+                   "use N simulated GPUs instead of NVML (without it: NVML, or simulated GPUs "
+                   "when no driver is found)")
+      ->check(CLI::Range(0, 64));
+  up_cmd->add_option("--nvml-library", up.nvml_library, "NVML library to load")
+      ->capture_default_str();
+  up_cmd->add_option("--policy", up.queue_policy, "queue policy: " + sched::QueuePolicyNames())
+      ->capture_default_str();
+  up_cmd->add_option("--placement", up.placement_policy, policy_help)->capture_default_str();
+  up_cmd
+      ->add_option("--stop-grace", up.stop_grace_s,
+                   "seconds between SIGTERM and SIGKILL when a job is cancelled")
+      ->capture_default_str();
+  up_cmd->callback([&] { std::exit(cli::RunUp(up)); });
+
+  // Flags every client command shares.
+  auto add_client_flags = [](CLI::App* cmd, cli::ClientOptions& client) {
+    cmd->add_option("--server", client.server,
+                    "server URL (default: $GPUFLEET_SERVER, else what `gpufleet up` wrote in "
+                    "the data directory)");
+    cmd->add_option("--data-dir", client.data_dir,
+                    "the data directory of `gpufleet up` (for its server and token files)");
+    cmd->add_flag("--json", client.json, "print JSON for scripts");
+  };
+
+  cli::SubmitOptions submit;
+  CLI::App* submit_cmd =
+      app.add_subcommand("submit", "Submit a job: gpufleet submit [flags] -- COMMAND ARGS...");
+  submit_cmd->add_option("--gpus", submit.gpus, "whole GPUs")->capture_default_str();
+  submit_cmd->add_option("--gpu-type", submit.gpu_type,
+                         "GPU model(s), e.g. H100-80GB or A100-40GB|A100-80GB");
+  submit_cmd->add_option("--gpu-share", submit.gpu_share, "a share of one GPU, in (0, 1]");
+  submit_cmd->add_option("--nodes", submit.nodes, "nodes (gang)")->capture_default_str();
+  submit_cmd->add_option("--priority", submit.priority, "higher runs first")->capture_default_str();
+  submit_cmd->add_option("--queue", submit.queue, "queue (team)");
+  submit_cmd->add_option("--name", submit.name, "job name (default: the command)");
+  submit_cmd->add_option("--env", submit.env, "NAME=value for the job (repeatable)");
+  submit_cmd->add_option("--workdir", submit.workdir, "working directory (default: here)");
+  submit_cmd->add_option("command", submit.command, "the command and its arguments, after --");
+  add_client_flags(submit_cmd, submit.client);
+  submit_cmd->callback([&] { std::exit(cli::RunSubmit(submit)); });
+
+  cli::JobsOptions jobs;
+  CLI::App* jobs_cmd = app.add_subcommand("jobs", "List jobs (yours; --all for everyone's)");
+  jobs_cmd->add_flag("--all", jobs.all_users, "every user's jobs (admins)");
+  jobs_cmd->add_option("--state", jobs.state, "only jobs in this state, e.g. RUNNING");
+  jobs_cmd->add_option("--limit", jobs.limit, "at most this many")->capture_default_str();
+  add_client_flags(jobs_cmd, jobs.client);
+  jobs_cmd->callback([&] { std::exit(cli::RunJobs(jobs)); });
+
+  cli::ClientOptions job_client;
+  int64_t job_id = 0;
+  bool follow = false;
+  CLI::App* show_cmd = app.add_subcommand("show", "Show one job");
+  show_cmd->add_option("id", job_id, "job id")->required();
+  add_client_flags(show_cmd, job_client);
+  show_cmd->callback([&] { std::exit(cli::RunShow(job_client, job_id)); });
+  CLI::App* cancel_cmd =
+      app.add_subcommand("cancel", "Cancel a job (running: SIGTERM, grace, SIGKILL)");
+  cancel_cmd->add_option("id", job_id, "job id")->required();
+  add_client_flags(cancel_cmd, job_client);
+  cancel_cmd->callback([&] { std::exit(cli::RunCancel(job_client, job_id)); });
+  CLI::App* logs_cmd =
+      app.add_subcommand("logs", "Print a job's output (-f: follow until it ends)");
+  logs_cmd->add_option("id", job_id, "job id")->required();
+  logs_cmd->add_flag("-f,--follow", follow, "keep printing until the job ends");
+  add_client_flags(logs_cmd, job_client);
+  logs_cmd->callback([&] { std::exit(cli::RunLogs(job_client, job_id, follow)); });
+  CLI::App* nodes_cmd = app.add_subcommand("nodes", "List nodes and their GPUs");
+  add_client_flags(nodes_cmd, job_client);
+  nodes_cmd->callback([&] { std::exit(cli::RunNodes(job_client)); });
 
   try {
     app.parse(argc, argv);

@@ -73,5 +73,6 @@ std::unique_ptr<QueuePolicy> MakeQssf();
 std::unique_ptr<QueuePolicy> MakeTiresias();
 std::unique_ptr<QueuePolicy> MakeFairShare();
 std::unique_ptr<QueuePolicy> MakeLasQssf();
+std::unique_ptr<QueuePolicy> MakePriority();
 
 }  // namespace gpufleet::sched

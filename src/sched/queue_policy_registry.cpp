@@ -5,6 +5,8 @@ namespace gpufleet::sched {
 const std::vector<QueuePolicyInfo>& QueuePolicies() {
   static const std::vector<QueuePolicyInfo> policies = {
       {"fifo", "first come, first served; strict order", &MakeFifo},
+      {"priority", "higher priority first, then first come; any job that fits starts (default)",
+       &MakePriority},
       {"backfill", "FIFO with EASY backfill on run-time estimates", &MakeEasyBackfill},
       {"sjf-oracle", "shortest job first on TRUE run times (upper bound, not deployable)",
        &MakeSjfOracle},

@@ -1,0 +1,222 @@
+#include "cli/client_commands.h"
+
+#include <httplib.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <thread>
+
+#include "cli/up_command.h"
+
+namespace gpufleet::cli {
+namespace {
+
+using nlohmann::json;
+
+struct Connection {
+  std::string url;
+  std::string token;
+  std::unique_ptr<httplib::Client> http;
+};
+
+std::string FirstLine(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+// Finds the server and token; prints what to do and returns nothing when it cannot.
+std::optional<Connection> Connect(const ClientOptions& o) {
+  Connection c;
+  const std::string data_dir = DataDir(o.data_dir);
+  c.url = o.server;
+  if (c.url.empty()) {
+    if (const char* env = std::getenv("GPUFLEET_SERVER"); env != nullptr) c.url = env;
+  }
+  if (c.url.empty()) c.url = FirstLine(data_dir + "/server");
+  if (c.url.empty()) {
+    std::fprintf(stderr,
+                 "gpufleet: no server: pass --server URL, set GPUFLEET_SERVER, or start "
+                 "`gpufleet up` (it writes %s/server)\n",
+                 data_dir.c_str());
+    return std::nullopt;
+  }
+  if (const char* env = std::getenv("GPUFLEET_TOKEN"); env != nullptr) c.token = env;
+  if (c.token.empty()) c.token = FirstLine(data_dir + "/token");
+  c.http = std::make_unique<httplib::Client>(c.url);
+  c.http->set_connection_timeout(5, 0);
+  c.http->set_read_timeout(30, 0);
+  if (!c.token.empty()) c.http->set_bearer_token_auth(c.token);
+  return c;
+}
+
+// The response's JSON body, or nothing after printing the error. `what` names the action.
+std::optional<json> Check(const httplib::Result& r, const Connection& c, const char* what) {
+  if (!r) {
+    std::fprintf(stderr,
+                 "gpufleet: cannot reach the server at %s (%s): is `gpufleet up` running?\n",
+                 c.url.c_str(), httplib::to_string(r.error()).c_str());
+    return std::nullopt;
+  }
+  json body = json::parse(r->body, nullptr, false);
+  if (r->status >= 400) {
+    std::string message =
+        body.is_object() && body.contains("error") ? body["error"].get<std::string>() : r->body;
+    std::fprintf(stderr, "gpufleet: %s failed (%d): %s\n", what, r->status, message.c_str());
+    if (r->status == 401) {
+      std::fprintf(stderr,
+                   "gpufleet: set GPUFLEET_TOKEN, or run on the machine where `gpufleet "
+                   "up` keeps its data directory\n");
+    }
+    return std::nullopt;
+  }
+  if (body.is_discarded()) {
+    std::fprintf(stderr, "gpufleet: %s: the server's answer is not JSON\n", what);
+    return std::nullopt;
+  }
+  return body;
+}
+
+std::string Cell(const json& v) {
+  if (v.is_null()) return "-";
+  if (v.is_string()) return v.get<std::string>().empty() ? "-" : v.get<std::string>();
+  return v.dump();
+}
+
+}  // namespace
+
+int RunSubmit(const SubmitOptions& o) {
+  if (o.command.empty()) {
+    std::fprintf(stderr,
+                 "gpufleet submit: no command: put it after --, e.g. "
+                 "`gpufleet submit --gpus 1 -- python train.py`\n");
+    return 2;
+  }
+  auto c = Connect(o.client);
+  if (!c) return 1;
+  json body = {{"argv", o.command}, {"gpus", o.gpus}, {"nodes", o.nodes}, {"priority", o.priority}};
+  if (!o.name.empty()) body["name"] = o.name;
+  if (!o.queue.empty()) body["queue"] = o.queue;
+  if (!o.gpu_type.empty()) body["gpu_type"] = o.gpu_type;
+  if (o.gpu_share > 0) body["gpu_share"] = o.gpu_share;
+  body["workdir"] = o.workdir.empty() ? std::filesystem::current_path().string() : o.workdir;
+  json env = json::object();
+  for (const std::string& kv : o.env) {
+    const std::size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      std::fprintf(stderr, "gpufleet submit: --env '%s': expected NAME=value\n", kv.c_str());
+      return 2;
+    }
+    env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  body["env"] = env;
+  auto r = c->http->Post("/v1/jobs", body.dump(), "application/json");
+  auto answer = Check(r, *c, "submit");
+  if (!answer) return 1;
+  if (o.client.json) {
+    std::printf("%s\n", answer->dump().c_str());
+  } else {
+    std::printf("submitted job %lld\n", static_cast<long long>((*answer)["id"].get<int64_t>()));
+  }
+  return 0;
+}
+
+int RunJobs(const JobsOptions& o) {
+  auto c = Connect(o.client);
+  if (!c) return 1;
+  std::string path = "/v1/jobs?limit=" + std::to_string(o.limit);
+  if (o.all_users) path += "&user=all";
+  if (!o.state.empty()) path += "&state=" + o.state;
+  auto answer = Check(c->http->Get(path), *c, "jobs");
+  if (!answer) return 1;
+  if (o.client.json) {
+    std::printf("%s\n", answer->dump(2).c_str());
+    return 0;
+  }
+  std::printf("%-8s %-10s %-12s %-5s %-10s %s\n", "ID", "STATE", "USER", "GPUS", "NODE", "NAME");
+  for (const json& j : *answer) {
+    std::printf("%-8lld %-10s %-12s %-5d %-10s %s\n",
+                static_cast<long long>(j["id"].get<int64_t>()), Cell(j["state"]).c_str(),
+                Cell(j["user"]).c_str(), j["gpus"].get<int>(), Cell(j["node"]).c_str(),
+                Cell(j["name"]).c_str());
+  }
+  return 0;
+}
+
+int RunShow(const ClientOptions& client, int64_t id) {
+  auto c = Connect(client);
+  if (!c) return 1;
+  auto answer = Check(c->http->Get("/v1/jobs/" + std::to_string(id)), *c, "show");
+  if (!answer) return 1;
+  if (client.json) {
+    std::printf("%s\n", answer->dump(2).c_str());
+    return 0;
+  }
+  for (const auto& [key, value] : answer->items()) {
+    std::printf("%-12s %s\n", key.c_str(), Cell(value).c_str());
+  }
+  return 0;
+}
+
+int RunCancel(const ClientOptions& client, int64_t id) {
+  auto c = Connect(client);
+  if (!c) return 1;
+  auto answer = Check(c->http->Post("/v1/jobs/" + std::to_string(id) + "/cancel"), *c, "cancel");
+  if (!answer) return 1;
+  if (client.json) {
+    std::printf("%s\n", answer->dump().c_str());
+  } else {
+    std::printf("job %lld: %s\n", static_cast<long long>(id), Cell((*answer)["state"]).c_str());
+  }
+  return 0;
+}
+
+int RunLogs(const ClientOptions& client, int64_t id, bool follow) {
+  auto c = Connect(client);
+  if (!c) return 1;
+  int64_t offset = 0;
+  for (;;) {
+    auto r =
+        c->http->Get("/v1/jobs/" + std::to_string(id) + "/logs?offset=" + std::to_string(offset));
+    if (!r || r->status >= 400) {
+      Check(r, *c, "logs");
+      return 1;
+    }
+    std::fwrite(r->body.data(), 1, r->body.size(), stdout);
+    std::fflush(stdout);
+    offset += static_cast<int64_t>(r->body.size());
+    const std::string state = r->get_header_value("X-Job-State");
+    const bool live = state == "PENDING" || state == "SCHEDULED" || state == "RUNNING";
+    if (!follow) return 0;
+    if (!live && r->body.empty()) return 0;  // ended, and everything it wrote was shown
+    if (r->body.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+int RunNodes(const ClientOptions& client) {
+  auto c = Connect(client);
+  if (!c) return 1;
+  auto answer = Check(c->http->Get("/v1/nodes"), *c, "nodes");
+  if (!answer) return 1;
+  if (client.json) {
+    std::printf("%s\n", answer->dump(2).c_str());
+    return 0;
+  }
+  std::printf("%-12s %-7s %-5s %-5s %-28s %s\n", "NODE", "STATE", "GPUS", "FREE", "MODEL", "JOBS");
+  for (const json& n : *answer) {
+    std::printf("%-12s %-7s %-5d %-5d %-28s %d%s\n", Cell(n["name"]).c_str(),
+                Cell(n["state"]).c_str(), n["gpus"].get<int>(), n["free_gpus"].get<int>(),
+                Cell(n["gpu_model"]).c_str(), n["running_jobs"].get<int>(),
+                n["simulated"].get<bool>() ? "  (SIMULATED GPUs)" : "");
+  }
+  return 0;
+}
+
+}  // namespace gpufleet::cli

@@ -1,0 +1,45 @@
+#pragma once
+// The client commands: `submit`, `jobs`, `show`, `cancel`, `logs`, `nodes`. They find the server
+// from --server, else $GPUFLEET_SERVER, else the `server` file `gpufleet up` wrote in the data
+// directory; the token from $GPUFLEET_TOKEN, else that directory's `token` file.
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gpufleet::cli {
+
+struct ClientOptions {
+  std::string server;
+  std::string data_dir;
+  bool json = false;
+};
+
+struct SubmitOptions {
+  ClientOptions client;
+  int gpus = 1;
+  std::string gpu_type;
+  double gpu_share = 0;  // 0: whole GPUs
+  int nodes = 1;
+  int priority = 0;
+  std::string queue;
+  std::string name;
+  std::vector<std::string> env;  // NAME=value
+  std::string workdir;           // "" : the current directory
+  std::vector<std::string> command;
+};
+int RunSubmit(const SubmitOptions& options);
+
+struct JobsOptions {
+  ClientOptions client;
+  bool all_users = false;
+  std::string state;
+  int limit = 1000;
+};
+int RunJobs(const JobsOptions& options);
+int RunShow(const ClientOptions& client, int64_t id);
+int RunCancel(const ClientOptions& client, int64_t id);
+int RunLogs(const ClientOptions& client, int64_t id, bool follow);
+int RunNodes(const ClientOptions& client);
+
+}  // namespace gpufleet::cli

@@ -1,0 +1,198 @@
+#include "cli/up_command.h"
+
+#include <pwd.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "agent/agent_server.h"
+#include "agent/runner.h"
+#include "controller/api_server.h"
+#include "controller/auth.h"
+#include "controller/controller.h"
+#include "gpu/gpu_probe.h"
+#include "store/store.h"
+
+namespace gpufleet::cli {
+namespace {
+
+// The controller's NodeExecutor over the agent's Runner, in the same process.
+class LocalExecutor final : public controller::NodeExecutor {
+ public:
+  core::Result<bool> Start(const store::JobRecord& job, const std::string& log_path) override {
+    agent::LaunchSpec spec;
+    spec.job_id = job.id;
+    spec.argv = job.argv;
+    spec.env = job.env;
+    spec.workdir = job.workdir;
+    spec.gpu_indices = job.gpu_indices;
+    spec.user = job.user;
+    spec.log_path = log_path;
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto pid = runner_.Launch(spec);
+    if (!pid) return core::Error{pid.error()};
+    return true;
+  }
+  bool Stop(int64_t job_id, double grace_s) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return runner_.Stop(job_id, grace_s);
+  }
+  std::vector<Exit> Poll() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<Exit> out;
+    for (const agent::JobExit& e : runner_.Reap())
+      out.push_back({e.job_id, e.exit_code, e.stopped});
+    return out;
+  }
+
+ private:
+  std::mutex mutex_;
+  agent::Runner runner_;
+};
+
+std::string LocalUser() {
+  if (passwd* pw = getpwuid(geteuid())) return pw->pw_name;
+  return "uid" + std::to_string(geteuid());
+}
+
+// Writes `text` to `path` readable by the owner only, replacing it atomically.
+bool WritePrivate(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    if (!out) return false;
+    chmod(tmp.c_str(), 0600);
+    out << text;
+    if (!out) return false;
+  }
+  return std::rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+}  // namespace
+
+std::string DataDir(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  if (const char* env = std::getenv("GPUFLEET_DATA_DIR"); env != nullptr && *env != '\0') {
+    return env;
+  }
+  const char* home = std::getenv("HOME");
+  return std::string(home != nullptr ? home : ".") + "/.gpufleet";
+}
+
+int RunUp(const UpOptions& o) {
+  auto address = agent::ParseListenAddress(o.listen);
+  if (!address) {
+    std::fprintf(stderr, "gpufleet up: %s\n", address.error().c_str());
+    return 2;
+  }
+  const std::string data_dir = DataDir(o.data_dir);
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  auto store = store::OpenSqliteStore(data_dir);
+  if (!store) {
+    std::fprintf(stderr, "gpufleet up: %s\n", store.error().c_str());
+    return 1;
+  }
+  // This machine's GPUs: their number and model are all the scheduler needs here.
+  gpu::ProbeOptions probe_options;
+  probe_options.simulated_gpus = o.simulated_gpus;
+  probe_options.nvml_library = o.nvml_library;
+  gpu::OpenedProbe opened = gpu::OpenProbe(probe_options);
+  const int gpus = opened.probe->DeviceCount();
+  std::string model;
+  if (gpus > 0) model = opened.probe->Sample(0, 0).name;
+  if (model.rfind("SIMULATED ", 0) == 0) model = model.substr(10);  // the catalog's name
+  if (opened.probe->IsSimulated()) {
+    std::fprintf(stderr,
+                 "gpufleet up: *** SIMULATED GPUs: %s. Jobs run for real, but their "
+                 "CUDA_VISIBLE_DEVICES name GPUs that do not exist. ***\n",
+                 opened.notice.c_str());
+  }
+
+  // The local user's token, shown to clients through a 0600 file in the data directory.
+  const std::string token_path = (std::filesystem::path(data_dir) / "token").string();
+  std::string token;
+  if (std::ifstream in(token_path); in) std::getline(in, token);
+  if (token.empty()) {
+    auto fresh = controller::NewToken();
+    if (!fresh) {
+      std::fprintf(stderr, "gpufleet up: %s\n", fresh.error().c_str());
+      return 1;
+    }
+    token = fresh.value();
+    if (!WritePrivate(token_path, token + "\n")) {
+      std::fprintf(stderr, "gpufleet up: cannot write %s (is the data directory writable?)\n",
+                   token_path.c_str());
+      return 1;
+    }
+  }
+  if (auto r = store.value()->PutUser(LocalUser(), controller::Sha256Hex(token), true); !r) {
+    std::fprintf(stderr, "gpufleet up: %s\n", r.error().c_str());
+    return 1;
+  }
+
+  LocalExecutor executor;
+  controller::ControllerOptions options;
+  options.data_dir = data_dir;
+  options.gpus = gpus;
+  options.gpu_model = model;
+  options.simulated = opened.probe->IsSimulated();
+  options.queue_policy = o.queue_policy;
+  options.placement_policy = o.placement_policy;
+  options.stop_grace_s = o.stop_grace_s;
+  auto made = controller::Controller::Create(*store.value(), executor, options);
+  if (!made) {
+    std::fprintf(stderr, "gpufleet up: %s\n", made.error().c_str());
+    return 2;
+  }
+  controller::Controller& ctl = *made.value();
+  if (auto r = ctl.Recover(controller::NowMs()); !r) {
+    std::fprintf(stderr, "gpufleet up: %s\n", r.error().c_str());
+    return 1;
+  }
+  controller::ApiServer api(ctl);
+  auto port = api.Bind(address.value().host, address.value().port);
+  if (!port) {
+    std::fprintf(stderr, "gpufleet up: %s\n", port.error().c_str());
+    return 1;
+  }
+  const std::string url = "http://" + address.value().host + ":" + std::to_string(port.value());
+  WritePrivate((std::filesystem::path(data_dir) / "server").string(), url + "\n");
+  ctl.Start();
+  std::printf("gpufleet up: serving %s; %d %s GPU%s; data in %s\n", url.c_str(), gpus,
+              opened.probe->IsSimulated() ? "SIMULATED" : "NVML", gpus == 1 ? "" : "s",
+              data_dir.c_str());
+  std::fflush(stdout);
+
+  std::atomic<bool> stopping{false};
+  std::thread waiter([&] {
+    int signal_number = 0;
+    sigwait(&stop_signals, &signal_number);
+    if (!stopping.exchange(true)) {
+      signal(SIGINT, SIG_DFL);
+      signal(SIGTERM, SIG_DFL);
+      pthread_sigmask(SIG_UNBLOCK, &stop_signals, nullptr);
+    }
+    api.Stop();
+  });
+  const bool clean = api.Serve();
+  if (!stopping.exchange(true)) pthread_kill(waiter.native_handle(), SIGTERM);
+  waiter.join();
+  ctl.Stop();
+  std::fprintf(stderr, "gpufleet up: stopped\n");
+  return clean ? 0 : 1;
+}
+
+}  // namespace gpufleet::cli

@@ -1,0 +1,21 @@
+#pragma once
+// `gpufleet up`: the controller, a local agent's runner and the SQLite store in one process.
+#include <string>
+
+namespace gpufleet::cli {
+
+struct UpOptions {
+  std::string data_dir;  // "" : $GPUFLEET_DATA_DIR, else ~/.gpufleet
+  std::string listen = "127.0.0.1:9500";
+  int simulated_gpus = -1;  // -1: NVML, falling back to simulated GPUs without a driver
+  std::string nvml_library = "libnvidia-ml.so.1";
+  std::string queue_policy = "priority";
+  std::string placement_policy = "gpupacking";
+  double stop_grace_s = 10;
+};
+int RunUp(const UpOptions& options);
+
+// The data directory a command uses: `flag`, else $GPUFLEET_DATA_DIR, else ~/.gpufleet.
+std::string DataDir(const std::string& flag);
+
+}  // namespace gpufleet::cli

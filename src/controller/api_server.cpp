@@ -1,0 +1,442 @@
+#include "controller/api_server.h"
+
+#include <httplib.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <charconv>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string_view>
+#include <thread>
+
+#include "controller/auth.h"
+#include "core/gpu_catalog.h"
+
+namespace gpufleet::controller {
+namespace {
+
+using nlohmann::json;
+constexpr std::size_t kMaxBody = 1 << 20;
+constexpr std::size_t kMaxLogChunk = 4 << 20;
+
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+void Fail(httplib::Response& res, int status, const std::string& message,
+          const std::string& field = "") {
+  res.status = status;
+  json body = {{"error", message}};
+  if (!field.empty()) body["field"] = field;
+  res.set_content(Dump(body), "application/json");
+}
+
+json JobJson(const store::JobRecord& j) {
+  return {{"id", j.id},
+          {"name", j.name},
+          {"user", j.user},
+          {"state", std::string(store::StateName(j.state))},
+          {"gpus", j.gpus},
+          {"gpu_share", j.gpu_milli < 1000 ? json(j.gpu_milli / 1000.0) : json(nullptr)},
+          {"gpu_type", j.gpu_type},
+          {"nodes", j.nodes},
+          {"priority", j.priority},
+          {"queue", j.queue},
+          {"argv", j.argv},
+          {"workdir", j.workdir},
+          {"node", j.node},
+          {"gpu_indices", j.gpu_indices},
+          {"submit_ms", j.submit_ms},
+          {"start_ms", j.start_ms},
+          {"end_ms", j.end_ms},
+          {"exit_code", j.exit_code ? json(*j.exit_code) : json(nullptr)},
+          {"reason", j.reason},
+          {"epoch", j.epoch}};
+}
+
+// Parses and checks a submit body; on error fills `field` and returns the message.
+std::optional<std::string> ParseSubmit(const std::string& body, store::JobRecord& job,
+                                       std::string& field) {
+  json j = json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return "the body is not a JSON object";
+  static const std::set<std::string> kKnown = {"name",     "argv",   "gpus",     "gpu_share",
+                                               "gpu_type", "nodes",  "priority", "queue",
+                                               "env",      "workdir"};
+  for (const auto& [key, value] : j.items()) {
+    if (!kKnown.count(key)) {
+      field = key;
+      return "unknown field '" + key + "'";
+    }
+  }
+  auto bad = [&](const char* name, const std::string& why) {
+    field = name;
+    return std::optional<std::string>(std::string(name) + ": " + why);
+  };
+  if (!j.contains("argv") || !j["argv"].is_array() || j["argv"].empty()) {
+    return bad("argv", "must be a non-empty array of strings (the command to run)");
+  }
+  std::size_t total = 0;
+  for (const json& a : j["argv"]) {
+    if (!a.is_string()) return bad("argv", "every element must be a string");
+    total += a.get_ref<const std::string&>().size();
+    job.argv.push_back(a.get<std::string>());
+  }
+  if (total > 256 * 1024) return bad("argv", "longer than 256 KiB");
+  if (j.contains("name")) {
+    if (!j["name"].is_string() || j["name"].get_ref<const std::string&>().size() > 200) {
+      return bad("name", "must be a string of at most 200 characters");
+    }
+    job.name = j["name"].get<std::string>();
+  }
+  if (job.name.empty()) job.name = job.argv[0];
+  if (j.contains("gpus")) {
+    if (!j["gpus"].is_number_integer() || j["gpus"].get<int64_t>() < 1 ||
+        j["gpus"].get<int64_t>() > 1024) {
+      return bad("gpus", "must be an integer in 1..1024");
+    }
+    job.gpus = j["gpus"].get<int>();
+  }
+  if (j.contains("gpu_share") && !j["gpu_share"].is_null()) {
+    if (!j["gpu_share"].is_number() || !(j["gpu_share"].get<double>() > 0) ||
+        j["gpu_share"].get<double>() > 1) {
+      return bad("gpu_share", "must be a number in (0, 1]");
+    }
+    if (job.gpus != 1) return bad("gpu_share", "a GPU share needs gpus = 1");
+    job.gpu_milli = std::max(1, static_cast<int>(j["gpu_share"].get<double>() * 1000 + 0.5));
+  }
+  if (j.contains("gpu_type")) {
+    if (!j["gpu_type"].is_string()) return bad("gpu_type", "must be a string");
+    job.gpu_type = j["gpu_type"].get<std::string>();
+    if (!job.gpu_type.empty()) {
+      auto models = core::GpuCatalog::Builtin().ParseSpec(job.gpu_type);
+      if (!models) return bad("gpu_type", models.error());
+    }
+  }
+  if (j.contains("nodes")) {
+    if (!j["nodes"].is_number_integer() || j["nodes"].get<int64_t>() < 1) {
+      return bad("nodes", "must be a positive integer");
+    }
+    job.nodes = j["nodes"].get<int>();
+  }
+  if (j.contains("priority")) {
+    if (!j["priority"].is_number_integer() || std::abs(j["priority"].get<int64_t>()) > 1000000) {
+      return bad("priority", "must be an integer in -1000000..1000000");
+    }
+    job.priority = j["priority"].get<int>();
+  }
+  if (j.contains("queue")) {
+    if (!j["queue"].is_string() || j["queue"].get_ref<const std::string&>().empty()) {
+      return bad("queue", "must be a non-empty string");
+    }
+    job.queue = j["queue"].get<std::string>();
+  }
+  if (j.contains("env")) {
+    if (!j["env"].is_object()) return bad("env", "must be an object of strings");
+    for (const auto& [k, v] : j["env"].items()) {
+      if (!v.is_string() || k.empty() || k.find('=') != std::string::npos) {
+        return bad("env", "entry '" + k + "' must be NAME: \"value\" with no '=' in NAME");
+      }
+      job.env.emplace_back(k, v.get<std::string>());
+    }
+  }
+  if (j.contains("workdir")) {
+    if (!j["workdir"].is_string() || (!j["workdir"].get_ref<const std::string&>().empty() &&
+                                      j["workdir"].get_ref<const std::string&>()[0] != '/')) {
+      return bad("workdir", "must be an absolute path");
+    }
+    job.workdir = j["workdir"].get<std::string>();
+  }
+  return std::nullopt;
+}
+
+std::optional<int64_t> ParseId(const std::string& text) {
+  int64_t id = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return id;
+}
+
+}  // namespace
+
+struct ApiServer::Impl {
+  explicit Impl(Controller& c) : controller(c) {}
+  Controller& controller;
+  httplib::Server server;
+  std::mutex mutex;
+  bool stop_requested = false;
+  bool serving = false;
+  std::atomic<bool> finished{false};
+  std::atomic<int64_t> requests{0};
+
+  // The caller's user, or nothing after answering 401.
+  std::optional<store::UserRecord> Authenticate(const httplib::Request& req,
+                                                httplib::Response& res) {
+    const std::string header = req.get_header_value("Authorization");
+    const std::string prefix = "Bearer ";
+    if (header.rfind(prefix, 0) != 0 || header.size() == prefix.size()) {
+      Fail(res, 401,
+           "missing bearer token: pass GPUFLEET_TOKEN or use the token file that "
+           "`gpufleet up` wrote in its data directory");
+      return std::nullopt;
+    }
+    auto user = controller.store().UserByToken(Sha256Hex(header.substr(prefix.size())));
+    if (!user) {
+      Fail(res, 503, user.error());
+      return std::nullopt;
+    }
+    if (!user.value()) {
+      Fail(res, 401, "unknown token");
+      return std::nullopt;
+    }
+    return *user.value();
+  }
+  // The job if it exists and the caller may see it; else answers 404.
+  std::optional<store::JobRecord> VisibleJob(const std::string& id_text,
+                                             const store::UserRecord& user,
+                                             httplib::Response& res) {
+    auto id = ParseId(id_text);
+    if (!id) {
+      Fail(res, 400, "job id '" + id_text + "' is not a number", "id");
+      return std::nullopt;
+    }
+    auto job = controller.store().GetJob(*id);
+    if (!job) {
+      Fail(res, 503, job.error());
+      return std::nullopt;
+    }
+    if (!job.value() || (!user.admin && job.value()->user != user.name)) {
+      Fail(res, 404, "no job " + id_text);  // another user's job does not exist for you
+      return std::nullopt;
+    }
+    return *job.value();
+  }
+};
+
+ApiServer::ApiServer(Controller& controller) : impl_(std::make_unique<Impl>(controller)) {
+  Impl& impl = *impl_;
+  httplib::Server& server = impl.server;
+  server.new_task_queue = [] { return new httplib::ThreadPool(8); };
+  server.set_payload_max_length(kMaxBody);
+  server.set_read_timeout(10, 0);
+  server.set_write_timeout(10, 0);
+  server.set_keep_alive_timeout(5);
+  server.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
+  server.set_pre_routing_handler([&impl](const httplib::Request&, httplib::Response&) {
+    ++impl.requests;
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+
+  server.Post("/v1/jobs", [&impl](const httplib::Request& req, httplib::Response& res) {
+    auto user = impl.Authenticate(req, res);
+    if (!user) return;
+    store::JobRecord job;
+    std::string field;
+    if (auto error = ParseSubmit(req.body, job, field)) {
+      Fail(res, 400, *error, field);
+      return;
+    }
+    job.user = user->name;
+    if (auto why = impl.controller.Unrunnable(job)) {
+      Fail(res, 400, why->first + ": " + why->second, why->first);
+      return;
+    }
+    auto id = impl.controller.Submit(std::move(job));
+    if (!id) {
+      Fail(res, 503, id.error());
+      return;
+    }
+    res.status = 201;
+    res.set_content(Dump({{"id", id.value()}}), "application/json");
+  });
+  server.Get("/v1/jobs", [&impl](const httplib::Request& req, httplib::Response& res) {
+    auto user = impl.Authenticate(req, res);
+    if (!user) return;
+    store::JobFilter filter;
+    filter.user = req.has_param("user") ? req.get_param_value("user") : user->name;
+    if (filter.user == "*" || filter.user == "all") filter.user.clear();
+    if (!user->admin && filter.user != user->name) {
+      Fail(res, 403, "only admins list other users' jobs", "user");
+      return;
+    }
+    if (req.has_param("state")) {
+      filter.state = store::ParseState(req.get_param_value("state"));
+      if (!filter.state) {
+        Fail(res, 400, "unknown state '" + req.get_param_value("state") + "'", "state");
+        return;
+      }
+    }
+    for (const char* name : {"after", "limit"}) {
+      if (!req.has_param(name)) continue;
+      auto v = ParseId(req.get_param_value(name));
+      if (!v || *v < 0) {
+        Fail(res, 400, std::string(name) + " must be a non-negative integer", name);
+        return;
+      }
+      if (std::string_view(name) == "after") {
+        filter.after_id = *v;
+      } else {
+        filter.limit = static_cast<int>(std::min<int64_t>(*v, 10000));
+      }
+    }
+    auto jobs = impl.controller.store().ListJobs(filter);
+    if (!jobs) {
+      Fail(res, 503, jobs.error());
+      return;
+    }
+    json out = json::array();
+    for (const store::JobRecord& j : jobs.value()) out.push_back(JobJson(j));
+    res.set_content(Dump(out), "application/json");
+  });
+  server.Get(R"(/v1/jobs/([^/]+))", [&impl](const httplib::Request& req, httplib::Response& res) {
+    auto user = impl.Authenticate(req, res);
+    if (!user) return;
+    if (auto job = impl.VisibleJob(req.matches[1], *user, res)) {
+      res.set_content(Dump(JobJson(*job)), "application/json");
+    }
+  });
+  server.Post(
+      R"(/v1/jobs/([^/]+)/cancel)", [&impl](const httplib::Request& req, httplib::Response& res) {
+        auto user = impl.Authenticate(req, res);
+        if (!user) return;
+        auto job = impl.VisibleJob(req.matches[1], *user, res);
+        if (!job) return;
+        auto state = impl.controller.Cancel(job->id, NowMs());
+        if (!state) {
+          Fail(res, 503, state.error());
+          return;
+        }
+        res.set_content(
+            Dump({{"id", job->id}, {"state", std::string(store::StateName(state.value()))}}),
+            "application/json");
+      });
+  server.Get(R"(/v1/jobs/([^/]+)/logs)",
+             [&impl](const httplib::Request& req, httplib::Response& res) {
+               auto user = impl.Authenticate(req, res);
+               if (!user) return;
+               auto job = impl.VisibleJob(req.matches[1], *user, res);
+               if (!job) return;
+               int64_t offset = 0;
+               if (req.has_param("offset")) {
+                 auto v = ParseId(req.get_param_value("offset"));
+                 if (!v || *v < 0) {
+                   Fail(res, 400, "offset must be a non-negative integer", "offset");
+                   return;
+                 }
+                 offset = *v;
+               }
+               std::ifstream in(impl.controller.LogPath(job->id), std::ios::binary);
+               std::string chunk;
+               int64_t size = 0;
+               if (in) {
+                 in.seekg(0, std::ios::end);
+                 size = static_cast<int64_t>(in.tellg());
+                 if (offset < size) {
+                   in.seekg(offset);
+                   chunk.resize(static_cast<std::size_t>(
+                       std::min<int64_t>(size - offset, static_cast<int64_t>(kMaxLogChunk))));
+                   in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+                 }
+               }
+               res.set_header("X-Log-Size", std::to_string(size));
+               res.set_header("X-Job-State", std::string(store::StateName(job->state)));
+               res.set_content(chunk, "text/plain");
+             });
+  server.Get("/v1/nodes", [&impl](const httplib::Request& req, httplib::Response& res) {
+    if (!impl.Authenticate(req, res)) return;
+    const NodeView n = impl.controller.Node();
+    res.set_content(Dump(json::array({{{"name", n.name},
+                                       {"gpus", n.gpus},
+                                       {"free_gpus", n.free_gpus},
+                                       {"gpu_model", n.gpu_model},
+                                       {"simulated", n.simulated},
+                                       {"running_jobs", n.running_jobs},
+                                       {"state", "READY"}}})),
+                    "application/json");
+  });
+  server.Get("/v1/queue", [&impl](const httplib::Request& req, httplib::Response& res) {
+    if (!impl.Authenticate(req, res)) return;
+    const ControllerStats s = impl.controller.Stats();
+    res.set_content(Dump({{"waiting", s.waiting},
+                          {"running", s.running},
+                          {"started", s.started},
+                          {"finished", s.finished},
+                          {"passes", s.passes}}),
+                    "application/json");
+  });
+  server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("ok\n", "text/plain");
+  });
+  server.Get("/metrics", [&impl](const httplib::Request&, httplib::Response& res) {
+    const ControllerStats s = impl.controller.Stats();
+    std::string out;
+    auto metric = [&](const char* name, const char* type, const char* help, int64_t value) {
+      out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" +
+             name + " " + std::to_string(value) + "\n";
+    };
+    metric("gpufleet_controller_jobs_waiting", "gauge", "Jobs waiting to start.", s.waiting);
+    metric("gpufleet_controller_jobs_running", "gauge", "Jobs running.", s.running);
+    metric("gpufleet_controller_jobs_started_total", "counter", "Jobs started.", s.started);
+    metric("gpufleet_controller_jobs_finished_total", "counter", "Jobs that ended.", s.finished);
+    metric("gpufleet_controller_scheduling_passes_total", "counter", "Scheduling passes.",
+           s.passes);
+    metric("gpufleet_controller_http_requests_total", "counter", "HTTP requests received.",
+           impl.requests.load());
+    res.set_content(out, "text/plain; version=0.0.4");
+  });
+  server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (res.status == 404 && res.body.empty()) {
+      Fail(res, 404, "no such endpoint: " + req.method + " " + req.path);
+    } else if (res.status == 413) {
+      Fail(res, 413, "request body too large (the limit is 1 MiB)");
+    }
+  });
+}
+
+ApiServer::~ApiServer() { Stop(); }
+
+core::Result<int> ApiServer::Bind(const std::string& host, int port) {
+  httplib::Server& server = impl_->server;
+  if (port == 0) {
+    const int bound = server.bind_to_any_port(host);
+    if (bound <= 0) return core::Error{"cannot listen on " + host + ": bind failed"};
+    return bound;
+  }
+  if (!server.bind_to_port(host, port)) {
+    return core::Error{"cannot listen on " + host + ":" + std::to_string(port) +
+                       " (in use, or not an address of this machine)"};
+  }
+  return port;
+}
+
+bool ApiServer::Serve() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    if (impl_->stop_requested) return true;
+    impl_->serving = true;
+  }
+  impl_->server.listen_after_bind();
+  impl_->finished = true;
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->stop_requested;
+}
+
+void ApiServer::Stop() {
+  bool serving = false;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    impl_->stop_requested = true;
+    serving = impl_->serving;
+  }
+  if (!serving) return;
+  while (!impl_->server.is_running() && !impl_->finished) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  impl_->server.stop();
+}
+
+}  // namespace gpufleet::controller

@@ -1,0 +1,35 @@
+#pragma once
+// `ApiServer`: the controller's HTTP/JSON API, under /v1, with bearer-token auth.
+//   POST /v1/jobs                 submit; 201 {"id": N} once committed
+//   GET  /v1/jobs?user=&state=&after=&limit=   list (users see their own; admins anyone's)
+//   GET  /v1/jobs/<id>            one job
+//   POST /v1/jobs/<id>/cancel     cancel
+//   GET  /v1/jobs/<id>/logs?offset=N   the log from byte N (headers: X-Log-Size, X-Job-State)
+//   GET  /v1/nodes, GET /v1/queue, GET /healthz (no auth), GET /metrics (no auth)
+// Errors are JSON {"error": ..., "field": ...}: 400 for a bad field (named), 401 without a valid
+// token, 404 for a job that does not exist or is not the caller's, 413 for bodies over 1 MiB.
+#include <memory>
+#include <string>
+
+#include "controller/controller.h"
+#include "core/result.h"
+
+namespace gpufleet::controller {
+
+class ApiServer {
+ public:
+  explicit ApiServer(Controller& controller);
+  ~ApiServer();
+  ApiServer(const ApiServer&) = delete;
+  ApiServer& operator=(const ApiServer&) = delete;
+
+  core::Result<int> Bind(const std::string& host, int port);  // port 0: any free port
+  bool Serve();  // until Stop(); false when the listener failed on its own
+  void Stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gpufleet::controller

@@ -1,0 +1,236 @@
+// `gpufleet up` end to end: a real server process on loopback, driven through the CLI and raw
+// HTTP. Covers submit -> run -> logs -> cancel, bad requests, user isolation, and acknowledged
+// jobs surviving a kill -9 of the server.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "controller/auth.h"
+#include "store/store.h"
+
+extern char** environ;
+
+namespace gpufleet {
+namespace {
+
+using nlohmann::json;
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Runs a shell command; returns its stdout and exit code.
+std::pair<std::string, int> Sh(const std::string& command) {
+  std::string out;
+  FILE* pipe = popen(command.c_str(), "r");
+  char buffer[4096];
+  std::size_t n;
+  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
+  const int status = pclose(pipe);
+  return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
+}
+
+class UpServer : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("gpufleet-up-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    Start();
+  }
+  void TearDown() override {
+    Kill(SIGTERM);
+    std::filesystem::remove_all(dir_);
+  }
+  void Start() {
+    std::filesystem::remove(dir_ / "server");
+    const std::string data = dir_.string();
+    std::vector<std::string> args = {
+        GPUFLEET_BINARY,    "up", "--data-dir",   data, "--listen", "127.0.0.1:0",
+        "--simulated-gpus", "4",  "--stop-grace", "1"};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    const std::string log = data + ".up.log";
+    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_addopen(&actions, 2, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    ASSERT_EQ(posix_spawn(&pid_, GPUFLEET_BINARY, &actions, nullptr, argv.data(), environ), 0);
+    posix_spawn_file_actions_destroy(&actions);
+    for (int i = 0; i < 200 && !std::filesystem::exists(dir_ / "server"); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+    url_ = Slurp((dir_ / "server").string());
+    while (!url_.empty() && url_.back() == '\n') url_.pop_back();
+    ASSERT_FALSE(url_.empty()) << Slurp(log);
+    token_ = Slurp((dir_ / "token").string());
+    while (!token_.empty() && token_.back() == '\n') token_.pop_back();
+  }
+  void Kill(int sig) {
+    if (pid_ > 0) {
+      kill(pid_, sig);
+      waitpid(pid_, nullptr, 0);
+      pid_ = -1;
+    }
+  }
+  std::string Cli(const std::string& args) {
+    return Sh("GPUFLEET_DATA_DIR='" + dir_.string() + "' '" + GPUFLEET_BINARY + "' " + args +
+              " 2>&1")
+        .first;
+  }
+  httplib::Client Http(const std::string& token) {
+    httplib::Client c(url_);
+    if (!token.empty()) c.set_bearer_token_auth(token);
+    return c;
+  }
+  // Waits until job `id` is in `state` (via the API); returns the job.
+  json WaitFor(int64_t id, const std::string& state, double seconds = 15) {
+    auto c = Http(token_);
+    json job;
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(int(seconds * 1000));
+    while (std::chrono::steady_clock::now() < deadline) {
+      auto r = c.Get("/v1/jobs/" + std::to_string(id));
+      if (r && r->status == 200) {
+        job = json::parse(r->body);
+        if (job["state"] == state) return job;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ADD_FAILURE() << "job " << id << " never reached " << state << ": " << job.dump();
+    return job;
+  }
+
+  std::filesystem::path dir_;
+  pid_t pid_ = -1;
+  std::string url_, token_;
+};
+
+TEST_F(UpServer, SubmitRunsLogsAndCancels) {
+  const json submitted =
+      json::parse(Cli("submit --json --gpus 2 -- sh -c 'echo gpus=$CUDA_VISIBLE_DEVICES'"));
+  const int64_t id = submitted["id"].get<int64_t>();
+  const json done = WaitFor(id, "SUCCEEDED");
+  EXPECT_EQ(done["exit_code"], 0);
+  EXPECT_EQ(done["gpu_indices"].size(), 2U);
+  EXPECT_NE(Cli("logs " + std::to_string(id)).find("gpus=0,1"), std::string::npos);
+
+  const json failing = json::parse(Cli("submit --json -- sh -c 'exit 7'"));
+  const json failed = WaitFor(failing["id"].get<int64_t>(), "FAILED");
+  EXPECT_EQ(failed["exit_code"], 7);
+
+  const json sleeper = json::parse(Cli("submit --json -- sleep 60"));
+  const int64_t sleeper_id = sleeper["id"].get<int64_t>();
+  WaitFor(sleeper_id, "RUNNING");
+  Cli("cancel " + std::to_string(sleeper_id));
+  WaitFor(sleeper_id, "CANCELLED");
+
+  const json jobs = json::parse(Cli("jobs --json"));
+  ASSERT_EQ(jobs.size(), 3U);
+  for (const json& j : jobs) {
+    for (const char* key : {"id", "state", "user", "gpus", "node"}) EXPECT_TRUE(j.contains(key));
+  }
+  // Too big for the node: refused at submit, with the field named.
+  const std::string too_big = Cli("submit --gpus 9 -- true");
+  EXPECT_NE(too_big.find("gpus: asks 9 GPUs; the node has 4"), std::string::npos) << too_big;
+}
+
+TEST_F(UpServer, BadRequestsGet4xxAndTheServerKeepsServing) {
+  auto anonymous = Http("");
+  auto r = anonymous.Post("/v1/jobs", R"({"argv":["true"]})", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 401);
+  auto wrong = Http("not-a-token");
+  EXPECT_EQ(wrong.Get("/v1/jobs")->status, 401);
+  auto c = Http(token_);
+  r = c.Post("/v1/jobs", "{not json", "application/json");
+  EXPECT_EQ(r->status, 400);
+  r = c.Post("/v1/jobs", R"({"argv":["true"],"gpus":"two"})", "application/json");
+  EXPECT_EQ(r->status, 400);
+  EXPECT_EQ(json::parse(r->body)["field"], "gpus");
+  r = c.Post("/v1/jobs", R"({"argv":[]})", "application/json");
+  EXPECT_EQ(json::parse(r->body)["field"], "argv");
+  r = c.Post("/v1/jobs", std::string(2 << 20, ' '), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 413);
+  EXPECT_EQ(c.Get("/v1/jobs/abc")->status, 400);
+  EXPECT_EQ(c.Get("/v1/jobs/424242")->status, 404);
+  EXPECT_EQ(c.Get("/v2/nothing")->status, 404);
+  // Still serving.
+  EXPECT_EQ(c.Get("/healthz")->status, 200);
+  r = c.Post("/v1/jobs", R"({"argv":["true"]})", "application/json");
+  EXPECT_EQ(r->status, 201);
+}
+
+TEST_F(UpServer, UsersSeeAndCancelOnlyTheirOwnJobs) {
+  {
+    // Two ordinary users, added straight into the store (the server keeps running: WAL).
+    auto store = store::OpenSqliteStore(dir_.string());
+    ASSERT_TRUE(store.ok()) << store.error();
+    ASSERT_TRUE(store.value()->PutUser("alice", controller::Sha256Hex("token-a"), false).ok());
+    ASSERT_TRUE(store.value()->PutUser("bob", controller::Sha256Hex("token-b"), false).ok());
+  }
+  auto alice = Http("token-a");
+  auto bob = Http("token-b");
+  auto r = alice.Post("/v1/jobs", R"({"argv":["sleep","30"]})", "application/json");
+  ASSERT_EQ(r->status, 201);
+  const std::string id = std::to_string(json::parse(r->body)["id"].get<int64_t>());
+  EXPECT_EQ(bob.Get("/v1/jobs/" + id)->status, 404);
+  EXPECT_EQ(bob.Post("/v1/jobs/" + id + "/cancel")->status, 404);
+  EXPECT_EQ(bob.Get("/v1/jobs/" + id + "/logs")->status, 404);
+  EXPECT_EQ(json::parse(bob.Get("/v1/jobs")->body).size(), 0U);
+  EXPECT_EQ(bob.Get("/v1/jobs?user=alice")->status, 403);
+  EXPECT_EQ(json::parse(alice.Get("/v1/jobs")->body).size(), 1U);
+  EXPECT_EQ(alice.Get("/v1/jobs/" + id)->status, 200);
+  // The local user `gpufleet up` created is an admin: it sees everyone's jobs.
+  EXPECT_EQ(json::parse(Http(token_).Get("/v1/jobs?user=all")->body).size(), 1U);
+  EXPECT_EQ(alice.Post("/v1/jobs/" + id + "/cancel")->status, 200);
+}
+
+TEST_F(UpServer, AcknowledgedJobsSurviveKill9) {
+  auto c = Http(token_);
+  std::vector<int64_t> acknowledged;
+  for (int i = 0; i < 40; ++i) {
+    auto r = c.Post("/v1/jobs", R"({"argv":["true"]})", "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 201);
+    acknowledged.push_back(json::parse(r->body)["id"].get<int64_t>());
+  }
+  Kill(SIGKILL);
+  Start();
+  auto after = Http(token_);
+  // Every acknowledged job exists, once, and ends: those that had started are LOST (never run
+  // twice), the rest run after the restart.
+  for (int64_t id : acknowledged) {
+    json job;
+    for (int t = 0; t < 500; ++t) {
+      auto r = after.Get("/v1/jobs/" + std::to_string(id));
+      ASSERT_TRUE(r);
+      ASSERT_EQ(r->status, 200) << "acknowledged job " << id << " is missing";
+      job = json::parse(r->body);
+      if (job["state"] == "SUCCEEDED" || job["state"] == "LOST") break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_TRUE(job["state"] == "SUCCEEDED" || job["state"] == "LOST") << job.dump();
+  }
+  const json all = json::parse(after.Get("/v1/jobs?user=all&limit=1000")->body);
+  EXPECT_EQ(all.size(), acknowledged.size()) << "no job twice, none invented";
+}
+
+}  // namespace
+}  // namespace gpufleet
