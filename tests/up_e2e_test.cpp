@@ -1,9 +1,9 @@
 // `gpufleet up` end to end: a real server process on loopback, driven through the CLI and raw
 // HTTP. Covers submit -> run -> logs -> cancel, bad requests, user isolation, and acknowledged
 // jobs surviving a kill -9 of the server.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -230,6 +230,31 @@ TEST_F(UpServer, AcknowledgedJobsSurviveKill9) {
   }
   const json all = json::parse(after.Get("/v1/jobs?user=all&limit=1000")->body);
   EXPECT_EQ(all.size(), acknowledged.size()) << "no job twice, none invented";
+}
+
+TEST_F(UpServer, RunningJobsSurviveKill9AndAreReAdopted) {
+  // One job still running across the restart, one that ends while the server is down.
+  const json slow =
+      json::parse(Cli("submit --json -- sh -c 'echo first; sleep 1.5; echo second; exit 4'"));
+  const json quick = json::parse(Cli("submit --json -- sh -c 'sleep 0.3; exit 6'"));
+  WaitFor(slow["id"].get<int64_t>(), "RUNNING");
+  WaitFor(quick["id"].get<int64_t>(), "RUNNING");
+  Kill(SIGKILL);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  Start();
+  const json q = WaitFor(quick["id"].get<int64_t>(), "FAILED");
+  EXPECT_EQ(q["exit_code"], 6) << "the exit status recorded while nobody watched";
+  const json s = WaitFor(slow["id"].get<int64_t>(), "FAILED");
+  EXPECT_EQ(s["exit_code"], 4);
+  const std::string log = Cli("logs " + std::to_string(slow["id"].get<int64_t>()));
+  EXPECT_NE(log.find("first\nsecond"), std::string::npos) << "the log continued: " << log;
+  // Cancelling a re-adopted job works too.
+  const json sleeper = json::parse(Cli("submit --json -- sleep 60"));
+  WaitFor(sleeper["id"].get<int64_t>(), "RUNNING");
+  Kill(SIGKILL);
+  Start();
+  Cli("cancel " + std::to_string(sleeper["id"].get<int64_t>()));
+  WaitFor(sleeper["id"].get<int64_t>(), "CANCELLED");
 }
 
 }  // namespace

@@ -8,8 +8,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 extern char** environ;
 
@@ -47,16 +50,60 @@ std::vector<std::string> Environment(const LaunchSpec& spec) {
   return out;
 }
 
-}  // namespace
-
-Runner::~Runner() {
-  for (const auto& [id, child] : jobs_) {
-    kill(-child.pid, SIGKILL);
-    waitpid(child.pid, nullptr, 0);
-  }
+// "<code> <signal>" from an exit file; nothing when it is absent or unreadable.
+std::optional<std::pair<int, int>> ReadExitFile(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "r");
+  if (f == nullptr) return std::nullopt;
+  int code = 0, sig = 0;
+  const int n = std::fscanf(f, "%d %d", &code, &sig);
+  std::fclose(f);
+  if (n != 2) return std::nullopt;
+  return std::make_pair(code, sig);
 }
 
-core::Result<pid_t> Runner::Launch(const LaunchSpec& spec) {
+}  // namespace
+
+std::string ExitFilePath(const std::string& log_path) { return log_path + ".exit"; }
+
+uint64_t ProcessStartTicks(pid_t pid) {
+  FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+  if (f == nullptr) return 0;
+  char buffer[1024];
+  const std::size_t n = std::fread(buffer, 1, sizeof buffer - 1, f);
+  std::fclose(f);
+  buffer[n] = '\0';
+  // Fields after the command name (which may hold spaces) start after the last ')'; the state is
+  // field 3 (a zombie counts as gone: it has ended) and the start time field 22.
+  const char* p = std::strrchr(buffer, ')');
+  if (p == nullptr || p[1] == '\0' || p[2] == 'Z') return 0;
+  for (int field = 0; field < 20 && *p != '\0'; ++p) {
+    if (*p == ' ') ++field;
+  }
+  return std::strtoull(p, nullptr, 10);
+}
+
+void Runner::KillAll() {
+  for (const auto& [id, child] : jobs_) {
+    kill(-child.pid, SIGKILL);
+    if (child.own_child) waitpid(child.pid, nullptr, 0);
+  }
+  jobs_.clear();
+}
+
+bool Runner::Adopt(int64_t job_id, const Launched& launched, const std::string& log_path) {
+  if (jobs_.count(job_id) || launched.pid <= 0) return false;
+  Child child;
+  child.pid = launched.pid;
+  child.start_ticks = launched.start_ticks;
+  child.exit_path = ExitFilePath(log_path);
+  const bool alive =
+      launched.start_ticks != 0 && ProcessStartTicks(launched.pid) == launched.start_ticks;
+  if (!alive && !ReadExitFile(child.exit_path)) return false;
+  jobs_[job_id] = child;
+  return true;
+}
+
+core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
   if (spec.argv.empty()) return core::Error{"job " + std::to_string(spec.job_id) + ": empty argv"};
   if (jobs_.count(spec.job_id)) {
     return core::Error{"job " + std::to_string(spec.job_id) + " is already running here"};
@@ -95,6 +142,13 @@ core::Result<pid_t> Runner::Launch(const LaunchSpec& spec) {
     close(log);
     return core::Error{std::string("pipe: ") + std::strerror(errno)};
   }
+  const std::string exit_path = ExitFilePath(spec.log_path);
+  const std::string exit_tmp = exit_path + ".tmp";
+  std::filesystem::remove(exit_path, ec);
+  // The job runs under a small shim (a forked copy of this process, which execs nothing): the
+  // shim leads the job's process group, waits for the job and writes its exit status to
+  // `<log>.exit`. The agent can therefore die and come back: the job keeps running, and the new
+  // agent re-adopts it by pid and start time, then reads how it ended (see Adopt).
   const pid_t pid = fork();
   if (pid < 0) {
     close(log);
@@ -103,31 +157,77 @@ core::Result<pid_t> Runner::Launch(const LaunchSpec& spec) {
     return core::Error{std::string("fork: ") + std::strerror(errno)};
   }
   if (pid == 0) {
+    // The shim. Only async-signal-safe calls from here on.
     setpgid(0, 0);
-    const int devnull = open("/dev/null", O_RDONLY);
-    if (devnull >= 0) dup2(devnull, STDIN_FILENO);
-    dup2(log, STDOUT_FILENO);
-    dup2(log, STDERR_FILENO);
+    signal(SIGTERM, SIG_IGN);  // a stop is for the job; the shim must live to record its end
+    signal(SIGINT, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
     sigset_t none;
     sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);  // the agent blocks SIGTERM; the job must not
-    int step = 0;                              // 1 chdir, 2 setuid, 3 exec
-    if (chdir(workdir.c_str()) != 0) step = 1;
-    if (step == 0 && switch_user &&
-        (initgroups(user_name.c_str(), gid) != 0 || setgid(gid) != 0 || setuid(uid) != 0)) {
-      step = 2;
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    const pid_t job = fork();
+    if (job == 0) {
+      signal(SIGTERM, SIG_DFL);  // ignored signals survive exec: give the job the defaults
+      signal(SIGINT, SIG_DFL);
+      signal(SIGHUP, SIG_DFL);
+      const int devnull = open("/dev/null", O_RDONLY);
+      if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+      dup2(log, STDOUT_FILENO);
+      dup2(log, STDERR_FILENO);
+      int step = 0;  // 1 chdir, 2 setuid, 3 exec
+      if (chdir(workdir.c_str()) != 0) step = 1;
+      if (step == 0 && switch_user &&
+          (initgroups(user_name.c_str(), gid) != 0 || setgid(gid) != 0 || setuid(uid) != 0)) {
+        step = 2;
+      }
+      if (step == 0) {
+        execvpe(argv[0], argv.data(), envp.data());
+        step = 3;
+      }
+      const int report[2] = {step, errno};
+      (void)!write(status_pipe[1], report, sizeof report);
+      _exit(127);
     }
-    if (step == 0) {
-      execvpe(argv[0], argv.data(), envp.data());
-      step = 3;
+    close(status_pipe[1]);
+    close(log);
+    int status = 0;
+    int code = 127;
+    int sig = 0;
+    if (job > 0) {
+      while (waitpid(job, &status, 0) < 0 && errno == EINTR) {
+      }
+      if (WIFEXITED(status)) code = WEXITSTATUS(status);
+      if (WIFSIGNALED(status)) {
+        sig = WTERMSIG(status);
+        code = 128 + sig;
+      }
     }
-    const int report[2] = {step, errno};
-    (void)!write(status_pipe[1], report, sizeof report);
-    _exit(127);
+    // "<exit code> <signal>\n", written to a temporary name and renamed: a reader never sees half.
+    char text[32];
+    int len = 0;
+    for (int value : {code, sig}) {
+      char digits[12];
+      int n = 0;
+      unsigned v = static_cast<unsigned>(value);
+      do {
+        digits[n++] = static_cast<char>('0' + v % 10);
+        v /= 10;
+      } while (v > 0);
+      while (n > 0) text[len++] = digits[--n];
+      text[len++] = value == sig ? '\n' : ' ';
+    }
+    const int fd = open(exit_tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+      (void)!write(fd, text, static_cast<std::size_t>(len));
+      fsync(fd);
+      close(fd);
+      rename(exit_tmp.c_str(), exit_path.c_str());
+    }
+    _exit(code & 0xff);
   }
   close(status_pipe[1]);
   close(log);
-  setpgid(pid, pid);  // also from the parent, so Stop never races the child's own call
+  setpgid(pid, pid);  // also from the parent, so Stop never races the shim's own call
   int report[2] = {0, 0};
   ssize_t n;
   do {
@@ -136,14 +236,20 @@ core::Result<pid_t> Runner::Launch(const LaunchSpec& spec) {
   close(status_pipe[0]);
   if (n > 0) {
     waitpid(pid, nullptr, 0);
+    std::filesystem::remove(exit_path, ec);
     std::string what = report[0] == 1   ? "cannot enter the working directory " + workdir
                        : report[0] == 2 ? "cannot switch to user " + spec.user
                                         : "cannot run '" + spec.argv[0] + "'";
     return core::Error{"job " + std::to_string(spec.job_id) + ": " + what + ": " +
                        std::strerror(report[1])};
   }
-  jobs_[spec.job_id] = Child{pid, false, {}};
-  return pid;
+  Child child;
+  child.pid = pid;
+  child.start_ticks = ProcessStartTicks(pid);
+  child.exit_path = exit_path;
+  child.own_child = true;
+  jobs_[spec.job_id] = child;
+  return Launched{pid, child.start_ticks};
 }
 
 bool Runner::Stop(int64_t job_id, double grace_s) {
@@ -165,21 +271,33 @@ std::vector<JobExit> Runner::Reap() {
   const auto now = std::chrono::steady_clock::now();
   for (auto it = jobs_.begin(); it != jobs_.end();) {
     Child& child = it->second;
+    bool ended = false;
     int status = 0;
-    const pid_t r = waitpid(child.pid, &status, WNOHANG);
-    if (r == child.pid || (r < 0 && errno == ECHILD)) {
+    bool have_status = false;
+    if (child.own_child) {
+      const pid_t r = waitpid(child.pid, &status, WNOHANG);
+      ended = r == child.pid || (r < 0 && errno == ECHILD);
+      have_status = r == child.pid;
+    } else {
+      ended = ProcessStartTicks(child.pid) != child.start_ticks;  // gone, or the pid reused
+    }
+    if (ended) {
       JobExit e;
       e.job_id = it->first;
       e.stopped = child.stopping;
-      if (r == child.pid && WIFEXITED(status)) {
-        e.exit_code = WEXITSTATUS(status);
-      } else if (r == child.pid && WIFSIGNALED(status)) {
+      if (auto recorded = ReadExitFile(child.exit_path)) {
+        e.exit_code = recorded->first;
+        e.signal = recorded->second;
+      } else if (have_status && WIFSIGNALED(status)) {  // the shim itself was killed
         e.signal = WTERMSIG(status);
         e.exit_code = 128 + e.signal;
+      } else if (have_status && WIFEXITED(status)) {
+        e.exit_code = WEXITSTATUS(status);
       } else {
-        e.exit_code = -1;
+        e.signal = SIGKILL;  // ended unseen, with no record: it was killed
+        e.exit_code = 128 + SIGKILL;
       }
-      // The leader is gone; make sure nothing of the job's group outlives it after a stop.
+      // Nothing of the job's group may outlive it after a stop.
       if (child.stopping) kill(-child.pid, SIGKILL);
       exits.push_back(e);
       it = jobs_.erase(it);

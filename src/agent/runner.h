@@ -7,7 +7,9 @@
 //    GPUFLEET_JOB_ID, and the torchrun variables for a single node (MASTER_ADDR, MASTER_PORT,
 //    WORLD_SIZE, RANK, NODE_RANK, LOCAL_WORLD_SIZE);
 //  - as root, the job runs as its submitting user (when that user exists here);
-//  - Stop sends SIGTERM to the group, then SIGKILL after the grace period.
+//  - Stop sends SIGTERM to the group, then SIGKILL after the grace period;
+//  - jobs outlive the Runner (and the agent): each runs under a shim process that records its
+//    exit status in `<log>.exit`, so a restarted agent re-adopts it with `Adopt`.
 // A launch that cannot exec (no such program, no permission) is an error at Launch, not a job
 // that dies later. Not thread-safe: one owner calls it.
 #include <sys/types.h>
@@ -40,14 +42,31 @@ struct JobExit {
   bool stopped = false;  // ended after Stop (cancel or preemption)
 };
 
+// Where a job's exit status is recorded ("<code> <signal>").
+std::string ExitFilePath(const std::string& log_path);
+// The start time of process `pid` in clock ticks since boot (field 22 of /proc/PID/stat); 0 when
+// there is no such process. With the pid it identifies a process even after pid reuse.
+uint64_t ProcessStartTicks(pid_t pid);
+
+struct Launched {
+  pid_t pid = 0;             // the job's shim, leader of its process group
+  uint64_t start_ticks = 0;  // ProcessStartTicks(pid) at launch
+};
+
 class Runner {
  public:
   Runner() = default;
-  ~Runner();  // kills whatever still runs (SIGKILL to each group)
+  ~Runner() = default;  // leaves jobs running: a new Runner can Adopt them
   Runner(const Runner&) = delete;
   Runner& operator=(const Runner&) = delete;
 
-  core::Result<pid_t> Launch(const LaunchSpec& spec);
+  core::Result<Launched> Launch(const LaunchSpec& spec);
+  // Takes over a job another Runner launched: true when it still runs (same pid and start time)
+  // or has ended and left its exit file (Reap reports it next); false when neither, i.e. how it
+  // ended is unknown.
+  bool Adopt(int64_t job_id, const Launched& launched, const std::string& log_path);
+  // SIGKILL to every job's group (tests; an agent stopping for good).
+  void KillAll();
   // SIGTERM now, SIGKILL once `grace_s` has passed (checked by Reap); false when not running.
   bool Stop(int64_t job_id, double grace_s);
   // Jobs that ended since the last call; never blocks.
@@ -58,6 +77,9 @@ class Runner {
  private:
   struct Child {
     pid_t pid = 0;
+    uint64_t start_ticks = 0;
+    std::string exit_path;
+    bool own_child = false;  // launched here (waitpid works), or adopted
     bool stopping = false;
     std::chrono::steady_clock::time_point kill_at;
   };

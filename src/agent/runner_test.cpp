@@ -112,5 +112,34 @@ TEST_F(RunnerTest, StopSendsTermThenKillsTheWholeGroup) {
   EXPECT_EQ(polite_exit[0].exit_code, 42);
 }
 
+TEST_F(RunnerTest, JobsOutliveTheRunnerAndAreReAdopted) {
+  LaunchSpec spec = Spec(8, {"sh", "-c", "echo before; sleep 0.4; echo after; exit 5"});
+  Launched launched;
+  {
+    Runner first;
+    auto r = first.Launch(spec);
+    ASSERT_TRUE(r.ok()) << r.error();
+    launched = r.value();
+    EXPECT_EQ(launched.start_ticks, ProcessStartTicks(launched.pid));
+  }  // the agent goes away; the job does not
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_NE(ProcessStartTicks(launched.pid), 0U) << "still running";
+  Runner second;
+  ASSERT_TRUE(second.Adopt(8, launched, spec.log_path));
+  const auto exits = WaitExits(second, 1);
+  ASSERT_EQ(exits.size(), 1U);
+  EXPECT_EQ(exits[0].exit_code, 5) << "read from the exit record the shim wrote";
+  EXPECT_EQ(Slurp(spec.log_path), "before\nafter\n");
+
+  // A job that ended while nobody watched is adopted from its record alone.
+  Runner third;
+  EXPECT_TRUE(third.Adopt(8, launched, spec.log_path));
+  EXPECT_EQ(WaitExits(third, 1).at(0).exit_code, 5);
+  // No process and no record: how it ended is unknown, so it is not adopted.
+  std::filesystem::remove(ExitFilePath(spec.log_path));
+  Runner fourth;
+  EXPECT_FALSE(fourth.Adopt(8, launched, spec.log_path));
+}
+
 }  // namespace
 }  // namespace gpufleet::agent

@@ -27,7 +27,7 @@ namespace {
 // The controller's NodeExecutor over the agent's Runner, in the same process.
 class LocalExecutor final : public controller::NodeExecutor {
  public:
-  core::Result<bool> Start(const store::JobRecord& job, const std::string& log_path) override {
+  core::Result<Started> Start(const store::JobRecord& job, const std::string& log_path) override {
     agent::LaunchSpec spec;
     spec.job_id = job.id;
     spec.argv = job.argv;
@@ -37,9 +37,14 @@ class LocalExecutor final : public controller::NodeExecutor {
     spec.user = job.user;
     spec.log_path = log_path;
     std::lock_guard<std::mutex> lock(mutex_);
-    auto pid = runner_.Launch(spec);
-    if (!pid) return core::Error{pid.error()};
-    return true;
+    auto launched = runner_.Launch(spec);
+    if (!launched) return core::Error{launched.error()};
+    return Started{launched.value().pid, launched.value().start_ticks};
+  }
+  bool Adopt(const store::JobRecord& job, const std::string& log_path) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return runner_.Adopt(job.id, agent::Launched{static_cast<pid_t>(job.pid), job.pid_start},
+                         log_path);
   }
   bool Stop(int64_t job_id, double grace_s) override {
     std::lock_guard<std::mutex> lock(mutex_);

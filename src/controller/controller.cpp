@@ -112,11 +112,24 @@ core::Result<bool> Controller::Recover(int64_t now_ms) {
       scheduler_.Enqueue(QueuedOf(job));
       continue;
     }
+    if (job.state == store::JobState::kRunning && job.pid > 0 &&
+        executor_.Adopt(job, LogPath(job.id))) {
+      sched::RunningJob r;
+      r.job = QueuedOf(job);
+      r.started_s = job.start_ms / 1000;
+      core::GpuMask mask = 0;
+      for (int g : job.gpu_indices) mask |= 1u << g;
+      r.placement = {{0, mask}};
+      cluster_.Allocate(0, sched::SliceSpec(r.job, std::popcount(mask)), mask);
+      running_.push_back(std::move(r));
+      continue;
+    }
     store::JobUpdate lost;
     lost.end_ms = now_ms;
-    lost.reason = "the controller restarted while the job was " +
-                  std::string(store::StateName(job.state)) +
-                  "; not restarted automatically, so it cannot run twice";
+    lost.reason = job.state == store::JobState::kRunning
+                      ? "its process ended while no agent watched it and left no exit record"
+                      : "the controller stopped while starting it; not restarted, so that it "
+                        "cannot run twice";
     auto r = store_.Transition(job.id, job.state, store::JobState::kLost, lost, now_ms);
     if (!r) return core::Error{r.error()};
   }
@@ -276,6 +289,8 @@ void Controller::PassLocked(int64_t now_ms) {
       }
       store::JobUpdate running;
       running.start_ms = now_ms;
+      running.pid = started.value().pid;
+      running.pid_start = started.value().pid_start;
       store_.Transition(job.id, store::JobState::kScheduled, store::JobState::kRunning, running,
                         now_ms);
       sched::RunningJob r;

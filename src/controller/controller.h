@@ -5,9 +5,10 @@
 // through the store's compare-and-set transitions first, so the store is the truth and a crash
 // at any point leaves a state the next start can read.
 //
-// This first cut drives one node (the machine it runs on). Jobs that were SCHEDULED or RUNNING
-// when a controller stopped are marked LOST at the next start and not restarted, so that no job
-// ever runs twice; re-adopting them is still to come.
+// This first cut drives one node (the machine it runs on). At start, RUNNING jobs are re-adopted
+// through the executor (they outlive a crashed or stopped controller); one that cannot be (its
+// process gone without an exit record), or one caught between SCHEDULED and RUNNING, is marked
+// LOST and not restarted, so that no job ever runs twice.
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -33,8 +34,16 @@ namespace gpufleet::controller {
 class NodeExecutor {
  public:
   virtual ~NodeExecutor() = default;
+  // Where a started job runs: recorded in the store so a restarted agent can re-adopt it.
+  struct Started {
+    int64_t pid = 0;
+    uint64_t pid_start = 0;
+  };
   // Starts `job` on the GPUs in `job.gpu_indices`, logging to `log_path`.
-  virtual core::Result<bool> Start(const store::JobRecord& job, const std::string& log_path) = 0;
+  virtual core::Result<Started> Start(const store::JobRecord& job, const std::string& log_path) = 0;
+  // Re-adopts a job started before a restart (its `pid`, `pid_start`): true when it still runs or
+  // has ended leaving its exit status (Poll reports it); false when how it ended is unknown.
+  virtual bool Adopt(const store::JobRecord& job, const std::string& log_path) = 0;
   // SIGTERM now, SIGKILL after `grace_s`; false when the job is not running here.
   virtual bool Stop(int64_t job_id, double grace_s) = 0;
   struct Exit {

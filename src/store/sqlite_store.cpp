@@ -11,7 +11,7 @@
 namespace gpufleet::store {
 namespace {
 
-constexpr int kSchemaVersion = 1;
+constexpr int kSchemaVersion = 2;
 
 constexpr const char* kSchemaV1 = R"sql(
 CREATE TABLE jobs(
@@ -32,9 +32,15 @@ CREATE INDEX events_by_job ON events(job_id, id);
 CREATE TABLE users(name TEXT PRIMARY KEY, token_sha256 TEXT NOT NULL UNIQUE, admin INTEGER NOT NULL);
 )sql";
 
+// Version 2: where a running job's process is, so a restarted agent can re-adopt it.
+constexpr const char* kSchemaV2 = R"sql(
+ALTER TABLE jobs ADD COLUMN pid INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN pid_start INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 constexpr const char* kJobColumns =
     "id,user,name,queue,priority,gpus,gpu_milli,gpu_type,nodes,argv,env,workdir,state,submit_ms,"
-    "start_ms,end_ms,exit_code,node,gpu_indices,epoch,reason";
+    "start_ms,end_ms,exit_code,node,gpu_indices,epoch,reason,pid,pid_start";
 
 // A prepared statement that finalizes itself.
 class Statement {
@@ -88,6 +94,8 @@ JobRecord ReadJob(Statement& s) {
   j.gpu_indices = nlohmann::json::parse(s.Text(18)).get<std::vector<int>>();
   j.epoch = s.Int(19);
   j.reason = s.Text(20);
+  j.pid = s.Int(21);
+  j.pid_start = static_cast<uint64_t>(s.Int(22));
   return j;
 }
 
@@ -129,13 +137,18 @@ class SqliteStore final : public Store {
       return core::Error{"store " + path_ + ": schema version " + std::to_string(version) +
                          " was written by a newer gpufleet; upgrade gpufleet"};
     }
-    if (version == 0) {
+    // Each step runs in its own transaction and records its version, so an interrupted upgrade
+    // resumes where it stopped.
+    const char* steps[] = {kSchemaV1, kSchemaV2};
+    for (int v = version; v < kSchemaVersion; ++v) {
       if (auto r = Exec("BEGIN IMMEDIATE"); !r) return r;
-      if (auto r = Exec(kSchemaV1); !r) {
+      const std::string record =
+          "INSERT OR REPLACE INTO meta VALUES('schema_version','" + std::to_string(v + 1) + "')";
+      if (auto r = Exec(steps[v]); !r) {
         Exec("ROLLBACK");
         return r;
       }
-      if (auto r = Exec("INSERT INTO meta VALUES('schema_version','1')"); !r) {
+      if (auto r = Exec(record.c_str()); !r) {
         Exec("ROLLBACK");
         return r;
       }
@@ -228,6 +241,7 @@ class SqliteStore final : public Store {
     if (u.node) sql += ",node=?";
     if (u.gpu_indices) sql += ",gpu_indices=?";
     if (u.reason) sql += ",reason=?";
+    if (u.pid) sql += ",pid=?,pid_start=?";
     if (u.bump_epoch) sql += ",epoch=epoch+1";
     sql += " WHERE id=? AND state=?";
     Statement s(db_, sql.c_str());
@@ -239,6 +253,10 @@ class SqliteStore final : public Store {
     if (u.node) s.Bind(i++, *u.node);
     if (u.gpu_indices) s.Bind(i++, nlohmann::json(*u.gpu_indices).dump());
     if (u.reason) s.Bind(i++, *u.reason);
+    if (u.pid) {
+      s.Bind(i++, *u.pid);
+      s.Bind(i++, static_cast<int64_t>(u.pid_start));
+    }
     s.Bind(i++, id);
     s.Bind(i, std::string(StateName(from)));
     if (s.Step() != SQLITE_DONE) {

@@ -55,6 +55,8 @@ struct JobRecord {
   std::vector<int> gpu_indices;  // which GPUs of that node
   int64_t epoch = 0;             // bumped at each placement; stale agent reports are ignored
   std::string reason;            // why it ended or failed to start
+  int64_t pid = 0;               // the running job's process (its runner's shim), 0 if none
+  uint64_t pid_start = 0;        // that process's start time, to tell it from a reused pid
 };
 
 // What a transition changes besides the state; unset fields stay as they are.
@@ -65,6 +67,8 @@ struct JobUpdate {
   std::optional<std::vector<int>> gpu_indices;
   bool bump_epoch = false;
   std::optional<std::string> reason;
+  std::optional<int64_t> pid;  // with pid_start
+  uint64_t pid_start = 0;
 };
 
 struct JobFilter {

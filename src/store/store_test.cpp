@@ -68,6 +68,8 @@ TEST_F(StoreTest, TransitionsAreCompareAndSetAndLogged) {
   EXPECT_FALSE(store_->Transition(id, JobState::kPending, JobState::kScheduled, {}, 2001).value());
   JobUpdate started;
   started.start_ms = 2500;
+  started.pid = 4321;
+  started.pid_start = 987654321;
   ASSERT_TRUE(
       store_->Transition(id, JobState::kScheduled, JobState::kRunning, started, 2500).value());
   JobUpdate done;
@@ -85,6 +87,8 @@ TEST_F(StoreTest, TransitionsAreCompareAndSetAndLogged) {
   EXPECT_EQ(j.epoch, 1);
   EXPECT_EQ(j.start_ms, 2500);
   EXPECT_EQ(j.exit_code, 0);
+  EXPECT_EQ(j.pid, 4321);
+  EXPECT_EQ(j.pid_start, 987654321U);
   const auto events = store_->Events(id).value();
   ASSERT_EQ(events.size(), 4U);
   EXPECT_EQ(events[0].what, "submitted");
