@@ -44,18 +44,33 @@ std::pair<std::string, int> Sh(const std::string& command) {
 }
 
 class UpServer : public ::testing::Test {
+ public:
+  // Set by a test before SetUp runs Start: mount a tmpfs of this many KiB as the data directory.
+  static inline int tmpfs_kib = 0;
+
  protected:
   void SetUp() override {
     dir_ = std::filesystem::temp_directory_path() /
            ("gpufleet-up-" + std::to_string(::getpid()) + "-" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir_);
+    if (tmpfs_kib > 0) {
+      std::filesystem::create_directories(dir_);
+      const std::string mount = "mount -t tmpfs -o size=" + std::to_string(tmpfs_kib) +
+                                "k tmpfs '" + dir_.string() + "' 2>/dev/null";
+      if (std::system(mount.c_str()) != 0) {
+        GTEST_SKIP() << "cannot mount a small tmpfs here (needs root): full-disk test skipped";
+      }
+      mounted_ = true;
+    }
     Start();
   }
   void TearDown() override {
     Kill(SIGTERM);
+    if (mounted_) std::system(("umount '" + dir_.string() + "'").c_str());
     std::filesystem::remove_all(dir_);
   }
+  bool mounted_ = false;
   void Start() {
     std::filesystem::remove(dir_ / "server");
     const std::string data = dir_.string();
@@ -255,6 +270,43 @@ TEST_F(UpServer, RunningJobsSurviveKill9AndAreReAdopted) {
   Start();
   Cli("cancel " + std::to_string(sleeper["id"].get<int64_t>()));
   WaitFor(sleeper["id"].get<int64_t>(), "CANCELLED");
+}
+
+class FullDisk : public UpServer {
+ protected:
+  void SetUp() override {
+    tmpfs_kib = 2048;
+    UpServer::SetUp();
+    tmpfs_kib = 0;
+  }
+};
+
+TEST_F(FullDisk, SubmitsFailClearlyAndNothingCommittedIsLost) {
+  auto c = Http(token_);
+  // Each job carries 16 KiB of arguments, so the 2 MiB data directory fills within a few dozen jobs.
+  const json body = {{"argv", {"true", std::string(16 * 1024, 'x')}}};
+  std::vector<int64_t> acknowledged;
+  std::string refusal;
+  for (int i = 0; i < 200 && refusal.empty(); ++i) {
+    auto r = c.Post("/v1/jobs", body.dump(), "application/json");
+    ASSERT_TRUE(r);
+    if (r->status == 201) {
+      acknowledged.push_back(json::parse(r->body)["id"].get<int64_t>());
+    } else {
+      EXPECT_EQ(r->status, 503);
+      refusal = json::parse(r->body)["error"].get<std::string>();
+    }
+  }
+  ASSERT_FALSE(refusal.empty()) << "the disk never filled";
+  EXPECT_NE(refusal.find("disk is full"), std::string::npos) << refusal;
+  EXPECT_GT(acknowledged.size(), 5U);
+  // Still serving, and every acknowledged job is there.
+  EXPECT_EQ(c.Get("/healthz")->status, 200);
+  for (int64_t id : acknowledged) {
+    auto r = c.Get("/v1/jobs/" + std::to_string(id));
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200) << "acknowledged job " << id << " is missing";
+  }
 }
 
 }  // namespace

@@ -277,7 +277,14 @@ void Controller::PassLocked(int64_t now_ms) {
       placed.bump_epoch = true;
       auto scheduled = store_.Transition(job.id, store::JobState::kPending,
                                          store::JobState::kScheduled, placed, now_ms);
-      if (!scheduled || !scheduled.value()) continue;  // cancelled meanwhile, or a store error
+      if (!scheduled) {
+        // The store cannot record the start (a full disk, say): the job stays queued, nothing
+        // runs that the store does not know about, and the next pass tries again.
+        waiting_[job.id] = job;
+        scheduler_.Enqueue(QueuedOf(job));
+        break;
+      }
+      if (!scheduled.value()) continue;  // cancelled meanwhile
       auto started = executor_.Start(job, LogPath(job.id));
       if (!started) {
         store::JobUpdate failed;
