@@ -9,10 +9,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "controller/auth.h"
@@ -74,9 +77,9 @@ class UpServer : public ::testing::Test {
   void Start() {
     std::filesystem::remove(dir_ / "server");
     const std::string data = dir_.string();
-    std::vector<std::string> args = {
-        GPUFLEET_BINARY,    "up", "--data-dir",   data, "--listen", "127.0.0.1:0",
-        "--simulated-gpus", "4",  "--stop-grace", "1"};
+    std::vector<std::string> args = {GPUFLEET_BINARY, "up",    "--data-dir",       data,
+                                     "--listen",      listen_, "--simulated-gpus", "4",
+                                     "--stop-grace",  "1"};
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -93,6 +96,7 @@ class UpServer : public ::testing::Test {
     url_ = Slurp((dir_ / "server").string());
     while (!url_.empty() && url_.back() == '\n') url_.pop_back();
     ASSERT_FALSE(url_.empty()) << Slurp(log);
+    listen_ = url_.substr(url_.find("//") + 2);  // restarts keep the port clients know
     token_ = Slurp((dir_ / "token").string());
     while (!token_.empty() && token_.back() == '\n') token_.pop_back();
   }
@@ -134,6 +138,7 @@ class UpServer : public ::testing::Test {
   std::filesystem::path dir_;
   pid_t pid_ = -1;
   std::string url_, token_;
+  std::string listen_ = "127.0.0.1:0";
 };
 
 TEST_F(UpServer, SubmitRunsLogsAndCancels) {
@@ -272,6 +277,70 @@ TEST_F(UpServer, RunningJobsSurviveKill9AndAreReAdopted) {
   WaitFor(sleeper["id"].get<int64_t>(), "CANCELLED");
 }
 
+TEST_F(UpServer, ConcurrentSubmitsThroughRepeatedKill9) {
+  // 8 clients submit 1,000 jobs while the server is killed -9 three times. A client retries with
+  // the same client token until it gets 201. Afterwards: every acknowledged job exists, none
+  // twice, none invented, and all of them end.
+  constexpr int kClients = 8, kPerClient = 125;
+  std::mutex mutex;
+  std::vector<int64_t> acknowledged;
+  std::atomic<bool> failed{false};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < kClients; ++t) {
+    clients.emplace_back([&, t] {
+      httplib::Client c(url_);
+      c.set_bearer_token_auth(token_);
+      c.set_connection_timeout(1, 0);
+      for (int i = 0; i < kPerClient; ++i) {
+        const json body = {{"argv", {"true"}},
+                           {"client_token", "c" + std::to_string(t) + "-" + std::to_string(i)}};
+        for (int attempt = 0;; ++attempt) {
+          auto r = c.Post("/v1/jobs", body.dump(), "application/json");
+          if (r && r->status == 201) {
+            std::lock_guard<std::mutex> lock(mutex);
+            acknowledged.push_back(json::parse(r->body)["id"].get<int64_t>());
+            break;
+          }
+          if (attempt > 500) {
+            failed = true;
+            return;
+          }
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+      }
+    });
+  }
+  for (int kill = 0; kill < 3; ++kill) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    Kill(SIGKILL);
+    Start();
+  }
+  for (std::thread& t : clients) t.join();
+  ASSERT_FALSE(failed) << "a client never got its submit acknowledged";
+  ASSERT_EQ(acknowledged.size(), static_cast<std::size_t>(kClients * kPerClient));
+  std::set<int64_t> distinct(acknowledged.begin(), acknowledged.end());
+  EXPECT_EQ(distinct.size(), acknowledged.size()) << "an acknowledged id came back twice";
+  auto c = Http(token_);
+  json all;
+  int ended = 0, lost = 0;
+  for (int wait = 0; wait < 600; ++wait) {
+    all = json::parse(c.Get("/v1/jobs?user=all&limit=5000")->body);
+    ended = lost = 0;
+    for (const json& j : all) {
+      const std::string state = j["state"];
+      ended += state == "SUCCEEDED" || state == "LOST";
+      lost += state == "LOST";
+    }
+    if (ended == static_cast<int>(all.size())) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(all.size(), distinct.size()) << "jobs in the store: none twice, none invented";
+  for (const json& j : all) EXPECT_TRUE(distinct.count(j["id"].get<int64_t>())) << j.dump();
+  EXPECT_EQ(ended, static_cast<int>(all.size())) << "every job ends";
+  // Only a job caught between SCHEDULED and RUNNING at a kill can be LOST.
+  EXPECT_LE(lost, 3);
+}
+
 class FullDisk : public UpServer {
  protected:
   void SetUp() override {
@@ -283,7 +352,8 @@ class FullDisk : public UpServer {
 
 TEST_F(FullDisk, SubmitsFailClearlyAndNothingCommittedIsLost) {
   auto c = Http(token_);
-  // Each job carries 16 KiB of arguments, so the 2 MiB data directory fills within a few dozen jobs.
+  // Each job carries 16 KiB of arguments, so the 2 MiB data directory fills within a few dozen
+  // jobs.
   const json body = {{"argv", {"true", std::string(16 * 1024, 'x')}}};
   std::vector<int64_t> acknowledged;
   std::string refusal;

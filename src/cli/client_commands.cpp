@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <random>
 #include <thread>
 
 #include "cli/up_command.h"
@@ -117,7 +118,18 @@ int RunSubmit(const SubmitOptions& o) {
     env[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   body["env"] = env;
-  auto r = c->http->Post("/v1/jobs", body.dump(), "application/json");
+  // An idempotency token: a retry after a lost answer returns the same job, never a second one.
+  char token[33];
+  std::snprintf(token, sizeof token, "%08x%08x%08x%08x", static_cast<unsigned>(getpid()),
+                static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count()),
+                static_cast<unsigned>(std::random_device{}()),
+                static_cast<unsigned>(std::random_device{}()));
+  body["client_token"] = token;
+  httplib::Result r = c->http->Post("/v1/jobs", body.dump(), "application/json");
+  for (int retry = 0; retry < 5 && (!r || r->status == 503); ++retry) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200 << retry));
+    r = c->http->Post("/v1/jobs", body.dump(), "application/json");
+  }
   auto answer = Check(r, *c, "submit");
   if (!answer) return 1;
   if (o.client.json) {

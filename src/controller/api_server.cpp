@@ -61,9 +61,9 @@ std::optional<std::string> ParseSubmit(const std::string& body, store::JobRecord
                                        std::string& field) {
   json j = json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return "the body is not a JSON object";
-  static const std::set<std::string> kKnown = {"name",     "argv",   "gpus",     "gpu_share",
-                                               "gpu_type", "nodes",  "priority", "queue",
-                                               "env",      "workdir"};
+  static const std::set<std::string> kKnown = {"name",     "argv",    "gpus",        "gpu_share",
+                                               "gpu_type", "nodes",   "priority",    "queue",
+                                               "env",      "workdir", "client_token"};
   for (const auto& [key, value] : j.items()) {
     if (!kKnown.count(key)) {
       field = key;
@@ -140,6 +140,13 @@ std::optional<std::string> ParseSubmit(const std::string& body, store::JobRecord
       }
       job.env.emplace_back(k, v.get<std::string>());
     }
+  }
+  if (j.contains("client_token")) {
+    if (!j["client_token"].is_string() ||
+        j["client_token"].get_ref<const std::string&>().size() > 128) {
+      return bad("client_token", "must be a string of at most 128 characters");
+    }
+    job.client_token = j["client_token"].get<std::string>();
   }
   if (j.contains("workdir")) {
     if (!j["workdir"].is_string() || (!j["workdir"].get_ref<const std::string&>().empty() &&

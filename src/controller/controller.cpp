@@ -198,6 +198,14 @@ core::Result<int64_t> Controller::Submit(store::JobRecord job) {
   job.id = id.value();
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (waiting_.count(job.id)) return id;  // a retry (same client token) of a queued job
+    if (!job.client_token.empty()) {
+      // A retry of a job that has started or ended since: nothing to queue.
+      auto stored = store_.GetJob(job.id);
+      if (!stored || !stored.value() || stored.value()->state != store::JobState::kPending) {
+        return id;
+      }
+    }
     waiting_[job.id] = job;
     scheduler_.Enqueue(QueuedOf(job));
     woken_ = true;

@@ -11,7 +11,7 @@
 namespace gpufleet::store {
 namespace {
 
-constexpr int kSchemaVersion = 2;
+constexpr int kSchemaVersion = 3;
 
 constexpr const char* kSchemaV1 = R"sql(
 CREATE TABLE jobs(
@@ -38,9 +38,15 @@ ALTER TABLE jobs ADD COLUMN pid INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN pid_start INTEGER NOT NULL DEFAULT 0;
 )sql";
 
+// Version 3: a client's idempotency token, so a retried submit never creates a second job.
+constexpr const char* kSchemaV3 = R"sql(
+ALTER TABLE jobs ADD COLUMN client_token TEXT NOT NULL DEFAULT '';
+CREATE UNIQUE INDEX jobs_by_client_token ON jobs(user, client_token) WHERE client_token != '';
+)sql";
+
 constexpr const char* kJobColumns =
     "id,user,name,queue,priority,gpus,gpu_milli,gpu_type,nodes,argv,env,workdir,state,submit_ms,"
-    "start_ms,end_ms,exit_code,node,gpu_indices,epoch,reason,pid,pid_start";
+    "start_ms,end_ms,exit_code,node,gpu_indices,epoch,reason,pid,pid_start,client_token";
 
 // A prepared statement that finalizes itself.
 class Statement {
@@ -96,6 +102,7 @@ JobRecord ReadJob(Statement& s) {
   j.reason = s.Text(20);
   j.pid = s.Int(21);
   j.pid_start = static_cast<uint64_t>(s.Int(22));
+  j.client_token = s.Text(23);
   return j;
 }
 
@@ -139,7 +146,7 @@ class SqliteStore final : public Store {
     }
     // Each step runs in its own transaction and records its version, so an interrupted upgrade
     // resumes where it stopped.
-    const char* steps[] = {kSchemaV1, kSchemaV2};
+    const char* steps[] = {kSchemaV1, kSchemaV2, kSchemaV3};
     for (int v = version; v < kSchemaVersion; ++v) {
       if (auto r = Exec("BEGIN IMMEDIATE"); !r) return r;
       const std::string record =
@@ -160,9 +167,20 @@ class SqliteStore final : public Store {
   core::Result<int64_t> SubmitJob(const JobRecord& job) override {
     std::lock_guard<std::mutex> lock(mutex_);
     if (auto r = Exec("BEGIN IMMEDIATE"); !r) return core::Error{r.error()};
+    if (!job.client_token.empty()) {
+      // A retry of a submit that was committed but not acknowledged: the same job, not a new one.
+      Statement existing(db_, "SELECT id FROM jobs WHERE user=? AND client_token=?");
+      existing.Bind(1, job.user);
+      existing.Bind(2, job.client_token);
+      if (existing.Step() == SQLITE_ROW) {
+        const int64_t id = existing.Int(0);
+        Exec("ROLLBACK");
+        return id;
+      }
+    }
     Statement s(db_,
                 "INSERT INTO jobs(user,name,queue,priority,gpus,gpu_milli,gpu_type,nodes,argv,env,"
-                "workdir,state,submit_ms) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                "workdir,state,submit_ms,client_token) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     s.Bind(1, job.user);
     s.Bind(2, job.name);
     s.Bind(3, job.queue);
@@ -176,6 +194,7 @@ class SqliteStore final : public Store {
     s.Bind(11, job.workdir);
     s.Bind(12, std::string(StateName(JobState::kPending)));
     s.Bind(13, job.submit_ms);
+    s.Bind(14, job.client_token);
     if (s.Step() != SQLITE_DONE) {
       auto e = Error(sqlite3_errmsg(db_));
       Exec("ROLLBACK");

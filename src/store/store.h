@@ -57,6 +57,7 @@ struct JobRecord {
   std::string reason;            // why it ended or failed to start
   int64_t pid = 0;               // the running job's process (its runner's shim), 0 if none
   uint64_t pid_start = 0;        // that process's start time, to tell it from a reused pid
+  std::string client_token;      // the submitter's idempotency token, or ""
 };
 
 // What a transition changes besides the state; unset fields stay as they are.
@@ -93,7 +94,8 @@ struct UserRecord {
 class Store {
  public:
   virtual ~Store() = default;
-  // Records a new PENDING job and returns its id, after the commit.
+  // Records a new PENDING job and returns its id, after the commit. A job whose non-empty
+  // `client_token` the same user already used is not added again: its existing id is returned.
   virtual core::Result<int64_t> SubmitJob(const JobRecord& job) = 0;
   virtual core::Result<std::optional<JobRecord>> GetJob(int64_t id) = 0;
   // In id order.

@@ -56,6 +56,19 @@ TEST_F(StoreTest, SubmitThenGetRoundTrips) {
   EXPECT_FALSE(store_->GetJob(999).value().has_value());
 }
 
+TEST_F(StoreTest, ClientTokenMakesSubmitIdempotent) {
+  JobRecord job = Job("alice");
+  job.client_token = "retry-1";
+  const int64_t first = store_->SubmitJob(job).value();
+  EXPECT_EQ(store_->SubmitJob(job).value(), first) << "the retry is the same job";
+  JobRecord other_user = job;
+  other_user.user = "bob";
+  EXPECT_NE(store_->SubmitJob(other_user).value(), first) << "tokens are per user";
+  job.client_token = "";
+  EXPECT_NE(store_->SubmitJob(job).value(), first);
+  EXPECT_EQ(store_->ListJobs({}).value().size(), 3U);
+}
+
 TEST_F(StoreTest, TransitionsAreCompareAndSetAndLogged) {
   const int64_t id = store_->SubmitJob(Job("alice")).value();
   JobUpdate placed;
