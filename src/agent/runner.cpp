@@ -159,6 +159,18 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
   if (pid == 0) {
     // The shim. Only async-signal-safe calls from here on.
     setpgid(0, 0);
+    // Keep only what the job needs: stdin from /dev/null, stdout and stderr to the log, the
+    // status pipe as fd 3 (close-on-exec). Every other descriptor of the agent (its listening
+    // socket above all) must not live on in the shim, or a restarted agent could not bind again.
+    const int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+    dup2(log, STDOUT_FILENO);
+    dup2(log, STDERR_FILENO);
+    dup2(status_pipe[1], 3);
+    fcntl(3, F_SETFD, FD_CLOEXEC);
+    if (close_range(4, ~0U, 0) != 0) {
+      for (int fd = 4; fd < 65536; ++fd) close(fd);
+    }
     signal(SIGTERM, SIG_IGN);  // a stop is for the job; the shim must live to record its end
     signal(SIGINT, SIG_IGN);
     signal(SIGHUP, SIG_IGN);
@@ -170,10 +182,6 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
       signal(SIGTERM, SIG_DFL);  // ignored signals survive exec: give the job the defaults
       signal(SIGINT, SIG_DFL);
       signal(SIGHUP, SIG_DFL);
-      const int devnull = open("/dev/null", O_RDONLY);
-      if (devnull >= 0) dup2(devnull, STDIN_FILENO);
-      dup2(log, STDOUT_FILENO);
-      dup2(log, STDERR_FILENO);
       int step = 0;  // 1 chdir, 2 setuid, 3 exec
       if (chdir(workdir.c_str()) != 0) step = 1;
       if (step == 0 && switch_user &&
@@ -185,11 +193,13 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
         step = 3;
       }
       const int report[2] = {step, errno};
-      (void)!write(status_pipe[1], report, sizeof report);
+      (void)!write(3, report, sizeof report);
       _exit(127);
     }
-    close(status_pipe[1]);
-    close(log);
+    close(3);  // only the job reports over the pipe
+    close(STDIN_FILENO);
+    close(STDOUT_FILENO);
+    close(STDERR_FILENO);
     int status = 0;
     int code = 127;
     int sig = 0;
