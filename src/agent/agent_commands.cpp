@@ -59,7 +59,7 @@ gpu::SamplerOptions SamplerOptionsFor(const ProbeFlags& flags) {
 }  // namespace
 
 int RunAgent(const AgentOptions& options) {
-  auto address = ParseListenAddress(options.listen);
+  auto address = net::ParseListenAddress(options.listen);
   if (!address.ok()) {
     std::fprintf(stderr, "gpufleet agent: %s\n", address.error().c_str());
     return 2;
@@ -68,13 +68,7 @@ int RunAgent(const AgentOptions& options) {
     std::fprintf(stderr, "gpufleet agent: --interval must be at least 0.01 seconds\n");
     return 2;
   }
-  // SIGINT/SIGTERM are taken by a waiting thread (blocked everywhere else), so shutdown runs as
-  // ordinary code rather than inside a signal handler.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  const sigset_t stop_signals = net::BlockStopSignals();  // before any thread starts
 
   OpenedNode node = OpenNode(options.probe);
   if (!node.host.notice.empty())
@@ -98,22 +92,7 @@ int RunAgent(const AgentOptions& options) {
               address.value().host.c_str(), port.value());
   std::fflush(stdout);
 
-  std::atomic<bool> stopping{false};
-  std::thread waiter([&] {
-    int signal_number = 0;
-    sigwait(&stop_signals, &signal_number);
-    if (!stopping.exchange(true)) {
-      // A second SIGINT/SIGTERM kills at once, should shutdown itself hang (a stuck driver).
-      signal(SIGINT, SIG_DFL);
-      signal(SIGTERM, SIG_DFL);
-      pthread_sigmask(SIG_UNBLOCK, &stop_signals, nullptr);
-    }
-    server.Stop();
-  });
-  const bool clean = server.Serve();
-  // Serve also returns if the listener fails; wake the waiter so it can be joined.
-  if (!stopping.exchange(true)) pthread_kill(waiter.native_handle(), SIGTERM);
-  waiter.join();
+  const bool clean = net::ServeUntilStopSignal(server.http(), stop_signals);
   sampler.Stop();
   if (!clean) {
     std::fprintf(stderr, "gpufleet agent: the HTTP listener failed; exiting with an error\n");

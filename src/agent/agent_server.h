@@ -13,15 +13,9 @@
 #include "agent/sample_json.h"
 #include "core/result.h"
 #include "gpu/sampler.h"
+#include "net/http_server.h"
 
 namespace gpufleet::agent {
-
-struct ListenAddress {
-  std::string host;
-  int port = 0;  // 0: any free port
-};
-// Parses "HOST:PORT" ("127.0.0.1:9400", "[::1]:9400"); errors say what is wrong.
-core::Result<ListenAddress> ParseListenAddress(const std::string& text);
 
 class AgentServer {
  public:
@@ -31,11 +25,9 @@ class AgentServer {
   AgentServer& operator=(const AgentServer&) = delete;
 
   // Binds the address; returns the bound port (the chosen one when `address.port` is 0).
-  core::Result<int> Bind(const ListenAddress& address);
-  // Serves requests until Stop() is called (from any thread). False when the listener failed
-  // without a Stop (the caller should exit with an error, so a supervisor restarts it).
-  bool Serve();
-  void Stop();
+  core::Result<int> Bind(const net::ListenAddress& address);
+  // The server, for Serve/Stop (net::HttpServer's contract).
+  net::HttpServer& http();
 
  private:
   struct Impl;

@@ -12,15 +12,15 @@ namespace gpufleet::agent {
 namespace {
 
 TEST(ListenAddress, Parses) {
-  auto a = ParseListenAddress("127.0.0.1:9400");
+  auto a = net::ParseListenAddress("127.0.0.1:9400");
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(a.value().host, "127.0.0.1");
   EXPECT_EQ(a.value().port, 9400);
-  auto v6 = ParseListenAddress("[::1]:0");
+  auto v6 = net::ParseListenAddress("[::1]:0");
   ASSERT_TRUE(v6.ok());
   EXPECT_EQ(v6.value().host, "::1");
   for (const char* bad : {"9400", "127.0.0.1:", ":80", "127.0.0.1:http", "127.0.0.1:70000"}) {
-    auto r = ParseListenAddress(bad);
+    auto r = net::ParseListenAddress(bad);
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_NE(r.error().find("--listen"), std::string::npos);
   }
@@ -33,10 +33,10 @@ class ServerTest : public ::testing::Test {
     auto port = server_.Bind({"127.0.0.1", 0});
     ASSERT_TRUE(port.ok()) << port.error();
     port_ = port.value();
-    thread_ = std::thread([this] { server_.Serve(); });
+    thread_ = std::thread([this] { server_.http().Serve(); });
   }
   void TearDown() override {
-    server_.Stop();
+    server_.http().Stop();
     thread_.join();
   }
   gpu::SimulatedProbe probe_{3};

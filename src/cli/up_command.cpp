@@ -13,12 +13,12 @@
 #include <mutex>
 #include <thread>
 
-#include "agent/agent_server.h"
 #include "agent/runner.h"
 #include "controller/api_server.h"
 #include "controller/auth.h"
 #include "controller/controller.h"
 #include "gpu/gpu_probe.h"
+#include "net/http_server.h"
 #include "store/store.h"
 
 namespace gpufleet::cli {
@@ -93,17 +93,13 @@ std::string DataDir(const std::string& flag) {
 }
 
 int RunUp(const UpOptions& o) {
-  auto address = agent::ParseListenAddress(o.listen);
+  auto address = net::ParseListenAddress(o.listen);
   if (!address) {
     std::fprintf(stderr, "gpufleet up: %s\n", address.error().c_str());
     return 2;
   }
   const std::string data_dir = DataDir(o.data_dir);
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  const sigset_t stop_signals = net::BlockStopSignals();  // before any thread starts
 
   auto store = store::OpenSqliteStore(data_dir);
   if (!store) {
@@ -168,7 +164,7 @@ int RunUp(const UpOptions& o) {
     return 1;
   }
   controller::ApiServer api(ctl);
-  auto port = api.Bind(address.value().host, address.value().port);
+  auto port = api.Bind(address.value());
   if (!port) {
     std::fprintf(stderr, "gpufleet up: %s\n", port.error().c_str());
     return 1;
@@ -181,20 +177,7 @@ int RunUp(const UpOptions& o) {
               data_dir.c_str());
   std::fflush(stdout);
 
-  std::atomic<bool> stopping{false};
-  std::thread waiter([&] {
-    int signal_number = 0;
-    sigwait(&stop_signals, &signal_number);
-    if (!stopping.exchange(true)) {
-      signal(SIGINT, SIG_DFL);
-      signal(SIGTERM, SIG_DFL);
-      pthread_sigmask(SIG_UNBLOCK, &stop_signals, nullptr);
-    }
-    api.Stop();
-  });
-  const bool clean = api.Serve();
-  if (!stopping.exchange(true)) pthread_kill(waiter.native_handle(), SIGTERM);
-  waiter.join();
+  const bool clean = net::ServeUntilStopSignal(api.http(), stop_signals);
   ctl.Stop();
   std::fprintf(stderr, "gpufleet up: stopped\n");
   return clean ? 0 : 1;

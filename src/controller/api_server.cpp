@@ -168,13 +168,10 @@ std::optional<int64_t> ParseId(const std::string& text) {
 }  // namespace
 
 struct ApiServer::Impl {
-  explicit Impl(Controller& c) : controller(c) {}
+  explicit Impl(Controller& c)
+      : controller(c), server(net::HttpServerOptions{8, kMaxBody, 5, 10}) {}
   Controller& controller;
-  httplib::Server server;
-  std::mutex mutex;
-  bool stop_requested = false;
-  bool serving = false;
-  std::atomic<bool> finished{false};
+  net::HttpServer server;
   std::atomic<int64_t> requests{0};
 
   // The caller's user, or nothing after answering 401.
@@ -223,16 +220,7 @@ struct ApiServer::Impl {
 
 ApiServer::ApiServer(Controller& controller) : impl_(std::make_unique<Impl>(controller)) {
   Impl& impl = *impl_;
-  httplib::Server& server = impl.server;
-  server.new_task_queue = [] { return new httplib::ThreadPool(8); };
-  server.set_payload_max_length(kMaxBody);
-  server.set_read_timeout(10, 0);
-  server.set_write_timeout(10, 0);
-  server.set_keep_alive_timeout(5);
-  server.set_socket_options([](socket_t sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  });
+  httplib::Server& server = impl.server.routes();
   server.set_pre_routing_handler([&impl](const httplib::Request&, httplib::Response&) {
     ++impl.requests;
     return httplib::Server::HandlerResponse::Unhandled;
@@ -404,46 +392,12 @@ ApiServer::ApiServer(Controller& controller) : impl_(std::make_unique<Impl>(cont
   });
 }
 
-ApiServer::~ApiServer() { Stop(); }
+ApiServer::~ApiServer() { impl_->server.Stop(); }
 
-core::Result<int> ApiServer::Bind(const std::string& host, int port) {
-  httplib::Server& server = impl_->server;
-  if (port == 0) {
-    const int bound = server.bind_to_any_port(host);
-    if (bound <= 0) return core::Error{"cannot listen on " + host + ": bind failed"};
-    return bound;
-  }
-  if (!server.bind_to_port(host, port)) {
-    return core::Error{"cannot listen on " + host + ":" + std::to_string(port) +
-                       " (in use, or not an address of this machine)"};
-  }
-  return port;
+core::Result<int> ApiServer::Bind(const net::ListenAddress& address) {
+  return impl_->server.Bind(address);
 }
 
-bool ApiServer::Serve() {
-  {
-    std::lock_guard<std::mutex> lock(impl_->mutex);
-    if (impl_->stop_requested) return true;
-    impl_->serving = true;
-  }
-  impl_->server.listen_after_bind();
-  impl_->finished = true;
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  return impl_->stop_requested;
-}
-
-void ApiServer::Stop() {
-  bool serving = false;
-  {
-    std::lock_guard<std::mutex> lock(impl_->mutex);
-    impl_->stop_requested = true;
-    serving = impl_->serving;
-  }
-  if (!serving) return;
-  while (!impl_->server.is_running() && !impl_->finished) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  impl_->server.stop();
-}
+net::HttpServer& ApiServer::http() { return impl_->server; }
 
 }  // namespace gpufleet::controller

@@ -13,6 +13,7 @@
 
 #include "controller/controller.h"
 #include "core/result.h"
+#include "net/http_server.h"
 
 namespace gpufleet::controller {
 
@@ -23,9 +24,9 @@ class ApiServer {
   ApiServer(const ApiServer&) = delete;
   ApiServer& operator=(const ApiServer&) = delete;
 
-  core::Result<int> Bind(const std::string& host, int port);  // port 0: any free port
-  bool Serve();  // until Stop(); false when the listener failed on its own
-  void Stop();
+  core::Result<int> Bind(const net::ListenAddress& address);  // port 0: any free port
+  // The server, for Serve/Stop (net::HttpServer's contract).
+  net::HttpServer& http();
 
  private:
   struct Impl;
