@@ -82,4 +82,4 @@ if [ "$asan" = 1 ]; then
   cmake --build build-asan -j"$jobs"
 fi
 
-echo "== Done: build/gpufleet is ready (run: ./build/gpufleet sim placement-report)"
+echo "== Done: build/gpufleet is ready (try: bash scripts/demo.sh, or ./build/gpufleet --help)"
