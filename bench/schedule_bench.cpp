@@ -1,0 +1,98 @@
+// One scheduling pass at fleet scale (issue 5's target: 10,000 GPUs on 1,250 nodes and 100,000
+// pending jobs in at most 100 ms), through the same Scheduler the controller calls:
+//  - BM_SchedulePass/<policy>/empty: the fleet idle, so the pass fills it (thousands of starts);
+//  - BM_SchedulePass/<policy>/busy: every GPU but 64 busy, the usual steady state, where a pass
+//    must find the few jobs that fit.
+// Counters: jobs started by the pass. Peak RSS: /usr/bin/time -f %M on the benchmark.
+#include <benchmark/benchmark.h>
+
+#include <bit>
+#include <string>
+
+#include "core/cluster.h"
+#include "core/gpu_catalog.h"
+#include "core/rng.h"
+#include "sched/policy_registry.h"
+#include "sched/queue_policy.h"
+#include "sched/schedule.h"
+
+namespace {
+
+using namespace gpufleet;
+
+constexpr int kNodes = 1250, kGpusPerNode = 8, kPending = 100000;
+
+std::vector<core::NodeSpec> Fleet() {
+  const auto model = core::GpuCatalog::Builtin().Find("H100-80GB");
+  std::vector<core::NodeSpec> nodes;
+  for (int i = 0; i < kNodes; ++i) {
+    core::NodeSpec n;
+    n.name = "n" + std::to_string(i);
+    n.cpu_milli = 128000;
+    n.memory_mib = 1 << 20;
+    n.num_gpus = kGpusPerNode;
+    n.model = model.value_or(0);
+    nodes.push_back(n);
+  }
+  return nodes;
+}
+
+void BM_SchedulePass(benchmark::State& state, std::string policy_name, bool busy) {
+  auto policy = sched::MakeQueuePolicy(policy_name);
+  auto placement = sched::MakePlacementPolicy("gpupacking");
+  sched::Scheduler scheduler(*policy, *placement, /*allow_spread=*/false);
+  core::Rng rng(7);
+  const int sizes[] = {1, 1, 1, 1, 2, 2, 4, 8};
+  for (int i = 0; i < kPending; ++i) {
+    sched::QueuedJob j;
+    j.id = i;
+    j.total_gpus = sizes[rng.Below(8)];
+    j.submit_s = i;
+    j.priority = static_cast<int>(rng.Below(3));
+    j.queue = "team" + std::to_string(rng.Below(10));
+    j.estimate_s = 3600;
+    scheduler.Enqueue(j);
+  }
+  core::ClusterSnapshot cluster(Fleet());
+  std::vector<sched::RunningJob> running;
+  if (busy) {
+    // Whole nodes busy with 8-GPU jobs, but for the last 8 nodes (64 GPUs).
+    for (int n = 0; n < kNodes - 8; ++n) {
+      sched::RunningJob r;
+      r.job.id = 1000000 + n;
+      r.job.total_gpus = 8;
+      r.placement = {{n, 0xffu}};
+      cluster.Allocate(n, sched::SliceSpec(r.job, 8), 0xffu);
+      running.push_back(r);
+    }
+  }
+  std::size_t started = 0;
+  for (auto _ : state) {
+    const auto decisions = scheduler.Schedule(cluster, running, 1000000, rng);
+    started = decisions.size();
+    benchmark::DoNotOptimize(decisions.data());
+  }
+  state.counters["started"] = static_cast<double>(started);
+}
+
+void Register() {
+  for (const char* policy : {"priority", "fifo", "tiresias", "fairshare"}) {
+    for (bool busy : {false, true}) {
+      benchmark::RegisterBenchmark(
+          (std::string("BM_SchedulePass/") + policy + (busy ? "/busy" : "/empty")).c_str(),
+          BM_SchedulePass, std::string(policy), busy)
+          ->Unit(benchmark::kMillisecond)
+          ->Iterations(3);
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Register();
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
