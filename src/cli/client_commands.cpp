@@ -54,6 +54,7 @@ std::optional<Connection> Connect(const ClientOptions& o) {
   c.http = std::make_unique<httplib::Client>(c.url);
   c.http->set_connection_timeout(5, 0);
   c.http->set_read_timeout(30, 0);
+  c.http->set_tcp_nodelay(true);
   if (!c.token.empty()) c.http->set_bearer_token_auth(c.token);
   return c;
 }
