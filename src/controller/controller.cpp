@@ -155,7 +155,7 @@ void Controller::Loop() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stop_) {
     PassLocked(NowMs());
-    wake_.wait_for(lock, kTick, [this] { return stop_ || woken_; });
+    wake_.wait_for(lock, kTick, [this] { return stop_ || woken_.load(); });
     woken_ = false;
   }
 }
@@ -196,20 +196,19 @@ core::Result<int64_t> Controller::Submit(store::JobRecord job) {
   auto id = store_.SubmitJob(job);  // durable before anything else sees it
   if (!id) return id;
   job.id = id.value();
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (waiting_.count(job.id)) return id;  // a retry (same client token) of a queued job
-    if (!job.client_token.empty()) {
-      // A retry of a job that has started or ended since: nothing to queue.
-      auto stored = store_.GetJob(job.id);
-      if (!stored || !stored.value() || stored.value()->state != store::JobState::kPending) {
-        return id;
-      }
+  if (!job.client_token.empty()) {
+    // A retry of an earlier submit (same client token): queue it only if it is still waiting to
+    // be queued or scheduled for the first time; the pass skips ids it already holds.
+    auto stored = store_.GetJob(job.id);
+    if (!stored || !stored.value() || stored.value()->state != store::JobState::kPending) {
+      return id;
     }
-    waiting_[job.id] = job;
-    scheduler_.Enqueue(QueuedOf(job));
-    woken_ = true;
   }
+  {
+    std::lock_guard<std::mutex> lock(inbox_mutex_);
+    inbox_.push_back(std::move(job));
+  }
+  woken_ = true;
   wake_.notify_all();
   return id;
 }
@@ -242,6 +241,20 @@ core::Result<store::JobState> Controller::Cancel(int64_t id, int64_t now_ms) {
 
 void Controller::PassLocked(int64_t now_ms) {
   ++stats_.passes;
+  // 0. Jobs submitted since the last pass.
+  std::vector<store::JobRecord> arrived;
+  {
+    std::lock_guard<std::mutex> lock(inbox_mutex_);
+    arrived.swap(inbox_);
+  }
+  for (store::JobRecord& job : arrived) {
+    const bool held = waiting_.count(job.id) > 0 ||
+                      std::any_of(running_.begin(), running_.end(),
+                                  [&](const sched::RunningJob& r) { return r.job.id == job.id; });
+    if (held) continue;  // a retried submit of a job already queued or running
+    scheduler_.Enqueue(QueuedOf(job));
+    waiting_[job.id] = std::move(job);
+  }
   // 1. Jobs that ended.
   for (const NodeExecutor::Exit& exit : executor_.Poll()) {
     auto it = std::find_if(running_.begin(), running_.end(),

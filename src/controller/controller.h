@@ -9,6 +9,7 @@
 // through the executor (they outlive a crashed or stopped controller); one that cannot be (its
 // process gone without an exit record), or one caught between SCHEDULED and RUNNING, is marked
 // LOST and not restarted, so that no job ever runs twice.
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -138,9 +139,14 @@ class Controller {
   std::map<int64_t, bool> cancel_requested_;
   ControllerStats stats_;
 
+  // Committed submits wait here for the next pass, so acknowledging a submit never waits for a
+  // pass (whose store writes can take a while) to release `mutex_`.
+  std::mutex inbox_mutex_;
+  std::vector<store::JobRecord> inbox_;
+
   std::condition_variable wake_;
   bool stop_ = false;
-  bool woken_ = false;
+  std::atomic<bool> woken_{false};
   std::thread thread_;
 };
 

@@ -2,9 +2,11 @@
 // synchronous=FULL, so a commit is on disk before SubmitJob returns.
 #include <sqlite3.h>
 
+#include <condition_variable>
 #include <filesystem>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "store/store.h"
 
@@ -164,52 +166,29 @@ class SqliteStore final : public Store {
     return true;
   }
 
+  // Group commit: concurrent submits wait in a queue; one of them (the leader) writes every
+  // queued job in a single transaction, so many submits share one fsync. Each caller returns
+  // only after the transaction holding its job has committed, and a failed transaction fails
+  // every job in it (none of them was committed).
   core::Result<int64_t> SubmitJob(const JobRecord& job) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (auto r = Exec("BEGIN IMMEDIATE"); !r) return core::Error{r.error()};
-    if (!job.client_token.empty()) {
-      // A retry of a submit that was committed but not acknowledged: the same job, not a new one.
-      Statement existing(db_, "SELECT id FROM jobs WHERE user=? AND client_token=?");
-      existing.Bind(1, job.user);
-      existing.Bind(2, job.client_token);
-      if (existing.Step() == SQLITE_ROW) {
-        const int64_t id = existing.Int(0);
-        Exec("ROLLBACK");
-        return id;
+    PendingSubmit me{&job, std::nullopt};
+    std::unique_lock<std::mutex> queue_lock(queue_mutex_);
+    submit_queue_.push_back(&me);
+    while (!me.result) {
+      if (leader_active_) {
+        queue_cv_.wait(queue_lock);
+        continue;
       }
+      leader_active_ = true;
+      std::vector<PendingSubmit*> batch;
+      batch.swap(submit_queue_);
+      queue_lock.unlock();
+      CommitBatch(batch);
+      queue_lock.lock();
+      leader_active_ = false;
+      queue_cv_.notify_all();
     }
-    Statement s(db_,
-                "INSERT INTO jobs(user,name,queue,priority,gpus,gpu_milli,gpu_type,nodes,argv,env,"
-                "workdir,state,submit_ms,client_token) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-    s.Bind(1, job.user);
-    s.Bind(2, job.name);
-    s.Bind(3, job.queue);
-    s.Bind(4, job.priority);
-    s.Bind(5, job.gpus);
-    s.Bind(6, job.gpu_milli);
-    s.Bind(7, job.gpu_type);
-    s.Bind(8, job.nodes);
-    s.Bind(9, nlohmann::json(job.argv).dump());
-    s.Bind(10, nlohmann::json(job.env).dump());
-    s.Bind(11, job.workdir);
-    s.Bind(12, std::string(StateName(JobState::kPending)));
-    s.Bind(13, job.submit_ms);
-    s.Bind(14, job.client_token);
-    if (s.Step() != SQLITE_DONE) {
-      auto e = Error(sqlite3_errmsg(db_));
-      Exec("ROLLBACK");
-      return e;
-    }
-    const int64_t id = sqlite3_last_insert_rowid(db_);
-    if (auto r = AddEvent(id, job.submit_ms, "submitted", job.user); !r) {
-      Exec("ROLLBACK");
-      return core::Error{r.error()};
-    }
-    if (auto r = Exec("COMMIT"); !r) {
-      Exec("ROLLBACK");
-      return core::Error{r.error()};
-    }
-    return id;
+    return *me.result;
   }
 
   core::Result<std::optional<JobRecord>> GetJob(int64_t id) override {
@@ -352,9 +331,73 @@ class SqliteStore final : public Store {
     return true;
   }
 
+  struct PendingSubmit {
+    const JobRecord* job;
+    std::optional<core::Result<int64_t>> result;
+  };
+
+  // Writes one job inside the open transaction; its id, or the error.
+  core::Result<int64_t> InsertJob(const JobRecord& job) {
+    if (!job.client_token.empty()) {
+      // A retry of a submit that was committed but not acknowledged: the same job, not a new one.
+      Statement existing(db_, "SELECT id FROM jobs WHERE user=? AND client_token=?");
+      existing.Bind(1, job.user);
+      existing.Bind(2, job.client_token);
+      if (existing.Step() == SQLITE_ROW) return existing.Int(0);
+    }
+    Statement s(db_,
+                "INSERT INTO jobs(user,name,queue,priority,gpus,gpu_milli,gpu_type,nodes,argv,env,"
+                "workdir,state,submit_ms,client_token) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    s.Bind(1, job.user);
+    s.Bind(2, job.name);
+    s.Bind(3, job.queue);
+    s.Bind(4, job.priority);
+    s.Bind(5, job.gpus);
+    s.Bind(6, job.gpu_milli);
+    s.Bind(7, job.gpu_type);
+    s.Bind(8, job.nodes);
+    s.Bind(9, nlohmann::json(job.argv).dump());
+    s.Bind(10, nlohmann::json(job.env).dump());
+    s.Bind(11, job.workdir);
+    s.Bind(12, std::string(StateName(JobState::kPending)));
+    s.Bind(13, job.submit_ms);
+    s.Bind(14, job.client_token);
+    if (s.Step() != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
+    const int64_t id = sqlite3_last_insert_rowid(db_);
+    if (auto r = AddEvent(id, job.submit_ms, "submitted", job.user); !r) {
+      return core::Error{r.error()};
+    }
+    return id;
+  }
+
+  // One transaction for `batch`; sets every entry's result.
+  void CommitBatch(const std::vector<PendingSubmit*>& batch) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto fail_all = [&](const std::string& why) {
+      Exec("ROLLBACK");
+      for (PendingSubmit* p : batch) p->result = core::Result<int64_t>(core::Error{why});
+    };
+    if (auto r = Exec("BEGIN IMMEDIATE"); !r) {
+      for (PendingSubmit* p : batch) p->result = core::Result<int64_t>(core::Error{r.error()});
+      return;
+    }
+    std::vector<int64_t> ids;
+    for (PendingSubmit* p : batch) {
+      auto id = InsertJob(*p->job);
+      if (!id) return fail_all(id.error());
+      ids.push_back(id.value());
+    }
+    if (auto r = Exec("COMMIT"); !r) return fail_all(r.error());
+    for (std::size_t k = 0; k < batch.size(); ++k) batch[k]->result = core::Result<int64_t>(ids[k]);
+  }
+
   sqlite3* db_;
   std::string path_;
-  std::mutex mutex_;
+  std::mutex mutex_;        // the connection
+  std::mutex queue_mutex_;  // the submit queue
+  std::condition_variable queue_cv_;
+  std::vector<PendingSubmit*> submit_queue_;
+  bool leader_active_ = false;
 };
 
 }  // namespace

@@ -6,6 +6,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <set>
+#include <thread>
 
 namespace gpufleet::store {
 namespace {
@@ -67,6 +70,34 @@ TEST_F(StoreTest, ClientTokenMakesSubmitIdempotent) {
   job.client_token = "";
   EXPECT_NE(store_->SubmitJob(job).value(), first);
   EXPECT_EQ(store_->ListJobs({}).value().size(), 3U);
+}
+
+TEST_F(StoreTest, ConcurrentSubmitsAreGroupCommittedAndAllKept) {
+  std::vector<std::thread> threads;
+  std::mutex mutex;
+  std::set<int64_t> ids;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 100; ++i) {
+        JobRecord job = Job("user" + std::to_string(t));
+        if (i % 10 == 0) job.client_token = "tok-" + std::to_string(i);  // some retried twice
+        auto first = store_->SubmitJob(job);
+        ASSERT_TRUE(first.ok()) << first.error();
+        if (!job.client_token.empty()) {
+          auto again = store_->SubmitJob(job);
+          ASSERT_TRUE(again.ok());
+          EXPECT_EQ(again.value(), first.value());
+        }
+        std::lock_guard<std::mutex> lock(mutex);
+        ids.insert(first.value());
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ids.size(), 800U);
+  JobFilter all;
+  all.limit = 10000;
+  EXPECT_EQ(store_->ListJobs(all).value().size(), 800U);
 }
 
 TEST_F(StoreTest, TransitionsAreCompareAndSetAndLogged) {
