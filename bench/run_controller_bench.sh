@@ -61,8 +61,9 @@ e2e_rate=$(echo "$n / ($t2 - $t0)" | bc -l)
   printf "| submit -> running (server: commit to process start), median | %d ms | 890 ms | %.1fx faster | 90 ms |\n" "$median" "$(echo "890 / ($median + 0.001)" | bc -l)"
   printf "| server RSS (peak) with %d finished jobs in the store | %.1f MB (%.1f MB) | 230-260 MB (thousands of jobs) | | 50 MB at 10,000 |\n" "$(finished)" "$(echo "$rss / 1024" | bc -l)" "$(echo "$hwm / 1024" | bc -l)"
   echo
-  echo "Every job costs four commits with fsync (submit, SCHEDULED, RUNNING, end), one at a time:"
-  echo "group commit is the way to the 2,000/s target. The scheduling pass at 10,000 GPUs and"
+  echo "Concurrent submits are group-committed (one transaction per queue of waiting submits); each job"
+  echo "then costs three more fsync'd commits (SCHEDULED, RUNNING, end), one at a time: batching a"
+  echo "pass's transitions is the next step toward 2,000/s. The scheduling pass at 10,000 GPUs and"
   echo "100,000 pending jobs is in schedule.md."
 } >"$out"
 cat "$out"
