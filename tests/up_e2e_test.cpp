@@ -167,7 +167,7 @@ TEST_F(UpServer, SubmitRunsLogsAndCancels) {
   }
   // Too big for the node: refused at submit, with the field named.
   const std::string too_big = Cli("submit --gpus 9 -- true");
-  EXPECT_NE(too_big.find("gpus: asks 9 GPUs; the node has 4"), std::string::npos) << too_big;
+  EXPECT_NE(too_big.find("gpus: asks 9 GPUs per node; the largest node has 4"), std::string::npos) << too_big;
 }
 
 TEST_F(UpServer, BadRequestsGet4xxAndTheServerKeepsServing) {

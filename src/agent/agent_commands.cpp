@@ -13,9 +13,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <memory>
 #include <thread>
 
 #include "agent/agent_server.h"
+#include "agent/node_agent.h"
 #include "agent/sample_json.h"
 #include "agent/top_view.h"
 #include "gpu/gpu_probe.h"
@@ -84,7 +86,51 @@ int RunAgent(const AgentOptions& options) {
     std::fprintf(stderr, "gpufleet agent: %s\n", port.error().c_str());
     return 1;
   }
+  // Joining a controller: recover held jobs first, so none is started twice.
+  std::unique_ptr<NodeAgent> node_agent;
+  if (!options.controller_url.empty()) {
+    NodeAgentOptions n;
+    n.controller_url = options.controller_url;
+    n.token = options.token;
+    n.node_name = node.host.hostname;
+    n.address = options.advertise.empty() ? node.host.hostname : options.advertise;
+    n.data_dir = options.data_dir;
+    n.gpus = probe.DeviceCount();
+    if (n.gpus > 0) n.gpu_model = probe.Sample(0, 0).name;
+    if (n.gpu_model.rfind("SIMULATED ", 0) == 0) n.gpu_model = n.gpu_model.substr(10);
+    n.simulated = probe.IsSimulated();
+    const HostInfo host = node.host;
+    node_agent = std::make_unique<NodeAgent>(
+        n, [&sampler, host] { return GpusToJson(host, sampler.Latest()); });
+    if (auto r = node_agent->Recover(); !r) {
+      std::fprintf(stderr, "gpufleet agent: %s\n", r.error().c_str());
+      return 1;
+    }
+  }
   sampler.Start();
+  std::atomic<bool> stop_beats{false};
+  std::thread beats;
+  if (node_agent) {
+    beats = std::thread([&] {
+      const auto period = std::chrono::milliseconds(static_cast<int64_t>(options.heartbeat_s * 1000));
+      auto next = std::chrono::steady_clock::now();
+      while (!stop_beats.load()) {
+        const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count();
+        (void)node_agent->Beat(now_ms);  // failures are reported once per outage
+        next += period;
+        const auto now = std::chrono::steady_clock::now();
+        if (next < now) next = now;
+        while (!stop_beats.load() && std::chrono::steady_clock::now() < next) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+      }
+    });
+    std::printf("gpufleet agent: node %s joins %s (heartbeat every %.1f s; jobs in %s)\n",
+                node.host.hostname.c_str(), options.controller_url.c_str(), options.heartbeat_s,
+                options.data_dir.c_str());
+  }
   std::printf("gpufleet agent: %d %s GPU%s (%s), serving http://%s:%d/metrics\n",
               probe.DeviceCount(), probe.IsSimulated() ? "SIMULATED" : "NVML",
               probe.DeviceCount() == 1 ? "" : "s",
@@ -93,6 +139,8 @@ int RunAgent(const AgentOptions& options) {
   std::fflush(stdout);
 
   const bool clean = net::ServeUntilStopSignal(server.http(), stop_signals);
+  stop_beats = true;
+  if (beats.joinable()) beats.join();  // jobs keep running: a restarted agent re-adopts them
   sampler.Stop();
   if (!clean) {
     std::fprintf(stderr, "gpufleet agent: the HTTP listener failed; exiting with an error\n");

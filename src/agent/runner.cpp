@@ -45,6 +45,7 @@ std::vector<std::string> Environment(const LaunchSpec& spec) {
   env["RANK"] = "0";
   env["NODE_RANK"] = "0";
   env["LOCAL_WORLD_SIZE"] = std::to_string(std::max<std::size_t>(1, spec.gpu_indices.size()));
+  for (const auto& [k, v] : spec.launch_env) env[k] = v;
   std::vector<std::string> out;
   for (const auto& [k, v] : env) out.push_back(k + "=" + v);
   return out;

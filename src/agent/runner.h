@@ -33,6 +33,9 @@ struct LaunchSpec {
   std::vector<int> gpu_indices;
   std::string user;  // run as this user when the agent is root
   std::string log_path;
+  // gpufleet's variables for one rank of a multi-node job (MASTER_ADDR, RANK, ...); they replace
+  // the single-node defaults.
+  std::vector<std::pair<std::string, std::string>> launch_env;
 };
 
 struct JobExit {

@@ -108,6 +108,7 @@ int RunSubmit(const SubmitOptions& o) {
   if (!o.queue.empty()) body["queue"] = o.queue;
   if (!o.gpu_type.empty()) body["gpu_type"] = o.gpu_type;
   if (o.gpu_share > 0) body["gpu_share"] = o.gpu_share;
+  if (o.restartable) body["restartable"] = true;
   body["workdir"] = o.workdir.empty() ? std::filesystem::current_path().string() : o.workdir;
   json env = json::object();
   for (const std::string& kv : o.env) {
@@ -228,6 +229,9 @@ int RunNodes(const ClientOptions& client) {
                 Cell(n["state"]).c_str(), n["gpus"].get<int>(), n["free_gpus"].get<int>(),
                 Cell(n["gpu_model"]).c_str(), n["running_jobs"].get<int>(),
                 n["simulated"].get<bool>() ? "  (SIMULATED GPUs)" : "");
+    if (n.value("state", "") == "LOST") {
+      std::printf("%-12s missed its lease: its jobs were stopped or requeued\n", "");
+    }
   }
   return 0;
 }

@@ -26,6 +26,7 @@ struct SubmitOptions {
   std::string name;
   std::vector<std::string> env;  // NAME=value
   std::string workdir;           // "" : the current directory
+  bool restartable = false;      // requeue when its node is lost
   std::vector<std::string> command;
 };
 int RunSubmit(const SubmitOptions& options);

@@ -2,6 +2,9 @@
 // options to the command functions; it holds no logic of its own.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
 
 #include "agent/agent_commands.h"
 #include "cli/client_commands.h"
@@ -157,7 +160,48 @@ int main(int argc, char** argv) {
   add_probe_flags(agent_cmd, agent_options.probe);
   agent_cmd->add_flag("--print-symbols", agent_options.print_symbols,
                       "print which NVML entry points resolved to which symbols");
-  agent_cmd->callback([&] { std::exit(agent::RunAgent(agent_options)); });
+  std::string agent_token_file;
+  agent_cmd->add_option("--controller", agent_options.controller_url,
+                        "join this controller (http://HOST:PORT of `gpufleet controller` or "
+                        "`gpufleet up`) and run the jobs it places here");
+  agent_cmd->add_option("--token-file", agent_token_file,
+                        "file holding the controller's admin token (default: $GPUFLEET_TOKEN, "
+                        "else the token file in the data directory)");
+  agent_cmd->add_option("--data-dir", agent_options.data_dir,
+                        "where held jobs and their logs live (default: the data directory's "
+                        "agent-NODE folder)");
+  agent_cmd->add_option("--advertise-address", agent_options.advertise,
+                        "the address other nodes reach this one at (MASTER_ADDR of multi-node "
+                        "jobs; default: the node name)");
+  agent_cmd->add_option("--heartbeat", agent_options.heartbeat_s, "seconds between heartbeats")
+      ->capture_default_str()
+      ->check(CLI::Range(0.05, 60.0));
+  agent_cmd->callback([&] {
+    if (!agent_options.controller_url.empty()) {
+      const std::string data = cli::DataDir("");
+      std::string token;
+      if (const char* env = std::getenv("GPUFLEET_TOKEN"); env != nullptr) token = env;
+      const std::string token_file = !agent_token_file.empty() ? agent_token_file
+                                                               : data + "/token";
+      if (token.empty() || !agent_token_file.empty()) {
+        std::ifstream in(token_file);
+        std::getline(in, token);
+      }
+      if (token.empty()) {
+        std::fprintf(stderr,
+                     "gpufleet agent: no token for the controller: pass --token-file (the "
+                     "controller writes one in its data directory) or set GPUFLEET_TOKEN\n");
+        std::exit(2);
+      }
+      agent_options.token = token;
+      if (agent_options.data_dir.empty()) {
+        agent_options.data_dir =
+            data + "/agent-" + (agent_options.probe.hostname.empty() ? std::string("local")
+                                                                     : agent_options.probe.hostname);
+      }
+    }
+    std::exit(agent::RunAgent(agent_options));
+  });
 
   agent::TopOptions top_options;
   CLI::App* top_cmd = app.add_subcommand(
@@ -196,7 +240,41 @@ int main(int argc, char** argv) {
       ->add_option("--stop-grace", up.stop_grace_s,
                    "seconds between SIGTERM and SIGKILL when a job is cancelled")
       ->capture_default_str();
+  up_cmd->add_option("--lease", up.lease_s,
+                     "seconds of agent silence before its node is lost (remote agents)")
+      ->capture_default_str();
+  up_cmd->add_option("--advertise-address", up.advertise,
+                     "this node's address for multi-node jobs (MASTER_ADDR)")
+      ->capture_default_str();
   up_cmd->callback([&] { std::exit(cli::RunUp(up)); });
+
+  cli::UpOptions controller_opts;
+  controller_opts.controller_only = true;
+  CLI::App* controller_cmd = app.add_subcommand(
+      "controller",
+      "Run the controller and its store alone: agents on each GPU machine join it with "
+      "`gpufleet agent --controller URL`");
+  controller_cmd->add_option("--data-dir", controller_opts.data_dir,
+                             "where the store, logs and token live (default: "
+                             "$GPUFLEET_DATA_DIR, else ~/.gpufleet)");
+  controller_cmd->add_option("--listen", controller_opts.listen, "HOST:PORT for the API")
+      ->capture_default_str();
+  controller_cmd
+      ->add_option("--policy", controller_opts.queue_policy,
+                   "queue policy: " + sched::QueuePolicyNames())
+      ->capture_default_str();
+  controller_cmd->add_option("--placement", controller_opts.placement_policy, policy_help)
+      ->capture_default_str();
+  controller_cmd
+      ->add_option("--stop-grace", controller_opts.stop_grace_s,
+                   "seconds between SIGTERM and SIGKILL when a job is cancelled")
+      ->capture_default_str();
+  controller_cmd
+      ->add_option("--lease", controller_opts.lease_s,
+                   "seconds of agent silence before its node is lost: its jobs become LOST, "
+                   "and PENDING again when restartable")
+      ->capture_default_str();
+  controller_cmd->callback([&] { std::exit(cli::RunUp(controller_opts)); });
 
   // Flags every client command shares.
   auto add_client_flags = [](CLI::App* cmd, cli::ClientOptions& client) {
@@ -211,16 +289,24 @@ int main(int argc, char** argv) {
   cli::SubmitOptions submit;
   CLI::App* submit_cmd =
       app.add_subcommand("submit", "Submit a job: gpufleet submit [flags] -- COMMAND ARGS...");
-  submit_cmd->add_option("--gpus", submit.gpus, "whole GPUs")->capture_default_str();
+  submit_cmd->add_option("--gpus", submit.gpus, "whole GPUs (per node with --nodes)")
+      ->capture_default_str();
   submit_cmd->add_option("--gpu-type", submit.gpu_type,
                          "GPU model(s), e.g. H100-80GB or A100-40GB|A100-80GB");
   submit_cmd->add_option("--gpu-share", submit.gpu_share, "a share of one GPU, in (0, 1]");
-  submit_cmd->add_option("--nodes", submit.nodes, "nodes (gang)")->capture_default_str();
+  submit_cmd
+      ->add_option("--nodes", submit.nodes,
+                   "nodes, all started together; each gets --gpus GPUs and MASTER_ADDR, "
+                   "MASTER_PORT, WORLD_SIZE, NODE_RANK, RANK, LOCAL_WORLD_SIZE")
+      ->capture_default_str();
   submit_cmd->add_option("--priority", submit.priority, "higher runs first")->capture_default_str();
   submit_cmd->add_option("--queue", submit.queue, "queue (team)");
   submit_cmd->add_option("--name", submit.name, "job name (default: the command)");
   submit_cmd->add_option("--env", submit.env, "NAME=value for the job (repeatable)");
   submit_cmd->add_option("--workdir", submit.workdir, "working directory (default: here)");
+  submit_cmd->add_flag("--restartable", submit.restartable,
+                       "run it again elsewhere if its node is lost (it should resume from a "
+                       "checkpoint); without it such a job ends LOST");
   submit_cmd->add_option("command", submit.command, "the command and its arguments, after --");
   add_client_flags(submit_cmd, submit.client);
   submit_cmd->callback([&] { std::exit(cli::RunSubmit(submit)); });

@@ -27,8 +27,10 @@ namespace {
 // The controller's NodeExecutor over the agent's Runner, in the same process.
 class LocalExecutor final : public controller::NodeExecutor {
  public:
-  core::Result<Started> Start(const store::JobRecord& job, const std::string& log_path) override {
+  core::Result<Started> Start(const store::JobRecord& job, const net::EnvList& launch_env,
+                              const std::string& log_path) override {
     agent::LaunchSpec spec;
+    spec.launch_env = launch_env;
     spec.job_id = job.id;
     spec.argv = job.argv;
     spec.env = job.env;
@@ -93,9 +95,14 @@ std::string DataDir(const std::string& flag) {
 }
 
 int RunUp(const UpOptions& o) {
+  const char* self = o.controller_only ? "gpufleet controller" : "gpufleet up";
+  if (!(o.lease_s >= 0.2)) {
+    std::fprintf(stderr, "%s: --lease must be at least 0.2 seconds\n", self);
+    return 2;
+  }
   auto address = net::ParseListenAddress(o.listen);
   if (!address) {
-    std::fprintf(stderr, "gpufleet up: %s\n", address.error().c_str());
+    std::fprintf(stderr, "%s: %s\n", self, address.error().c_str());
     return 2;
   }
   const std::string data_dir = DataDir(o.data_dir);
@@ -103,23 +110,28 @@ int RunUp(const UpOptions& o) {
 
   auto store = store::OpenSqliteStore(data_dir);
   if (!store) {
-    std::fprintf(stderr, "gpufleet up: %s\n", store.error().c_str());
+    std::fprintf(stderr, "%s: %s\n", self, store.error().c_str());
     return 1;
   }
   // This machine's GPUs: their number and model are all the scheduler needs here.
-  gpu::ProbeOptions probe_options;
-  probe_options.simulated_gpus = o.simulated_gpus;
-  probe_options.nvml_library = o.nvml_library;
-  gpu::OpenedProbe opened = gpu::OpenProbe(probe_options);
-  const int gpus = opened.probe->DeviceCount();
+  int gpus = 0;
   std::string model;
-  if (gpus > 0) model = opened.probe->Sample(0, 0).name;
-  if (model.rfind("SIMULATED ", 0) == 0) model = model.substr(10);  // the catalog's name
-  if (opened.probe->IsSimulated()) {
-    std::fprintf(stderr,
-                 "gpufleet up: *** SIMULATED GPUs: %s. Jobs run for real, but their "
-                 "CUDA_VISIBLE_DEVICES name GPUs that do not exist. ***\n",
-                 opened.notice.c_str());
+  bool simulated = false;
+  if (!o.controller_only) {
+    gpu::ProbeOptions probe_options;
+    probe_options.simulated_gpus = o.simulated_gpus;
+    probe_options.nvml_library = o.nvml_library;
+    gpu::OpenedProbe opened = gpu::OpenProbe(probe_options);
+    gpus = opened.probe->DeviceCount();
+    if (gpus > 0) model = opened.probe->Sample(0, 0).name;
+    if (model.rfind("SIMULATED ", 0) == 0) model = model.substr(10);  // the catalog's name
+    simulated = opened.probe->IsSimulated();
+    if (simulated) {
+      std::fprintf(stderr,
+                   "gpufleet up: *** SIMULATED GPUs: %s. Jobs run for real, but their "
+                   "CUDA_VISIBLE_DEVICES name GPUs that do not exist. ***\n",
+                   opened.notice.c_str());
+    }
   }
 
   // The local user's token, shown to clients through a 0600 file in the data directory.
@@ -129,18 +141,18 @@ int RunUp(const UpOptions& o) {
   if (token.empty()) {
     auto fresh = controller::NewToken();
     if (!fresh) {
-      std::fprintf(stderr, "gpufleet up: %s\n", fresh.error().c_str());
+      std::fprintf(stderr, "%s: %s\n", self, fresh.error().c_str());
       return 1;
     }
     token = fresh.value();
     if (!WritePrivate(token_path, token + "\n")) {
-      std::fprintf(stderr, "gpufleet up: cannot write %s (is the data directory writable?)\n",
+      std::fprintf(stderr, "%s: cannot write %s (is the data directory writable?)\n", self,
                    token_path.c_str());
       return 1;
     }
   }
   if (auto r = store.value()->PutUser(LocalUser(), controller::Sha256Hex(token), true); !r) {
-    std::fprintf(stderr, "gpufleet up: %s\n", r.error().c_str());
+    std::fprintf(stderr, "%s: %s\n", self, r.error().c_str());
     return 1;
   }
 
@@ -149,37 +161,44 @@ int RunUp(const UpOptions& o) {
   options.data_dir = data_dir;
   options.gpus = gpus;
   options.gpu_model = model;
-  options.simulated = opened.probe->IsSimulated();
+  options.simulated = simulated;
+  options.node_address = o.advertise;
+  options.lease_ms = static_cast<int64_t>(o.lease_s * 1000);
   options.queue_policy = o.queue_policy;
   options.placement_policy = o.placement_policy;
   options.stop_grace_s = o.stop_grace_s;
-  auto made = controller::Controller::Create(*store.value(), executor, options);
+  auto made = controller::Controller::Create(*store.value(), o.controller_only ? nullptr : &executor, options);
   if (!made) {
-    std::fprintf(stderr, "gpufleet up: %s\n", made.error().c_str());
+    std::fprintf(stderr, "%s: %s\n", self, made.error().c_str());
     return 2;
   }
   controller::Controller& ctl = *made.value();
   if (auto r = ctl.Recover(controller::NowMs()); !r) {
-    std::fprintf(stderr, "gpufleet up: %s\n", r.error().c_str());
+    std::fprintf(stderr, "%s: %s\n", self, r.error().c_str());
     return 1;
   }
   controller::ApiServer api(ctl);
   auto port = api.Bind(address.value());
   if (!port) {
-    std::fprintf(stderr, "gpufleet up: %s\n", port.error().c_str());
+    std::fprintf(stderr, "%s: %s\n", self, port.error().c_str());
     return 1;
   }
   const std::string url = "http://" + address.value().host + ":" + std::to_string(port.value());
   WritePrivate((std::filesystem::path(data_dir) / "server").string(), url + "\n");
   ctl.Start();
-  std::printf("gpufleet up: serving %s; %d %s GPU%s; data in %s\n", url.c_str(), gpus,
-              opened.probe->IsSimulated() ? "SIMULATED" : "NVML", gpus == 1 ? "" : "s",
-              data_dir.c_str());
+  if (o.controller_only) {
+    std::printf("gpufleet controller: serving %s; agents join with `gpufleet agent --controller "
+                "%s` and the token in %s; lease %.1f s; data in %s\n",
+                url.c_str(), url.c_str(), token_path.c_str(), o.lease_s, data_dir.c_str());
+  } else {
+    std::printf("gpufleet up: serving %s; %d %s GPU%s; data in %s\n", url.c_str(), gpus,
+                simulated ? "SIMULATED" : "NVML", gpus == 1 ? "" : "s", data_dir.c_str());
+  }
   std::fflush(stdout);
 
   const bool clean = net::ServeUntilStopSignal(api.http(), stop_signals);
   ctl.Stop();
-  std::fprintf(stderr, "gpufleet up: stopped\n");
+  std::fprintf(stderr, "%s: stopped\n", self);
   return clean ? 0 : 1;
 }
 

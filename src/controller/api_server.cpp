@@ -53,6 +53,7 @@ json JobJson(const store::JobRecord& j) {
           {"end_ms", j.end_ms},
           {"exit_code", j.exit_code ? json(*j.exit_code) : json(nullptr)},
           {"reason", j.reason},
+          {"restartable", j.restartable},
           {"epoch", j.epoch}};
 }
 
@@ -63,7 +64,8 @@ std::optional<std::string> ParseSubmit(const std::string& body, store::JobRecord
   if (j.is_discarded() || !j.is_object()) return "the body is not a JSON object";
   static const std::set<std::string> kKnown = {"name",     "argv",    "gpus",        "gpu_share",
                                                "gpu_type", "nodes",   "priority",    "queue",
-                                               "env",      "workdir", "client_token"};
+                                               "env",      "workdir", "client_token",
+                                               "restartable"};
   for (const auto& [key, value] : j.items()) {
     if (!kKnown.count(key)) {
       field = key;
@@ -140,6 +142,10 @@ std::optional<std::string> ParseSubmit(const std::string& body, store::JobRecord
       }
       job.env.emplace_back(k, v.get<std::string>());
     }
+  }
+  if (j.contains("restartable")) {
+    if (!j["restartable"].is_boolean()) return bad("restartable", "must be true or false");
+    job.restartable = j["restartable"].get<bool>();
   }
   if (j.contains("client_token")) {
     if (!j["client_token"].is_string() ||
@@ -343,15 +349,54 @@ ApiServer::ApiServer(Controller& controller) : impl_(std::make_unique<Impl>(cont
              });
   server.Get("/v1/nodes", [&impl](const httplib::Request& req, httplib::Response& res) {
     if (!impl.Authenticate(req, res)) return;
-    const NodeView n = impl.controller.Node();
-    res.set_content(Dump(json::array({{{"name", n.name},
-                                       {"gpus", n.gpus},
-                                       {"free_gpus", n.free_gpus},
-                                       {"gpu_model", n.gpu_model},
-                                       {"simulated", n.simulated},
-                                       {"running_jobs", n.running_jobs},
-                                       {"state", "READY"}}})),
-                    "application/json");
+    json out = json::array();
+    for (const NodeView& n : impl.controller.Nodes()) {
+      out.push_back({{"name", n.name},
+                     {"address", n.address},
+                     {"gpus", n.gpus},
+                     {"free_gpus", n.free_gpus},
+                     {"gpu_model", n.gpu_model},
+                     {"simulated", n.simulated},
+                     {"local", n.local},
+                     {"running_jobs", n.running_jobs},
+                     {"state", n.state},
+                     {"epoch", n.epoch},
+                     {"last_seen_ms", n.last_seen_ms}});
+    }
+    res.set_content(Dump(out), "application/json");
+  });
+  server.Get("/v1/gpus", [&impl](const httplib::Request& req, httplib::Response& res) {
+    if (!impl.Authenticate(req, res)) return;
+    json out = json::array();
+    for (const NodeView& n : impl.controller.Nodes()) {
+      json samples = n.samples_json.empty() ? json(nullptr)
+                                            : json::parse(n.samples_json, nullptr, false);
+      out.push_back({{"node", n.name},
+                     {"state", n.state},
+                     {"last_seen_ms", n.last_seen_ms},
+                     {"samples", samples.is_discarded() ? json(nullptr) : samples}});
+    }
+    res.set_content(Dump(out), "application/json");
+  });
+  server.Post("/v1/agent/heartbeat", [&impl](const httplib::Request& req, httplib::Response& res) {
+    auto user = impl.Authenticate(req, res);
+    if (!user) return;
+    if (!user->admin) {
+      Fail(res, 403, "agents need an admin token (the one in the controller's data directory)");
+      return;
+    }
+    auto beat = net::ParseHeartbeat(req.body);
+    if (!beat) {
+      const std::string& why = beat.error();
+      Fail(res, 400, why, why.substr(0, why.find(':')));
+      return;
+    }
+    auto reply = impl.controller.Heartbeat(beat.value(), NowMs());
+    if (!reply) {
+      Fail(res, 400, reply.error(), "node");
+      return;
+    }
+    res.set_content(net::ToJson(reply.value()), "application/json");
   });
   server.Get("/v1/queue", [&impl](const httplib::Request& req, httplib::Response& res) {
     if (!impl.Authenticate(req, res)) return;
@@ -379,6 +424,10 @@ ApiServer::ApiServer(Controller& controller) : impl_(std::make_unique<Impl>(cont
     metric("gpufleet_controller_jobs_finished_total", "counter", "Jobs that ended.", s.finished);
     metric("gpufleet_controller_scheduling_passes_total", "counter", "Scheduling passes.",
            s.passes);
+    metric("gpufleet_controller_nodes_lost_total", "counter",
+           "Nodes declared lost after missing their lease.", s.nodes_lost);
+    metric("gpufleet_controller_heartbeats_total", "counter", "Agent heartbeats received.",
+           s.heartbeats);
     metric("gpufleet_controller_http_requests_total", "counter", "HTTP requests received.",
            impl.requests.load());
     res.set_content(out, "text/plain; version=0.0.4");

@@ -5,7 +5,10 @@
 //   GET  /v1/jobs/<id>            one job
 //   POST /v1/jobs/<id>/cancel     cancel
 //   GET  /v1/jobs/<id>/logs?offset=N   the log from byte N (headers: X-Log-Size, X-Job-State)
-//   GET  /v1/nodes, GET /v1/queue, GET /healthz (no auth), GET /metrics (no auth)
+//   GET  /v1/nodes                nodes: READY, LOST (missed its lease) or UNKNOWN
+//   GET  /v1/gpus                 every node's latest GPU samples, as its agent sent them
+//   POST /v1/agent/heartbeat      an agent's heartbeat (admin token); see net/node_protocol.h
+//   GET  /v1/queue, GET /healthz (no auth), GET /metrics (no auth)
 // Errors are JSON {"error": ..., "field": ...}: 400 for a bad field (named), 401 without a valid
 // token, 404 for a job that does not exist or is not the caller's, 413 for bodies over 1 MiB.
 #include <memory>

@@ -6,6 +6,7 @@
 #include <bit>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 
 #include "core/gpu_catalog.h"
 #include "sched/policy_registry.h"
@@ -14,32 +15,58 @@ namespace gpufleet::controller {
 namespace {
 
 constexpr auto kTick = std::chrono::milliseconds(50);
+// An ended rank's job is settled once its log has reached the controller, or after this long.
+constexpr int64_t kLogDrainMs = 5000;
 
-std::vector<int> GpuIndices(const std::vector<sched::Allocation>& placement) {
+std::vector<int> MaskIndices(core::GpuMask mask) {
   std::vector<int> out;
-  for (const sched::Allocation& a : placement) {
-    for (int g = 0; g < 32; ++g) {
-      if (a.gpus & (1u << g)) out.push_back(g);
-    }
+  for (int g = 0; g < 32; ++g) {
+    if (mask & (1u << g)) out.push_back(g);
   }
   return out;
 }
 
-core::NodeSpec LocalNode(const ControllerOptions& o, std::string* model_name) {
+core::GpuMask MaskOf(const std::vector<int>& indices) {
+  core::GpuMask mask = 0;
+  for (int g : indices) {
+    if (g >= 0 && g < 32) mask |= 1u << g;
+  }
+  return mask;
+}
+
+std::vector<std::string> SplitNodes(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = text.find(',', start);
+    const std::size_t end = comma == std::string::npos ? text.size() : comma;
+    if (end > start) out.push_back(text.substr(start, end - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+core::NodeSpec SpecOf(const std::string& name, int gpus, const std::string& model_name,
+                      std::string* catalog_name) {
   const core::GpuCatalog& catalog = core::GpuCatalog::Builtin();
   core::NodeSpec node;
-  node.name = o.node_name;
-  node.num_gpus = o.gpus;
-  auto model = catalog.Find(o.gpu_model);
+  node.name = name;
+  node.num_gpus = gpus;
+  auto model = catalog.Find(model_name);
   if (!model) model = catalog.Find("G2");
   node.model = model.value_or(0);
-  *model_name = catalog.model(node.model).name;
-  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  const long pages = sysconf(_SC_PHYS_PAGES);
-  const long page_size = sysconf(_SC_PAGE_SIZE);
-  node.cpu_milli = 1000 * std::max<long>(1, cpus);
-  node.memory_mib = std::max<int64_t>(1024, static_cast<int64_t>(pages) * page_size / (1 << 20));
+  *catalog_name = catalog.model(node.model).name;
+  // CPU and memory are not scheduled yet: room for any job (jobs ask none).
+  node.cpu_milli = 1 << 30;
+  node.memory_mib = int64_t{1} << 40;
   return node;
+}
+
+int64_t FileSize(const std::string& path) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  return ec ? 0 : static_cast<int64_t>(size);
 }
 
 }  // namespace
@@ -51,7 +78,7 @@ int64_t NowMs() {
 }
 
 core::Result<std::unique_ptr<Controller>> Controller::Create(store::Store& store,
-                                                             NodeExecutor& executor,
+                                                             NodeExecutor* executor,
                                                              ControllerOptions options) {
   auto queue = sched::MakeQueuePolicy(options.queue_policy);
   if (!queue) {
@@ -67,7 +94,7 @@ core::Result<std::unique_ptr<Controller>> Controller::Create(store::Store& store
       new Controller(store, executor, std::move(options), std::move(queue), std::move(placement)));
 }
 
-Controller::Controller(store::Store& store, NodeExecutor& executor, ControllerOptions options,
+Controller::Controller(store::Store& store, NodeExecutor* executor, ControllerOptions options,
                        std::unique_ptr<sched::QueuePolicy> queue_policy,
                        std::unique_ptr<sched::PlacementPolicy> placement_policy)
     : store_(store),
@@ -75,20 +102,36 @@ Controller::Controller(store::Store& store, NodeExecutor& executor, ControllerOp
       options_(std::move(options)),
       queue_policy_(std::move(queue_policy)),
       placement_policy_(std::move(placement_policy)),
-      cluster_({LocalNode(options_, &model_name_)}),
-      scheduler_(*queue_policy_, *placement_policy_, /*allow_spread=*/false) {}
+      scheduler_(*queue_policy_, *placement_policy_, /*allow_spread=*/false) {
+  // Node epochs only grow, across restarts too (they are only compared for change).
+  next_node_epoch_ = NowMs();
+  if (executor_ != nullptr) {
+    NodeEntry local;
+    local.name = options_.node_name;
+    local.address = options_.node_address;
+    local.spec = SpecOf(local.name, options_.gpus, options_.gpu_model, &local.model_name);
+    local.simulated = options_.simulated;
+    local.local = local.alive = local.known = true;
+    local.epoch = next_node_epoch_++;
+    nodes_.push_back(std::move(local));
+  }
+  RebuildClusterLocked();
+}
 
 Controller::~Controller() { Stop(); }
 
-std::string Controller::LogPath(int64_t id) const {
-  return (std::filesystem::path(options_.data_dir) / "logs" / (std::to_string(id) + ".log"))
-      .string();
+std::string Controller::LogPath(int64_t id, int rank) const {
+  const std::string file =
+      rank == 0 ? std::to_string(id) + ".log"
+                : std::to_string(id) + ".rank" + std::to_string(rank) + ".log";
+  return (std::filesystem::path(options_.data_dir) / "logs" / file).string();
 }
 
 sched::QueuedJob Controller::QueuedOf(const store::JobRecord& job) const {
   sched::QueuedJob q;
   q.id = job.id;
-  q.total_gpus = std::max(1, job.gpus);
+  q.total_gpus = std::max(1, job.gpus) * std::max(1, job.nodes);
+  q.nodes = job.nodes > 1 ? job.nodes : 0;
   q.gpu_milli = job.gpu_milli;
   if (!job.gpu_type.empty()) {
     if (auto models = core::GpuCatalog::Builtin().ParseSpec(job.gpu_type)) {
@@ -102,6 +145,65 @@ sched::QueuedJob Controller::QueuedOf(const store::JobRecord& job) const {
   return q;
 }
 
+int Controller::NodeIndexLocked(const std::string& name) {
+  for (std::size_t n = 0; n < nodes_.size(); ++n) {
+    if (nodes_[n].name == name) return static_cast<int>(n);
+  }
+  NodeEntry entry;
+  entry.name = entry.spec.name = name;
+  entry.epoch = next_node_epoch_++;
+  nodes_.push_back(std::move(entry));
+  return static_cast<int>(nodes_.size()) - 1;
+}
+
+void Controller::RebuildClusterLocked() {
+  std::vector<core::NodeSpec> specs;
+  NodeSummary summary;
+  for (const NodeEntry& n : nodes_) {
+    specs.push_back(n.spec);
+    if (!n.known) continue;
+    summary.largest_gpus = std::max(summary.largest_gpus, n.spec.num_gpus);
+    if (std::find(summary.models.begin(), summary.models.end(), n.spec.model) ==
+        summary.models.end()) {
+      summary.models.push_back(n.spec.model);
+      summary.model_names += (summary.model_names.empty() ? "" : ", ") + n.model_name;
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(summary_mutex_);
+    summary_ = std::move(summary);
+  }
+  cluster_ = core::ClusterSnapshot(std::move(specs));
+  for (std::size_t n = 0; n < nodes_.size(); ++n) {
+    const int gpus = nodes_[n].spec.num_gpus;
+    if (nodes_[n].alive || gpus == 0) continue;
+    // Nothing may be placed on a node that is not there: hold all of its GPUs.
+    sched::QueuedJob blocker;
+    blocker.total_gpus = gpus;
+    cluster_.Allocate(static_cast<int>(n), sched::SliceSpec(blocker, gpus),
+                      gpus == 32 ? ~core::GpuMask{0} : (core::GpuMask{1} << gpus) - 1);
+  }
+  for (auto& [id, a] : active_) {
+    for (Rank& r : a.ranks) {
+      const NodeEntry& node = nodes_[r.node];
+      if (!node.alive) continue;  // held by the blocker until it returns
+      const core::NodeState& s = cluster_.state(r.node);
+      const int k = std::popcount(r.gpus);
+      bool fits = true;
+      for (int g : MaskIndices(r.gpus)) {
+        if (g >= node.spec.num_gpus || s.gpu_free[g] < a.queued.gpu_milli) fits = false;
+      }
+      if (!fits) {
+        // The node came back smaller than the job's placement: the rank cannot be there.
+        r.ended = r.lost = true;
+        r.reason = "node " + node.name + " came back with fewer GPUs than the job was placed on";
+        continue;
+      }
+      cluster_.Allocate(r.node, sched::SliceSpec(a.queued, k), r.gpus);
+    }
+  }
+}
+
 core::Result<bool> Controller::Recover(int64_t now_ms) {
   auto live = store_.LiveJobs();
   if (!live) return core::Error{live.error()};
@@ -112,27 +214,51 @@ core::Result<bool> Controller::Recover(int64_t now_ms) {
       scheduler_.Enqueue(QueuedOf(job));
       continue;
     }
-    if (job.state == store::JobState::kRunning && job.pid > 0 &&
-        executor_.Adopt(job, LogPath(job.id))) {
-      sched::RunningJob r;
-      r.job = QueuedOf(job);
-      r.started_s = job.start_ms / 1000;
-      core::GpuMask mask = 0;
-      for (int g : job.gpu_indices) mask |= 1u << g;
-      r.placement = {{0, mask}};
-      cluster_.Allocate(0, sched::SliceSpec(r.job, std::popcount(mask)), mask);
-      running_.push_back(std::move(r));
+    const std::vector<std::string> names = SplitNodes(job.node);
+    const int per_node = names.empty() ? 0 : static_cast<int>(job.gpu_indices.size() / names.size());
+    Active a;
+    a.job = job;
+    a.queued = QueuedOf(job);
+    bool adoptable = !names.empty();
+    for (std::size_t k = 0; k < names.size(); ++k) {
+      Rank r;
+      r.node = NodeIndexLocked(names[k]);
+      const auto first = job.gpu_indices.begin() + static_cast<std::ptrdiff_t>(k * per_node);
+      r.gpus = MaskOf(std::vector<int>(first, first + per_node));
+      r.started = job.state == store::JobState::kRunning;
+      r.log_acked = FileSize(LogPath(job.id, static_cast<int>(k)));
+      if (nodes_[r.node].local) {
+        // The local rank is re-adopted now; one that cannot be (or never got a process) is lost.
+        if (job.state != store::JobState::kRunning || job.pid <= 0 || executor_ == nullptr ||
+            !executor_->Adopt(job, LogPath(job.id, static_cast<int>(k)))) {
+          adoptable = false;
+        }
+      } else if (!nodes_[r.node].alive) {
+        nodes_[r.node].last_seen_ms = now_ms;  // its lease starts now
+      }
+      a.ranks.push_back(r);
+    }
+    if (!adoptable) {
+      store::JobUpdate lost;
+      lost.end_ms = now_ms;
+      lost.reason = job.state == store::JobState::kRunning
+                        ? "its process ended while no agent watched it and left no exit record"
+                        : "the controller stopped while starting it; not restarted, so that it "
+                          "cannot run twice";
+      auto r = store_.Transition(job.id, job.state, store::JobState::kLost, lost, now_ms);
+      if (!r) return core::Error{r.error()};
+      for (const Rank& rank : a.ranks) {
+        // Remote ranks of a lost job are fenced by their agents (the job is not listed).
+        if (nodes_[rank.node].local && executor_ != nullptr) {
+          executor_->Stop(job.id, options_.stop_grace_s);
+        }
+      }
+      if (job.restartable) RequeueLocked(job, now_ms);
       continue;
     }
-    store::JobUpdate lost;
-    lost.end_ms = now_ms;
-    lost.reason = job.state == store::JobState::kRunning
-                      ? "its process ended while no agent watched it and left no exit record"
-                      : "the controller stopped while starting it; not restarted, so that it "
-                        "cannot run twice";
-    auto r = store_.Transition(job.id, job.state, store::JobState::kLost, lost, now_ms);
-    if (!r) return core::Error{r.error()};
+    active_[job.id] = std::move(a);
   }
+  RebuildClusterLocked();
   return true;
 }
 
@@ -167,24 +293,29 @@ void Controller::RunOnce(int64_t now_ms) {
 
 std::optional<std::pair<std::string, std::string>> Controller::Unrunnable(
     const store::JobRecord& job) const {
-  if (job.nodes > 1) {
-    return std::make_pair(std::string("nodes"),
-                          "this controller runs one node; multi-node jobs need agents on more "
-                          "machines (not supported yet)");
+  if (job.nodes > 1 && job.gpu_milli < 1000) {
+    return std::make_pair(std::string("gpu_share"),
+                          "a multi-node job takes whole GPUs; drop --gpu-share or --nodes");
   }
-  if (job.gpus > options_.gpus) {
-    return std::make_pair(std::string("gpus"), "asks " + std::to_string(job.gpus) +
-                                                   " GPUs; the node has " +
-                                                   std::to_string(options_.gpus));
-  }
-  if (!job.gpu_type.empty()) {
-    const core::GpuCatalog& catalog = core::GpuCatalog::Builtin();
-    auto models = catalog.ParseSpec(job.gpu_type);
-    const core::ModelId node_model = cluster_.spec(0).model;
-    if (!models || !models.value().Contains(node_model)) {
-      return std::make_pair(std::string("gpu_type"), "no node has " + job.gpu_type +
-                                                         " GPUs (this node: " + model_name_ + ")");
+  std::lock_guard<std::mutex> lock(summary_mutex_);
+  const int largest = summary_.largest_gpus;
+  bool model_found = job.gpu_type.empty();
+  if (!model_found) {
+    auto wanted = core::GpuCatalog::Builtin().ParseSpec(job.gpu_type);
+    for (core::ModelId m : summary_.models) {
+      if (wanted && wanted.value().Contains(m)) model_found = true;
     }
+  }
+  const std::string& models = summary_.model_names;
+  if (largest < 0) return std::nullopt;  // no node yet: agents may still join
+  if (job.gpus > largest) {
+    return std::make_pair(std::string("gpus"),
+                          "asks " + std::to_string(job.gpus) + " GPUs per node; the largest node " +
+                              "has " + std::to_string(largest));
+  }
+  if (!model_found) {
+    return std::make_pair(std::string("gpu_type"),
+                          "no node has " + job.gpu_type + " GPUs (nodes have: " + models + ")");
   }
   return std::nullopt;
 }
@@ -229,14 +360,345 @@ core::Result<store::JobState> Controller::Cancel(int64_t id, int64_t now_ms) {
     waiting_.erase(id);
     return store::JobState::kCancelled;
   }
-  if (state == store::JobState::kRunning || state == store::JobState::kScheduled) {
-    cancel_requested_[id] = true;
-    executor_.Stop(id, options_.stop_grace_s);
+  auto a = active_.find(id);
+  if (a != active_.end()) {
+    a->second.cancel = true;
+    StopRanksLocked(a->second);
     woken_ = true;
     wake_.notify_all();
-    return state;
   }
-  return state;  // already ended: nothing to do
+  return state;  // running: CANCELLED once stopped; ended: nothing to do
+}
+
+net::EnvList Controller::LaunchEnvLocked(const Active& a, int rank) const {
+  if (a.ranks.size() < 2) return {};  // one node: the runner's single-node defaults
+  const int per_node = std::popcount(a.ranks[rank].gpus);
+  const int world = per_node * static_cast<int>(a.ranks.size());
+  return {{"MASTER_ADDR", nodes_[a.ranks[0].node].address},
+          {"MASTER_PORT", std::to_string(29500 + a.job.id % 1000)},
+          {"WORLD_SIZE", std::to_string(world)},
+          {"NODE_RANK", std::to_string(rank)},
+          {"RANK", std::to_string(rank * per_node)},
+          {"LOCAL_RANK", "0"},
+          {"LOCAL_WORLD_SIZE", std::to_string(per_node)},
+          {"GPUFLEET_NNODES", std::to_string(a.ranks.size())},
+          {"GPUFLEET_NODE_RANK", std::to_string(rank)}};
+}
+
+void Controller::StartLocalRankLocked(Active& a, int rank) {
+  Rank& r = a.ranks[rank];
+  store::JobRecord job = a.job;
+  job.gpu_indices = MaskIndices(r.gpus);
+  auto started = executor_->Start(job, LaunchEnvLocked(a, rank), LogPath(job.id, rank));
+  r.started = true;
+  if (!started) {
+    r.ended = true;
+    r.exit_code = 127;
+    r.reason = started.error();
+    return;
+  }
+  r.pid = started.value().pid;
+  r.pid_start = started.value().pid_start;
+}
+
+void Controller::StopRanksLocked(Active& a) {
+  a.stopping = true;
+  for (const Rank& r : a.ranks) {
+    if (!r.ended && nodes_[r.node].local && executor_ != nullptr) {
+      executor_->Stop(a.job.id, options_.stop_grace_s);
+    }
+  }  // remote ranks: the next heartbeat reply says stop
+}
+
+void Controller::PlaceLocked(store::JobRecord job, const std::vector<sched::Allocation>& placement,
+                             int64_t now_ms) {
+  Active a;
+  std::string node_names;
+  std::vector<int> indices;
+  for (const sched::Allocation& p : placement) {
+    Rank r;
+    r.node = p.node;
+    r.gpus = p.gpus;
+    a.ranks.push_back(r);
+    node_names += (node_names.empty() ? "" : ",") + nodes_[p.node].name;
+    for (int g : MaskIndices(p.gpus)) indices.push_back(g);
+  }
+  store::JobUpdate placed;
+  placed.node = node_names;
+  placed.gpu_indices = indices;
+  placed.bump_epoch = true;
+  auto scheduled = store_.Transition(job.id, store::JobState::kPending,
+                                     store::JobState::kScheduled, placed, now_ms);
+  if (!scheduled || !scheduled.value()) {
+    // The store cannot record the placement (a full disk, say): the job stays queued, nothing
+    // runs that the store does not know about, and the next pass tries again. (False: it was
+    // cancelled meanwhile.)
+    if (!scheduled) {
+      scheduler_.Enqueue(QueuedOf(job));
+      waiting_[job.id] = std::move(job);
+    }
+    return;
+  }
+  job.state = store::JobState::kScheduled;
+  job.node = node_names;
+  job.gpu_indices = indices;
+  job.epoch += 1;
+  a.job = std::move(job);
+  a.queued = QueuedOf(a.job);
+  for (const Rank& r : a.ranks) {
+    cluster_.Allocate(r.node, sched::SliceSpec(a.queued, std::popcount(r.gpus)), r.gpus);
+  }
+  const int64_t id = a.job.id;
+  // A new placement's logs start afresh; an earlier attempt's are kept beside them.
+  for (std::size_t k = 0; k < a.ranks.size(); ++k) {
+    const std::string path = LogPath(id, static_cast<int>(k));
+    if (FileSize(path) > 0) {
+      std::error_code ec;
+      std::filesystem::rename(path, path + ".attempt" + std::to_string(a.job.epoch - 1), ec);
+    }
+  }
+  Active& stored = active_[id] = std::move(a);
+  for (std::size_t k = 0; k < stored.ranks.size(); ++k) {
+    if (nodes_[stored.ranks[k].node].local) StartLocalRankLocked(stored, static_cast<int>(k));
+  }
+  ++stats_.started;
+  SettleLocked(id, now_ms);
+}
+
+void Controller::SettleLocked(int64_t id, int64_t now_ms) {
+  auto it = active_.find(id);
+  if (it == active_.end()) return;
+  Active& a = it->second;
+  bool all_started = true, all_ended = true, failed = false, lost = false, logs_in = true;
+  for (const Rank& r : a.ranks) {
+    all_started = all_started && r.started;
+    all_ended = all_ended && r.ended;
+    if (r.ended && (r.lost || r.exit_code != 0)) failed = true;
+    if (r.lost) lost = true;
+    if (r.ended && !nodes_[r.node].local && r.log_acked < r.log_total &&
+        now_ms - r.ended_ms < kLogDrainMs) {
+      logs_in = false;
+    }
+  }
+  if (a.job.state == store::JobState::kScheduled && all_started && !lost) {
+    store::JobUpdate running;
+    running.start_ms = now_ms;
+    running.pid = a.ranks[0].pid;
+    running.pid_start = a.ranks[0].pid_start;
+    auto moved = store_.Transition(id, store::JobState::kScheduled, store::JobState::kRunning,
+                                   running, now_ms);
+    if (moved && moved.value()) {
+      a.job.state = store::JobState::kRunning;
+      a.job.start_ms = now_ms;
+      a.job.pid = running.pid.value();
+      a.job.pid_start = running.pid_start;
+    }
+  }
+  if (failed && !all_ended && !a.stopping) StopRanksLocked(a);  // one rank failed: stop the rest
+  if (!all_ended || !logs_in) return;
+  int code = 0;
+  std::string reason;
+  for (const Rank& r : a.ranks) {
+    if (r.lost || r.exit_code != 0) {
+      code = r.exit_code;
+      reason = !r.reason.empty() ? r.reason : "exit code " + std::to_string(r.exit_code);
+      if (a.ranks.size() > 1) reason = "node " + nodes_[r.node].name + ": " + reason;
+      break;
+    }
+  }
+  if (a.cancel) {
+    EndLocked(id, store::JobState::kCancelled, code, "cancelled while running", now_ms);
+  } else if (lost) {
+    EndLocked(id, store::JobState::kLost, std::nullopt, reason, now_ms);
+  } else if (failed) {
+    EndLocked(id, store::JobState::kFailed, code, reason, now_ms);
+  } else {
+    EndLocked(id, store::JobState::kSucceeded, 0, "", now_ms);
+  }
+}
+
+void Controller::EndLocked(int64_t id, store::JobState to, std::optional<int> exit_code,
+                           std::string reason, int64_t now_ms) {
+  Active a = std::move(active_.at(id));
+  active_.erase(id);
+  for (const Rank& r : a.ranks) {
+    if (nodes_[r.node].alive) {
+      cluster_.Release(r.node, sched::SliceSpec(a.queued, std::popcount(r.gpus)), r.gpus);
+    }
+  }
+  store::JobState from = a.job.state;
+  if (from == store::JobState::kScheduled && to == store::JobState::kSucceeded) {
+    // Ended before every rank was seen running: record that it ran.
+    store::JobUpdate running;
+    running.start_ms = now_ms;
+    store_.Transition(id, from, store::JobState::kRunning, running, now_ms);
+    from = store::JobState::kRunning;
+  }
+  store::JobUpdate done;
+  done.end_ms = now_ms;
+  done.exit_code = exit_code;
+  done.reason = std::move(reason);
+  store_.Transition(id, from, to, done, now_ms);
+  ++stats_.finished;
+  if (to == store::JobState::kLost && a.job.restartable) RequeueLocked(a.job, now_ms);
+  woken_ = true;  // resources freed
+}
+
+void Controller::RequeueLocked(const store::JobRecord& job, int64_t now_ms) {
+  store::JobUpdate again;
+  again.node = "";
+  again.gpu_indices = std::vector<int>{};
+  again.pid = 0;
+  again.reason = "requeued: " + job.reason;
+  auto moved = store_.Transition(job.id, store::JobState::kLost, store::JobState::kPending, again,
+                                 now_ms);
+  if (!moved || !moved.value()) return;
+  store::JobRecord queued = job;
+  queued.state = store::JobState::kPending;
+  queued.node.clear();
+  queued.gpu_indices.clear();
+  queued.epoch = job.epoch;  // the next placement bumps it
+  auto fresh = store_.GetJob(job.id);
+  if (fresh && fresh.value()) queued = *fresh.value();
+  scheduler_.Enqueue(QueuedOf(queued));
+  waiting_[job.id] = std::move(queued);
+}
+
+void Controller::NodeLostLocked(int node, int64_t now_ms) {
+  NodeEntry& n = nodes_[node];
+  const bool was_alive = n.alive;  // an UNKNOWN node holds no allocation
+  n.alive = false;
+  n.epoch = next_node_epoch_++;
+  ++stats_.nodes_lost;
+  std::vector<int64_t> ids;
+  for (auto& [id, a] : active_) {
+    for (Rank& r : a.ranks) {
+      if (r.node == node && !r.ended) {
+        r.ended = r.lost = true;
+        r.ended_ms = now_ms;
+        r.reason = "node " + n.name + " missed its lease (no heartbeat for " +
+                   std::to_string(options_.lease_ms / 1000.0).substr(0, 4) + " s)";
+        ids.push_back(id);
+      }
+    }
+  }
+  // Release everything first (while the node still counts as present), then block the node.
+  for (int64_t id : ids) {
+    Active& a = active_.at(id);
+    const std::string reason = [&] {
+      for (const Rank& r : a.ranks) {
+        if (r.lost) return r.reason;
+      }
+      return std::string("node lost");
+    }();
+    n.alive = was_alive;  // so that EndLocked releases this node's share too
+    // The job's ranks on other nodes are fenced by their agents: it is no longer listed.
+    EndLocked(id, store::JobState::kLost, std::nullopt, reason, now_ms);
+    n.alive = false;
+  }
+  RebuildClusterLocked();
+}
+
+core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& beat,
+                                                        int64_t now_ms) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++stats_.heartbeats;
+  const int index = NodeIndexLocked(beat.node);
+  NodeEntry& n = nodes_[index];
+  if (n.local) {
+    return core::Error{"node: '" + beat.node +
+                       "' is the controller's own node; give the agent another --node-name"};
+  }
+  bool rebuild = false;
+  const bool busy = std::any_of(active_.begin(), active_.end(), [&](const auto& entry) {
+    return std::any_of(entry.second.ranks.begin(), entry.second.ranks.end(),
+                       [&](const Rank& r) { return r.node == index && !r.ended; });
+  });
+  if (!n.known || (!busy && (n.spec.num_gpus != beat.gpus || n.model_name != beat.gpu_model))) {
+    std::string catalog_name;
+    n.spec = SpecOf(n.name, beat.gpus, beat.gpu_model, &catalog_name);
+    n.model_name = catalog_name;
+    n.known = true;
+    rebuild = true;
+  }
+  if (!n.alive) {
+    n.alive = true;
+    rebuild = true;
+  }
+  n.address = beat.address.empty() ? n.name : beat.address;
+  n.simulated = beat.simulated;
+  n.last_seen_ms = now_ms;
+  n.samples_json = beat.samples_json;
+  if (rebuild) RebuildClusterLocked();
+
+  std::vector<int64_t> touched;
+  for (const net::ReportedJob& rep : beat.jobs) {
+    auto it = active_.find(rep.id);
+    if (it == active_.end() || it->second.job.epoch != rep.epoch || rep.rank < 0 ||
+        rep.rank >= static_cast<int>(it->second.ranks.size()) ||
+        it->second.ranks[rep.rank].node != index) {
+      continue;  // stale: not listed in the reply, so the agent stops it
+    }
+    Rank& r = it->second.ranks[rep.rank];
+    if (!rep.log_data.empty() && rep.log_from == r.log_acked) {
+      const std::string path = LogPath(rep.id, rep.rank);
+      std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+      std::ofstream out(path, std::ios::app | std::ios::binary);
+      out.write(rep.log_data.data(), static_cast<std::streamsize>(rep.log_data.size()));
+      out.flush();
+      if (out) r.log_acked += static_cast<int64_t>(rep.log_data.size());
+    }
+    r.log_total = rep.log_size;
+    if (r.ended) continue;
+    r.started = true;
+    r.pid = rep.pid;
+    r.pid_start = rep.pid_start;
+    if (rep.state != net::ReportedJob::State::kRunning) {
+      r.ended = true;
+      r.ended_ms = now_ms;
+      r.exit_code = rep.exit_code;
+      r.lost = rep.state == net::ReportedJob::State::kLost;
+      r.reason = rep.reason;
+    }
+    touched.push_back(rep.id);
+  }
+  for (auto& [id, a] : active_) {
+    for (const Rank& r : a.ranks) {
+      if (r.node == index && r.ended) touched.push_back(id);  // waiting on its log
+    }
+  }
+  for (int64_t id : touched) SettleLocked(id, now_ms);
+
+  net::HeartbeatReply reply;
+  reply.node_epoch = n.epoch;
+  reply.lease_ms = options_.lease_ms;
+  for (const auto& [id, a] : active_) {
+    for (std::size_t k = 0; k < a.ranks.size(); ++k) {
+      const Rank& r = a.ranks[k];
+      if (r.node != index) continue;
+      net::Assignment x;
+      x.id = id;
+      x.epoch = a.job.epoch;
+      x.rank = static_cast<int>(k);
+      x.user = a.job.user;
+      x.argv = a.job.argv;
+      x.env = a.job.env;
+      x.launch_env = LaunchEnvLocked(a, static_cast<int>(k));
+      x.workdir = a.job.workdir;
+      x.gpu_indices = MaskIndices(r.gpus);
+      x.restartable = a.job.restartable;
+      x.started = r.started;
+      x.stop = a.stopping;
+      x.grace_s = options_.stop_grace_s;
+      reply.assignments.push_back(std::move(x));
+      reply.logs.push_back({id, static_cast<int>(k), r.log_acked});
+    }
+  }
+  if (!touched.empty()) {
+    woken_ = true;
+    wake_.notify_all();
+  }
+  return reply;
 }
 
 void Controller::PassLocked(int64_t now_ms) {
@@ -248,104 +710,93 @@ void Controller::PassLocked(int64_t now_ms) {
     arrived.swap(inbox_);
   }
   for (store::JobRecord& job : arrived) {
-    const bool held = waiting_.count(job.id) > 0 ||
-                      std::any_of(running_.begin(), running_.end(),
-                                  [&](const sched::RunningJob& r) { return r.job.id == job.id; });
-    if (held) continue;  // a retried submit of a job already queued or running
+    if (waiting_.count(job.id) > 0 || active_.count(job.id) > 0) continue;  // a retried submit
     scheduler_.Enqueue(QueuedOf(job));
     waiting_[job.id] = std::move(job);
   }
-  // 1. Jobs that ended.
-  for (const NodeExecutor::Exit& exit : executor_.Poll()) {
-    auto it = std::find_if(running_.begin(), running_.end(),
-                           [&](const sched::RunningJob& r) { return r.job.id == exit.job_id; });
-    if (it == running_.end()) continue;
-    for (const sched::Allocation& a : it->placement) {
-      cluster_.Release(a.node, sched::SliceSpec(it->job, std::popcount(a.gpus)), a.gpus);
+  // 1. Local jobs that ended.
+  if (executor_ != nullptr) {
+    for (const NodeExecutor::Exit& exit : executor_->Poll()) {
+      auto it = active_.find(exit.job_id);
+      if (it == active_.end()) continue;
+      for (Rank& r : it->second.ranks) {
+        if (nodes_[r.node].local && !r.ended) {
+          r.ended = true;
+          r.ended_ms = now_ms;
+          r.exit_code = exit.exit_code;
+        }
+      }
+      SettleLocked(exit.job_id, now_ms);
     }
-    running_.erase(it);
-    const bool cancelled = cancel_requested_.erase(exit.job_id) > 0;
-    store::JobUpdate done;
-    done.end_ms = now_ms;
-    done.exit_code = exit.exit_code;
-    store::JobState to = store::JobState::kSucceeded;
-    if (cancelled) {
-      to = store::JobState::kCancelled;
-      done.reason = "cancelled while running";
-    } else if (exit.exit_code != 0) {
-      to = store::JobState::kFailed;
-      done.reason = "exit code " + std::to_string(exit.exit_code);
-    }
-    store_.Transition(exit.job_id, store::JobState::kRunning, to, done, now_ms);
-    ++stats_.finished;
   }
-  // 2. Schedule and start.
+  // 2. Remote nodes silent past their lease; ranks still draining their logs.
+  for (std::size_t n = 0; n < nodes_.size(); ++n) {
+    if (!nodes_[n].local && (nodes_[n].alive || !nodes_[n].known) &&
+        nodes_[n].last_seen_ms > 0 && now_ms - nodes_[n].last_seen_ms > options_.lease_ms) {
+      const bool had_jobs = nodes_[n].alive || !nodes_[n].known;
+      nodes_[n].last_seen_ms = 0;
+      if (had_jobs) NodeLostLocked(static_cast<int>(n), now_ms);
+    }
+  }
+  std::vector<int64_t> draining;
+  for (const auto& [id, a] : active_) {
+    for (const Rank& r : a.ranks) {
+      if (r.ended) draining.push_back(id);
+    }
+  }
+  for (int64_t id : draining) SettleLocked(id, now_ms);
+  // 3. Schedule and start.
   if (scheduler_.waiting() > 0) {
+    std::vector<sched::RunningJob> running;
+    running.reserve(active_.size());
+    for (const auto& [id, a] : active_) {
+      sched::RunningJob r;
+      r.job = a.queued;
+      r.started_s = a.job.start_ms / 1000;
+      for (const Rank& rank : a.ranks) r.placement.push_back({rank.node, rank.gpus});
+      running.push_back(std::move(r));
+    }
     const std::vector<sched::Decision> decisions =
-        scheduler_.Schedule(cluster_, running_, now_ms / 1000, rng_);
+        scheduler_.Schedule(cluster_, running, now_ms / 1000, rng_);
     for (const sched::Decision& d : decisions) {
       if (d.kind != sched::Decision::Kind::kStart) continue;  // no preemptive default policy yet
       auto w = waiting_.find(d.job);
       if (w == waiting_.end()) continue;
-      store::JobRecord job = w->second;
+      store::JobRecord job = std::move(w->second);
       scheduler_.Remove(d.job);
       waiting_.erase(w);
-      job.node = options_.node_name;
-      job.gpu_indices = GpuIndices(d.placement);
-      store::JobUpdate placed;
-      placed.node = job.node;
-      placed.gpu_indices = job.gpu_indices;
-      placed.bump_epoch = true;
-      auto scheduled = store_.Transition(job.id, store::JobState::kPending,
-                                         store::JobState::kScheduled, placed, now_ms);
-      if (!scheduled) {
-        // The store cannot record the start (a full disk, say): the job stays queued, nothing
-        // runs that the store does not know about, and the next pass tries again.
-        waiting_[job.id] = job;
-        scheduler_.Enqueue(QueuedOf(job));
-        break;
-      }
-      if (!scheduled.value()) continue;  // cancelled meanwhile
-      auto started = executor_.Start(job, LogPath(job.id));
-      if (!started) {
-        store::JobUpdate failed;
-        failed.end_ms = now_ms;
-        failed.reason = started.error();
-        store_.Transition(job.id, store::JobState::kScheduled, store::JobState::kFailed, failed,
-                          now_ms);
-        continue;
-      }
-      store::JobUpdate running;
-      running.start_ms = now_ms;
-      running.pid = started.value().pid;
-      running.pid_start = started.value().pid_start;
-      store_.Transition(job.id, store::JobState::kScheduled, store::JobState::kRunning, running,
-                        now_ms);
-      sched::RunningJob r;
-      r.job = QueuedOf(job);
-      r.placement = d.placement;
-      r.started_s = now_ms / 1000;
-      for (const sched::Allocation& a : r.placement) {
-        cluster_.Allocate(a.node, sched::SliceSpec(r.job, std::popcount(a.gpus)), a.gpus);
-      }
-      running_.push_back(std::move(r));
-      ++stats_.started;
+      PlaceLocked(std::move(job), d.placement, now_ms);
     }
   }
   stats_.waiting = static_cast<int64_t>(scheduler_.waiting());
-  stats_.running = static_cast<int64_t>(running_.size());
+  stats_.running = static_cast<int64_t>(active_.size());
 }
 
-NodeView Controller::Node() const {
+std::vector<NodeView> Controller::Nodes() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  NodeView v;
-  v.name = options_.node_name;
-  v.gpus = options_.gpus;
-  v.free_gpus = cluster_.state(0).full_free_gpus;
-  v.gpu_model = model_name_;
-  v.simulated = options_.simulated;
-  v.running_jobs = static_cast<int>(running_.size());
-  return v;
+  std::vector<NodeView> out;
+  for (std::size_t k = 0; k < nodes_.size(); ++k) {
+    const NodeEntry& n = nodes_[k];
+    NodeView v;
+    v.name = n.name;
+    v.address = n.address;
+    v.gpus = n.spec.num_gpus;
+    v.free_gpus = n.alive ? cluster_.state(static_cast<int>(k)).full_free_gpus : 0;
+    v.gpu_model = n.model_name;
+    v.simulated = n.simulated;
+    v.local = n.local;
+    v.state = n.alive ? "READY" : n.known ? "LOST" : "UNKNOWN";
+    v.epoch = n.epoch;
+    v.last_seen_ms = n.local ? 0 : n.last_seen_ms;
+    v.samples_json = n.samples_json;
+    for (const auto& [id, a] : active_) {
+      for (const Rank& r : a.ranks) {
+        if (r.node == static_cast<int>(k) && !r.ended) ++v.running_jobs;
+      }
+    }
+    out.push_back(std::move(v));
+  }
+  return out;
 }
 
 ControllerStats Controller::Stats() const {

@@ -1,14 +1,15 @@
 #pragma once
 // `Controller`: accepts jobs into the store, keeps the waiting ones in the shared `Scheduler`,
-// and on every pass (woken by a submit or a cancel, else every 50 ms) reaps finished jobs,
-// schedules, and starts the chosen jobs through a `NodeExecutor`. Every state change goes
-// through the store's compare-and-set transitions first, so the store is the truth and a crash
-// at any point leaves a state the next start can read.
+// and on every pass (woken by a submit, a cancel or a heartbeat, else every 50 ms) settles ended
+// jobs, expires silent nodes, schedules, and hands the chosen jobs to their nodes: the local node
+// through a `NodeExecutor`, remote agents through their next heartbeat reply. Every state change
+// goes through the store's compare-and-set transitions first, so the store is the truth and a
+// crash at any point leaves a state the next start can read.
 //
-// This first cut drives one node (the machine it runs on). At start, RUNNING jobs are re-adopted
-// through the executor (they outlive a crashed or stopped controller); one that cannot be (its
-// process gone without an exit record), or one caught between SCHEDULED and RUNNING, is marked
-// LOST and not restarted, so that no job ever runs twice.
+// A job of N nodes has N ranks, one per node; it is RUNNING once every rank runs and ends once
+// every rank has ended (a failing rank stops the others). No job ever runs twice: every
+// placement has a new epoch, agents stop what the controller no longer lists (fencing), and a
+// job whose node is lost is requeued only when it was submitted as restartable.
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -22,8 +23,10 @@
 #include <vector>
 
 #include "core/cluster.h"
+#include "core/node.h"
 #include "core/result.h"
 #include "core/rng.h"
+#include "net/node_protocol.h"
 #include "sched/placement_policy.h"
 #include "sched/queue_policy.h"
 #include "sched/schedule.h"
@@ -31,7 +34,8 @@
 
 namespace gpufleet::controller {
 
-// How jobs run on the controller's node. In `gpufleet up` it is the agent's Runner.
+// How jobs run on the controller's own node, in the same process (`gpufleet up`: the agent's
+// Runner). Remote nodes are driven by heartbeats instead (see `Controller::Heartbeat`).
 class NodeExecutor {
  public:
   virtual ~NodeExecutor() = default;
@@ -40,8 +44,10 @@ class NodeExecutor {
     int64_t pid = 0;
     uint64_t pid_start = 0;
   };
-  // Starts `job` on the GPUs in `job.gpu_indices`, logging to `log_path`.
-  virtual core::Result<Started> Start(const store::JobRecord& job, const std::string& log_path) = 0;
+  // Starts `job` on the GPUs in `job.gpu_indices` with `launch_env` (gpufleet's variables for
+  // this rank of a multi-node job) over the job's own, logging to `log_path`.
+  virtual core::Result<Started> Start(const store::JobRecord& job, const net::EnvList& launch_env,
+                                      const std::string& log_path) = 0;
   // Re-adopts a job started before a restart (its `pid`, `pid_start`): true when it still runs or
   // has ended leaving its exit status (Poll reports it); false when how it ended is unknown.
   virtual bool Adopt(const store::JobRecord& job, const std::string& log_path) = 0;
@@ -58,22 +64,34 @@ class NodeExecutor {
 
 struct ControllerOptions {
   std::string data_dir;
+  // The controller's own node, run through the NodeExecutor (`gpufleet up`); none when the
+  // executor is null (`gpufleet controller`: every node is a remote agent).
   std::string node_name = "local";
+  std::string node_address = "127.0.0.1";  // MASTER_ADDR when a multi-node job's rank 0 is here
   int gpus = 0;
   std::string gpu_model;  // catalog name or alias; unknown: the generic model
   bool simulated = false;
   std::string queue_policy = "priority";
   std::string placement_policy = "gpupacking";
   double stop_grace_s = 10;
+  // A remote node silent for this long is lost: its jobs become LOST (and PENDING again when
+  // restartable), and whatever it still runs of them is stopped when it returns.
+  int64_t lease_ms = 10000;
 };
 
 struct NodeView {
   std::string name;
+  std::string address;
   int gpus = 0;
   int free_gpus = 0;
   std::string gpu_model;
   bool simulated = false;
+  bool local = false;
+  std::string state;  // READY, LOST, or UNKNOWN (named by a job, not heard from since a restart)
+  int64_t epoch = 0;
+  int64_t last_seen_ms = 0;  // 0: never (local: always 0)
   int running_jobs = 0;
+  std::string samples_json;  // the agent's latest GPU document, or ""
 };
 
 struct ControllerStats {
@@ -82,25 +100,30 @@ struct ControllerStats {
   int64_t finished = 0;
   int64_t waiting = 0;
   int64_t running = 0;
+  int64_t nodes_lost = 0;
+  int64_t heartbeats = 0;
 };
 
 class Controller {
  public:
-  // Fails when a policy name is unknown.
+  // Fails when a policy name is unknown. `executor` runs the local node; null for none.
   static core::Result<std::unique_ptr<Controller>> Create(store::Store& store,
-                                                          NodeExecutor& executor,
+                                                          NodeExecutor* executor,
                                                           ControllerOptions options);
   ~Controller();
   Controller(const Controller&) = delete;
   Controller& operator=(const Controller&) = delete;
 
-  // Rebuilds the queue from the store (see the header comment); call once before Start.
+  // Rebuilds the queue from the store; call once before Start. Local jobs that were running are
+  // re-adopted through the executor, or LOST when that fails (or when they were caught between
+  // SCHEDULED and RUNNING), never restarted. Jobs on remote nodes wait for their node's next
+  // heartbeat for one lease, and are handled as on a lost node if it does not come.
   core::Result<bool> Recover(int64_t now_ms);
   void Start();  // the scheduling thread
   void Stop();
 
-  // Why `job` can never run here (naming the field), or nothing: a job asking more GPUs than a
-  // node has is refused at submit, not left waiting forever.
+  // Why `job` can never run here (naming the field), or nothing: a job asking more GPUs per node
+  // than any known node has is refused at submit, not left waiting forever.
   std::optional<std::pair<std::string, std::string>> Unrunnable(const store::JobRecord& job) const;
   // Commits `job` (PENDING) and queues it; the id is returned after the commit.
   core::Result<int64_t> Submit(store::JobRecord job);
@@ -109,34 +132,94 @@ class Controller {
   core::Result<store::JobState> Cancel(int64_t id, int64_t now_ms);
   // One pass, on the caller's thread (tests).
   void RunOnce(int64_t now_ms);
+  // A remote agent's heartbeat: registers or revives its node, takes its jobs' states and log
+  // chunks, and answers with everything that node should run. Errors name the bad field.
+  core::Result<net::HeartbeatReply> Heartbeat(const net::Heartbeat& beat, int64_t now_ms);
 
-  NodeView Node() const;
+  std::vector<NodeView> Nodes() const;
   ControllerStats Stats() const;
-  std::string LogPath(int64_t id) const;
+  // Where the controller keeps rank `rank`'s log of job `id` (rank 0: what `logs` shows).
+  std::string LogPath(int64_t id, int rank = 0) const;
   store::Store& store() { return store_; }
 
  private:
-  Controller(store::Store& store, NodeExecutor& executor, ControllerOptions options,
+  struct NodeEntry {
+    std::string name;
+    std::string address;
+    core::NodeSpec spec;
+    std::string model_name;
+    bool simulated = false;
+    bool local = false;
+    bool alive = false;  // heard from within the lease (local: always)
+    bool known = false;  // its size is known (false: named by a recovered job only)
+    int64_t epoch = 0;   // bumped when declared lost
+    int64_t last_seen_ms = 0;
+    std::string samples_json;
+  };
+  struct Rank {
+    int node = 0;
+    core::GpuMask gpus = 0;
+    bool started = false;  // known to have run (then never started again)
+    bool ended = false;
+    bool lost = false;  // ended without a known exit (its state on the node was lost)
+    int exit_code = 0;
+    int64_t pid = 0;
+    uint64_t pid_start = 0;
+    int64_t ended_ms = 0;
+    int64_t log_acked = 0;  // bytes of its log the controller holds
+    int64_t log_total = 0;  // bytes the agent reported
+    std::string reason;
+  };
+  struct Active {
+    store::JobRecord job;
+    sched::QueuedJob queued;
+    std::vector<Rank> ranks;
+    bool cancel = false;
+    bool stopping = false;
+  };
+  Controller(store::Store& store, NodeExecutor* executor, ControllerOptions options,
              std::unique_ptr<sched::QueuePolicy> queue_policy,
              std::unique_ptr<sched::PlacementPolicy> placement_policy);
   void Loop();
   void PassLocked(int64_t now_ms);
   sched::QueuedJob QueuedOf(const store::JobRecord& job) const;
+  int NodeIndexLocked(const std::string& name);  // creates an UNKNOWN entry when new
+  void RebuildClusterLocked();
+  void PlaceLocked(store::JobRecord job, const std::vector<sched::Allocation>& placement,
+                   int64_t now_ms);
+  net::EnvList LaunchEnvLocked(const Active& a, int rank) const;
+  void StartLocalRankLocked(Active& a, int rank);
+  void StopRanksLocked(Active& a);
+  // Moves the job on as its ranks report: RUNNING once all run; ended once all have ended.
+  void SettleLocked(int64_t id, int64_t now_ms);
+  void EndLocked(int64_t id, store::JobState to, std::optional<int> exit_code, std::string reason,
+                 int64_t now_ms);
+  void NodeLostLocked(int node, int64_t now_ms);
+  void RequeueLocked(const store::JobRecord& job, int64_t now_ms);
 
   store::Store& store_;
-  NodeExecutor& executor_;
+  NodeExecutor* executor_;
   ControllerOptions options_;
   std::unique_ptr<sched::QueuePolicy> queue_policy_;
   std::unique_ptr<sched::PlacementPolicy> placement_policy_;
-  std::string model_name_;
 
   mutable std::mutex mutex_;
+  std::vector<NodeEntry> nodes_;  // index = node index in `cluster_`; never shrinks
   core::ClusterSnapshot cluster_;
   sched::Scheduler scheduler_;
   core::Rng rng_{1};
   std::map<int64_t, store::JobRecord> waiting_;  // by id, as queued
-  std::vector<sched::RunningJob> running_;
-  std::map<int64_t, bool> cancel_requested_;
+  std::map<int64_t, Active> active_;             // SCHEDULED or RUNNING, by id
+  int64_t next_node_epoch_ = 1;
+  // What submit validation needs of the nodes, under its own lock so that a submit never waits
+  // for a scheduling pass.
+  struct NodeSummary {
+    int largest_gpus = -1;  // -1: no node known yet
+    std::vector<core::ModelId> models;
+    std::string model_names;
+  };
+  mutable std::mutex summary_mutex_;
+  NodeSummary summary_;
   ControllerStats stats_;
 
   // Committed submits wait here for the next pass, so acknowledging a submit never waits for a

@@ -4,9 +4,49 @@
 
 namespace gpufleet::sched {
 
+namespace {
+
+// Whole GPUs of `node` this job's slices may use, as its CPU and memory allow.
+int UsableGpus(const core::NodeState& s, const QueuedJob& job) {
+  if (!job.gpu_models.Contains(s.model)) return 0;
+  int64_t usable = s.full_free_gpus;
+  if (job.cpu_milli_per_gpu > 0) usable = std::min(usable, s.cpu_free / job.cpu_milli_per_gpu);
+  if (job.memory_mib_per_gpu > 0) {
+    usable = std::min(usable, s.memory_free / job.memory_mib_per_gpu);
+  }
+  return static_cast<int>(usable);
+}
+
+// Exactly `job.nodes` nodes with an equal share each, taking the nodes with the fewest usable
+// GPUs that still fit (packing: big holes stay free for big jobs; ties to the lower index).
+std::optional<std::vector<Allocation>> PlaceOnNodes(const core::ClusterSnapshot& cluster,
+                                                    const QueuedJob& job) {
+  if (job.gpu_milli < core::kGpuMilli || job.total_gpus % job.nodes != 0) return std::nullopt;
+  const int per_node = job.total_gpus / job.nodes;
+  std::vector<std::pair<int, int>> fits;  // (usable GPUs, node)
+  for (int n = 0; n < cluster.size(); ++n) {
+    const int usable = UsableGpus(cluster.state(n), job);
+    if (usable >= per_node) fits.emplace_back(usable, n);
+  }
+  if (static_cast<int>(fits.size()) < job.nodes) return std::nullopt;
+  std::stable_sort(fits.begin(), fits.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<Allocation> placement;
+  for (int k = 0; k < job.nodes; ++k) {
+    const int node = fits[k].second;
+    placement.push_back({node, LowestIndexGpus(cluster.state(node), per_node, core::kGpuMilli)});
+  }
+  std::sort(placement.begin(), placement.end(),
+            [](const Allocation& a, const Allocation& b) { return a.node < b.node; });
+  return placement;
+}
+
+}  // namespace
+
 std::optional<std::vector<Allocation>> PlaceGang(const core::ClusterSnapshot& cluster,
                                                  Placer& placer, const QueuedJob& job,
                                                  bool allow_spread, core::Rng& rng) {
+  if (job.nodes > 1) return PlaceOnNodes(cluster, job);
   int largest = 0;
   for (const auto& s : cluster.states()) largest = std::max<int>(largest, s.num_gpus);
   if (job.total_gpus <= largest || job.gpu_milli < core::kGpuMilli) {
@@ -21,16 +61,7 @@ std::optional<std::vector<Allocation>> PlaceGang(const core::ClusterSnapshot& cl
   std::vector<std::pair<int, int>> free;  // (free GPUs usable by one slice, node)
   int available = 0;
   for (int n = 0; n < cluster.size(); ++n) {
-    const core::NodeState& s = cluster.state(n);
-    if (s.full_free_gpus == 0 || !job.gpu_models.Contains(s.model)) continue;
-    // As many GPUs as the node's CPU and memory allow for this job.
-    int usable = s.full_free_gpus;
-    if (job.cpu_milli_per_gpu > 0) {
-      usable = std::min<int64_t>(usable, s.cpu_free / job.cpu_milli_per_gpu);
-    }
-    if (job.memory_mib_per_gpu > 0) {
-      usable = std::min<int64_t>(usable, s.memory_free / job.memory_mib_per_gpu);
-    }
+    const int usable = UsableGpus(cluster.state(n), job);
     if (usable <= 0) continue;
     free.emplace_back(usable, n);
     available += usable;

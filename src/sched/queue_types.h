@@ -25,6 +25,9 @@ struct QueuedJob {
   int gpu_milli = core::kGpuMilli;
   core::ModelSet gpu_models = core::ModelSet::All();
   int total_gpus = 1;
+  // 0: any number of nodes (the fewest that fit). N > 1: exactly N nodes with total_gpus / N
+  // whole GPUs each (a multi-node training job: one launcher per node).
+  int nodes = 0;
   int64_t submit_s = 0;
   std::string queue;  // team / virtual cluster
   int priority = 0;

@@ -96,6 +96,34 @@ TEST_F(SchedulerTest, GangJobsStartWholeOrNotAtAll) {
   EXPECT_EQ(d[0].placement.size(), 2u);
 }
 
+TEST_F(SchedulerTest, MultiNodeJobsTakeExactlyTheirNodesWithAnEqualShareEach) {
+  auto fifo = MakeQueuePolicy("fifo");
+  Scheduler s(*fifo, *placement_, /*allow_spread=*/false);
+  core::ClusterSnapshot c({Node("a").Gpus(8), Node("b").Gpus(8), Node("c").Gpus(8)});
+  std::vector<RunningJob> running = {Running(c, 100, 0, 6, 0, 100), Running(c, 101, 2, 3, 0, 100)};
+  QueuedJob gang = Gpus(1, 8, 0);
+  gang.nodes = 2;  // 4 per node: fits b (8 free) and c (5 free), not a (2 free)
+  s.Enqueue(gang);
+  auto d = s.Schedule(c, running, 1, rng_);
+  ASSERT_EQ(d.size(), 1u);
+  ASSERT_EQ(d[0].placement.size(), 2u);  // although one node could hold all 8
+  EXPECT_EQ(d[0].placement[0].node, 1);
+  EXPECT_EQ(d[0].placement[1].node, 2);
+  for (const auto& a : d[0].placement) EXPECT_EQ(std::popcount(a.gpus), 4);
+  s.Remove(1);
+  QueuedJob three = Gpus(2, 6, 0);
+  three.nodes = 3;  // 2 per node on each of a, b, c: a has exactly 2
+  s.Enqueue(three);
+  d = s.Schedule(c, running, 1, rng_);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].placement.size(), 3u);
+  s.Remove(2);
+  QueuedJob too_wide = Gpus(3, 9, 0);
+  too_wide.nodes = 3;  // 3 per node: a has 2
+  s.Enqueue(too_wide);
+  EXPECT_TRUE(s.Schedule(c, running, 1, rng_).empty());
+}
+
 TEST_F(SchedulerTest, SpreadingCanBeForbidden) {
   auto fifo = MakeQueuePolicy("fifo");
   Scheduler s(*fifo, *placement_, /*allow_spread=*/false);

@@ -13,7 +13,7 @@
 namespace gpufleet::store {
 namespace {
 
-constexpr int kSchemaVersion = 3;
+constexpr int kSchemaVersion = 4;
 
 constexpr const char* kSchemaV1 = R"sql(
 CREATE TABLE jobs(
@@ -46,9 +46,14 @@ ALTER TABLE jobs ADD COLUMN client_token TEXT NOT NULL DEFAULT '';
 CREATE UNIQUE INDEX jobs_by_client_token ON jobs(user, client_token) WHERE client_token != '';
 )sql";
 
+// Version 4: whether a job may run again after its node was lost.
+constexpr const char* kSchemaV4 = R"sql(
+ALTER TABLE jobs ADD COLUMN restartable INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 constexpr const char* kJobColumns =
     "id,user,name,queue,priority,gpus,gpu_milli,gpu_type,nodes,argv,env,workdir,state,submit_ms,"
-    "start_ms,end_ms,exit_code,node,gpu_indices,epoch,reason,pid,pid_start,client_token";
+    "start_ms,end_ms,exit_code,node,gpu_indices,epoch,reason,pid,pid_start,client_token,restartable";
 
 // A prepared statement that finalizes itself.
 class Statement {
@@ -105,6 +110,7 @@ JobRecord ReadJob(Statement& s) {
   j.pid = s.Int(21);
   j.pid_start = static_cast<uint64_t>(s.Int(22));
   j.client_token = s.Text(23);
+  j.restartable = s.Int(24) != 0;
   return j;
 }
 
@@ -148,7 +154,7 @@ class SqliteStore final : public Store {
     }
     // Each step runs in its own transaction and records its version, so an interrupted upgrade
     // resumes where it stopped.
-    const char* steps[] = {kSchemaV1, kSchemaV2, kSchemaV3};
+    const char* steps[] = {kSchemaV1, kSchemaV2, kSchemaV3, kSchemaV4};
     for (int v = version; v < kSchemaVersion; ++v) {
       if (auto r = Exec("BEGIN IMMEDIATE"); !r) return r;
       const std::string record =
@@ -347,7 +353,7 @@ class SqliteStore final : public Store {
     }
     Statement s(db_,
                 "INSERT INTO jobs(user,name,queue,priority,gpus,gpu_milli,gpu_type,nodes,argv,env,"
-                "workdir,state,submit_ms,client_token) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                "workdir,state,submit_ms,client_token,restartable) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     s.Bind(1, job.user);
     s.Bind(2, job.name);
     s.Bind(3, job.queue);
@@ -362,6 +368,7 @@ class SqliteStore final : public Store {
     s.Bind(12, std::string(StateName(JobState::kPending)));
     s.Bind(13, job.submit_ms);
     s.Bind(14, job.client_token);
+    s.Bind(15, job.restartable ? 1 : 0);
     if (s.Step() != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
     const int64_t id = sqlite3_last_insert_rowid(db_);
     if (auto r = AddEvent(id, job.submit_ms, "submitted", job.user); !r) {

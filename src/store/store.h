@@ -58,6 +58,7 @@ struct JobRecord {
   int64_t pid = 0;               // the running job's process (its runner's shim), 0 if none
   uint64_t pid_start = 0;        // that process's start time, to tell it from a reused pid
   std::string client_token;      // the submitter's idempotency token, or ""
+  bool restartable = false;      // requeued (not left LOST) when its node is lost
 };
 
 // What a transition changes besides the state; unset fields stay as they are.

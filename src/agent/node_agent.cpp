@@ -1,0 +1,307 @@
+#include "agent/node_agent.h"
+
+#include <httplib.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+namespace gpufleet::agent {
+namespace {
+
+using nlohmann::json;
+// Raw log bytes shipped per heartbeat, all jobs together (the controller takes bodies <= 1 MiB).
+constexpr int64_t kLogBudget = 512 * 1024;
+
+int64_t FileSize(const std::string& path) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  return ec ? 0 : static_cast<int64_t>(size);
+}
+
+std::string ReadRange(const std::string& path, int64_t from, int64_t count) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  in.seekg(from);
+  std::string out(static_cast<std::size_t>(count), '\0');
+  in.read(out.data(), count);
+  out.resize(static_cast<std::size_t>(std::max<std::streamsize>(0, in.gcount())));
+  return out;
+}
+
+}  // namespace
+
+NodeAgent::NodeAgent(NodeAgentOptions options, std::function<std::string()> samples_json)
+    : options_(std::move(options)), samples_json_(std::move(samples_json)) {}
+
+NodeAgent::~NodeAgent() = default;  // jobs keep running: a restarted agent re-adopts them
+
+std::string NodeAgent::RecordPath(int64_t id) const {
+  return (std::filesystem::path(options_.data_dir) / "assignments" / (std::to_string(id) + ".json"))
+      .string();
+}
+
+void NodeAgent::Persist(const Held& h) const {
+  const json j = {{"id", h.id},         {"epoch", h.epoch},
+                  {"rank", h.rank},     {"pid", h.pid},
+                  {"pid_start", h.pid_start}, {"log_path", h.log_path},
+                  {"restartable", h.restartable}, {"ended", h.ended},
+                  {"lost", h.lost},     {"stopped", h.stopped},
+                  {"exit_code", h.exit_code},     {"reason", h.reason}};
+  const std::string path = RecordPath(h.id);
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << j.dump(-1, ' ', false, json::error_handler_t::replace);
+    out.flush();
+    if (!out) {
+      std::fprintf(stderr, "gpufleet agent: cannot write %s; job %lld is not recorded\n",
+                   tmp.c_str(), static_cast<long long>(h.id));
+      return;
+    }
+  }
+  std::rename(tmp.c_str(), path.c_str());
+}
+
+void NodeAgent::Forget(int64_t id) {
+  std::error_code ec;
+  std::filesystem::remove(RecordPath(id), ec);
+  held_.erase(id);
+}
+
+core::Result<bool> NodeAgent::Recover() {
+  const std::filesystem::path dir = std::filesystem::path(options_.data_dir) / "assignments";
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  std::filesystem::create_directories(std::filesystem::path(options_.data_dir) / "logs", ec);
+  if (ec) return core::Error{"cannot create " + dir.string() + ": " + ec.message()};
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (entry.path().extension() != ".json") continue;
+    std::ifstream in(entry.path());
+    json j = json::parse(in, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("id")) {
+      std::fprintf(stderr, "gpufleet agent: ignoring unreadable record %s\n",
+                   entry.path().c_str());
+      continue;
+    }
+    Held h;
+    h.id = j.value("id", int64_t{0});
+    h.epoch = j.value("epoch", int64_t{0});
+    h.rank = j.value("rank", 0);
+    h.pid = j.value("pid", int64_t{0});
+    h.pid_start = j.value("pid_start", uint64_t{0});
+    h.log_path = j.value("log_path", std::string());
+    h.restartable = j.value("restartable", false);
+    h.ended = j.value("ended", false);
+    h.lost = j.value("lost", false);
+    h.stopped = j.value("stopped", false);
+    h.exit_code = j.value("exit_code", 0);
+    h.reason = j.value("reason", std::string());
+    if (!h.ended) {
+      if (h.pid <= 0) {
+        h.ended = h.lost = true;
+        h.reason = "the agent stopped while launching it; not started again";
+      } else if (!runner_.Adopt(h.id, Launched{static_cast<pid_t>(h.pid), h.pid_start},
+                                h.log_path)) {
+        h.ended = h.lost = true;
+        h.reason = "its process ended while the agent was down and left no exit record";
+      }
+      if (h.ended) Persist(h);
+    }
+    held_[h.id] = std::move(h);
+  }
+  return true;
+}
+
+void NodeAgent::Launch(const net::Assignment& a) {
+  Held h;
+  h.id = a.id;
+  h.epoch = a.epoch;
+  h.rank = a.rank;
+  h.restartable = a.restartable;
+  h.log_path = (std::filesystem::path(options_.data_dir) / "logs" /
+                (std::to_string(a.id) + "-" + std::to_string(a.epoch) + ".log"))
+                   .string();
+  Persist(h);  // before the launch: a crash from here on reports it lost, never starts it twice
+  LaunchSpec spec;
+  spec.job_id = a.id;
+  spec.argv = a.argv;
+  spec.env = a.env;
+  spec.launch_env = a.launch_env;
+  spec.workdir = a.workdir;
+  spec.gpu_indices = a.gpu_indices;
+  spec.user = a.user;
+  spec.log_path = h.log_path;
+  auto launched = runner_.Launch(spec);
+  if (launched) {
+    h.pid = launched.value().pid;
+    h.pid_start = launched.value().start_ticks;
+  } else {
+    h.ended = true;
+    h.exit_code = 127;
+    h.reason = launched.error();
+  }
+  Persist(h);
+  held_[a.id] = std::move(h);
+}
+
+net::Heartbeat NodeAgent::Report() {
+  net::Heartbeat beat;
+  beat.node = options_.node_name;
+  beat.address = options_.address;
+  beat.node_epoch = node_epoch_;
+  beat.gpus = options_.gpus;
+  beat.gpu_model = options_.gpu_model;
+  beat.simulated = options_.simulated;
+  if (samples_json_) beat.samples_json = samples_json_();
+  int64_t budget = kLogBudget;
+  for (const auto& [id, h] : held_) {
+    net::ReportedJob r;
+    r.id = h.id;
+    r.epoch = h.epoch;
+    r.rank = h.rank;
+    r.state = h.lost    ? net::ReportedJob::State::kLost
+              : h.ended ? net::ReportedJob::State::kExited
+                        : net::ReportedJob::State::kRunning;
+    r.exit_code = h.exit_code;
+    r.stopped = h.stopped;
+    r.pid = h.pid;
+    r.pid_start = h.pid_start;
+    r.reason = h.reason;
+    r.log_size = h.log_path.empty() ? 0 : FileSize(h.log_path);
+    if (h.log_acked >= 0 && r.log_size > h.log_acked && budget > 0) {
+      r.log_from = h.log_acked;
+      r.log_data = ReadRange(h.log_path, h.log_acked, std::min(budget, r.log_size - h.log_acked));
+      budget -= static_cast<int64_t>(r.log_data.size());
+    }
+    beat.jobs.push_back(std::move(r));
+  }
+  return beat;
+}
+
+void NodeAgent::Apply(const net::HeartbeatReply& reply) {
+  if (node_epoch_ != 0 && reply.node_epoch != node_epoch_) {
+    std::fprintf(stderr,
+                 "gpufleet agent: the controller declared this node lost while it was silent; "
+                 "stopping the jobs it no longer lists\n");
+  }
+  node_epoch_ = reply.node_epoch;
+  lease_ms_ = reply.lease_ms;
+  std::set<std::pair<int64_t, int64_t>> listed;  // (id, epoch)
+  for (const net::Assignment& a : reply.assignments) {
+    listed.emplace(a.id, a.epoch);
+    auto it = held_.find(a.id);
+    if (it != held_.end() && it->second.epoch == a.epoch) {
+      Held& h = it->second;
+      if (a.stop && !h.ended && !h.stop_sent) {
+        runner_.Stop(h.id, a.grace_s);
+        h.stop_sent = true;
+      }
+      continue;
+    }
+    if (it != held_.end()) continue;  // an older placement still here: fenced below first
+    Held h;
+    h.id = a.id;
+    h.epoch = a.epoch;
+    h.rank = a.rank;
+    if (a.started) {
+      // The controller saw it run here, but this agent has no record of it: report it lost.
+      h.ended = h.lost = true;
+      h.reason = "this agent has no record of it (its data directory was lost)";
+    } else if (a.stop) {
+      h.ended = h.stopped = true;
+      h.reason = "stopped before it started";
+    } else {
+      Launch(a);
+      continue;
+    }
+    Persist(h);
+    held_[a.id] = std::move(h);
+  }
+  for (const net::LogAck& ack : reply.logs) {
+    auto it = held_.find(ack.id);
+    if (it != held_.end() && listed.count({ack.id, it->second.epoch})) {
+      it->second.log_acked = ack.size;
+    }
+  }
+  std::vector<int64_t> forget;
+  for (auto& [id, h] : held_) {
+    if (listed.count({id, h.epoch})) continue;
+    if (!h.ended) {
+      if (!h.stop_sent) {
+        std::fprintf(stderr, "gpufleet agent: fencing job %lld (epoch %lld): not listed by the "
+                     "controller any more\n",
+                     static_cast<long long>(id), static_cast<long long>(h.epoch));
+        runner_.Stop(id, options_.fence_grace_s);
+        h.stop_sent = true;
+      }
+      continue;
+    }
+    forget.push_back(id);  // ended and settled by the controller
+  }
+  for (int64_t id : forget) Forget(id);
+}
+
+core::Result<bool> NodeAgent::Beat(int64_t now_ms) {
+  for (const JobExit& e : runner_.Reap()) {
+    auto it = held_.find(e.job_id);
+    if (it == held_.end()) continue;
+    it->second.ended = true;
+    it->second.exit_code = e.exit_code;
+    it->second.stopped = e.stopped || it->second.stop_sent;
+    if (e.signal != 0) it->second.reason = "killed by signal " + std::to_string(e.signal);
+    Persist(it->second);
+  }
+  if (lease_ms_ > 0 && last_ok_ms_ > 0 && now_ms - last_ok_ms_ > lease_ms_ / 2) {
+    // The controller will requeue restartable jobs once the lease runs out: stop them first.
+    for (auto& [id, h] : held_) {
+      if (h.restartable && !h.ended && !h.stop_sent) {
+        runner_.Stop(id, std::min(options_.fence_grace_s, lease_ms_ / 4000.0));
+        h.stop_sent = true;
+        if (!self_fenced_) {
+          std::fprintf(stderr, "gpufleet agent: no answer from the controller for half its "
+                       "lease; stopping restartable jobs (it will requeue them)\n");
+        }
+        self_fenced_ = true;
+      }
+    }
+  }
+  const net::Heartbeat beat = Report();
+  httplib::Client client(options_.controller_url);
+  client.set_connection_timeout(2, 0);
+  client.set_read_timeout(5, 0);
+  client.set_write_timeout(5, 0);
+  client.set_bearer_token_auth(options_.token);
+  auto res = client.Post("/v1/agent/heartbeat", net::ToJson(beat), "application/json");
+  std::string error;
+  if (!res) {
+    error = "cannot reach the controller at " + options_.controller_url + " (" +
+            httplib::to_string(res.error()) + ")";
+  } else if (res->status != 200) {
+    json body = json::parse(res->body, nullptr, false);
+    error = "the controller refused the heartbeat: HTTP " + std::to_string(res->status) + " " +
+            (body.is_object() ? body.value("error", res->body) : res->body);
+  }
+  if (!error.empty()) {
+    if (!outage_reported_) {
+      std::fprintf(stderr, "gpufleet agent: %s; jobs keep running; retrying\n", error.c_str());
+      outage_reported_ = true;
+    }
+    return core::Error{error};
+  }
+  auto reply = net::ParseHeartbeatReply(res->body);
+  if (!reply) return core::Error{"bad heartbeat reply: " + reply.error()};
+  if (outage_reported_) {
+    std::fprintf(stderr, "gpufleet agent: the controller answers again\n");
+    outage_reported_ = false;
+  }
+  self_fenced_ = false;
+  last_ok_ms_ = now_ms;
+  Apply(reply.value());
+  return true;
+}
+
+}  // namespace gpufleet::agent

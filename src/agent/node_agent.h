@@ -1,0 +1,90 @@
+#pragma once
+// `NodeAgent`: the agent's side of the controller protocol (net/node_protocol.h). Every interval
+// it reports this node's GPUs and every job it holds, ships new log bytes, and applies the reply:
+// it starts the assignments it does not run yet, stops those marked stop, and stops whatever the
+// controller no longer lists (fencing: work from an older placement, or from before this node
+// was declared lost, never runs beside its successor).
+//
+// Durability: each held job is recorded in `<data_dir>/assignments/<id>.json` before it is
+// launched and again with its pid, so a restarted agent re-adopts its jobs (pid plus start time)
+// instead of losing them; a job caught mid-launch, or whose process vanished without an exit
+// record, is reported lost, never started a second time. Logs stay in `<data_dir>/logs/`.
+//
+// Self-fencing: when the controller has not answered for half its lease, restartable jobs are
+// stopped here, because the controller is about to requeue them elsewhere. Other jobs keep
+// running through a controller outage.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "agent/runner.h"
+#include "core/result.h"
+#include "net/node_protocol.h"
+
+namespace gpufleet::agent {
+
+struct NodeAgentOptions {
+  std::string controller_url;  // http://HOST:PORT
+  std::string token;           // an admin token of the controller
+  std::string node_name;
+  std::string address;   // MASTER_ADDR for ranks started here
+  std::string data_dir;  // assignments and logs
+  int gpus = 0;
+  std::string gpu_model;
+  bool simulated = false;
+  double fence_grace_s = 5;  // SIGTERM -> SIGKILL for fenced jobs
+};
+
+class NodeAgent {
+ public:
+  // `samples_json` gives the GPU document sent with each heartbeat ("" for none).
+  NodeAgent(NodeAgentOptions options, std::function<std::string()> samples_json);
+  ~NodeAgent();
+  NodeAgent(const NodeAgent&) = delete;
+  NodeAgent& operator=(const NodeAgent&) = delete;
+
+  // Loads the held jobs and re-adopts their processes; errors name the path.
+  core::Result<bool> Recover();
+  // One heartbeat: reap, report, apply the reply. An error when the controller could not be
+  // reached or refused the heartbeat (jobs keep running either way).
+  core::Result<bool> Beat(int64_t now_ms);
+  std::size_t held() const { return held_.size(); }
+  int64_t node_epoch() const { return node_epoch_; }
+
+ private:
+  struct Held {
+    int64_t id = 0;
+    int64_t epoch = 0;
+    int rank = 0;
+    int64_t pid = 0;
+    uint64_t pid_start = 0;
+    std::string log_path;
+    bool restartable = false;
+    bool ended = false;
+    bool lost = false;
+    bool stopped = false;
+    int exit_code = 0;
+    std::string reason;
+    bool stop_sent = false;
+    int64_t log_acked = -1;  // -1: not known yet (the controller says in its next reply)
+  };
+  std::string RecordPath(int64_t id) const;
+  void Persist(const Held& h) const;
+  void Forget(int64_t id);
+  void Launch(const net::Assignment& a);
+  void Apply(const net::HeartbeatReply& reply);
+  net::Heartbeat Report();
+
+  NodeAgentOptions options_;
+  std::function<std::string()> samples_json_;
+  Runner runner_;
+  std::map<int64_t, Held> held_;  // by job id: a job has at most one rank per node
+  int64_t node_epoch_ = 0;
+  int64_t lease_ms_ = 0;
+  int64_t last_ok_ms_ = 0;  // when the last successful heartbeat was sent
+  bool outage_reported_ = false;
+  bool self_fenced_ = false;
+};
+
+}  // namespace gpufleet::agent

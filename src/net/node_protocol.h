@@ -1,0 +1,90 @@
+#pragma once
+// The agent <-> controller heartbeat, both directions, and its JSON form.
+//
+// Level-triggered: every heartbeat carries the agent's whole view (its GPUs, every job it holds,
+// how far it has shipped each log), and every reply carries the controller's whole wish for that
+// node (every assignment it should run, or stop). Either side may crash and resend; applying the
+// same message twice changes nothing.
+//
+// Fencing: each placement of a job has an `epoch` (the job's, bumped at every placement). An
+// agent stops any process whose (job, epoch) the reply does not list, so work from before a node
+// was declared lost, or from an older placement, never runs beside its successor. `started`
+// tells an agent that a rank already ran: an agent that does not know it (its state was lost)
+// reports it lost rather than starting it a second time.
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/result.h"
+
+namespace gpufleet::net {
+
+using EnvList = std::vector<std::pair<std::string, std::string>>;
+
+// One node's part ("rank") of a job, as the agent last saw it.
+struct ReportedJob {
+  int64_t id = 0;
+  int64_t epoch = 0;
+  int rank = 0;
+  enum class State { kRunning, kExited, kLost } state = State::kRunning;
+  int exit_code = 0;
+  bool stopped = false;  // ended after a stop request
+  int64_t pid = 0;
+  uint64_t pid_start = 0;
+  std::string reason;     // for kLost, or a launch failure
+  int64_t log_size = 0;   // bytes in the agent's log of this rank
+  int64_t log_from = -1;  // offset of `log_data` (-1: none sent)
+  std::string log_data;   // raw bytes (base64 on the wire)
+};
+
+struct Heartbeat {
+  std::string node;
+  std::string address;      // where other nodes reach this one (MASTER_ADDR)
+  int64_t node_epoch = 0;   // as the last reply gave it; 0 at first contact
+  int gpus = 0;
+  std::string gpu_model;
+  bool simulated = false;
+  std::string samples_json;  // the agent's GPU document (as on its /v1/gpus), or ""
+  std::vector<ReportedJob> jobs;
+};
+
+struct Assignment {
+  int64_t id = 0;
+  int64_t epoch = 0;
+  int rank = 0;
+  std::string user;
+  std::vector<std::string> argv;
+  EnvList env;         // the job's own
+  EnvList launch_env;  // gpufleet's for this rank (multi-node: MASTER_ADDR, RANK, ...)
+  std::string workdir;
+  std::vector<int> gpu_indices;
+  bool restartable = false;
+  bool started = false;  // this rank ran before: never start it again
+  bool stop = false;     // stop it (cancel, or another rank failed)
+  double grace_s = 10;
+};
+
+struct LogAck {
+  int64_t id = 0;
+  int rank = 0;
+  int64_t size = 0;  // bytes the controller holds: the next chunk starts here
+};
+
+struct HeartbeatReply {
+  int64_t node_epoch = 0;
+  int64_t lease_ms = 0;  // the controller declares the node lost after this much silence
+  std::vector<Assignment> assignments;
+  std::vector<LogAck> logs;
+};
+
+std::string ToJson(const Heartbeat& beat);
+std::string ToJson(const HeartbeatReply& reply);
+// Errors name the bad field.
+core::Result<Heartbeat> ParseHeartbeat(const std::string& body);
+core::Result<HeartbeatReply> ParseHeartbeatReply(const std::string& body);
+
+std::string Base64Encode(const std::string& bytes);
+core::Result<std::string> Base64Decode(const std::string& text);
+
+}  // namespace gpufleet::net
