@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "controller/auth.h"
+#include "e2e_process.h"
 #include "store/store.h"
 
 extern char** environ;
@@ -28,23 +29,8 @@ namespace {
 
 using nlohmann::json;
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Runs a shell command; returns its stdout and exit code.
-std::pair<std::string, int> Sh(const std::string& command) {
-  std::string out;
-  FILE* pipe = popen(command.c_str(), "r");
-  char buffer[4096];
-  std::size_t n;
-  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
-  const int status = pclose(pipe);
-  return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
-}
+using e2e::Sh;
+using e2e::Slurp;
 
 class UpServer : public ::testing::Test {
  public:
@@ -80,16 +66,9 @@ class UpServer : public ::testing::Test {
     std::vector<std::string> args = {GPUFLEET_BINARY, "up",    "--data-dir",       data,
                                      "--listen",      listen_, "--simulated-gpus", "4",
                                      "--stop-grace",  "1"};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
     const std::string log = data + ".up.log";
-    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    posix_spawn_file_actions_addopen(&actions, 2, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    ASSERT_EQ(posix_spawn(&pid_, GPUFLEET_BINARY, &actions, nullptr, argv.data(), environ), 0);
-    posix_spawn_file_actions_destroy(&actions);
+    pid_ = e2e::Spawn(args, log);
+    ASSERT_GT(pid_, 0);
     for (int i = 0; i < 200 && !std::filesystem::exists(dir_ / "server"); ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(25));
     }
@@ -167,7 +146,8 @@ TEST_F(UpServer, SubmitRunsLogsAndCancels) {
   }
   // Too big for the node: refused at submit, with the field named.
   const std::string too_big = Cli("submit --gpus 9 -- true");
-  EXPECT_NE(too_big.find("gpus: asks 9 GPUs per node; the largest node has 4"), std::string::npos) << too_big;
+  EXPECT_NE(too_big.find("gpus: asks 9 GPUs per node; the largest node has 4"), std::string::npos)
+      << too_big;
 }
 
 TEST_F(UpServer, BadRequestsGet4xxAndTheServerKeepsServing) {

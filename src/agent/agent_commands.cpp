@@ -112,7 +112,8 @@ int RunAgent(const AgentOptions& options) {
   std::thread beats;
   if (node_agent) {
     beats = std::thread([&] {
-      const auto period = std::chrono::milliseconds(static_cast<int64_t>(options.heartbeat_s * 1000));
+      const auto period =
+          std::chrono::milliseconds(static_cast<int64_t>(options.heartbeat_s * 1000));
       auto next = std::chrono::steady_clock::now();
       while (!stop_beats.load()) {
         const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -19,9 +19,9 @@ struct AgentOptions {
   bool print_symbols = false;  // print which NVML symbols resolved, then serve
   // Joining a controller (`gpufleet controller` or `gpufleet up`): empty for a metrics-only agent.
   std::string controller_url;
-  std::string token;          // an admin token of the controller
-  std::string data_dir;       // held jobs and their logs
-  std::string advertise;      // the address other nodes reach this one at ("": the node name)
+  std::string token;      // an admin token of the controller
+  std::string data_dir;   // held jobs and their logs
+  std::string advertise;  // the address other nodes reach this one at ("": the node name)
   double heartbeat_s = 1.0;
 };
 int RunAgent(const AgentOptions& options);

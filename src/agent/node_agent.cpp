@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -45,12 +46,18 @@ std::string NodeAgent::RecordPath(int64_t id) const {
 }
 
 void NodeAgent::Persist(const Held& h) const {
-  const json j = {{"id", h.id},         {"epoch", h.epoch},
-                  {"rank", h.rank},     {"pid", h.pid},
-                  {"pid_start", h.pid_start}, {"log_path", h.log_path},
-                  {"restartable", h.restartable}, {"ended", h.ended},
-                  {"lost", h.lost},     {"stopped", h.stopped},
-                  {"exit_code", h.exit_code},     {"reason", h.reason}};
+  const json j = {{"id", h.id},
+                  {"epoch", h.epoch},
+                  {"rank", h.rank},
+                  {"pid", h.pid},
+                  {"pid_start", h.pid_start},
+                  {"log_path", h.log_path},
+                  {"restartable", h.restartable},
+                  {"ended", h.ended},
+                  {"lost", h.lost},
+                  {"stopped", h.stopped},
+                  {"exit_code", h.exit_code},
+                  {"reason", h.reason}};
   const std::string path = RecordPath(h.id);
   const std::string tmp = path + ".tmp";
   {
@@ -62,6 +69,20 @@ void NodeAgent::Persist(const Held& h) const {
                    tmp.c_str(), static_cast<long long>(h.id));
       return;
     }
+  }
+  std::rename(tmp.c_str(), path.c_str());
+}
+
+std::string NodeAgent::LeasePath() const {
+  return (std::filesystem::path(options_.data_dir) / "lease").string();
+}
+
+void NodeAgent::WriteLease(int64_t deadline_ms) const {
+  const std::string path = LeasePath();
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << deadline_ms << "\n";
   }
   std::rename(tmp.c_str(), path.c_str());
 }
@@ -83,8 +104,7 @@ core::Result<bool> NodeAgent::Recover() {
     std::ifstream in(entry.path());
     json j = json::parse(in, nullptr, false);
     if (j.is_discarded() || !j.is_object() || !j.contains("id")) {
-      std::fprintf(stderr, "gpufleet agent: ignoring unreadable record %s\n",
-                   entry.path().c_str());
+      std::fprintf(stderr, "gpufleet agent: ignoring unreadable record %s\n", entry.path().c_str());
       continue;
     }
     Held h;
@@ -135,6 +155,10 @@ void NodeAgent::Launch(const net::Assignment& a) {
   spec.gpu_indices = a.gpu_indices;
   spec.user = a.user;
   spec.log_path = h.log_path;
+  if (a.restartable) {
+    spec.lease_path = LeasePath();
+    spec.lease_grace_s = std::min(options_.fence_grace_s, lease_ms_ / 4000.0);
+  }
   auto launched = runner_.Launch(spec);
   if (launched) {
     h.pid = launched.value().pid;
@@ -232,7 +256,8 @@ void NodeAgent::Apply(const net::HeartbeatReply& reply) {
     if (listed.count({id, h.epoch})) continue;
     if (!h.ended) {
       if (!h.stop_sent) {
-        std::fprintf(stderr, "gpufleet agent: fencing job %lld (epoch %lld): not listed by the "
+        std::fprintf(stderr,
+                     "gpufleet agent: fencing job %lld (epoch %lld): not listed by the "
                      "controller any more\n",
                      static_cast<long long>(id), static_cast<long long>(h.epoch));
         runner_.Stop(id, options_.fence_grace_s);
@@ -249,25 +274,31 @@ core::Result<bool> NodeAgent::Beat(int64_t now_ms) {
   for (const JobExit& e : runner_.Reap()) {
     auto it = held_.find(e.job_id);
     if (it == held_.end()) continue;
-    it->second.ended = true;
-    it->second.exit_code = e.exit_code;
-    it->second.stopped = e.stopped || it->second.stop_sent;
-    if (e.signal != 0) it->second.reason = "killed by signal " + std::to_string(e.signal);
+    Held& h = it->second;
+    h.ended = true;
+    h.exit_code = e.exit_code;
+    h.stopped = e.stopped || h.stop_sent;
+    if (e.signal != 0) h.reason = "killed by signal " + std::to_string(e.signal);
+    std::error_code ec;
+    if (std::filesystem::exists(FencedFilePath(h.log_path), ec)) {
+      // Its shim stopped it when the lease ran out: the controller requeues it.
+      h.lost = true;
+      h.reason = "stopped on its node when the controller's lease ran out";
+    }
     Persist(it->second);
   }
-  if (lease_ms_ > 0 && last_ok_ms_ > 0 && now_ms - last_ok_ms_ > lease_ms_ / 2) {
-    // The controller will requeue restartable jobs once the lease runs out: stop them first.
-    for (auto& [id, h] : held_) {
-      if (h.restartable && !h.ended && !h.stop_sent) {
-        runner_.Stop(id, std::min(options_.fence_grace_s, lease_ms_ / 4000.0));
-        h.stop_sent = true;
-        if (!self_fenced_) {
-          std::fprintf(stderr, "gpufleet agent: no answer from the controller for half its "
-                       "lease; stopping restartable jobs (it will requeue them)\n");
-        }
-        self_fenced_ = true;
-      }
+  if (lease_ms_ > 0 && last_ok_ms_ > 0 && now_ms - last_ok_ms_ > lease_ms_ / 2 && !self_fenced_) {
+    // The shims of restartable jobs stop them now (see WriteLease): the controller will requeue
+    // them once the lease runs out.
+    const bool any = std::any_of(held_.begin(), held_.end(), [](const auto& entry) {
+      return entry.second.restartable && !entry.second.ended;
+    });
+    if (any) {
+      std::fprintf(stderr,
+                   "gpufleet agent: no answer from the controller for half its lease; "
+                   "restartable jobs stop (the controller will requeue them)\n");
     }
+    self_fenced_ = true;
   }
   const net::Heartbeat beat = Report();
   httplib::Client client(options_.controller_url);
@@ -301,6 +332,7 @@ core::Result<bool> NodeAgent::Beat(int64_t now_ms) {
   self_fenced_ = false;
   last_ok_ms_ = now_ms;
   Apply(reply.value());
+  WriteLease(now_ms + lease_ms_ / 2);
   return true;
 }
 

@@ -11,8 +11,9 @@
 // record, is reported lost, never started a second time. Logs stay in `<data_dir>/logs/`.
 //
 // Self-fencing: when the controller has not answered for half its lease, restartable jobs are
-// stopped here, because the controller is about to requeue them elsewhere. Other jobs keep
-// running through a controller outage.
+// stopped here, because the controller is about to requeue them elsewhere. Their shims watch the
+// same deadline, so this holds even while the agent is dead or frozen. Other jobs keep running
+// through a controller outage (they are never run again elsewhere).
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -72,6 +73,10 @@ class NodeAgent {
   std::string RecordPath(int64_t id) const;
   void Persist(const Held& h) const;
   void Forget(int64_t id);
+  // The deadline restartable jobs' shims watch (see LaunchSpec::lease_path): half a lease after
+  // the last heartbeat the controller answered.
+  std::string LeasePath() const;
+  void WriteLease(int64_t deadline_ms) const;
   void Launch(const net::Assignment& a);
   void Apply(const net::HeartbeatReply& reply);
   net::Heartbeat Report();

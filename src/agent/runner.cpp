@@ -5,6 +5,7 @@
 #include <pwd.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -65,6 +66,7 @@ std::optional<std::pair<int, int>> ReadExitFile(const std::string& path) {
 }  // namespace
 
 std::string ExitFilePath(const std::string& log_path) { return log_path + ".exit"; }
+std::string FencedFilePath(const std::string& log_path) { return log_path + ".fenced"; }
 
 uint64_t ProcessStartTicks(pid_t pid) {
   FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
@@ -146,6 +148,10 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
   const std::string exit_path = ExitFilePath(spec.log_path);
   const std::string exit_tmp = exit_path + ".tmp";
   std::filesystem::remove(exit_path, ec);
+  const std::string fenced_path = FencedFilePath(spec.log_path);
+  std::filesystem::remove(fenced_path, ec);
+  const std::string lease_path = spec.lease_path;
+  const int64_t lease_grace_ms = static_cast<int64_t>(spec.lease_grace_s * 1000);
   // The job runs under a small shim (a forked copy of this process, which execs nothing): the
   // shim leads the job's process group, waits for the job and writes its exit status to
   // `<log>.exit`. The agent can therefore die and come back: the job keeps running, and the new
@@ -177,9 +183,14 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
     signal(SIGHUP, SIG_IGN);
     sigset_t none;
     sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    // With a lease to watch, SIGCHLD stays blocked so that sigtimedwait wakes on the job's end.
+    sigprocmask(SIG_SETMASK, lease_path.empty() ? &none : &chld, nullptr);
     const pid_t job = fork();
     if (job == 0) {
+      sigprocmask(SIG_SETMASK, &none, nullptr);
       signal(SIGTERM, SIG_DFL);  // ignored signals survive exec: give the job the defaults
       signal(SIGINT, SIG_DFL);
       signal(SIGHUP, SIG_DFL);
@@ -204,9 +215,45 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
     int status = 0;
     int code = 127;
     int sig = 0;
-    if (job > 0) {
+    bool fenced = false;
+    if (job > 0 && !lease_path.empty()) {
+      // Wait for the job, checking the lease every 250 ms.
+      int64_t kill_at = 0;
+      for (;;) {
+        const pid_t done = waitpid(job, &status, WNOHANG);
+        if (done == job || (done < 0 && errno != EINTR)) break;
+        timespec now{};
+        clock_gettime(CLOCK_REALTIME, &now);
+        const int64_t now_ms = int64_t{now.tv_sec} * 1000 + now.tv_nsec / 1000000;
+        if (!fenced) {
+          char text[32] = {};
+          int64_t deadline = 0;
+          const int lease_fd = open(lease_path.c_str(), O_RDONLY | O_CLOEXEC);
+          if (lease_fd >= 0) {
+            const ssize_t n = read(lease_fd, text, sizeof text - 1);
+            close(lease_fd);
+            for (ssize_t k = 0; k < n && text[k] >= '0' && text[k] <= '9'; ++k) {
+              deadline = deadline * 10 + (text[k] - '0');
+            }
+          }
+          if (deadline > 0 && now_ms > deadline) {
+            fenced = true;
+            const int marker = open(fenced_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            if (marker >= 0) close(marker);
+            kill(-getpid(), SIGTERM);  // the whole group; the shim ignores it
+            kill_at = now_ms + lease_grace_ms;
+          }
+        } else if (now_ms >= kill_at) {
+          kill(job, SIGKILL);
+        }
+        const timespec tick{0, 250 * 1000 * 1000};
+        sigtimedwait(&chld, nullptr, &tick);
+      }
+    } else if (job > 0) {
       while (waitpid(job, &status, 0) < 0 && errno == EINTR) {
       }
+    }
+    if (job > 0) {
       if (WIFEXITED(status)) code = WEXITSTATUS(status);
       if (WIFSIGNALED(status)) {
         sig = WTERMSIG(status);
@@ -233,6 +280,9 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
       fsync(fd);
       close(fd);
       rename(exit_tmp.c_str(), exit_path.c_str());
+    }
+    if (fenced) {
+      kill(-getpid(), SIGKILL);  // what the job left in its group (and the shim, last)
     }
     _exit(code & 0xff);
   }

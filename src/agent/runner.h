@@ -36,7 +36,16 @@ struct LaunchSpec {
   // gpufleet's variables for one rank of a multi-node job (MASTER_ADDR, RANK, ...); they replace
   // the single-node defaults.
   std::vector<std::pair<std::string, std::string>> launch_env;
+  // Self-fencing: when set, the job's shim reads a deadline (milliseconds since the epoch, as
+  // text) from this file every 250 ms; once it has passed, the shim stops the job (SIGTERM, then
+  // SIGKILL after `lease_grace_s`) and leaves `<log>.fenced`. It keeps a job that its node's
+  // controller will run elsewhere from running twice, even when the agent itself is dead.
+  std::string lease_path;
+  double lease_grace_s = 2;
 };
+
+// Left by a shim that stopped its job because the lease ran out (see LaunchSpec::lease_path).
+std::string FencedFilePath(const std::string& log_path);
 
 struct JobExit {
   int64_t job_id = 0;

@@ -181,8 +181,7 @@ int main(int argc, char** argv) {
       const std::string data = cli::DataDir("");
       std::string token;
       if (const char* env = std::getenv("GPUFLEET_TOKEN"); env != nullptr) token = env;
-      const std::string token_file = !agent_token_file.empty() ? agent_token_file
-                                                               : data + "/token";
+      const std::string token_file = !agent_token_file.empty() ? agent_token_file : data + "/token";
       if (token.empty() || !agent_token_file.empty()) {
         std::ifstream in(token_file);
         std::getline(in, token);
@@ -196,8 +195,9 @@ int main(int argc, char** argv) {
       agent_options.token = token;
       if (agent_options.data_dir.empty()) {
         agent_options.data_dir =
-            data + "/agent-" + (agent_options.probe.hostname.empty() ? std::string("local")
-                                                                     : agent_options.probe.hostname);
+            data + "/agent-" +
+            (agent_options.probe.hostname.empty() ? std::string("local")
+                                                  : agent_options.probe.hostname);
       }
     }
     std::exit(agent::RunAgent(agent_options));
@@ -240,11 +240,13 @@ int main(int argc, char** argv) {
       ->add_option("--stop-grace", up.stop_grace_s,
                    "seconds between SIGTERM and SIGKILL when a job is cancelled")
       ->capture_default_str();
-  up_cmd->add_option("--lease", up.lease_s,
-                     "seconds of agent silence before its node is lost (remote agents)")
+  up_cmd
+      ->add_option("--lease", up.lease_s,
+                   "seconds of agent silence before its node is lost (remote agents)")
       ->capture_default_str();
-  up_cmd->add_option("--advertise-address", up.advertise,
-                     "this node's address for multi-node jobs (MASTER_ADDR)")
+  up_cmd
+      ->add_option("--advertise-address", up.advertise,
+                   "this node's address for multi-node jobs (MASTER_ADDR)")
       ->capture_default_str();
   up_cmd->callback([&] { std::exit(cli::RunUp(up)); });
 

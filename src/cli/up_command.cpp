@@ -167,7 +167,8 @@ int RunUp(const UpOptions& o) {
   options.queue_policy = o.queue_policy;
   options.placement_policy = o.placement_policy;
   options.stop_grace_s = o.stop_grace_s;
-  auto made = controller::Controller::Create(*store.value(), o.controller_only ? nullptr : &executor, options);
+  auto made = controller::Controller::Create(*store.value(),
+                                             o.controller_only ? nullptr : &executor, options);
   if (!made) {
     std::fprintf(stderr, "%s: %s\n", self, made.error().c_str());
     return 2;
@@ -187,9 +188,10 @@ int RunUp(const UpOptions& o) {
   WritePrivate((std::filesystem::path(data_dir) / "server").string(), url + "\n");
   ctl.Start();
   if (o.controller_only) {
-    std::printf("gpufleet controller: serving %s; agents join with `gpufleet agent --controller "
-                "%s` and the token in %s; lease %.1f s; data in %s\n",
-                url.c_str(), url.c_str(), token_path.c_str(), o.lease_s, data_dir.c_str());
+    std::printf(
+        "gpufleet controller: serving %s; agents join with `gpufleet agent --controller "
+        "%s` and the token in %s; lease %.1f s; data in %s\n",
+        url.c_str(), url.c_str(), token_path.c_str(), o.lease_s, data_dir.c_str());
   } else {
     std::printf("gpufleet up: serving %s; %d %s GPU%s; data in %s\n", url.c_str(), gpus,
                 simulated ? "SIMULATED" : "NVML", gpus == 1 ? "" : "s", data_dir.c_str());

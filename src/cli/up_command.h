@@ -14,7 +14,7 @@ struct UpOptions {
   std::string queue_policy = "priority";
   std::string placement_policy = "gpupacking";
   double stop_grace_s = 10;
-  double lease_s = 10;        // a silent remote agent's node is lost after this long
+  double lease_s = 10;           // a silent remote agent's node is lost after this long
   bool controller_only = false;  // `gpufleet controller`: no local node; agents join over HTTP
   std::string advertise = "127.0.0.1";  // the local node's address for multi-node jobs
 };

@@ -62,10 +62,9 @@ std::optional<std::string> ParseSubmit(const std::string& body, store::JobRecord
                                        std::string& field) {
   json j = json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return "the body is not a JSON object";
-  static const std::set<std::string> kKnown = {"name",     "argv",    "gpus",        "gpu_share",
-                                               "gpu_type", "nodes",   "priority",    "queue",
-                                               "env",      "workdir", "client_token",
-                                               "restartable"};
+  static const std::set<std::string> kKnown = {
+      "name",     "argv",  "gpus", "gpu_share", "gpu_type",     "nodes",
+      "priority", "queue", "env",  "workdir",   "client_token", "restartable"};
   for (const auto& [key, value] : j.items()) {
     if (!kKnown.count(key)) {
       field = key;
@@ -369,8 +368,8 @@ ApiServer::ApiServer(Controller& controller) : impl_(std::make_unique<Impl>(cont
     if (!impl.Authenticate(req, res)) return;
     json out = json::array();
     for (const NodeView& n : impl.controller.Nodes()) {
-      json samples = n.samples_json.empty() ? json(nullptr)
-                                            : json::parse(n.samples_json, nullptr, false);
+      json samples =
+          n.samples_json.empty() ? json(nullptr) : json::parse(n.samples_json, nullptr, false);
       out.push_back({{"node", n.name},
                      {"state", n.state},
                      {"last_seen_ms", n.last_seen_ms},

@@ -121,9 +121,8 @@ Controller::Controller(store::Store& store, NodeExecutor* executor, ControllerOp
 Controller::~Controller() { Stop(); }
 
 std::string Controller::LogPath(int64_t id, int rank) const {
-  const std::string file =
-      rank == 0 ? std::to_string(id) + ".log"
-                : std::to_string(id) + ".rank" + std::to_string(rank) + ".log";
+  const std::string file = rank == 0 ? std::to_string(id) + ".log"
+                                     : std::to_string(id) + ".rank" + std::to_string(rank) + ".log";
   return (std::filesystem::path(options_.data_dir) / "logs" / file).string();
 }
 
@@ -215,7 +214,8 @@ core::Result<bool> Controller::Recover(int64_t now_ms) {
       continue;
     }
     const std::vector<std::string> names = SplitNodes(job.node);
-    const int per_node = names.empty() ? 0 : static_cast<int>(job.gpu_indices.size() / names.size());
+    const int per_node =
+        names.empty() ? 0 : static_cast<int>(job.gpu_indices.size() / names.size());
     Active a;
     a.job = job;
     a.queued = QueuedOf(job);
@@ -309,9 +309,9 @@ std::optional<std::pair<std::string, std::string>> Controller::Unrunnable(
   const std::string& models = summary_.model_names;
   if (largest < 0) return std::nullopt;  // no node yet: agents may still join
   if (job.gpus > largest) {
-    return std::make_pair(std::string("gpus"),
-                          "asks " + std::to_string(job.gpus) + " GPUs per node; the largest node " +
-                              "has " + std::to_string(largest));
+    return std::make_pair(std::string("gpus"), "asks " + std::to_string(job.gpus) +
+                                                   " GPUs per node; the largest node " + "has " +
+                                                   std::to_string(largest));
   }
   if (!model_found) {
     return std::make_pair(std::string("gpu_type"),
@@ -427,8 +427,8 @@ void Controller::PlaceLocked(store::JobRecord job, const std::vector<sched::Allo
   placed.node = node_names;
   placed.gpu_indices = indices;
   placed.bump_epoch = true;
-  auto scheduled = store_.Transition(job.id, store::JobState::kPending,
-                                     store::JobState::kScheduled, placed, now_ms);
+  auto scheduled = store_.Transition(job.id, store::JobState::kPending, store::JobState::kScheduled,
+                                     placed, now_ms);
   if (!scheduled || !scheduled.value()) {
     // The store cannot record the placement (a full disk, say): the job stays queued, nothing
     // runs that the store does not know about, and the next pass tries again. (False: it was
@@ -498,13 +498,19 @@ void Controller::SettleLocked(int64_t id, int64_t now_ms) {
   if (!all_ended || !logs_in) return;
   int code = 0;
   std::string reason;
+  // The cause: a rank that failed on its own, before one the controller then stopped.
+  std::vector<const Rank*> causes;
   for (const Rank& r : a.ranks) {
-    if (r.lost || r.exit_code != 0) {
-      code = r.exit_code;
-      reason = !r.reason.empty() ? r.reason : "exit code " + std::to_string(r.exit_code);
-      if (a.ranks.size() > 1) reason = "node " + nodes_[r.node].name + ": " + reason;
-      break;
-    }
+    if (r.lost || (r.exit_code != 0 && !r.stopped)) causes.push_back(&r);
+  }
+  for (const Rank& r : a.ranks) {
+    if (r.exit_code != 0 && r.stopped) causes.push_back(&r);
+  }
+  if (!causes.empty()) {
+    const Rank& r = *causes.front();
+    code = r.exit_code;
+    reason = !r.reason.empty() ? r.reason : "exit code " + std::to_string(r.exit_code);
+    if (a.ranks.size() > 1) reason = "node " + nodes_[r.node].name + ": " + reason;
   }
   if (a.cancel) {
     EndLocked(id, store::JobState::kCancelled, code, "cancelled while running", now_ms);
@@ -550,8 +556,8 @@ void Controller::RequeueLocked(const store::JobRecord& job, int64_t now_ms) {
   again.gpu_indices = std::vector<int>{};
   again.pid = 0;
   again.reason = "requeued: " + job.reason;
-  auto moved = store_.Transition(job.id, store::JobState::kLost, store::JobState::kPending, again,
-                                 now_ms);
+  auto moved =
+      store_.Transition(job.id, store::JobState::kLost, store::JobState::kPending, again, now_ms);
   if (!moved || !moved.value()) return;
   store::JobRecord queued = job;
   queued.state = store::JobState::kPending;
@@ -658,6 +664,7 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
       r.ended_ms = now_ms;
       r.exit_code = rep.exit_code;
       r.lost = rep.state == net::ReportedJob::State::kLost;
+      r.stopped = rep.stopped;
       r.reason = rep.reason;
     }
     touched.push_back(rep.id);
@@ -724,6 +731,7 @@ void Controller::PassLocked(int64_t now_ms) {
           r.ended = true;
           r.ended_ms = now_ms;
           r.exit_code = exit.exit_code;
+          r.stopped = exit.stopped;
         }
       }
       SettleLocked(exit.job_id, now_ms);
@@ -731,8 +739,8 @@ void Controller::PassLocked(int64_t now_ms) {
   }
   // 2. Remote nodes silent past their lease; ranks still draining their logs.
   for (std::size_t n = 0; n < nodes_.size(); ++n) {
-    if (!nodes_[n].local && (nodes_[n].alive || !nodes_[n].known) &&
-        nodes_[n].last_seen_ms > 0 && now_ms - nodes_[n].last_seen_ms > options_.lease_ms) {
+    if (!nodes_[n].local && (nodes_[n].alive || !nodes_[n].known) && nodes_[n].last_seen_ms > 0 &&
+        now_ms - nodes_[n].last_seen_ms > options_.lease_ms) {
       const bool had_jobs = nodes_[n].alive || !nodes_[n].known;
       nodes_[n].last_seen_ms = 0;
       if (had_jobs) NodeLostLocked(static_cast<int>(n), now_ms);

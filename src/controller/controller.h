@@ -161,7 +161,8 @@ class Controller {
     core::GpuMask gpus = 0;
     bool started = false;  // known to have run (then never started again)
     bool ended = false;
-    bool lost = false;  // ended without a known exit (its state on the node was lost)
+    bool lost = false;     // ended without a known exit (its state on the node was lost)
+    bool stopped = false;  // ended after the controller asked it to stop
     int exit_code = 0;
     int64_t pid = 0;
     uint64_t pid_start = 0;

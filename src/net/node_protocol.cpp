@@ -45,9 +45,15 @@ core::Result<T> Parse(const std::string& body, Fill fill) {
 std::string ToJson(const Heartbeat& b) {
   json jobs = json::array();
   for (const ReportedJob& r : b.jobs) {
-    json j = {{"id", r.id},          {"epoch", r.epoch},        {"rank", r.rank},
-              {"state", StateName(r.state)}, {"exit_code", r.exit_code}, {"stopped", r.stopped},
-              {"pid", r.pid},        {"pid_start", r.pid_start}, {"reason", r.reason},
+    json j = {{"id", r.id},
+              {"epoch", r.epoch},
+              {"rank", r.rank},
+              {"state", StateName(r.state)},
+              {"exit_code", r.exit_code},
+              {"stopped", r.stopped},
+              {"pid", r.pid},
+              {"pid_start", r.pid_start},
+              {"reason", r.reason},
               {"log_size", r.log_size}};
     if (r.log_from >= 0) {
       j["log_from"] = r.log_from;
@@ -55,8 +61,8 @@ std::string ToJson(const Heartbeat& b) {
     }
     jobs.push_back(std::move(j));
   }
-  json j = {{"node", b.node},   {"address", b.address},     {"node_epoch", b.node_epoch},
-            {"gpus", b.gpus},   {"gpu_model", b.gpu_model}, {"simulated", b.simulated},
+  json j = {{"node", b.node}, {"address", b.address},     {"node_epoch", b.node_epoch},
+            {"gpus", b.gpus}, {"gpu_model", b.gpu_model}, {"simulated", b.simulated},
             {"jobs", jobs}};
   if (!b.samples_json.empty()) {
     json samples = json::parse(b.samples_json, nullptr, /*allow_exceptions=*/false);
@@ -161,7 +167,8 @@ core::Result<HeartbeatReply> ParseHeartbeatReply(const std::string& body) {
       r.assignments.push_back(std::move(x));
     }
     for (const json& l : j.value("logs", json::array())) {
-      r.logs.push_back({l.at("id").get<int64_t>(), l.value("rank", 0), l.at("size").get<int64_t>()});
+      r.logs.push_back(
+          {l.at("id").get<int64_t>(), l.value("rank", 0), l.at("size").get<int64_t>()});
     }
   });
 }
@@ -171,8 +178,8 @@ std::string Base64Encode(const std::string& bytes) {
   out.reserve((bytes.size() + 2) / 3 * 4);
   std::size_t i = 0;
   for (; i + 2 < bytes.size(); i += 3) {
-    const uint32_t v = (uint32_t(uint8_t(bytes[i])) << 16) | (uint32_t(uint8_t(bytes[i + 1])) << 8) |
-                       uint8_t(bytes[i + 2]);
+    const uint32_t v = (uint32_t(uint8_t(bytes[i])) << 16) |
+                       (uint32_t(uint8_t(bytes[i + 1])) << 8) | uint8_t(bytes[i + 2]);
     out += kAlphabet[v >> 18];
     out += kAlphabet[(v >> 12) & 63];
     out += kAlphabet[(v >> 6) & 63];
@@ -209,8 +216,8 @@ core::Result<std::string> Base64Decode(const std::string& text) {
       if (pad > 0 || value[uint8_t(c)] < 0) return core::Error{"invalid base64"};
       v[k] = value[uint8_t(c)];
     }
-    const uint32_t w = (uint32_t(v[0]) << 18) | (uint32_t(v[1]) << 12) | (uint32_t(v[2]) << 6) |
-                       uint32_t(v[3]);
+    const uint32_t w =
+        (uint32_t(v[0]) << 18) | (uint32_t(v[1]) << 12) | (uint32_t(v[2]) << 6) | uint32_t(v[3]);
     out += char(w >> 16);
     if (pad < 2) out += char((w >> 8) & 255);
     if (pad < 1) out += char(w & 255);

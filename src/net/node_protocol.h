@@ -40,8 +40,8 @@ struct ReportedJob {
 
 struct Heartbeat {
   std::string node;
-  std::string address;      // where other nodes reach this one (MASTER_ADDR)
-  int64_t node_epoch = 0;   // as the last reply gave it; 0 at first contact
+  std::string address;     // where other nodes reach this one (MASTER_ADDR)
+  int64_t node_epoch = 0;  // as the last reply gave it; 0 at first contact
   int gpus = 0;
   std::string gpu_model;
   bool simulated = false;

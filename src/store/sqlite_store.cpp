@@ -53,7 +53,8 @@ ALTER TABLE jobs ADD COLUMN restartable INTEGER NOT NULL DEFAULT 0;
 
 constexpr const char* kJobColumns =
     "id,user,name,queue,priority,gpus,gpu_milli,gpu_type,nodes,argv,env,workdir,state,submit_ms,"
-    "start_ms,end_ms,exit_code,node,gpu_indices,epoch,reason,pid,pid_start,client_token,restartable";
+    "start_ms,end_ms,exit_code,node,gpu_indices,epoch,reason,pid,pid_start,client_token,"
+    "restartable";
 
 // A prepared statement that finalizes itself.
 class Statement {
@@ -351,9 +352,10 @@ class SqliteStore final : public Store {
       existing.Bind(2, job.client_token);
       if (existing.Step() == SQLITE_ROW) return existing.Int(0);
     }
-    Statement s(db_,
-                "INSERT INTO jobs(user,name,queue,priority,gpus,gpu_milli,gpu_type,nodes,argv,env,"
-                "workdir,state,submit_ms,client_token,restartable) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    Statement s(
+        db_,
+        "INSERT INTO jobs(user,name,queue,priority,gpus,gpu_milli,gpu_type,nodes,argv,env,"
+        "workdir,state,submit_ms,client_token,restartable) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     s.Bind(1, job.user);
     s.Bind(2, job.name);
     s.Bind(3, job.queue);

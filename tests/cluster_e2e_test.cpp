@@ -1,0 +1,285 @@
+// `gpufleet controller` with remote `gpufleet agent --controller` processes on loopback (each
+// agent a separate node by name): multi-node jobs and their torchrun variables, logs shipped to
+// the controller, an agent killed while its jobs run, an agent silent past its lease (LOST,
+// requeue of restartable jobs, fencing when it returns), a controller killed while agents run
+// jobs, and malformed or unauthorized heartbeats.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "e2e_process.h"
+
+namespace gpufleet {
+namespace {
+
+using e2e::Slurp;
+using e2e::WaitUntil;
+using nlohmann::json;
+
+bool Alive(pid_t pid) { return pid > 0 && kill(pid, 0) == 0; }
+
+class Cluster : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("gpufleet-cluster-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override {
+    for (auto& [name, pid] : agents_) Stop(pid);
+    Stop(controller_);
+    // Jobs outlive agents by design: kill what the tests left (their commands name the dir).
+    e2e::Sh("pkill -9 -f '" + dir_.string() + "' 2>/dev/null");
+    std::filesystem::remove_all(dir_);
+  }
+  static void Stop(pid_t& pid) {
+    if (pid > 0) {
+      kill(pid, SIGCONT);
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+      pid = -1;
+    }
+  }
+  std::string Ctl() const { return (dir_ / "ctl").string(); }
+
+  void StartController(double lease_s) {
+    std::filesystem::remove(dir_ / "ctl" / "server");
+    controller_ = e2e::Spawn({GPUFLEET_BINARY, "controller", "--data-dir", Ctl(), "--listen",
+                              listen_, "--lease", std::to_string(lease_s), "--stop-grace", "1"},
+                             (dir_ / "controller.log").string());
+    ASSERT_TRUE(WaitUntil([&] { return std::filesystem::exists(dir_ / "ctl" / "server"); }, 10))
+        << Slurp((dir_ / "controller.log").string());
+    url_ = e2e::FirstLine((dir_ / "ctl" / "server").string());
+    listen_ = url_.substr(url_.find("//") + 2);  // a restart keeps the port agents know
+    token_ = e2e::FirstLine((dir_ / "ctl" / "token").string());
+  }
+  void StartAgent(const std::string& node, int gpus) {
+    agents_[node] =
+        e2e::Spawn({GPUFLEET_BINARY, "agent", "--controller", url_, "--token-file",
+                    (dir_ / "ctl" / "token").string(), "--hostname", node, "--data-dir",
+                    (dir_ / node).string(), "--listen", "127.0.0.1:0", "--simulated-gpus",
+                    std::to_string(gpus), "--heartbeat", "0.2", "--advertise-address", "127.0.0.1"},
+                   (dir_ / (node + ".log")).string());
+    ASSERT_GT(agents_[node], 0);
+    ASSERT_TRUE(WaitUntil([&] { return NodeState(node) == "READY"; }, 10))
+        << Slurp((dir_ / (node + ".log")).string());
+  }
+  httplib::Client Http() {
+    httplib::Client c(url_);
+    c.set_bearer_token_auth(token_);
+    return c;
+  }
+  json Get(const std::string& path) {
+    auto r = Http().Get(path);
+    if (!r || r->status != 200) return json();
+    return json::parse(r->body, nullptr, false);
+  }
+  std::string NodeState(const std::string& node) {
+    for (const json& n : Get("/v1/nodes")) {
+      if (n["name"] == node) return n["state"];
+    }
+    return "";
+  }
+  int64_t Submit(json body) {
+    auto r = Http().Post("/v1/jobs", body.dump(), "application/json");
+    EXPECT_TRUE(r && r->status == 201) << (r ? r->body : "no answer");
+    return r && r->status == 201 ? json::parse(r->body)["id"].get<int64_t>() : -1;
+  }
+  json WaitFor(int64_t id, const std::string& state, double seconds = 20) {
+    json job;
+    WaitUntil(
+        [&] {
+          job = Get("/v1/jobs/" + std::to_string(id));
+          return job.is_object() && job["state"] == state;
+        },
+        seconds);
+    EXPECT_EQ(job.is_object() ? job["state"] : json(), state) << job.dump();
+    return job;
+  }
+  std::string Logs(int64_t id) {
+    auto r = Http().Get("/v1/jobs/" + std::to_string(id) + "/logs");
+    return r && r->status == 200 ? r->body : "";
+  }
+  std::string File(const std::string& name) const { return (dir_ / name).string(); }
+
+  std::filesystem::path dir_;
+  pid_t controller_ = -1;
+  std::map<std::string, pid_t> agents_;
+  std::string url_, token_;
+  std::string listen_ = "127.0.0.1:0";
+};
+
+TEST_F(Cluster, MultiNodeJobGetsTorchrunVariablesOnEveryNode) {
+  StartController(5);
+  StartAgent("alpha", 4);
+  StartAgent("beta", 4);
+  const std::string print =
+      "echo rank=$NODE_RANK global=$RANK world=$WORLD_SIZE local=$LOCAL_WORLD_SIZE "
+      "master=$MASTER_ADDR:$MASTER_PORT gpus=$CUDA_VISIBLE_DEVICES nnodes=$GPUFLEET_NNODES";
+  const int64_t id = Submit({{"argv", {"sh", "-c", print}}, {"gpus", 2}, {"nodes", 2}});
+  const json done = WaitFor(id, "SUCCEEDED");
+  EXPECT_EQ(done["node"], "alpha,beta");
+  EXPECT_EQ(done["gpu_indices"].size(), 4U);
+  const std::string port = std::to_string(29500 + id % 1000);
+  // Rank 0's log reaches the controller (the agent ships it with its heartbeats).
+  EXPECT_NE(Logs(id).find("rank=0 global=0 world=4 local=2 master=127.0.0.1:" + port +
+                          " gpus=0,1 nnodes=2"),
+            std::string::npos)
+      << Logs(id);
+  const std::string rank1 = Slurp(Ctl() + "/logs/" + std::to_string(id) + ".rank1.log");
+  EXPECT_NE(rank1.find("rank=1 global=2 world=4 local=2 master=127.0.0.1:" + port),
+            std::string::npos)
+      << rank1;
+  // Too wide for the nodes there are: waits, and the queue says so; a per-node ask larger than
+  // any node is refused at submit, naming the field.
+  auto r = Http().Post("/v1/jobs", json({{"argv", {"true"}}, {"gpus", 8}, {"nodes", 2}}).dump(),
+                       "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_EQ(json::parse(r->body)["field"], "gpus");
+  // A failing rank fails the job and stops the other rank.
+  const int64_t failing = Submit(
+      {{"argv",
+        {"sh", "-c",
+         "if [ $NODE_RANK = 1 ]; then exit 3; fi; echo $$ > " + File("rank0.pid") + "; sleep 60"}},
+       {"gpus", 1},
+       {"nodes", 2}});
+  const json failed = WaitFor(failing, "FAILED");
+  EXPECT_EQ(failed["exit_code"], 3);
+  EXPECT_NE(failed["reason"].get<std::string>().find("node beta"), std::string::npos)
+      << failed.dump();
+  const pid_t rank0 = std::atoi(e2e::FirstLine(File("rank0.pid")).c_str());
+  EXPECT_TRUE(WaitUntil([&] { return !Alive(rank0); }, 5)) << "rank 0 still runs";
+}
+
+TEST_F(Cluster, AgentKilledWhileItsJobRunsReadoptsItAndItsLogContinues) {
+  StartController(5);
+  StartAgent("alpha", 4);
+  const int64_t id = Submit(
+      {{"argv",
+        {"sh", "-c", "i=0; while [ $i -lt 40 ]; do echo tick $i; i=$((i+1)); sleep 0.1; done"}},
+       {"gpus", 1}});
+  WaitFor(id, "RUNNING");
+  ASSERT_TRUE(WaitUntil([&] { return Logs(id).find("tick 3") != std::string::npos; }, 10));
+  kill(agents_["alpha"], SIGKILL);  // the agent only: its jobs run under their own shims
+  waitpid(agents_["alpha"], nullptr, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  EXPECT_EQ(Get("/v1/jobs/" + std::to_string(id))["state"], "RUNNING");
+  StartAgent("alpha", 4);  // same data directory: re-adopts the job
+  const json done = WaitFor(id, "SUCCEEDED");
+  EXPECT_EQ(done["exit_code"], 0);
+  const std::string log = Logs(id);
+  for (int i : {0, 15, 39}) {
+    EXPECT_NE(log.find("tick " + std::to_string(i) + "\n"), std::string::npos) << log;
+  }
+  EXPECT_EQ(done["epoch"], 1);  // one placement: never started twice
+}
+
+TEST_F(Cluster, SilentAgentLosesItsJobsRestartableOnesRequeueAndItIsFencedOnReturn) {
+  StartController(2);
+  StartAgent("alpha", 4);
+  // A restartable job and a plain one, both on alpha (the only node yet).
+  const std::string pids = File("pids");
+  auto job = [&](const std::string& tag) {
+    return json::array(
+        {"sh", "-c", "echo " + tag + " $$ >> " + pids + "; exec sleep 120 # " + dir_.string()});
+  };
+  const int64_t restartable = Submit({{"argv", job("r")}, {"gpus", 2}, {"restartable", true}});
+  const int64_t plain = Submit({{"argv", job("p")}, {"gpus", 2}});
+  WaitFor(restartable, "RUNNING");
+  WaitFor(plain, "RUNNING");
+  StartAgent("beta", 4);
+  auto pid_of = [&](const std::string& tag, int nth) {
+    std::istringstream in(Slurp(pids));
+    std::string t;
+    pid_t pid = 0;
+    int seen = 0;
+    while (in >> t >> pid) {
+      if (t == tag && seen++ == nth) return pid;
+    }
+    return pid_t{0};
+  };
+  ASSERT_TRUE(WaitUntil([&] { return pid_of("r", 0) > 0 && pid_of("p", 0) > 0; }, 5));
+  const pid_t first_r = pid_of("r", 0), first_p = pid_of("p", 0);
+
+  kill(agents_["alpha"], SIGSTOP);  // silent, not dead: its jobs' processes go on
+  EXPECT_TRUE(WaitUntil([&] { return NodeState("alpha") == "LOST"; }, 8));
+  const json lost = WaitFor(plain, "LOST");
+  EXPECT_NE(lost["reason"].get<std::string>().find("missed its lease"), std::string::npos)
+      << lost.dump();
+  // The restartable job runs again, on beta, in a new placement (epoch) ...
+  const json again = WaitFor(restartable, "RUNNING");
+  EXPECT_EQ(again["node"], "beta");
+  EXPECT_EQ(again["epoch"], 2);
+  ASSERT_TRUE(WaitUntil([&] { return pid_of("r", 1) > 0; }, 5));
+  // ... and its first run was already stopped by its shim at half the lease, though its agent is
+  // frozen: the two never ran together.
+  EXPECT_FALSE(Alive(first_r)) << "the restartable job's first run still runs";
+  EXPECT_TRUE(Alive(first_p)) << "a plain job keeps running while its agent is only silent";
+
+  kill(agents_["alpha"], SIGCONT);  // it returns: fenced, the plain job's process is stopped
+  EXPECT_TRUE(WaitUntil([&] { return NodeState("alpha") == "READY"; }, 5));
+  EXPECT_TRUE(WaitUntil([&] { return !Alive(first_p); }, 10)) << "a fenced job still runs";
+  EXPECT_EQ(Get("/v1/jobs/" + std::to_string(plain))["state"], "LOST");
+  EXPECT_EQ(pid_of("p", 1), 0) << "a job that is not restartable ran twice";
+  EXPECT_NE(Slurp((dir_ / "alpha.log").string()).find("declared this node lost"),
+            std::string::npos);
+  auto metrics = Http().Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_NE(metrics->body.find("gpufleet_controller_nodes_lost_total 1"), std::string::npos);
+}
+
+TEST_F(Cluster, ControllerKilledWhileAgentsRunJobsFindsThemAgain) {
+  StartController(3);
+  StartAgent("alpha", 2);
+  const int64_t id = Submit(
+      {{"argv", {"sh", "-c", "sleep 1.5; echo finished"}}, {"gpus", 2}, {"restartable", true}});
+  WaitFor(id, "RUNNING");
+  Stop(controller_);  // kill -9
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  StartController(3);
+  const json done = WaitFor(id, "SUCCEEDED");
+  EXPECT_EQ(done["epoch"], 1);
+  EXPECT_NE(Logs(id).find("finished"), std::string::npos);
+}
+
+TEST_F(Cluster, BadHeartbeatsGetClearErrorsAndTheControllerKeepsServing) {
+  StartController(5);
+  httplib::Client c(url_);
+  auto anonymous = c.Post("/v1/agent/heartbeat", "{}", "application/json");
+  ASSERT_TRUE(anonymous);
+  EXPECT_EQ(anonymous->status, 401);
+  auto http = Http();
+  auto malformed = http.Post("/v1/agent/heartbeat", "{not json", "application/json");
+  ASSERT_TRUE(malformed);
+  EXPECT_EQ(malformed->status, 400);
+  EXPECT_NE(malformed->body.find("malformed JSON"), std::string::npos);
+  auto bad_node =
+      http.Post("/v1/agent/heartbeat", R"({"node":"a,b","gpus":1})", "application/json");
+  ASSERT_TRUE(bad_node);
+  EXPECT_EQ(bad_node->status, 400);
+  EXPECT_EQ(json::parse(bad_node->body)["field"], "node");
+  auto bad_state = http.Post(
+      "/v1/agent/heartbeat",
+      R"({"node":"n","gpus":1,"jobs":[{"id":1,"epoch":1,"state":"dancing"}]})", "application/json");
+  ASSERT_TRUE(bad_state);
+  EXPECT_EQ(bad_state->status, 400);
+  // A heartbeat for jobs the controller never placed there changes nothing.
+  auto stray = http.Post("/v1/agent/heartbeat",
+                         R"({"node":"n","gpus":1,"jobs":[{"id":77,"epoch":3,"state":"exited"}]})",
+                         "application/json");
+  ASSERT_TRUE(stray);
+  EXPECT_EQ(stray->status, 200);
+  EXPECT_TRUE(json::parse(stray->body)["assignments"].empty());
+  EXPECT_EQ(NodeState("n"), "READY");
+}
+
+}  // namespace
+}  // namespace gpufleet
