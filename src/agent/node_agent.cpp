@@ -91,9 +91,11 @@ void NodeAgent::Forget(int64_t id) {
   std::error_code ec;
   std::filesystem::remove(RecordPath(id), ec);
   held_.erase(id);
+  cgroups_.Remove(id);
 }
 
 core::Result<bool> NodeAgent::Recover() {
+  cgroups_ = CgroupLimits::Detect(options_.cgroup_root);
   const std::filesystem::path dir = std::filesystem::path(options_.data_dir) / "assignments";
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -155,6 +157,8 @@ void NodeAgent::Launch(const net::Assignment& a) {
   spec.gpu_indices = a.gpu_indices;
   spec.user = a.user;
   spec.log_path = h.log_path;
+  spec.cgroup_procs =
+      cgroups_.ForLaunch(a.id, JobLimits{a.cpu_milli, a.memory_mib}, "gpufleet agent");
   if (a.restartable) {
     spec.lease_path = LeasePath();
     spec.lease_grace_s = std::min(options_.fence_grace_s, lease_ms_ / 4000.0);

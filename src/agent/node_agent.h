@@ -19,6 +19,7 @@
 #include <map>
 #include <string>
 
+#include "agent/cgroup_limits.h"
 #include "agent/runner.h"
 #include "core/result.h"
 #include "net/node_protocol.h"
@@ -35,6 +36,7 @@ struct NodeAgentOptions {
   std::string gpu_model;
   bool simulated = false;
   double fence_grace_s = 5;  // SIGTERM -> SIGKILL for fenced jobs
+  std::string cgroup_root;   // "" : the agent's own cgroup (see CgroupLimits)
 };
 
 class NodeAgent {
@@ -84,6 +86,7 @@ class NodeAgent {
   NodeAgentOptions options_;
   std::function<std::string()> samples_json_;
   Runner runner_;
+  CgroupLimits cgroups_;
   std::map<int64_t, Held> held_;  // by job id: a job has at most one rank per node
   int64_t node_epoch_ = 0;
   int64_t lease_ms_ = 0;

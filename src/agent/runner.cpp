@@ -151,6 +151,7 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
   const std::string fenced_path = FencedFilePath(spec.log_path);
   std::filesystem::remove(fenced_path, ec);
   const std::string lease_path = spec.lease_path;
+  const std::string cgroup_procs = spec.cgroup_procs;
   const int64_t lease_grace_ms = static_cast<int64_t>(spec.lease_grace_s * 1000);
   // The job runs under a small shim (a forked copy of this process, which execs nothing): the
   // shim leads the job's process group, waits for the job and writes its exit status to
@@ -188,6 +189,16 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
     sigaddset(&chld, SIGCHLD);
     // With a lease to watch, SIGCHLD stays blocked so that sigtimedwait wakes on the job's end.
     sigprocmask(SIG_SETMASK, lease_path.empty() ? &none : &chld, nullptr);
+    if (!cgroup_procs.empty()) {
+      // Join the job's cgroup first: the job and everything it forks inherit its limits.
+      const int cg = open(cgroup_procs.c_str(), O_WRONLY | O_CLOEXEC);
+      if (cg < 0 || write(cg, "0", 1) != 1) {
+        const int report[2] = {4, errno};
+        (void)!write(3, report, sizeof report);
+        _exit(127);
+      }
+      close(cg);
+    }
     const pid_t job = fork();
     if (job == 0) {
       sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -300,6 +311,7 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
     std::filesystem::remove(exit_path, ec);
     std::string what = report[0] == 1   ? "cannot enter the working directory " + workdir
                        : report[0] == 2 ? "cannot switch to user " + spec.user
+                       : report[0] == 4 ? "cannot join its cgroup (" + spec.cgroup_procs + ")"
                                         : "cannot run '" + spec.argv[0] + "'";
     return core::Error{"job " + std::to_string(spec.job_id) + ": " + what + ": " +
                        std::strerror(report[1])};

@@ -42,6 +42,9 @@ struct LaunchSpec {
   // controller will run elsewhere from running twice, even when the agent itself is dead.
   std::string lease_path;
   double lease_grace_s = 2;
+  // The `cgroup.procs` of the job's cgroup (CgroupLimits::Prepare), which the shim joins before
+  // starting the job; "" for none. A shim that cannot join fails the launch.
+  std::string cgroup_procs;
 };
 
 // Left by a shim that stopped its job because the lease ran out (see LaunchSpec::lease_path).

@@ -1,6 +1,7 @@
 #include "agent/runner.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -139,6 +140,46 @@ TEST_F(RunnerTest, JobsOutliveTheRunnerAndAreReAdopted) {
   std::filesystem::remove(ExitFilePath(spec.log_path));
   Runner fourth;
   EXPECT_FALSE(fourth.Adopt(8, launched, spec.log_path));
+}
+
+TEST_F(RunnerTest, ShimStopsTheJobOnceItsLeaseHasRunOut) {
+  Runner runner;
+  const std::string lease = (dir_ / "lease").string();
+  LaunchSpec spec = Spec(31, {"sleep", "30"});
+  spec.lease_path = lease;
+  spec.lease_grace_s = 0.5;
+  // A deadline far ahead: the job runs on.
+  std::ofstream(lease) << "99999999999999\n";
+  ASSERT_TRUE(runner.Launch(spec).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  EXPECT_TRUE(runner.Reap().empty());
+  // The deadline passes (the agent stopped renewing it): the shim stops the job by itself.
+  std::ofstream(lease) << "1\n";
+  const std::vector<JobExit> exits = WaitExits(runner, 1, 5);
+  ASSERT_EQ(exits.size(), 1U);
+  EXPECT_EQ(exits[0].signal, SIGTERM);
+  EXPECT_TRUE(std::filesystem::exists(FencedFilePath(spec.log_path)));
+}
+
+TEST_F(RunnerTest, ShimJoinsTheJobCgroupBeforeTheJobStarts) {
+  Runner runner;
+  // A stand-in for a cgroup's cgroup.procs: the shim writes "0" (itself) into it.
+  const std::string procs = (dir_ / "cgroup.procs").string();
+  std::ofstream(procs).flush();
+  LaunchSpec spec = Spec(32, {"true"});
+  spec.cgroup_procs = procs;
+  ASSERT_TRUE(runner.Launch(spec).ok());
+  ASSERT_EQ(WaitExits(runner, 1).size(), 1U);
+  std::ifstream in(procs);
+  std::string text;
+  in >> text;
+  EXPECT_EQ(text, "0");
+  // A cgroup that cannot be joined fails the launch, saying which.
+  spec = Spec(33, {"true"});
+  spec.cgroup_procs = (dir_ / "missing" / "cgroup.procs").string();
+  auto failed = runner.Launch(spec);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.error().find("cannot join its cgroup"), std::string::npos) << failed.error();
 }
 
 }  // namespace

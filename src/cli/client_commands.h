@@ -27,6 +27,8 @@ struct SubmitOptions {
   std::vector<std::string> env;  // NAME=value
   std::string workdir;           // "" : the current directory
   bool restartable = false;      // requeue when its node is lost
+  double cpus = 0;               // CPU limit in cores (0: none)
+  std::string memory;            // memory limit: "16G", "512M", or MiB ("" : none)
   std::vector<std::string> command;
 };
 int RunSubmit(const SubmitOptions& options);

@@ -306,6 +306,11 @@ int main(int argc, char** argv) {
   submit_cmd->add_option("--name", submit.name, "job name (default: the command)");
   submit_cmd->add_option("--env", submit.env, "NAME=value for the job (repeatable)");
   submit_cmd->add_option("--workdir", submit.workdir, "working directory (default: here)");
+  submit_cmd->add_option("--cpus", submit.cpus,
+                         "CPU limit in cores (cgroup v2 cpu.max, where the node has it)");
+  submit_cmd->add_option("--memory", submit.memory,
+                         "memory limit: 512M, 16G, or MiB (cgroup v2 memory.max, where the node "
+                         "has it)");
   submit_cmd->add_flag("--restartable", submit.restartable,
                        "run it again elsewhere if its node is lost (it should resume from a "
                        "checkpoint); without it such a job ends LOST");

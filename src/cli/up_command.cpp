@@ -13,6 +13,7 @@
 #include <mutex>
 #include <thread>
 
+#include "agent/cgroup_limits.h"
 #include "agent/runner.h"
 #include "controller/api_server.h"
 #include "controller/auth.h"
@@ -39,6 +40,8 @@ class LocalExecutor final : public controller::NodeExecutor {
     spec.user = job.user;
     spec.log_path = log_path;
     std::lock_guard<std::mutex> lock(mutex_);
+    spec.cgroup_procs =
+        cgroups_.ForLaunch(job.id, agent::JobLimits{job.cpu_milli, job.memory_mib}, "gpufleet up");
     auto launched = runner_.Launch(spec);
     if (!launched) return core::Error{launched.error()};
     return Started{launched.value().pid, launched.value().start_ticks};
@@ -55,14 +58,18 @@ class LocalExecutor final : public controller::NodeExecutor {
   std::vector<Exit> Poll() override {
     std::lock_guard<std::mutex> lock(mutex_);
     std::vector<Exit> out;
-    for (const agent::JobExit& e : runner_.Reap())
+    for (const agent::JobExit& e : runner_.Reap()) {
       out.push_back({e.job_id, e.exit_code, e.stopped});
+      cgroups_.Remove(e.job_id);
+    }
     return out;
   }
 
  private:
   std::mutex mutex_;
   agent::Runner runner_;
+  // Detected at start (detection may move this process into a leaf cgroup).
+  agent::CgroupLimits cgroups_ = agent::CgroupLimits::Detect();
 };
 
 std::string LocalUser() {

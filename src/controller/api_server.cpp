@@ -54,6 +54,8 @@ json JobJson(const store::JobRecord& j) {
           {"exit_code", j.exit_code ? json(*j.exit_code) : json(nullptr)},
           {"reason", j.reason},
           {"restartable", j.restartable},
+          {"cpus", j.cpu_milli > 0 ? json(j.cpu_milli / 1000.0) : json(nullptr)},
+          {"memory_mib", j.memory_mib > 0 ? json(j.memory_mib) : json(nullptr)},
           {"epoch", j.epoch}};
 }
 
@@ -63,8 +65,8 @@ std::optional<std::string> ParseSubmit(const std::string& body, store::JobRecord
   json j = json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return "the body is not a JSON object";
   static const std::set<std::string> kKnown = {
-      "name",     "argv",  "gpus", "gpu_share", "gpu_type",     "nodes",
-      "priority", "queue", "env",  "workdir",   "client_token", "restartable"};
+      "name",  "argv", "gpus",    "gpu_share",    "gpu_type",    "nodes", "priority",
+      "queue", "env",  "workdir", "client_token", "restartable", "cpus",  "memory_mib"};
   for (const auto& [key, value] : j.items()) {
     if (!kKnown.count(key)) {
       field = key;
@@ -141,6 +143,21 @@ std::optional<std::string> ParseSubmit(const std::string& body, store::JobRecord
       }
       job.env.emplace_back(k, v.get<std::string>());
     }
+  }
+  if (j.contains("cpus")) {
+    if (!j["cpus"].is_number() || !(j["cpus"].get<double>() > 0) ||
+        j["cpus"].get<double>() > 4096) {
+      return bad("cpus", "must be a number of cores in (0, 4096]");
+    }
+    job.cpu_milli =
+        std::max<int64_t>(1, static_cast<int64_t>(j["cpus"].get<double>() * 1000 + 0.5));
+  }
+  if (j.contains("memory_mib")) {
+    if (!j["memory_mib"].is_number_integer() || j["memory_mib"].get<int64_t>() < 1 ||
+        j["memory_mib"].get<int64_t>() > (int64_t{1} << 32)) {
+      return bad("memory_mib", "must be a positive integer (MiB)");
+    }
+    job.memory_mib = j["memory_mib"].get<int64_t>();
   }
   if (j.contains("restartable")) {
     if (!j["restartable"].is_boolean()) return bad("restartable", "must be true or false");

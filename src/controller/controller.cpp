@@ -694,6 +694,8 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
       x.workdir = a.job.workdir;
       x.gpu_indices = MaskIndices(r.gpus);
       x.restartable = a.job.restartable;
+      x.cpu_milli = a.job.cpu_milli;
+      x.memory_mib = a.job.memory_mib;
       x.started = r.started;
       x.stop = a.stopping;
       x.grace_s = options_.stop_grace_s;

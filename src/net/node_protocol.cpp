@@ -84,6 +84,8 @@ std::string ToJson(const HeartbeatReply& r) {
                            {"workdir", a.workdir},
                            {"gpu_indices", a.gpu_indices},
                            {"restartable", a.restartable},
+                           {"cpu_milli", a.cpu_milli},
+                           {"memory_mib", a.memory_mib},
                            {"started", a.started},
                            {"stop", a.stop},
                            {"grace_s", a.grace_s}});
@@ -161,6 +163,8 @@ core::Result<HeartbeatReply> ParseHeartbeatReply(const std::string& body) {
       x.workdir = a.value("workdir", std::string());
       x.gpu_indices = a.value("gpu_indices", std::vector<int>{});
       x.restartable = a.value("restartable", false);
+      x.cpu_milli = a.value("cpu_milli", int64_t{0});
+      x.memory_mib = a.value("memory_mib", int64_t{0});
       x.started = a.value("started", false);
       x.stop = a.value("stop", false);
       x.grace_s = a.value("grace_s", 10.0);

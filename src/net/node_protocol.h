@@ -60,8 +60,10 @@ struct Assignment {
   std::string workdir;
   std::vector<int> gpu_indices;
   bool restartable = false;
-  bool started = false;  // this rank ran before: never start it again
-  bool stop = false;     // stop it (cancel, or another rank failed)
+  int64_t cpu_milli = 0;   // CPU limit (0: none)
+  int64_t memory_mib = 0;  // memory limit (0: none)
+  bool started = false;    // this rank ran before: never start it again
+  bool stop = false;       // stop it (cancel, or another rank failed)
   double grace_s = 10;
 };
 

@@ -46,15 +46,17 @@ ALTER TABLE jobs ADD COLUMN client_token TEXT NOT NULL DEFAULT '';
 CREATE UNIQUE INDEX jobs_by_client_token ON jobs(user, client_token) WHERE client_token != '';
 )sql";
 
-// Version 4: whether a job may run again after its node was lost.
+// Version 4: whether a job may run again after its node was lost; its CPU and memory limits.
 constexpr const char* kSchemaV4 = R"sql(
 ALTER TABLE jobs ADD COLUMN restartable INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN cpu_milli INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN memory_mib INTEGER NOT NULL DEFAULT 0;
 )sql";
 
 constexpr const char* kJobColumns =
     "id,user,name,queue,priority,gpus,gpu_milli,gpu_type,nodes,argv,env,workdir,state,submit_ms,"
     "start_ms,end_ms,exit_code,node,gpu_indices,epoch,reason,pid,pid_start,client_token,"
-    "restartable";
+    "restartable,cpu_milli,memory_mib";
 
 // A prepared statement that finalizes itself.
 class Statement {
@@ -112,6 +114,8 @@ JobRecord ReadJob(Statement& s) {
   j.pid_start = static_cast<uint64_t>(s.Int(22));
   j.client_token = s.Text(23);
   j.restartable = s.Int(24) != 0;
+  j.cpu_milli = s.Int(25);
+  j.memory_mib = s.Int(26);
   return j;
 }
 
@@ -352,10 +356,10 @@ class SqliteStore final : public Store {
       existing.Bind(2, job.client_token);
       if (existing.Step() == SQLITE_ROW) return existing.Int(0);
     }
-    Statement s(
-        db_,
-        "INSERT INTO jobs(user,name,queue,priority,gpus,gpu_milli,gpu_type,nodes,argv,env,"
-        "workdir,state,submit_ms,client_token,restartable) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    Statement s(db_,
+                "INSERT INTO jobs(user,name,queue,priority,gpus,gpu_milli,gpu_type,nodes,argv,env,"
+                "workdir,state,submit_ms,client_token,restartable,cpu_milli,memory_mib) "
+                "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     s.Bind(1, job.user);
     s.Bind(2, job.name);
     s.Bind(3, job.queue);
@@ -371,6 +375,8 @@ class SqliteStore final : public Store {
     s.Bind(13, job.submit_ms);
     s.Bind(14, job.client_token);
     s.Bind(15, job.restartable ? 1 : 0);
+    s.Bind(16, job.cpu_milli);
+    s.Bind(17, job.memory_mib);
     if (s.Step() != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
     const int64_t id = sqlite3_last_insert_rowid(db_);
     if (auto r = AddEvent(id, job.submit_ms, "submitted", job.user); !r) {

@@ -59,6 +59,8 @@ struct JobRecord {
   uint64_t pid_start = 0;        // that process's start time, to tell it from a reused pid
   std::string client_token;      // the submitter's idempotency token, or ""
   bool restartable = false;      // requeued (not left LOST) when its node is lost
+  int64_t cpu_milli = 0;         // CPU limit in thousandths of a core (0: none)
+  int64_t memory_mib = 0;        // memory limit (0: none)
 };
 
 // What a transition changes besides the state; unset fields stay as they are.

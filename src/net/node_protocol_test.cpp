@@ -1,0 +1,114 @@
+#include "net/node_protocol.h"
+
+#include <gtest/gtest.h>
+
+namespace gpufleet::net {
+namespace {
+
+TEST(NodeProtocol, HeartbeatSurvivesARoundTripWithBinaryLogBytes) {
+  Heartbeat beat;
+  beat.node = "gpu-07";
+  beat.address = "10.0.0.7";
+  beat.node_epoch = 12;
+  beat.gpus = 8;
+  beat.gpu_model = "H100-80GB";
+  beat.samples_json = R"({"gpus":[{"index":0}]})";
+  ReportedJob job;
+  job.id = 5;
+  job.epoch = 2;
+  job.rank = 1;
+  job.state = ReportedJob::State::kExited;
+  job.exit_code = 3;
+  job.stopped = true;
+  job.log_size = 10;
+  job.log_from = 4;
+  job.log_data = std::string("a\0\xff\xfe\n", 5);  // not UTF-8: must arrive byte for byte
+  beat.jobs.push_back(job);
+  auto parsed = ParseHeartbeat(ToJson(beat));
+  ASSERT_TRUE(parsed.ok()) << parsed.error();
+  const Heartbeat& b = parsed.value();
+  EXPECT_EQ(b.node, "gpu-07");
+  EXPECT_EQ(b.address, "10.0.0.7");
+  EXPECT_EQ(b.node_epoch, 12);
+  EXPECT_EQ(b.gpus, 8);
+  EXPECT_EQ(b.samples_json, R"({"gpus":[{"index":0}]})");
+  ASSERT_EQ(b.jobs.size(), 1U);
+  EXPECT_EQ(b.jobs[0].state, ReportedJob::State::kExited);
+  EXPECT_EQ(b.jobs[0].exit_code, 3);
+  EXPECT_TRUE(b.jobs[0].stopped);
+  EXPECT_EQ(b.jobs[0].rank, 1);
+  EXPECT_EQ(b.jobs[0].log_from, 4);
+  EXPECT_EQ(b.jobs[0].log_data, job.log_data);
+}
+
+TEST(NodeProtocol, ReplySurvivesARoundTrip) {
+  HeartbeatReply reply;
+  reply.node_epoch = 3;
+  reply.lease_ms = 10000;
+  Assignment a;
+  a.id = 9;
+  a.epoch = 4;
+  a.rank = 1;
+  a.user = "alice";
+  a.argv = {"python", "train.py"};
+  a.env = {{"LR", "0.1"}};
+  a.launch_env = {{"MASTER_ADDR", "10.0.0.1"}, {"NODE_RANK", "1"}};
+  a.gpu_indices = {2, 3};
+  a.restartable = true;
+  a.cpu_milli = 4000;
+  a.memory_mib = 2048;
+  a.started = true;
+  a.stop = true;
+  a.grace_s = 30;
+  reply.assignments.push_back(a);
+  reply.logs.push_back({9, 1, 4096});
+  auto parsed = ParseHeartbeatReply(ToJson(reply));
+  ASSERT_TRUE(parsed.ok()) << parsed.error();
+  const Assignment& x = parsed.value().assignments.at(0);
+  EXPECT_EQ(x.argv, a.argv);
+  EXPECT_EQ(x.env, a.env);
+  EXPECT_EQ(x.launch_env, a.launch_env);
+  EXPECT_EQ(x.gpu_indices, a.gpu_indices);
+  EXPECT_TRUE(x.restartable && x.started && x.stop);
+  EXPECT_EQ(x.cpu_milli, 4000);
+  EXPECT_EQ(x.memory_mib, 2048);
+  EXPECT_DOUBLE_EQ(x.grace_s, 30);
+  EXPECT_EQ(parsed.value().logs.at(0).size, 4096);
+  EXPECT_EQ(parsed.value().lease_ms, 10000);
+}
+
+TEST(NodeProtocol, BadHeartbeatsNameWhatIsWrong) {
+  EXPECT_NE(ParseHeartbeat("{").error().find("malformed JSON"), std::string::npos);
+  EXPECT_NE(ParseHeartbeat("[]").error().find("JSON object"), std::string::npos);
+  EXPECT_NE(ParseHeartbeat(R"({"gpus":1})").error().find("node"), std::string::npos);
+  EXPECT_NE(ParseHeartbeat(R"({"node":"a b","gpus":1})").error().find("node:"), std::string::npos);
+  EXPECT_NE(ParseHeartbeat(R"({"node":"a","gpus":99})").error().find("gpus:"), std::string::npos);
+  EXPECT_NE(ParseHeartbeat(R"({"node":"a","gpus":1,"jobs":[{"id":1,"epoch":1,"state":"x"}]})")
+                .error()
+                .find("state"),
+            std::string::npos);
+  EXPECT_NE(ParseHeartbeat(
+                R"({"node":"a","gpus":1,"jobs":[{"id":1,"epoch":1,"state":"running",
+                    "log_from":0,"log_data":"@@@@"}]})")
+                .error()
+                .find("log_data"),
+            std::string::npos);
+}
+
+TEST(NodeProtocol, Base64MatchesTheStandardAlphabetAndPadding) {
+  EXPECT_EQ(Base64Encode(""), "");
+  EXPECT_EQ(Base64Encode("f"), "Zg==");
+  EXPECT_EQ(Base64Encode("fo"), "Zm8=");
+  EXPECT_EQ(Base64Encode("foo"), "Zm9v");
+  EXPECT_EQ(Base64Encode("foobar"), "Zm9vYmFy");
+  for (const std::string& s :
+       {std::string("f"), std::string("fo"), std::string("\xff\x00\x01", 3)}) {
+    EXPECT_EQ(Base64Decode(Base64Encode(s)).value(), s);
+  }
+  EXPECT_FALSE(Base64Decode("Zg=").ok());
+  EXPECT_FALSE(Base64Decode("Z===").ok());
+  EXPECT_FALSE(Base64Decode("Zm=v").ok());
+}
+
+}  // namespace
+}  // namespace gpufleet::net
