@@ -193,9 +193,17 @@ int RunJobs(const JobsOptions& o) {
   }
   std::printf("%-8s %-10s %-12s %-5s %-10s %s\n", "ID", "STATE", "USER", "GPUS", "NODE", "NAME");
   for (const json& j : *answer) {
-    std::printf("%-8lld %-10s %-12s %-5d %-10s %s\n",
+    // GPUs per node, times the nodes of a multi-node job.
+    std::string gpus = std::to_string(j["gpus"].get<int>());
+    if (j.value("nodes", 1) > 1) gpus += "x" + std::to_string(j["nodes"].get<int>());
+    if (j.contains("gpu_share") && j["gpu_share"].is_number()) {
+      char share[16];
+      std::snprintf(share, sizeof share, "%.2f", j["gpu_share"].get<double>());
+      gpus = share;
+    }
+    std::printf("%-8lld %-10s %-12s %-5s %-10s %s\n",
                 static_cast<long long>(j["id"].get<int64_t>()), Cell(j["state"]).c_str(),
-                Cell(j["user"]).c_str(), j["gpus"].get<int>(), Cell(j["node"]).c_str(),
+                Cell(j["user"]).c_str(), gpus.c_str(), Cell(j["node"]).c_str(),
                 Cell(j["name"]).c_str());
   }
   return 0;

@@ -15,10 +15,12 @@
 
 #include "agent/cgroup_limits.h"
 #include "agent/runner.h"
+#include "agent/sample_json.h"
 #include "controller/api_server.h"
 #include "controller/auth.h"
 #include "controller/controller.h"
 #include "gpu/gpu_probe.h"
+#include "gpu/sampler.h"
 #include "net/http_server.h"
 #include "store/store.h"
 
@@ -124,11 +126,22 @@ int RunUp(const UpOptions& o) {
   int gpus = 0;
   std::string model;
   bool simulated = false;
+  gpu::OpenedProbe opened;
+  std::unique_ptr<gpu::Sampler> sampler;  // the local node's GPU samples, for /v1/gpus
+  agent::HostInfo host;
   if (!o.controller_only) {
     gpu::ProbeOptions probe_options;
     probe_options.simulated_gpus = o.simulated_gpus;
     probe_options.nvml_library = o.nvml_library;
-    gpu::OpenedProbe opened = gpu::OpenProbe(probe_options);
+    opened = gpu::OpenProbe(probe_options);
+    host.hostname = "local";
+    host.backend = opened.probe->BackendName();
+    host.driver_version = opened.probe->DriverVersion();
+    host.notice = opened.notice;
+    gpu::SamplerOptions sampling;
+    sampling.history_s = 60;  // the controller shows only the latest sample
+    sampling.aggregate_keep_s = 3600;
+    sampler = std::make_unique<gpu::Sampler>(*opened.probe, sampling);
     gpus = opened.probe->DeviceCount();
     if (gpus > 0) model = opened.probe->Sample(0, 0).name;
     if (model.rfind("SIMULATED ", 0) == 0) model = model.substr(10);  // the catalog's name
@@ -171,6 +184,10 @@ int RunUp(const UpOptions& o) {
   options.simulated = simulated;
   options.node_address = o.advertise;
   options.lease_ms = static_cast<int64_t>(o.lease_s * 1000);
+  if (sampler) {
+    gpu::Sampler* s = sampler.get();
+    options.local_samples_json = [s, host] { return agent::GpusToJson(host, s->Latest()); };
+  }
   options.queue_policy = o.queue_policy;
   options.placement_policy = o.placement_policy;
   options.stop_grace_s = o.stop_grace_s;
@@ -193,6 +210,7 @@ int RunUp(const UpOptions& o) {
   }
   const std::string url = "http://" + address.value().host + ":" + std::to_string(port.value());
   WritePrivate((std::filesystem::path(data_dir) / "server").string(), url + "\n");
+  if (sampler) sampler->Start();
   ctl.Start();
   if (o.controller_only) {
     std::printf(
@@ -207,6 +225,7 @@ int RunUp(const UpOptions& o) {
 
   const bool clean = net::ServeUntilStopSignal(api.http(), stop_signals);
   ctl.Stop();
+  if (sampler) sampler->Stop();
   std::fprintf(stderr, "%s: stopped\n", self);
   return clean ? 0 : 1;
 }

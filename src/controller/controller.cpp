@@ -799,6 +799,7 @@ std::vector<NodeView> Controller::Nodes() const {
     v.epoch = n.epoch;
     v.last_seen_ms = n.local ? 0 : n.last_seen_ms;
     v.samples_json = n.samples_json;
+    if (n.local && options_.local_samples_json) v.samples_json = options_.local_samples_json();
     for (const auto& [id, a] : active_) {
       for (const Rank& r : a.ranks) {
         if (r.node == static_cast<int>(k) && !r.ended) ++v.running_jobs;

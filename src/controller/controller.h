@@ -13,6 +13,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -77,6 +78,8 @@ struct ControllerOptions {
   // A remote node silent for this long is lost: its jobs become LOST (and PENDING again when
   // restartable), and whatever it still runs of them is stopped when it returns.
   int64_t lease_ms = 10000;
+  // The local node's latest GPU document (as an agent's /v1/gpus), for GET /v1/gpus; may be empty.
+  std::function<std::string()> local_samples_json;
 };
 
 struct NodeView {
