@@ -409,7 +409,8 @@ ApiServer::ApiServer(Controller& controller) : impl_(std::make_unique<Impl>(cont
     }
     auto reply = impl.controller.Heartbeat(beat.value(), NowMs());
     if (!reply) {
-      Fail(res, 400, reply.error(), "node");
+      const bool store_failed = reply.error().rfind("store:", 0) == 0;
+      Fail(res, store_failed ? 503 : 400, reply.error(), store_failed ? "" : "node");
       return;
     }
     res.set_content(net::ToJson(reply.value()), "application/json");

@@ -238,6 +238,28 @@ core::Result<bool> Controller::Recover(int64_t now_ms) {
       }
       a.ranks.push_back(r);
     }
+    const bool all_local = std::all_of(a.ranks.begin(), a.ranks.end(),
+                                       [&](const Rank& r) { return nodes_[r.node].local; });
+    const bool never_launched = std::none_of(a.ranks.begin(), a.ranks.end(), [&](const Rank& r) {
+      return std::filesystem::exists(LogPath(job.id, static_cast<int>(&r - &a.ranks[0])));
+    });
+    if (job.state == store::JobState::kScheduled && !a.ranks.empty() && all_local &&
+        never_launched) {
+      // Placed but never launched (a launch creates the log first): safe to queue again.
+      store::JobUpdate again;
+      again.node = "";
+      again.gpu_indices = std::vector<int>{};
+      again.reason = "requeued: the controller stopped before starting it";
+      auto r = store_.Transition(job.id, job.state, store::JobState::kPending, again, now_ms);
+      if (!r) return core::Error{r.error()};
+      store::JobRecord queued = job;
+      queued.state = store::JobState::kPending;
+      queued.node.clear();
+      queued.gpu_indices.clear();
+      waiting_[job.id] = queued;
+      scheduler_.Enqueue(QueuedOf(queued));
+      continue;
+    }
     if (!adoptable) {
       store::JobUpdate lost;
       lost.end_ms = now_ms;
@@ -253,7 +275,11 @@ core::Result<bool> Controller::Recover(int64_t now_ms) {
           executor_->Stop(job.id, options_.stop_grace_s);
         }
       }
-      if (job.restartable) RequeueLocked(job, now_ms);
+      if (job.restartable) {
+        RequeueLocked(job, lost.reason.value_or(""));
+        if (!FlushLocked(now_ms))
+          return core::Error{"the store could not requeue job " + std::to_string(job.id)};
+      }
       continue;
     }
     active_[job.id] = std::move(a);
@@ -410,8 +436,7 @@ void Controller::StopRanksLocked(Active& a) {
   }  // remote ranks: the next heartbeat reply says stop
 }
 
-void Controller::PlaceLocked(store::JobRecord job, const std::vector<sched::Allocation>& placement,
-                             int64_t now_ms) {
+void Controller::PlanLocked(store::JobRecord job, const std::vector<sched::Allocation>& placement) {
   Active a;
   std::string node_names;
   std::vector<int> indices;
@@ -427,18 +452,7 @@ void Controller::PlaceLocked(store::JobRecord job, const std::vector<sched::Allo
   placed.node = node_names;
   placed.gpu_indices = indices;
   placed.bump_epoch = true;
-  auto scheduled = store_.Transition(job.id, store::JobState::kPending, store::JobState::kScheduled,
-                                     placed, now_ms);
-  if (!scheduled || !scheduled.value()) {
-    // The store cannot record the placement (a full disk, say): the job stays queued, nothing
-    // runs that the store does not know about, and the next pass tries again. (False: it was
-    // cancelled meanwhile.)
-    if (!scheduled) {
-      scheduler_.Enqueue(QueuedOf(job));
-      waiting_[job.id] = std::move(job);
-    }
-    return;
-  }
+  WriteLocked(job.id, store::JobState::kPending, store::JobState::kScheduled, std::move(placed));
   job.state = store::JobState::kScheduled;
   job.node = node_names;
   job.gpu_indices = indices;
@@ -448,21 +462,66 @@ void Controller::PlaceLocked(store::JobRecord job, const std::vector<sched::Allo
   for (const Rank& r : a.ranks) {
     cluster_.Allocate(r.node, sched::SliceSpec(a.queued, std::popcount(r.gpus)), r.gpus);
   }
-  const int64_t id = a.job.id;
+  active_[a.job.id] = std::move(a);
+}
+
+void Controller::UnplanLocked(int64_t id) {
+  auto it = active_.find(id);
+  if (it == active_.end()) return;
+  Active a = std::move(it->second);
+  active_.erase(it);
+  for (const Rank& r : a.ranks) {
+    cluster_.Release(r.node, sched::SliceSpec(a.queued, std::popcount(r.gpus)), r.gpus);
+  }
+  a.job.state = store::JobState::kPending;
+  a.job.epoch -= 1;
+  a.job.node.clear();
+  a.job.gpu_indices.clear();
+  scheduler_.Enqueue(QueuedOf(a.job));
+  waiting_[id] = std::move(a.job);
+}
+
+void Controller::LaunchLocked(int64_t id, int64_t now_ms) {
+  Active& a = active_.at(id);
   // A new placement's logs start afresh; an earlier attempt's are kept beside them.
-  for (std::size_t k = 0; k < a.ranks.size(); ++k) {
-    const std::string path = LogPath(id, static_cast<int>(k));
-    if (FileSize(path) > 0) {
-      std::error_code ec;
-      std::filesystem::rename(path, path + ".attempt" + std::to_string(a.job.epoch - 1), ec);
+  if (a.job.epoch > 1) {
+    for (std::size_t k = 0; k < a.ranks.size(); ++k) {
+      const std::string path = LogPath(id, static_cast<int>(k));
+      if (FileSize(path) > 0) {
+        std::error_code ec;
+        std::filesystem::rename(path, path + ".attempt" + std::to_string(a.job.epoch - 1), ec);
+      }
     }
   }
-  Active& stored = active_[id] = std::move(a);
-  for (std::size_t k = 0; k < stored.ranks.size(); ++k) {
-    if (nodes_[stored.ranks[k].node].local) StartLocalRankLocked(stored, static_cast<int>(k));
+  bool local = false;
+  for (std::size_t k = 0; k < a.ranks.size(); ++k) {
+    if (!nodes_[a.ranks[k].node].local) continue;
+    StartLocalRankLocked(a, static_cast<int>(k));
+    local = true;
   }
   ++stats_.started;
   SettleLocked(id, now_ms);
+  // A started local process is recorded (RUNNING, with its pid) at once, so that a crash leaves
+  // at most the job being launched without a record, not a whole pass of them.
+  if (local) FlushLocked(now_ms);
+}
+
+void Controller::WriteLocked(int64_t id, store::JobState from, store::JobState to,
+                             store::JobUpdate update) {
+  writes_.push_back(store::TransitionRequest{id, from, to, std::move(update)});
+}
+
+bool Controller::FlushLocked(int64_t now_ms) {
+  if (writes_.empty()) return true;
+  auto done = store_.TransitionAll(writes_, now_ms);
+  writes_.clear();
+  if (!done) {
+    ++stats_.store_errors;
+    std::fprintf(stderr, "gpufleet: the store could not record job state changes: %s\n",
+                 done.error().c_str());
+    return false;
+  }
+  return true;
 }
 
 void Controller::SettleLocked(int64_t id, int64_t now_ms) {
@@ -485,14 +544,11 @@ void Controller::SettleLocked(int64_t id, int64_t now_ms) {
     running.start_ms = now_ms;
     running.pid = a.ranks[0].pid;
     running.pid_start = a.ranks[0].pid_start;
-    auto moved = store_.Transition(id, store::JobState::kScheduled, store::JobState::kRunning,
-                                   running, now_ms);
-    if (moved && moved.value()) {
-      a.job.state = store::JobState::kRunning;
-      a.job.start_ms = now_ms;
-      a.job.pid = running.pid.value();
-      a.job.pid_start = running.pid_start;
-    }
+    a.job.state = store::JobState::kRunning;
+    a.job.start_ms = now_ms;
+    a.job.pid = running.pid.value();
+    a.job.pid_start = running.pid_start;
+    WriteLocked(id, store::JobState::kScheduled, store::JobState::kRunning, std::move(running));
   }
   if (failed && !all_ended && !a.stopping) StopRanksLocked(a);  // one rank failed: stop the rest
   if (!all_ended || !logs_in) return;
@@ -537,35 +593,33 @@ void Controller::EndLocked(int64_t id, store::JobState to, std::optional<int> ex
     // Ended before every rank was seen running: record that it ran.
     store::JobUpdate running;
     running.start_ms = now_ms;
-    store_.Transition(id, from, store::JobState::kRunning, running, now_ms);
+    WriteLocked(id, from, store::JobState::kRunning, std::move(running));
     from = store::JobState::kRunning;
   }
+  const std::string done_reason = reason;
   store::JobUpdate done;
   done.end_ms = now_ms;
   done.exit_code = exit_code;
   done.reason = std::move(reason);
-  store_.Transition(id, from, to, done, now_ms);
+  WriteLocked(id, from, to, std::move(done));
   ++stats_.finished;
-  if (to == store::JobState::kLost && a.job.restartable) RequeueLocked(a.job, now_ms);
+  if (to == store::JobState::kLost && a.job.restartable) RequeueLocked(a.job, done_reason);
   woken_ = true;  // resources freed
 }
 
-void Controller::RequeueLocked(const store::JobRecord& job, int64_t now_ms) {
+void Controller::RequeueLocked(const store::JobRecord& job, const std::string& why) {
   store::JobUpdate again;
   again.node = "";
   again.gpu_indices = std::vector<int>{};
   again.pid = 0;
-  again.reason = "requeued: " + job.reason;
-  auto moved =
-      store_.Transition(job.id, store::JobState::kLost, store::JobState::kPending, again, now_ms);
-  if (!moved || !moved.value()) return;
-  store::JobRecord queued = job;
+  again.reason = "requeued: " + why;
+  WriteLocked(job.id, store::JobState::kLost, store::JobState::kPending, std::move(again));
+  store::JobRecord queued = job;  // its epoch stays: the next placement bumps it
   queued.state = store::JobState::kPending;
   queued.node.clear();
   queued.gpu_indices.clear();
-  queued.epoch = job.epoch;  // the next placement bumps it
-  auto fresh = store_.GetJob(job.id);
-  if (fresh && fresh.value()) queued = *fresh.value();
+  queued.pid = 0;
+  queued.reason = "requeued: " + why;
   scheduler_.Enqueue(QueuedOf(queued));
   waiting_[job.id] = std::move(queued);
 }
@@ -675,6 +729,9 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
     }
   }
   for (int64_t id : touched) SettleLocked(id, now_ms);
+  // What the reply implies (an ended job no longer listed, so the agent forgets it) must be
+  // durable before the agent reads it.
+  if (!FlushLocked(now_ms)) return core::Error{"store: cannot record job states; retry"};
 
   net::HeartbeatReply reply;
   reply.node_epoch = n.epoch;
@@ -755,7 +812,10 @@ void Controller::PassLocked(int64_t now_ms) {
     }
   }
   for (int64_t id : draining) SettleLocked(id, now_ms);
+  // Ends and requeues so far are committed before any placement is.
+  FlushLocked(now_ms);
   // 3. Schedule and start.
+  std::vector<int64_t> placed;
   if (scheduler_.waiting() > 0) {
     std::vector<sched::RunningJob> running;
     running.reserve(active_.size());
@@ -775,9 +835,21 @@ void Controller::PassLocked(int64_t now_ms) {
       store::JobRecord job = std::move(w->second);
       scheduler_.Remove(d.job);
       waiting_.erase(w);
-      PlaceLocked(std::move(job), d.placement, now_ms);
+      placed.push_back(job.id);
+      PlanLocked(std::move(job), d.placement);
     }
   }
+  // The placements are durable (one commit for all) before any of them starts, so nothing runs
+  // that the store does not know about; when the store cannot record them (a full disk, say),
+  // the jobs stay queued and the next pass tries again.
+  if (!placed.empty()) {
+    if (FlushLocked(now_ms)) {
+      for (int64_t id : placed) LaunchLocked(id, now_ms);
+    } else {
+      for (int64_t id : placed) UnplanLocked(id);
+    }
+  }
+  FlushLocked(now_ms);  // starts, ends, requeues: one commit
   stats_.waiting = static_cast<int64_t>(scheduler_.waiting());
   stats_.running = static_cast<int64_t>(active_.size());
 }

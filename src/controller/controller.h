@@ -105,6 +105,7 @@ struct ControllerStats {
   int64_t running = 0;
   int64_t nodes_lost = 0;
   int64_t heartbeats = 0;
+  int64_t store_errors = 0;  // commits of state changes that failed
 };
 
 class Controller {
@@ -189,8 +190,15 @@ class Controller {
   sched::QueuedJob QueuedOf(const store::JobRecord& job) const;
   int NodeIndexLocked(const std::string& name);  // creates an UNKNOWN entry when new
   void RebuildClusterLocked();
-  void PlaceLocked(store::JobRecord job, const std::vector<sched::Allocation>& placement,
-                   int64_t now_ms);
+  // Placing a job takes three steps: plan (allocate, record SCHEDULED in the write buffer), then
+  // after the buffer is committed launch it, or unplan it (back to the queue) when it is not.
+  void PlanLocked(store::JobRecord job, const std::vector<sched::Allocation>& placement);
+  void LaunchLocked(int64_t id, int64_t now_ms);
+  void UnplanLocked(int64_t id);
+  // State changes wait in `writes_` and are committed together by FlushLocked (false when the
+  // store fails): at most a few commits per pass or heartbeat, however many jobs change.
+  void WriteLocked(int64_t id, store::JobState from, store::JobState to, store::JobUpdate update);
+  bool FlushLocked(int64_t now_ms);
   net::EnvList LaunchEnvLocked(const Active& a, int rank) const;
   void StartLocalRankLocked(Active& a, int rank);
   void StopRanksLocked(Active& a);
@@ -199,7 +207,7 @@ class Controller {
   void EndLocked(int64_t id, store::JobState to, std::optional<int> exit_code, std::string reason,
                  int64_t now_ms);
   void NodeLostLocked(int node, int64_t now_ms);
-  void RequeueLocked(const store::JobRecord& job, int64_t now_ms);
+  void RequeueLocked(const store::JobRecord& job, const std::string& why);
 
   store::Store& store_;
   NodeExecutor* executor_;
@@ -214,6 +222,7 @@ class Controller {
   core::Rng rng_{1};
   std::map<int64_t, store::JobRecord> waiting_;  // by id, as queued
   std::map<int64_t, Active> active_;             // SCHEDULED or RUNNING, by id
+  std::vector<store::TransitionRequest> writes_;
   int64_t next_node_epoch_ = 1;
   // What submit validation needs of the nodes, under its own lock so that a submit never waits
   // for a scheduling pass.

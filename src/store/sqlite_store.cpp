@@ -237,56 +237,36 @@ class SqliteStore final : public Store {
 
   core::Result<bool> Transition(int64_t id, JobState from, JobState to, const JobUpdate& u,
                                 int64_t now_ms) override {
-    if (!TransitionAllowed(from, to)) {
-      return core::Error{"job " + std::to_string(id) + ": " + std::string(StateName(from)) +
-                         " -> " + std::string(StateName(to)) + " is not allowed"};
+    auto results = TransitionAll({TransitionRequest{id, from, to, u}}, now_ms);
+    if (!results) return core::Error{results.error()};
+    return static_cast<bool>(results.value().front());
+  }
+
+  core::Result<std::vector<bool>> TransitionAll(const std::vector<TransitionRequest>& requests,
+                                                int64_t now_ms) override {
+    for (const TransitionRequest& r : requests) {
+      if (!TransitionAllowed(r.from, r.to)) {
+        return core::Error{"job " + std::to_string(r.id) + ": " + std::string(StateName(r.from)) +
+                           " -> " + std::string(StateName(r.to)) + " is not allowed"};
+      }
     }
+    std::vector<bool> applied;
+    if (requests.empty()) return applied;
     std::lock_guard<std::mutex> lock(mutex_);
-    if (auto r = Exec("BEGIN IMMEDIATE"); !r) return r;
-    std::string sql = "UPDATE jobs SET state=?";
-    if (u.start_ms) sql += ",start_ms=?";
-    if (u.end_ms) sql += ",end_ms=?";
-    if (u.exit_code) sql += ",exit_code=?";
-    if (u.node) sql += ",node=?";
-    if (u.gpu_indices) sql += ",gpu_indices=?";
-    if (u.reason) sql += ",reason=?";
-    if (u.pid) sql += ",pid=?,pid_start=?";
-    if (u.bump_epoch) sql += ",epoch=epoch+1";
-    sql += " WHERE id=? AND state=?";
-    Statement s(db_, sql.c_str());
-    int i = 1;
-    s.Bind(i++, std::string(StateName(to)));
-    if (u.start_ms) s.Bind(i++, *u.start_ms);
-    if (u.end_ms) s.Bind(i++, *u.end_ms);
-    if (u.exit_code) s.Bind(i++, *u.exit_code);
-    if (u.node) s.Bind(i++, *u.node);
-    if (u.gpu_indices) s.Bind(i++, nlohmann::json(*u.gpu_indices).dump());
-    if (u.reason) s.Bind(i++, *u.reason);
-    if (u.pid) {
-      s.Bind(i++, *u.pid);
-      s.Bind(i++, static_cast<int64_t>(u.pid_start));
-    }
-    s.Bind(i++, id);
-    s.Bind(i, std::string(StateName(from)));
-    if (s.Step() != SQLITE_DONE) {
-      auto e = Error(sqlite3_errmsg(db_));
-      Exec("ROLLBACK");
-      return e;
-    }
-    if (sqlite3_changes(db_) == 0) {
-      Exec("ROLLBACK");
-      return false;
-    }
-    const std::string what = std::string(StateName(from)) + "->" + std::string(StateName(to));
-    if (auto r = AddEvent(id, now_ms, what, u.reason.value_or("")); !r) {
-      Exec("ROLLBACK");
-      return r;
+    if (auto r = Exec("BEGIN IMMEDIATE"); !r) return core::Error{r.error()};
+    for (const TransitionRequest& r : requests) {
+      auto one = ApplyTransition(r, now_ms);
+      if (!one) {
+        Exec("ROLLBACK");
+        return core::Error{one.error()};
+      }
+      applied.push_back(one.value());
     }
     if (auto r = Exec("COMMIT"); !r) {
       Exec("ROLLBACK");
-      return r;
+      return core::Error{r.error()};
     }
-    return true;
+    return applied;
   }
 
   core::Result<std::vector<JobEvent>> Events(int64_t job_id) override {
@@ -339,6 +319,42 @@ class SqliteStore final : public Store {
     s.Bind(3, what);
     s.Bind(4, detail);
     if (s.Step() != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
+    return true;
+  }
+
+  // One compare-and-set transition and its event, inside the caller's transaction: false when
+  // the job is not in `r.from`.
+  core::Result<bool> ApplyTransition(const TransitionRequest& r, int64_t now_ms) {
+    const JobUpdate& u = r.update;
+    std::string sql = "UPDATE jobs SET state=?";
+    if (u.start_ms) sql += ",start_ms=?";
+    if (u.end_ms) sql += ",end_ms=?";
+    if (u.exit_code) sql += ",exit_code=?";
+    if (u.node) sql += ",node=?";
+    if (u.gpu_indices) sql += ",gpu_indices=?";
+    if (u.reason) sql += ",reason=?";
+    if (u.pid) sql += ",pid=?,pid_start=?";
+    if (u.bump_epoch) sql += ",epoch=epoch+1";
+    sql += " WHERE id=? AND state=?";
+    Statement s(db_, sql.c_str());
+    int i = 1;
+    s.Bind(i++, std::string(StateName(r.to)));
+    if (u.start_ms) s.Bind(i++, *u.start_ms);
+    if (u.end_ms) s.Bind(i++, *u.end_ms);
+    if (u.exit_code) s.Bind(i++, *u.exit_code);
+    if (u.node) s.Bind(i++, *u.node);
+    if (u.gpu_indices) s.Bind(i++, nlohmann::json(*u.gpu_indices).dump());
+    if (u.reason) s.Bind(i++, *u.reason);
+    if (u.pid) {
+      s.Bind(i++, *u.pid);
+      s.Bind(i++, static_cast<int64_t>(u.pid_start));
+    }
+    s.Bind(i++, r.id);
+    s.Bind(i, std::string(StateName(r.from)));
+    if (s.Step() != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
+    if (sqlite3_changes(db_) == 0) return false;
+    const std::string what = std::string(StateName(r.from)) + "->" + std::string(StateName(r.to));
+    if (auto e = AddEvent(r.id, now_ms, what, u.reason.value_or("")); !e) return e;
     return true;
   }
 

@@ -75,6 +75,13 @@ struct JobUpdate {
   uint64_t pid_start = 0;
 };
 
+struct TransitionRequest {
+  int64_t id = 0;
+  JobState from = JobState::kPending;
+  JobState to = JobState::kPending;
+  JobUpdate update;
+};
+
 struct JobFilter {
   std::string user;  // "" : every user
   std::optional<JobState> state;
@@ -111,6 +118,11 @@ class Store {
   // is not allowed or the store fails.
   virtual core::Result<bool> Transition(int64_t id, JobState from, JobState to,
                                         const JobUpdate& update, int64_t now_ms) = 0;
+  // Several transitions in one transaction (one commit, so one sync to disk): each is a
+  // compare-and-set as in Transition, and the result says which applied. An error, applying
+  // none, when one is not allowed or the store fails.
+  virtual core::Result<std::vector<bool>> TransitionAll(
+      const std::vector<TransitionRequest>& requests, int64_t now_ms) = 0;
   virtual core::Result<std::vector<JobEvent>> Events(int64_t job_id) = 0;
   // Users and their API tokens, stored as SHA-256 hashes.
   virtual core::Result<bool> PutUser(const std::string& name, const std::string& token_sha256,

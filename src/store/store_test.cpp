@@ -139,6 +139,44 @@ TEST_F(StoreTest, TransitionsAreCompareAndSetAndLogged) {
   EXPECT_EQ(events[3].what, "RUNNING->SUCCEEDED");
 }
 
+TEST_F(StoreTest, TransitionAllCommitsTogetherAndReportsEachCompareAndSet) {
+  const int64_t a = store_->SubmitJob(Job("alice")).value();
+  const int64_t b = store_->SubmitJob(Job("bob")).value();
+  JobUpdate placed;
+  placed.node = "n1";
+  placed.bump_epoch = true;
+  auto done = store_->TransitionAll({{a, JobState::kPending, JobState::kScheduled, placed},
+                                     {b, JobState::kRunning, JobState::kSucceeded, {}},
+                                     {a, JobState::kScheduled, JobState::kRunning, {}}},
+                                    100);
+  ASSERT_TRUE(done.ok()) << done.error();
+  EXPECT_EQ(done.value(), (std::vector<bool>{true, false, true}));  // b was not RUNNING
+  EXPECT_EQ(store_->GetJob(a).value()->state, JobState::kRunning);
+  EXPECT_EQ(store_->GetJob(a).value()->epoch, 1);
+  EXPECT_EQ(store_->GetJob(a).value()->node, "n1");
+  EXPECT_EQ(store_->GetJob(b).value()->state, JobState::kPending);
+  EXPECT_EQ(store_->Events(a).value().size(), 3U);  // submitted + two transitions
+  // One transition that is not allowed refuses the whole batch.
+  auto refused = store_->TransitionAll({{b, JobState::kPending, JobState::kScheduled, {}},
+                                        {a, JobState::kRunning, JobState::kPending, {}}},
+                                       200);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().find("not allowed"), std::string::npos);
+  EXPECT_EQ(store_->GetJob(b).value()->state, JobState::kPending);
+  EXPECT_TRUE(store_->TransitionAll({}, 300).value().empty());
+}
+
+TEST_F(StoreTest, LimitsAndRestartableRoundTrip) {
+  JobRecord j = Job("carol");
+  j.restartable = true;
+  j.cpu_milli = 2500;
+  j.memory_mib = 4096;
+  const JobRecord got = *store_->GetJob(store_->SubmitJob(j).value()).value();
+  EXPECT_TRUE(got.restartable);
+  EXPECT_EQ(got.cpu_milli, 2500);
+  EXPECT_EQ(got.memory_mib, 4096);
+}
+
 TEST_F(StoreTest, ListFiltersAndPages) {
   for (int i = 0; i < 5; ++i) store_->SubmitJob(Job(i % 2 ? "bob" : "alice"));
   const int64_t first = store_->ListJobs({}).value().front().id;
