@@ -99,6 +99,7 @@ int RunAgent(const AgentOptions& options) {
     if (n.gpus > 0) n.gpu_model = probe.Sample(0, 0).name;
     if (n.gpu_model.rfind("SIMULATED ", 0) == 0) n.gpu_model = n.gpu_model.substr(10);
     n.simulated = probe.IsSimulated();
+    n.long_poll_ms = static_cast<int64_t>(options.heartbeat_s * 1000);
     const HostInfo host = node.host;
     node_agent = std::make_unique<NodeAgent>(
         n, [&sampler, host] { return GpusToJson(host, sampler.Latest()); });
@@ -114,15 +115,17 @@ int RunAgent(const AgentOptions& options) {
     beats = std::thread([&] {
       const auto period =
           std::chrono::milliseconds(static_cast<int64_t>(options.heartbeat_s * 1000));
-      auto next = std::chrono::steady_clock::now();
       while (!stop_beats.load()) {
+        const auto started = std::chrono::steady_clock::now();
         const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                                    std::chrono::system_clock::now().time_since_epoch())
                                    .count();
-        (void)node_agent->Beat(now_ms);  // failures are reported once per outage
-        next += period;
-        const auto now = std::chrono::steady_clock::now();
-        if (next < now) next = now;
+        // The controller holds each heartbeat up to one period (long poll) and answers as soon
+        // as it has work here; after a launch or a stop, report at once. Failures are reported
+        // once per outage and retried every period.
+        auto changed = node_agent->Beat(now_ms);
+        if (changed.ok() && changed.value()) continue;
+        const auto next = started + period;
         while (!stop_beats.load() && std::chrono::steady_clock::now() < next) {
           std::this_thread::sleep_for(std::chrono::milliseconds(20));
         }

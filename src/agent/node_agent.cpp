@@ -210,7 +210,8 @@ net::Heartbeat NodeAgent::Report() {
   return beat;
 }
 
-void NodeAgent::Apply(const net::HeartbeatReply& reply) {
+bool NodeAgent::Apply(const net::HeartbeatReply& reply) {
+  bool changed = false;
   if (node_epoch_ != 0 && reply.node_epoch != node_epoch_) {
     std::fprintf(stderr,
                  "gpufleet agent: the controller declared this node lost while it was silent; "
@@ -227,6 +228,7 @@ void NodeAgent::Apply(const net::HeartbeatReply& reply) {
       if (a.stop && !h.ended && !h.stop_sent) {
         runner_.Stop(h.id, a.grace_s);
         h.stop_sent = true;
+        changed = true;
       }
       continue;
     }
@@ -244,6 +246,7 @@ void NodeAgent::Apply(const net::HeartbeatReply& reply) {
       h.reason = "stopped before it started";
     } else {
       Launch(a);
+      changed = true;
       continue;
     }
     Persist(h);
@@ -266,12 +269,14 @@ void NodeAgent::Apply(const net::HeartbeatReply& reply) {
                      static_cast<long long>(id), static_cast<long long>(h.epoch));
         runner_.Stop(id, options_.fence_grace_s);
         h.stop_sent = true;
+        changed = true;
       }
       continue;
     }
     forget.push_back(id);  // ended and settled by the controller
   }
   for (int64_t id : forget) Forget(id);
+  return changed;
 }
 
 core::Result<bool> NodeAgent::Beat(int64_t now_ms) {
@@ -304,10 +309,11 @@ core::Result<bool> NodeAgent::Beat(int64_t now_ms) {
     }
     self_fenced_ = true;
   }
-  const net::Heartbeat beat = Report();
+  net::Heartbeat beat = Report();
+  beat.wait_ms = options_.long_poll_ms;
   httplib::Client client(options_.controller_url);
   client.set_connection_timeout(2, 0);
-  client.set_read_timeout(5, 0);
+  client.set_read_timeout(5 + options_.long_poll_ms / 1000, 0);
   client.set_write_timeout(5, 0);
   client.set_bearer_token_auth(options_.token);
   auto res = client.Post("/v1/agent/heartbeat", net::ToJson(beat), "application/json");
@@ -335,9 +341,9 @@ core::Result<bool> NodeAgent::Beat(int64_t now_ms) {
   }
   self_fenced_ = false;
   last_ok_ms_ = now_ms;
-  Apply(reply.value());
+  const bool changed = Apply(reply.value());
   WriteLease(now_ms + lease_ms_ / 2);
-  return true;
+  return changed;
 }
 
 }  // namespace gpufleet::agent

@@ -37,6 +37,7 @@ struct NodeAgentOptions {
   bool simulated = false;
   double fence_grace_s = 5;  // SIGTERM -> SIGKILL for fenced jobs
   std::string cgroup_root;   // "" : the agent's own cgroup (see CgroupLimits)
+  int64_t long_poll_ms = 0;  // how long the controller may hold a heartbeat (0: answer at once)
 };
 
 class NodeAgent {
@@ -49,8 +50,9 @@ class NodeAgent {
 
   // Loads the held jobs and re-adopts their processes; errors name the path.
   core::Result<bool> Recover();
-  // One heartbeat: reap, report, apply the reply. An error when the controller could not be
-  // reached or refused the heartbeat (jobs keep running either way).
+  // One heartbeat: reap, report, apply the reply; true when the reply changed something here (a
+  // launch or a stop), so the caller reports again at once. An error when the controller could
+  // not be reached or refused the heartbeat (jobs keep running either way).
   core::Result<bool> Beat(int64_t now_ms);
   std::size_t held() const { return held_.size(); }
   int64_t node_epoch() const { return node_epoch_; }
@@ -80,7 +82,8 @@ class NodeAgent {
   std::string LeasePath() const;
   void WriteLease(int64_t deadline_ms) const;
   void Launch(const net::Assignment& a);
-  void Apply(const net::HeartbeatReply& reply);
+  // Applies the controller's wish; true when it launched or stopped something.
+  bool Apply(const net::HeartbeatReply& reply);
   net::Heartbeat Report();
 
   NodeAgentOptions options_;

@@ -21,6 +21,8 @@ namespace {
 
 using nlohmann::json;
 constexpr std::size_t kMaxBody = 1 << 20;
+// Workers: up to 16 may hold agents' long-poll heartbeats (controller.cpp), the rest serve users.
+constexpr int kApiThreads = 24;
 constexpr std::size_t kMaxLogChunk = 4 << 20;
 
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
@@ -191,7 +193,7 @@ std::optional<int64_t> ParseId(const std::string& text) {
 
 struct ApiServer::Impl {
   explicit Impl(Controller& c)
-      : controller(c), server(net::HttpServerOptions{8, kMaxBody, 5, 10}) {}
+      : controller(c), server(net::HttpServerOptions{kApiThreads, kMaxBody, 5, 10}) {}
   Controller& controller;
   net::HttpServer server;
   std::atomic<int64_t> requests{0};

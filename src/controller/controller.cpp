@@ -17,6 +17,9 @@ namespace {
 constexpr auto kTick = std::chrono::milliseconds(50);
 // An ended rank's job is settled once its log has reached the controller, or after this long.
 constexpr int64_t kLogDrainMs = 5000;
+// Heartbeats held at once (long poll); more are answered at once. The API serves with more
+// workers than this (api_server.cpp), so users always find free ones.
+constexpr int kMaxHeldHeartbeats = 16;
 
 std::vector<int> MaskIndices(core::GpuMask mask) {
   std::vector<int> out;
@@ -300,6 +303,7 @@ void Controller::Stop() {
     stop_ = true;
   }
   wake_.notify_all();
+  node_changed_.notify_all();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -427,9 +431,15 @@ void Controller::StartLocalRankLocked(Active& a, int rank) {
   r.pid_start = started.value().pid_start;
 }
 
+void Controller::TouchNodeLocked(int node) {
+  ++nodes_[node].version;
+  node_changed_.notify_all();  // held heartbeats wake once the lock is released
+}
+
 void Controller::StopRanksLocked(Active& a) {
   a.stopping = true;
   for (const Rank& r : a.ranks) {
+    if (!nodes_[r.node].local) TouchNodeLocked(r.node);
     if (!r.ended && nodes_[r.node].local && executor_ != nullptr) {
       executor_->Stop(a.job.id, options_.stop_grace_s);
     }
@@ -495,7 +505,10 @@ void Controller::LaunchLocked(int64_t id, int64_t now_ms) {
   }
   bool local = false;
   for (std::size_t k = 0; k < a.ranks.size(); ++k) {
-    if (!nodes_[a.ranks[k].node].local) continue;
+    if (!nodes_[a.ranks[k].node].local) {
+      TouchNodeLocked(a.ranks[k].node);  // its agent learns of it now (see Heartbeat)
+      continue;
+    }
     StartLocalRankLocked(a, static_cast<int>(k));
     local = true;
   }
@@ -584,6 +597,7 @@ void Controller::EndLocked(int64_t id, store::JobState to, std::optional<int> ex
   Active a = std::move(active_.at(id));
   active_.erase(id);
   for (const Rank& r : a.ranks) {
+    if (!nodes_[r.node].local) TouchNodeLocked(r.node);
     if (nodes_[r.node].alive) {
       cluster_.Release(r.node, sched::SliceSpec(a.queued, std::popcount(r.gpus)), r.gpus);
     }
@@ -661,7 +675,7 @@ void Controller::NodeLostLocked(int node, int64_t now_ms) {
 
 core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& beat,
                                                         int64_t now_ms) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
   ++stats_.heartbeats;
   const int index = NodeIndexLocked(beat.node);
   NodeEntry& n = nodes_[index];
@@ -733,8 +747,19 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
   // durable before the agent reads it.
   if (!FlushLocked(now_ms)) return core::Error{"store: cannot record job states; retry"};
 
+  // Long poll: hold the reply until this node has new work (or a stop), or the wait is over.
+  // Held replies are capped so that agents never take every HTTP worker.
+  const int64_t wait_ms = std::min<int64_t>(beat.wait_ms, options_.lease_ms / 4);
+  if (wait_ms > 0 && held_heartbeats_ < kMaxHeldHeartbeats) {
+    const uint64_t seen = nodes_[index].version;
+    ++held_heartbeats_;
+    node_changed_.wait_for(lock, std::chrono::milliseconds(wait_ms),
+                           [&] { return stop_ || nodes_[index].version != seen; });
+    --held_heartbeats_;
+  }
+  const NodeEntry& node = nodes_[index];  // `n` may have moved: nodes_ can grow meanwhile
   net::HeartbeatReply reply;
-  reply.node_epoch = n.epoch;
+  reply.node_epoch = node.epoch;
   reply.lease_ms = options_.lease_ms;
   for (const auto& [id, a] : active_) {
     for (std::size_t k = 0; k < a.ranks.size(); ++k) {

@@ -159,6 +159,7 @@ class Controller {
     int64_t epoch = 0;   // bumped when declared lost
     int64_t last_seen_ms = 0;
     std::string samples_json;
+    uint64_t version = 0;  // bumped when what this node should run changes (wakes its agent)
   };
   struct Rank {
     int node = 0;
@@ -202,6 +203,7 @@ class Controller {
   net::EnvList LaunchEnvLocked(const Active& a, int rank) const;
   void StartLocalRankLocked(Active& a, int rank);
   void StopRanksLocked(Active& a);
+  void TouchNodeLocked(int node);
   // Moves the job on as its ranks report: RUNNING once all run; ended once all have ended.
   void SettleLocked(int64_t id, int64_t now_ms);
   void EndLocked(int64_t id, store::JobState to, std::optional<int> exit_code, std::string reason,
@@ -241,6 +243,8 @@ class Controller {
   std::vector<store::JobRecord> inbox_;
 
   std::condition_variable wake_;
+  std::condition_variable node_changed_;  // with mutex_: a node's version changed
+  int held_heartbeats_ = 0;
   bool stop_ = false;
   std::atomic<bool> woken_{false};
   std::thread thread_;

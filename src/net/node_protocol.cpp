@@ -61,8 +61,13 @@ std::string ToJson(const Heartbeat& b) {
     }
     jobs.push_back(std::move(j));
   }
-  json j = {{"node", b.node}, {"address", b.address},     {"node_epoch", b.node_epoch},
-            {"gpus", b.gpus}, {"gpu_model", b.gpu_model}, {"simulated", b.simulated},
+  json j = {{"node", b.node},
+            {"address", b.address},
+            {"node_epoch", b.node_epoch},
+            {"gpus", b.gpus},
+            {"gpu_model", b.gpu_model},
+            {"simulated", b.simulated},
+            {"wait_ms", b.wait_ms},
             {"jobs", jobs}};
   if (!b.samples_json.empty()) {
     json samples = json::parse(b.samples_json, nullptr, /*allow_exceptions=*/false);
@@ -106,6 +111,7 @@ core::Result<Heartbeat> ParseHeartbeat(const std::string& body) {
     b.gpus = j.at("gpus").get<int>();
     b.gpu_model = j.value("gpu_model", std::string());
     b.simulated = j.value("simulated", false);
+    b.wait_ms = j.value("wait_ms", int64_t{0});
     if (j.contains("samples")) b.samples_json = j.at("samples").dump();
     for (const json& r : j.value("jobs", json::array())) {
       ReportedJob job;

@@ -46,6 +46,9 @@ struct Heartbeat {
   std::string gpu_model;
   bool simulated = false;
   std::string samples_json;  // the agent's GPU document (as on its /v1/gpus), or ""
+  // Long poll: the controller may hold the reply this long (capped at a quarter of the lease)
+  // until it has new work for this node, so work reaches an agent at once, not a beat later.
+  int64_t wait_ms = 0;
   std::vector<ReportedJob> jobs;
 };
 
