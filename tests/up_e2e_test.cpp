@@ -150,6 +150,31 @@ TEST_F(UpServer, SubmitRunsLogsAndCancels) {
       << too_big;
 }
 
+TEST_F(UpServer, TimeLimitsStopJobsAndLetShortJobsBackfillButNeverStarveABigOne) {
+  auto id_of = [](const std::string& out) { return json::parse(out)["id"].get<int64_t>(); };
+  // 4 GPUs. A holds 2 for about 3 s (limit 20 s); B, asking all 4, must wait for it.
+  const int64_t a = id_of(Cli("submit --json --gpus 2 --time-limit 20 -- sleep 3"));
+  WaitFor(a, "RUNNING");
+  const int64_t b = id_of(Cli("submit --json --gpus 4 -- true"));
+  // C ends (by its limit) long before B's reservation: it may use the 2 free GPUs now. D has no
+  // limit: it could hold B back for ever, so it waits behind B.
+  const int64_t c = id_of(Cli("submit --json --gpus 2 --time-limit 2 -- sleep 0.5"));
+  const int64_t d = id_of(Cli("submit --json --gpus 2 -- true"));
+  const json c_done = WaitFor(c, "SUCCEEDED");
+  const json b_done = WaitFor(b, "SUCCEEDED");
+  const json d_done = WaitFor(d, "SUCCEEDED");
+  EXPECT_LT(c_done["start_ms"].get<int64_t>(), b_done["start_ms"].get<int64_t>());
+  EXPECT_GE(d_done["start_ms"].get<int64_t>(), b_done["start_ms"].get<int64_t>());
+  // A job past its time limit is stopped and FAILED, saying why.
+  const int64_t e = id_of(Cli("submit --json --time-limit 1 -- sleep 30"));
+  const json timed_out = WaitFor(e, "FAILED", 10);
+  EXPECT_NE(timed_out["reason"].get<std::string>().find("time limit of 1 s reached"),
+            std::string::npos)
+      << timed_out.dump();
+  EXPECT_LT(timed_out["end_ms"].get<int64_t>() - timed_out["start_ms"].get<int64_t>(), 5000);
+  EXPECT_NE(Cli("submit --time-limit soon -- true").find("--time-limit 'soon'"), std::string::npos);
+}
+
 TEST_F(UpServer, BadRequestsGet4xxAndTheServerKeepsServing) {
   auto anonymous = Http("");
   auto r = anonymous.Post("/v1/jobs", R"({"argv":["true"]})", "application/json");

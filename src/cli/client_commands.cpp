@@ -47,6 +47,51 @@ std::optional<int64_t> ParseMemoryMib(const std::string& text) {
   return static_cast<int64_t>(mib + 0.5);
 }
 
+// "90", "90s", "30m", "2h", "1d" or "H:MM:SS" / "MM:SS"; nothing when malformed or not positive.
+std::optional<int64_t> ParseDurationSeconds(const std::string& text) {
+  if (text.find(':') != std::string::npos) {
+    int64_t total = 0;
+    std::size_t start = 0;
+    int parts = 0;
+    while (start <= text.size()) {
+      const std::size_t colon = text.find(':', start);
+      const std::string part =
+          text.substr(start, colon == std::string::npos ? colon : colon - start);
+      if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos ||
+          part.size() > 9) {
+        return std::nullopt;
+      }
+      total = total * 60 + std::stoll(part);
+      ++parts;
+      if (colon == std::string::npos) break;
+      start = colon + 1;
+    }
+    if (parts > 3 || total <= 0 || total > 366 * 86400) return std::nullopt;
+    return total;
+  }
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  const std::string unit = text.substr(used);
+  double scale = 1;
+  if (unit == "m") {
+    scale = 60;
+  } else if (unit == "h") {
+    scale = 3600;
+  } else if (unit == "d") {
+    scale = 86400;
+  } else if (!unit.empty() && unit != "s") {
+    return std::nullopt;
+  }
+  const double seconds = value * scale;
+  if (!(seconds >= 1) || seconds > 366.0 * 86400) return std::nullopt;
+  return static_cast<int64_t>(seconds + 0.5);
+}
+
 struct Connection {
   std::string url;
   std::string token;
@@ -137,6 +182,16 @@ int RunSubmit(const SubmitOptions& o) {
   if (o.gpu_share > 0) body["gpu_share"] = o.gpu_share;
   if (o.restartable) body["restartable"] = true;
   if (o.cpus > 0) body["cpus"] = o.cpus;
+  if (!o.time_limit.empty()) {
+    const auto seconds = ParseDurationSeconds(o.time_limit);
+    if (!seconds) {
+      std::fprintf(stderr,
+                   "gpufleet submit: --time-limit '%s': give seconds, 90m, 2h, 1d or H:MM:SS\n",
+                   o.time_limit.c_str());
+      return 2;
+    }
+    body["time_limit_s"] = *seconds;
+  }
   if (!o.memory.empty()) {
     const auto mib = ParseMemoryMib(o.memory);
     if (!mib) {

@@ -29,6 +29,7 @@ struct SubmitOptions {
   bool restartable = false;      // requeue when its node is lost
   double cpus = 0;               // CPU limit in cores (0: none)
   std::string memory;            // memory limit: "16G", "512M", or MiB ("" : none)
+  std::string time_limit;        // "90m", "2h", "1d", "1:30:00" or seconds ("" : none)
   std::vector<std::string> command;
 };
 int RunSubmit(const SubmitOptions& options);

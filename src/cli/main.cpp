@@ -311,6 +311,9 @@ int main(int argc, char** argv) {
   submit_cmd->add_option("--memory", submit.memory,
                          "memory limit: 512M, 16G, or MiB (cgroup v2 memory.max, where the node "
                          "has it)");
+  submit_cmd->add_option("--time-limit", submit.time_limit,
+                         "stop the job (FAILED) after it has run this long: 90m, 2h, 1d, "
+                         "1:30:00 or seconds; also lets it backfill ahead of a waiting big job");
   submit_cmd->add_flag("--restartable", submit.restartable,
                        "run it again elsewhere if its node is lost (it should resume from a "
                        "checkpoint); without it such a job ends LOST");

@@ -11,7 +11,7 @@ struct UpOptions {
   std::string listen = "127.0.0.1:9500";
   int simulated_gpus = -1;  // -1: NVML, falling back to simulated GPUs without a driver
   std::string nvml_library = "libnvidia-ml.so.1";
-  std::string queue_policy = "priority";
+  std::string queue_policy = "priority-backfill";
   std::string placement_policy = "gpupacking";
   double stop_grace_s = 10;
   double lease_s = 10;           // a silent remote agent's node is lost after this long

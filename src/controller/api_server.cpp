@@ -58,6 +58,7 @@ json JobJson(const store::JobRecord& j) {
           {"restartable", j.restartable},
           {"cpus", j.cpu_milli > 0 ? json(j.cpu_milli / 1000.0) : json(nullptr)},
           {"memory_mib", j.memory_mib > 0 ? json(j.memory_mib) : json(nullptr)},
+          {"time_limit_s", j.time_limit_s > 0 ? json(j.time_limit_s) : json(nullptr)},
           {"epoch", j.epoch}};
 }
 
@@ -67,8 +68,9 @@ std::optional<std::string> ParseSubmit(const std::string& body, store::JobRecord
   json j = json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return "the body is not a JSON object";
   static const std::set<std::string> kKnown = {
-      "name",  "argv", "gpus",    "gpu_share",    "gpu_type",    "nodes", "priority",
-      "queue", "env",  "workdir", "client_token", "restartable", "cpus",  "memory_mib"};
+      "name",         "argv",        "gpus",  "gpu_share",  "gpu_type",
+      "nodes",        "priority",    "queue", "env",        "workdir",
+      "client_token", "restartable", "cpus",  "memory_mib", "time_limit_s"};
   for (const auto& [key, value] : j.items()) {
     if (!kKnown.count(key)) {
       field = key;
@@ -160,6 +162,13 @@ std::optional<std::string> ParseSubmit(const std::string& body, store::JobRecord
       return bad("memory_mib", "must be a positive integer (MiB)");
     }
     job.memory_mib = j["memory_mib"].get<int64_t>();
+  }
+  if (j.contains("time_limit_s")) {
+    if (!j["time_limit_s"].is_number_integer() || j["time_limit_s"].get<int64_t>() < 1 ||
+        j["time_limit_s"].get<int64_t>() > 366 * 86400) {
+      return bad("time_limit_s", "must be an integer number of seconds in 1..31622400");
+    }
+    job.time_limit_s = j["time_limit_s"].get<int64_t>();
   }
   if (j.contains("restartable")) {
     if (!j["restartable"].is_boolean()) return bad("restartable", "must be true or false");

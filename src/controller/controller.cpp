@@ -144,6 +144,8 @@ sched::QueuedJob Controller::QueuedOf(const store::JobRecord& job) const {
   q.queue = job.queue;
   q.priority = job.priority;
   q.waiting_since_s = q.submit_s;
+  // The time limit is the run-time estimate EASY backfill reserves by; none: unknown.
+  if (job.time_limit_s > 0) q.estimate_s = static_cast<double>(job.time_limit_s);
   return q;
 }
 
@@ -583,6 +585,9 @@ void Controller::SettleLocked(int64_t id, int64_t now_ms) {
   }
   if (a.cancel) {
     EndLocked(id, store::JobState::kCancelled, code, "cancelled while running", now_ms);
+  } else if (a.timed_out) {
+    EndLocked(id, store::JobState::kFailed, code,
+              "time limit of " + std::to_string(a.job.time_limit_s) + " s reached", now_ms);
   } else if (lost) {
     EndLocked(id, store::JobState::kLost, std::nullopt, reason, now_ms);
   } else if (failed) {
@@ -828,6 +833,14 @@ void Controller::PassLocked(int64_t now_ms) {
       const bool had_jobs = nodes_[n].alive || !nodes_[n].known;
       nodes_[n].last_seen_ms = 0;
       if (had_jobs) NodeLostLocked(static_cast<int>(n), now_ms);
+    }
+  }
+  // Jobs past their time limit are stopped (SIGTERM, grace, SIGKILL) and end FAILED.
+  for (auto& [id, a] : active_) {
+    if (a.job.time_limit_s > 0 && !a.stopping && a.job.state == store::JobState::kRunning &&
+        now_ms - a.job.start_ms >= a.job.time_limit_s * 1000) {
+      a.timed_out = true;
+      StopRanksLocked(a);
     }
   }
   std::vector<int64_t> draining;

@@ -72,7 +72,7 @@ struct ControllerOptions {
   int gpus = 0;
   std::string gpu_model;  // catalog name or alias; unknown: the generic model
   bool simulated = false;
-  std::string queue_policy = "priority";
+  std::string queue_policy = "priority-backfill";
   std::string placement_policy = "gpupacking";
   double stop_grace_s = 10;
   // A remote node silent for this long is lost: its jobs become LOST (and PENDING again when
@@ -182,6 +182,7 @@ class Controller {
     std::vector<Rank> ranks;
     bool cancel = false;
     bool stopping = false;
+    bool timed_out = false;  // stopped at its time limit
   };
   Controller(store::Store& store, NodeExecutor* executor, ControllerOptions options,
              std::unique_ptr<sched::QueuePolicy> queue_policy,

@@ -74,5 +74,6 @@ std::unique_ptr<QueuePolicy> MakeTiresias();
 std::unique_ptr<QueuePolicy> MakeFairShare();
 std::unique_ptr<QueuePolicy> MakeLasQssf();
 std::unique_ptr<QueuePolicy> MakePriority();
+std::unique_ptr<QueuePolicy> MakePriorityBackfill();
 
 }  // namespace gpufleet::sched

@@ -5,8 +5,11 @@ namespace gpufleet::sched {
 const std::vector<QueuePolicyInfo>& QueuePolicies() {
   static const std::vector<QueuePolicyInfo> policies = {
       {"fifo", "first come, first served; strict order", &MakeFifo},
-      {"priority", "higher priority first, then first come; any job that fits starts (default)",
+      {"priority", "higher priority first, then first come; any job that fits starts",
        &MakePriority},
+      {"priority-backfill",
+       "higher priority first, then first come, with EASY backfill on time limits (default)",
+       &MakePriorityBackfill},
       {"backfill", "FIFO with EASY backfill on run-time estimates", &MakeEasyBackfill},
       {"sjf-oracle", "shortest job first on TRUE run times (upper bound, not deployable)",
        &MakeSjfOracle},

@@ -142,8 +142,10 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
       // Like Slurm's bf_max_job_test: past the reservation, only so many jobs are tried per pass,
       // so a long queue does not make every pass scan all of it.
       if (++backfill_tested > kMaxBackfillTested) break;
-      const bool ends_in_time =
-          !std::isnan(job.estimate_s) && static_cast<double>(now) + job.estimate_s <= shadow_s;
+      // No reservation time (it waits on jobs of unknown length): nothing may claim to end
+      // before it, or a stream of short jobs could hold the blocked job back forever.
+      const bool ends_in_time = !std::isnan(job.estimate_s) && std::isfinite(shadow_s) &&
+                                static_cast<double>(now) + job.estimate_s <= shadow_s;
       if (!ends_in_time) {
         if (job.total_gpus > extra_gpus) continue;
         uses_extra = true;
@@ -217,6 +219,9 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
       if (avail < job.total_gpus) {
         shadow_s = std::numeric_limits<double>::infinity();
         for (const auto& [end, gpus] : ends) {
+          // Jobs of unknown length free nothing at a known time: the GPUs left over at an
+          // unknown reservation time are only those known to be free by then.
+          if (std::isinf(end)) break;
           avail += gpus;
           if (avail >= job.total_gpus) {
             shadow_s = end;

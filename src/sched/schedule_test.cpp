@@ -96,6 +96,24 @@ TEST_F(SchedulerTest, GangJobsStartWholeOrNotAtAll) {
   EXPECT_EQ(d[0].placement.size(), 2u);
 }
 
+TEST_F(SchedulerTest, EasyBackfillWithUnknownRunTimesNeverStarvesTheHead) {
+  auto policy = MakeQueuePolicy("priority-backfill");
+  Scheduler s(*policy, *placement_, false);
+  core::ClusterSnapshot c({Node("a").Gpus(8)});
+  // A running job of unknown length: when the head can start is unknown.
+  std::vector<RunningJob> running = {Running(c, 100, 0, 4, 0, std::nan(""))};
+  s.Enqueue(Gpus(1, 8, 0));      // the head: needs the whole node
+  s.Enqueue(Gpus(2, 1, 1, 10));  // short, with a time limit
+  s.Enqueue(Gpus(3, 1, 2));      // unknown length
+  EXPECT_TRUE(s.Schedule(c, running, 5, rng_).empty())
+      << "a job backfilled past a head whose reservation time is unknown";
+  // Once the running job has a known end, a job that ends before it may start.
+  running[0].job.estimate_s = 100;
+  auto d = s.Schedule(c, running, 5, rng_);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].job, 2);
+}
+
 TEST_F(SchedulerTest, MultiNodeJobsTakeExactlyTheirNodesWithAnEqualShareEach) {
   auto fifo = MakeQueuePolicy("fifo");
   Scheduler s(*fifo, *placement_, /*allow_spread=*/false);

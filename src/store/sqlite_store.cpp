@@ -46,17 +46,19 @@ ALTER TABLE jobs ADD COLUMN client_token TEXT NOT NULL DEFAULT '';
 CREATE UNIQUE INDEX jobs_by_client_token ON jobs(user, client_token) WHERE client_token != '';
 )sql";
 
-// Version 4: whether a job may run again after its node was lost; its CPU and memory limits.
+// Version 4: whether a job may run again after its node was lost; its CPU, memory and time
+// limits.
 constexpr const char* kSchemaV4 = R"sql(
 ALTER TABLE jobs ADD COLUMN restartable INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN cpu_milli INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN memory_mib INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN time_limit_s INTEGER NOT NULL DEFAULT 0;
 )sql";
 
 constexpr const char* kJobColumns =
     "id,user,name,queue,priority,gpus,gpu_milli,gpu_type,nodes,argv,env,workdir,state,submit_ms,"
     "start_ms,end_ms,exit_code,node,gpu_indices,epoch,reason,pid,pid_start,client_token,"
-    "restartable,cpu_milli,memory_mib";
+    "restartable,cpu_milli,memory_mib,time_limit_s";
 
 // A prepared statement that finalizes itself.
 class Statement {
@@ -116,6 +118,7 @@ JobRecord ReadJob(Statement& s) {
   j.restartable = s.Int(24) != 0;
   j.cpu_milli = s.Int(25);
   j.memory_mib = s.Int(26);
+  j.time_limit_s = s.Int(27);
   return j;
 }
 
@@ -374,8 +377,8 @@ class SqliteStore final : public Store {
     }
     Statement s(db_,
                 "INSERT INTO jobs(user,name,queue,priority,gpus,gpu_milli,gpu_type,nodes,argv,env,"
-                "workdir,state,submit_ms,client_token,restartable,cpu_milli,memory_mib) "
-                "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                "workdir,state,submit_ms,client_token,restartable,cpu_milli,memory_mib,"
+                "time_limit_s) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     s.Bind(1, job.user);
     s.Bind(2, job.name);
     s.Bind(3, job.queue);
@@ -393,6 +396,7 @@ class SqliteStore final : public Store {
     s.Bind(15, job.restartable ? 1 : 0);
     s.Bind(16, job.cpu_milli);
     s.Bind(17, job.memory_mib);
+    s.Bind(18, job.time_limit_s);
     if (s.Step() != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
     const int64_t id = sqlite3_last_insert_rowid(db_);
     if (auto r = AddEvent(id, job.submit_ms, "submitted", job.user); !r) {

@@ -61,6 +61,7 @@ struct JobRecord {
   bool restartable = false;      // requeued (not left LOST) when its node is lost
   int64_t cpu_milli = 0;         // CPU limit in thousandths of a core (0: none)
   int64_t memory_mib = 0;        // memory limit (0: none)
+  int64_t time_limit_s = 0;      // stopped (FAILED) after running this long; 0: none
 };
 
 // What a transition changes besides the state; unset fields stay as they are.
