@@ -180,6 +180,9 @@ TEST_F(Cluster, AgentKilledWhileItsJobRunsReadoptsItAndItsLogContinues) {
     EXPECT_NE(log.find("tick " + std::to_string(i) + "\n"), std::string::npos) << log;
   }
   EXPECT_EQ(done["epoch"], 1);  // one placement: never started twice
+  // Its agent's GPU figures, sent with the heartbeats, summarize its GPU's use.
+  ASSERT_TRUE(done["usage"].is_object()) << done.dump();
+  EXPECT_GE(done["usage"]["gpu_samples"].get<int>(), 2);
 }
 
 TEST_F(Cluster, SilentAgentLosesItsJobsRestartableOnesRequeueAndItIsFencedOnReturn) {

@@ -175,6 +175,22 @@ TEST_F(UpServer, TimeLimitsStopJobsAndLetShortJobsBackfillButNeverStarveABigOne)
   EXPECT_NE(Cli("submit --time-limit soon -- true").find("--time-limit 'soon'"), std::string::npos);
 }
 
+TEST_F(UpServer, EndedJobsCarryAGpuUsageSummary) {
+  const int64_t id =
+      json::parse(Cli("submit --json --gpus 2 -- sleep 2.5"))["id"].get<int64_t>();
+  const json done = WaitFor(id, "SUCCEEDED");
+  ASSERT_TRUE(done["usage"].is_object()) << done.dump();
+  const json& usage = done["usage"];
+  // The simulated GPUs report utilization every second: about 2 samples of each of 2 GPUs.
+  EXPECT_GE(usage["gpu_samples"].get<int>(), 2);
+  EXPECT_GE(usage["gpu_util_avg_pct"].get<double>(), 0);
+  EXPECT_LE(usage["gpu_util_avg_pct"].get<double>(), 100);
+  EXPECT_GT(usage["gpu_mem_peak_mib"].get<int64_t>(), 0);
+  const double allocated = usage["gpu_hours_allocated"].get<double>();
+  EXPECT_NEAR(allocated, 2 * 2.5 / 3600, 2 * 1.5 / 3600);
+  EXPECT_LE(usage["gpu_hours_used"].get<double>(), allocated);
+}
+
 TEST_F(UpServer, BadRequestsGet4xxAndTheServerKeepsServing) {
   auto anonymous = Http("");
   auto r = anonymous.Post("/v1/jobs", R"({"argv":["true"]})", "application/json");

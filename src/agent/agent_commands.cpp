@@ -102,7 +102,8 @@ int RunAgent(const AgentOptions& options) {
     n.long_poll_ms = static_cast<int64_t>(options.heartbeat_s * 1000);
     const HostInfo host = node.host;
     node_agent = std::make_unique<NodeAgent>(
-        n, [&sampler, host] { return GpusToJson(host, sampler.Latest()); });
+        n, [&sampler, host] { return GpusToJson(host, sampler.Latest()); },
+        [&sampler] { return FiguresOf(sampler.Latest()); });
     if (auto r = node_agent->Recover(); !r) {
       std::fprintf(stderr, "gpufleet agent: %s\n", r.error().c_str());
       return 1;

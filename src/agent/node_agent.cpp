@@ -35,8 +35,26 @@ std::string ReadRange(const std::string& path, int64_t from, int64_t count) {
 
 }  // namespace
 
-NodeAgent::NodeAgent(NodeAgentOptions options, std::function<std::string()> samples_json)
-    : options_(std::move(options)), samples_json_(std::move(samples_json)) {}
+std::vector<net::GpuFigure> FiguresOf(const std::vector<gpu::GpuSample>& samples) {
+  std::vector<net::GpuFigure> out;
+  for (const gpu::GpuSample& s : samples) {
+    net::GpuFigure f;
+    f.index = s.index;
+    f.sample_ms = s.unix_ms;
+    if (s.gpu_util_pct.has_value()) f.util_pct = s.gpu_util_pct.value;
+    if (s.fb_used_bytes.has_value()) {
+      f.mem_used_mib = static_cast<int64_t>(s.fb_used_bytes.value >> 20);
+    }
+    out.push_back(f);
+  }
+  return out;
+}
+
+NodeAgent::NodeAgent(NodeAgentOptions options, std::function<std::string()> samples_json,
+                     std::function<std::vector<net::GpuFigure>()> figures)
+    : options_(std::move(options)),
+      samples_json_(std::move(samples_json)),
+      figures_(std::move(figures)) {}
 
 NodeAgent::~NodeAgent() = default;  // jobs keep running: a restarted agent re-adopts them
 
@@ -185,6 +203,7 @@ net::Heartbeat NodeAgent::Report() {
   beat.gpu_model = options_.gpu_model;
   beat.simulated = options_.simulated;
   if (samples_json_) beat.samples_json = samples_json_();
+  if (figures_) beat.figures = figures_();
   int64_t budget = kLogBudget;
   for (const auto& [id, h] : held_) {
     net::ReportedJob r;

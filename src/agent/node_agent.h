@@ -22,6 +22,7 @@
 #include "agent/cgroup_limits.h"
 #include "agent/runner.h"
 #include "core/result.h"
+#include "gpu/gpu_sample.h"
 #include "net/node_protocol.h"
 
 namespace gpufleet::agent {
@@ -40,10 +41,15 @@ struct NodeAgentOptions {
   int64_t long_poll_ms = 0;  // how long the controller may hold a heartbeat (0: answer at once)
 };
 
+// The figures a heartbeat carries for per-job usage summaries, from the sampler's latest samples.
+std::vector<net::GpuFigure> FiguresOf(const std::vector<gpu::GpuSample>& samples);
+
 class NodeAgent {
  public:
-  // `samples_json` gives the GPU document sent with each heartbeat ("" for none).
-  NodeAgent(NodeAgentOptions options, std::function<std::string()> samples_json);
+  // `samples_json` gives the GPU document sent with each heartbeat ("" for none); `figures`
+  // each GPU's latest utilization and memory (may be empty).
+  NodeAgent(NodeAgentOptions options, std::function<std::string()> samples_json,
+            std::function<std::vector<net::GpuFigure>()> figures = {});
   ~NodeAgent();
   NodeAgent(const NodeAgent&) = delete;
   NodeAgent& operator=(const NodeAgent&) = delete;
@@ -88,6 +94,7 @@ class NodeAgent {
 
   NodeAgentOptions options_;
   std::function<std::string()> samples_json_;
+  std::function<std::vector<net::GpuFigure>()> figures_;
   Runner runner_;
   CgroupLimits cgroups_;
   std::map<int64_t, Held> held_;  // by job id: a job has at most one rank per node

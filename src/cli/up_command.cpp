@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "agent/cgroup_limits.h"
+#include "agent/node_agent.h"
 #include "agent/runner.h"
 #include "agent/sample_json.h"
 #include "controller/api_server.h"
@@ -187,6 +188,7 @@ int RunUp(const UpOptions& o) {
   if (sampler) {
     gpu::Sampler* s = sampler.get();
     options.local_samples_json = [s, host] { return agent::GpusToJson(host, s->Latest()); };
+    options.local_figures = [s] { return agent::FiguresOf(s->Latest()); };
   }
   options.queue_policy = o.queue_policy;
   options.placement_policy = o.placement_policy;

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <charconv>
+#include <cmath>
 #include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -35,6 +36,21 @@ void Fail(httplib::Response& res, int status, const std::string& message,
   res.set_content(Dump(body), "application/json");
 }
 
+// Allocated against really used GPU time, from the GPUs' utilization while the job ran; null
+// until the job has ended with samples (utilization is the whole GPU's: under a GPU share it
+// includes the other jobs on that GPU).
+json UsageJson(const store::JobRecord& j) {
+  if (j.usage_samples <= 0 || j.start_ms <= 0 || j.end_ms < j.start_ms) return nullptr;
+  const double gpus = j.gpu_milli < 1000 ? j.gpu_milli / 1000.0
+                                         : static_cast<double>(j.gpus) * std::max(1, j.nodes);
+  const double allocated_h = gpus * static_cast<double>(j.end_ms - j.start_ms) / 3.6e6;
+  return {{"gpu_util_avg_pct", std::round(j.gpu_util_avg_pct * 10) / 10},
+          {"gpu_mem_peak_mib", j.gpu_mem_peak_mib},
+          {"gpu_samples", j.usage_samples},
+          {"gpu_hours_allocated", allocated_h},
+          {"gpu_hours_used", allocated_h * j.gpu_util_avg_pct / 100}};
+}
+
 json JobJson(const store::JobRecord& j) {
   return {{"id", j.id},
           {"name", j.name},
@@ -59,6 +75,7 @@ json JobJson(const store::JobRecord& j) {
           {"cpus", j.cpu_milli > 0 ? json(j.cpu_milli / 1000.0) : json(nullptr)},
           {"memory_mib", j.memory_mib > 0 ? json(j.memory_mib) : json(nullptr)},
           {"time_limit_s", j.time_limit_s > 0 ? json(j.time_limit_s) : json(nullptr)},
+          {"usage", UsageJson(j)},
           {"epoch", j.epoch}};
 }
 

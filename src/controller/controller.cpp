@@ -619,6 +619,19 @@ void Controller::EndLocked(int64_t id, store::JobState to, std::optional<int> ex
   store::JobUpdate done;
   done.end_ms = now_ms;
   done.exit_code = exit_code;
+  int64_t samples = 0;
+  double util = 0;
+  int64_t peak = 0;
+  for (const Rank& r : a.ranks) {
+    samples += r.gpu_samples;
+    util += r.util_sum;
+    peak = std::max(peak, r.mem_peak_mib);
+  }
+  if (samples > 0) {
+    done.usage_samples = samples;
+    done.gpu_util_avg_pct = util / static_cast<double>(samples);
+    done.gpu_mem_peak_mib = peak;
+  }
   done.reason = std::move(reason);
   WriteLocked(id, from, to, std::move(done));
   ++stats_.finished;
@@ -641,6 +654,28 @@ void Controller::RequeueLocked(const store::JobRecord& job, const std::string& w
   queued.reason = "requeued: " + why;
   scheduler_.Enqueue(QueuedOf(queued));
   waiting_[job.id] = std::move(queued);
+}
+
+void Controller::AccountUsageLocked(int node, const std::vector<net::GpuFigure>& figures) {
+  int64_t newest = 0;
+  for (const net::GpuFigure& f : figures) newest = std::max(newest, f.sample_ms);
+  if (newest <= nodes_[node].last_figure_ms) return;  // already counted (or none)
+  nodes_[node].last_figure_ms = newest;
+  for (auto& [id, a] : active_) {
+    for (Rank& r : a.ranks) {
+      if (r.node != node || !r.started || r.ended) continue;
+      int64_t mem = 0;
+      for (const net::GpuFigure& f : figures) {
+        if (f.index < 0 || f.index >= 32 || !(r.gpus & (1u << f.index))) continue;
+        if (f.util_pct >= 0) {
+          r.util_sum += f.util_pct;
+          ++r.gpu_samples;
+        }
+        if (f.mem_used_mib > 0) mem += f.mem_used_mib;
+      }
+      r.mem_peak_mib = std::max(r.mem_peak_mib, mem);
+    }
+  }
 }
 
 void Controller::NodeLostLocked(int node, int64_t now_ms) {
@@ -747,6 +782,7 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
       if (r.node == index && r.ended) touched.push_back(id);  // waiting on its log
     }
   }
+  AccountUsageLocked(index, beat.figures);
   for (int64_t id : touched) SettleLocked(id, now_ms);
   // What the reply implies (an ended job no longer listed, so the agent forgets it) must be
   // durable before the agent reads it.
@@ -834,6 +870,10 @@ void Controller::PassLocked(int64_t now_ms) {
       nodes_[n].last_seen_ms = 0;
       if (had_jobs) NodeLostLocked(static_cast<int>(n), now_ms);
     }
+  }
+  // The local node's GPU figures, into its running jobs' usage summaries.
+  if (executor_ != nullptr && options_.local_figures) {
+    AccountUsageLocked(0, options_.local_figures());
   }
   // Jobs past their time limit are stopped (SIGTERM, grace, SIGKILL) and end FAILED.
   for (auto& [id, a] : active_) {

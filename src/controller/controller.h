@@ -80,6 +80,8 @@ struct ControllerOptions {
   int64_t lease_ms = 10000;
   // The local node's latest GPU document (as an agent's /v1/gpus), for GET /v1/gpus; may be empty.
   std::function<std::string()> local_samples_json;
+  // The local node's GPU figures, for per-job usage summaries; may be empty.
+  std::function<std::vector<net::GpuFigure>()> local_figures;
 };
 
 struct NodeView {
@@ -159,7 +161,8 @@ class Controller {
     int64_t epoch = 0;   // bumped when declared lost
     int64_t last_seen_ms = 0;
     std::string samples_json;
-    uint64_t version = 0;  // bumped when what this node should run changes (wakes its agent)
+    uint64_t version = 0;        // bumped when what this node should run changes (wakes its agent)
+    int64_t last_figure_ms = 0;  // newest GPU figure counted into usage summaries
   };
   struct Rank {
     int node = 0;
@@ -175,6 +178,11 @@ class Controller {
     int64_t log_acked = 0;  // bytes of its log the controller holds
     int64_t log_total = 0;  // bytes the agent reported
     std::string reason;
+    // Usage of its GPUs while it ran: utilization summed over GPU-samples, and the peak of its
+    // GPUs' memory in use together.
+    int64_t gpu_samples = 0;
+    double util_sum = 0;
+    int64_t mem_peak_mib = 0;
   };
   struct Active {
     store::JobRecord job;
@@ -210,6 +218,8 @@ class Controller {
   void EndLocked(int64_t id, store::JobState to, std::optional<int> exit_code, std::string reason,
                  int64_t now_ms);
   void NodeLostLocked(int node, int64_t now_ms);
+  // Counts `figures` (newer than the node's last) into the running ranks on `node`.
+  void AccountUsageLocked(int node, const std::vector<net::GpuFigure>& figures);
   void RequeueLocked(const store::JobRecord& job, const std::string& why);
 
   store::Store& store_;

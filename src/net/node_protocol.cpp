@@ -61,7 +61,13 @@ std::string ToJson(const Heartbeat& b) {
     }
     jobs.push_back(std::move(j));
   }
+  json figures = json::array();
+  for (const GpuFigure& f : b.figures) {
+    figures.push_back(
+        {{"index", f.index}, {"t", f.sample_ms}, {"util", f.util_pct}, {"mem", f.mem_used_mib}});
+  }
   json j = {{"node", b.node},
+            {"figures", figures},
             {"address", b.address},
             {"node_epoch", b.node_epoch},
             {"gpus", b.gpus},
@@ -112,6 +118,16 @@ core::Result<Heartbeat> ParseHeartbeat(const std::string& body) {
     b.gpu_model = j.value("gpu_model", std::string());
     b.simulated = j.value("simulated", false);
     b.wait_ms = j.value("wait_ms", int64_t{0});
+    for (const json& f : j.value("figures", json::array())) {
+      GpuFigure g;
+      g.index = f.at("index").get<int>();
+      g.sample_ms = f.value("t", int64_t{0});
+      g.util_pct = f.value("util", -1.0);
+      g.mem_used_mib = f.value("mem", int64_t{-1});
+      if (g.index < 0 || g.index >= 32)
+        throw std::invalid_argument("figures[].index must be 0..31");
+      b.figures.push_back(g);
+    }
     if (j.contains("samples")) b.samples_json = j.at("samples").dump();
     for (const json& r : j.value("jobs", json::array())) {
       ReportedJob job;

@@ -38,6 +38,15 @@ struct ReportedJob {
   std::string log_data;   // raw bytes (base64 on the wire)
 };
 
+// One GPU's latest figures, for per-job usage summaries (allocated vs really used GPU time).
+struct GpuFigure {
+  int index = 0;
+  int64_t sample_ms =
+      0;  // when the agent read it (wall clock); a repeated sample is not counted twice
+  double util_pct = -1;  // -1: unknown
+  int64_t mem_used_mib = -1;
+};
+
 struct Heartbeat {
   std::string node;
   std::string address;     // where other nodes reach this one (MASTER_ADDR)
@@ -49,6 +58,7 @@ struct Heartbeat {
   // Long poll: the controller may hold the reply this long (capped at a quarter of the lease)
   // until it has new work for this node, so work reaches an agent at once, not a beat later.
   int64_t wait_ms = 0;
+  std::vector<GpuFigure> figures;
   std::vector<ReportedJob> jobs;
 };
 

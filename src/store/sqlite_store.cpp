@@ -47,18 +47,22 @@ CREATE UNIQUE INDEX jobs_by_client_token ON jobs(user, client_token) WHERE clien
 )sql";
 
 // Version 4: whether a job may run again after its node was lost; its CPU, memory and time
-// limits.
+// limits; its GPU usage summary.
 constexpr const char* kSchemaV4 = R"sql(
 ALTER TABLE jobs ADD COLUMN restartable INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN cpu_milli INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN memory_mib INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN time_limit_s INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN usage_samples INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN gpu_util_avg_pct REAL NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN gpu_mem_peak_mib INTEGER NOT NULL DEFAULT 0;
 )sql";
 
 constexpr const char* kJobColumns =
     "id,user,name,queue,priority,gpus,gpu_milli,gpu_type,nodes,argv,env,workdir,state,submit_ms,"
     "start_ms,end_ms,exit_code,node,gpu_indices,epoch,reason,pid,pid_start,client_token,"
-    "restartable,cpu_milli,memory_mib,time_limit_s";
+    "restartable,cpu_milli,memory_mib,time_limit_s,usage_samples,gpu_util_avg_pct,"
+    "gpu_mem_peak_mib";
 
 // A prepared statement that finalizes itself.
 class Statement {
@@ -72,12 +76,14 @@ class Statement {
   bool ok() const { return rc_ == SQLITE_OK; }
   sqlite3_stmt* get() { return stmt_; }
   void Bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  void BindDouble(int i, double v) { sqlite3_bind_double(stmt_, i, v); }
   void Bind(int i, const std::string& v) {
     sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
   }
   void BindNull(int i) { sqlite3_bind_null(stmt_, i); }
   int Step() { return sqlite3_step(stmt_); }
   int64_t Int(int col) { return sqlite3_column_int64(stmt_, col); }
+  double Double(int col) { return sqlite3_column_double(stmt_, col); }
   bool IsNull(int col) { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
   std::string Text(int col) {
     const auto* p = sqlite3_column_text(stmt_, col);
@@ -119,6 +125,9 @@ JobRecord ReadJob(Statement& s) {
   j.cpu_milli = s.Int(25);
   j.memory_mib = s.Int(26);
   j.time_limit_s = s.Int(27);
+  j.usage_samples = s.Int(28);
+  j.gpu_util_avg_pct = s.Double(29);
+  j.gpu_mem_peak_mib = s.Int(30);
   return j;
 }
 
@@ -337,6 +346,7 @@ class SqliteStore final : public Store {
     if (u.gpu_indices) sql += ",gpu_indices=?";
     if (u.reason) sql += ",reason=?";
     if (u.pid) sql += ",pid=?,pid_start=?";
+    if (u.usage_samples) sql += ",usage_samples=?,gpu_util_avg_pct=?,gpu_mem_peak_mib=?";
     if (u.bump_epoch) sql += ",epoch=epoch+1";
     sql += " WHERE id=? AND state=?";
     Statement s(db_, sql.c_str());
@@ -351,6 +361,11 @@ class SqliteStore final : public Store {
     if (u.pid) {
       s.Bind(i++, *u.pid);
       s.Bind(i++, static_cast<int64_t>(u.pid_start));
+    }
+    if (u.usage_samples) {
+      s.Bind(i++, *u.usage_samples);
+      s.BindDouble(i++, u.gpu_util_avg_pct);
+      s.Bind(i++, u.gpu_mem_peak_mib);
     }
     s.Bind(i++, r.id);
     s.Bind(i, std::string(StateName(r.from)));

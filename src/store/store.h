@@ -62,6 +62,11 @@ struct JobRecord {
   int64_t cpu_milli = 0;         // CPU limit in thousandths of a core (0: none)
   int64_t memory_mib = 0;        // memory limit (0: none)
   int64_t time_limit_s = 0;      // stopped (FAILED) after running this long; 0: none
+  // Usage summary, recorded when the job ends (usage_samples 0: none measured): its GPUs'
+  // utilization averaged over GPU-samples, and the peak GPU memory in use on any one node.
+  int64_t usage_samples = 0;
+  double gpu_util_avg_pct = 0;
+  int64_t gpu_mem_peak_mib = 0;
 };
 
 // What a transition changes besides the state; unset fields stay as they are.
@@ -74,6 +79,9 @@ struct JobUpdate {
   std::optional<std::string> reason;
   std::optional<int64_t> pid;  // with pid_start
   uint64_t pid_start = 0;
+  std::optional<int64_t> usage_samples;  // with the two below
+  double gpu_util_avg_pct = 0;
+  int64_t gpu_mem_peak_mib = 0;
 };
 
 struct TransitionRequest {
