@@ -253,6 +253,29 @@ TEST_F(Cluster, ControllerKilledWhileAgentsRunJobsFindsThemAgain) {
   EXPECT_NE(Logs(id).find("finished"), std::string::npos);
 }
 
+TEST_F(Cluster, TheNodeRegistrySurvivesAControllerRestart) {
+  StartController(1.5);
+  StartAgent("alpha", 2);
+  kill(agents_["alpha"], SIGSTOP);  // silent across the restart
+  Stop(controller_);
+  StartController(1.5);
+  json alpha;
+  for (const json& n : Get("/v1/nodes")) {
+    if (n["name"] == "alpha") alpha = n;
+  }
+  ASSERT_TRUE(alpha.is_object()) << "the restarted controller forgot node alpha";
+  EXPECT_EQ(alpha["state"], "UNKNOWN");  // known, not heard from since the restart
+  EXPECT_EQ(alpha["gpus"], 2);
+  // Submits are checked against the registered sizes before any agent is back.
+  auto r =
+      Http().Post("/v1/jobs", json({{"argv", {"true"}}, {"gpus", 3}}).dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;
+  EXPECT_TRUE(WaitUntil([&] { return NodeState("alpha") == "LOST"; }, 5));
+  kill(agents_["alpha"], SIGCONT);
+  EXPECT_TRUE(WaitUntil([&] { return NodeState("alpha") == "READY"; }, 5));
+}
+
 TEST_F(Cluster, BadHeartbeatsGetClearErrorsAndTheControllerKeepsServing) {
   StartController(5);
   httplib::Client c(url_);

@@ -176,8 +176,7 @@ TEST_F(UpServer, TimeLimitsStopJobsAndLetShortJobsBackfillButNeverStarveABigOne)
 }
 
 TEST_F(UpServer, EndedJobsCarryAGpuUsageSummary) {
-  const int64_t id =
-      json::parse(Cli("submit --json --gpus 2 -- sleep 2.5"))["id"].get<int64_t>();
+  const int64_t id = json::parse(Cli("submit --json --gpus 2 -- sleep 2.5"))["id"].get<int64_t>();
   const json done = WaitFor(id, "SUCCEEDED");
   ASSERT_TRUE(done["usage"].is_object()) << done.dump();
   const json& usage = done["usage"];

@@ -446,11 +446,25 @@ ApiServer::ApiServer(Controller& controller) : impl_(std::make_unique<Impl>(cont
   server.Get("/v1/queue", [&impl](const httplib::Request& req, httplib::Response& res) {
     if (!impl.Authenticate(req, res)) return;
     const ControllerStats s = impl.controller.Stats();
+    int gpus = 0, free_gpus = 0, ready = 0, lost = 0;
+    for (const NodeView& n : impl.controller.Nodes()) {
+      if (n.state == "READY") {
+        ++ready;
+        gpus += n.gpus;
+        free_gpus += n.free_gpus;
+      } else if (n.state == "LOST") {
+        ++lost;
+      }
+    }
     res.set_content(Dump({{"waiting", s.waiting},
                           {"running", s.running},
                           {"started", s.started},
                           {"finished", s.finished},
-                          {"passes", s.passes}}),
+                          {"passes", s.passes},
+                          {"nodes_ready", ready},
+                          {"nodes_lost", lost},
+                          {"gpus", gpus},
+                          {"free_gpus", free_gpus}}),
                     "application/json");
   });
   server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {

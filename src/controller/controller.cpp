@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -211,7 +212,23 @@ void Controller::RebuildClusterLocked() {
 core::Result<bool> Controller::Recover(int64_t now_ms) {
   auto live = store_.LiveJobs();
   if (!live) return core::Error{live.error()};
+  auto registry = store_.Nodes();
+  if (!registry) return core::Error{registry.error()};
   std::lock_guard<std::mutex> lock(mutex_);
+  // Nodes registered before the restart: known sizes (submits are checked against them), one
+  // lease to come back.
+  for (const store::NodeRecord& record : registry.value()) {
+    const int index = NodeIndexLocked(record.name);
+    NodeEntry& n = nodes_[index];
+    if (n.local) continue;
+    n.spec = SpecOf(record.name, record.gpus, record.gpu_model, &n.model_name);
+    n.known = true;
+    n.address = record.address;
+    n.simulated = record.simulated;
+    n.first_seen_ms = record.first_seen_ms;
+    n.pending_return = record.state != "LOST";
+    n.last_seen_ms = n.pending_return ? now_ms : 0;
+  }
   for (const store::JobRecord& job : live.value()) {
     if (job.state == store::JobState::kPending) {
       waiting_[job.id] = job;
@@ -239,7 +256,8 @@ core::Result<bool> Controller::Recover(int64_t now_ms) {
           adoptable = false;
         }
       } else if (!nodes_[r.node].alive) {
-        nodes_[r.node].last_seen_ms = now_ms;  // its lease starts now
+        nodes_[r.node].pending_return = true;  // its lease starts now
+        nodes_[r.node].last_seen_ms = now_ms;
       }
       a.ranks.push_back(r);
     }
@@ -678,6 +696,25 @@ void Controller::AccountUsageLocked(int node, const std::vector<net::GpuFigure>&
   }
 }
 
+void Controller::PersistNodeLocked(int node, int64_t now_ms) {
+  const NodeEntry& n = nodes_[node];
+  store::NodeRecord record;
+  record.name = n.name;
+  record.address = n.address;
+  record.gpus = n.spec.num_gpus;
+  record.gpu_model = n.model_name;
+  record.simulated = n.simulated;
+  record.epoch = n.epoch;
+  record.first_seen_ms = n.first_seen_ms;
+  record.last_seen_ms = n.alive ? now_ms : n.last_seen_ms;
+  record.state = n.alive ? "READY" : "LOST";
+  if (auto r = store_.PutNode(record); !r) {
+    ++stats_.store_errors;
+    std::fprintf(stderr, "gpufleet: cannot record node %s: %s\n", n.name.c_str(),
+                 r.error().c_str());
+  }
+}
+
 void Controller::NodeLostLocked(int node, int64_t now_ms) {
   NodeEntry& n = nodes_[node];
   const bool was_alive = n.alive;  // an UNKNOWN node holds no allocation
@@ -711,6 +748,7 @@ void Controller::NodeLostLocked(int node, int64_t now_ms) {
     n.alive = false;
   }
   RebuildClusterLocked();
+  if (n.known) PersistNodeLocked(node, now_ms);
 }
 
 core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& beat,
@@ -739,11 +777,18 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
     n.alive = true;
     rebuild = true;
   }
-  n.address = beat.address.empty() ? n.name : beat.address;
+  n.pending_return = false;
+  const std::string address = beat.address.empty() ? n.name : beat.address;
+  if (address != n.address || n.simulated != beat.simulated) rebuild = true;
+  n.address = address;
   n.simulated = beat.simulated;
   n.last_seen_ms = now_ms;
+  if (n.first_seen_ms == 0) n.first_seen_ms = now_ms;
   n.samples_json = beat.samples_json;
-  if (rebuild) RebuildClusterLocked();
+  if (rebuild) {
+    RebuildClusterLocked();
+    PersistNodeLocked(index, now_ms);
+  }
 
   std::vector<int64_t> touched;
   for (const net::ReportedJob& rep : beat.jobs) {
@@ -864,11 +909,11 @@ void Controller::PassLocked(int64_t now_ms) {
   }
   // 2. Remote nodes silent past their lease; ranks still draining their logs.
   for (std::size_t n = 0; n < nodes_.size(); ++n) {
-    if (!nodes_[n].local && (nodes_[n].alive || !nodes_[n].known) && nodes_[n].last_seen_ms > 0 &&
-        now_ms - nodes_[n].last_seen_ms > options_.lease_ms) {
-      const bool had_jobs = nodes_[n].alive || !nodes_[n].known;
-      nodes_[n].last_seen_ms = 0;
-      if (had_jobs) NodeLostLocked(static_cast<int>(n), now_ms);
+    NodeEntry& node = nodes_[n];
+    if (!node.local && (node.alive || node.pending_return) && node.last_seen_ms > 0 &&
+        now_ms - node.last_seen_ms > options_.lease_ms) {
+      node.pending_return = false;
+      NodeLostLocked(static_cast<int>(n), now_ms);
     }
   }
   // The local node's GPU figures, into its running jobs' usage summaries.
@@ -945,7 +990,7 @@ std::vector<NodeView> Controller::Nodes() const {
     v.gpu_model = n.model_name;
     v.simulated = n.simulated;
     v.local = n.local;
-    v.state = n.alive ? "READY" : n.known ? "LOST" : "UNKNOWN";
+    v.state = n.alive ? "READY" : n.pending_return ? "UNKNOWN" : "LOST";
     v.epoch = n.epoch;
     v.last_seen_ms = n.local ? 0 : n.last_seen_ms;
     v.samples_json = n.samples_json;

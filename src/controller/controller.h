@@ -158,7 +158,11 @@ class Controller {
     bool local = false;
     bool alive = false;  // heard from within the lease (local: always)
     bool known = false;  // its size is known (false: named by a recovered job only)
-    int64_t epoch = 0;   // bumped when declared lost
+    // Known from before a controller restart and not heard from since: it has one lease to
+    // come back (its jobs wait for it), then it is lost.
+    bool pending_return = false;
+    int64_t first_seen_ms = 0;
+    int64_t epoch = 0;  // bumped when declared lost
     int64_t last_seen_ms = 0;
     std::string samples_json;
     uint64_t version = 0;        // bumped when what this node should run changes (wakes its agent)
@@ -218,6 +222,8 @@ class Controller {
   void EndLocked(int64_t id, store::JobState to, std::optional<int> exit_code, std::string reason,
                  int64_t now_ms);
   void NodeLostLocked(int node, int64_t now_ms);
+  // Records node `node` in the store's registry (on registration, return, loss: not per beat).
+  void PersistNodeLocked(int node, int64_t now_ms);
   // Counts `figures` (newer than the node's last) into the running ranks on `node`.
   void AccountUsageLocked(int node, const std::vector<net::GpuFigure>& figures);
   void RequeueLocked(const store::JobRecord& job, const std::string& why);

@@ -47,7 +47,7 @@ CREATE UNIQUE INDEX jobs_by_client_token ON jobs(user, client_token) WHERE clien
 )sql";
 
 // Version 4: whether a job may run again after its node was lost; its CPU, memory and time
-// limits; its GPU usage summary.
+// limits; its GPU usage summary. The node registry.
 constexpr const char* kSchemaV4 = R"sql(
 ALTER TABLE jobs ADD COLUMN restartable INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN cpu_milli INTEGER NOT NULL DEFAULT 0;
@@ -56,6 +56,9 @@ ALTER TABLE jobs ADD COLUMN time_limit_s INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN usage_samples INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN gpu_util_avg_pct REAL NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN gpu_mem_peak_mib INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE nodes(name TEXT PRIMARY KEY, address TEXT NOT NULL, gpus INTEGER NOT NULL,
+  gpu_model TEXT NOT NULL, simulated INTEGER NOT NULL, epoch INTEGER NOT NULL,
+  first_seen_ms INTEGER NOT NULL, last_seen_ms INTEGER NOT NULL, state TEXT NOT NULL);
 )sql";
 
 constexpr const char* kJobColumns =
@@ -303,6 +306,51 @@ class SqliteStore final : public Store {
     s.Bind(3, admin ? 1 : 0);
     if (s.Step() != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
     return true;
+  }
+
+  core::Result<bool> PutNode(const NodeRecord& n) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Statement s(db_,
+                "INSERT INTO nodes(name,address,gpus,gpu_model,simulated,epoch,first_seen_ms,"
+                "last_seen_ms,state) VALUES(?,?,?,?,?,?,?,?,?) ON CONFLICT(name) DO UPDATE SET "
+                "address=excluded.address, gpus=excluded.gpus, gpu_model=excluded.gpu_model, "
+                "simulated=excluded.simulated, epoch=excluded.epoch, "
+                "last_seen_ms=excluded.last_seen_ms, state=excluded.state");
+    s.Bind(1, n.name);
+    s.Bind(2, n.address);
+    s.Bind(3, n.gpus);
+    s.Bind(4, n.gpu_model);
+    s.Bind(5, n.simulated ? 1 : 0);
+    s.Bind(6, n.epoch);
+    s.Bind(7, n.first_seen_ms);
+    s.Bind(8, n.last_seen_ms);
+    s.Bind(9, n.state);
+    if (s.Step() != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
+    return true;
+  }
+
+  core::Result<std::vector<NodeRecord>> Nodes() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Statement s(db_,
+                "SELECT name,address,gpus,gpu_model,simulated,epoch,first_seen_ms,last_seen_ms,"
+                "state FROM nodes ORDER BY name");
+    std::vector<NodeRecord> out;
+    int rc;
+    while ((rc = s.Step()) == SQLITE_ROW) {
+      NodeRecord n;
+      n.name = s.Text(0);
+      n.address = s.Text(1);
+      n.gpus = static_cast<int>(s.Int(2));
+      n.gpu_model = s.Text(3);
+      n.simulated = s.Int(4) != 0;
+      n.epoch = s.Int(5);
+      n.first_seen_ms = s.Int(6);
+      n.last_seen_ms = s.Int(7);
+      n.state = s.Text(8);
+      out.push_back(std::move(n));
+    }
+    if (rc != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
+    return out;
   }
 
   core::Result<std::optional<UserRecord>> UserByToken(const std::string& token_sha256) override {

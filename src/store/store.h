@@ -105,6 +105,19 @@ struct JobEvent {
   std::string detail;
 };
 
+// A node as the controller last registered it (the node registry).
+struct NodeRecord {
+  std::string name;
+  std::string address;
+  int gpus = 0;
+  std::string gpu_model;
+  bool simulated = false;
+  int64_t epoch = 0;
+  int64_t first_seen_ms = 0;
+  int64_t last_seen_ms = 0;
+  std::string state;  // READY or LOST, when recorded
+};
+
 struct UserRecord {
   std::string name;
   bool admin = false;
@@ -133,6 +146,10 @@ class Store {
   virtual core::Result<std::vector<bool>> TransitionAll(
       const std::vector<TransitionRequest>& requests, int64_t now_ms) = 0;
   virtual core::Result<std::vector<JobEvent>> Events(int64_t job_id) = 0;
+  // The node registry: `PutNode` adds or replaces a node by name (keeping its first_seen_ms);
+  // `Nodes` lists them by name.
+  virtual core::Result<bool> PutNode(const NodeRecord& node) = 0;
+  virtual core::Result<std::vector<NodeRecord>> Nodes() = 0;
   // Users and their API tokens, stored as SHA-256 hashes.
   virtual core::Result<bool> PutUser(const std::string& name, const std::string& token_sha256,
                                      bool admin) = 0;

@@ -177,6 +177,35 @@ TEST_F(StoreTest, LimitsAndRestartableRoundTrip) {
   EXPECT_EQ(got.memory_mib, 4096);
 }
 
+TEST_F(StoreTest, NodeRegistryUpsertsByNameAndKeepsFirstSeen) {
+  NodeRecord n;
+  n.name = "gpu-b";
+  n.address = "gpu-b";
+  n.gpus = 8;
+  n.gpu_model = "H100-80GB";
+  n.epoch = 5;
+  n.first_seen_ms = 100;
+  n.last_seen_ms = 100;
+  n.state = "READY";
+  ASSERT_TRUE(store_->PutNode(n).ok());
+  NodeRecord a = n;
+  a.name = "gpu-a";
+  ASSERT_TRUE(store_->PutNode(a).ok());
+  n.first_seen_ms = 999;  // ignored on update
+  n.last_seen_ms = 500;
+  n.epoch = 6;
+  n.state = "LOST";
+  ASSERT_TRUE(store_->PutNode(n).ok());
+  const std::vector<NodeRecord> nodes = store_->Nodes().value();
+  ASSERT_EQ(nodes.size(), 2U);
+  EXPECT_EQ(nodes[0].name, "gpu-a");
+  EXPECT_EQ(nodes[1].state, "LOST");
+  EXPECT_EQ(nodes[1].epoch, 6);
+  EXPECT_EQ(nodes[1].first_seen_ms, 100);
+  EXPECT_EQ(nodes[1].last_seen_ms, 500);
+  EXPECT_EQ(nodes[1].gpus, 8);
+}
+
 TEST_F(StoreTest, ListFiltersAndPages) {
   for (int i = 0; i < 5; ++i) store_->SubmitJob(Job(i % 2 ? "bob" : "alice"));
   const int64_t first = store_->ListJobs({}).value().front().id;
