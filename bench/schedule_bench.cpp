@@ -50,7 +50,7 @@ void BM_SchedulePass(benchmark::State& state, std::string policy_name, bool busy
     j.submit_s = i;
     j.priority = static_cast<int>(rng.Below(3));
     j.queue = "team" + std::to_string(rng.Below(10));
-    j.estimate_s = 3600;
+    j.estimate_s = 600 + static_cast<double>(rng.Below(86400));  // time limits up to a day
     scheduler.Enqueue(j);
   }
   core::ClusterSnapshot cluster(Fleet());
@@ -61,6 +61,7 @@ void BM_SchedulePass(benchmark::State& state, std::string policy_name, bool busy
       sched::RunningJob r;
       r.job.id = 1000000 + n;
       r.job.total_gpus = 8;
+      r.job.estimate_s = 600 + static_cast<double>(rng.Below(86400));
       r.placement = {{n, 0xffu}};
       cluster.Allocate(n, sched::SliceSpec(r.job, 8), 0xffu);
       running.push_back(r);
@@ -76,7 +77,7 @@ void BM_SchedulePass(benchmark::State& state, std::string policy_name, bool busy
 }
 
 void Register() {
-  for (const char* policy : {"priority", "fifo", "tiresias", "fairshare"}) {
+  for (const char* policy : {"priority-backfill", "priority", "fifo", "tiresias", "fairshare"}) {
     for (bool busy : {false, true}) {
       benchmark::RegisterBenchmark(
           (std::string("BM_SchedulePass/") + policy + (busy ? "/busy" : "/empty")).c_str(),

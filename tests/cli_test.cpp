@@ -2,8 +2,10 @@
 // its errors on bad input. They run the built binary (GPUFLEET_BINARY) through the shell.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -202,6 +204,17 @@ TEST(CliSimRunTest, JsonKeysAndByteIdenticalDecisions) {
     EXPECT_EQ(j["jobs"], 400);
     EXPECT_EQ(j["unfinished"], 0);
   }
+}
+
+TEST(CliControllerTest, PreemptivePoliciesAreRefusedUntilTheControllerPreempts) {
+  const std::string dir = ::testing::TempDir() + "gpufleet-cli-policy-" + std::to_string(getpid());
+  for (const char* policy : {"tiresias", "fairshare", "las-qssf"}) {
+    const Output out =
+        Gpufleet("controller --listen 127.0.0.1:0 --data-dir '" + dir + "' --policy " + policy);
+    EXPECT_EQ(out.status, 2) << policy;
+    EXPECT_NE(out.text.find("preempts running jobs"), std::string::npos) << out.text;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(CliSimRunTest, BadInputGetsClearErrors) {

@@ -89,6 +89,14 @@ core::Result<std::unique_ptr<Controller>> Controller::Create(store::Store& store
     return core::Error{"unknown queue policy '" + options.queue_policy +
                        "'; known: " + sched::QueuePolicyNames()};
   }
+  if (queue->Preemptive() || queue->FairShare()) {
+    // Their decisions preempt running jobs, which the controller cannot do yet: starting the
+    // preemptor without stopping its victims would oversubscribe GPUs.
+    return core::Error{"queue policy '" + options.queue_policy +
+                       "' preempts running jobs, which the controller does not do yet; use "
+                       "priority-backfill, priority, backfill, fifo or qssf (the simulator runs "
+                       "them all)"};
+  }
   auto placement = sched::MakePlacementPolicy(options.placement_policy);
   if (!placement) {
     return core::Error{"unknown placement policy '" + options.placement_policy +
