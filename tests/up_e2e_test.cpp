@@ -357,6 +357,14 @@ TEST_F(UpServer, ConcurrentSubmitsThroughRepeatedKill9) {
   EXPECT_EQ(all.size(), distinct.size()) << "jobs in the store: none twice, none invented";
   for (const json& j : all) EXPECT_TRUE(distinct.count(j["id"].get<int64_t>())) << j.dump();
   EXPECT_EQ(ended, static_cast<int>(all.size())) << "every job ends";
+  for (const json& j : all) {
+    if (j["state"] != "SUCCEEDED" && j["state"] != "LOST") {
+      ADD_FAILURE() << "not ended: " << j.dump() << "\nevents: "
+                    << Http(token_).Get("/v1/jobs/" + std::to_string(j["id"].get<int64_t>()))->body
+                    << "\n"
+                    << Slurp(dir_.string() + ".up.log").substr(0, 4000);
+    }
+  }
   // Only a job caught between SCHEDULED and RUNNING at a kill can be LOST.
   EXPECT_LE(lost, 3);
 }

@@ -552,9 +552,14 @@ void Controller::WriteLocked(int64_t id, store::JobState from, store::JobState t
   writes_.push_back(store::TransitionRequest{id, from, to, std::move(update)});
 }
 
-bool Controller::FlushLocked(int64_t now_ms) {
+bool Controller::FlushLocked(int64_t now_ms, std::vector<int64_t>* refused) {
   if (writes_.empty()) return true;
   auto done = store_.TransitionAll(writes_, now_ms);
+  if (done && refused != nullptr) {
+    for (std::size_t k = 0; k < writes_.size(); ++k) {
+      if (!done.value()[k]) refused->push_back(writes_[k].id);
+    }
+  }
   writes_.clear();
   if (!done) {
     ++stats_.store_errors;
@@ -974,8 +979,19 @@ void Controller::PassLocked(int64_t now_ms) {
   // that the store does not know about; when the store cannot record them (a full disk, say),
   // the jobs stay queued and the next pass tries again.
   if (!placed.empty()) {
-    if (FlushLocked(now_ms)) {
-      for (int64_t id : placed) LaunchLocked(id, now_ms);
+    std::vector<int64_t> refused;
+    if (FlushLocked(now_ms, &refused)) {
+      for (int64_t id : placed) {
+        if (std::find(refused.begin(), refused.end(), id) == refused.end()) {
+          LaunchLocked(id, now_ms);
+          continue;
+        }
+        // The store does not have it PENDING any more (a stale retry of its submit queued it
+        // again after it ran, say): it must not run, nor wait.
+        UnplanLocked(id);
+        scheduler_.Remove(id);
+        waiting_.erase(id);
+      }
     } else {
       for (int64_t id : placed) UnplanLocked(id);
     }

@@ -212,7 +212,8 @@ class Controller {
   // State changes wait in `writes_` and are committed together by FlushLocked (false when the
   // store fails): at most a few commits per pass or heartbeat, however many jobs change.
   void WriteLocked(int64_t id, store::JobState from, store::JobState to, store::JobUpdate update);
-  bool FlushLocked(int64_t now_ms);
+  // `refused`, when given, collects the jobs whose compare-and-set did not apply.
+  bool FlushLocked(int64_t now_ms, std::vector<int64_t>* refused = nullptr);
   net::EnvList LaunchEnvLocked(const Active& a, int rank) const;
   void StartLocalRankLocked(Active& a, int rank);
   void StopRanksLocked(Active& a);
