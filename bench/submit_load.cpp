@@ -1,8 +1,10 @@
 // Durable submits over HTTP from concurrent clients (issue 5's target: 2,000 jobs/s). Usage:
 //   submit_load URL TOKEN [CLIENTS=8] [SECONDS=5]
-// Each client posts `{"argv": ["true"]}` in a loop on a kept-alive connection; only 201 answers
+// Each client posts `{"argv": ["true"], "client_token": …}` in a loop on a kept-alive connection
+// (a fresh token per submit, as `gpufleet submit` sends); only 201 answers
 // (sent after the commit) count. Prints one line: clients, acknowledged submits, jobs/s.
 #include <httplib.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -26,13 +28,16 @@ int main(int argc, char** argv) {
   std::vector<std::thread> threads;
   const auto start = std::chrono::steady_clock::now();
   for (int t = 0; t < clients; ++t) {
-    threads.emplace_back([&] {
+    threads.emplace_back([&, t] {
       httplib::Client c(url);
       c.set_bearer_token_auth(token);
       c.set_keep_alive(true);
       c.set_tcp_nodelay(true);
-      while (std::chrono::steady_clock::now() < end) {
-        auto r = c.Post("/v1/jobs", R"({"argv":["true"],"gpus":1})", "application/json");
+      // Each submit carries its own idempotency token, as `gpufleet submit` sends one.
+      const std::string prefix = R"({"argv":["true"],"gpus":1,"client_token":"load-)" +
+                                 std::to_string(getpid()) + "-" + std::to_string(t) + "-";
+      for (long i = 0; std::chrono::steady_clock::now() < end; ++i) {
+        auto r = c.Post("/v1/jobs", prefix + std::to_string(i) + "\"}", "application/json");
         if (r && r->status == 201) {
           ++acknowledged;
         } else {

@@ -57,7 +57,10 @@ class UpServer : public ::testing::Test {
   void TearDown() override {
     Kill(SIGTERM);
     if (mounted_) std::system(("umount '" + dir_.string() + "'").c_str());
-    std::filesystem::remove_all(dir_);
+    // GPUFLEET_KEEP_TEST_DATA=1 keeps a failed test's data directory (store, logs) to look into.
+    if (!(HasFailure() && std::getenv("GPUFLEET_KEEP_TEST_DATA") != nullptr)) {
+      std::filesystem::remove_all(dir_);
+    }
   }
   bool mounted_ = false;
   void Start() {

@@ -68,7 +68,11 @@ std::optional<std::pair<int, int>> ReadExitFile(const std::string& path) {
 std::string ExitFilePath(const std::string& log_path) { return log_path + ".exit"; }
 std::string FencedFilePath(const std::string& log_path) { return log_path + ".fenced"; }
 
-uint64_t ProcessStartTicks(pid_t pid) {
+namespace {
+
+// Field 22 of /proc/PID/stat; 0 when there is no such process, or when it is a zombie and
+// `zombie_counts` is false.
+uint64_t ReadStartTicks(pid_t pid, bool zombie_counts) {
   FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
   if (f == nullptr) return 0;
   char buffer[1024];
@@ -78,12 +82,17 @@ uint64_t ProcessStartTicks(pid_t pid) {
   // Fields after the command name (which may hold spaces) start after the last ')'; the state is
   // field 3 (a zombie counts as gone: it has ended) and the start time field 22.
   const char* p = std::strrchr(buffer, ')');
-  if (p == nullptr || p[1] == '\0' || p[2] == 'Z') return 0;
+  if (p == nullptr || p[1] == '\0' || (p[2] == 'Z' && !zombie_counts)) return 0;
   for (int field = 0; field < 20 && *p != '\0'; ++p) {
     if (*p == ' ') ++field;
   }
   return std::strtoull(p, nullptr, 10);
 }
+
+}  // namespace
+
+uint64_t ProcessStartTicks(pid_t pid) { return ReadStartTicks(pid, false); }
+uint64_t ChildStartTicks(pid_t child) { return ReadStartTicks(child, true); }
 
 void Runner::KillAll() {
   for (const auto& [id, child] : jobs_) {
@@ -102,6 +111,7 @@ bool Runner::Adopt(int64_t job_id, const Launched& launched, const std::string& 
   const bool alive =
       launched.start_ticks != 0 && ProcessStartTicks(launched.pid) == launched.start_ticks;
   if (!alive && !ReadExitFile(child.exit_path)) return false;
+  child.ended = !alive;  // how it ended is on record: Reap reports it at once
   jobs_[job_id] = child;
   return true;
 }
@@ -320,7 +330,9 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
   }
   Child child;
   child.pid = pid;
-  child.start_ticks = ProcessStartTicks(pid);
+  // A job as short as `true` may already have ended: the shim is then a zombie, still ours and
+  // still identified by its start time (a 0 here made a re-adopted job look alive forever).
+  child.start_ticks = ChildStartTicks(pid);
   child.exit_path = exit_path;
   child.own_child = true;
   jobs_[spec.job_id] = child;
@@ -354,7 +366,8 @@ std::vector<JobExit> Runner::Reap() {
       ended = r == child.pid || (r < 0 && errno == ECHILD);
       have_status = r == child.pid;
     } else {
-      ended = ProcessStartTicks(child.pid) != child.start_ticks;  // gone, or the pid reused
+      // Gone, or the pid reused; or it had ended before it was adopted.
+      ended = child.ended || ProcessStartTicks(child.pid) != child.start_ticks;
     }
     if (ended) {
       JobExit e;

@@ -62,6 +62,8 @@ std::string ExitFilePath(const std::string& log_path);
 // The start time of process `pid` in clock ticks since boot (field 22 of /proc/PID/stat); 0 when
 // there is no such process. With the pid it identifies a process even after pid reuse.
 uint64_t ProcessStartTicks(pid_t pid);
+// The same for this process's own child `child`, also once it has ended and is not yet reaped.
+uint64_t ChildStartTicks(pid_t child);
 
 struct Launched {
   pid_t pid = 0;             // the job's shim, leader of its process group
@@ -95,6 +97,7 @@ class Runner {
     uint64_t start_ticks = 0;
     std::string exit_path;
     bool own_child = false;  // launched here (waitpid works), or adopted
+    bool ended = false;      // adopted from its exit record: it had ended already
     bool stopping = false;
     std::chrono::steady_clock::time_point kill_at;
   };

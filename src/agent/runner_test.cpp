@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -140,6 +141,32 @@ TEST_F(RunnerTest, JobsOutliveTheRunnerAndAreReAdopted) {
   std::filesystem::remove(ExitFilePath(spec.log_path));
   Runner fourth;
   EXPECT_FALSE(fourth.Adopt(8, launched, spec.log_path));
+}
+
+TEST_F(RunnerTest, AJobThatEndedBeforeItsStartTimeWasReadIsStillReAdopted) {
+  // A job as short as `true` can end before the launching agent reads its shim's start time.
+  // Such a job, adopted from its exit record by a restarted agent, must be reported as ended,
+  // not watched forever (found by the 1,000-submits-through-kill-9 test).
+  LaunchSpec spec = Spec(9, {"true"});
+  { std::ofstream(ExitFilePath(spec.log_path)) << "0 0\n"; }
+  Runner runner;
+  ASSERT_TRUE(runner.Adopt(9, Launched{999999, 0}, spec.log_path));
+  const auto exits = WaitExits(runner, 1, 2);
+  ASSERT_EQ(exits.size(), 1U) << "the ended job is reported";
+  EXPECT_EQ(exits[0].exit_code, 0);
+}
+
+TEST_F(RunnerTest, AChildsStartTimeIsReadAfterItHasEnded) {
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  ASSERT_GT(child, 0);
+  for (int i = 0; i < 500 && ProcessStartTicks(child) != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  EXPECT_EQ(ProcessStartTicks(child), 0U) << "a zombie counts as gone";
+  EXPECT_NE(ChildStartTicks(child), 0U) << "but it is still our child, with its start time";
+  waitpid(child, nullptr, 0);
+  EXPECT_EQ(ChildStartTicks(child), 0U);
 }
 
 TEST_F(RunnerTest, ShimStopsTheJobOnceItsLeaseHasRunOut) {

@@ -1,6 +1,5 @@
 #include "cli/client_commands.h"
 
-#include <httplib.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -13,7 +12,7 @@
 #include <random>
 #include <thread>
 
-#include "cli/up_command.h"
+#include "net/http_client.h"
 
 namespace gpufleet::cli {
 namespace {
@@ -95,7 +94,7 @@ std::optional<int64_t> ParseDurationSeconds(const std::string& text) {
 struct Connection {
   std::string url;
   std::string token;
-  std::unique_ptr<httplib::Client> http;
+  std::optional<net::HttpClient> http;
 };
 
 std::string FirstLine(const std::string& path) {
@@ -123,28 +122,33 @@ std::optional<Connection> Connect(const ClientOptions& o) {
   }
   if (const char* env = std::getenv("GPUFLEET_TOKEN"); env != nullptr) c.token = env;
   if (c.token.empty()) c.token = FirstLine(data_dir + "/token");
-  c.http = std::make_unique<httplib::Client>(c.url);
-  c.http->set_connection_timeout(5, 0);
-  c.http->set_read_timeout(30, 0);
-  c.http->set_tcp_nodelay(true);
-  if (!c.token.empty()) c.http->set_bearer_token_auth(c.token);
+  auto http = net::HttpClient::ForUrl(c.url);
+  if (!http) {
+    std::fprintf(stderr, "gpufleet: bad server URL %s\n", http.error().c_str());
+    return std::nullopt;
+  }
+  c.http.emplace(std::move(http).value());
+  c.http->SetTimeouts(5000, 30000);
+  if (!c.token.empty()) c.http->SetBearerToken(c.token);
   return c;
 }
 
 // The response's JSON body, or nothing after printing the error. `what` names the action.
-std::optional<json> Check(const httplib::Result& r, const Connection& c, const char* what) {
+std::optional<json> Check(const core::Result<net::HttpReply>& r, const Connection& c,
+                          const char* what) {
   if (!r) {
     std::fprintf(stderr,
-                 "gpufleet: cannot reach the server at %s (%s): is `gpufleet up` running?\n",
-                 c.url.c_str(), httplib::to_string(r.error()).c_str());
+                 "gpufleet: %s: no answer from the server at %s (%s): is `gpufleet up` running?\n",
+                 what, c.url.c_str(), r.error().c_str());
     return std::nullopt;
   }
-  json body = json::parse(r->body, nullptr, false);
-  if (r->status >= 400) {
+  const net::HttpReply& reply = r.value();
+  json body = json::parse(reply.body, nullptr, false);
+  if (reply.status >= 400) {
     std::string message =
-        body.is_object() && body.contains("error") ? body["error"].get<std::string>() : r->body;
-    std::fprintf(stderr, "gpufleet: %s failed (%d): %s\n", what, r->status, message.c_str());
-    if (r->status == 401) {
+        body.is_object() && body.contains("error") ? body["error"].get<std::string>() : reply.body;
+    std::fprintf(stderr, "gpufleet: %s failed (%d): %s\n", what, reply.status, message.c_str());
+    if (reply.status == 401) {
       std::fprintf(stderr,
                    "gpufleet: set GPUFLEET_TOKEN, or run on the machine where `gpufleet "
                    "up` keeps its data directory\n");
@@ -165,6 +169,15 @@ std::string Cell(const json& v) {
 }
 
 }  // namespace
+
+std::string DataDir(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  if (const char* env = std::getenv("GPUFLEET_DATA_DIR"); env != nullptr && *env != '\0') {
+    return env;
+  }
+  const char* home = std::getenv("HOME");
+  return std::string(home != nullptr ? home : ".") + "/.gpufleet";
+}
 
 int RunSubmit(const SubmitOptions& o) {
   if (o.command.empty()) {
@@ -219,10 +232,11 @@ int RunSubmit(const SubmitOptions& o) {
                 static_cast<unsigned>(std::random_device{}()),
                 static_cast<unsigned>(std::random_device{}()));
   body["client_token"] = token;
-  httplib::Result r = c->http->Post("/v1/jobs", body.dump(), "application/json");
-  for (int retry = 0; retry < 5 && (!r || r->status == 503); ++retry) {
+  const std::string request = body.dump();
+  auto r = c->http->Post("/v1/jobs", request);
+  for (int retry = 0; retry < 5 && (!r || r.value().status == 503); ++retry) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200 << retry));
-    r = c->http->Post("/v1/jobs", body.dump(), "application/json");
+    r = c->http->Post("/v1/jobs", request);
   }
   auto answer = Check(r, *c, "submit");
   if (!answer) return 1;
@@ -299,18 +313,19 @@ int RunLogs(const ClientOptions& client, int64_t id, bool follow) {
   for (;;) {
     auto r =
         c->http->Get("/v1/jobs/" + std::to_string(id) + "/logs?offset=" + std::to_string(offset));
-    if (!r || r->status >= 400) {
+    if (!r || r.value().status >= 400) {
       Check(r, *c, "logs");
       return 1;
     }
-    std::fwrite(r->body.data(), 1, r->body.size(), stdout);
+    const net::HttpReply& reply = r.value();
+    std::fwrite(reply.body.data(), 1, reply.body.size(), stdout);
     std::fflush(stdout);
-    offset += static_cast<int64_t>(r->body.size());
-    const std::string state = r->get_header_value("X-Job-State");
+    offset += static_cast<int64_t>(reply.body.size());
+    const std::string state = reply.Header("X-Job-State");
     const bool live = state == "PENDING" || state == "SCHEDULED" || state == "RUNNING";
     if (!follow) return 0;
-    if (!live && r->body.empty()) return 0;  // ended, and everything it wrote was shown
-    if (r->body.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (!live && reply.body.empty()) return 0;  // ended, and everything it wrote was shown
+    if (reply.body.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
 }
 

@@ -46,4 +46,7 @@ int RunCancel(const ClientOptions& client, int64_t id);
 int RunLogs(const ClientOptions& client, int64_t id, bool follow);
 int RunNodes(const ClientOptions& client);
 
+// The data directory a command uses: `flag`, else $GPUFLEET_DATA_DIR, else ~/.gpufleet.
+std::string DataDir(const std::string& flag);
+
 }  // namespace gpufleet::cli

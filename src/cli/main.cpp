@@ -1,4 +1,6 @@
-// gpufleet: one binary, many subcommands. This file only parses the command line and hands the
+// gpufleet-full: every gpufleet command (servers, agent, simulator, top and the client commands).
+// Users run `gpufleet`, which runs the client commands itself and execs this program, found beside
+// it, for the others (see gpufleet_main.cpp). This file only parses the command line and hands the
 // options to the command functions; it holds no logic of its own.
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -7,7 +9,9 @@
 #include <string>
 
 #include "agent/agent_commands.h"
+#include "cli/client_cli.h"
 #include "cli/client_commands.h"
+#include "cli/full_commands.h"
 #include "cli/placement_commands.h"
 #include "cli/sim_run_command.h"
 #include "cli/up_command.h"
@@ -16,11 +20,12 @@
 
 int main(int argc, char** argv) {
   using namespace gpufleet;
-  CLI::App app{"gpufleet: a GPU fleet manager for deep-learning work"};
+  CLI::App app{cli::kAppDescription};
+  app.name("gpufleet");
   app.require_subcommand(1);
-  app.set_version_flag("--version", "gpufleet 0.1.0");
+  app.set_version_flag("--version", std::string(cli::kVersion));
 
-  CLI::App* sim = app.add_subcommand("sim", "Simulate scheduling on cluster traces");
+  CLI::App* sim = app.add_subcommand("sim", cli::FullCommandDescription("sim"));
   sim->require_subcommand(1);
 
   const std::string policy_help = "placement policy: " + sched::PlacementPolicyNames();
@@ -151,10 +156,7 @@ int main(int argc, char** argv) {
   };
 
   agent::AgentOptions agent_options;
-  CLI::App* agent_cmd = app.add_subcommand(
-      "agent",
-      "Node agent: sample this machine's GPUs (NVML) and serve /metrics (Prometheus, "
-      "dcgm-exporter names) and /v1/gpus");
+  CLI::App* agent_cmd = app.add_subcommand("agent", cli::FullCommandDescription("agent"));
   agent_cmd->add_option("--listen", agent_options.listen, "HOST:PORT to serve on (port 0: any)")
       ->capture_default_str();
   add_probe_flags(agent_cmd, agent_options.probe);
@@ -204,8 +206,7 @@ int main(int argc, char** argv) {
   });
 
   agent::TopOptions top_options;
-  CLI::App* top_cmd = app.add_subcommand(
-      "top", "Live view of this machine's GPUs and their processes (q quits; m/s/p/u sort)");
+  CLI::App* top_cmd = app.add_subcommand("top", cli::FullCommandDescription("top"));
   top_cmd->add_flag("--once", top_options.once, "print one snapshot and exit");
   top_cmd->add_flag("--json", top_options.json,
                     "print one JSON document (GPUs with their processes) and exit");
@@ -217,10 +218,7 @@ int main(int argc, char** argv) {
   top_cmd->callback([&] { std::exit(agent::RunTop(top_options)); });
 
   cli::UpOptions up;
-  CLI::App* up_cmd = app.add_subcommand(
-      "up",
-      "Run the controller, a local agent and the SQLite store in one process: submit jobs "
-      "to it with `gpufleet submit`");
+  CLI::App* up_cmd = app.add_subcommand("up", cli::FullCommandDescription("up"));
   up_cmd->add_option("--data-dir", up.data_dir,
                      "where the store, logs and token live (default: $GPUFLEET_DATA_DIR, else "
                      "~/.gpufleet)");
@@ -252,10 +250,8 @@ int main(int argc, char** argv) {
 
   cli::UpOptions controller_opts;
   controller_opts.controller_only = true;
-  CLI::App* controller_cmd = app.add_subcommand(
-      "controller",
-      "Run the controller and its store alone: agents on each GPU machine join it with "
-      "`gpufleet agent --controller URL`");
+  CLI::App* controller_cmd =
+      app.add_subcommand("controller", cli::FullCommandDescription("controller"));
   controller_cmd->add_option("--data-dir", controller_opts.data_dir,
                              "where the store, logs and token live (default: "
                              "$GPUFLEET_DATA_DIR, else ~/.gpufleet)");
@@ -278,78 +274,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   controller_cmd->callback([&] { std::exit(cli::RunUp(controller_opts)); });
 
-  // Flags every client command shares.
-  auto add_client_flags = [](CLI::App* cmd, cli::ClientOptions& client) {
-    cmd->add_option("--server", client.server,
-                    "server URL (default: $GPUFLEET_SERVER, else what `gpufleet up` wrote in "
-                    "the data directory)");
-    cmd->add_option("--data-dir", client.data_dir,
-                    "the data directory of `gpufleet up` (for its server and token files)");
-    cmd->add_flag("--json", client.json, "print JSON for scripts");
-  };
-
-  cli::SubmitOptions submit;
-  CLI::App* submit_cmd =
-      app.add_subcommand("submit", "Submit a job: gpufleet submit [flags] -- COMMAND ARGS...");
-  submit_cmd->add_option("--gpus", submit.gpus, "whole GPUs (per node with --nodes)")
-      ->capture_default_str();
-  submit_cmd->add_option("--gpu-type", submit.gpu_type,
-                         "GPU model(s), e.g. H100-80GB or A100-40GB|A100-80GB");
-  submit_cmd->add_option("--gpu-share", submit.gpu_share, "a share of one GPU, in (0, 1]");
-  submit_cmd
-      ->add_option("--nodes", submit.nodes,
-                   "nodes, all started together; each gets --gpus GPUs and MASTER_ADDR, "
-                   "MASTER_PORT, WORLD_SIZE, NODE_RANK, RANK, LOCAL_WORLD_SIZE")
-      ->capture_default_str();
-  submit_cmd->add_option("--priority", submit.priority, "higher runs first")->capture_default_str();
-  submit_cmd->add_option("--queue", submit.queue, "queue (team)");
-  submit_cmd->add_option("--name", submit.name, "job name (default: the command)");
-  submit_cmd->add_option("--env", submit.env, "NAME=value for the job (repeatable)");
-  submit_cmd->add_option("--workdir", submit.workdir, "working directory (default: here)");
-  submit_cmd->add_option("--cpus", submit.cpus,
-                         "CPU limit in cores (cgroup v2 cpu.max, where the node has it)");
-  submit_cmd->add_option("--memory", submit.memory,
-                         "memory limit: 512M, 16G, or MiB (cgroup v2 memory.max, where the node "
-                         "has it)");
-  submit_cmd->add_option("--time-limit", submit.time_limit,
-                         "stop the job (FAILED) after it has run this long: 90m, 2h, 1d, "
-                         "1:30:00 or seconds; also lets it backfill ahead of a waiting big job");
-  submit_cmd->add_flag("--restartable", submit.restartable,
-                       "run it again elsewhere if its node is lost (it should resume from a "
-                       "checkpoint); without it such a job ends LOST");
-  submit_cmd->add_option("command", submit.command, "the command and its arguments, after --");
-  add_client_flags(submit_cmd, submit.client);
-  submit_cmd->callback([&] { std::exit(cli::RunSubmit(submit)); });
-
-  cli::JobsOptions jobs;
-  CLI::App* jobs_cmd = app.add_subcommand("jobs", "List jobs (yours; --all for everyone's)");
-  jobs_cmd->add_flag("--all", jobs.all_users, "every user's jobs (admins)");
-  jobs_cmd->add_option("--state", jobs.state, "only jobs in this state, e.g. RUNNING");
-  jobs_cmd->add_option("--limit", jobs.limit, "at most this many")->capture_default_str();
-  add_client_flags(jobs_cmd, jobs.client);
-  jobs_cmd->callback([&] { std::exit(cli::RunJobs(jobs)); });
-
-  cli::ClientOptions job_client;
-  int64_t job_id = 0;
-  bool follow = false;
-  CLI::App* show_cmd = app.add_subcommand("show", "Show one job");
-  show_cmd->add_option("id", job_id, "job id")->required();
-  add_client_flags(show_cmd, job_client);
-  show_cmd->callback([&] { std::exit(cli::RunShow(job_client, job_id)); });
-  CLI::App* cancel_cmd =
-      app.add_subcommand("cancel", "Cancel a job (running: SIGTERM, grace, SIGKILL)");
-  cancel_cmd->add_option("id", job_id, "job id")->required();
-  add_client_flags(cancel_cmd, job_client);
-  cancel_cmd->callback([&] { std::exit(cli::RunCancel(job_client, job_id)); });
-  CLI::App* logs_cmd =
-      app.add_subcommand("logs", "Print a job's output (-f: follow until it ends)");
-  logs_cmd->add_option("id", job_id, "job id")->required();
-  logs_cmd->add_flag("-f,--follow", follow, "keep printing until the job ends");
-  add_client_flags(logs_cmd, job_client);
-  logs_cmd->callback([&] { std::exit(cli::RunLogs(job_client, job_id, follow)); });
-  CLI::App* nodes_cmd = app.add_subcommand("nodes", "List nodes and their GPUs");
-  add_client_flags(nodes_cmd, job_client);
-  nodes_cmd->callback([&] { std::exit(cli::RunNodes(job_client)); });
+  cli::ClientCli client_cli;
+  client_cli.Register(app);
 
   try {
     app.parse(argc, argv);

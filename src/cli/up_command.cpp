@@ -17,6 +17,7 @@
 #include "agent/node_agent.h"
 #include "agent/runner.h"
 #include "agent/sample_json.h"
+#include "cli/client_commands.h"
 #include "controller/api_server.h"
 #include "controller/auth.h"
 #include "controller/controller.h"
@@ -94,15 +95,6 @@ bool WritePrivate(const std::string& path, const std::string& text) {
 }
 
 }  // namespace
-
-std::string DataDir(const std::string& flag) {
-  if (!flag.empty()) return flag;
-  if (const char* env = std::getenv("GPUFLEET_DATA_DIR"); env != nullptr && *env != '\0') {
-    return env;
-  }
-  const char* home = std::getenv("HOME");
-  return std::string(home != nullptr ? home : ".") + "/.gpufleet";
-}
 
 int RunUp(const UpOptions& o) {
   const char* self = o.controller_only ? "gpufleet controller" : "gpufleet up";

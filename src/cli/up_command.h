@@ -20,7 +20,4 @@ struct UpOptions {
 };
 int RunUp(const UpOptions& options);
 
-// The data directory a command uses: `flag`, else $GPUFLEET_DATA_DIR, else ~/.gpufleet.
-std::string DataDir(const std::string& flag);
-
 }  // namespace gpufleet::cli

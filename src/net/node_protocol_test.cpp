@@ -8,7 +8,7 @@ namespace {
 TEST(NodeProtocol, HeartbeatSurvivesARoundTripWithBinaryLogBytes) {
   Heartbeat beat;
   beat.node = "gpu-07";
-  beat.address = "10.0.0.7";
+  beat.address = "127.0.0.7";
   beat.node_epoch = 12;
   beat.gpus = 8;
   beat.gpu_model = "H100-80GB";
@@ -28,7 +28,7 @@ TEST(NodeProtocol, HeartbeatSurvivesARoundTripWithBinaryLogBytes) {
   ASSERT_TRUE(parsed.ok()) << parsed.error();
   const Heartbeat& b = parsed.value();
   EXPECT_EQ(b.node, "gpu-07");
-  EXPECT_EQ(b.address, "10.0.0.7");
+  EXPECT_EQ(b.address, "127.0.0.7");
   EXPECT_EQ(b.node_epoch, 12);
   EXPECT_EQ(b.gpus, 8);
   EXPECT_EQ(b.samples_json, R"({"gpus":[{"index":0}]})");

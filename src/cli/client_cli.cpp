@@ -1,0 +1,79 @@
+#include "cli/client_cli.h"
+
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+
+namespace gpufleet::cli {
+
+void ClientCli::Register(CLI::App& app) {
+  // Flags every client command shares.
+  auto add_client_flags = [](CLI::App* cmd, ClientOptions& client) {
+    cmd->add_option("--server", client.server,
+                    "server URL (default: $GPUFLEET_SERVER, else what `gpufleet up` wrote in "
+                    "the data directory)");
+    cmd->add_option("--data-dir", client.data_dir,
+                    "the data directory of `gpufleet up` (for its server and token files)");
+    cmd->add_flag("--json", client.json, "print JSON for scripts");
+  };
+
+  CLI::App* submit_cmd =
+      app.add_subcommand("submit", "Submit a job: gpufleet submit [flags] -- COMMAND ARGS...");
+  submit_cmd->add_option("--gpus", submit_.gpus, "whole GPUs (per node with --nodes)")
+      ->capture_default_str();
+  submit_cmd->add_option("--gpu-type", submit_.gpu_type,
+                         "GPU model(s), e.g. H100-80GB or A100-40GB|A100-80GB");
+  submit_cmd->add_option("--gpu-share", submit_.gpu_share, "a share of one GPU, in (0, 1]");
+  submit_cmd
+      ->add_option("--nodes", submit_.nodes,
+                   "nodes, all started together; each gets --gpus GPUs and MASTER_ADDR, "
+                   "MASTER_PORT, WORLD_SIZE, NODE_RANK, RANK, LOCAL_WORLD_SIZE")
+      ->capture_default_str();
+  submit_cmd->add_option("--priority", submit_.priority, "higher runs first")
+      ->capture_default_str();
+  submit_cmd->add_option("--queue", submit_.queue, "queue (team)");
+  submit_cmd->add_option("--name", submit_.name, "job name (default: the command)");
+  submit_cmd->add_option("--env", submit_.env, "NAME=value for the job (repeatable)");
+  submit_cmd->add_option("--workdir", submit_.workdir, "working directory (default: here)");
+  submit_cmd->add_option("--cpus", submit_.cpus,
+                         "CPU limit in cores (cgroup v2 cpu.max, where the node has it)");
+  submit_cmd->add_option("--memory", submit_.memory,
+                         "memory limit: 512M, 16G, or MiB (cgroup v2 memory.max, where the node "
+                         "has it)");
+  submit_cmd->add_option("--time-limit", submit_.time_limit,
+                         "stop the job (FAILED) after it has run this long: 90m, 2h, 1d, "
+                         "1:30:00 or seconds; also lets it backfill ahead of a waiting big job");
+  submit_cmd->add_flag("--restartable", submit_.restartable,
+                       "run it again elsewhere if its node is lost (it should resume from a "
+                       "checkpoint); without it such a job ends LOST");
+  submit_cmd->add_option("command", submit_.command, "the command and its arguments, after --");
+  add_client_flags(submit_cmd, submit_.client);
+  submit_cmd->callback([this] { std::exit(RunSubmit(submit_)); });
+
+  CLI::App* jobs_cmd = app.add_subcommand("jobs", "List jobs (yours; --all for everyone's)");
+  jobs_cmd->add_flag("--all", jobs_.all_users, "every user's jobs (admins)");
+  jobs_cmd->add_option("--state", jobs_.state, "only jobs in this state, e.g. RUNNING");
+  jobs_cmd->add_option("--limit", jobs_.limit, "at most this many")->capture_default_str();
+  add_client_flags(jobs_cmd, jobs_.client);
+  jobs_cmd->callback([this] { std::exit(RunJobs(jobs_)); });
+
+  CLI::App* show_cmd = app.add_subcommand("show", "Show one job");
+  show_cmd->add_option("id", job_id_, "job id")->required();
+  add_client_flags(show_cmd, job_client_);
+  show_cmd->callback([this] { std::exit(RunShow(job_client_, job_id_)); });
+  CLI::App* cancel_cmd =
+      app.add_subcommand("cancel", "Cancel a job (running: SIGTERM, grace, SIGKILL)");
+  cancel_cmd->add_option("id", job_id_, "job id")->required();
+  add_client_flags(cancel_cmd, job_client_);
+  cancel_cmd->callback([this] { std::exit(RunCancel(job_client_, job_id_)); });
+  CLI::App* logs_cmd =
+      app.add_subcommand("logs", "Print a job's output (-f: follow until it ends)");
+  logs_cmd->add_option("id", job_id_, "job id")->required();
+  logs_cmd->add_flag("-f,--follow", follow_, "keep printing until the job ends");
+  add_client_flags(logs_cmd, job_client_);
+  logs_cmd->callback([this] { std::exit(RunLogs(job_client_, job_id_, follow_)); });
+  CLI::App* nodes_cmd = app.add_subcommand("nodes", "List nodes and their GPUs");
+  add_client_flags(nodes_cmd, job_client_);
+  nodes_cmd->callback([this] { std::exit(RunNodes(job_client_)); });
+}
+
+}  // namespace gpufleet::cli

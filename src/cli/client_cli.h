@@ -1,0 +1,28 @@
+#pragma once
+// The client commands' command line (`submit`, `jobs`, `show`, `cancel`, `logs`, `nodes`), shared
+// by `gpufleet` (which runs them itself) and `gpufleet-full` (which runs every command).
+#include <cstdint>
+
+#include "cli/client_commands.h"
+
+namespace CLI {
+class App;
+}
+
+namespace gpufleet::cli {
+
+// Holds the parsed options; it must outlive the parse of `app`.
+class ClientCli {
+ public:
+  // Adds the client subcommands to `app`; each one exits the process with its status.
+  void Register(CLI::App& app);
+
+ private:
+  SubmitOptions submit_;
+  JobsOptions jobs_;
+  ClientOptions job_client_;
+  int64_t job_id_ = 0;
+  bool follow_ = false;
+};
+
+}  // namespace gpufleet::cli
