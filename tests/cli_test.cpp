@@ -206,13 +206,15 @@ TEST(CliSimRunTest, JsonKeysAndByteIdenticalDecisions) {
   }
 }
 
-TEST(CliControllerTest, PreemptivePoliciesAreRefusedUntilTheControllerPreempts) {
-  const std::string dir = ::testing::TempDir() + "gpufleet-cli-policy-" + std::to_string(getpid());
-  for (const char* policy : {"tiresias", "fairshare", "las-qssf"}) {
-    const Output out =
-        Gpufleet("controller --listen 127.0.0.1:0 --data-dir '" + dir + "' --policy " + policy);
-    EXPECT_EQ(out.status, 2) << policy;
-    EXPECT_NE(out.text.find("preempts running jobs"), std::string::npos) << out.text;
+TEST(CliControllerTest, BadQueueWeightsAreRefusedClearly) {
+  const std::string dir = ::testing::TempDir() + "gpufleet-cli-weights-" + std::to_string(getpid());
+  for (const char* weight : {"team-a", "=2", "team-a=0", "team-a=x", "team-a=-1"}) {
+    const Output out = Gpufleet("controller --listen 127.0.0.1:0 --data-dir '" + dir +
+                                "' --policy fairshare --queue-weight '" + weight + "'");
+    EXPECT_EQ(out.status, 2) << weight;
+    EXPECT_NE(out.text.find("--queue-weight '" + std::string(weight) + "': expected QUEUE=WEIGHT"),
+              std::string::npos)
+        << out.text;
   }
   std::filesystem::remove_all(dir);
 }

@@ -36,6 +36,8 @@ class UpServer : public ::testing::Test {
  public:
   // Set by a test before SetUp runs Start: mount a tmpfs of this many KiB as the data directory.
   static inline int tmpfs_kib = 0;
+  // Set by a test before SetUp runs Start: more flags for `gpufleet up`.
+  static inline std::vector<std::string> extra_up_args;
 
  protected:
   void SetUp() override {
@@ -69,6 +71,7 @@ class UpServer : public ::testing::Test {
     std::vector<std::string> args = {GPUFLEET_BINARY, "up",    "--data-dir",       data,
                                      "--listen",      listen_, "--simulated-gpus", "4",
                                      "--stop-grace",  "1"};
+    args.insert(args.end(), extra_up_args.begin(), extra_up_args.end());
     const std::string log = data + ".up.log";
     pid_ = e2e::Spawn(args, log);
     ASSERT_GT(pid_, 0);
@@ -370,6 +373,96 @@ TEST_F(UpServer, ConcurrentSubmitsThroughRepeatedKill9) {
   }
   // Only a job caught between SCHEDULED and RUNNING at a kill can be LOST.
   EXPECT_LE(lost, 3);
+}
+
+class FairShareServer : public UpServer {
+ protected:
+  void SetUp() override {
+    extra_up_args = {"--policy", "fairshare"};
+    UpServer::SetUp();
+    extra_up_args.clear();
+  }
+};
+
+TEST_F(FairShareServer, PreemptsWithGraceThenRequeuesAndRunsTheVictimsAgain) {
+  // Queue team-a fills the 4 GPUs; team-b (same weight: a quota of 2 GPUs) asks for 2. Fair share
+  // preempts two team-a jobs: SIGTERM (they note it, as a checkpoint would), then they end
+  // PREEMPTED, wait again, and run again (epoch 2) once team-b's job is done. team-b's job starts
+  // only after its victims ended: no GPU is ever given twice.
+  auto c = Http(token_);
+  const json a_job = {
+      {"argv", {"sh", "-c", "trap 'echo got-term; exit 0' TERM; echo run; sleep 60 & wait"}},
+      {"queue", "team-a"}};
+  std::vector<int64_t> a_ids;
+  for (int i = 0; i < 4; ++i) {
+    auto r = c.Post("/v1/jobs", a_job.dump(), "application/json");
+    ASSERT_EQ(r->status, 201) << r->body;
+    a_ids.push_back(json::parse(r->body)["id"].get<int64_t>());
+  }
+  auto state_of = [&](int64_t id) {
+    return json::parse(c.Get("/v1/jobs/" + std::to_string(id))->body);
+  };
+  ASSERT_TRUE(e2e::WaitUntil(
+      [&] {
+        for (int64_t id : a_ids) {
+          if (state_of(id)["state"] != "RUNNING") return false;
+        }
+        return true;
+      },
+      10));
+  const json b_job = {
+      {"argv", {"sh", "-c", "echo b-ran; sleep 1"}}, {"queue", "team-b"}, {"gpus", 2}};
+  auto r = c.Post("/v1/jobs", b_job.dump(), "application/json");
+  ASSERT_EQ(r->status, 201);
+  const int64_t b_id = json::parse(r->body)["id"].get<int64_t>();
+  ASSERT_TRUE(e2e::WaitUntil([&] { return state_of(b_id)["state"] == "SUCCEEDED"; }, 20))
+      << state_of(b_id).dump();
+
+  // Exactly two victims, each stopped with SIGTERM, recorded PREEMPTED, then queued again.
+  std::vector<int64_t> victims;
+  int64_t last_victim_end_ms = 0;
+  for (int64_t id : a_ids) {
+    const json j = state_of(id);
+    bool preempted = false, requeued = false;
+    for (const json& e : j["events"]) {
+      if (e["what"] == "RUNNING->PREEMPTED") {
+        preempted = true;
+        last_victim_end_ms = std::max(last_victim_end_ms, e["time_ms"].get<int64_t>());
+      }
+      if (e["what"] == "PREEMPTED->PENDING") requeued = true;
+    }
+    if (!preempted) continue;
+    victims.push_back(id);
+    EXPECT_TRUE(requeued) << j.dump();
+    // The first run's output is kept beside the new one's, as <id>.log.attempt1.
+    const std::string first_run =
+        Slurp((dir_ / "logs" / (std::to_string(id) + ".log.attempt1")).string());
+    EXPECT_NE(first_run.find("run\ngot-term"), std::string::npos)
+        << "the victim had its SIGTERM, to checkpoint: " << first_run;
+  }
+  ASSERT_EQ(victims.size(), 2U);
+  int64_t b_scheduled_ms = 0;
+  const json b = state_of(b_id);
+  for (const json& e : b["events"]) {
+    if (e["what"] == "PENDING->SCHEDULED") b_scheduled_ms = e["time_ms"].get<int64_t>();
+  }
+  EXPECT_GE(b_scheduled_ms, last_victim_end_ms)
+      << "placed only once its victims had ended: " << b.dump();
+
+  // With team-b done, the victims run again, under a new epoch.
+  ASSERT_TRUE(e2e::WaitUntil(
+      [&] {
+        for (int64_t id : victims) {
+          const json j = state_of(id);
+          if (j["state"] != "RUNNING" || j["epoch"] != 2) return false;
+        }
+        return true;
+      },
+      20));
+  const std::string metrics = c.Get("/metrics")->body;
+  EXPECT_NE(metrics.find("gpufleet_controller_jobs_preempted_total 2"), std::string::npos)
+      << metrics;
+  for (int64_t id : a_ids) c.Post("/v1/jobs/" + std::to_string(id) + "/cancel");
 }
 
 class FullDisk : public UpServer {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -288,7 +289,18 @@ int RunShow(const ClientOptions& client, int64_t id) {
     return 0;
   }
   for (const auto& [key, value] : answer->items()) {
+    if (key == "events") continue;
     std::printf("%-12s %s\n", key.c_str(), Cell(value).c_str());
+  }
+  if (answer->contains("events") && (*answer)["events"].is_array()) {
+    std::printf("history\n");
+    for (const json& e : (*answer)["events"]) {
+      const std::time_t t = static_cast<std::time_t>(e.value("time_ms", int64_t{0}) / 1000);
+      char when[32];
+      std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", std::localtime(&t));
+      const std::string detail = e.value("detail", "");
+      std::printf("  %s  %-22s %s\n", when, e.value("what", "").c_str(), detail.c_str());
+    }
   }
   return 0;
 }

@@ -236,8 +236,12 @@ int main(int argc, char** argv) {
   up_cmd->add_option("--placement", up.placement_policy, policy_help)->capture_default_str();
   up_cmd
       ->add_option("--stop-grace", up.stop_grace_s,
-                   "seconds between SIGTERM and SIGKILL when a job is cancelled")
+                   "seconds between SIGTERM and SIGKILL when a job is cancelled or preempted "
+                   "(its time to checkpoint)")
       ->capture_default_str();
+  up_cmd->add_option(
+      "--queue-weight", up.queue_weights,
+      "QUEUE=WEIGHT for fair-share policies (repeatable; a queue not named weighs 1)");
   up_cmd
       ->add_option("--lease", up.lease_s,
                    "seconds of agent silence before its node is lost (remote agents)")
@@ -265,8 +269,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   controller_cmd
       ->add_option("--stop-grace", controller_opts.stop_grace_s,
-                   "seconds between SIGTERM and SIGKILL when a job is cancelled")
+                   "seconds between SIGTERM and SIGKILL when a job is cancelled or preempted "
+                   "(its time to checkpoint)")
       ->capture_default_str();
+  controller_cmd->add_option(
+      "--queue-weight", controller_opts.queue_weights,
+      "QUEUE=WEIGHT for fair-share policies (repeatable; a queue not named weighs 1)");
   controller_cmd
       ->add_option("--lease", controller_opts.lease_s,
                    "seconds of agent silence before its node is lost: its jobs become LOST, "

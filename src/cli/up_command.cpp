@@ -185,6 +185,17 @@ int RunUp(const UpOptions& o) {
   options.queue_policy = o.queue_policy;
   options.placement_policy = o.placement_policy;
   options.stop_grace_s = o.stop_grace_s;
+  for (const std::string& kv : o.queue_weights) {
+    const std::size_t eq = kv.find('=');
+    char* end = nullptr;
+    const double weight = eq == std::string::npos ? 0 : std::strtod(kv.c_str() + eq + 1, &end);
+    if (eq == std::string::npos || eq == 0 || end == nullptr || *end != '\0' || !(weight > 0)) {
+      std::fprintf(stderr, "%s: --queue-weight '%s': expected QUEUE=WEIGHT with a weight above 0\n",
+                   self, kv.c_str());
+      return 2;
+    }
+    options.queue_weights[kv.substr(0, eq)] = weight;
+  }
   auto made = controller::Controller::Create(*store.value(),
                                              o.controller_only ? nullptr : &executor, options);
   if (!made) {

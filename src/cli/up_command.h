@@ -3,6 +3,7 @@
 // `gpufleet controller`: the same without the local node; agents join it with
 // `gpufleet agent --controller URL`.
 #include <string>
+#include <vector>
 
 namespace gpufleet::cli {
 
@@ -14,7 +15,8 @@ struct UpOptions {
   std::string queue_policy = "priority-backfill";
   std::string placement_policy = "gpupacking";
   double stop_grace_s = 10;
-  double lease_s = 10;           // a silent remote agent's node is lost after this long
+  std::vector<std::string> queue_weights;  // "NAME=WEIGHT" (fair-share policies)
+  double lease_s = 10;                     // a silent remote agent's node is lost after this long
   bool controller_only = false;  // `gpufleet controller`: no local node; agents join over HTTP
   std::string advertise = "127.0.0.1";  // the local node's address for multi-node jobs
 };

@@ -341,7 +341,16 @@ ApiServer::ApiServer(Controller& controller) : impl_(std::make_unique<Impl>(cont
     auto user = impl.Authenticate(req, res);
     if (!user) return;
     if (auto job = impl.VisibleJob(req.matches[1], *user, res)) {
-      res.set_content(Dump(JobJson(*job)), "application/json");
+      // One job comes with its history: each state change, with when and why.
+      json out = JobJson(*job);
+      json events = json::array();
+      if (auto history = impl.controller.store().Events(job->id)) {
+        for (const store::JobEvent& e : history.value()) {
+          events.push_back({{"time_ms", e.time_ms}, {"what", e.what}, {"detail", e.detail}});
+        }
+      }
+      out["events"] = std::move(events);
+      res.set_content(Dump(out), "application/json");
     }
   });
   server.Post(
@@ -485,6 +494,9 @@ ApiServer::ApiServer(Controller& controller) : impl_(std::make_unique<Impl>(cont
            s.passes);
     metric("gpufleet_controller_nodes_lost_total", "counter",
            "Nodes declared lost after missing their lease.", s.nodes_lost);
+    metric("gpufleet_controller_jobs_preempted_total", "counter",
+           "Running jobs stopped to make room for jobs the queue policy ranks higher.",
+           s.preempted);
     metric("gpufleet_controller_heartbeats_total", "counter", "Agent heartbeats received.",
            s.heartbeats);
     metric("gpufleet_controller_http_requests_total", "counter", "HTTP requests received.",

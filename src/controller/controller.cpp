@@ -89,14 +89,6 @@ core::Result<std::unique_ptr<Controller>> Controller::Create(store::Store& store
     return core::Error{"unknown queue policy '" + options.queue_policy +
                        "'; known: " + sched::QueuePolicyNames()};
   }
-  if (queue->Preemptive() || queue->FairShare()) {
-    // Their decisions preempt running jobs, which the controller cannot do yet: starting the
-    // preemptor without stopping its victims would oversubscribe GPUs.
-    return core::Error{"queue policy '" + options.queue_policy +
-                       "' preempts running jobs, which the controller does not do yet; use "
-                       "priority-backfill, priority, backfill, fifo or qssf (the simulator runs "
-                       "them all)"};
-  }
   auto placement = sched::MakePlacementPolicy(options.placement_policy);
   if (!placement) {
     return core::Error{"unknown placement policy '" + options.placement_policy +
@@ -115,6 +107,7 @@ Controller::Controller(store::Store& store, NodeExecutor* executor, ControllerOp
       queue_policy_(std::move(queue_policy)),
       placement_policy_(std::move(placement_policy)),
       scheduler_(*queue_policy_, *placement_policy_, /*allow_spread=*/false) {
+  if (!options_.queue_weights.empty()) scheduler_.SetQueueWeights(options_.queue_weights);
   // Node epochs only grow, across restarts too (they are only compared for change).
   next_node_epoch_ = NowMs();
   if (executor_ != nullptr) {
@@ -153,6 +146,10 @@ sched::QueuedJob Controller::QueuedOf(const store::JobRecord& job) const {
   q.queue = job.queue;
   q.priority = job.priority;
   q.waiting_since_s = q.submit_s;
+  if (auto s = service_.find(job.id); s != service_.end()) {
+    q.attained_gpu_s = s->second.attained_gpu_s;
+    q.waiting_since_s = s->second.waiting_since_s;
+  }
   // The time limit is the run-time estimate EASY backfill reserves by; none: unknown.
   if (job.time_limit_s > 0) q.estimate_s = static_cast<double>(job.time_limit_s);
   return q;
@@ -307,7 +304,7 @@ core::Result<bool> Controller::Recover(int64_t now_ms) {
         }
       }
       if (job.restartable) {
-        RequeueLocked(job, lost.reason.value_or(""));
+        RequeueLocked(job, store::JobState::kLost, lost.reason.value_or(""));
         if (!FlushLocked(now_ms))
           return core::Error{"the store could not requeue job " + std::to_string(job.id)};
       }
@@ -416,6 +413,7 @@ core::Result<store::JobState> Controller::Cancel(int64_t id, int64_t now_ms) {
     if (!r) return core::Error{r.error()};
     scheduler_.Remove(id);
     waiting_.erase(id);
+    service_.erase(id);
     return store::JobState::kCancelled;
   }
   auto a = active_.find(id);
@@ -614,8 +612,21 @@ void Controller::SettleLocked(int64_t id, int64_t now_ms) {
     reason = !r.reason.empty() ? r.reason : "exit code " + std::to_string(r.exit_code);
     if (a.ranks.size() > 1) reason = "node " + nodes_[r.node].name + ": " + reason;
   }
+  const bool finished_first = std::all_of(a.ranks.begin(), a.ranks.end(), [](const Rank& r) {
+    return !r.stopped && !r.lost && r.exit_code == 0;
+  });
   if (a.cancel) {
     EndLocked(id, store::JobState::kCancelled, code, "cancelled while running", now_ms);
+  } else if (a.preempting && !lost && !finished_first) {
+    // Stopped (SIGTERM, the grace period to checkpoint, SIGKILL) for a job the queue policy ranks
+    // higher: it waits again, with the GPU time it has had counted as service received.
+    Service& service = service_[id];
+    service.attained_gpu_s += static_cast<double>(a.queued.total_gpus) *
+                              static_cast<double>(std::max<int64_t>(0, now_ms - a.job.start_ms)) /
+                              1000.0;
+    service.waiting_since_s = now_ms / 1000;
+    EndLocked(id, store::JobState::kPreempted, code,
+              "preempted by the " + options_.queue_policy + " policy", now_ms);
   } else if (a.timed_out) {
     EndLocked(id, store::JobState::kFailed, code,
               "time limit of " + std::to_string(a.job.time_limit_s) + " s reached", now_ms);
@@ -666,17 +677,20 @@ void Controller::EndLocked(int64_t id, store::JobState to, std::optional<int> ex
   done.reason = std::move(reason);
   WriteLocked(id, from, to, std::move(done));
   ++stats_.finished;
-  if (to == store::JobState::kLost && a.job.restartable) RequeueLocked(a.job, done_reason);
+  if (to == store::JobState::kLost && a.job.restartable) RequeueLocked(a.job, to, done_reason);
+  if (to == store::JobState::kPreempted) RequeueLocked(a.job, to, done_reason);
+  if (to != store::JobState::kPreempted && to != store::JobState::kLost) service_.erase(id);
   woken_ = true;  // resources freed
 }
 
-void Controller::RequeueLocked(const store::JobRecord& job, const std::string& why) {
+void Controller::RequeueLocked(const store::JobRecord& job, store::JobState from,
+                               const std::string& why) {
   store::JobUpdate again;
   again.node = "";
   again.gpu_indices = std::vector<int>{};
   again.pid = 0;
   again.reason = "requeued: " + why;
-  WriteLocked(job.id, store::JobState::kLost, store::JobState::kPending, std::move(again));
+  WriteLocked(job.id, from, store::JobState::kPending, std::move(again));
   store::JobRecord queued = job;  // its epoch stays: the next placement bumps it
   queued.state = store::JobState::kPending;
   queued.node.clear();
@@ -964,8 +978,25 @@ void Controller::PassLocked(int64_t now_ms) {
     }
     const std::vector<sched::Decision> decisions =
         scheduler_.Schedule(cluster_, running, now_ms / 1000, rng_);
+    // Preemption happens in rounds: the victims a pass chose are stopped (SIGTERM, the grace
+    // period, SIGKILL) and the starts that needed their GPUs wait for a later pass, after the
+    // victims have ended; meanwhile no further job is preempted. Starts decided before the first
+    // preemption fit the GPUs free now and go ahead.
+    const bool round_in_progress = std::any_of(active_.begin(), active_.end(),
+                                               [](const auto& e) { return e.second.preempting; });
+    bool preempted = false;
     for (const sched::Decision& d : decisions) {
-      if (d.kind != sched::Decision::Kind::kStart) continue;  // no preemptive default policy yet
+      if (d.kind == sched::Decision::Kind::kPreempt) {
+        if (round_in_progress) break;
+        auto victim = active_.find(d.job);
+        if (victim == active_.end() || victim->second.stopping) continue;
+        victim->second.preempting = true;
+        StopRanksLocked(victim->second);
+        preempted = true;
+        ++stats_.preempted;
+        continue;
+      }
+      if (preempted) break;  // it counted on GPUs that are still being freed
       auto w = waiting_.find(d.job);
       if (w == waiting_.end()) continue;
       store::JobRecord job = std::move(w->second);

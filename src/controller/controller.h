@@ -20,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -74,7 +75,11 @@ struct ControllerOptions {
   bool simulated = false;
   std::string queue_policy = "priority-backfill";
   std::string placement_policy = "gpupacking";
+  // Seconds between SIGTERM and SIGKILL when a job is cancelled or preempted (its checkpoint).
   double stop_grace_s = 10;
+  // Fair-share policies: each queue's weight (its quota is its share of the cluster); a queue
+  // not named weighs 1.
+  std::map<std::string, double> queue_weights;
   // A remote node silent for this long is lost: its jobs become LOST (and PENDING again when
   // restartable), and whatever it still runs of them is stopped when it returns.
   int64_t lease_ms = 10000;
@@ -106,6 +111,7 @@ struct ControllerStats {
   int64_t waiting = 0;
   int64_t running = 0;
   int64_t nodes_lost = 0;
+  int64_t preempted = 0;  // running jobs stopped for a job the queue policy ranks higher
   int64_t heartbeats = 0;
   int64_t store_errors = 0;  // commits of state changes that failed
 };
@@ -194,7 +200,14 @@ class Controller {
     std::vector<Rank> ranks;
     bool cancel = false;
     bool stopping = false;
-    bool timed_out = false;  // stopped at its time limit
+    bool timed_out = false;   // stopped at its time limit
+    bool preempting = false;  // stopped to make room for a job the queue policy ranks higher
+  };
+  // Service a job has received in runs that were preempted (the queue policies' attained
+  // service), and when it last re-entered the queue. In memory: a restart forgets it.
+  struct Service {
+    double attained_gpu_s = 0;
+    int64_t waiting_since_s = 0;
   };
   Controller(store::Store& store, NodeExecutor* executor, ControllerOptions options,
              std::unique_ptr<sched::QueuePolicy> queue_policy,
@@ -227,7 +240,8 @@ class Controller {
   void PersistNodeLocked(int node, int64_t now_ms);
   // Counts `figures` (newer than the node's last) into the running ranks on `node`.
   void AccountUsageLocked(int node, const std::vector<net::GpuFigure>& figures);
-  void RequeueLocked(const store::JobRecord& job, const std::string& why);
+  // `job`, ended in state `from` (LOST or PREEMPTED), back to PENDING and into the queue.
+  void RequeueLocked(const store::JobRecord& job, store::JobState from, const std::string& why);
 
   store::Store& store_;
   NodeExecutor* executor_;
@@ -240,8 +254,9 @@ class Controller {
   core::ClusterSnapshot cluster_;
   sched::Scheduler scheduler_;
   core::Rng rng_{1};
-  std::map<int64_t, store::JobRecord> waiting_;  // by id, as queued
-  std::map<int64_t, Active> active_;             // SCHEDULED or RUNNING, by id
+  std::map<int64_t, store::JobRecord> waiting_;   // by id, as queued
+  std::map<int64_t, Active> active_;              // SCHEDULED or RUNNING, by id
+  std::unordered_map<int64_t, Service> service_;  // jobs preempted at least once
   std::vector<store::TransitionRequest> writes_;
   int64_t next_node_epoch_ = 1;
   // What submit validation needs of the nodes, under its own lock so that a submit never waits
