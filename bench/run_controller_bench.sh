@@ -74,11 +74,13 @@ busy=$GPUFLEET_DATA_DIR/busy
 "$bin" up --data-dir "$busy" --listen 127.0.0.1:0 --simulated-gpus 8 >"$busy.log" 2>&1 &
 pids+=("$!")
 wait_file "$busy/server"
-GPUFLEET_DATA_DIR=$busy "$bin" submit --gpus 8 -- sleep 100000 >/dev/null
+blocker=$(GPUFLEET_DATA_DIR=$busy "$bin" submit --json --gpus 8 -- sleep 100000 | sed 's/[^0-9]//g')
 busy_submit_rate=$(sequential "$busy")
 busy_concurrent_rate=$(load "$busy" 8 3)
 busy_single_rate=$(load "$busy" 1 3)
 busy_queued=$(queue "$busy" | field waiting)
+GPUFLEET_DATA_DIR=$busy "$bin" cancel "$blocker" >/dev/null  # jobs outlive their server
+sleep 1.5
 kill "${pids[-1]}"
 
 # 1b. Sequential CLI submits to the idle cluster, and what starting a process costs here.
@@ -109,15 +111,20 @@ finished=$(queue "$GPUFLEET_DATA_DIR" | field finished)
 # 4b. The same through a remote agent, at the default heartbeat (1 s) and at 0.1 s.
 remote() {
   local dir=$GPUFLEET_DATA_DIR/remote-$1
+  local controller agent median
   "$bin" controller --data-dir "$dir" --listen 127.0.0.1:0 >"$dir.log" 2>&1 &
-  pids+=("$!")
+  controller=$!
   wait_file "$dir/server"
   "$bin" agent --controller "$(cat "$dir/server")" --token-file "$dir/token" --hostname gpu-a \
     --data-dir "$dir/agent" --listen 127.0.0.1:0 --simulated-gpus 8 --heartbeat "$1" \
     >"$dir.agent.log" 2>&1 &
-  pids+=("$!")
+  agent=$!
   sleep 1.5
-  latency "$dir"
+  median=$(latency "$dir")
+  # This runs in a command substitution (a subshell): the cleanup trap would not see these.
+  kill "$agent" "$controller"
+  wait "$agent" "$controller" 2>/dev/null || true
+  echo "$median"
 }
 median_remote_1=$(remote 1)
 median_remote_01=$(remote 0.1)

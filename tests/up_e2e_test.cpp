@@ -465,6 +465,43 @@ TEST_F(FairShareServer, PreemptsWithGraceThenRequeuesAndRunsTheVictimsAgain) {
   for (int64_t id : a_ids) c.Post("/v1/jobs/" + std::to_string(id) + "/cancel");
 }
 
+TEST_F(FairShareServer, AVictimAlreadyStoppingIsWaitedForNotDoubleBooked) {
+  // Every team-a job is cancelled (and ignores SIGTERM, so each holds its GPU for the 1 s grace)
+  // just before team-b's job arrives. Fair share would reclaim a GPU from team-a, whose jobs are
+  // all stopping already: team-b's job must wait for a GPU to be free, not be placed on one still
+  // in use (which stopped the server with a failed check before).
+  auto c = Http(token_);
+  const json a_job = {{"argv", {"sh", "-c", "trap '' TERM; sleep 60"}}, {"queue", "team-a"}};
+  std::vector<int64_t> a_ids;
+  for (int i = 0; i < 4; ++i) {
+    auto r = c.Post("/v1/jobs", a_job.dump(), "application/json");
+    ASSERT_EQ(r->status, 201) << r->body;
+    a_ids.push_back(json::parse(r->body)["id"].get<int64_t>());
+  }
+  auto state_of = [&](int64_t id) {
+    auto r = c.Get("/v1/jobs/" + std::to_string(id));
+    return r ? json::parse(r->body) : json::object();
+  };
+  ASSERT_TRUE(e2e::WaitUntil(
+      [&] {
+        for (int64_t id : a_ids) {
+          if (state_of(id)["state"] != "RUNNING") return false;
+        }
+        return true;
+      },
+      10));
+  for (int64_t id : a_ids) c.Post("/v1/jobs/" + std::to_string(id) + "/cancel");
+  const json b_job = {{"argv", {"true"}}, {"queue", "team-b"}};
+  auto r = c.Post("/v1/jobs", b_job.dump(), "application/json");
+  ASSERT_EQ(r->status, 201);
+  const int64_t b_id = json::parse(r->body)["id"].get<int64_t>();
+  ASSERT_TRUE(e2e::WaitUntil([&] { return state_of(b_id).value("state", "") == "SUCCEEDED"; }, 20))
+      << state_of(b_id).dump() << "\n"
+      << Slurp(dir_.string() + ".up.log");
+  for (int64_t id : a_ids) EXPECT_EQ(state_of(id)["state"], "CANCELLED");
+  EXPECT_EQ(c.Get("/healthz")->status, 200);
+}
+
 class FullDisk : public UpServer {
  protected:
   void SetUp() override {

@@ -94,9 +94,16 @@ uint64_t ReadStartTicks(pid_t pid, bool zombie_counts) {
 uint64_t ProcessStartTicks(pid_t pid) { return ReadStartTicks(pid, false); }
 uint64_t ChildStartTicks(pid_t child) { return ReadStartTicks(child, true); }
 
+// Whether `child`'s pid still names its process group: always for our own unreaped child; for an
+// adopted one only while its start time matches (an ended job's pid may belong to another now).
+bool Runner::MaySignal(const Child& child) {
+  if (child.own_child) return true;
+  return !child.ended && ProcessStartTicks(child.pid) == child.start_ticks;
+}
+
 void Runner::KillAll() {
   for (const auto& [id, child] : jobs_) {
-    kill(-child.pid, SIGKILL);
+    if (MaySignal(child)) kill(-child.pid, SIGKILL);
     if (child.own_child) waitpid(child.pid, nullptr, 0);
   }
   jobs_.clear();
@@ -348,7 +355,7 @@ bool Runner::Stop(int64_t job_id, double grace_s) {
     child.kill_at = std::chrono::steady_clock::now() +
                     std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                         std::chrono::duration<double>(std::max(0.0, grace_s)));
-    kill(-child.pid, SIGTERM);
+    if (MaySignal(child)) kill(-child.pid, SIGTERM);
   }
   return true;
 }
@@ -385,13 +392,14 @@ std::vector<JobExit> Runner::Reap() {
         e.signal = SIGKILL;  // ended unseen, with no record: it was killed
         e.exit_code = 128 + SIGKILL;
       }
-      // Nothing of the job's group may outlive it after a stop.
-      if (child.stopping) kill(-child.pid, SIGKILL);
+      // Nothing of the job's group may outlive it after a stop. (The group id cannot be reused
+      // while members are left; a job that ended before it was adopted is not signalled.)
+      if (child.stopping && !child.ended) kill(-child.pid, SIGKILL);
       exits.push_back(e);
       it = jobs_.erase(it);
       continue;
     }
-    if (child.stopping && now >= child.kill_at) kill(-child.pid, SIGKILL);
+    if (child.stopping && now >= child.kill_at && MaySignal(child)) kill(-child.pid, SIGKILL);
     ++it;
   }
   return exits;

@@ -101,6 +101,7 @@ class Runner {
     bool stopping = false;
     std::chrono::steady_clock::time_point kill_at;
   };
+  static bool MaySignal(const Child& child);
   std::map<int64_t, Child> jobs_;
 };
 

@@ -1,9 +1,27 @@
 #include "cli/client_cli.h"
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <cstdlib>
+#include <exception>
 
 namespace gpufleet::cli {
+namespace {
+
+// Runs a client command; an answer of an unexpected shape (a field missing or of another type)
+// is reported as such instead of ending the program with an uncaught exception.
+template <typename Command>
+int Guarded(Command command) {
+  try {
+    return command();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gpufleet: the server's answer is not what this client expects (%s)\n",
+                 e.what());
+    return 1;
+  }
+}
+
+}  // namespace
 
 void ClientCli::Register(CLI::App& app) {
   // Flags every client command shares.
@@ -47,33 +65,35 @@ void ClientCli::Register(CLI::App& app) {
                        "checkpoint); without it such a job ends LOST");
   submit_cmd->add_option("command", submit_.command, "the command and its arguments, after --");
   add_client_flags(submit_cmd, submit_.client);
-  submit_cmd->callback([this] { std::exit(RunSubmit(submit_)); });
+  submit_cmd->callback([this] { std::exit(Guarded([&] { return RunSubmit(submit_); })); });
 
   CLI::App* jobs_cmd = app.add_subcommand("jobs", "List jobs (yours; --all for everyone's)");
   jobs_cmd->add_flag("--all", jobs_.all_users, "every user's jobs (admins)");
   jobs_cmd->add_option("--state", jobs_.state, "only jobs in this state, e.g. RUNNING");
   jobs_cmd->add_option("--limit", jobs_.limit, "at most this many")->capture_default_str();
   add_client_flags(jobs_cmd, jobs_.client);
-  jobs_cmd->callback([this] { std::exit(RunJobs(jobs_)); });
+  jobs_cmd->callback([this] { std::exit(Guarded([&] { return RunJobs(jobs_); })); });
 
   CLI::App* show_cmd = app.add_subcommand("show", "Show one job");
   show_cmd->add_option("id", job_id_, "job id")->required();
   add_client_flags(show_cmd, job_client_);
-  show_cmd->callback([this] { std::exit(RunShow(job_client_, job_id_)); });
+  show_cmd->callback([this] { std::exit(Guarded([&] { return RunShow(job_client_, job_id_); })); });
   CLI::App* cancel_cmd =
       app.add_subcommand("cancel", "Cancel a job (running: SIGTERM, grace, SIGKILL)");
   cancel_cmd->add_option("id", job_id_, "job id")->required();
   add_client_flags(cancel_cmd, job_client_);
-  cancel_cmd->callback([this] { std::exit(RunCancel(job_client_, job_id_)); });
+  cancel_cmd->callback(
+      [this] { std::exit(Guarded([&] { return RunCancel(job_client_, job_id_); })); });
   CLI::App* logs_cmd =
       app.add_subcommand("logs", "Print a job's output (-f: follow until it ends)");
   logs_cmd->add_option("id", job_id_, "job id")->required();
   logs_cmd->add_flag("-f,--follow", follow_, "keep printing until the job ends");
   add_client_flags(logs_cmd, job_client_);
-  logs_cmd->callback([this] { std::exit(RunLogs(job_client_, job_id_, follow_)); });
+  logs_cmd->callback(
+      [this] { std::exit(Guarded([&] { return RunLogs(job_client_, job_id_, follow_); })); });
   CLI::App* nodes_cmd = app.add_subcommand("nodes", "List nodes and their GPUs");
   add_client_flags(nodes_cmd, job_client_);
-  nodes_cmd->callback([this] { std::exit(RunNodes(job_client_)); });
+  nodes_cmd->callback([this] { std::exit(Guarded([&] { return RunNodes(job_client_); })); });
 }
 
 }  // namespace gpufleet::cli

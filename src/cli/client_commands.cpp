@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -163,6 +164,22 @@ std::optional<json> Check(const core::Result<net::HttpReply>& r, const Connectio
   return body;
 }
 
+// `text` as one query-string value: every byte but [A-Za-z0-9-._~] percent-encoded.
+std::string QueryValue(const std::string& text) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
 std::string Cell(const json& v) {
   if (v.is_null()) return "-";
   if (v.is_string()) return v.get<std::string>().empty() ? "-" : v.get<std::string>();
@@ -254,7 +271,7 @@ int RunJobs(const JobsOptions& o) {
   if (!c) return 1;
   std::string path = "/v1/jobs?limit=" + std::to_string(o.limit);
   if (o.all_users) path += "&user=all";
-  if (!o.state.empty()) path += "&state=" + o.state;
+  if (!o.state.empty()) path += "&state=" + QueryValue(o.state);
   auto answer = Check(c->http->Get(path), *c, "jobs");
   if (!answer) return 1;
   if (o.client.json) {

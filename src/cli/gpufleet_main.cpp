@@ -21,15 +21,24 @@
 namespace {
 
 // Replaces this process with gpufleet-full and the same arguments; returns only on failure.
+// Found beside this program (/proc/self/exe), else beside argv[0] when it names a path, else on
+// PATH; never in the current directory by accident.
 int RunFull(char** argv) {
   char self[PATH_MAX];
-  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  std::string full = "gpufleet-full";
-  if (n > 0) {
-    std::string dir(self, static_cast<std::size_t>(n));
-    full = dir.substr(0, dir.rfind('/') + 1) + full;
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self);
+  std::string dir;
+  if (n > 0 && n < static_cast<ssize_t>(sizeof self)) {
+    dir.assign(self, static_cast<std::size_t>(n));
+  } else if (std::strchr(argv[0], '/') != nullptr) {
+    dir = argv[0];
   }
-  ::execv(full.c_str(), argv);
+  std::string full = "gpufleet-full";
+  if (!dir.empty()) {
+    full = dir.substr(0, dir.rfind('/') + 1) + full;
+    ::execv(full.c_str(), argv);
+  } else {
+    ::execvp(full.c_str(), argv);
+  }
   std::fprintf(stderr,
                "gpufleet: cannot run %s for `gpufleet %s` (%s): gpufleet-full is built and "
                "installed beside gpufleet; rebuild with `cmake --build build`\n",

@@ -615,15 +615,20 @@ void Controller::SettleLocked(int64_t id, int64_t now_ms) {
   const bool finished_first = std::all_of(a.ranks.begin(), a.ranks.end(), [](const Rank& r) {
     return !r.stopped && !r.lost && r.exit_code == 0;
   });
+  const bool failed_on_its_own = std::any_of(a.ranks.begin(), a.ranks.end(), [](const Rank& r) {
+    return !r.stopped && !r.lost && r.exit_code != 0;
+  });
   if (a.cancel) {
     EndLocked(id, store::JobState::kCancelled, code, "cancelled while running", now_ms);
-  } else if (a.preempting && !lost && !finished_first) {
+  } else if (a.preempting && !lost && !finished_first && !failed_on_its_own) {
     // Stopped (SIGTERM, the grace period to checkpoint, SIGKILL) for a job the queue policy ranks
     // higher: it waits again, with the GPU time it has had counted as service received.
     Service& service = service_[id];
-    service.attained_gpu_s += static_cast<double>(a.queued.total_gpus) *
-                              static_cast<double>(std::max<int64_t>(0, now_ms - a.job.start_ms)) /
-                              1000.0;
+    const int64_t ran_ms = a.job.state == store::JobState::kRunning && a.job.start_ms > 0
+                               ? std::max<int64_t>(0, now_ms - a.job.start_ms)
+                               : 0;
+    service.attained_gpu_s +=
+        static_cast<double>(a.queued.total_gpus) * static_cast<double>(ran_ms) / 1000.0;
     service.waiting_since_s = now_ms / 1000;
     EndLocked(id, store::JobState::kPreempted, code,
               "preempted by the " + options_.queue_policy + " policy", now_ms);
@@ -677,9 +682,13 @@ void Controller::EndLocked(int64_t id, store::JobState to, std::optional<int> ex
   done.reason = std::move(reason);
   WriteLocked(id, from, to, std::move(done));
   ++stats_.finished;
-  if (to == store::JobState::kLost && a.job.restartable) RequeueLocked(a.job, to, done_reason);
-  if (to == store::JobState::kPreempted) RequeueLocked(a.job, to, done_reason);
-  if (to != store::JobState::kPreempted && to != store::JobState::kLost) service_.erase(id);
+  const bool requeue =
+      (to == store::JobState::kLost && a.job.restartable) || to == store::JobState::kPreempted;
+  if (requeue) {
+    RequeueLocked(a.job, to, done_reason);
+  } else {
+    service_.erase(id);
+  }
   woken_ = true;  // resources freed
 }
 
@@ -696,6 +705,7 @@ void Controller::RequeueLocked(const store::JobRecord& job, store::JobState from
   queued.node.clear();
   queued.gpu_indices.clear();
   queued.pid = 0;
+  queued.start_ms = 0;  // the next run's start is set when it runs
   queued.reason = "requeued: " + why;
   scheduler_.Enqueue(QueuedOf(queued));
   waiting_[job.id] = std::move(queued);
@@ -972,10 +982,14 @@ void Controller::PassLocked(int64_t now_ms) {
     for (const auto& [id, a] : active_) {
       sched::RunningJob r;
       r.job = a.queued;
-      r.started_s = a.job.start_ms / 1000;
+      // A job not yet running has had no service in this run.
+      r.started_s = a.job.state == store::JobState::kRunning && a.job.start_ms > 0
+                        ? a.job.start_ms / 1000
+                        : now_ms / 1000;
       for (const Rank& rank : a.ranks) r.placement.push_back({rank.node, rank.gpus});
       running.push_back(std::move(r));
     }
+    scheduler_.PromoteStarved(now_ms / 1000);  // the starvation guard of Tiresias and LAS
     const std::vector<sched::Decision> decisions =
         scheduler_.Schedule(cluster_, running, now_ms / 1000, rng_);
     // Preemption happens in rounds: the victims a pass chose are stopped (SIGTERM, the grace
@@ -989,10 +1003,13 @@ void Controller::PassLocked(int64_t now_ms) {
       if (d.kind == sched::Decision::Kind::kPreempt) {
         if (round_in_progress) break;
         auto victim = active_.find(d.job);
-        if (victim == active_.end() || victim->second.stopping) continue;
+        if (victim == active_.end()) continue;
+        // A victim already stopping (cancelled, past its time limit) frees its GPUs soon: the
+        // starts after it wait for that as well.
+        preempted = true;
+        if (victim->second.stopping) continue;
         victim->second.preempting = true;
         StopRanksLocked(victim->second);
-        preempted = true;
         ++stats_.preempted;
         continue;
       }

@@ -16,6 +16,7 @@ namespace gpufleet::net {
 namespace {
 
 constexpr std::size_t kMaxHeaderBytes = 64 * 1024;
+constexpr std::size_t kMaxBodyBytes = std::size_t{1} << 30;  // 1 GiB: more is not an answer of ours
 
 core::Error Errno(const std::string& what) {
   return core::Error{what + ": " + std::strerror(errno)};
@@ -127,7 +128,9 @@ core::Result<bool> HttpClient::Connect() {
     int rc = ::connect(fd, a->ai_addr, a->ai_addrlen);
     if (rc != 0 && errno == EINPROGRESS) {
       pollfd p{fd, POLLOUT, 0};
-      rc = ::poll(&p, 1, connect_ms_);
+      do {
+        rc = ::poll(&p, 1, connect_ms_);
+      } while (rc < 0 && errno == EINTR);
       if (rc == 0) {
         errno = ETIMEDOUT;
         rc = -1;
@@ -147,6 +150,9 @@ core::Result<bool> HttpClient::Connect() {
     ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     const int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    // A server that stops reading must not block a send forever.
+    const timeval send_timeout{read_ms_ / 1000, (read_ms_ % 1000) * 1000};
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof send_timeout);
     fd_ = fd;
     break;
   }
@@ -157,7 +163,8 @@ core::Result<bool> HttpClient::Connect() {
 
 core::Result<HttpReply> HttpClient::Send(const std::string& method, const std::string& path,
                                          const std::string& body, const std::string& content_type) {
-  std::string request = method + " " + path + " HTTP/1.1\r\nHost: " + host_ + ":" + port_ +
+  const std::string host = host_.find(':') != std::string::npos ? "[" + host_ + "]" : host_;
+  std::string request = method + " " + path + " HTTP/1.1\r\nHost: " + host + ":" + port_ +
                         "\r\nAccept: application/json, */*\r\nUser-Agent: gpufleet\r\n";
   if (!token_.empty()) request += "Authorization: Bearer " + token_ + "\r\n";
   if (!body.empty() || method == "POST" || method == "PUT") {
@@ -192,17 +199,20 @@ core::Result<HttpReply> HttpClient::Send(const std::string& method, const std::s
       if (reused && attempt == 0) continue;
       return error;
     }
-    bool received_any = false;
-    auto reply = ReadReply(received_any);
+    bool closed_unanswered = false;
+    auto reply = ReadReply(closed_unanswered);
     if (!reply) {
       Close();
-      if (reused && attempt == 0 && !received_any) continue;
+      // Only a connection the server had closed: never after a timeout, when the server may
+      // still be working on the request.
+      if (reused && attempt == 0 && closed_unanswered) continue;
     }
     return reply;
   }
 }
 
-core::Result<HttpReply> HttpClient::ReadReply(bool& received_any) {
+core::Result<HttpReply> HttpClient::ReadReply(bool& closed_unanswered) {
+  bool received_any = false;
   // Appends what the socket has to buffer_; 0 at the end of the stream.
   auto fill = [&]() -> core::Result<std::size_t> {
     pollfd p{fd_, POLLIN, 0};
@@ -217,13 +227,18 @@ core::Result<HttpReply> HttpClient::ReadReply(bool& received_any) {
     do {
       n = ::recv(fd_, chunk, sizeof chunk, 0);
     } while (n < 0 && errno == EINTR);
-    if (n < 0) return Errno("cannot read the answer");
+    if (n < 0) {
+      if (!received_any && errno == ECONNRESET) closed_unanswered = true;
+      return Errno("cannot read the answer");
+    }
+    if (n == 0 && !received_any) closed_unanswered = true;
     if (n > 0) received_any = true;
     buffer_.append(chunk, static_cast<std::size_t>(n));
     return static_cast<std::size_t>(n);
   };
   // Makes buffer_ hold at least `size` bytes.
   auto need = [&](std::size_t size) -> core::Result<bool> {
+    if (size > kMaxBodyBytes) return core::Error{"the answer is larger than 1 GiB"};
     while (buffer_.size() < size) {
       auto n = fill();
       if (!n) return core::Error{n.error()};
@@ -245,52 +260,57 @@ core::Result<HttpReply> HttpClient::ReadReply(bool& received_any) {
     return text;
   };
 
-  std::size_t header_end;
-  while ((header_end = buffer_.find("\r\n\r\n")) == std::string::npos) {
-    if (buffer_.size() > kMaxHeaderBytes) return core::Error{"the answer's headers are too long"};
-    auto n = fill();
-    if (!n) return core::Error{n.error()};
-    if (n.value() == 0) {
-      return core::Error{buffer_.empty() ? "the server closed the connection without answering"
-                                         : "the server closed the connection mid-answer"};
-    }
-  }
   HttpReply reply;
-  const std::string head = buffer_.substr(0, header_end);
-  buffer_.erase(0, header_end + 4);
-  std::size_t pos = head.find("\r\n");
-  const std::string status_line = head.substr(0, pos);
-  if (status_line.rfind("HTTP/1.", 0) != 0 || status_line.size() < 12 ||
-      status_line.find_first_not_of("0123456789", 9) < 12) {
-    return core::Error{"not an HTTP answer: '" + status_line.substr(0, 80) + "'"};
-  }
-  reply.status = std::stoi(status_line.substr(9, 3));
-  bool keep_alive = status_line.rfind("HTTP/1.1", 0) == 0;
+  bool keep_alive = false;
   bool chunked = false;
   long long length = -1;
-  while (pos != std::string::npos) {
-    const std::size_t start = pos + 2;
-    pos = head.find("\r\n", start);
-    const std::string field = head.substr(start, pos == std::string::npos ? pos : pos - start);
-    const std::size_t colon = field.find(':');
-    if (colon == std::string::npos) continue;
-    std::string name = Trim(field.substr(0, colon));
-    std::string value = Trim(field.substr(colon + 1));
-    if (IEquals(name, "Content-Length")) {
-      if (value.empty() || value.size() > 15 ||
-          value.find_first_not_of("0123456789") != std::string::npos) {
-        return core::Error{"the answer's Content-Length is malformed: '" + value + "'"};
+  do {  // once more after each interim (1xx) answer: the final one follows it
+    std::size_t header_end;
+    while ((header_end = buffer_.find("\r\n\r\n")) == std::string::npos) {
+      if (buffer_.size() > kMaxHeaderBytes) return core::Error{"the answer's headers are too long"};
+      auto n = fill();
+      if (!n) return core::Error{n.error()};
+      if (n.value() == 0) {
+        return core::Error{buffer_.empty() ? "the server closed the connection without answering"
+                                           : "the server closed the connection mid-answer"};
       }
-      length = std::stoll(value);
-    } else if (IEquals(name, "Transfer-Encoding")) {
-      chunked = value.find("chunked") != std::string::npos;
-    } else if (IEquals(name, "Connection")) {
-      if (IEquals(value, "close")) keep_alive = false;
-      if (IEquals(value, "keep-alive")) keep_alive = true;
     }
-    reply.headers.emplace_back(std::move(name), std::move(value));
-  }
-
+    reply = HttpReply{};
+    const std::string head = buffer_.substr(0, header_end);
+    buffer_.erase(0, header_end + 4);
+    std::size_t pos = head.find("\r\n");
+    const std::string status_line = head.substr(0, pos);
+    if (status_line.rfind("HTTP/1.", 0) != 0 || status_line.size() < 12 || status_line[8] != ' ' ||
+        status_line.find_first_not_of("0123456789", 9) < 12) {
+      return core::Error{"not an HTTP answer: '" + status_line.substr(0, 80) + "'"};
+    }
+    reply.status = std::stoi(status_line.substr(9, 3));
+    keep_alive = status_line.rfind("HTTP/1.1", 0) == 0;
+    chunked = false;
+    length = -1;
+    while (pos != std::string::npos) {
+      const std::size_t start = pos + 2;
+      pos = head.find("\r\n", start);
+      const std::string field = head.substr(start, pos == std::string::npos ? pos : pos - start);
+      const std::size_t colon = field.find(':');
+      if (colon == std::string::npos) continue;
+      std::string name = Trim(field.substr(0, colon));
+      std::string value = Trim(field.substr(colon + 1));
+      if (IEquals(name, "Content-Length")) {
+        if (value.empty() || value.size() > 15 ||
+            value.find_first_not_of("0123456789") != std::string::npos) {
+          return core::Error{"the answer's Content-Length is malformed: '" + value + "'"};
+        }
+        length = std::stoll(value);
+      } else if (IEquals(name, "Transfer-Encoding")) {
+        chunked = strcasestr(value.c_str(), "chunked") != nullptr;
+      } else if (IEquals(name, "Connection")) {
+        if (IEquals(value, "close")) keep_alive = false;
+        if (IEquals(value, "keep-alive")) keep_alive = true;
+      }
+      reply.headers.emplace_back(std::move(name), std::move(value));
+    }
+  } while (reply.status >= 100 && reply.status < 200 && reply.status != 101);
   const bool no_body = reply.status == 204 || reply.status == 304 || reply.status < 200;
   if (no_body) {
   } else if (chunked) {
@@ -317,10 +337,16 @@ core::Result<HttpReply> HttpClient::ReadReply(bool& received_any) {
     }
   } else if (length >= 0) {
     if (auto ok = need(static_cast<std::size_t>(length)); !ok) return core::Error{ok.error()};
-    reply.body = buffer_.substr(0, static_cast<std::size_t>(length));
-    buffer_.erase(0, static_cast<std::size_t>(length));
+    if (buffer_.size() == static_cast<std::size_t>(length)) {
+      reply.body = std::move(buffer_);
+      buffer_.clear();
+    } else {
+      reply.body = buffer_.substr(0, static_cast<std::size_t>(length));
+      buffer_.erase(0, static_cast<std::size_t>(length));
+    }
   } else {  // up to the close of the connection
     for (;;) {
+      if (buffer_.size() > kMaxBodyBytes) return core::Error{"the answer is larger than 1 GiB"};
       auto n = fill();
       if (!n) return core::Error{n.error()};
       if (n.value() == 0) break;

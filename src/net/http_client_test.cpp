@@ -208,6 +208,55 @@ TEST(HttpClient, GivesUpOnASilentServerAfterTheReadTimeout) {
   EXPECT_NE(reply.error().find("no answer"), std::string::npos) << reply.error();
 }
 
+TEST(HttpClient, SkipsInterimAnswers) {
+  ScriptedServer server([](int fd) {
+    ReadRequest(fd);
+    Write(fd, "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfinal");
+  });
+  HttpClient client = ClientFor(server);
+  auto reply = client.Get("/");
+  ASSERT_TRUE(reply.ok()) << reply.error();
+  EXPECT_EQ(reply.value().status, 200);
+  EXPECT_EQ(reply.value().body, "final");
+}
+
+TEST(HttpClient, RefusesAnAnswerLargerThanAGibibyte) {
+  ScriptedServer server([](int fd) {
+    ReadRequest(fd);
+    Write(fd, "HTTP/1.1 200 OK\r\nContent-Length: 999999999999\r\n\r\nabc");
+  });
+  HttpClient client = ClientFor(server);
+  auto reply = client.Get("/");
+  ASSERT_FALSE(reply.ok());
+  EXPECT_NE(reply.error().find("larger than 1 GiB"), std::string::npos) << reply.error();
+}
+
+TEST(HttpClient, ATimeoutOnAKeptConnectionIsNotSentAgain) {
+  // The server may still be working on a request it has not answered: sending it again could
+  // do it twice.
+  std::atomic<int> requests{0};
+  std::atomic<bool> release{false};
+  ScriptedServer server([&](int fd) {
+    while (!ReadRequest(fd).empty()) {
+      if (++requests == 1) {
+        Write(fd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+        continue;
+      }
+      while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      return;
+    }
+  });
+  HttpClient client = ClientFor(server);
+  client.SetTimeouts(1000, 200);
+  ASSERT_TRUE(client.Get("/").ok());
+  auto second = client.Post("/v1/jobs", "{}");
+  release = true;
+  ASSERT_FALSE(second.ok());
+  EXPECT_NE(second.error().find("no answer"), std::string::npos) << second.error();
+  EXPECT_EQ(requests.load(), 2);
+  EXPECT_EQ(server.accepted(), 1);
+}
+
 TEST(HttpClient, SaysWhenNothingListens) {
   int port = 0;
   {
