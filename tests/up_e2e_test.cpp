@@ -41,6 +41,7 @@ class UpServer : public ::testing::Test {
 
  protected:
   void SetUp() override {
+    up_args_ = extra_up_args;
     dir_ = std::filesystem::temp_directory_path() /
            ("gpufleet-up-" + std::to_string(::getpid()) + "-" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
@@ -65,13 +66,14 @@ class UpServer : public ::testing::Test {
     }
   }
   bool mounted_ = false;
+  std::vector<std::string> up_args_;  // extra_up_args as SetUp found them, kept for restarts
   void Start() {
     std::filesystem::remove(dir_ / "server");
     const std::string data = dir_.string();
     std::vector<std::string> args = {GPUFLEET_BINARY, "up",    "--data-dir",       data,
                                      "--listen",      listen_, "--simulated-gpus", "4",
                                      "--stop-grace",  "1"};
-    args.insert(args.end(), extra_up_args.begin(), extra_up_args.end());
+    args.insert(args.end(), up_args_.begin(), up_args_.end());
     const std::string log = data + ".up.log";
     pid_ = e2e::Spawn(args, log);
     ASSERT_GT(pid_, 0);
@@ -500,6 +502,71 @@ TEST_F(FairShareServer, AVictimAlreadyStoppingIsWaitedForNotDoubleBooked) {
       << Slurp(dir_.string() + ".up.log");
   for (int64_t id : a_ids) EXPECT_EQ(state_of(id)["state"], "CANCELLED");
   EXPECT_EQ(c.Get("/healthz")->status, 200);
+}
+
+TEST_F(FairShareServer, AControllerKilledDuringTheGracePeriodStillEndsTheVictimPreempted) {
+  // On SIGTERM the victims take 0.7 s to checkpoint, then exit 0. In that time team-b's job is
+  // cancelled (so nothing would preempt them again) and the server is killed -9. The restarted
+  // one must finish the preemption from its store (PREEMPTED, queued again, run again), not take
+  // the victims' exit 0 after a checkpoint for success.
+  auto c = Http(token_);
+  const json a_job = {{"argv", {"sh", "-c", "trap 'sleep 0.7; exit 0' TERM; sleep 60 & wait"}},
+                      {"queue", "team-a"}};
+  std::vector<int64_t> a_ids;
+  for (int i = 0; i < 4; ++i) {
+    auto r = c.Post("/v1/jobs", a_job.dump(), "application/json");
+    ASSERT_EQ(r->status, 201) << r->body;
+    a_ids.push_back(json::parse(r->body)["id"].get<int64_t>());
+  }
+  auto state_of = [&](int64_t id) {
+    auto r = Http(token_).Get("/v1/jobs/" + std::to_string(id));
+    return r && r->status == 200 ? json::parse(r->body) : json::object();
+  };
+  ASSERT_TRUE(e2e::WaitUntil(
+      [&] {
+        for (int64_t id : a_ids) {
+          if (state_of(id).value("state", "") != "RUNNING") return false;
+        }
+        return true;
+      },
+      10));
+  const json b_job = {{"argv", {"true"}}, {"queue", "team-b"}, {"gpus", 2}};
+  auto r = c.Post("/v1/jobs", b_job.dump(), "application/json");
+  ASSERT_EQ(r->status, 201);
+  const int64_t b_id = json::parse(r->body)["id"].get<int64_t>();
+  std::vector<int64_t> victims;
+  ASSERT_TRUE(e2e::WaitUntil(
+      [&] {
+        victims.clear();
+        for (int64_t id : a_ids) {
+          if (state_of(id).value("reason", "").rfind("preempting", 0) == 0) victims.push_back(id);
+        }
+        return victims.size() == 2;
+      },
+      5));
+  ASSERT_EQ(c.Post("/v1/jobs/" + std::to_string(b_id) + "/cancel")->status, 200);
+  Kill(SIGKILL);  // inside the victims' checkpoint time
+  Start();
+  ASSERT_TRUE(e2e::WaitUntil(
+      [&] {
+        for (int64_t id : victims) {
+          const json j = state_of(id);
+          if (j.value("state", "") != "RUNNING" || j.value("epoch", 0) != 2) return false;
+        }
+        return true;
+      },
+      20))
+      << state_of(victims[0]).dump();
+  EXPECT_EQ(state_of(b_id)["state"], "CANCELLED");
+  for (int64_t id : victims) {
+    const json j = state_of(id);
+    std::string history;
+    for (const json& e : j["events"]) history += e["what"].get<std::string>() + " ";
+    EXPECT_NE(history.find("RUNNING->PREEMPTED PREEMPTED->PENDING"), std::string::npos) << history;
+    EXPECT_EQ(history.find("FAILED"), std::string::npos) << history;
+    EXPECT_EQ(history.find("SUCCEEDED"), std::string::npos) << history;
+  }
+  for (int64_t id : a_ids) c.Post("/v1/jobs/" + std::to_string(id) + "/cancel");
 }
 
 class FullDisk : public UpServer {

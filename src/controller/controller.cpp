@@ -146,10 +146,9 @@ sched::QueuedJob Controller::QueuedOf(const store::JobRecord& job) const {
   q.queue = job.queue;
   q.priority = job.priority;
   q.waiting_since_s = q.submit_s;
-  if (auto s = service_.find(job.id); s != service_.end()) {
-    q.attained_gpu_s = s->second.attained_gpu_s;
-    q.waiting_since_s = s->second.waiting_since_s;
-  }
+  q.attained_gpu_s = job.attained_gpu_s;
+  if (auto r = requeued_at_s_.find(job.id); r != requeued_at_s_.end())
+    q.waiting_since_s = r->second;
   // The time limit is the run-time estimate EASY backfill reserves by; none: unknown.
   if (job.time_limit_s > 0) q.estimate_s = static_cast<double>(job.time_limit_s);
   return q;
@@ -310,7 +309,11 @@ core::Result<bool> Controller::Recover(int64_t now_ms) {
       }
       continue;
     }
+    // A victim caught in its grace period is stopped again (its timer to SIGKILL was lost).
+    a.preempting = job.preempting;
+    const bool stop_again = job.preempting;
     active_[job.id] = std::move(a);
+    if (stop_again) StopRanksLocked(active_[job.id]);
   }
   RebuildClusterLocked();
   return true;
@@ -413,7 +416,7 @@ core::Result<store::JobState> Controller::Cancel(int64_t id, int64_t now_ms) {
     if (!r) return core::Error{r.error()};
     scheduler_.Remove(id);
     waiting_.erase(id);
-    service_.erase(id);
+    requeued_at_s_.erase(id);
     return store::JobState::kCancelled;
   }
   auto a = active_.find(id);
@@ -623,13 +626,12 @@ void Controller::SettleLocked(int64_t id, int64_t now_ms) {
   } else if (a.preempting && !lost && !finished_first && !failed_on_its_own) {
     // Stopped (SIGTERM, the grace period to checkpoint, SIGKILL) for a job the queue policy ranks
     // higher: it waits again, with the GPU time it has had counted as service received.
-    Service& service = service_[id];
     const int64_t ran_ms = a.job.state == store::JobState::kRunning && a.job.start_ms > 0
                                ? std::max<int64_t>(0, now_ms - a.job.start_ms)
                                : 0;
-    service.attained_gpu_s +=
+    a.job.attained_gpu_s +=
         static_cast<double>(a.queued.total_gpus) * static_cast<double>(ran_ms) / 1000.0;
-    service.waiting_since_s = now_ms / 1000;
+    requeued_at_s_[id] = now_ms / 1000;
     EndLocked(id, store::JobState::kPreempted, code,
               "preempted by the " + options_.queue_policy + " policy", now_ms);
   } else if (a.timed_out) {
@@ -680,6 +682,10 @@ void Controller::EndLocked(int64_t id, store::JobState to, std::optional<int> ex
     done.gpu_mem_peak_mib = peak;
   }
   done.reason = std::move(reason);
+  if (to == store::JobState::kPreempted) {
+    done.attained_gpu_s = a.job.attained_gpu_s;
+    done.preempting = false;
+  }
   WriteLocked(id, from, to, std::move(done));
   ++stats_.finished;
   const bool requeue =
@@ -687,7 +693,7 @@ void Controller::EndLocked(int64_t id, store::JobState to, std::optional<int> ex
   if (requeue) {
     RequeueLocked(a.job, to, done_reason);
   } else {
-    service_.erase(id);
+    requeued_at_s_.erase(id);
   }
   woken_ = true;  // resources freed
 }
@@ -976,6 +982,7 @@ void Controller::PassLocked(int64_t now_ms) {
   FlushLocked(now_ms);
   // 3. Schedule and start.
   std::vector<int64_t> placed;
+  std::vector<int64_t> victims;  // marked PREEMPTING in the write buffer, signalled once committed
   if (scheduler_.waiting() > 0) {
     std::vector<sched::RunningJob> running;
     running.reserve(active_.size());
@@ -1008,9 +1015,16 @@ void Controller::PassLocked(int64_t now_ms) {
         // starts after it wait for that as well.
         preempted = true;
         if (victim->second.stopping) continue;
-        victim->second.preempting = true;
-        StopRanksLocked(victim->second);
-        ++stats_.preempted;
+        // Marked in the store before it is signalled (below), so that a controller restarted
+        // during the grace period still ends it PREEMPTED and queues it again.
+        Active& v = victim->second;
+        v.preempting = v.job.preempting = true;
+        store::JobUpdate mark;
+        mark.preempting = true;
+        mark.reason =
+            "preempting: stopped for a job the " + options_.queue_policy + " policy ranks higher";
+        WriteLocked(d.job, v.job.state, v.job.state, std::move(mark));
+        victims.push_back(d.job);
         continue;
       }
       if (preempted) break;  // it counted on GPUs that are still being freed
@@ -1026,9 +1040,11 @@ void Controller::PassLocked(int64_t now_ms) {
   // The placements are durable (one commit for all) before any of them starts, so nothing runs
   // that the store does not know about; when the store cannot record them (a full disk, say),
   // the jobs stay queued and the next pass tries again.
+  bool committed = true;
   if (!placed.empty()) {
     std::vector<int64_t> refused;
-    if (FlushLocked(now_ms, &refused)) {
+    committed = FlushLocked(now_ms, &refused);
+    if (committed) {
       for (int64_t id : placed) {
         if (std::find(refused.begin(), refused.end(), id) == refused.end()) {
           LaunchLocked(id, now_ms);
@@ -1042,6 +1058,18 @@ void Controller::PassLocked(int64_t now_ms) {
       }
     } else {
       for (int64_t id : placed) UnplanLocked(id);
+    }
+  }
+  if (!victims.empty()) {
+    committed = FlushLocked(now_ms) && committed;
+    for (int64_t id : victims) {
+      Active& v = active_.at(id);
+      if (!committed) {  // not recorded: not preempted either (the next pass decides again)
+        v.preempting = v.job.preempting = false;
+        continue;
+      }
+      StopRanksLocked(v);
+      ++stats_.preempted;
     }
   }
   FlushLocked(now_ms);  // starts, ends, requeues: one commit

@@ -203,12 +203,7 @@ class Controller {
     bool timed_out = false;   // stopped at its time limit
     bool preempting = false;  // stopped to make room for a job the queue policy ranks higher
   };
-  // Service a job has received in runs that were preempted (the queue policies' attained
-  // service), and when it last re-entered the queue. In memory: a restart forgets it.
-  struct Service {
-    double attained_gpu_s = 0;
-    int64_t waiting_since_s = 0;
-  };
+
   Controller(store::Store& store, NodeExecutor* executor, ControllerOptions options,
              std::unique_ptr<sched::QueuePolicy> queue_policy,
              std::unique_ptr<sched::PlacementPolicy> placement_policy);
@@ -254,9 +249,11 @@ class Controller {
   core::ClusterSnapshot cluster_;
   sched::Scheduler scheduler_;
   core::Rng rng_{1};
-  std::map<int64_t, store::JobRecord> waiting_;   // by id, as queued
-  std::map<int64_t, Active> active_;              // SCHEDULED or RUNNING, by id
-  std::unordered_map<int64_t, Service> service_;  // jobs preempted at least once
+  std::map<int64_t, store::JobRecord> waiting_;  // by id, as queued
+  std::map<int64_t, Active> active_;             // SCHEDULED or RUNNING, by id
+  // When each preempted job re-entered the queue (its waiting time for the starvation guard
+  // counts from then); in memory: after a restart it counts from the submit.
+  std::unordered_map<int64_t, int64_t> requeued_at_s_;
   std::vector<store::TransitionRequest> writes_;
   int64_t next_node_epoch_ = 1;
   // What submit validation needs of the nodes, under its own lock so that a submit never waits

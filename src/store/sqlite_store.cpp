@@ -14,7 +14,7 @@
 namespace gpufleet::store {
 namespace {
 
-constexpr int kSchemaVersion = 4;
+constexpr int kSchemaVersion = 5;
 
 constexpr const char* kSchemaV1 = R"sql(
 CREATE TABLE jobs(
@@ -62,11 +62,18 @@ CREATE TABLE nodes(name TEXT PRIMARY KEY, address TEXT NOT NULL, gpus INTEGER NO
   first_seen_ms INTEGER NOT NULL, last_seen_ms INTEGER NOT NULL, state TEXT NOT NULL);
 )sql";
 
+// Version 5: preemption survives a restart: the service a job had in preempted runs, and whether
+// it is being stopped for a higher-ranked job.
+constexpr const char* kSchemaV5 = R"sql(
+ALTER TABLE jobs ADD COLUMN attained_gpu_s REAL NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN preempting INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 constexpr const char* kJobColumns =
     "id,user,name,queue,priority,gpus,gpu_milli,gpu_type,nodes,argv,env,workdir,state,submit_ms,"
     "start_ms,end_ms,exit_code,node,gpu_indices,epoch,reason,pid,pid_start,client_token,"
     "restartable,cpu_milli,memory_mib,time_limit_s,usage_samples,gpu_util_avg_pct,"
-    "gpu_mem_peak_mib";
+    "gpu_mem_peak_mib,attained_gpu_s,preempting";
 
 // The prepared statements of one connection, by SQL text, kept for reuse: parsing the SQL again
 // for each submit cost more than running it. Used only under the store's connection mutex.
@@ -174,6 +181,8 @@ JobRecord ReadJob(Statement& s) {
   j.usage_samples = s.Int(28);
   j.gpu_util_avg_pct = s.Double(29);
   j.gpu_mem_peak_mib = s.Int(30);
+  j.attained_gpu_s = s.Double(31);
+  j.preempting = s.Int(32) != 0;
   return j;
 }
 
@@ -220,7 +229,7 @@ class SqliteStore final : public Store {
     }
     // Each step runs in its own transaction and records its version, so an interrupted upgrade
     // resumes where it stopped.
-    const char* steps[] = {kSchemaV1, kSchemaV2, kSchemaV3, kSchemaV4};
+    const char* steps[] = {kSchemaV1, kSchemaV2, kSchemaV3, kSchemaV4, kSchemaV5};
     for (int v = version; v < kSchemaVersion; ++v) {
       if (auto r = Exec("BEGIN IMMEDIATE"); !r) return r;
       const std::string record =
@@ -441,6 +450,8 @@ class SqliteStore final : public Store {
     if (u.reason) sql += ",reason=?";
     if (u.pid) sql += ",pid=?,pid_start=?";
     if (u.usage_samples) sql += ",usage_samples=?,gpu_util_avg_pct=?,gpu_mem_peak_mib=?";
+    if (u.attained_gpu_s) sql += ",attained_gpu_s=?";
+    if (u.preempting) sql += ",preempting=?";
     if (u.bump_epoch) sql += ",epoch=epoch+1";
     sql += " WHERE id=? AND state=?";
     Statement s(cache_, sql.c_str());
@@ -461,11 +472,16 @@ class SqliteStore final : public Store {
       s.BindDouble(i++, u.gpu_util_avg_pct);
       s.Bind(i++, u.gpu_mem_peak_mib);
     }
+    if (u.attained_gpu_s) s.BindDouble(i++, *u.attained_gpu_s);
+    if (u.preempting) s.Bind(i++, int64_t{*u.preempting ? 1 : 0});
     s.Bind(i++, r.id);
     s.Bind(i, std::string(StateName(r.from)));
     if (s.Step() != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
     if (sqlite3_changes(db_) == 0) return false;
-    const std::string what = std::string(StateName(r.from)) + "->" + std::string(StateName(r.to));
+    // A change within one state (a running job marked for preemption) is logged by its reason.
+    const std::string what =
+        r.from == r.to ? std::string(StateName(r.to))
+                       : std::string(StateName(r.from)) + "->" + std::string(StateName(r.to));
     if (auto e = AddEvent(r.id, now_ms, what, u.reason.value_or("")); !e) return e;
     return true;
   }
@@ -591,11 +607,11 @@ bool TransitionAllowed(JobState from, JobState to) {
     case S::kPending:
       return to == S::kScheduled || to == S::kCancelled || to == S::kFailed;
     case S::kScheduled:
-      return to == S::kRunning || to == S::kCancelled || to == S::kFailed || to == S::kLost ||
-             to == S::kPreempted || to == S::kPending;
+      return to == S::kScheduled || to == S::kRunning || to == S::kCancelled || to == S::kFailed ||
+             to == S::kLost || to == S::kPreempted || to == S::kPending;
     case S::kRunning:
-      return to == S::kSucceeded || to == S::kFailed || to == S::kCancelled || to == S::kLost ||
-             to == S::kPreempted;
+      return to == S::kRunning || to == S::kSucceeded || to == S::kFailed || to == S::kCancelled ||
+             to == S::kLost || to == S::kPreempted;
     case S::kPreempted:
     case S::kLost:
       return to == S::kPending || to == S::kCancelled || to == S::kFailed;

@@ -31,6 +31,8 @@ enum class JobState {
 std::string_view StateName(JobState state);  // "PENDING", ...
 std::optional<JobState> ParseState(std::string_view name);
 bool IsTerminal(JobState state);  // SUCCEEDED, FAILED, CANCELLED
+// Whether a job may go from `from` to `to`. A SCHEDULED or RUNNING job may also be changed in
+// place (from == to), e.g. marked for preemption.
 bool TransitionAllowed(JobState from, JobState to);
 
 struct JobRecord {
@@ -67,6 +69,10 @@ struct JobRecord {
   int64_t usage_samples = 0;
   double gpu_util_avg_pct = 0;
   int64_t gpu_mem_peak_mib = 0;
+  // Preemption: GPU-seconds of service in runs that were preempted (what Tiresias and LAS rank
+  // by), and whether it is being stopped for a higher-ranked job right now.
+  double attained_gpu_s = 0;
+  bool preempting = false;
 };
 
 // What a transition changes besides the state; unset fields stay as they are.
@@ -82,6 +88,8 @@ struct JobUpdate {
   std::optional<int64_t> usage_samples;  // with the two below
   double gpu_util_avg_pct = 0;
   int64_t gpu_mem_peak_mib = 0;
+  std::optional<double> attained_gpu_s;
+  std::optional<bool> preempting;
 };
 
 struct TransitionRequest {
