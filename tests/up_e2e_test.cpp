@@ -384,6 +384,44 @@ class FairShareServer : public UpServer {
     UpServer::SetUp();
     extra_up_args.clear();
   }
+  // Submits `n` copies of `job`; their ids.
+  std::vector<int64_t> SubmitAll(const json& job, int n) {
+    std::vector<int64_t> ids;
+    for (int i = 0; i < n; ++i) {
+      auto r = Http(token_).Post("/v1/jobs", job.dump(), "application/json");
+      EXPECT_TRUE(r && r->status == 201) << (r ? r->body : "no answer");
+      if (r && r->status == 201) ids.push_back(json::parse(r->body)["id"].get<int64_t>());
+    }
+    return ids;
+  }
+  // The job as `show` sees it (with its events); {} while the server does not answer.
+  json JobOf(int64_t id) {
+    auto r = Http(token_).Get("/v1/jobs/" + std::to_string(id));
+    return r && r->status == 200 ? json::parse(r->body) : json::object();
+  }
+  // Whether every job of `ids` runs a second time (RUNNING, epoch 2) within `seconds`.
+  bool AllRunAgain(const std::vector<int64_t>& ids, double seconds) {
+    return e2e::WaitUntil(
+        [&] {
+          for (int64_t id : ids) {
+            const json j = JobOf(id);
+            if (j.value("state", "") != "RUNNING" || j.value("epoch", 0) != 2) return false;
+          }
+          return true;
+        },
+        seconds);
+  }
+  // Whether every job of `ids` is in `state` within `seconds`.
+  bool AllReach(const std::vector<int64_t>& ids, const std::string& state, double seconds) {
+    return e2e::WaitUntil(
+        [&] {
+          for (int64_t id : ids) {
+            if (JobOf(id).value("state", "") != state) return false;
+          }
+          return true;
+        },
+        seconds);
+  }
 };
 
 TEST_F(FairShareServer, PreemptsWithGraceThenRequeuesAndRunsTheVictimsAgain) {
@@ -395,36 +433,21 @@ TEST_F(FairShareServer, PreemptsWithGraceThenRequeuesAndRunsTheVictimsAgain) {
   const json a_job = {
       {"argv", {"sh", "-c", "trap 'echo got-term; exit 0' TERM; echo run; sleep 60 & wait"}},
       {"queue", "team-a"}};
-  std::vector<int64_t> a_ids;
-  for (int i = 0; i < 4; ++i) {
-    auto r = c.Post("/v1/jobs", a_job.dump(), "application/json");
-    ASSERT_EQ(r->status, 201) << r->body;
-    a_ids.push_back(json::parse(r->body)["id"].get<int64_t>());
-  }
-  auto state_of = [&](int64_t id) {
-    return json::parse(c.Get("/v1/jobs/" + std::to_string(id))->body);
-  };
-  ASSERT_TRUE(e2e::WaitUntil(
-      [&] {
-        for (int64_t id : a_ids) {
-          if (state_of(id)["state"] != "RUNNING") return false;
-        }
-        return true;
-      },
-      10));
+  const std::vector<int64_t> a_ids = SubmitAll(a_job, 4);
+  ASSERT_TRUE(AllReach(a_ids, "RUNNING", 10));
   const json b_job = {
       {"argv", {"sh", "-c", "echo b-ran; sleep 1"}}, {"queue", "team-b"}, {"gpus", 2}};
-  auto r = c.Post("/v1/jobs", b_job.dump(), "application/json");
-  ASSERT_EQ(r->status, 201);
-  const int64_t b_id = json::parse(r->body)["id"].get<int64_t>();
-  ASSERT_TRUE(e2e::WaitUntil([&] { return state_of(b_id)["state"] == "SUCCEEDED"; }, 20))
-      << state_of(b_id).dump();
+  const std::vector<int64_t> b_ids = SubmitAll(b_job, 1);
+  ASSERT_EQ(b_ids.size(), 1U);
+  const int64_t b_id = b_ids[0];
+  ASSERT_TRUE(e2e::WaitUntil([&] { return JobOf(b_id)["state"] == "SUCCEEDED"; }, 20))
+      << JobOf(b_id).dump();
 
   // Exactly two victims, each stopped with SIGTERM, recorded PREEMPTED, then queued again.
   std::vector<int64_t> victims;
   int64_t last_victim_end_ms = 0;
   for (int64_t id : a_ids) {
-    const json j = state_of(id);
+    const json j = JobOf(id);
     bool preempted = false, requeued = false;
     for (const json& e : j["events"]) {
       if (e["what"] == "RUNNING->PREEMPTED") {
@@ -444,7 +467,7 @@ TEST_F(FairShareServer, PreemptsWithGraceThenRequeuesAndRunsTheVictimsAgain) {
   }
   ASSERT_EQ(victims.size(), 2U);
   int64_t b_scheduled_ms = 0;
-  const json b = state_of(b_id);
+  const json b = JobOf(b_id);
   for (const json& e : b["events"]) {
     if (e["what"] == "PENDING->SCHEDULED") b_scheduled_ms = e["time_ms"].get<int64_t>();
   }
@@ -452,15 +475,7 @@ TEST_F(FairShareServer, PreemptsWithGraceThenRequeuesAndRunsTheVictimsAgain) {
       << "placed only once its victims had ended: " << b.dump();
 
   // With team-b done, the victims run again, under a new epoch.
-  ASSERT_TRUE(e2e::WaitUntil(
-      [&] {
-        for (int64_t id : victims) {
-          const json j = state_of(id);
-          if (j["state"] != "RUNNING" || j["epoch"] != 2) return false;
-        }
-        return true;
-      },
-      20));
+  ASSERT_TRUE(AllRunAgain(victims, 20));
   const std::string metrics = c.Get("/metrics")->body;
   EXPECT_NE(metrics.find("gpufleet_controller_jobs_preempted_total 2"), std::string::npos)
       << metrics;
@@ -474,33 +489,17 @@ TEST_F(FairShareServer, AVictimAlreadyStoppingIsWaitedForNotDoubleBooked) {
   // in use (which stopped the server with a failed check before).
   auto c = Http(token_);
   const json a_job = {{"argv", {"sh", "-c", "trap '' TERM; sleep 60"}}, {"queue", "team-a"}};
-  std::vector<int64_t> a_ids;
-  for (int i = 0; i < 4; ++i) {
-    auto r = c.Post("/v1/jobs", a_job.dump(), "application/json");
-    ASSERT_EQ(r->status, 201) << r->body;
-    a_ids.push_back(json::parse(r->body)["id"].get<int64_t>());
-  }
-  auto state_of = [&](int64_t id) {
-    auto r = c.Get("/v1/jobs/" + std::to_string(id));
-    return r ? json::parse(r->body) : json::object();
-  };
-  ASSERT_TRUE(e2e::WaitUntil(
-      [&] {
-        for (int64_t id : a_ids) {
-          if (state_of(id)["state"] != "RUNNING") return false;
-        }
-        return true;
-      },
-      10));
+  const std::vector<int64_t> a_ids = SubmitAll(a_job, 4);
+  ASSERT_TRUE(AllReach(a_ids, "RUNNING", 10));
   for (int64_t id : a_ids) c.Post("/v1/jobs/" + std::to_string(id) + "/cancel");
   const json b_job = {{"argv", {"true"}}, {"queue", "team-b"}};
-  auto r = c.Post("/v1/jobs", b_job.dump(), "application/json");
-  ASSERT_EQ(r->status, 201);
-  const int64_t b_id = json::parse(r->body)["id"].get<int64_t>();
-  ASSERT_TRUE(e2e::WaitUntil([&] { return state_of(b_id).value("state", "") == "SUCCEEDED"; }, 20))
-      << state_of(b_id).dump() << "\n"
+  const std::vector<int64_t> b_ids = SubmitAll(b_job, 1);
+  ASSERT_EQ(b_ids.size(), 1U);
+  const int64_t b_id = b_ids[0];
+  ASSERT_TRUE(e2e::WaitUntil([&] { return JobOf(b_id).value("state", "") == "SUCCEEDED"; }, 20))
+      << JobOf(b_id).dump() << "\n"
       << Slurp(dir_.string() + ".up.log");
-  for (int64_t id : a_ids) EXPECT_EQ(state_of(id)["state"], "CANCELLED");
+  for (int64_t id : a_ids) EXPECT_EQ(JobOf(id)["state"], "CANCELLED");
   EXPECT_EQ(c.Get("/healthz")->status, 200);
 }
 
@@ -512,34 +511,18 @@ TEST_F(FairShareServer, AControllerKilledDuringTheGracePeriodStillEndsTheVictimP
   auto c = Http(token_);
   const json a_job = {{"argv", {"sh", "-c", "trap 'sleep 0.7; exit 0' TERM; sleep 60 & wait"}},
                       {"queue", "team-a"}};
-  std::vector<int64_t> a_ids;
-  for (int i = 0; i < 4; ++i) {
-    auto r = c.Post("/v1/jobs", a_job.dump(), "application/json");
-    ASSERT_EQ(r->status, 201) << r->body;
-    a_ids.push_back(json::parse(r->body)["id"].get<int64_t>());
-  }
-  auto state_of = [&](int64_t id) {
-    auto r = Http(token_).Get("/v1/jobs/" + std::to_string(id));
-    return r && r->status == 200 ? json::parse(r->body) : json::object();
-  };
-  ASSERT_TRUE(e2e::WaitUntil(
-      [&] {
-        for (int64_t id : a_ids) {
-          if (state_of(id).value("state", "") != "RUNNING") return false;
-        }
-        return true;
-      },
-      10));
+  const std::vector<int64_t> a_ids = SubmitAll(a_job, 4);
+  ASSERT_TRUE(AllReach(a_ids, "RUNNING", 10));
   const json b_job = {{"argv", {"true"}}, {"queue", "team-b"}, {"gpus", 2}};
-  auto r = c.Post("/v1/jobs", b_job.dump(), "application/json");
-  ASSERT_EQ(r->status, 201);
-  const int64_t b_id = json::parse(r->body)["id"].get<int64_t>();
+  const std::vector<int64_t> b_ids = SubmitAll(b_job, 1);
+  ASSERT_EQ(b_ids.size(), 1U);
+  const int64_t b_id = b_ids[0];
   std::vector<int64_t> victims;
   ASSERT_TRUE(e2e::WaitUntil(
       [&] {
         victims.clear();
         for (int64_t id : a_ids) {
-          if (state_of(id).value("reason", "").rfind("preempting", 0) == 0) victims.push_back(id);
+          if (JobOf(id).value("reason", "").rfind("preempting", 0) == 0) victims.push_back(id);
         }
         return victims.size() == 2;
       },
@@ -547,19 +530,10 @@ TEST_F(FairShareServer, AControllerKilledDuringTheGracePeriodStillEndsTheVictimP
   ASSERT_EQ(c.Post("/v1/jobs/" + std::to_string(b_id) + "/cancel")->status, 200);
   Kill(SIGKILL);  // inside the victims' checkpoint time
   Start();
-  ASSERT_TRUE(e2e::WaitUntil(
-      [&] {
-        for (int64_t id : victims) {
-          const json j = state_of(id);
-          if (j.value("state", "") != "RUNNING" || j.value("epoch", 0) != 2) return false;
-        }
-        return true;
-      },
-      20))
-      << state_of(victims[0]).dump();
-  EXPECT_EQ(state_of(b_id)["state"], "CANCELLED");
+  ASSERT_TRUE(AllRunAgain(victims, 20)) << JobOf(victims[0]).dump();
+  EXPECT_EQ(JobOf(b_id)["state"], "CANCELLED");
   for (int64_t id : victims) {
-    const json j = state_of(id);
+    const json j = JobOf(id);
     std::string history;
     for (const json& e : j["events"]) history += e["what"].get<std::string>() + " ";
     EXPECT_NE(history.find("RUNNING->PREEMPTED PREEMPTED->PENDING"), std::string::npos) << history;

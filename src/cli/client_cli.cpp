@@ -23,6 +23,17 @@ int Guarded(Command command) {
 
 }  // namespace
 
+int AddClientCommandsAndRun(CLI::App& app, int argc, char** argv) {
+  ClientCli client_cli;
+  client_cli.Register(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return 0;
+}
+
 void ClientCli::Register(CLI::App& app) {
   // Flags every client command shares.
   auto add_client_flags = [](CLI::App* cmd, ClientOptions& client) {

@@ -11,6 +11,10 @@ class App;
 
 namespace gpufleet::cli {
 
+// Adds the client commands to `app` (which holds the program's other commands), parses the
+// command line and runs the command it names; the program's exit status.
+int AddClientCommandsAndRun(CLI::App& app, int argc, char** argv);
+
 // Holds the parsed options; it must outlive the parse of `app`.
 class ClientCli {
  public:

@@ -71,12 +71,5 @@ int main(int argc, char** argv) {
         ->allow_extras()
         ->callback([argv] { std::exit(RunFull(argv)); });
   }
-  cli::ClientCli client_cli;
-  client_cli.Register(app);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  return 0;
+  return cli::AddClientCommandsAndRun(app, argc, argv);
 }

@@ -282,13 +282,5 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   controller_cmd->callback([&] { std::exit(cli::RunUp(controller_opts)); });
 
-  cli::ClientCli client_cli;
-  client_cli.Register(app);
-
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  return 0;
+  return cli::AddClientCommandsAndRun(app, argc, argv);
 }

@@ -86,6 +86,16 @@ HttpClient ClientFor(const ScriptedServer& server) {
   return std::move(client).value();
 }
 
+// What a GET gets from a server that answers it with `answer` (nothing: it closes at once).
+core::Result<HttpReply> GetAnswered(const std::string& answer) {
+  ScriptedServer server([&](int fd) {
+    ReadRequest(fd);
+    if (!answer.empty()) Write(fd, answer);
+  });
+  HttpClient client = ClientFor(server);
+  return client.Get("/");
+}
+
 TEST(HttpClient, SendsOneWellFormedRequestWithTokenAndBody) {
   std::string seen;
   ScriptedServer server([&](int fd) {
@@ -108,26 +118,16 @@ TEST(HttpClient, SendsOneWellFormedRequestWithTokenAndBody) {
 }
 
 TEST(HttpClient, ReadsChunkedBodiesWithExtensionsAndTrailers) {
-  ScriptedServer server([](int fd) {
-    ReadRequest(fd);
-    Write(fd,
-          "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-Job-State: RUNNING\r\n\r\n"
-          "5;ext=1\r\nhello\r\n7\r\n, world\r\n0\r\nX-Trailer: 1\r\n\r\n");
-  });
-  HttpClient client = ClientFor(server);
-  auto reply = client.Get("/logs");
+  auto reply = GetAnswered(
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-Job-State: RUNNING\r\n\r\n"
+      "5;ext=1\r\nhello\r\n7\r\n, world\r\n0\r\nX-Trailer: 1\r\n\r\n");
   ASSERT_TRUE(reply.ok()) << reply.error();
   EXPECT_EQ(reply.value().body, "hello, world");
   EXPECT_EQ(reply.value().Header("X-JOB-STATE"), "RUNNING");
 }
 
 TEST(HttpClient, ReadsABodyThatEndsWithTheConnection) {
-  ScriptedServer server([](int fd) {
-    ReadRequest(fd);
-    Write(fd, "HTTP/1.0 200 OK\r\n\r\nall of it");
-  });
-  HttpClient client = ClientFor(server);
-  auto reply = client.Get("/");
+  auto reply = GetAnswered("HTTP/1.0 200 OK\r\n\r\nall of it");
   ASSERT_TRUE(reply.ok()) << reply.error();
   EXPECT_EQ(reply.value().body, "all of it");
 }
@@ -183,12 +183,7 @@ TEST(HttpClient, NamesWhatIsWrongWithABadAnswer) {
       {"", "closed the connection without answering"},
   };
   for (const Case& c : cases) {
-    ScriptedServer server([&](int fd) {
-      ReadRequest(fd);
-      if (!c.answer.empty()) Write(fd, c.answer);
-    });
-    HttpClient client = ClientFor(server);
-    auto reply = client.Get("/");
+    auto reply = GetAnswered(c.answer);
     ASSERT_FALSE(reply.ok()) << c.answer;
     EXPECT_NE(reply.error().find(c.expected), std::string::npos) << reply.error();
   }
@@ -209,24 +204,15 @@ TEST(HttpClient, GivesUpOnASilentServerAfterTheReadTimeout) {
 }
 
 TEST(HttpClient, SkipsInterimAnswers) {
-  ScriptedServer server([](int fd) {
-    ReadRequest(fd);
-    Write(fd, "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfinal");
-  });
-  HttpClient client = ClientFor(server);
-  auto reply = client.Get("/");
+  auto reply =
+      GetAnswered("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfinal");
   ASSERT_TRUE(reply.ok()) << reply.error();
   EXPECT_EQ(reply.value().status, 200);
   EXPECT_EQ(reply.value().body, "final");
 }
 
 TEST(HttpClient, RefusesAnAnswerLargerThanAGibibyte) {
-  ScriptedServer server([](int fd) {
-    ReadRequest(fd);
-    Write(fd, "HTTP/1.1 200 OK\r\nContent-Length: 999999999999\r\n\r\nabc");
-  });
-  HttpClient client = ClientFor(server);
-  auto reply = client.Get("/");
+  auto reply = GetAnswered("HTTP/1.1 200 OK\r\nContent-Length: 999999999999\r\n\r\nabc");
   ASSERT_FALSE(reply.ok());
   EXPECT_NE(reply.error().find("larger than 1 GiB"), std::string::npos) << reply.error();
 }
