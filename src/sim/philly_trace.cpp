@@ -83,6 +83,13 @@ Result<PhillyTrace> ReadPhillyTrace(const std::string& path, const PhillyReadOpt
       return Error{t.Where(r, "duration") + ": a job must run for a positive time, found '" +
                    std::string(dur_text) + "'"};
     }
+    // Beyond this a run time is no run time, and its conversion to an integer (and the sums of
+    // GPU-seconds made from it) would overflow.
+    constexpr double kMaxDurationS = 10.0 * 366 * 86400;
+    if (duration > kMaxDurationS) {
+      return Error{t.Where(r, "duration") + ": longer than ten years, found '" +
+                   std::string(dur_text) + "'"};
+    }
     auto gpus = t.Int(r, "num_gpus");
     if (!gpus) return Error{gpus.error()};
     if (gpus.value() < 1 || gpus.value() > 1'000'000) {
