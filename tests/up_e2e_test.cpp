@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -432,6 +433,118 @@ TEST_F(UpServer, UsersTokensAndNodeCredentials) {
   for (const json& e : audit) added_by_admin |= e["what"] == "user added" && !e["actor"].get<std::string>().empty();
   EXPECT_TRUE(added_by_admin) << audit.dump();
   std::filesystem::remove_all(agent_dir);
+}
+
+// Issue 19: the controller held its lock through a whole pass of launches, so a SIGTERM waited
+// minutes for the queue to drain. Now Stop ends the launching at once: with 10,000 jobs queued
+// and jobs ending all the time, `up` exits within 2 s, and every job it started is re-adopted.
+TEST_F(UpServer, StopsWithinTwoSecondsUnderALaunchStormAndReadoptsWhatItStarted) {
+  // The jobs queue behind a blocker (submits are fast while nothing launches), then start.
+  auto c = Http(token_);
+  auto r = c.Post("/v1/jobs", R"({"argv":["sleep","600"],"gpus":4})", "application/json");
+  ASSERT_EQ(r->status, 201);
+  const int64_t blocker = json::parse(r->body)["id"].get<int64_t>();
+  WaitFor(blocker, "RUNNING");
+  constexpr int kClients = 4, kPerClient = 2500;
+  std::vector<std::thread> clients;
+  std::atomic<int> acknowledged{0};
+  for (int t = 0; t < kClients; ++t) {
+    clients.emplace_back([&] {
+      auto client = Http(token_);
+      const json body = {{"argv", {"sleep", "0.2"}}, {"gpu_share", 0.05}};
+      for (int i = 0; i < kPerClient; ++i) {
+        auto answer = client.Post("/v1/jobs", body.dump(), "application/json");
+        if (answer && answer->status == 201) ++acknowledged;
+      }
+    });
+  }
+  for (std::thread& t : clients) t.join();
+  ASSERT_EQ(acknowledged.load(), kClients * kPerClient);
+  ASSERT_EQ(c.Post("/v1/jobs/" + std::to_string(blocker) + "/cancel")->status, 200);
+  // Let launches (and the ends of the first jobs) run for a moment, then stop it amid them.
+  ASSERT_TRUE(e2e::WaitUntil(
+      [&] {
+        auto q = Http(token_).Get("/v1/jobs?user=all&state=SUCCEEDED&limit=100");
+        return q && q->status == 200 && json::parse(q->body).size() >= 20;
+      },
+      60));
+  const auto before = std::chrono::steady_clock::now();
+  kill(pid_, SIGTERM);
+  int status = 0;
+  pid_t done = 0;
+  while ((done = waitpid(pid_, &status, WNOHANG)) == 0 &&
+         std::chrono::steady_clock::now() - before < std::chrono::seconds(30)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  const double took_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - before).count();
+  ASSERT_EQ(done, pid_) << "still running after 30 s";
+  pid_ = -1;
+  EXPECT_LT(took_s, 2.0) << "SIGTERM to exit";
+  // What the store says ran when it stopped must be re-adopted, not lost or started again.
+  std::vector<int64_t> running;
+  {
+    auto store = store::OpenSqliteStore(dir_.string());
+    ASSERT_TRUE(store.ok()) << store.error();
+    store::JobFilter filter;
+    filter.state = store::JobState::kRunning;
+    filter.limit = 100000;
+    auto listed = store.value()->ListJobs(filter);
+    ASSERT_TRUE(listed.ok()) << listed.error();
+    for (const store::JobRecord& j : listed.value()) running.push_back(j.id);
+  }
+  ASSERT_FALSE(running.empty()) << "stopped while nothing ran: the test proves nothing";
+  Start();
+  for (int64_t id : running) {
+    const json j = WaitFor(id, "SUCCEEDED", 30);
+    EXPECT_EQ(j.value("epoch", 0), 1) << j.dump();  // re-adopted, never started a second time
+  }
+}
+
+// Issue 19: a cancel waited for the whole pass of launches (the lock was held through them). Now
+// launches run outside the lock: cancels are answered while a pass starts 500 jobs.
+TEST_F(UpServer, CancelsAreAnsweredWhileAPassLaunchesFiveHundredJobs) {
+  auto c = Http(token_);
+  auto r = c.Post("/v1/jobs", R"({"argv":["sleep","60"],"gpus":4})", "application/json");
+  ASSERT_EQ(r->status, 201);
+  const int64_t blocker = json::parse(r->body)["id"].get<int64_t>();
+  WaitFor(blocker, "RUNNING");
+  for (int i = 0; i < 500; ++i) {
+    ASSERT_EQ(c.Post("/v1/jobs", R"({"argv":["sleep","30"],"gpu_share":0.005})",
+                     "application/json")
+                  ->status,
+              201);
+  }
+  std::vector<int64_t> to_cancel;
+  for (int i = 0; i < 5; ++i) {
+    r = c.Post("/v1/jobs", R"({"argv":["sleep","1"],"gpus":4})", "application/json");
+    to_cancel.push_back(json::parse(r->body)["id"].get<int64_t>());
+  }
+  ASSERT_EQ(c.Post("/v1/jobs/" + std::to_string(blocker) + "/cancel")->status, 200);
+  // The next pass places the 500 at once and launches them; cancel others meanwhile, each
+  // answer timed, with how many jobs ran when it came.
+  std::vector<std::pair<double, int>> timed;  // latency (ms), jobs recorded RUNNING after it
+  auto other = Http(token_);
+  for (int64_t id : to_cancel) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto answer = other.Post("/v1/jobs/" + std::to_string(id) + "/cancel");
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    ASSERT_TRUE(answer && answer->status == 200);
+    // Jobs recorded RUNNING so far (each launch commits its own).
+    auto listed = other.Get("/v1/jobs?user=all&state=RUNNING&limit=10000");
+    timed.emplace_back(ms, static_cast<int>(json::parse(listed->body).size()));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  std::string shown;
+  std::vector<double> during;
+  for (const auto& [ms, running] : timed) {
+    shown += std::to_string(ms) + " ms (" + std::to_string(running) + " running) ";
+    if (running < 500) during.push_back(ms);
+  }
+  ASSERT_GE(during.size(), 2U) << "the launches were over before the cancels: " << shown;
+  for (double ms : during) EXPECT_LT(ms, 100.0) << shown;
+  for (int64_t id : to_cancel) EXPECT_EQ(WaitFor(id, "CANCELLED")["state"], "CANCELLED");
 }
 
 TEST_F(UpServer, AcknowledgedJobsSurviveKill9) {

@@ -333,6 +333,7 @@ void Controller::Start() {
 }
 
 void Controller::Stop() {
+  stopping_ = true;  // a launch phase under way stops at once, without waiting for the lock
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;
@@ -346,14 +347,85 @@ void Controller::Loop() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stop_) {
     PassLocked(NowMs());
+    LaunchQueued(lock);
+    if (stop_) break;
+    // When a pass is due at once (a job ended meanwhile), wait_for returns without releasing the
+    // lock: let heartbeats, cancels and Stop in between passes first.
+    lock.unlock();
+    std::this_thread::yield();
+    lock.lock();
     wake_.wait_for(lock, kTick, [this] { return stop_ || woken_.load(); });
     woken_ = false;
   }
 }
 
 void Controller::RunOnce(int64_t now_ms) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
   PassLocked(now_ms);
+  LaunchQueued(lock);
+}
+
+void Controller::LaunchQueued(std::unique_lock<std::mutex>& lock) {
+  if (launches_.empty()) return;
+  std::vector<LocalLaunch> batch;
+  batch.swap(launches_);
+  struct Outcome {
+    std::optional<core::Result<NodeExecutor::Started>> started;  // empty: not attempted (Stop)
+    bool recorded = false;  // RUNNING committed with its pid
+    int64_t at_ms = 0;
+  };
+  std::vector<Outcome> outcomes(batch.size());
+  lock.unlock();
+  for (std::size_t k = 0; k < batch.size() && !stopping_; ++k) {
+    const LocalLaunch& l = batch[k];
+    Outcome& o = outcomes[k];
+    o.started = executor_->Start(l.job, l.env, l.log_path);
+    o.at_ms = NowMs();
+    if (*o.started && l.whole_job) {
+      store::JobUpdate running;
+      running.start_ms = o.at_ms;
+      running.pid = o.started->value().pid;
+      running.pid_start = o.started->value().pid_start;
+      auto r = store_.Transition(l.id, store::JobState::kScheduled, store::JobState::kRunning,
+                                 running, o.at_ms);
+      o.recorded = r.ok() && r.value();
+      if (!r.ok()) {
+        std::fprintf(stderr, "gpufleet: the store could not record job %lld running: %s\n",
+                     static_cast<long long>(l.id), r.error().c_str());
+      }
+    }
+  }
+  lock.lock();
+  for (std::size_t k = 0; k < batch.size(); ++k) {
+    const LocalLaunch& l = batch[k];
+    const Outcome& o = outcomes[k];
+    auto it = active_.find(l.id);
+    if (it == active_.end()) continue;  // cannot end while a rank is launching
+    Active& a = it->second;
+    Rank& r = a.ranks[l.rank];
+    r.launching = false;
+    if (!o.started) continue;  // stopping: placed, never started (queued again at restart)
+    r.started = true;
+    if (!*o.started) {
+      r.ended = true;
+      r.ended_ms = o.at_ms;
+      r.exit_code = 127;
+      r.reason = o.started->error();
+    } else {
+      r.pid = o.started->value().pid;
+      r.pid_start = o.started->value().pid_start;
+      if (o.recorded) {
+        a.job.state = store::JobState::kRunning;
+        a.job.start_ms = o.at_ms;
+        a.job.pid = r.pid;
+        a.job.pid_start = r.pid_start;
+      }
+      // Cancelled (or otherwise stopped) while it was being launched.
+      if (a.stopping) executor_->Stop(l.id, options_.stop_grace_s);
+    }
+    SettleLocked(l.id, o.at_ms);
+  }
+  FlushLocked(NowMs());
 }
 
 std::optional<core::Error> Controller::Unrunnable(
@@ -465,20 +537,18 @@ net::EnvList Controller::LaunchEnvLocked(const Active& a, int rank) const {
           {"GPUFLEET_NODE_RANK", std::to_string(rank)}};
 }
 
-void Controller::StartLocalRankLocked(Active& a, int rank) {
+void Controller::QueueLocalRankLocked(Active& a, int rank) {
   Rank& r = a.ranks[rank];
-  store::JobRecord job = a.job;
-  job.gpu_indices = MaskIndices(r.gpus);
-  auto started = executor_->Start(job, LaunchEnvLocked(a, rank), LogPath(job.id, rank));
-  r.started = true;
-  if (!started) {
-    r.ended = true;
-    r.exit_code = 127;
-    r.reason = started.error();
-    return;
-  }
-  r.pid = started.value().pid;
-  r.pid_start = started.value().pid_start;
+  r.launching = true;
+  LocalLaunch l;
+  l.id = a.job.id;
+  l.rank = rank;
+  l.job = a.job;
+  l.job.gpu_indices = MaskIndices(r.gpus);
+  l.env = LaunchEnvLocked(a, rank);
+  l.log_path = LogPath(a.job.id, rank);
+  l.whole_job = a.ranks.size() == 1;
+  launches_.push_back(std::move(l));
 }
 
 void Controller::TouchNodeLocked(int node) {
@@ -553,20 +623,15 @@ void Controller::LaunchLocked(int64_t id, int64_t now_ms) {
       }
     }
   }
-  bool local = false;
   for (std::size_t k = 0; k < a.ranks.size(); ++k) {
     if (!nodes_[a.ranks[k].node].local) {
       TouchNodeLocked(a.ranks[k].node);  // its agent learns of it now (see Heartbeat)
       continue;
     }
-    StartLocalRankLocked(a, static_cast<int>(k));
-    local = true;
+    QueueLocalRankLocked(a, static_cast<int>(k));
   }
   ++stats_.started;
-  SettleLocked(id, now_ms);
-  // A started local process is recorded (RUNNING, with its pid) at once, so that a crash leaves
-  // at most the job being launched without a record, not a whole pass of them.
-  if (local) FlushLocked(now_ms);
+  SettleLocked(id, now_ms);  // local ranks start after the pass (LaunchQueued)
 }
 
 void Controller::WriteLocked(int64_t id, store::JobState from, store::JobState to,

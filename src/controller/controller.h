@@ -187,6 +187,7 @@ class Controller {
     int node = 0;
     core::GpuMask gpus = 0;
     bool started = false;  // known to have run (then never started again)
+    bool launching = false;  // queued for a local launch outside the lock (LaunchQueued)
     bool ended = false;
     bool lost = false;     // ended without a known exit (its state on the node was lost)
     bool stopped = false;  // ended after the controller asked it to stop
@@ -232,7 +233,22 @@ class Controller {
   // `refused`, when given, collects the jobs whose compare-and-set did not apply.
   bool FlushLocked(int64_t now_ms, std::vector<int64_t>* refused = nullptr);
   net::EnvList LaunchEnvLocked(const Active& a, int rank) const;
-  void StartLocalRankLocked(Active& a, int rank);
+  // A local rank the pass decided to start; LaunchQueued starts it after the pass.
+  struct LocalLaunch {
+    int64_t id = 0;
+    int rank = 0;
+    store::JobRecord job;  // with this rank's GPUs
+    net::EnvList env;
+    std::string log_path;
+    bool whole_job = false;  // the job's only rank: its RUNNING record is committed at launch
+  };
+  void QueueLocalRankLocked(Active& a, int rank);
+  // Starts the local ranks the pass queued with `lock` released, so heartbeats, cancels and Stop
+  // are served while processes start; each single-node job's RUNNING (with its pid) is committed
+  // right after its start, before the next launch, so a crash leaves at most one started job
+  // unrecorded. Stop ends the launching at once: what was placed but not started stays
+  // SCHEDULED in the store and is queued again at the next start.
+  void LaunchQueued(std::unique_lock<std::mutex>& lock);
   void StopRanksLocked(Active& a);
   void TouchNodeLocked(int node);
   // Moves the job on as its ranks report: RUNNING once all run; ended once all have ended.
@@ -286,6 +302,8 @@ class Controller {
   std::condition_variable node_changed_;  // with mutex_: a node's version changed
   int held_heartbeats_ = 0;
   bool stop_ = false;
+  std::atomic<bool> stopping_{false};  // set by Stop before it takes the lock
+  std::vector<LocalLaunch> launches_;  // queued by the pass, started by LaunchQueued
   std::atomic<bool> woken_{false};
   std::thread thread_;
 };
