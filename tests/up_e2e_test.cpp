@@ -74,7 +74,7 @@ class UpServer : public ::testing::Test {
     const std::string data = dir_.string();
     std::vector<std::string> args = {GPUFLEET_BINARY, "up",    "--data-dir",       data,
                                      "--listen",      listen_, "--simulated-gpus", "4",
-                                     "--stop-grace",  "1",       "--allow-root-jobs"};
+                                     "--stop-grace",  "1",     "--allow-root-jobs"};
     args.insert(args.end(), up_args_.begin(), up_args_.end());
     const std::string log = data + ".up.log";
     pid_ = e2e::Spawn(args, log);
@@ -105,6 +105,15 @@ class UpServer : public ::testing::Test {
     httplib::Client c(url_);
     if (!token.empty()) c.set_bearer_token_auth(token);
     return c;
+  }
+  // Starts a job that holds all 4 GPUs until cancelled; its id once it runs (0 on failure).
+  int64_t RunBlocker() {
+    auto r =
+        Http(token_).Post("/v1/jobs", R"({"argv":["sleep","600"],"gpus":4})", "application/json");
+    if (!r || r->status != 201) return 0;
+    const int64_t id = json::parse(r->body)["id"].get<int64_t>();
+    WaitFor(id, "RUNNING");
+    return id;
   }
   // Waits until job `id` is in `state` (via the API); returns the job.
   json WaitFor(int64_t id, const std::string& state, double seconds = 15) {
@@ -350,8 +359,9 @@ TEST_F(UpServer, HostileSubmitsAreRefusedOrFailSafely) {
 // Security finding 10: names with terminal escapes are shown escaped by `gpufleet jobs`.
 TEST_F(UpServer, JobListingsEscapeControlCharacters) {
   auto c = Http(token_);
-  auto r = c.Post("/v1/jobs", "{\"argv\":[\"true\"],\"name\":\"evil\\u001b[2J\\u001b]0;pwned\\u0007\"}",
-                  "application/json");
+  auto r =
+      c.Post("/v1/jobs", "{\"argv\":[\"true\"],\"name\":\"evil\\u001b[2J\\u001b]0;pwned\\u0007\"}",
+             "application/json");
   ASSERT_EQ(r->status, 201) << r->body;
   const int64_t id = json::parse(r->body)["id"].get<int64_t>();
   WaitFor(id, "SUCCEEDED");
@@ -407,13 +417,13 @@ TEST_F(UpServer, UsersTokensAndNodeCredentials) {
   EXPECT_EQ(st.st_mode & 0777, 0600U);
   // The node credential acts as its node only.
   EXPECT_EQ(Http(node_token).Get("/v1/jobs")->status, 403);
-  auto spoof = Http(node_token).Post("/v1/agent/heartbeat", R"({"node":"other","gpus":1})",
-                                     "application/json");
+  auto spoof = Http(node_token)
+                   .Post("/v1/agent/heartbeat", R"({"node":"other","gpus":1})", "application/json");
   EXPECT_EQ(spoof->status, 403);
   // A join token is good once.
-  EXPECT_EQ(Http(join_token).Post("/v1/agent/join", R"({"node":"gpu-k"})", "application/json")
-                ->status,
-            401);
+  EXPECT_EQ(
+      Http(join_token).Post("/v1/agent/join", R"({"node":"gpu-k"})", "application/json")->status,
+      401);
   // Revoked, the node's agent is refused.
   EXPECT_NE(Cli("nodes revoke gpu-j").find("revoked"), std::string::npos);
   EXPECT_EQ(Http(node_token)
@@ -427,10 +437,12 @@ TEST_F(UpServer, UsersTokensAndNodeCredentials) {
   EXPECT_EQ(Http(alice).Get("/v1/jobs")->status, 401);
   const json audit = json::parse(Http(token_).Get("/v1/audit")->body);
   std::set<std::string> seen;
-  for (const json& e : audit) seen.insert(e["what"].get<std::string>() + "/" + e["actor"].get<std::string>());
+  for (const json& e : audit)
+    seen.insert(e["what"].get<std::string>() + "/" + e["actor"].get<std::string>());
   EXPECT_TRUE(seen.count("node joined/join:" + join["id"].get<std::string>())) << audit.dump();
   bool added_by_admin = false;
-  for (const json& e : audit) added_by_admin |= e["what"] == "user added" && !e["actor"].get<std::string>().empty();
+  for (const json& e : audit)
+    added_by_admin |= e["what"] == "user added" && !e["actor"].get<std::string>().empty();
   EXPECT_TRUE(added_by_admin) << audit.dump();
   std::filesystem::remove_all(agent_dir);
 }
@@ -441,10 +453,8 @@ TEST_F(UpServer, UsersTokensAndNodeCredentials) {
 TEST_F(UpServer, StopsWithinTwoSecondsUnderALaunchStormAndReadoptsWhatItStarted) {
   // The jobs queue behind a blocker (submits are fast while nothing launches), then start.
   auto c = Http(token_);
-  auto r = c.Post("/v1/jobs", R"({"argv":["sleep","600"],"gpus":4})", "application/json");
-  ASSERT_EQ(r->status, 201);
-  const int64_t blocker = json::parse(r->body)["id"].get<int64_t>();
-  WaitFor(blocker, "RUNNING");
+  const int64_t blocker = RunBlocker();
+  ASSERT_GT(blocker, 0);
   constexpr int kClients = 4, kPerClient = 2500;
   std::vector<std::thread> clients;
   std::atomic<int> acknowledged{0};
@@ -505,19 +515,16 @@ TEST_F(UpServer, StopsWithinTwoSecondsUnderALaunchStormAndReadoptsWhatItStarted)
 // launches run outside the lock: cancels are answered while a pass starts 500 jobs.
 TEST_F(UpServer, CancelsAreAnsweredWhileAPassLaunchesFiveHundredJobs) {
   auto c = Http(token_);
-  auto r = c.Post("/v1/jobs", R"({"argv":["sleep","60"],"gpus":4})", "application/json");
-  ASSERT_EQ(r->status, 201);
-  const int64_t blocker = json::parse(r->body)["id"].get<int64_t>();
-  WaitFor(blocker, "RUNNING");
+  const int64_t blocker = RunBlocker();
+  ASSERT_GT(blocker, 0);
   for (int i = 0; i < 500; ++i) {
-    ASSERT_EQ(c.Post("/v1/jobs", R"({"argv":["sleep","30"],"gpu_share":0.005})",
-                     "application/json")
+    ASSERT_EQ(c.Post("/v1/jobs", R"({"argv":["sleep","30"],"gpu_share":0.005})", "application/json")
                   ->status,
               201);
   }
   std::vector<int64_t> to_cancel;
   for (int i = 0; i < 5; ++i) {
-    r = c.Post("/v1/jobs", R"({"argv":["sleep","1"],"gpus":4})", "application/json");
+    auto r = c.Post("/v1/jobs", R"({"argv":["sleep","1"],"gpus":4})", "application/json");
     to_cancel.push_back(json::parse(r->body)["id"].get<int64_t>());
   }
   ASSERT_EQ(c.Post("/v1/jobs/" + std::to_string(blocker) + "/cancel")->status, 200);

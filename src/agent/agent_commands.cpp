@@ -86,8 +86,8 @@ core::Result<std::string> NodeCredential(const std::string& controller_url,
   client.set_connection_timeout(5, 0);
   client.set_read_timeout(10, 0);
   client.set_bearer_token_auth(join_token);
-  auto res = client.Post("/v1/agent/join", nlohmann::json{{"node", node}}.dump(),
-                         "application/json");
+  auto res =
+      client.Post("/v1/agent/join", nlohmann::json{{"node", node}}.dump(), "application/json");
   if (!res) {
     return core::Error{"cannot reach the controller at " + controller_url + " to join (" +
                        httplib::to_string(res.error()) + ")"};

@@ -57,8 +57,7 @@ core::Result<RunIdentity> ResolveRunAs(const RunAsPolicy& policy, const std::str
   return identity;
 }
 
-core::Result<bool> ParseRunAsMap(const std::string& text,
-                                 std::map<std::string, std::string>& map) {
+core::Result<bool> ParseRunAsMap(const std::string& text, std::map<std::string, std::string>& map) {
   std::size_t start = 0;
   while (start <= text.size()) {
     const std::size_t comma = text.find(',', start);

@@ -243,7 +243,7 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
       signal(SIGTERM, SIG_DFL);  // ignored signals survive exec: give the job the defaults
       signal(SIGINT, SIG_DFL);
       signal(SIGHUP, SIG_DFL);
-      umask(022);  // the servers' own umask (077) keeps their files private; jobs get the usual
+      umask(022);    // the servers' own umask (077) keeps their files private; jobs get the usual
       int step = 0;  // 1 chdir, 2 setuid, 3 exec
       if (chdir(workdir.c_str()) != 0) step = 1;
       if (step == 0 && switch_user &&

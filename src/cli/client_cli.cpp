@@ -136,8 +136,8 @@ void ClientCli::Register(CLI::App& app) {
   CLI::App* token_create = token_cmd->add_subcommand(
       "create", "Create a token (yours, --user's, or --join for a new node); shown once");
   token_create->add_option("--user", admin_.user, "whose token (default: yours)");
-  auto* join = token_create->add_flag(
-      "--join", admin_.join, "a one-time join token for a new agent (agent --join-token)");
+  auto* join = token_create->add_flag("--join", admin_.join,
+                                      "a one-time join token for a new agent (agent --join-token)");
   token_create->add_option("--ttl", admin_.ttl, "how long a join token stays valid (15m, 1h, 2d)")
       ->capture_default_str()
       ->needs(join);

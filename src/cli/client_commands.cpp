@@ -147,10 +147,10 @@ std::optional<json> Check(const core::Result<net::HttpReply>& r, const Connectio
   const net::HttpReply& reply = r.value();
   json body = json::parse(reply.body, nullptr, false);
   if (reply.status >= 400) {
-    const std::string message = body.is_object() && body.contains("error") &&
-                                        body["error"].is_string()
-                                    ? body["error"].get<std::string>()
-                                    : reply.body.substr(0, 4096);
+    const std::string message =
+        body.is_object() && body.contains("error") && body["error"].is_string()
+            ? body["error"].get<std::string>()
+            : reply.body.substr(0, 4096);
     std::fprintf(stderr, "gpufleet: %s failed (%d): %s\n", what, reply.status,
                  Printable(message).c_str());
     if (reply.status == 401) {
@@ -406,21 +406,20 @@ int RunNodes(const ClientOptions& client) {
   return 0;
 }
 
-
 int RunUsersAdd(const AdminOptions& o) {
   auto c = Connect(o.client);
   if (!c) return 1;
-  auto answer =
-      Check(c->http->Post("/v1/users", json{{"name", o.name}, {"admin", o.admin}}.dump()), *c,
-            "users add");
+  auto answer = Check(c->http->Post("/v1/users", json{{"name", o.name}, {"admin", o.admin}}.dump()),
+                      *c, "users add");
   if (!answer) return 1;
   if (o.client.json) {
-    std::printf("%s\n", json{{"user", (*answer)["user"]}, {"token", (*answer)["token"]}}.dump().c_str());
+    std::printf("%s\n",
+                json{{"user", (*answer)["user"]}, {"token", (*answer)["token"]}}.dump().c_str());
     return 0;
   }
-  std::printf("user %s added%s; their token (shown only now; give it to them as GPUFLEET_TOKEN):\n%s\n",
-              Cell((*answer)["user"]).c_str(), o.admin ? " (admin)" : "",
-              Cell((*answer)["token"]).c_str());
+  std::printf(
+      "user %s added%s; their token (shown only now; give it to them as GPUFLEET_TOKEN):\n%s\n",
+      Cell((*answer)["user"]).c_str(), o.admin ? " (admin)" : "", Cell((*answer)["token"]).c_str());
   return 0;
 }
 
@@ -444,8 +443,8 @@ int RunUsersList(const ClientOptions& client) {
 int RunUsersRemove(const AdminOptions& o) {
   auto c = Connect(o.client);
   if (!c) return 1;
-  auto answer = Check(c->http->Send("DELETE", "/v1/users/" + QueryValue(o.name), "", ""), *c,
-                      "users remove");
+  auto answer =
+      Check(c->http->Send("DELETE", "/v1/users/" + QueryValue(o.name), "", ""), *c, "users remove");
   if (!answer) return 1;
   std::printf("user %s removed (their jobs stay; cancel them if they should stop)\n",
               Printable(o.name).c_str());
@@ -475,9 +474,10 @@ int RunTokenCreate(const AdminOptions& o) {
     return 0;
   }
   if (o.join) {
-    std::printf("join token %s (one node, until it expires; shown only now):\n%s\n"
-                "on the new node: gpufleet agent --controller URL --join-token TOKEN\n",
-                Cell((*answer)["id"]).c_str(), Cell((*answer)["token"]).c_str());
+    std::printf(
+        "join token %s (one node, until it expires; shown only now):\n%s\n"
+        "on the new node: gpufleet agent --controller URL --join-token TOKEN\n",
+        Cell((*answer)["id"]).c_str(), Cell((*answer)["token"]).c_str());
   } else {
     std::printf("token %s for %s (shown only now):\n%s\n", Cell((*answer)["id"]).c_str(),
                 Cell((*answer)["user"]).c_str(), Cell((*answer)["token"]).c_str());
@@ -514,8 +514,8 @@ int RunTokenList(const ClientOptions& client) {
 int RunTokenRevoke(const AdminOptions& o) {
   auto c = Connect(o.client);
   if (!c) return 1;
-  auto answer = Check(c->http->Send("DELETE", "/v1/tokens/" + QueryValue(o.id), "", ""), *c,
-                      "token revoke");
+  auto answer =
+      Check(c->http->Send("DELETE", "/v1/tokens/" + QueryValue(o.id), "", ""), *c, "token revoke");
   if (!answer) return 1;
   std::printf("token %s revoked\n", Printable(o.id).c_str());
   return 0;
@@ -524,12 +524,13 @@ int RunTokenRevoke(const AdminOptions& o) {
 int RunNodeRevoke(const AdminOptions& o) {
   auto c = Connect(o.client);
   if (!c) return 1;
-  auto answer = Check(c->http->Post("/v1/nodes/" + QueryValue(o.name) + "/revoke"), *c,
-                      "nodes revoke");
+  auto answer =
+      Check(c->http->Post("/v1/nodes/" + QueryValue(o.name) + "/revoke"), *c, "nodes revoke");
   if (!answer) return 1;
-  std::printf("node %s: %s credential(s) revoked; it is LOST after its lease unless it joins "
-              "again with a new join token\n",
-              Printable(o.name).c_str(), Cell((*answer)["revoked"]).c_str());
+  std::printf(
+      "node %s: %s credential(s) revoked; it is LOST after its lease unless it joins "
+      "again with a new join token\n",
+      Printable(o.name).c_str(), Cell((*answer)["revoked"]).c_str());
   return 0;
 }
 

@@ -56,12 +56,12 @@ int RunNodes(const ClientOptions& client);
 // printed once; the server keeps only its hash.
 struct AdminOptions {
   ClientOptions client;
-  std::string name;       // users add/remove: the user; nodes revoke: the node
-  bool admin = false;     // users add --admin
-  std::string user;       // token create --user (default: yourself)
-  bool join = false;      // token create --join: a one-time token for a new agent
-  std::string ttl = "1h"; // token create --join --ttl
-  std::string id;         // token revoke ID
+  std::string name;        // users add/remove: the user; nodes revoke: the node
+  bool admin = false;      // users add --admin
+  std::string user;        // token create --user (default: yourself)
+  bool join = false;       // token create --join: a one-time token for a new agent
+  std::string ttl = "1h";  // token create --join --ttl
+  std::string id;          // token revoke ID
 };
 int RunUsersAdd(const AdminOptions& options);
 int RunUsersList(const ClientOptions& client);

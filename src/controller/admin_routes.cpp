@@ -43,9 +43,12 @@ void Audit(Controller& controller, const Caller& who, const std::string& what,
 }
 
 json TokenJson(const store::TokenRecord& t) {
-  return {{"id", store::TokenId(t.sha256)},     {"kind", std::string(store::TokenKindName(t.kind))},
-          {"user", t.user},                     {"node", t.node},
-          {"created_ms", t.created_ms},         {"expires_ms", t.expires_ms},
+  return {{"id", store::TokenId(t.sha256)},
+          {"kind", std::string(store::TokenKindName(t.kind))},
+          {"user", t.user},
+          {"node", t.node},
+          {"created_ms", t.created_ms},
+          {"expires_ms", t.expires_ms},
           {"created_by", t.created_by}};
 }
 
@@ -60,8 +63,7 @@ void AddAdminRoutes(httplib::Server& server, Controller& controller) {
     const json& j = *body;
     if (!j.contains("name") || !j["name"].is_string() ||
         !api::ValidName(j["name"].get<std::string>())) {
-      return Fail(res, 400, "name: 1-64 of A-Z a-z 0-9 . _ @ -, not starting with - or .",
-                  "name");
+      return Fail(res, 400, "name: 1-64 of A-Z a-z 0-9 . _ @ -, not starting with - or .", "name");
     }
     if (j.contains("admin") && !j["admin"].is_boolean()) {
       return Fail(res, 400, "admin: must be true or false", "admin");
@@ -78,7 +80,9 @@ void AddAdminRoutes(httplib::Server& server, Controller& controller) {
     if (!added) return Fail(res, added.failure());
     Audit(controller, *admin, "user added", name + (make_admin ? " (admin)" : ""));
     res.status = 201;
-    res.set_content(Dump({{"user", name}, {"admin", make_admin}, {"token", token.value()},
+    res.set_content(Dump({{"user", name},
+                          {"admin", make_admin},
+                          {"token", token.value()},
                           {"id", store::TokenId(record.sha256)}}),
                     "application/json");
   });
@@ -98,8 +102,7 @@ void AddAdminRoutes(httplib::Server& server, Controller& controller) {
                   if (!admin) return;
                   const std::string name = req.matches[1];
                   if (name == admin->name) {
-                    return Fail(res, 400, "you cannot remove yourself (another admin can)",
-                                "name");
+                    return Fail(res, 400, "you cannot remove yourself (another admin can)", "name");
                   }
                   auto removed = controller.store().RemoveUser(name);
                   if (!removed) return Fail(res, 503, removed.error());
@@ -124,8 +127,8 @@ void AddAdminRoutes(httplib::Server& server, Controller& controller) {
       if (j.contains("ttl_s")) {
         if (!j["ttl_s"].is_number_integer() || j["ttl_s"].get<int64_t>() < 1 ||
             j["ttl_s"].get<int64_t>() > kMaxJoinTtlS) {
-          return Fail(res, 400,
-                      "ttl_s: must be an integer in 1.." + std::to_string(kMaxJoinTtlS), "ttl_s");
+          return Fail(res, 400, "ttl_s: must be an integer in 1.." + std::to_string(kMaxJoinTtlS),
+                      "ttl_s");
         }
         ttl_s = j["ttl_s"].get<int64_t>();
       }
@@ -178,26 +181,25 @@ void AddAdminRoutes(httplib::Server& server, Controller& controller) {
                   Audit(controller, *admin, "token revoked", id);
                   res.set_content(Dump({{"revoked", id}}), "application/json");
                 });
-  server.Post(R"(/v1/nodes/([^/]+)/revoke)",
-              [&controller](const httplib::Request& req, httplib::Response& res) {
-                auto admin = Admin(controller, req, res);
-                if (!admin) return;
-                const std::string node = req.matches[1];
-                auto revoked = controller.store().RevokeNodeTokens(node);
-                if (!revoked) return Fail(res, 503, revoked.error());
-                Audit(controller, *admin, "node credentials revoked",
-                      node + " (" + std::to_string(revoked.value()) + ")");
-                res.set_content(Dump({{"node", node}, {"revoked", revoked.value()}}),
-                                "application/json");
-              });
+  server.Post(R"(/v1/nodes/([^/]+)/revoke)", [&controller](const httplib::Request& req,
+                                                           httplib::Response& res) {
+    auto admin = Admin(controller, req, res);
+    if (!admin) return;
+    const std::string node = req.matches[1];
+    auto revoked = controller.store().RevokeNodeTokens(node);
+    if (!revoked) return Fail(res, 503, revoked.error());
+    Audit(controller, *admin, "node credentials revoked",
+          node + " (" + std::to_string(revoked.value()) + ")");
+    res.set_content(Dump({{"node", node}, {"revoked", revoked.value()}}), "application/json");
+  });
   server.Get("/v1/audit", [&controller](const httplib::Request& req, httplib::Response& res) {
     if (!Admin(controller, req, res)) return;
     auto events = controller.store().Events(0);
     if (!events) return Fail(res, 503, events.error());
     json out = json::array();
     for (const store::JobEvent& e : events.value()) {
-      out.push_back({{"time_ms", e.time_ms}, {"actor", e.actor}, {"what", e.what},
-                     {"detail", e.detail}});
+      out.push_back(
+          {{"time_ms", e.time_ms}, {"actor", e.actor}, {"what", e.what}, {"detail", e.detail}});
     }
     res.set_content(Dump(out), "application/json");
   });
@@ -225,7 +227,7 @@ void AddAdminRoutes(httplib::Server& server, Controller& controller) {
     record.created_by = caller->name;
     const std::string join_sha = Sha256Hex(req.get_header_value("Authorization").substr(7));
     auto exchanged = controller.store().ExchangeJoinToken(join_sha, record, NowMs());
-    if (!exchanged) return Fail(res, 503, exchanged.error());
+    if (!exchanged) return Fail(res, exchanged.failure());
     if (!exchanged.value()) return Fail(res, 401, "the join token was used or has expired");
     Audit(controller, *caller, "node joined", node);
     res.status = 201;

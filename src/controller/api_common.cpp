@@ -60,7 +60,8 @@ std::optional<Caller> Authenticate(store::Store& store, const httplib::Request& 
     Fail(res, 503, user.error());
     return std::nullopt;
   }
-  if (user.value()) return Caller{store::TokenKind::kUser, user.value()->name, user.value()->admin, ""};
+  if (user.value())
+    return Caller{store::TokenKind::kUser, user.value()->name, user.value()->admin, ""};
   auto token = store.TokenBySha256(sha);
   if (!token) {
     Fail(res, 503, token.error());

@@ -371,7 +371,7 @@ void Controller::LaunchQueued(std::unique_lock<std::mutex>& lock) {
   batch.swap(launches_);
   struct Outcome {
     std::optional<core::Result<NodeExecutor::Started>> started;  // empty: not attempted (Stop)
-    bool recorded = false;  // RUNNING committed with its pid
+    bool recorded = false;                                       // RUNNING committed with its pid
     int64_t at_ms = 0;
   };
   std::vector<Outcome> outcomes(batch.size());
@@ -428,8 +428,7 @@ void Controller::LaunchQueued(std::unique_lock<std::mutex>& lock) {
   FlushLocked(NowMs());
 }
 
-std::optional<core::Error> Controller::Unrunnable(
-    const store::JobRecord& job) const {
+std::optional<core::Error> Controller::Unrunnable(const store::JobRecord& job) const {
   if (job.nodes > 1 && job.gpu_milli < 1000) {
     return core::Error{"gpu_share: a multi-node job takes whole GPUs; drop --gpu-share or --nodes",
                        core::ErrorCode::kInvalid, "gpu_share"};
@@ -451,9 +450,9 @@ std::optional<core::Error> Controller::Unrunnable(
                        core::ErrorCode::kInfeasible, "gpus"};
   }
   if (!model_found) {
-    return core::Error{"gpu_type: no node has " + job.gpu_type + " GPUs (nodes have: " + models +
-                           ")",
-                       core::ErrorCode::kInfeasible, "gpu_type"};
+    return core::Error{
+        "gpu_type: no node has " + job.gpu_type + " GPUs (nodes have: " + models + ")",
+        core::ErrorCode::kInfeasible, "gpu_type"};
   }
   const auto big_enough = std::count_if(summary_.node_gpus.begin(), summary_.node_gpus.end(),
                                         [&](int gpus) { return gpus >= job.gpus; });
@@ -887,9 +886,9 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
   const int index = NodeIndexLocked(beat.node);
   NodeEntry& n = nodes_[index];
   if (n.local) {
-    return core::Error{"node: '" + beat.node +
-                           "' is the controller's own node; give the agent another --hostname",
-                       core::ErrorCode::kInvalid, "node"};
+    return core::Error{
+        "node: '" + beat.node + "' is the controller's own node; give the agent another --hostname",
+        core::ErrorCode::kInvalid, "node"};
   }
   bool rebuild = false;
   const bool busy = std::any_of(active_.begin(), active_.end(), [&](const auto& entry) {

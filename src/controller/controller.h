@@ -186,7 +186,7 @@ class Controller {
   struct Rank {
     int node = 0;
     core::GpuMask gpus = 0;
-    bool started = false;  // known to have run (then never started again)
+    bool started = false;    // known to have run (then never started again)
     bool launching = false;  // queued for a local launch outside the lock (LaunchQueued)
     bool ended = false;
     bool lost = false;     // ended without a known exit (its state on the node was lost)
@@ -284,7 +284,7 @@ class Controller {
   // What submit validation needs of the nodes, under its own lock so that a submit never waits
   // for a scheduling pass.
   struct NodeSummary {
-    int largest_gpus = -1;  // -1: no node known yet
+    int largest_gpus = -1;       // -1: no node known yet
     std::vector<int> node_gpus;  // each known node's GPU count
     std::vector<core::ModelId> models;
     std::string model_names;

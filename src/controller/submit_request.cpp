@@ -64,7 +64,8 @@ void Fill(const json& j, store::JobRecord& job) {
   if (job.name.empty()) job.name = job.argv[0].substr(0, 200);
   job.gpus = static_cast<int>(Take("gpus", [&] { return net::CheckedInt(j, "gpus", 1, 1024, 1); }));
   if (j.contains("gpu_share") && !j["gpu_share"].is_null()) {
-    const double share = Take("gpu_share", [&] { return net::CheckedNumber(j["gpu_share"], "gpu_share", 0, 1); });
+    const double share =
+        Take("gpu_share", [&] { return net::CheckedNumber(j["gpu_share"], "gpu_share", 0, 1); });
     if (!(share > 0)) throw FieldError("gpu_share", "must be a number in (0, 1]");
     if (job.gpus != 1) throw FieldError("gpu_share", "a GPU share needs gpus = 1");
     job.gpu_milli = std::max(1, static_cast<int>(share * 1000 + 0.5));
@@ -76,8 +77,9 @@ void Fill(const json& j, store::JobRecord& job) {
   }
   job.nodes = static_cast<int>(
       Take("nodes", [&] { return net::CheckedInt(j, "nodes", 1, kMaxJobNodes, 1); }));
-  job.priority = static_cast<int>(Take(
-      "priority", [&] { return net::CheckedInt(j, "priority", -kMaxJobPriority, kMaxJobPriority, 0); }));
+  job.priority = static_cast<int>(Take("priority", [&] {
+    return net::CheckedInt(j, "priority", -kMaxJobPriority, kMaxJobPriority, 0);
+  }));
   if (j.contains("queue")) {
     job.queue = Take("queue", [&] { return net::CheckedString(j["queue"], "queue", 128); });
     if (job.queue.empty()) throw FieldError("queue", "must be a non-empty string");
@@ -90,22 +92,22 @@ void Fill(const json& j, store::JobRecord& job) {
           k.find('\0') != std::string::npos || k.size() > 1024) {
         throw FieldError("env", "every entry must be NAME: \"value\", NAME without '=' or NUL");
       }
-      job.env.emplace_back(k, Take("env", [&] { return net::CheckedString(v, "env", 256 * 1024); }));
+      job.env.emplace_back(k,
+                           Take("env", [&] { return net::CheckedString(v, "env", 256 * 1024); }));
       env_bytes += k.size() + job.env.back().second.size();
     }
     if (env_bytes > 256 * 1024) throw FieldError("env", "larger than 256 KiB");
   }
   if (j.contains("cpus") && !j["cpus"].is_null()) {
-    const double cpus = Take("cpus", [&] { return net::CheckedNumber(j["cpus"], "cpus", 0, 4096); });
+    const double cpus =
+        Take("cpus", [&] { return net::CheckedNumber(j["cpus"], "cpus", 0, 4096); });
     if (!(cpus > 0)) throw FieldError("cpus", "must be a number of cores in (0, 4096]");
     job.cpu_milli = std::max<int64_t>(1, static_cast<int64_t>(cpus * 1000 + 0.5));
   }
-  job.memory_mib = Take("memory_mib", [&] {
-    return net::CheckedInt(j, "memory_mib", 1, int64_t{1} << 32, 0);
-  });
-  job.time_limit_s = Take("time_limit_s", [&] {
-    return net::CheckedInt(j, "time_limit_s", 1, 366 * 86400, 0);
-  });
+  job.memory_mib =
+      Take("memory_mib", [&] { return net::CheckedInt(j, "memory_mib", 1, int64_t{1} << 32, 0); });
+  job.time_limit_s =
+      Take("time_limit_s", [&] { return net::CheckedInt(j, "time_limit_s", 1, 366 * 86400, 0); });
   job.restartable = Take("restartable", [&] { return net::CheckedBool(j, "restartable", false); });
   job.client_token =
       Take("client_token", [&] { return net::CheckedString(j, "client_token", 128, ""); });

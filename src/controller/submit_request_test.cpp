@@ -15,8 +15,8 @@ TEST(SubmitRequestTest, RefusesBadFieldsNamingThem) {
     std::string field;
   };
   const Row rows[] = {
-      {R"({"argv":["x"],"nodes":2147483648})", "nodes"},            // finding 10: stored negative
-      {R"({"argv":["x"],"nodes":100000})", "nodes"},                // finding 9: absurd gang
+      {R"({"argv":["x"],"nodes":2147483648})", "nodes"},  // finding 10: stored negative
+      {R"({"argv":["x"],"nodes":100000})", "nodes"},      // finding 9: absurd gang
       {R"({"argv":["x"],"priority":18446744073709551615})", "priority"},  // finding 10: -1
       {R"({"argv":["x"],"priority":-9223372036854775808})", "priority"},  // finding 10: abs() UB
       {R"({"argv":["x"],"priority":1.5})", "priority"},
@@ -25,7 +25,7 @@ TEST(SubmitRequestTest, RefusesBadFieldsNamingThem) {
       {R"({"argv":["x"],"time_limit_s":1e300})", "time_limit_s"},
       {R"({"argv":["x"],"cpus":-1})", "cpus"},
       {R"({"argv":["x"],"memory_mib":0})", "memory_mib"},
-      {R"({"argv":["a\u0000b"]})", "argv"},                        // finding 10: NUL truncated
+      {R"({"argv":["a\u0000b"]})", "argv"},                          // finding 10: NUL truncated
       {R"({"argv":["x"],"workdir":"/tmp\u0000/evil"})", "workdir"},  // finding 10: NUL truncated
       {R"({"argv":["x"],"workdir":"relative"})", "workdir"},
       {R"({"argv":["x"],"env":{"A=B":"c"}})", "env"},
@@ -42,7 +42,7 @@ TEST(SubmitRequestTest, RefusesBadFieldsNamingThem) {
       {R"({"argv":["x"],"bogus":1})", "bogus"},
       {R"([1,2])", "body"},
       {R"({"argv":["x"])", "body"},
-      {std::string(100, '[') + std::string(100, ']'), "body"},     // finding 6: depth
+      {std::string(100, '[') + std::string(100, ']'), "body"},  // finding 6: depth
   };
   for (const Row& row : rows) {
     auto job = ParseSubmitRequest(row.body);

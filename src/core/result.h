@@ -22,7 +22,7 @@ enum class ErrorCode {
 
 struct Error {
   explicit Error(std::string message_text, ErrorCode error_code = ErrorCode::kInvalid,
-        std::string field_name = "")
+                 std::string field_name = "")
       : message(std::move(message_text)), code(error_code), field(std::move(field_name)) {}
   std::string message;  // says what is wrong, and what to do when that is not obvious
   ErrorCode code = ErrorCode::kInvalid;

@@ -60,7 +60,8 @@ namespace {
 }  // namespace
 
 int64_t CheckedInt(const json& value, std::string_view field, int64_t lo, int64_t hi) {
-  const std::string range = "must be an integer in " + std::to_string(lo) + ".." + std::to_string(hi);
+  const std::string range =
+      "must be an integer in " + std::to_string(lo) + ".." + std::to_string(hi);
   if (value.is_number_unsigned()) {
     const uint64_t v = value.get<uint64_t>();
     if (hi < 0 || v > static_cast<uint64_t>(hi)) Bad(field, range);

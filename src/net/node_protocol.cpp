@@ -2,8 +2,8 @@
 
 #include <array>
 #include <limits>
-#include <stdexcept>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 #include "core/node.h"
 #include "net/json_input.h"
@@ -48,9 +48,9 @@ core::Result<T> Parse(const std::string& body, Fill fill) {
 }
 
 constexpr int64_t kMaxId = std::numeric_limits<int64_t>::max();
-constexpr std::size_t kMaxText = 64 * 1024;     // a reason, a path, a name
-constexpr std::size_t kMaxArg = 256 * 1024;     // one argv element or env value
-constexpr std::size_t kMaxLogData = 8 << 20;    // one heartbeat's log bytes of one job, base64
+constexpr std::size_t kMaxText = 64 * 1024;   // a reason, a path, a name
+constexpr std::size_t kMaxArg = 256 * 1024;   // one argv element or env value
+constexpr std::size_t kMaxLogData = 8 << 20;  // one heartbeat's log bytes of one job, base64
 
 const json& Field(const json& object, const char* key) {
   auto it = object.find(key);

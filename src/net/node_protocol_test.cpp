@@ -1,8 +1,8 @@
 #include "net/node_protocol.h"
 
-#include "core/node.h"
-
 #include <gtest/gtest.h>
+
+#include "core/node.h"
 
 namespace gpufleet::net {
 namespace {
@@ -103,21 +103,21 @@ TEST(NodeProtocol, HostileHeartbeatsAreErrorsNotCrashes) {
   const std::string over = std::to_string(core::kMaxGpusPerNode + 1);
   EXPECT_NE(ParseHeartbeat(R"({"node":"a","gpus":)" + over + "}").error().find("gpus:"),
             std::string::npos);
-  EXPECT_TRUE(ParseHeartbeat(R"({"node":"a","gpus":)" + std::to_string(core::kMaxGpusPerNode) +
-                             "}")
-                  .ok());
-  for (const char* body : {
-           R"({"node":"a","gpus":1e300})",
-           R"({"node":"a","gpus":-1})",
-           R"({"node":"a","gpus":2,"figures":[{"index":1e300}]})",
-           R"({"node":"a","gpus":2,"figures":[{"index":0,"util":1e300}]})",
-           R"({"node":"a","gpus":2,"jobs":[{"id":1,"epoch":1e300,"state":"running"}]})",
-           R"({"node":"a","gpus":2,"jobs":[{"id":1,"epoch":1,"state":"exited","exit_code":4294967296}]})",
-           R"({"node":"a","gpus":2,"jobs":[{"id":1,"epoch":1,"state":"running","reason":"a\u0000b"}]})",
-           R"({"node":"a\u0000b","gpus":1})",
-           R"({"node":"a","gpus":1,"jobs":{"id":1}})",
-           R"({"node":"a","gpus":1,"jobs":[7]})",
-       }) {
+  EXPECT_TRUE(
+      ParseHeartbeat(R"({"node":"a","gpus":)" + std::to_string(core::kMaxGpusPerNode) + "}").ok());
+  for (
+      const char* body : {
+          R"({"node":"a","gpus":1e300})",
+          R"({"node":"a","gpus":-1})",
+          R"({"node":"a","gpus":2,"figures":[{"index":1e300}]})",
+          R"({"node":"a","gpus":2,"figures":[{"index":0,"util":1e300}]})",
+          R"({"node":"a","gpus":2,"jobs":[{"id":1,"epoch":1e300,"state":"running"}]})",
+          R"({"node":"a","gpus":2,"jobs":[{"id":1,"epoch":1,"state":"exited","exit_code":4294967296}]})",
+          R"({"node":"a","gpus":2,"jobs":[{"id":1,"epoch":1,"state":"running","reason":"a\u0000b"}]})",
+          R"({"node":"a\u0000b","gpus":1})",
+          R"({"node":"a","gpus":1,"jobs":{"id":1}})",
+          R"({"node":"a","gpus":1,"jobs":[7]})",
+      }) {
     EXPECT_FALSE(ParseHeartbeat(body).ok()) << body;
   }
   const std::string deep = R"({"node":"a","gpus":1,"samples":)" + std::string(200000, '[') +
@@ -128,14 +128,15 @@ TEST(NodeProtocol, HostileHeartbeatsAreErrorsNotCrashes) {
 }
 
 TEST(NodeProtocol, HostileRepliesAreErrors) {
-  for (const char* body : {
-           R"({"node_epoch":1,"lease_ms":1e300,"assignments":[]})",
-           R"({"node_epoch":1,"lease_ms":1000,"assignments":[{"id":1,"epoch":1,"argv":["a\u0000b"]}]})",
-           R"({"node_epoch":1,"lease_ms":1000,"assignments":[{"id":1,"epoch":1,"argv":[]}]})",
-           R"({"node_epoch":1,"lease_ms":1000,"assignments":[{"id":1,"epoch":1,"argv":["x"],"gpu_indices":[99]}]})",
-           R"({"node_epoch":1,"lease_ms":1000,"assignments":[{"id":1,"epoch":1,"argv":["x"],"env":[["A"]]}]})",
-           R"({"node_epoch":1,"lease_ms":1000})",
-       }) {
+  for (
+      const char* body : {
+          R"({"node_epoch":1,"lease_ms":1e300,"assignments":[]})",
+          R"({"node_epoch":1,"lease_ms":1000,"assignments":[{"id":1,"epoch":1,"argv":["a\u0000b"]}]})",
+          R"({"node_epoch":1,"lease_ms":1000,"assignments":[{"id":1,"epoch":1,"argv":[]}]})",
+          R"({"node_epoch":1,"lease_ms":1000,"assignments":[{"id":1,"epoch":1,"argv":["x"],"gpu_indices":[99]}]})",
+          R"({"node_epoch":1,"lease_ms":1000,"assignments":[{"id":1,"epoch":1,"argv":["x"],"env":[["A"]]}]})",
+          R"({"node_epoch":1,"lease_ms":1000})",
+      }) {
     EXPECT_FALSE(ParseHeartbeatReply(body).ok()) << body;
   }
 }

@@ -102,7 +102,8 @@ core::Result<JobTrace> ParseGenericCsv(std::string text, const std::string& path
     auto duration = t.Int(r, "duration_s");
     if (!duration) return core::Error{duration.error()};
     if (duration.value() <= 0 || duration.value() > int64_t{10} * 366 * 86400) {
-      return core::Error{t.Where(r, "duration_s") + ": must be positive and at most ten years, got " +
+      return core::Error{t.Where(r, "duration_s") +
+                         ": must be positive and at most ten years, got " +
                          std::to_string(duration.value())};
     }
     j.duration_s = duration.value();

@@ -1,7 +1,6 @@
 // The SQLite implementation of `Store`: one connection, serialized by a mutex; WAL journal with
 // synchronous=FULL, so a commit is on disk before SubmitJob returns.
 #include <sqlite3.h>
-
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -337,7 +336,8 @@ class SqliteStore final : public Store {
     std::vector<bool> applied;
     if (requests.empty()) return applied;
     std::lock_guard<std::mutex> lock(mutex_);
-    if (auto r = Exec("BEGIN IMMEDIATE"); !r) return core::Error{r.error(), core::ErrorCode::kUnavailable};
+    if (auto r = Exec("BEGIN IMMEDIATE"); !r)
+      return core::Error{r.error(), core::ErrorCode::kUnavailable};
     for (const TransitionRequest& r : requests) {
       auto one = ApplyTransition(r, now_ms);
       if (!one) {
@@ -387,7 +387,8 @@ class SqliteStore final : public Store {
   core::Result<bool> AddUser(const std::string& name, bool admin,
                              const TokenRecord& token) override {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (auto r = Exec("BEGIN IMMEDIATE"); !r) return core::Error{r.error(), core::ErrorCode::kUnavailable};
+    if (auto r = Exec("BEGIN IMMEDIATE"); !r)
+      return core::Error{r.error(), core::ErrorCode::kUnavailable};
     auto fail = [&](core::Error e) {
       Exec("ROLLBACK");
       return core::Result<bool>(std::move(e));
@@ -396,8 +397,8 @@ class SqliteStore final : public Store {
       Statement exists(cache_, "SELECT 1 FROM users WHERE name=?");
       exists.Bind(1, name);
       if (exists.Step() == SQLITE_ROW) {
-        return fail(core::Error{"user '" + name + "' exists already", core::ErrorCode::kInvalid,
-                                "name"});
+        return fail(
+            core::Error{"user '" + name + "' exists already", core::ErrorCode::kInvalid, "name"});
       }
     }
     Statement s(cache_, "INSERT INTO users(name,token_sha256,admin) VALUES(?,?,?)");
@@ -408,14 +409,17 @@ class SqliteStore final : public Store {
     TokenRecord first = token;
     first.kind = TokenKind::kUser;
     first.user = name;
-    if (auto r = InsertToken(first); !r) return fail(core::Error{r.error(), core::ErrorCode::kUnavailable});
-    if (auto r = Exec("COMMIT"); !r) return fail(core::Error{r.error(), core::ErrorCode::kUnavailable});
+    if (auto r = InsertToken(first); !r)
+      return fail(core::Error{r.error(), core::ErrorCode::kUnavailable});
+    if (auto r = Exec("COMMIT"); !r)
+      return fail(core::Error{r.error(), core::ErrorCode::kUnavailable});
     return true;
   }
 
   core::Result<bool> RemoveUser(const std::string& name) override {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (auto r = Exec("BEGIN IMMEDIATE"); !r) return core::Error{r.error(), core::ErrorCode::kUnavailable};
+    if (auto r = Exec("BEGIN IMMEDIATE"); !r)
+      return core::Error{r.error(), core::ErrorCode::kUnavailable};
     Statement s(cache_, "DELETE FROM users WHERE name=?");
     s.Bind(1, name);
     if (s.Step() != SQLITE_DONE) {
@@ -499,7 +503,21 @@ class SqliteStore final : public Store {
   core::Result<bool> ExchangeJoinToken(const std::string& join_sha256,
                                        const TokenRecord& node_token, int64_t now_ms) override {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (auto r = Exec("BEGIN IMMEDIATE"); !r) return core::Error{r.error(), core::ErrorCode::kUnavailable};
+    if (auto r = Exec("BEGIN IMMEDIATE"); !r)
+      return core::Error{r.error(), core::ErrorCode::kUnavailable};
+    {
+      // One credential per node: a join must not take over a node that has one.
+      Statement held(cache_, "SELECT 1 FROM tokens WHERE kind='node' AND node=?");
+      held.Bind(1, node_token.node);
+      if (held.Step() == SQLITE_ROW) {
+        Exec("ROLLBACK");
+        return core::Error{"node '" + node_token.node +
+                               "' has a credential already (an admin revokes it first: "
+                               "`gpufleet nodes revoke " +
+                               node_token.node + "`)",
+                           core::ErrorCode::kForbidden, "node"};
+      }
+    }
     Statement s(cache_,
                 "DELETE FROM tokens WHERE sha256=? AND kind='join' AND (expires_ms=0 OR "
                 "expires_ms>?)");
@@ -594,8 +612,7 @@ class SqliteStore final : public Store {
   }
   core::Result<bool> AddEvent(int64_t job_id, int64_t time_ms, const std::string& what,
                               const std::string& detail, const std::string& actor = "") {
-    Statement s(cache_,
-                "INSERT INTO events(job_id,time_ms,what,detail,actor) VALUES(?,?,?,?,?)");
+    Statement s(cache_, "INSERT INTO events(job_id,time_ms,what,detail,actor) VALUES(?,?,?,?,?)");
     s.Bind(1, job_id);
     s.Bind(2, time_ms);
     s.Bind(3, what);
@@ -622,7 +639,9 @@ class SqliteStore final : public Store {
     TokenRecord t;
     t.sha256 = s.Text(0);
     const std::string kind = s.Text(1);
-    t.kind = kind == "node" ? TokenKind::kNode : kind == "join" ? TokenKind::kJoin : TokenKind::kUser;
+    t.kind = kind == "node"   ? TokenKind::kNode
+             : kind == "join" ? TokenKind::kJoin
+                              : TokenKind::kUser;
     t.user = s.Text(2);
     t.node = s.Text(3);
     t.created_ms = s.Int(4);
@@ -732,10 +751,12 @@ class SqliteStore final : public Store {
     std::lock_guard<std::mutex> lock(mutex_);
     auto fail_all = [&](const std::string& why) {
       Exec("ROLLBACK");
-      for (PendingSubmit* p : batch) p->result = core::Result<int64_t>(core::Error{why, core::ErrorCode::kUnavailable});
+      for (PendingSubmit* p : batch)
+        p->result = core::Result<int64_t>(core::Error{why, core::ErrorCode::kUnavailable});
     };
     if (auto r = Exec("BEGIN IMMEDIATE"); !r) {
-      for (PendingSubmit* p : batch) p->result = core::Result<int64_t>(core::Error{r.error(), core::ErrorCode::kUnavailable});
+      for (PendingSubmit* p : batch)
+        p->result = core::Result<int64_t>(core::Error{r.error(), core::ErrorCode::kUnavailable});
       return;
     }
     std::vector<int64_t> ids;
@@ -846,7 +867,8 @@ core::Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& data_dir
   sqlite3_busy_timeout(db, 5000);
   for (const char* pragma :
        {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", "PRAGMA foreign_keys=ON"}) {
-    if (auto r = store->Exec(pragma); !r) return core::Error{r.error(), core::ErrorCode::kUnavailable};
+    if (auto r = store->Exec(pragma); !r)
+      return core::Error{r.error(), core::ErrorCode::kUnavailable};
   }
   if (auto r = store->Migrate(); !r) return core::Error{r.error(), core::ErrorCode::kUnavailable};
   // Jobs' argv and environment are their users' secrets: the database is its owner's only (also

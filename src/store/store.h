@@ -206,7 +206,9 @@ class Store {
   // Revokes every credential of node `node`; how many there were.
   virtual core::Result<int> RevokeNodeTokens(const std::string& node) = 0;
   // In one transaction: when `join_sha256` is an unexpired join token, deletes it (it is good
-  // for one node) and adds `node_token`; false otherwise, changing nothing.
+  // for one node) and adds `node_token`; false otherwise, changing nothing. An error
+  // (ErrorCode::kForbidden) when that node has a credential already: a join never takes over a
+  // node that has one.
   virtual core::Result<bool> ExchangeJoinToken(const std::string& join_sha256,
                                                const TokenRecord& node_token, int64_t now_ms) = 0;
   // Adds an event by `actor` (job 0: an admin action, listed by Events(0)).

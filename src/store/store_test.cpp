@@ -284,6 +284,13 @@ TEST_F(StoreTest, AJoinTokenIsExchangedOnceAndOnlyBeforeItExpires) {
   EXPECT_EQ(held->kind, TokenKind::kNode);
   EXPECT_EQ(held->node, "gpu-a");
   EXPECT_FALSE(store_->UserByToken(std::string(64, 'd')).value().has_value());
+  // Another join for the same node is refused while it has a credential.
+  TokenRecord second_join = join;
+  second_join.sha256 = std::string(64, 'f');
+  ASSERT_TRUE(store_->AddToken(second_join).ok());
+  auto takeover = store_->ExchangeJoinToken(second_join.sha256, node, 4000);
+  ASSERT_FALSE(takeover.ok());
+  EXPECT_EQ(takeover.failure().code, core::ErrorCode::kForbidden);
   EXPECT_EQ(store_->RevokeNodeTokens("gpu-a").value(), 1);
   EXPECT_FALSE(store_->TokenBySha256(std::string(64, 'd')).value().has_value());
 }
