@@ -50,7 +50,7 @@ latency() {
   printf '%s\n' "${lat[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
 }
 
-"$bin" up --listen 127.0.0.1:0 --simulated-gpus 8 >"$GPUFLEET_DATA_DIR/up.log" 2>&1 &
+"$bin" up --allow-root-jobs --listen 127.0.0.1:0 --simulated-gpus 8 >"$GPUFLEET_DATA_DIR/up.log" 2>&1 &
 up=$!
 pids+=("$up")
 wait_file "$GPUFLEET_DATA_DIR/server"
@@ -71,7 +71,7 @@ load() {  # submit_load on the server of data directory $1 with $2 clients for $
 
 # 1a and 2a. A busy cluster: a job holds all 8 GPUs, so submitted jobs wait in the queue.
 busy=$GPUFLEET_DATA_DIR/busy
-"$bin" up --data-dir "$busy" --listen 127.0.0.1:0 --simulated-gpus 8 >"$busy.log" 2>&1 &
+"$bin" up --allow-root-jobs --data-dir "$busy" --listen 127.0.0.1:0 --simulated-gpus 8 >"$busy.log" 2>&1 &
 pids+=("$!")
 wait_file "$busy/server"
 blocker=$(GPUFLEET_DATA_DIR=$busy "$bin" submit --json --gpus 8 -- sleep 100000 | sed 's/[^0-9]//g')
@@ -115,7 +115,7 @@ remote() {
   "$bin" controller --data-dir "$dir" --listen 127.0.0.1:0 >"$dir.log" 2>&1 &
   controller=$!
   wait_file "$dir/server"
-  "$bin" agent --controller "$(cat "$dir/server")" --token-file "$dir/token" --hostname gpu-a \
+  "$bin" agent --allow-root-jobs --controller "$(cat "$dir/server")" --token-file "$dir/token" --hostname gpu-a \
     --data-dir "$dir/agent" --listen 127.0.0.1:0 --simulated-gpus 8 --heartbeat "$1" \
     >"$dir.agent.log" 2>&1 &
   agent=$!

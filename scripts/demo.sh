@@ -8,7 +8,11 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bin=./build/gpufleet
 export GPUFLEET_DATA_DIR
 GPUFLEET_DATA_DIR=$(mktemp -d)
-"$bin" up --listen 127.0.0.1:0 >"$GPUFLEET_DATA_DIR/up.log" 2>&1 &
+# As root, jobs run as root only with the admin's explicit consent (--allow-root-jobs); as any
+# other user they run as that user.
+as_root=()
+if [ "$(id -u)" -eq 0 ]; then as_root=(--allow-root-jobs); fi
+"$bin" up --listen 127.0.0.1:0 "${as_root[@]}" >"$GPUFLEET_DATA_DIR/up.log" 2>&1 &
 up=$!
 trap 'kill $up 2>/dev/null; wait $up 2>/dev/null; rm -rf "$GPUFLEET_DATA_DIR"' EXIT
 for _ in $(seq 100); do [ -s "$GPUFLEET_DATA_DIR/server" ] && break; sleep 0.1; done

@@ -6,6 +6,7 @@
 #include <httplib.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -72,7 +73,7 @@ class UpServer : public ::testing::Test {
     const std::string data = dir_.string();
     std::vector<std::string> args = {GPUFLEET_BINARY, "up",    "--data-dir",       data,
                                      "--listen",      listen_, "--simulated-gpus", "4",
-                                     "--stop-grace",  "1"};
+                                     "--stop-grace",  "1",       "--allow-root-jobs"};
     args.insert(args.end(), up_args_.begin(), up_args_.end());
     const std::string log = data + ".up.log";
     pid_ = e2e::Spawn(args, log);
@@ -248,6 +249,189 @@ TEST_F(UpServer, UsersSeeAndCancelOnlyTheirOwnJobs) {
   // The local user `gpufleet up` created is an admin: it sees everyone's jobs.
   EXPECT_EQ(json::parse(Http(token_).Get("/v1/jobs?user=all")->body).size(), 1U);
   EXPECT_EQ(alice.Post("/v1/jobs/" + id + "/cancel")->status, 200);
+}
+
+// Security finding 8: the data directory, the store, the token and job logs are private.
+TEST_F(UpServer, DataDirectoryStoreTokenAndLogsArePrivate) {
+  auto c = Http(token_);
+  auto r = c.Post("/v1/jobs", R"({"argv":["echo","secret output"]})", "application/json");
+  ASSERT_EQ(r->status, 201);
+  WaitFor(json::parse(r->body)["id"].get<int64_t>(), "SUCCEEDED");
+  auto mode = [](const std::filesystem::path& p) {
+    struct stat st {};
+    EXPECT_EQ(::stat(p.c_str(), &st), 0) << p;
+    return st.st_mode & 0777;
+  };
+  EXPECT_EQ(mode(dir_), 0700U);
+  EXPECT_EQ(mode(dir_ / "gpufleet.db"), 0600U);
+  EXPECT_EQ(mode(dir_ / "token"), 0600U);
+  int logs = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir_)) {
+    if (entry.path().extension() == ".log") {
+      ++logs;
+      EXPECT_EQ(mode(entry.path()), 0600U) << entry.path();
+    }
+    if (entry.is_directory()) EXPECT_EQ(mode(entry.path()), 0700U) << entry.path();
+  }
+  EXPECT_GE(logs, 1);
+}
+
+// Security finding 10: a planted `token.tmp` symlink is not followed when the token is written.
+TEST_F(UpServer, APlantedTokenTmpSymlinkIsNotFollowed) {
+  Kill(SIGTERM);
+  const std::filesystem::path victim = dir_.string() + ".victim";
+  { std::ofstream(victim) << "untouched\n"; }
+  std::filesystem::remove(dir_ / "token");
+  std::filesystem::create_symlink(victim, dir_ / "token.tmp");
+  Start();
+  EXPECT_EQ(Slurp(victim.string()), "untouched\n");
+  EXPECT_FALSE(std::filesystem::is_symlink(dir_ / "token"));
+  EXPECT_EQ(e2e::FirstLine((dir_ / "token").string()), token_);
+  std::filesystem::remove(victim);
+}
+
+// Security finding 2: `up`'s own environment (an admin's GPUFLEET_TOKEN) never reaches a job.
+TEST_F(UpServer, JobsDoNotInheritTheServersToken) {
+  Kill(SIGTERM);
+  ::setenv("GPUFLEET_TOKEN", "server-admin-token-value", 1);
+  Start();
+  ::unsetenv("GPUFLEET_TOKEN");
+  auto c = Http(token_);
+  auto r = c.Post("/v1/jobs", R"({"argv":["env"]})", "application/json");
+  ASSERT_EQ(r->status, 201);
+  const int64_t id = json::parse(r->body)["id"].get<int64_t>();
+  WaitFor(id, "SUCCEEDED");
+  const std::string log = c.Get("/v1/jobs/" + std::to_string(id) + "/logs")->body;
+  EXPECT_NE(log.find("GPUFLEET_JOB_ID="), std::string::npos) << log;
+  EXPECT_EQ(log.find("server-admin-token-value"), std::string::npos) << log;
+  EXPECT_EQ(log.find(token_), std::string::npos) << log;
+}
+
+// Security findings 1, 9 and 10 through the API: a user without a Unix account here never runs
+// as root, impossible gangs and out-of-range numbers are refused, priority is capped for users.
+TEST_F(UpServer, HostileSubmitsAreRefusedOrFailSafely) {
+  {
+    auto store = store::OpenSqliteStore(dir_.string());
+    ASSERT_TRUE(store.ok()) << store.error();
+    ASSERT_TRUE(
+        store.value()->PutUser("no-account-user", controller::Sha256Hex("token-n"), false).ok());
+  }
+  auto user = Http("token-n");
+  auto r = user.Post("/v1/jobs", R"({"argv":["id","-u"]})", "application/json");
+  ASSERT_EQ(r->status, 201);
+  const json failed = WaitFor(json::parse(r->body)["id"].get<int64_t>(), "FAILED");
+  const std::string reason = failed.value("reason", "");
+  EXPECT_NE(reason.find("no-account-user"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("local"), std::string::npos) << reason;
+
+  auto admin = Http(token_);
+  for (const char* body :
+       {R"({"argv":["true"],"nodes":2})", R"({"argv":["true"],"nodes":2147483648})",
+        R"({"argv":["true"],"nodes":100000})"}) {
+    r = admin.Post("/v1/jobs", body, "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400) << body;
+    EXPECT_EQ(json::parse(r->body)["field"], "nodes") << r->body;
+  }
+  r = admin.Post("/v1/jobs", R"({"argv":["true"],"priority":18446744073709551615})",
+                 "application/json");
+  EXPECT_EQ(json::parse(r->body)["field"], "priority") << r->body;
+  r = user.Post("/v1/jobs", R"({"argv":["true"],"priority":10})", "application/json");
+  EXPECT_EQ(r->status, 403) << r->body;
+  EXPECT_EQ(json::parse(r->body)["field"], "priority") << r->body;
+  r = user.Post("/v1/jobs", R"({"argv":["true"],"priority":-10})", "application/json");
+  EXPECT_EQ(r->status, 201) << r->body;
+  r = admin.Post("/v1/jobs", R"({"argv":["true"],"priority":1000})", "application/json");
+  EXPECT_EQ(r->status, 201) << r->body;
+  EXPECT_EQ(admin.Get("/v1/jobs?limit=0")->status, 400);
+}
+
+// Security finding 10: names with terminal escapes are shown escaped by `gpufleet jobs`.
+TEST_F(UpServer, JobListingsEscapeControlCharacters) {
+  auto c = Http(token_);
+  auto r = c.Post("/v1/jobs", "{\"argv\":[\"true\"],\"name\":\"evil\\u001b[2J\\u001b]0;pwned\\u0007\"}",
+                  "application/json");
+  ASSERT_EQ(r->status, 201) << r->body;
+  const int64_t id = json::parse(r->body)["id"].get<int64_t>();
+  WaitFor(id, "SUCCEEDED");
+  const std::string listing = Cli("jobs");
+  EXPECT_EQ(listing.find('\x1b'), std::string::npos) << listing;
+  EXPECT_EQ(listing.find('\x07'), std::string::npos) << listing;
+  EXPECT_NE(listing.find("evil\\x1b[2J"), std::string::npos) << listing;
+  const std::string shown = Cli("show " + std::to_string(id));
+  EXPECT_EQ(shown.find('\x1b'), std::string::npos) << shown;
+}
+
+// Users, tokens and per-node credentials (security finding 7 and "Users"): an admin adds a user
+// and a join token; an agent trades the join token for its node's own credential, which acts as
+// that node only; revoking it and removing the user cut them off; the audit log names who did
+// what.
+TEST_F(UpServer, UsersTokensAndNodeCredentials) {
+  const json added = json::parse(Cli("users add alice --json"));
+  ASSERT_EQ(added["user"], "alice");
+  const std::string alice = added["token"].get<std::string>();
+  EXPECT_EQ(Http(alice).Get("/v1/users")->status, 403);
+  EXPECT_EQ(Http(alice).Get("/v1/jobs")->status, 200);
+  EXPECT_NE(Cli("users add alice").find("exists already"), std::string::npos);
+  EXPECT_NE(Cli("users list").find("alice"), std::string::npos);
+
+  const json join = json::parse(Cli("token create --join --ttl 10m --json"));
+  const std::string join_token = join["token"].get<std::string>();
+  const std::filesystem::path agent_dir = dir_.string() + ".agent";
+  std::filesystem::remove_all(agent_dir);
+  const pid_t agent = e2e::Spawn(
+      {GPUFLEET_BINARY, "agent", "--controller", url_, "--join-token", join_token, "--hostname",
+       "gpu-j", "--data-dir", agent_dir.string(), "--listen", "127.0.0.1:0", "--simulated-gpus",
+       "2", "--heartbeat", "0.2", "--allow-root-jobs"},
+      agent_dir.string() + ".log");
+  ASSERT_GT(agent, 0);
+  auto node_state = [&] {
+    auto r = Http(token_).Get("/v1/nodes");
+    if (!r || r->status != 200) return std::string();
+    for (const json& n : json::parse(r->body)) {
+      if (n["name"] == "gpu-j") return n["state"].get<std::string>();
+    }
+    return std::string();
+  };
+  bool ready = false;
+  for (int i = 0; i < 100 && !ready; ++i) {
+    ready = node_state() == "READY";
+    if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(ready) << Slurp(agent_dir.string() + ".log");
+  const std::string node_token = e2e::FirstLine((agent_dir / "node-token").string());
+  ASSERT_FALSE(node_token.empty());
+  struct stat st {};
+  ASSERT_EQ(::stat((agent_dir / "node-token").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600U);
+  // The node credential acts as its node only.
+  EXPECT_EQ(Http(node_token).Get("/v1/jobs")->status, 403);
+  auto spoof = Http(node_token).Post("/v1/agent/heartbeat", R"({"node":"other","gpus":1})",
+                                     "application/json");
+  EXPECT_EQ(spoof->status, 403);
+  // A join token is good once.
+  EXPECT_EQ(Http(join_token).Post("/v1/agent/join", R"({"node":"gpu-k"})", "application/json")
+                ->status,
+            401);
+  // Revoked, the node's agent is refused.
+  EXPECT_NE(Cli("nodes revoke gpu-j").find("revoked"), std::string::npos);
+  EXPECT_EQ(Http(node_token)
+                .Post("/v1/agent/heartbeat", R"({"node":"gpu-j","gpus":2})", "application/json")
+                ->status,
+            401);
+  kill(agent, SIGKILL);
+  waitpid(agent, nullptr, 0);
+  // A removed user's token stops working.
+  EXPECT_NE(Cli("users remove alice").find("removed"), std::string::npos);
+  EXPECT_EQ(Http(alice).Get("/v1/jobs")->status, 401);
+  const json audit = json::parse(Http(token_).Get("/v1/audit")->body);
+  std::set<std::string> seen;
+  for (const json& e : audit) seen.insert(e["what"].get<std::string>() + "/" + e["actor"].get<std::string>());
+  EXPECT_TRUE(seen.count("node joined/join:" + join["id"].get<std::string>())) << audit.dump();
+  bool added_by_admin = false;
+  for (const json& e : audit) added_by_admin |= e["what"] == "user added" && !e["actor"].get<std::string>().empty();
+  EXPECT_TRUE(added_by_admin) << audit.dump();
+  std::filesystem::remove_all(agent_dir);
 }
 
 TEST_F(UpServer, AcknowledgedJobsSurviveKill9) {
@@ -459,11 +643,6 @@ TEST_F(FairShareServer, PreemptsWithGraceThenRequeuesAndRunsTheVictimsAgain) {
     if (!preempted) continue;
     victims.push_back(id);
     EXPECT_TRUE(requeued) << j.dump();
-    // The first run's output is kept beside the new one's, as <id>.log.attempt1.
-    const std::string first_run =
-        Slurp((dir_ / "logs" / (std::to_string(id) + ".log.attempt1")).string());
-    EXPECT_NE(first_run.find("run\ngot-term"), std::string::npos)
-        << "the victim had its SIGTERM, to checkpoint: " << first_run;
   }
   ASSERT_EQ(victims.size(), 2U);
   int64_t b_scheduled_ms = 0;
@@ -476,6 +655,14 @@ TEST_F(FairShareServer, PreemptsWithGraceThenRequeuesAndRunsTheVictimsAgain) {
 
   // With team-b done, the victims run again, under a new epoch.
   ASSERT_TRUE(AllRunAgain(victims, 20));
+  // The first run's output is kept beside the new one's, as <id>.log.attempt1 (moved aside when
+  // the second run starts, so only once it runs).
+  for (int64_t id : victims) {
+    const std::string first_run =
+        Slurp((dir_ / "logs" / (std::to_string(id) + ".log.attempt1")).string());
+    EXPECT_NE(first_run.find("run\ngot-term"), std::string::npos)
+        << "the victim had its SIGTERM, to checkpoint: " << first_run;
+  }
   const std::string metrics = c.Get("/metrics")->body;
   EXPECT_NE(metrics.find("gpufleet_controller_jobs_preempted_total 2"), std::string::npos)
       << metrics;

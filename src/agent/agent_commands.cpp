@@ -1,8 +1,11 @@
 #include "agent/agent_commands.h"
 
+#include <fcntl.h>
+#include <httplib.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -13,13 +16,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
+#include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "agent/agent_server.h"
 #include "agent/node_agent.h"
 #include "agent/sample_json.h"
 #include "agent/top_view.h"
+#include "core/node.h"
 #include "gpu/gpu_probe.h"
 #include "gpu/sampler.h"
 
@@ -60,6 +67,54 @@ gpu::SamplerOptions SamplerOptionsFor(const ProbeFlags& flags) {
 
 }  // namespace
 
+namespace {
+
+// This node's credential: `<data_dir>/node-token` when an earlier join left one, else a new one
+// from the controller in exchange for `join_token` (saved 0600 for the next start).
+core::Result<std::string> NodeCredential(const std::string& controller_url,
+                                         const std::string& join_token, const std::string& node,
+                                         const std::string& data_dir) {
+  const std::string path = (std::filesystem::path(data_dir) / "node-token").string();
+  {
+    std::ifstream in(path);
+    std::string saved;
+    if (in && std::getline(in, saved) && !saved.empty()) return saved;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(data_dir, ec);
+  httplib::Client client(controller_url);
+  client.set_connection_timeout(5, 0);
+  client.set_read_timeout(10, 0);
+  client.set_bearer_token_auth(join_token);
+  auto res = client.Post("/v1/agent/join", nlohmann::json{{"node", node}}.dump(),
+                         "application/json");
+  if (!res) {
+    return core::Error{"cannot reach the controller at " + controller_url + " to join (" +
+                       httplib::to_string(res.error()) + ")"};
+  }
+  const auto body = nlohmann::json::parse(res->body, nullptr, false);
+  if (res->status != 201 || !body.is_object() || !body.contains("token") ||
+      !body["token"].is_string()) {
+    const std::string why = body.is_object() && body.contains("error") && body["error"].is_string()
+                                ? body["error"].get<std::string>()
+                                : "HTTP " + std::to_string(res->status);
+    return core::Error{"the controller refused the join token: " + why};
+  }
+  const std::string token = body["token"].get<std::string>();
+  const std::string tmp = path + ".tmp";
+  ::unlink(tmp.c_str());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  const std::string line = token + "\n";
+  if (fd < 0 || ::write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size()) ||
+      ::close(fd) != 0 || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return core::Error{"joined, but cannot save the node credential in " + path +
+                       ": the join token is spent; ask for a new one"};
+  }
+  return token;
+}
+
+}  // namespace
+
 int RunAgent(const AgentOptions& options) {
   auto address = net::ParseListenAddress(options.listen);
   if (!address.ok()) {
@@ -71,6 +126,9 @@ int RunAgent(const AgentOptions& options) {
     return 2;
   }
   const sigset_t stop_signals = net::BlockStopSignals();  // before any thread starts
+  // Held jobs' records and logs are their users' only: files 0600, folders 0700 (jobs get the
+  // usual umask back in the Runner).
+  ::umask(077);
 
   OpenedNode node = OpenNode(options.probe);
   if (!node.host.notice.empty())
@@ -86,20 +144,39 @@ int RunAgent(const AgentOptions& options) {
     std::fprintf(stderr, "gpufleet agent: %s\n", port.error().c_str());
     return 1;
   }
+  // A join token buys this node's own credential once; later starts reuse the saved one.
+  std::string token = options.token;
+  if (!options.controller_url.empty() && token.empty() && !options.join_token.empty()) {
+    auto joined = NodeCredential(options.controller_url, options.join_token, node.host.hostname,
+                                 options.data_dir);
+    if (!joined) {
+      std::fprintf(stderr, "gpufleet agent: %s\n", joined.error().c_str());
+      return 1;
+    }
+    token = joined.value();
+  }
   // Joining a controller: recover held jobs first, so none is started twice.
   std::unique_ptr<NodeAgent> node_agent;
   if (!options.controller_url.empty()) {
     NodeAgentOptions n;
     n.controller_url = options.controller_url;
-    n.token = options.token;
+    n.token = token;
     n.node_name = node.host.hostname;
     n.address = options.advertise.empty() ? node.host.hostname : options.advertise;
     n.data_dir = options.data_dir;
     n.gpus = probe.DeviceCount();
+    if (n.gpus > core::kMaxGpusPerNode) {
+      std::fprintf(stderr,
+                   "gpufleet agent: this node has %d GPUs; a controller schedules at most %d "
+                   "per node\n",
+                   n.gpus, core::kMaxGpusPerNode);
+      return 2;
+    }
     if (n.gpus > 0) n.gpu_model = probe.Sample(0, 0).name;
     if (n.gpu_model.rfind("SIMULATED ", 0) == 0) n.gpu_model = n.gpu_model.substr(10);
     n.simulated = probe.IsSimulated();
     n.long_poll_ms = static_cast<int64_t>(options.heartbeat_s * 1000);
+    n.run_as = options.run_as;
     const HostInfo host = node.host;
     node_agent = std::make_unique<NodeAgent>(
         n, [&sampler, host] { return GpusToJson(host, sampler.Latest()); },

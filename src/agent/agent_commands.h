@@ -4,6 +4,8 @@
 // returns the process exit code; errors go to stderr in one line that says what to do.
 #include <string>
 
+#include "agent/run_as.h"
+
 namespace gpufleet::agent {
 
 struct ProbeFlags {
@@ -23,6 +25,8 @@ struct AgentOptions {
   std::string data_dir;   // held jobs and their logs
   std::string advertise;  // the address other nodes reach this one at ("": the node name)
   double heartbeat_s = 1.0;
+  RunAsPolicy run_as;      // --run-as-map, --allow-root-jobs
+  std::string join_token;  // traded once for this node's credential (<data_dir>/node-token)
 };
 int RunAgent(const AgentOptions& options);
 

@@ -54,7 +54,12 @@ NodeAgent::NodeAgent(NodeAgentOptions options, std::function<std::string()> samp
                      std::function<std::vector<net::GpuFigure>()> figures)
     : options_(std::move(options)),
       samples_json_(std::move(samples_json)),
-      figures_(std::move(figures)) {}
+      figures_(std::move(figures)),
+      runner_([this] {
+        RunAsPolicy policy = options_.run_as;
+        policy.node_name = options_.node_name;
+        return policy;
+      }()) {}
 
 NodeAgent::~NodeAgent() = default;  // jobs keep running: a restarted agent re-adopts them
 

@@ -39,6 +39,7 @@ struct NodeAgentOptions {
   double fence_grace_s = 5;  // SIGTERM -> SIGKILL for fenced jobs
   std::string cgroup_root;   // "" : the agent's own cgroup (see CgroupLimits)
   int64_t long_poll_ms = 0;  // how long the controller may hold a heartbeat (0: answer at once)
+  RunAsPolicy run_as;        // whose account each job runs under (its node_name is set here)
 };
 
 // The figures a heartbeat carries for per-job usage summaries, from the sampler's latest samples.

@@ -4,6 +4,7 @@
 #include <grp.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -14,8 +15,6 @@
 #include <cstring>
 #include <filesystem>
 #include <optional>
-
-extern char** environ;
 
 namespace gpufleet::agent {
 namespace {
@@ -29,14 +28,21 @@ std::string Join(const std::vector<int>& values) {
   return out;
 }
 
-// The child's environment: the agent's own, overridden by the job's, then by gpufleet's.
-std::vector<std::string> Environment(const LaunchSpec& spec) {
+// Variables of the agent's own that a job may see: how to find programs, the locale, the zone.
+// Nothing else passes (the agent's GPUFLEET_TOKEN would let any job act as an admin).
+constexpr const char* kInheritedVariables[] = {"PATH", "LANG", "LC_ALL", "TZ"};
+
+// The child's environment, from scratch: the allow-listed variables and the account's identity,
+// overridden by the job's own, then by gpufleet's (which the job cannot override).
+std::vector<std::string> Environment(const LaunchSpec& spec, const UnixAccount& account) {
   std::map<std::string, std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string entry(*e);
-    const std::size_t eq = entry.find('=');
-    if (eq != std::string::npos) env[entry.substr(0, eq)] = entry.substr(eq + 1);
+  for (const char* name : kInheritedVariables) {
+    if (const char* value = std::getenv(name)) env[name] = value;
   }
+  if (!env.count("PATH")) env["PATH"] = "/usr/local/bin:/usr/bin:/bin";
+  env["HOME"] = account.home;
+  env["USER"] = account.name;
+  env["LOGNAME"] = account.name;
   for (const auto& [k, v] : spec.env) env[k] = v;
   env["CUDA_VISIBLE_DEVICES"] = Join(spec.gpu_indices);
   env["GPUFLEET_JOB_ID"] = std::to_string(spec.job_id);
@@ -128,34 +134,32 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
   if (jobs_.count(spec.job_id)) {
     return core::Error{"job " + std::to_string(spec.job_id) + " is already running here"};
   }
+  auto identity = ResolveRunAs(run_as_, spec.user, geteuid());
+  if (!identity) return core::Error{"job " + std::to_string(spec.job_id) + ": " + identity.error()};
+  const UnixAccount& account = identity.value().account;
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(spec.log_path).parent_path(), ec);
-  const int log = open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+  const int log = open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (log < 0) {
     return core::Error{"cannot open log " + spec.log_path + ": " + std::strerror(errno)};
   }
+  // The job's user owns its log (and may read it); other local users may not.
+  if (identity.value().switch_user) (void)!fchown(log, account.uid, account.gid);
   // Everything the child needs is prepared before fork: after it, only async-signal-safe calls.
-  const std::vector<std::string> env_strings = Environment(spec);
+  const std::vector<std::string> env_strings = Environment(spec, account);
   std::vector<char*> envp;
   for (const std::string& e : env_strings) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
   std::vector<char*> argv;
   for (const std::string& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
-  const std::string workdir = spec.workdir.empty()
-                                  ? std::filesystem::path(spec.log_path).parent_path().string()
-                                  : spec.workdir;
-  uid_t uid = 0;
-  gid_t gid = 0;
-  bool switch_user = false;
-  std::string user_name = spec.user;
-  if (geteuid() == 0 && !spec.user.empty() && spec.user != "root") {
-    if (passwd* pw = getpwnam(spec.user.c_str())) {
-      uid = pw->pw_uid;
-      gid = pw->pw_gid;
-      switch_user = true;
-    }
-  }
+  // Without a working directory of its own, a job starts in its account's home (the log's folder
+  // belongs to the agent and is not the job's to enter).
+  const std::string workdir = spec.workdir.empty() ? account.home : spec.workdir;
+  const uid_t uid = account.uid;
+  const gid_t gid = account.gid;
+  const bool switch_user = identity.value().switch_user;
+  const std::string user_name = account.name;
   // Exec failures travel back over a close-on-exec pipe: an empty read means exec succeeded.
   int status_pipe[2];
   if (pipe2(status_pipe, O_CLOEXEC) != 0) {
@@ -222,6 +226,7 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
       signal(SIGTERM, SIG_DFL);  // ignored signals survive exec: give the job the defaults
       signal(SIGINT, SIG_DFL);
       signal(SIGHUP, SIG_DFL);
+      umask(022);  // the servers' own umask (077) keeps their files private; jobs get the usual
       int step = 0;  // 1 chdir, 2 setuid, 3 exec
       if (chdir(workdir.c_str()) != 0) step = 1;
       if (step == 0 && switch_user &&
@@ -266,7 +271,7 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
           }
           if (deadline > 0 && now_ms > deadline) {
             fenced = true;
-            const int marker = open(fenced_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            const int marker = open(fenced_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
             if (marker >= 0) close(marker);
             kill(-getpid(), SIGTERM);  // the whole group; the shim ignores it
             kill_at = now_ms + lease_grace_ms;
@@ -302,7 +307,7 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
       while (n > 0) text[len++] = digits[--n];
       text[len++] = value == sig ? '\n' : ' ';
     }
-    const int fd = open(exit_tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int fd = open(exit_tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     if (fd >= 0) {
       // No fsync: the record must outlive the agent, not the machine (a reboot ends the job
       // too, and a job without a record is then reported lost, which is the truth). An fsync
@@ -329,7 +334,7 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
     waitpid(pid, nullptr, 0);
     std::filesystem::remove(exit_path, ec);
     std::string what = report[0] == 1   ? "cannot enter the working directory " + workdir
-                       : report[0] == 2 ? "cannot switch to user " + spec.user
+                       : report[0] == 2 ? "cannot switch to account " + user_name
                        : report[0] == 4 ? "cannot join its cgroup (" + spec.cgroup_procs + ")"
                                         : "cannot run '" + spec.argv[0] + "'";
     return core::Error{"job " + std::to_string(spec.job_id) + ": " + what + ": " +

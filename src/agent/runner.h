@@ -3,10 +3,13 @@
 //  - argv is executed directly (no shell unless the job's argv names one);
 //  - each job gets its own process group (signals reach all of its processes), stdin from
 //    /dev/null, stdout and stderr appended to its log file;
-//  - environment: the agent's, then the job's own, then CUDA_VISIBLE_DEVICES (the assigned GPUs),
-//    GPUFLEET_JOB_ID, and the torchrun variables for a single node (MASTER_ADDR, MASTER_PORT,
-//    WORLD_SIZE, RANK, NODE_RANK, LOCAL_WORLD_SIZE);
-//  - as root, the job runs as its submitting user (when that user exists here);
+//  - environment, built from scratch (nothing of the agent's own passes, its credentials above
+//    all): PATH, LANG and TZ when the agent has them, HOME, USER and LOGNAME of the job's account,
+//    then the job's own variables, then CUDA_VISIBLE_DEVICES (the assigned GPUs), GPUFLEET_JOB_ID
+//    and the torchrun variables for a single node (MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK,
+//    NODE_RANK, LOCAL_WORLD_SIZE), which the job cannot override;
+//  - the job runs as its user's account (agent/run_as.h): a job whose account is missing, or
+//    that would run as root without the admin's consent, fails at Launch with the reason;
 //  - Stop sends SIGTERM to the group, then SIGKILL after the grace period;
 //  - jobs outlive the Runner (and the agent): each runs under a shim process that records its
 //    exit status in `<log>.exit`, so a restarted agent re-adopts it with `Adopt`.
@@ -21,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "agent/run_as.h"
 #include "core/result.h"
 
 namespace gpufleet::agent {
@@ -29,9 +33,9 @@ struct LaunchSpec {
   int64_t job_id = 0;
   std::vector<std::string> argv;
   std::vector<std::pair<std::string, std::string>> env;
-  std::string workdir;  // "" : the log file's folder
+  std::string workdir;  // "" : the home directory of the job's account
   std::vector<int> gpu_indices;
-  std::string user;  // run as this user when the agent is root
+  std::string user;  // the job's gpufleet user: it runs as that user's account (RunAsPolicy)
   std::string log_path;
   // gpufleet's variables for one rank of a multi-node job (MASTER_ADDR, RANK, ...); they replace
   // the single-node defaults.
@@ -72,7 +76,7 @@ struct Launched {
 
 class Runner {
  public:
-  Runner() = default;
+  explicit Runner(RunAsPolicy run_as = {}) : run_as_(std::move(run_as)) {}
   ~Runner() = default;  // leaves jobs running: a new Runner can Adopt them
   Runner(const Runner&) = delete;
   Runner& operator=(const Runner&) = delete;
@@ -102,6 +106,7 @@ class Runner {
     std::chrono::steady_clock::time_point kill_at;
   };
   static bool MaySignal(const Child& child);
+  RunAsPolicy run_as_;
   std::map<int64_t, Child> jobs_;
 };
 

@@ -1,7 +1,9 @@
 #include "agent/runner.h"
 
 #include <gtest/gtest.h>
+#include <pwd.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,7 +30,20 @@ class RunnerTest : public ::testing::Test {
     s.job_id = id;
     s.argv = std::move(argv);
     s.log_path = (dir_ / (std::to_string(id) + ".log")).string();
+    s.user = CurrentUser();
+    s.workdir = dir_.string();
     return s;
+  }
+  // Jobs run as whoever runs the test (root in CI, which must then be allowed explicitly).
+  static RunAsPolicy TestPolicy() {
+    RunAsPolicy policy;
+    policy.allow_root = true;
+    policy.node_name = "test-node";
+    return policy;
+  }
+  static std::string CurrentUser() {
+    const passwd* pw = getpwuid(geteuid());
+    return pw != nullptr ? pw->pw_name : "";
   }
   std::vector<JobExit> WaitExits(Runner& runner, std::size_t n, double seconds = 10) {
     std::vector<JobExit> all;
@@ -50,7 +65,7 @@ class RunnerTest : public ::testing::Test {
 };
 
 TEST_F(RunnerTest, RunsArgvWithTheJobEnvironmentAndLogs) {
-  Runner runner;
+  Runner runner(TestPolicy());
   LaunchSpec spec = Spec(7, {"sh", "-c",
                              "echo gpus=$CUDA_VISIBLE_DEVICES job=$GPUFLEET_JOB_ID "
                              "world=$WORLD_SIZE local=$LOCAL_WORLD_SIZE mine=$MINE; echo err >&2; "
@@ -69,7 +84,7 @@ TEST_F(RunnerTest, RunsArgvWithTheJobEnvironmentAndLogs) {
 }
 
 TEST_F(RunnerTest, ArgvIsNotInterpretedByAShell) {
-  Runner runner;
+  Runner runner(TestPolicy());
   LaunchSpec spec = Spec(1, {"echo", "$HOME;", "`id`"});
   ASSERT_TRUE(runner.Launch(spec).ok());
   ASSERT_EQ(WaitExits(runner, 1).size(), 1U);
@@ -77,7 +92,7 @@ TEST_F(RunnerTest, ArgvIsNotInterpretedByAShell) {
 }
 
 TEST_F(RunnerTest, UnrunnableCommandIsAnErrorAtLaunch) {
-  Runner runner;
+  Runner runner(TestPolicy());
   auto r = runner.Launch(Spec(2, {"/nonexistent/trainer"}));
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().find("cannot run '/nonexistent/trainer'"), std::string::npos) << r.error();
@@ -90,7 +105,7 @@ TEST_F(RunnerTest, UnrunnableCommandIsAnErrorAtLaunch) {
 }
 
 TEST_F(RunnerTest, StopSendsTermThenKillsTheWholeGroup) {
-  Runner runner;
+  Runner runner(TestPolicy());
   // The job ignores SIGTERM and has a child of its own: both must go after the grace period.
   LaunchSpec spec = Spec(4, {"sh", "-c", "trap '' TERM; sleep 100 & sleep 100"});
   ASSERT_TRUE(runner.Launch(spec).ok());
@@ -118,7 +133,7 @@ TEST_F(RunnerTest, JobsOutliveTheRunnerAndAreReAdopted) {
   LaunchSpec spec = Spec(8, {"sh", "-c", "echo before; sleep 0.4; echo after; exit 5"});
   Launched launched;
   {
-    Runner first;
+    Runner first(TestPolicy());
     auto r = first.Launch(spec);
     ASSERT_TRUE(r.ok()) << r.error();
     launched = r.value();
@@ -126,7 +141,7 @@ TEST_F(RunnerTest, JobsOutliveTheRunnerAndAreReAdopted) {
   }  // the agent goes away; the job does not
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_NE(ProcessStartTicks(launched.pid), 0U) << "still running";
-  Runner second;
+  Runner second(TestPolicy());
   ASSERT_TRUE(second.Adopt(8, launched, spec.log_path));
   const auto exits = WaitExits(second, 1);
   ASSERT_EQ(exits.size(), 1U);
@@ -134,12 +149,12 @@ TEST_F(RunnerTest, JobsOutliveTheRunnerAndAreReAdopted) {
   EXPECT_EQ(Slurp(spec.log_path), "before\nafter\n");
 
   // A job that ended while nobody watched is adopted from its record alone.
-  Runner third;
+  Runner third(TestPolicy());
   EXPECT_TRUE(third.Adopt(8, launched, spec.log_path));
   EXPECT_EQ(WaitExits(third, 1).at(0).exit_code, 5);
   // No process and no record: how it ended is unknown, so it is not adopted.
   std::filesystem::remove(ExitFilePath(spec.log_path));
-  Runner fourth;
+  Runner fourth(TestPolicy());
   EXPECT_FALSE(fourth.Adopt(8, launched, spec.log_path));
 }
 
@@ -149,7 +164,7 @@ TEST_F(RunnerTest, AJobThatEndedBeforeItsStartTimeWasReadIsStillReAdopted) {
   // not watched forever (found by the 1,000-submits-through-kill-9 test).
   LaunchSpec spec = Spec(9, {"true"});
   { std::ofstream(ExitFilePath(spec.log_path)) << "0 0\n"; }
-  Runner runner;
+  Runner runner(TestPolicy());
   ASSERT_TRUE(runner.Adopt(9, Launched{999999, 0}, spec.log_path));
   const auto exits = WaitExits(runner, 1, 2);
   ASSERT_EQ(exits.size(), 1U) << "the ended job is reported";
@@ -170,7 +185,7 @@ TEST_F(RunnerTest, AChildsStartTimeIsReadAfterItHasEnded) {
 }
 
 TEST_F(RunnerTest, ShimStopsTheJobOnceItsLeaseHasRunOut) {
-  Runner runner;
+  Runner runner(TestPolicy());
   const std::string lease = (dir_ / "lease").string();
   LaunchSpec spec = Spec(31, {"sleep", "30"});
   spec.lease_path = lease;
@@ -189,7 +204,7 @@ TEST_F(RunnerTest, ShimStopsTheJobOnceItsLeaseHasRunOut) {
 }
 
 TEST_F(RunnerTest, ShimJoinsTheJobCgroupBeforeTheJobStarts) {
-  Runner runner;
+  Runner runner(TestPolicy());
   // A stand-in for a cgroup's cgroup.procs: the shim writes "0" (itself) into it.
   const std::string procs = (dir_ / "cgroup.procs").string();
   std::ofstream(procs).flush();
@@ -207,6 +222,70 @@ TEST_F(RunnerTest, ShimJoinsTheJobCgroupBeforeTheJobStarts) {
   auto failed = runner.Launch(spec);
   ASSERT_FALSE(failed.ok());
   EXPECT_NE(failed.error().find("cannot join its cgroup"), std::string::npos) << failed.error();
+}
+
+// Security finding 2: the agent's own environment (its admin token above all) never reaches a job.
+TEST_F(RunnerTest, JobEnvironmentIsBuiltFromScratch) {
+  ::setenv("GPUFLEET_TOKEN", "agent-secret-token", 1);
+  ::setenv("AGENT_ONLY_VARIABLE", "leak", 1);
+  Runner runner(TestPolicy());
+  LaunchSpec spec = Spec(11, {"env"});
+  spec.env = {{"MINE", "1"}, {"CUDA_VISIBLE_DEVICES", "9"}};
+  ASSERT_TRUE(runner.Launch(spec).ok());
+  ASSERT_EQ(WaitExits(runner, 1).size(), 1U);
+  ::unsetenv("GPUFLEET_TOKEN");
+  ::unsetenv("AGENT_ONLY_VARIABLE");
+  const std::string log = Slurp(spec.log_path);
+  EXPECT_EQ(log.find("agent-secret-token"), std::string::npos) << log;
+  EXPECT_EQ(log.find("AGENT_ONLY_VARIABLE"), std::string::npos) << log;
+  EXPECT_NE(log.find("\nMINE=1\n"), std::string::npos) << log;
+  EXPECT_NE(log.find("PATH="), std::string::npos) << log;
+  EXPECT_NE(log.find("USER=" + CurrentUser() + "\n"), std::string::npos) << log;
+  EXPECT_NE(log.find("HOME="), std::string::npos) << log;
+  // gpufleet's variables win over the job's.
+  EXPECT_NE(log.find("CUDA_VISIBLE_DEVICES=\n"), std::string::npos) << log;
+}
+
+// Security finding 1: a job whose user has no account here fails with the node and user named;
+// before, it ran as the agent (root).
+TEST_F(RunnerTest, JobOfAUserWithoutAnAccountFailsInsteadOfRunningAsTheAgent) {
+  Runner runner(TestPolicy());
+  LaunchSpec spec = Spec(12, {"true"});
+  spec.user = "no-such-user-gpufleet";
+  auto launched = runner.Launch(spec);
+  ASSERT_FALSE(launched.ok());
+  EXPECT_NE(launched.error().find("no-such-user-gpufleet"), std::string::npos) << launched.error();
+  EXPECT_NE(launched.error().find("test-node"), std::string::npos) << launched.error();
+  EXPECT_EQ(runner.size(), 0U);
+}
+
+TEST_F(RunnerTest, RootJobsNeedTheAdminsConsent) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root: a non-root agent cannot run root's jobs at all";
+  Runner runner;  // default policy: root jobs refused
+  LaunchSpec spec = Spec(13, {"true"});
+  spec.user = "root";
+  auto launched = runner.Launch(spec);
+  ASSERT_FALSE(launched.ok());
+  EXPECT_NE(launched.error().find("--allow-root-jobs"), std::string::npos) << launched.error();
+}
+
+TEST_F(RunnerTest, AsRootAJobRunsAsItsUsersAccountAndOwnsItsLog) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to switch users";
+  const passwd* nobody = getpwnam("nobody");
+  if (nobody == nullptr) GTEST_SKIP() << "no 'nobody' account here";
+  RunAsPolicy policy = TestPolicy();
+  policy.user_map["alice"] = "nobody";
+  Runner runner(policy);
+  LaunchSpec spec = Spec(14, {"id", "-u"});
+  spec.user = "alice";
+  spec.workdir = "/";
+  ASSERT_TRUE(runner.Launch(spec).ok());
+  ASSERT_EQ(WaitExits(runner, 1).size(), 1U);
+  EXPECT_EQ(Slurp(spec.log_path), std::to_string(nobody->pw_uid) + "\n");
+  struct stat st {};
+  ASSERT_EQ(::stat(spec.log_path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, nobody->pw_uid);
+  EXPECT_EQ(st.st_mode & 0777, 0600U);
 }
 
 }  // namespace

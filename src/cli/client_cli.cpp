@@ -104,7 +104,52 @@ void ClientCli::Register(CLI::App& app) {
       [this] { std::exit(Guarded([&] { return RunLogs(job_client_, job_id_, follow_); })); });
   CLI::App* nodes_cmd = app.add_subcommand("nodes", "List nodes and their GPUs");
   add_client_flags(nodes_cmd, job_client_);
-  nodes_cmd->callback([this] { std::exit(Guarded([&] { return RunNodes(job_client_); })); });
+  CLI::App* node_revoke = nodes_cmd->add_subcommand(
+      "revoke", "Revoke every credential of a node (admins): its agent can no longer act");
+  node_revoke->add_option("node", admin_.name, "node name")->required();
+  add_client_flags(node_revoke, admin_.client);
+  node_revoke->callback([this] { std::exit(Guarded([&] { return RunNodeRevoke(admin_); })); });
+  nodes_cmd->callback([this, nodes_cmd] {
+    if (nodes_cmd->get_subcommands().empty()) {
+      std::exit(Guarded([&] { return RunNodes(job_client_); }));
+    }
+  });
+
+  CLI::App* users_cmd = app.add_subcommand("users", "Manage users (admins)");
+  users_cmd->require_subcommand(1);
+  CLI::App* users_add = users_cmd->add_subcommand("add", "Add a user; prints their token once");
+  users_add->add_option("name", admin_.name, "user name")->required();
+  users_add->add_flag("--admin", admin_.admin, "the user may manage users, tokens and nodes");
+  add_client_flags(users_add, admin_.client);
+  users_add->callback([this] { std::exit(Guarded([&] { return RunUsersAdd(admin_); })); });
+  CLI::App* users_list = users_cmd->add_subcommand("list", "List users");
+  add_client_flags(users_list, admin_.client);
+  users_list->callback([this] { std::exit(Guarded([&] { return RunUsersList(admin_.client); })); });
+  CLI::App* users_remove =
+      users_cmd->add_subcommand("remove", "Remove a user and revoke their tokens");
+  users_remove->add_option("name", admin_.name, "user name")->required();
+  add_client_flags(users_remove, admin_.client);
+  users_remove->callback([this] { std::exit(Guarded([&] { return RunUsersRemove(admin_); })); });
+
+  CLI::App* token_cmd = app.add_subcommand("token", "Manage API tokens (admins)");
+  token_cmd->require_subcommand(1);
+  CLI::App* token_create = token_cmd->add_subcommand(
+      "create", "Create a token (yours, --user's, or --join for a new node); shown once");
+  token_create->add_option("--user", admin_.user, "whose token (default: yours)");
+  auto* join = token_create->add_flag(
+      "--join", admin_.join, "a one-time join token for a new agent (agent --join-token)");
+  token_create->add_option("--ttl", admin_.ttl, "how long a join token stays valid (15m, 1h, 2d)")
+      ->capture_default_str()
+      ->needs(join);
+  add_client_flags(token_create, admin_.client);
+  token_create->callback([this] { std::exit(Guarded([&] { return RunTokenCreate(admin_); })); });
+  CLI::App* token_list = token_cmd->add_subcommand("list", "List credentials by id");
+  add_client_flags(token_list, admin_.client);
+  token_list->callback([this] { std::exit(Guarded([&] { return RunTokenList(admin_.client); })); });
+  CLI::App* token_revoke = token_cmd->add_subcommand("revoke", "Revoke a token by its id");
+  token_revoke->add_option("id", admin_.id, "the id `token list` shows")->required();
+  add_client_flags(token_revoke, admin_.client);
+  token_revoke->callback([this] { std::exit(Guarded([&] { return RunTokenRevoke(admin_); })); });
 }
 
 }  // namespace gpufleet::cli

@@ -25,6 +25,7 @@ class ClientCli {
   SubmitOptions submit_;
   JobsOptions jobs_;
   ClientOptions job_client_;
+  AdminOptions admin_;
   int64_t job_id_ = 0;
   bool follow_ = false;
 };

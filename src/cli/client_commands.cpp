@@ -147,9 +147,12 @@ std::optional<json> Check(const core::Result<net::HttpReply>& r, const Connectio
   const net::HttpReply& reply = r.value();
   json body = json::parse(reply.body, nullptr, false);
   if (reply.status >= 400) {
-    std::string message =
-        body.is_object() && body.contains("error") ? body["error"].get<std::string>() : reply.body;
-    std::fprintf(stderr, "gpufleet: %s failed (%d): %s\n", what, reply.status, message.c_str());
+    const std::string message = body.is_object() && body.contains("error") &&
+                                        body["error"].is_string()
+                                    ? body["error"].get<std::string>()
+                                    : reply.body.substr(0, 4096);
+    std::fprintf(stderr, "gpufleet: %s failed (%d): %s\n", what, reply.status,
+                 Printable(message).c_str());
     if (reply.status == 401) {
       std::fprintf(stderr,
                    "gpufleet: set GPUFLEET_TOKEN, or run on the machine where `gpufleet "
@@ -180,13 +183,36 @@ std::string QueryValue(const std::string& text) {
   return out;
 }
 
+// A value for a table cell: "-" for none, control characters escaped (Printable).
 std::string Cell(const json& v) {
   if (v.is_null()) return "-";
-  if (v.is_string()) return v.get<std::string>().empty() ? "-" : v.get<std::string>();
-  return v.dump();
+  if (v.is_string()) return v.get<std::string>().empty() ? "-" : Printable(v.get<std::string>());
+  return Printable(v.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
 }  // namespace
+
+std::string Printable(std::string_view text) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    // C1 controls arrive in UTF-8 as 0xC2 0x80..0x9F; some terminals obey them too (CSI).
+    const bool c1 = c == 0xC2 && i + 1 < text.size() &&
+                    static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+                    static_cast<unsigned char>(text[i + 1]) <= 0x9F;
+    if (c < 0x20 || c == 0x7F || c1) {
+      const unsigned char shown = c1 ? static_cast<unsigned char>(text[++i]) : c;
+      out += "\\x";
+      out += kHex[shown >> 4];
+      out += kHex[shown & 0xF];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
 
 std::string DataDir(const std::string& flag) {
   if (!flag.empty()) return flag;
@@ -307,7 +333,7 @@ int RunShow(const ClientOptions& client, int64_t id) {
   }
   for (const auto& [key, value] : answer->items()) {
     if (key == "events") continue;
-    std::printf("%-12s %s\n", key.c_str(), Cell(value).c_str());
+    std::printf("%-12s %s\n", Printable(key).c_str(), Cell(value).c_str());
   }
   if (answer->contains("events") && (*answer)["events"].is_array()) {
     std::printf("history\n");
@@ -315,8 +341,8 @@ int RunShow(const ClientOptions& client, int64_t id) {
       const std::time_t t = static_cast<std::time_t>(e.value("time_ms", int64_t{0}) / 1000);
       char when[32];
       std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", std::localtime(&t));
-      const std::string detail = e.value("detail", "");
-      std::printf("  %s  %-22s %s\n", when, e.value("what", "").c_str(), detail.c_str());
+      std::printf("  %s  %-22s %s\n", when, Cell(e.value("what", json(""))).c_str(),
+                  Cell(e.value("detail", json(""))).c_str());
     }
   }
   return 0;
@@ -377,6 +403,133 @@ int RunNodes(const ClientOptions& client) {
       std::printf("%-12s missed its lease: its jobs were stopped or requeued\n", "");
     }
   }
+  return 0;
+}
+
+
+int RunUsersAdd(const AdminOptions& o) {
+  auto c = Connect(o.client);
+  if (!c) return 1;
+  auto answer =
+      Check(c->http->Post("/v1/users", json{{"name", o.name}, {"admin", o.admin}}.dump()), *c,
+            "users add");
+  if (!answer) return 1;
+  if (o.client.json) {
+    std::printf("%s\n", json{{"user", (*answer)["user"]}, {"token", (*answer)["token"]}}.dump().c_str());
+    return 0;
+  }
+  std::printf("user %s added%s; their token (shown only now; give it to them as GPUFLEET_TOKEN):\n%s\n",
+              Cell((*answer)["user"]).c_str(), o.admin ? " (admin)" : "",
+              Cell((*answer)["token"]).c_str());
+  return 0;
+}
+
+int RunUsersList(const ClientOptions& client) {
+  auto c = Connect(client);
+  if (!c) return 1;
+  auto answer = Check(c->http->Get("/v1/users"), *c, "users list");
+  if (!answer) return 1;
+  if (client.json) {
+    std::printf("%s\n", answer->dump(2).c_str());
+    return 0;
+  }
+  std::printf("%-24s %-6s %s\n", "USER", "ADMIN", "TOKENS");
+  for (const json& u : *answer) {
+    std::printf("%-24s %-6s %s\n", Cell(u["name"]).c_str(), u.value("admin", false) ? "yes" : "no",
+                Cell(u["tokens"]).c_str());
+  }
+  return 0;
+}
+
+int RunUsersRemove(const AdminOptions& o) {
+  auto c = Connect(o.client);
+  if (!c) return 1;
+  auto answer = Check(c->http->Send("DELETE", "/v1/users/" + QueryValue(o.name), "", ""), *c,
+                      "users remove");
+  if (!answer) return 1;
+  std::printf("user %s removed (their jobs stay; cancel them if they should stop)\n",
+              Printable(o.name).c_str());
+  return 0;
+}
+
+int RunTokenCreate(const AdminOptions& o) {
+  auto c = Connect(o.client);
+  if (!c) return 1;
+  json body = json::object();
+  if (o.join) {
+    const auto seconds = ParseDurationSeconds(o.ttl);
+    if (!seconds || *seconds < 1) {
+      std::fprintf(stderr, "gpufleet token create: --ttl '%s': give a duration like 15m, 1h, 2d\n",
+                   o.ttl.c_str());
+      return 2;
+    }
+    body["join"] = true;
+    body["ttl_s"] = *seconds;
+  } else if (!o.user.empty()) {
+    body["user"] = o.user;
+  }
+  auto answer = Check(c->http->Post("/v1/tokens", body.dump()), *c, "token create");
+  if (!answer) return 1;
+  if (o.client.json) {
+    std::printf("%s\n", answer->dump().c_str());
+    return 0;
+  }
+  if (o.join) {
+    std::printf("join token %s (one node, until it expires; shown only now):\n%s\n"
+                "on the new node: gpufleet agent --controller URL --join-token TOKEN\n",
+                Cell((*answer)["id"]).c_str(), Cell((*answer)["token"]).c_str());
+  } else {
+    std::printf("token %s for %s (shown only now):\n%s\n", Cell((*answer)["id"]).c_str(),
+                Cell((*answer)["user"]).c_str(), Cell((*answer)["token"]).c_str());
+  }
+  return 0;
+}
+
+int RunTokenList(const ClientOptions& client) {
+  auto c = Connect(client);
+  if (!c) return 1;
+  auto answer = Check(c->http->Get("/v1/tokens"), *c, "token list");
+  if (!answer) return 1;
+  if (client.json) {
+    std::printf("%s\n", answer->dump(2).c_str());
+    return 0;
+  }
+  std::printf("%-12s %-5s %-20s %-14s %s\n", "ID", "KIND", "USER/NODE", "CREATED BY", "EXPIRES");
+  for (const json& t : *answer) {
+    const std::string kind = t.value("kind", "");
+    const json& owner = kind == "node" ? t["node"] : t["user"];
+    std::string expires = "never";
+    if (t.value("expires_ms", int64_t{0}) > 0) {
+      const std::time_t when = static_cast<std::time_t>(t["expires_ms"].get<int64_t>() / 1000);
+      char text[32];
+      std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", std::localtime(&when));
+      expires = text;
+    }
+    std::printf("%-12s %-5s %-20s %-14s %s\n", Cell(t["id"]).c_str(), Printable(kind).c_str(),
+                Cell(owner).c_str(), Cell(t["created_by"]).c_str(), expires.c_str());
+  }
+  return 0;
+}
+
+int RunTokenRevoke(const AdminOptions& o) {
+  auto c = Connect(o.client);
+  if (!c) return 1;
+  auto answer = Check(c->http->Send("DELETE", "/v1/tokens/" + QueryValue(o.id), "", ""), *c,
+                      "token revoke");
+  if (!answer) return 1;
+  std::printf("token %s revoked\n", Printable(o.id).c_str());
+  return 0;
+}
+
+int RunNodeRevoke(const AdminOptions& o) {
+  auto c = Connect(o.client);
+  if (!c) return 1;
+  auto answer = Check(c->http->Post("/v1/nodes/" + QueryValue(o.name) + "/revoke"), *c,
+                      "nodes revoke");
+  if (!answer) return 1;
+  std::printf("node %s: %s credential(s) revoked; it is LOST after its lease unless it joins "
+              "again with a new join token\n",
+              Printable(o.name).c_str(), Cell((*answer)["revoked"]).c_str());
   return 0;
 }
 

@@ -4,10 +4,16 @@
 // directory; the token from $GPUFLEET_TOKEN, else that directory's `token` file.
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 namespace gpufleet::cli {
+
+// `text` safe to print to a terminal: control characters (C0, DEL and UTF-8-encoded C1) become
+// `\xNN`, so a job name or reason can never move the cursor, clear the screen or retitle the
+// window of whoever lists it.
+std::string Printable(std::string_view text);
 
 struct ClientOptions {
   std::string server;
@@ -45,6 +51,25 @@ int RunShow(const ClientOptions& client, int64_t id);
 int RunCancel(const ClientOptions& client, int64_t id);
 int RunLogs(const ClientOptions& client, int64_t id, bool follow);
 int RunNodes(const ClientOptions& client);
+
+// Admin commands: users, tokens, node credentials (see controller/admin_routes.h). A new token is
+// printed once; the server keeps only its hash.
+struct AdminOptions {
+  ClientOptions client;
+  std::string name;       // users add/remove: the user; nodes revoke: the node
+  bool admin = false;     // users add --admin
+  std::string user;       // token create --user (default: yourself)
+  bool join = false;      // token create --join: a one-time token for a new agent
+  std::string ttl = "1h"; // token create --join --ttl
+  std::string id;         // token revoke ID
+};
+int RunUsersAdd(const AdminOptions& options);
+int RunUsersList(const ClientOptions& client);
+int RunUsersRemove(const AdminOptions& options);
+int RunTokenCreate(const AdminOptions& options);
+int RunTokenList(const ClientOptions& client);
+int RunTokenRevoke(const AdminOptions& options);
+int RunNodeRevoke(const AdminOptions& options);
 
 // The data directory a command uses: `flag`, else $GPUFLEET_DATA_DIR, else ~/.gpufleet.
 std::string DataDir(const std::string& flag);

@@ -15,6 +15,7 @@
 #include "cli/placement_commands.h"
 #include "cli/sim_run_command.h"
 #include "cli/up_command.h"
+#include "core/node.h"
 #include "sched/policy_registry.h"
 #include "sched/queue_policy.h"
 
@@ -155,6 +156,20 @@ int main(int argc, char** argv) {
                     "the Hostname label (default: $NODE_NAME, else this machine's name)");
   };
 
+  // Whose account jobs run under (agent/run_as.h), for `agent` and `up`.
+  auto add_run_as_flags = [](CLI::App* cmd, std::vector<std::string>& maps, bool& allow_root) {
+    cmd->add_option("--run-as-map", maps,
+                    "run gpufleet user NAME's jobs as Unix account ACCOUNT: NAME=ACCOUNT[,...] "
+                    "(default: the account named like the user; a user without one cannot run "
+                    "jobs here)");
+    cmd->add_flag("--allow-root-jobs", allow_root,
+                  "let jobs run as root (a user named root, or mapped to it); refused without it");
+  };
+  auto add_priority_flag = [](CLI::App* cmd, std::vector<std::string>& values) {
+    cmd->add_option("--max-priority", values,
+                    "the highest job priority non-admin users may set: N for all of them, "
+                    "USER=N for one (default 0: users can only lower their priority)");
+  };
   agent::AgentOptions agent_options;
   CLI::App* agent_cmd = app.add_subcommand("agent", cli::FullCommandDescription("agent"));
   agent_cmd->add_option("--listen", agent_options.listen, "HOST:PORT to serve on (port 0: any)")
@@ -178,17 +193,31 @@ int main(int argc, char** argv) {
   agent_cmd->add_option("--heartbeat", agent_options.heartbeat_s, "seconds between heartbeats")
       ->capture_default_str()
       ->check(CLI::Range(0.05, 60.0));
+  agent_cmd->add_option("--join-token", agent_options.join_token,
+                        "join the controller with a one-time join token (`gpufleet token create "
+                        "--join`): the agent trades it for its node's own credential, kept in "
+                        "its data directory, and needs no admin token");
+  std::vector<std::string> agent_run_as_maps;
+  add_run_as_flags(agent_cmd, agent_run_as_maps, agent_options.run_as.allow_root);
   agent_cmd->callback([&] {
+    for (const std::string& map : agent_run_as_maps) {
+      if (auto parsed = agent::ParseRunAsMap(map, agent_options.run_as.user_map); !parsed) {
+        std::fprintf(stderr, "gpufleet agent: %s\n", parsed.error().c_str());
+        std::exit(2);
+      }
+    }
     if (!agent_options.controller_url.empty()) {
       const std::string data = cli::DataDir("");
       std::string token;
       if (const char* env = std::getenv("GPUFLEET_TOKEN"); env != nullptr) token = env;
       const std::string token_file = !agent_token_file.empty() ? agent_token_file : data + "/token";
-      if (token.empty() || !agent_token_file.empty()) {
+      if (!agent_options.join_token.empty() && agent_token_file.empty()) {
+        token.clear();  // the node's own credential, from the join (RunAgent)
+      } else if (token.empty() || !agent_token_file.empty()) {
         std::ifstream in(token_file);
         std::getline(in, token);
       }
-      if (token.empty()) {
+      if (token.empty() && agent_options.join_token.empty()) {
         std::fprintf(stderr,
                      "gpufleet agent: no token for the controller: pass --token-file (the "
                      "controller writes one in its data directory) or set GPUFLEET_TOKEN\n");
@@ -228,7 +257,7 @@ int main(int argc, char** argv) {
       ->add_option("--simulated-gpus", up.simulated_gpus,
                    "use N simulated GPUs instead of NVML (without it: NVML, or simulated GPUs "
                    "when no driver is found)")
-      ->check(CLI::Range(0, 64));
+      ->check(CLI::Range(0, core::kMaxGpusPerNode));
   up_cmd->add_option("--nvml-library", up.nvml_library, "NVML library to load")
       ->capture_default_str();
   up_cmd->add_option("--policy", up.queue_policy, "queue policy: " + sched::QueuePolicyNames())
@@ -250,6 +279,8 @@ int main(int argc, char** argv) {
       ->add_option("--advertise-address", up.advertise,
                    "this node's address for multi-node jobs (MASTER_ADDR)")
       ->capture_default_str();
+  add_run_as_flags(up_cmd, up.run_as_maps, up.allow_root_jobs);
+  add_priority_flag(up_cmd, up.max_priorities);
   up_cmd->callback([&] { std::exit(cli::RunUp(up)); });
 
   cli::UpOptions controller_opts;
@@ -280,6 +311,7 @@ int main(int argc, char** argv) {
                    "seconds of agent silence before its node is lost: its jobs become LOST, "
                    "and PENDING again when restartable")
       ->capture_default_str();
+  add_priority_flag(controller_cmd, controller_opts.max_priorities);
   controller_cmd->callback([&] { std::exit(cli::RunUp(controller_opts)); });
 
   return cli::AddClientCommandsAndRun(app, argc, argv);

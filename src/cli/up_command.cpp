@@ -5,7 +5,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -15,6 +19,7 @@
 
 #include "agent/cgroup_limits.h"
 #include "agent/node_agent.h"
+#include "agent/run_as.h"
 #include "agent/runner.h"
 #include "agent/sample_json.h"
 #include "cli/client_commands.h"
@@ -32,6 +37,7 @@ namespace {
 // The controller's NodeExecutor over the agent's Runner, in the same process.
 class LocalExecutor final : public controller::NodeExecutor {
  public:
+  explicit LocalExecutor(agent::RunAsPolicy run_as) : runner_(std::move(run_as)) {}
   core::Result<Started> Start(const store::JobRecord& job, const net::EnvList& launch_env,
                               const std::string& log_path) override {
     agent::LaunchSpec spec;
@@ -81,17 +87,42 @@ std::string LocalUser() {
   return "uid" + std::to_string(geteuid());
 }
 
-// Writes `text` to `path` readable by the owner only, replacing it atomically.
+// Writes `text` to `path` readable by the owner only, replacing it atomically. The temporary
+// file is created fresh (O_EXCL, mode 0600 from the start): a `<path>.tmp` planted beforehand,
+// a symlink above all, is removed, never followed or written through.
 bool WritePrivate(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out) return false;
-    chmod(tmp.c_str(), 0600);
-    out << text;
-    if (!out) return false;
+  ::unlink(tmp.c_str());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return false;
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  const bool written = done == text.size() && ::close(fd) == 0;
+  if (!written) {
+    ::unlink(tmp.c_str());
+    return false;
   }
   return std::rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+// The data directory holds every job's argv and environment, logs and the admin token: it and
+// everything the server creates in it are its owner's only (umask 077, the folder 0700, also
+// when an older version made it 0755). Jobs get the usual umask back (Runner).
+bool PrepareDataDir(const std::string& data_dir, const char* self) {
+  ::umask(077);
+  std::error_code ec;
+  std::filesystem::create_directories(data_dir, ec);
+  if (ec || ::chmod(data_dir.c_str(), 0700) != 0) {
+    std::fprintf(stderr, "%s: cannot create data directory %s with mode 0700: %s\n", self,
+                 data_dir.c_str(), ec ? ec.message().c_str() : std::strerror(errno));
+    return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -109,6 +140,7 @@ int RunUp(const UpOptions& o) {
   }
   const std::string data_dir = DataDir(o.data_dir);
   const sigset_t stop_signals = net::BlockStopSignals();  // before any thread starts
+  if (!PrepareDataDir(data_dir, self)) return 1;
 
   auto store = store::OpenSqliteStore(data_dir);
   if (!store) {
@@ -169,7 +201,16 @@ int RunUp(const UpOptions& o) {
     return 1;
   }
 
-  LocalExecutor executor;
+  agent::RunAsPolicy run_as;
+  run_as.node_name = "local";
+  run_as.allow_root = o.allow_root_jobs;
+  for (const std::string& map : o.run_as_maps) {
+    if (auto parsed = agent::ParseRunAsMap(map, run_as.user_map); !parsed) {
+      std::fprintf(stderr, "%s: %s\n", self, parsed.error().c_str());
+      return 2;
+    }
+  }
+  LocalExecutor executor(run_as);
   controller::ControllerOptions options;
   options.data_dir = data_dir;
   options.gpus = gpus;
@@ -195,6 +236,25 @@ int RunUp(const UpOptions& o) {
       return 2;
     }
     options.queue_weights[kv.substr(0, eq)] = weight;
+  }
+  for (const std::string& text : o.max_priorities) {
+    const std::size_t eq = text.find('=');
+    const std::string number = eq == std::string::npos ? text : text.substr(eq + 1);
+    char* end = nullptr;
+    errno = 0;
+    const long value = std::strtol(number.c_str(), &end, 10);
+    if (number.empty() || *end != '\0' || errno != 0 || value < -1000000 || value > 1000000 ||
+        eq == 0) {
+      std::fprintf(stderr,
+                   "%s: --max-priority '%s': expected N or USER=N with N in -1000000..1000000\n",
+                   self, text.c_str());
+      return 2;
+    }
+    if (eq == std::string::npos) {
+      options.max_user_priority = static_cast<int>(value);
+    } else {
+      options.user_max_priority[text.substr(0, eq)] = static_cast<int>(value);
+    }
   }
   auto made = controller::Controller::Create(*store.value(),
                                              o.controller_only ? nullptr : &executor, options);

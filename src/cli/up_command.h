@@ -19,6 +19,9 @@ struct UpOptions {
   double lease_s = 10;                     // a silent remote agent's node is lost after this long
   bool controller_only = false;  // `gpufleet controller`: no local node; agents join over HTTP
   std::string advertise = "127.0.0.1";  // the local node's address for multi-node jobs
+  std::vector<std::string> run_as_maps;  // "NAME=ACCOUNT,..." (see agent/run_as.h)
+  bool allow_root_jobs = false;          // jobs may run as root on the local node
+  std::vector<std::string> max_priorities;  // "N" (every non-admin user) or "USER=N"
 };
 int RunUp(const UpOptions& options);
 

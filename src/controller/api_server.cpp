@@ -14,7 +14,10 @@
 #include <string_view>
 #include <thread>
 
+#include "controller/admin_routes.h"
+#include "controller/api_common.h"
 #include "controller/auth.h"
+#include "controller/submit_request.h"
 #include "core/gpu_catalog.h"
 
 namespace gpufleet::controller {
@@ -26,15 +29,9 @@ constexpr std::size_t kMaxBody = 1 << 20;
 constexpr int kApiThreads = 24;
 constexpr std::size_t kMaxLogChunk = 4 << 20;
 
-std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
-void Fail(httplib::Response& res, int status, const std::string& message,
-          const std::string& field = "") {
-  res.status = status;
-  json body = {{"error", message}};
-  if (!field.empty()) body["field"] = field;
-  res.set_content(Dump(body), "application/json");
-}
+using api::Dump;
+using api::Fail;
+using api::ParseId;
 
 // Allocated against really used GPU time, from the GPUs' utilization while the job ran; null
 // until the job has ended with samples (utilization is the whole GPU's: under a GPU share it
@@ -79,142 +76,6 @@ json JobJson(const store::JobRecord& j) {
           {"epoch", j.epoch}};
 }
 
-// Parses and checks a submit body; on error fills `field` and returns the message.
-std::optional<std::string> ParseSubmit(const std::string& body, store::JobRecord& job,
-                                       std::string& field) {
-  json j = json::parse(body, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return "the body is not a JSON object";
-  static const std::set<std::string> kKnown = {
-      "name",         "argv",        "gpus",  "gpu_share",  "gpu_type",
-      "nodes",        "priority",    "queue", "env",        "workdir",
-      "client_token", "restartable", "cpus",  "memory_mib", "time_limit_s"};
-  for (const auto& [key, value] : j.items()) {
-    if (!kKnown.count(key)) {
-      field = key;
-      return "unknown field '" + key + "'";
-    }
-  }
-  auto bad = [&](const char* name, const std::string& why) {
-    field = name;
-    return std::optional<std::string>(std::string(name) + ": " + why);
-  };
-  if (!j.contains("argv") || !j["argv"].is_array() || j["argv"].empty()) {
-    return bad("argv", "must be a non-empty array of strings (the command to run)");
-  }
-  std::size_t total = 0;
-  for (const json& a : j["argv"]) {
-    if (!a.is_string()) return bad("argv", "every element must be a string");
-    total += a.get_ref<const std::string&>().size();
-    job.argv.push_back(a.get<std::string>());
-  }
-  if (total > 256 * 1024) return bad("argv", "longer than 256 KiB");
-  if (j.contains("name")) {
-    if (!j["name"].is_string() || j["name"].get_ref<const std::string&>().size() > 200) {
-      return bad("name", "must be a string of at most 200 characters");
-    }
-    job.name = j["name"].get<std::string>();
-  }
-  if (job.name.empty()) job.name = job.argv[0];
-  if (j.contains("gpus")) {
-    if (!j["gpus"].is_number_integer() || j["gpus"].get<int64_t>() < 1 ||
-        j["gpus"].get<int64_t>() > 1024) {
-      return bad("gpus", "must be an integer in 1..1024");
-    }
-    job.gpus = j["gpus"].get<int>();
-  }
-  if (j.contains("gpu_share") && !j["gpu_share"].is_null()) {
-    if (!j["gpu_share"].is_number() || !(j["gpu_share"].get<double>() > 0) ||
-        j["gpu_share"].get<double>() > 1) {
-      return bad("gpu_share", "must be a number in (0, 1]");
-    }
-    if (job.gpus != 1) return bad("gpu_share", "a GPU share needs gpus = 1");
-    job.gpu_milli = std::max(1, static_cast<int>(j["gpu_share"].get<double>() * 1000 + 0.5));
-  }
-  if (j.contains("gpu_type")) {
-    if (!j["gpu_type"].is_string()) return bad("gpu_type", "must be a string");
-    job.gpu_type = j["gpu_type"].get<std::string>();
-    if (!job.gpu_type.empty()) {
-      auto models = core::GpuCatalog::Builtin().ParseSpec(job.gpu_type);
-      if (!models) return bad("gpu_type", models.error());
-    }
-  }
-  if (j.contains("nodes")) {
-    if (!j["nodes"].is_number_integer() || j["nodes"].get<int64_t>() < 1) {
-      return bad("nodes", "must be a positive integer");
-    }
-    job.nodes = j["nodes"].get<int>();
-  }
-  if (j.contains("priority")) {
-    if (!j["priority"].is_number_integer() || std::abs(j["priority"].get<int64_t>()) > 1000000) {
-      return bad("priority", "must be an integer in -1000000..1000000");
-    }
-    job.priority = j["priority"].get<int>();
-  }
-  if (j.contains("queue")) {
-    if (!j["queue"].is_string() || j["queue"].get_ref<const std::string&>().empty()) {
-      return bad("queue", "must be a non-empty string");
-    }
-    job.queue = j["queue"].get<std::string>();
-  }
-  if (j.contains("env")) {
-    if (!j["env"].is_object()) return bad("env", "must be an object of strings");
-    for (const auto& [k, v] : j["env"].items()) {
-      if (!v.is_string() || k.empty() || k.find('=') != std::string::npos) {
-        return bad("env", "entry '" + k + "' must be NAME: \"value\" with no '=' in NAME");
-      }
-      job.env.emplace_back(k, v.get<std::string>());
-    }
-  }
-  if (j.contains("cpus")) {
-    if (!j["cpus"].is_number() || !(j["cpus"].get<double>() > 0) ||
-        j["cpus"].get<double>() > 4096) {
-      return bad("cpus", "must be a number of cores in (0, 4096]");
-    }
-    job.cpu_milli =
-        std::max<int64_t>(1, static_cast<int64_t>(j["cpus"].get<double>() * 1000 + 0.5));
-  }
-  if (j.contains("memory_mib")) {
-    if (!j["memory_mib"].is_number_integer() || j["memory_mib"].get<int64_t>() < 1 ||
-        j["memory_mib"].get<int64_t>() > (int64_t{1} << 32)) {
-      return bad("memory_mib", "must be a positive integer (MiB)");
-    }
-    job.memory_mib = j["memory_mib"].get<int64_t>();
-  }
-  if (j.contains("time_limit_s")) {
-    if (!j["time_limit_s"].is_number_integer() || j["time_limit_s"].get<int64_t>() < 1 ||
-        j["time_limit_s"].get<int64_t>() > 366 * 86400) {
-      return bad("time_limit_s", "must be an integer number of seconds in 1..31622400");
-    }
-    job.time_limit_s = j["time_limit_s"].get<int64_t>();
-  }
-  if (j.contains("restartable")) {
-    if (!j["restartable"].is_boolean()) return bad("restartable", "must be true or false");
-    job.restartable = j["restartable"].get<bool>();
-  }
-  if (j.contains("client_token")) {
-    if (!j["client_token"].is_string() ||
-        j["client_token"].get_ref<const std::string&>().size() > 128) {
-      return bad("client_token", "must be a string of at most 128 characters");
-    }
-    job.client_token = j["client_token"].get<std::string>();
-  }
-  if (j.contains("workdir")) {
-    if (!j["workdir"].is_string() || (!j["workdir"].get_ref<const std::string&>().empty() &&
-                                      j["workdir"].get_ref<const std::string&>()[0] != '/')) {
-      return bad("workdir", "must be an absolute path");
-    }
-    job.workdir = j["workdir"].get<std::string>();
-  }
-  return std::nullopt;
-}
-
-std::optional<int64_t> ParseId(const std::string& text) {
-  int64_t id = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
-  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return id;
-}
-
 }  // namespace
 
 struct ApiServer::Impl {
@@ -224,27 +85,17 @@ struct ApiServer::Impl {
   net::HttpServer server;
   std::atomic<int64_t> requests{0};
 
-  // The caller's user, or nothing after answering 401.
+  // The caller's user, or nothing after answering 401 (no valid token) or 403 (a node or join
+  // credential, which acts only in the agent protocol).
   std::optional<store::UserRecord> Authenticate(const httplib::Request& req,
                                                 httplib::Response& res) {
-    const std::string header = req.get_header_value("Authorization");
-    const std::string prefix = "Bearer ";
-    if (header.rfind(prefix, 0) != 0 || header.size() == prefix.size()) {
-      Fail(res, 401,
-           "missing bearer token: pass GPUFLEET_TOKEN or use the token file that "
-           "`gpufleet up` wrote in its data directory");
+    auto caller = api::Authenticate(controller.store(), req, res, NowMs());
+    if (!caller) return std::nullopt;
+    if (caller->kind != store::TokenKind::kUser) {
+      Fail(res, 403, "a node or join credential cannot use the user API");
       return std::nullopt;
     }
-    auto user = controller.store().UserByToken(Sha256Hex(header.substr(prefix.size())));
-    if (!user) {
-      Fail(res, 503, user.error());
-      return std::nullopt;
-    }
-    if (!user.value()) {
-      Fail(res, 401, "unknown token");
-      return std::nullopt;
-    }
-    return *user.value();
+    return store::UserRecord{caller->name, caller->admin};
   }
   // The job if it exists and the caller may see it; else answers 404.
   std::optional<store::JobRecord> VisibleJob(const std::string& id_text,
@@ -279,13 +130,22 @@ ApiServer::ApiServer(Controller& controller) : impl_(std::make_unique<Impl>(cont
   server.Post("/v1/jobs", [&impl](const httplib::Request& req, httplib::Response& res) {
     auto user = impl.Authenticate(req, res);
     if (!user) return;
-    store::JobRecord job;
-    std::string field;
-    if (auto error = ParseSubmit(req.body, job, field)) {
-      Fail(res, 400, *error, field);
+    auto parsed = ParseSubmitRequest(req.body);
+    if (!parsed) {
+      Fail(res, 400, parsed.error(), parsed.failure().field);
       return;
     }
+    store::JobRecord job = std::move(parsed).value();
     job.user = user->name;
+    // How high a priority a user may give a job is the admin's choice, not the submitter's.
+    if (!user->admin && job.priority > impl.controller.MaxUserPriority(user->name)) {
+      Fail(res, 403,
+           "priority: " + std::to_string(job.priority) + " is above the " +
+               std::to_string(impl.controller.MaxUserPriority(user->name)) +
+               " this user may set (an admin raises it with --max-priority)",
+           "priority");
+      return;
+    }
     if (auto why = impl.controller.Unrunnable(job)) {
       Fail(res, 400, why->first + ": " + why->second, why->first);
       return;
@@ -318,11 +178,15 @@ ApiServer::ApiServer(Controller& controller) : impl_(std::make_unique<Impl>(cont
     for (const char* name : {"after", "limit"}) {
       if (!req.has_param(name)) continue;
       auto v = ParseId(req.get_param_value(name));
-      if (!v || *v < 0) {
-        Fail(res, 400, std::string(name) + " must be a non-negative integer", name);
+      const bool is_limit = std::string_view(name) == "limit";
+      if (!v || *v < (is_limit ? 1 : 0)) {
+        Fail(res, 400,
+             std::string(name) + (is_limit ? " must be a positive integer"
+                                           : " must be a non-negative integer"),
+             name);
         return;
       }
-      if (std::string_view(name) == "after") {
+      if (!is_limit) {
         filter.after_id = *v;
       } else {
         filter.limit = static_cast<int>(std::min<int64_t>(*v, 10000));
@@ -346,7 +210,8 @@ ApiServer::ApiServer(Controller& controller) : impl_(std::make_unique<Impl>(cont
       json events = json::array();
       if (auto history = impl.controller.store().Events(job->id)) {
         for (const store::JobEvent& e : history.value()) {
-          events.push_back({{"time_ms", e.time_ms}, {"what", e.what}, {"detail", e.detail}});
+          events.push_back({{"time_ms", e.time_ms}, {"what", e.what}, {"detail", e.detail},
+                            {"actor", e.actor}});
         }
       }
       out["events"] = std::move(events);
@@ -364,6 +229,8 @@ ApiServer::ApiServer(Controller& controller) : impl_(std::make_unique<Impl>(cont
           Fail(res, 503, state.error());
           return;
         }
+        (void)impl.controller.store().Audit(job->id, user->name, "cancel requested", "",
+                                            NowMs());
         res.set_content(
             Dump({{"id", job->id}, {"state", std::string(store::StateName(state.value()))}}),
             "application/json");
@@ -432,16 +299,24 @@ ApiServer::ApiServer(Controller& controller) : impl_(std::make_unique<Impl>(cont
     res.set_content(Dump(out), "application/json");
   });
   server.Post("/v1/agent/heartbeat", [&impl](const httplib::Request& req, httplib::Response& res) {
-    auto user = impl.Authenticate(req, res);
-    if (!user) return;
-    if (!user->admin) {
-      Fail(res, 403, "agents need an admin token (the one in the controller's data directory)");
+    auto caller = api::Authenticate(impl.controller.store(), req, res, NowMs());
+    if (!caller) return;
+    if (!(caller->kind == store::TokenKind::kNode ||
+          (caller->kind == store::TokenKind::kUser && caller->admin))) {
+      Fail(res, 403,
+           "agents need their node's credential (`gpufleet agent --join-token`) or an admin "
+           "token");
       return;
     }
     auto beat = net::ParseHeartbeat(req.body);
     if (!beat) {
       const std::string& why = beat.error();
       Fail(res, 400, why, why.substr(0, why.find(':')));
+      return;
+    }
+    // A node credential acts as its own node only: never another node's jobs.
+    if (caller->kind == store::TokenKind::kNode && beat.value().node != caller->node) {
+      Fail(res, 403, "this credential belongs to node " + caller->node, "node");
       return;
     }
     auto reply = impl.controller.Heartbeat(beat.value(), NowMs());
@@ -476,6 +351,7 @@ ApiServer::ApiServer(Controller& controller) : impl_(std::make_unique<Impl>(cont
                           {"free_gpus", free_gpus}}),
                     "application/json");
   });
+  AddAdminRoutes(server, impl.controller);
   server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");
   });

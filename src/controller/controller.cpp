@@ -89,6 +89,12 @@ core::Result<std::unique_ptr<Controller>> Controller::Create(store::Store& store
     return core::Error{"unknown queue policy '" + options.queue_policy +
                        "'; known: " + sched::QueuePolicyNames()};
   }
+  if (executor != nullptr && (options.gpus < 0 || options.gpus > core::kMaxGpusPerNode)) {
+    return core::Error{"the local node has " + std::to_string(options.gpus) +
+                           " GPUs; a node may have at most " +
+                           std::to_string(core::kMaxGpusPerNode),
+                       core::ErrorCode::kInvalid, "gpus"};
+  }
   auto placement = sched::MakePlacementPolicy(options.placement_policy);
   if (!placement) {
     return core::Error{"unknown placement policy '" + options.placement_policy +
@@ -172,6 +178,7 @@ void Controller::RebuildClusterLocked() {
     specs.push_back(n.spec);
     if (!n.known) continue;
     summary.largest_gpus = std::max(summary.largest_gpus, n.spec.num_gpus);
+    summary.node_gpus.push_back(n.spec.num_gpus);
     if (std::find(summary.models.begin(), summary.models.end(), n.spec.model) ==
         summary.models.end()) {
       summary.models.push_back(n.spec.model);
@@ -375,7 +382,20 @@ std::optional<std::pair<std::string, std::string>> Controller::Unrunnable(
     return std::make_pair(std::string("gpu_type"),
                           "no node has " + job.gpu_type + " GPUs (nodes have: " + models + ")");
   }
+  const auto big_enough = std::count_if(summary_.node_gpus.begin(), summary_.node_gpus.end(),
+                                        [&](int gpus) { return gpus >= job.gpus; });
+  if (job.nodes > big_enough) {
+    return std::make_pair(std::string("nodes"),
+                          "asks " + std::to_string(job.nodes) + " nodes with " +
+                              std::to_string(job.gpus) + " GPUs each; the cluster has " +
+                              std::to_string(big_enough));
+  }
   return std::nullopt;
+}
+
+int Controller::MaxUserPriority(const std::string& user) const {
+  auto it = options_.user_max_priority.find(user);
+  return it != options_.user_max_priority.end() ? it->second : options_.max_user_priority;
 }
 
 core::Result<int64_t> Controller::Submit(store::JobRecord job) {

@@ -80,6 +80,11 @@ struct ControllerOptions {
   // Fair-share policies: each queue's weight (its quota is its share of the cluster); a queue
   // not named weighs 1.
   std::map<std::string, double> queue_weights;
+  // The highest priority a non-admin user may give a job: `user_max_priority` for the users it
+  // names, `max_user_priority` for the others (0 by default: users can only lower their jobs'
+  // priority, like `nice`; admins set any).
+  int max_user_priority = 0;
+  std::map<std::string, int> user_max_priority;
   // A remote node silent for this long is lost: its jobs become LOST (and PENDING again when
   // restartable), and whatever it still runs of them is stopped when it returns.
   int64_t lease_ms = 10000;
@@ -135,10 +140,14 @@ class Controller {
   void Stop();
 
   // Why `job` can never run here (naming the field), or nothing: a job asking more GPUs per node
-  // than any known node has is refused at submit, not left waiting forever.
+  // than any known node has, or more nodes than have that many GPUs, is refused at submit, not
+  // left waiting forever (a big enough impossible job would block every queue behind its
+  // reservation).
   std::optional<std::pair<std::string, std::string>> Unrunnable(const store::JobRecord& job) const;
   // Commits `job` (PENDING) and queues it; the id is returned after the commit.
   core::Result<int64_t> Submit(store::JobRecord job);
+  // The highest priority non-admin `user` may set (ControllerOptions::max_user_priority).
+  int MaxUserPriority(const std::string& user) const;
   // Cancels a live job (a running one is stopped with the grace period and becomes CANCELLED
   // when it has ended); returns the state after the request. Idempotent on ended jobs.
   core::Result<store::JobState> Cancel(int64_t id, int64_t now_ms);
@@ -260,6 +269,7 @@ class Controller {
   // for a scheduling pass.
   struct NodeSummary {
     int largest_gpus = -1;  // -1: no node known yet
+    std::vector<int> node_gpus;  // each known node's GPU count
     std::vector<core::ModelId> models;
     std::string model_names;
   };

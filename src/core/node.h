@@ -11,7 +11,10 @@
 
 namespace gpufleet::core {
 
-inline constexpr int kMaxGpusPerNode = 16;
+// The most GPUs one node may have: every edge (heartbeats, node lists, --simulated-gpus) checks
+// against this one constant. 32 covers 8- and 16-GPU HGX and PCIe servers with room to spare,
+// and fits `GpuMask`; MIG slices are GPU shares of their GPU, not GPUs of their own.
+inline constexpr int kMaxGpusPerNode = 32;
 
 struct NodeSpec {
   std::string name;

@@ -10,8 +10,23 @@
 
 namespace gpufleet::core {
 
+// What kind of failure an error is; an HTTP status follows from it, never from the message.
+enum class ErrorCode {
+  kInvalid,      // the input is wrong (names `field`)
+  kNotFound,     // what was asked for does not exist (or is not the caller's to see)
+  kForbidden,    // the caller may not do this
+  kInfeasible,   // valid, but can never be satisfied here (a job no node can hold)
+  kUnavailable,  // try again later (the store is busy, a peer is down)
+  kInternal,     // a bug or a broken environment
+};
+
 struct Error {
-  std::string message;
+  explicit Error(std::string message_text, ErrorCode error_code = ErrorCode::kInvalid,
+        std::string field_name = "")
+      : message(std::move(message_text)), code(error_code), field(std::move(field_name)) {}
+  std::string message;  // says what is wrong, and what to do when that is not obvious
+  ErrorCode code = ErrorCode::kInvalid;
+  std::string field;  // the input field at fault, or ""
 };
 
 template <typename T>
@@ -38,6 +53,11 @@ class Result {
   const std::string& error() const {
     GPUFLEET_CHECK(!ok());
     return std::get<Error>(v_).message;
+  }
+  // The whole error: its code and field too.
+  const Error& failure() const {
+    GPUFLEET_CHECK(!ok());
+    return std::get<Error>(v_);
   }
 
  private:

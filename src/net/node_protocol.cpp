@@ -1,7 +1,12 @@
 #include "net/node_protocol.h"
 
 #include <array>
+#include <limits>
+#include <stdexcept>
 #include <nlohmann/json.hpp>
+
+#include "core/node.h"
+#include "net/json_input.h"
 
 namespace gpufleet::net {
 namespace {
@@ -24,20 +29,58 @@ const char* StateName(ReportedJob::State s) {
 
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
-// Reads the whole document; nlohmann's exceptions become errors naming the field.
+// Reads the whole document (depth-limited); a bad field becomes an error naming it.
 template <typename T, typename Fill>
 core::Result<T> Parse(const std::string& body, Fill fill) {
+  auto parsed = ParseJsonInput(body);
+  if (!parsed) return core::Error{parsed.error()};
+  const json& j = parsed.value();
+  if (!j.is_object()) return core::Error{"the body must be a JSON object"};
   try {
-    const json j = json::parse(body);
-    if (!j.is_object()) return core::Error{"the body must be a JSON object"};
     T out;
     fill(j, out);
     return out;
-  } catch (const json::parse_error& e) {
-    return core::Error{std::string("malformed JSON: ") + e.what()};
   } catch (const std::exception& e) {
-    return core::Error{std::string("bad field: ") + e.what()};
+    return core::Error{e.what()};
   }
+}
+
+constexpr int64_t kMaxId = std::numeric_limits<int64_t>::max();
+constexpr std::size_t kMaxText = 64 * 1024;     // a reason, a path, a name
+constexpr std::size_t kMaxArg = 256 * 1024;     // one argv element or env value
+constexpr std::size_t kMaxLogData = 8 << 20;    // one heartbeat's log bytes of one job, base64
+
+const json& Field(const json& object, const char* key) {
+  auto it = object.find(key);
+  if (it == object.end()) throw std::invalid_argument(std::string(key) + ": missing");
+  return *it;
+}
+
+const json& Array(const json& object, const char* key, bool required) {
+  static const json kEmpty = json::array();
+  auto it = object.find(key);
+  if (it == object.end() || (!required && it->is_null())) {
+    if (required) throw std::invalid_argument(std::string(key) + ": missing");
+    return kEmpty;
+  }
+  if (!it->is_array()) throw std::invalid_argument(std::string(key) + ": must be an array");
+  return *it;
+}
+
+const json& Object(const json& value, const std::string& field) {
+  if (!value.is_object()) throw std::invalid_argument(field + ": must be an object");
+  return value;
+}
+
+EnvList ReadEnv(const json& object, const char* key) {
+  EnvList out;
+  for (const json& pair : Array(object, key, false)) {
+    if (!pair.is_array() || pair.size() != 2) {
+      throw std::invalid_argument(std::string(key) + "[]: must be [NAME, value] pairs");
+    }
+    out.emplace_back(CheckedString(pair[0], key, kMaxText), CheckedString(pair[1], key, kMaxArg));
+  }
+  return out;
 }
 
 }  // namespace
@@ -111,30 +154,31 @@ std::string ToJson(const HeartbeatReply& r) {
 
 core::Result<Heartbeat> ParseHeartbeat(const std::string& body) {
   auto parsed = Parse<Heartbeat>(body, [](const json& j, Heartbeat& b) {
-    b.node = j.at("node").get<std::string>();
-    b.address = j.value("address", std::string());
-    b.node_epoch = j.value("node_epoch", int64_t{0});
-    b.gpus = j.at("gpus").get<int>();
-    b.gpu_model = j.value("gpu_model", std::string());
-    b.simulated = j.value("simulated", false);
-    b.wait_ms = j.value("wait_ms", int64_t{0});
-    for (const json& f : j.value("figures", json::array())) {
+    b.node = CheckedString(Field(j, "node"), "node", 64);
+    b.address = CheckedString(j, "address", 255, "");
+    b.node_epoch = CheckedInt(j, "node_epoch", 0, kMaxId, 0);
+    b.gpus = static_cast<int>(CheckedInt(Field(j, "gpus"), "gpus", 0, core::kMaxGpusPerNode));
+    b.gpu_model = CheckedString(j, "gpu_model", 128, "");
+    b.simulated = CheckedBool(j, "simulated", false);
+    b.wait_ms = CheckedInt(j, "wait_ms", 0, 3600 * 1000, 0);
+    for (const json& f : Array(j, "figures", false)) {
+      Object(f, "figures[]");
       GpuFigure g;
-      g.index = f.at("index").get<int>();
-      g.sample_ms = f.value("t", int64_t{0});
-      g.util_pct = f.value("util", -1.0);
-      g.mem_used_mib = f.value("mem", int64_t{-1});
-      if (g.index < 0 || g.index >= 32)
-        throw std::invalid_argument("figures[].index must be 0..31");
+      g.index = static_cast<int>(
+          CheckedInt(Field(f, "index"), "figures[].index", 0, core::kMaxGpusPerNode - 1));
+      g.sample_ms = CheckedInt(f, "t", 0, kMaxId, 0);
+      g.util_pct = CheckedNumber(f, "util", -1, 100, -1);
+      g.mem_used_mib = CheckedInt(f, "mem", -1, int64_t{1} << 40, -1);
       b.figures.push_back(g);
     }
     if (j.contains("samples")) b.samples_json = j.at("samples").dump();
-    for (const json& r : j.value("jobs", json::array())) {
+    for (const json& r : Array(j, "jobs", false)) {
+      Object(r, "jobs[]");
       ReportedJob job;
-      job.id = r.at("id").get<int64_t>();
-      job.epoch = r.at("epoch").get<int64_t>();
-      job.rank = r.value("rank", 0);
-      const std::string state = r.at("state").get<std::string>();
+      job.id = CheckedInt(Field(r, "id"), "jobs[].id", 1, kMaxId);
+      job.epoch = CheckedInt(Field(r, "epoch"), "jobs[].epoch", 0, kMaxId);
+      job.rank = static_cast<int>(CheckedInt(r, "rank", 0, 1 << 20, 0));
+      const std::string state = CheckedString(Field(r, "state"), "jobs[].state", 16);
       if (state == "running") {
         job.state = ReportedJob::State::kRunning;
       } else if (state == "exited") {
@@ -142,59 +186,66 @@ core::Result<Heartbeat> ParseHeartbeat(const std::string& body) {
       } else if (state == "lost") {
         job.state = ReportedJob::State::kLost;
       } else {
-        throw std::invalid_argument("jobs[].state must be running, exited or lost");
+        throw std::invalid_argument("jobs[].state: must be running, exited or lost");
       }
-      job.exit_code = r.value("exit_code", 0);
-      job.stopped = r.value("stopped", false);
-      job.pid = r.value("pid", int64_t{0});
-      job.pid_start = r.value("pid_start", uint64_t{0});
-      job.reason = r.value("reason", std::string());
-      job.log_size = r.value("log_size", int64_t{0});
+      job.exit_code = static_cast<int>(CheckedInt(r, "exit_code", -1, 255 + 128, 0));
+      job.stopped = CheckedBool(r, "stopped", false);
+      job.pid = CheckedInt(r, "pid", 0, std::numeric_limits<int32_t>::max(), 0);
+      job.pid_start = static_cast<uint64_t>(CheckedInt(r, "pid_start", 0, kMaxId, 0));
+      job.reason = CheckedString(r, "reason", kMaxText, "");
+      job.log_size = CheckedInt(r, "log_size", 0, kMaxId, 0);
       if (r.contains("log_from")) {
-        job.log_from = r.at("log_from").get<int64_t>();
-        auto data = Base64Decode(r.at("log_data").get<std::string>());
+        job.log_from = CheckedInt(Field(r, "log_from"), "jobs[].log_from", 0, kMaxId);
+        auto data =
+            Base64Decode(CheckedString(Field(r, "log_data"), "jobs[].log_data", kMaxLogData));
         if (!data) throw std::invalid_argument("jobs[].log_data: " + data.error());
         job.log_data = std::move(data.value());
       }
       b.jobs.push_back(std::move(job));
     }
   });
-  if (parsed && (parsed.value().node.empty() || parsed.value().node.size() > 64 ||
+  if (parsed && (parsed.value().node.empty() ||
                  parsed.value().node.find_first_of(",/ \t\n") != std::string::npos)) {
     return core::Error{"node: must be 1-64 characters without commas, slashes or spaces"};
-  }
-  if (parsed && (parsed.value().gpus < 0 || parsed.value().gpus > 32)) {
-    return core::Error{"gpus: must be 0..32"};
   }
   return parsed;
 }
 
 core::Result<HeartbeatReply> ParseHeartbeatReply(const std::string& body) {
   return Parse<HeartbeatReply>(body, [](const json& j, HeartbeatReply& r) {
-    r.node_epoch = j.at("node_epoch").get<int64_t>();
-    r.lease_ms = j.at("lease_ms").get<int64_t>();
-    for (const json& a : j.at("assignments")) {
+    r.node_epoch = CheckedInt(Field(j, "node_epoch"), "node_epoch", 0, kMaxId);
+    r.lease_ms = CheckedInt(Field(j, "lease_ms"), "lease_ms", 0, int64_t{86400} * 1000);
+    for (const json& a : Array(j, "assignments", true)) {
+      Object(a, "assignments[]");
       Assignment x;
-      x.id = a.at("id").get<int64_t>();
-      x.epoch = a.at("epoch").get<int64_t>();
-      x.rank = a.value("rank", 0);
-      x.user = a.value("user", std::string());
-      x.argv = a.at("argv").get<std::vector<std::string>>();
-      x.env = a.value("env", EnvList{});
-      x.launch_env = a.value("launch_env", EnvList{});
-      x.workdir = a.value("workdir", std::string());
-      x.gpu_indices = a.value("gpu_indices", std::vector<int>{});
-      x.restartable = a.value("restartable", false);
-      x.cpu_milli = a.value("cpu_milli", int64_t{0});
-      x.memory_mib = a.value("memory_mib", int64_t{0});
-      x.started = a.value("started", false);
-      x.stop = a.value("stop", false);
-      x.grace_s = a.value("grace_s", 10.0);
+      x.id = CheckedInt(Field(a, "id"), "assignments[].id", 1, kMaxId);
+      x.epoch = CheckedInt(Field(a, "epoch"), "assignments[].epoch", 0, kMaxId);
+      x.rank = static_cast<int>(CheckedInt(a, "rank", 0, 1 << 20, 0));
+      x.user = CheckedString(a, "user", 256, "");
+      for (const json& arg : Array(a, "argv", true)) {
+        x.argv.push_back(CheckedString(arg, "assignments[].argv", kMaxArg));
+      }
+      if (x.argv.empty()) throw std::invalid_argument("assignments[].argv: must not be empty");
+      x.env = ReadEnv(a, "env");
+      x.launch_env = ReadEnv(a, "launch_env");
+      x.workdir = CheckedString(a, "workdir", 4096, "");
+      for (const json& g : Array(a, "gpu_indices", false)) {
+        x.gpu_indices.push_back(static_cast<int>(
+            CheckedInt(g, "assignments[].gpu_indices", 0, core::kMaxGpusPerNode - 1)));
+      }
+      x.restartable = CheckedBool(a, "restartable", false);
+      x.cpu_milli = CheckedInt(a, "cpu_milli", 0, int64_t{1} << 40, 0);
+      x.memory_mib = CheckedInt(a, "memory_mib", 0, int64_t{1} << 40, 0);
+      x.started = CheckedBool(a, "started", false);
+      x.stop = CheckedBool(a, "stop", false);
+      x.grace_s = CheckedNumber(a, "grace_s", 0, 86400, 10.0);
       r.assignments.push_back(std::move(x));
     }
-    for (const json& l : j.value("logs", json::array())) {
-      r.logs.push_back(
-          {l.at("id").get<int64_t>(), l.value("rank", 0), l.at("size").get<int64_t>()});
+    for (const json& l : Array(j, "logs", false)) {
+      Object(l, "logs[]");
+      r.logs.push_back({CheckedInt(Field(l, "id"), "logs[].id", 1, kMaxId),
+                        static_cast<int>(CheckedInt(l, "rank", 0, 1 << 20, 0)),
+                        CheckedInt(Field(l, "size"), "logs[].size", 0, kMaxId)});
     }
   });
 }

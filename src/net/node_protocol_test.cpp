@@ -1,5 +1,7 @@
 #include "net/node_protocol.h"
 
+#include "core/node.h"
+
 #include <gtest/gtest.h>
 
 namespace gpufleet::net {
@@ -93,6 +95,49 @@ TEST(NodeProtocol, BadHeartbeatsNameWhatIsWrong) {
                 .error()
                 .find("log_data"),
             std::string::npos);
+}
+
+// Security findings 5, 6 and 10: bounds are the core's one constant, numbers are never cast
+// unchecked, and nesting is limited, so no heartbeat can abort or crash the controller.
+TEST(NodeProtocol, HostileHeartbeatsAreErrorsNotCrashes) {
+  const std::string over = std::to_string(core::kMaxGpusPerNode + 1);
+  EXPECT_NE(ParseHeartbeat(R"({"node":"a","gpus":)" + over + "}").error().find("gpus:"),
+            std::string::npos);
+  EXPECT_TRUE(ParseHeartbeat(R"({"node":"a","gpus":)" + std::to_string(core::kMaxGpusPerNode) +
+                             "}")
+                  .ok());
+  for (const char* body : {
+           R"({"node":"a","gpus":1e300})",
+           R"({"node":"a","gpus":-1})",
+           R"({"node":"a","gpus":2,"figures":[{"index":1e300}]})",
+           R"({"node":"a","gpus":2,"figures":[{"index":0,"util":1e300}]})",
+           R"({"node":"a","gpus":2,"jobs":[{"id":1,"epoch":1e300,"state":"running"}]})",
+           R"({"node":"a","gpus":2,"jobs":[{"id":1,"epoch":1,"state":"exited","exit_code":4294967296}]})",
+           R"({"node":"a","gpus":2,"jobs":[{"id":1,"epoch":1,"state":"running","reason":"a\u0000b"}]})",
+           R"({"node":"a\u0000b","gpus":1})",
+           R"({"node":"a","gpus":1,"jobs":{"id":1}})",
+           R"({"node":"a","gpus":1,"jobs":[7]})",
+       }) {
+    EXPECT_FALSE(ParseHeartbeat(body).ok()) << body;
+  }
+  const std::string deep = R"({"node":"a","gpus":1,"samples":)" + std::string(200000, '[') +
+                           std::string(200000, ']') + "}";
+  auto parsed = ParseHeartbeat(deep);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.error().find("nested deeper"), std::string::npos);
+}
+
+TEST(NodeProtocol, HostileRepliesAreErrors) {
+  for (const char* body : {
+           R"({"node_epoch":1,"lease_ms":1e300,"assignments":[]})",
+           R"({"node_epoch":1,"lease_ms":1000,"assignments":[{"id":1,"epoch":1,"argv":["a\u0000b"]}]})",
+           R"({"node_epoch":1,"lease_ms":1000,"assignments":[{"id":1,"epoch":1,"argv":[]}]})",
+           R"({"node_epoch":1,"lease_ms":1000,"assignments":[{"id":1,"epoch":1,"argv":["x"],"gpu_indices":[99]}]})",
+           R"({"node_epoch":1,"lease_ms":1000,"assignments":[{"id":1,"epoch":1,"argv":["x"],"env":[["A"]]}]})",
+           R"({"node_epoch":1,"lease_ms":1000})",
+       }) {
+    EXPECT_FALSE(ParseHeartbeatReply(body).ok()) << body;
+  }
 }
 
 TEST(NodeProtocol, Base64MatchesTheStandardAlphabetAndPadding) {

@@ -44,7 +44,7 @@ TEST(ClusterSpec, ErrorsNameTheLineAndKey) {
            Case{"[[nodes]\ngpus = 2\n", "x.toml:1:9: malformed TOML"},
            Case{"[[nodes]]\ngpus = 2\ngpu_modle = \"T4\"\n", "x.toml:3: gpu_modle: unknown key"},
            Case{"[[nodes]]\ngpus = 2\ngpu_model = \"Z9\"\n", "unknown GPU model 'Z9'"},
-           Case{"[[nodes]]\ngpus = 40\ngpu_model = \"T4\"\n", "gpus: 40 is out of range [0, 16]"},
+           Case{"[[nodes]]\ngpus = 40\ngpu_model = \"T4\"\n", "gpus: 40 is out of range [0, 32]"},
            Case{"[[nodes]]\ngpus = \"8\"\ngpu_model = \"T4\"\n", "gpus: expected an integer"},
            Case{"[[nodes]]\ngpus = 2\n", "missing key 'gpu_model'"},
            Case{"[[nodes]]\ncount = 0\ngpus = 2\ngpu_model = \"T4\"\n", "count: 0 is out of range"},

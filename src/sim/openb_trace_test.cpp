@@ -150,7 +150,8 @@ TEST(OpenbTraceBadInputTest, InconsistentGpuRequest) {
                  {"pods.csv:2: column 'gpu_milli' (5)", "whole GPUs"});
   ExpectMentions(PodsError(Pods("p,1,1,1,0,,LS,Running,1,2,1\n")),
                  {"pods.csv:2: column 'gpu_milli' (5)", "must be positive"});
-  ExpectMentions(PodsError(Pods("p,1,1,17,1000,,LS,Running,1,2,1\n")),
+  ExpectMentions(PodsError(Pods("p,1,1," + std::to_string(core::kMaxGpusPerNode + 1) +
+                                ",1000,,LS,Running,1,2,1\n")),
                  {"pods.csv:2: column 'num_gpu' (4)"});
 }
 

@@ -2,7 +2,11 @@
 // synchronous=FULL, so a commit is on disk before SubmitJob returns.
 #include <sqlite3.h>
 
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <condition_variable>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -14,7 +18,7 @@
 namespace gpufleet::store {
 namespace {
 
-constexpr int kSchemaVersion = 5;
+constexpr int kSchemaVersion = 6;
 
 constexpr const char* kSchemaV1 = R"sql(
 CREATE TABLE jobs(
@@ -67,6 +71,16 @@ CREATE TABLE nodes(name TEXT PRIMARY KEY, address TEXT NOT NULL, gpus INTEGER NO
 constexpr const char* kSchemaV5 = R"sql(
 ALTER TABLE jobs ADD COLUMN attained_gpu_s REAL NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN preempting INTEGER NOT NULL DEFAULT 0;
+)sql";
+
+// Version 6: several credentials per user, node credentials and join tokens; who did what.
+constexpr const char* kSchemaV6 = R"sql(
+CREATE TABLE tokens(sha256 TEXT PRIMARY KEY, kind TEXT NOT NULL, user TEXT NOT NULL DEFAULT '',
+  node TEXT NOT NULL DEFAULT '', created_ms INTEGER NOT NULL DEFAULT 0,
+  expires_ms INTEGER NOT NULL DEFAULT 0, created_by TEXT NOT NULL DEFAULT '');
+CREATE INDEX tokens_by_user ON tokens(user);
+INSERT INTO tokens(sha256,kind,user) SELECT token_sha256,'user',name FROM users;
+ALTER TABLE events ADD COLUMN actor TEXT NOT NULL DEFAULT '';
 )sql";
 
 constexpr const char* kJobColumns =
@@ -229,7 +243,7 @@ class SqliteStore final : public Store {
     }
     // Each step runs in its own transaction and records its version, so an interrupted upgrade
     // resumes where it stopped.
-    const char* steps[] = {kSchemaV1, kSchemaV2, kSchemaV3, kSchemaV4, kSchemaV5};
+    const char* steps[] = {kSchemaV1, kSchemaV2, kSchemaV3, kSchemaV4, kSchemaV5, kSchemaV6};
     for (int v = version; v < kSchemaVersion; ++v) {
       if (auto r = Exec("BEGIN IMMEDIATE"); !r) return r;
       const std::string record =
@@ -341,11 +355,14 @@ class SqliteStore final : public Store {
 
   core::Result<std::vector<JobEvent>> Events(int64_t job_id) override {
     std::lock_guard<std::mutex> lock(mutex_);
-    Statement s(cache_, "SELECT job_id,time_ms,what,detail FROM events WHERE job_id=? ORDER BY id");
+    Statement s(cache_,
+                "SELECT job_id,time_ms,what,detail,actor FROM events WHERE job_id=? ORDER BY id");
     s.Bind(1, job_id);
     std::vector<JobEvent> out;
     int rc;
-    while ((rc = s.Step()) == SQLITE_ROW) out.push_back({s.Int(0), s.Int(1), s.Text(2), s.Text(3)});
+    while ((rc = s.Step()) == SQLITE_ROW) {
+      out.push_back({s.Int(0), s.Int(1), s.Text(2), s.Text(3), s.Text(4)});
+    }
     if (rc != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
     return out;
   }
@@ -360,7 +377,154 @@ class SqliteStore final : public Store {
     s.Bind(2, token_sha256);
     s.Bind(3, admin ? 1 : 0);
     if (s.Step() != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
+    Statement t(cache_, "INSERT OR IGNORE INTO tokens(sha256,kind,user) VALUES(?,'user',?)");
+    t.Bind(1, token_sha256);
+    t.Bind(2, name);
+    if (t.Step() != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
     return true;
+  }
+
+  core::Result<bool> AddUser(const std::string& name, bool admin,
+                             const TokenRecord& token) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto r = Exec("BEGIN IMMEDIATE"); !r) return core::Error{r.error()};
+    auto fail = [&](core::Error e) {
+      Exec("ROLLBACK");
+      return core::Result<bool>(std::move(e));
+    };
+    {
+      Statement exists(cache_, "SELECT 1 FROM users WHERE name=?");
+      exists.Bind(1, name);
+      if (exists.Step() == SQLITE_ROW) {
+        return fail(core::Error{"user '" + name + "' exists already", core::ErrorCode::kInvalid,
+                                "name"});
+      }
+    }
+    Statement s(cache_, "INSERT INTO users(name,token_sha256,admin) VALUES(?,?,?)");
+    s.Bind(1, name);
+    s.Bind(2, token.sha256);
+    s.Bind(3, admin ? 1 : 0);
+    if (s.Step() != SQLITE_DONE) return fail(Error(sqlite3_errmsg(db_)));
+    TokenRecord first = token;
+    first.kind = TokenKind::kUser;
+    first.user = name;
+    if (auto r = InsertToken(first); !r) return fail(core::Error{r.error()});
+    if (auto r = Exec("COMMIT"); !r) return fail(core::Error{r.error()});
+    return true;
+  }
+
+  core::Result<bool> RemoveUser(const std::string& name) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto r = Exec("BEGIN IMMEDIATE"); !r) return core::Error{r.error()};
+    Statement s(cache_, "DELETE FROM users WHERE name=?");
+    s.Bind(1, name);
+    if (s.Step() != SQLITE_DONE) {
+      Exec("ROLLBACK");
+      return Error(sqlite3_errmsg(db_));
+    }
+    const bool removed = sqlite3_changes(db_) > 0;
+    Statement t(cache_, "DELETE FROM tokens WHERE kind='user' AND user=?");
+    t.Bind(1, name);
+    if (t.Step() != SQLITE_DONE) {
+      Exec("ROLLBACK");
+      return Error(sqlite3_errmsg(db_));
+    }
+    if (auto r = Exec("COMMIT"); !r) return core::Error{r.error()};
+    return removed;
+  }
+
+  core::Result<std::vector<UserInfo>> Users() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Statement s(cache_,
+                "SELECT u.name,u.admin,(SELECT COUNT(*) FROM tokens t WHERE t.kind='user' AND "
+                "t.user=u.name) FROM users u ORDER BY u.name");
+    std::vector<UserInfo> out;
+    int rc;
+    while ((rc = s.Step()) == SQLITE_ROW) {
+      out.push_back({s.Text(0), s.Int(1) != 0, static_cast<int>(s.Int(2))});
+    }
+    if (rc != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
+    return out;
+  }
+
+  core::Result<bool> AddToken(const TokenRecord& token) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return InsertToken(token);
+  }
+
+  core::Result<std::optional<TokenRecord>> TokenBySha256(const std::string& sha256) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Statement s(cache_,
+                "SELECT sha256,kind,user,node,created_ms,expires_ms,created_by FROM tokens "
+                "WHERE sha256=?");
+    s.Bind(1, sha256);
+    const int rc = s.Step();
+    if (rc == SQLITE_ROW) return std::optional<TokenRecord>(ReadToken(s));
+    if (rc == SQLITE_DONE) return std::optional<TokenRecord>();
+    return Error(sqlite3_errmsg(db_));
+  }
+
+  core::Result<std::vector<TokenRecord>> Tokens() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Statement s(cache_,
+                "SELECT sha256,kind,user,node,created_ms,expires_ms,created_by FROM tokens "
+                "ORDER BY created_ms, sha256");
+    std::vector<TokenRecord> out;
+    int rc;
+    while ((rc = s.Step()) == SQLITE_ROW) out.push_back(ReadToken(s));
+    if (rc != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
+    return out;
+  }
+
+  core::Result<bool> RevokeToken(const std::string& id) override {
+    if (id.size() != 12 || id.find_first_not_of("0123456789abcdef") != std::string::npos) {
+      return core::Error{"token id '" + id + "': expected the 12 hex digits `token list` shows",
+                         core::ErrorCode::kInvalid, "id"};
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    Statement s(cache_, "DELETE FROM tokens WHERE substr(sha256,1,12)=?");
+    s.Bind(1, id);
+    if (s.Step() != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
+    return sqlite3_changes(db_) > 0;
+  }
+
+  core::Result<int> RevokeNodeTokens(const std::string& node) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Statement s(cache_, "DELETE FROM tokens WHERE kind='node' AND node=?");
+    s.Bind(1, node);
+    if (s.Step() != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
+    return sqlite3_changes(db_);
+  }
+
+  core::Result<bool> ExchangeJoinToken(const std::string& join_sha256,
+                                       const TokenRecord& node_token, int64_t now_ms) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto r = Exec("BEGIN IMMEDIATE"); !r) return core::Error{r.error()};
+    Statement s(cache_,
+                "DELETE FROM tokens WHERE sha256=? AND kind='join' AND (expires_ms=0 OR "
+                "expires_ms>?)");
+    s.Bind(1, join_sha256);
+    s.Bind(2, now_ms);
+    if (s.Step() != SQLITE_DONE) {
+      Exec("ROLLBACK");
+      return Error(sqlite3_errmsg(db_));
+    }
+    if (sqlite3_changes(db_) == 0) {
+      Exec("ROLLBACK");
+      return false;
+    }
+    if (auto r = InsertToken(node_token); !r) {
+      Exec("ROLLBACK");
+      return r;
+    }
+    if (auto r = Exec("COMMIT"); !r) return core::Error{r.error()};
+    return true;
+  }
+
+  core::Result<bool> Audit(int64_t job_id, const std::string& actor, const std::string& what,
+                           const std::string& detail, int64_t now_ms) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return AddEvent(job_id, now_ms, what, detail, actor);
   }
 
   core::Result<bool> PutNode(const NodeRecord& n) override {
@@ -410,7 +574,9 @@ class SqliteStore final : public Store {
 
   core::Result<std::optional<UserRecord>> UserByToken(const std::string& token_sha256) override {
     std::lock_guard<std::mutex> lock(mutex_);
-    Statement s(cache_, "SELECT name,admin FROM users WHERE token_sha256=?");
+    Statement s(cache_,
+                "SELECT u.name,u.admin FROM tokens t JOIN users u ON u.name=t.user WHERE "
+                "t.sha256=? AND t.kind='user'");
     s.Bind(1, token_sha256);
     const int rc = s.Step();
     if (rc == SQLITE_ROW) return std::optional<UserRecord>(UserRecord{s.Text(0), s.Int(1) != 0});
@@ -427,14 +593,42 @@ class SqliteStore final : public Store {
     return out;
   }
   core::Result<bool> AddEvent(int64_t job_id, int64_t time_ms, const std::string& what,
-                              const std::string& detail) {
-    Statement s(cache_, "INSERT INTO events(job_id,time_ms,what,detail) VALUES(?,?,?,?)");
+                              const std::string& detail, const std::string& actor = "") {
+    Statement s(cache_,
+                "INSERT INTO events(job_id,time_ms,what,detail,actor) VALUES(?,?,?,?,?)");
     s.Bind(1, job_id);
     s.Bind(2, time_ms);
     s.Bind(3, what);
     s.Bind(4, detail);
+    s.Bind(5, actor);
     if (s.Step() != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
     return true;
+  }
+  core::Result<bool> InsertToken(const TokenRecord& t) {
+    Statement s(cache_,
+                "INSERT INTO tokens(sha256,kind,user,node,created_ms,expires_ms,created_by) "
+                "VALUES(?,?,?,?,?,?,?)");
+    s.Bind(1, t.sha256);
+    s.Bind(2, std::string(TokenKindName(t.kind)));
+    s.Bind(3, t.user);
+    s.Bind(4, t.node);
+    s.Bind(5, t.created_ms);
+    s.Bind(6, t.expires_ms);
+    s.Bind(7, t.created_by);
+    if (s.Step() != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
+    return true;
+  }
+  static TokenRecord ReadToken(Statement& s) {
+    TokenRecord t;
+    t.sha256 = s.Text(0);
+    const std::string kind = s.Text(1);
+    t.kind = kind == "node" ? TokenKind::kNode : kind == "join" ? TokenKind::kJoin : TokenKind::kUser;
+    t.user = s.Text(2);
+    t.node = s.Text(3);
+    t.created_ms = s.Int(4);
+    t.expires_ms = s.Int(5);
+    t.created_by = s.Text(6);
+    return t;
   }
 
   // One compare-and-set transition and its event, inside the caller's transaction: false when
@@ -527,7 +721,7 @@ class SqliteStore final : public Store {
     s.Bind(18, job.time_limit_s);
     if (s.Step() != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
     const int64_t id = sqlite3_last_insert_rowid(db_);
-    if (auto r = AddEvent(id, job.submit_ms, "submitted", job.user); !r) {
+    if (auto r = AddEvent(id, job.submit_ms, "submitted", job.user, job.user); !r) {
       return core::Error{r.error()};
     }
     return id;
@@ -565,6 +759,20 @@ class SqliteStore final : public Store {
 };
 
 }  // namespace
+
+std::string_view TokenKindName(TokenKind kind) {
+  switch (kind) {
+    case TokenKind::kUser:
+      return "user";
+    case TokenKind::kNode:
+      return "node";
+    case TokenKind::kJoin:
+      return "join";
+  }
+  return "?";
+}
+
+std::string TokenId(const std::string& sha256) { return sha256.substr(0, 12); }
 
 std::string_view StateName(JobState state) {
   switch (state) {
@@ -641,6 +849,14 @@ core::Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& data_dir
     if (auto r = store->Exec(pragma); !r) return core::Error{r.error()};
   }
   if (auto r = store->Migrate(); !r) return core::Error{r.error()};
+  // Jobs' argv and environment are their users' secrets: the database is its owner's only (also
+  // when an older version left it 0644).
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    const std::string file = path + suffix;
+    if (::chmod(file.c_str(), 0600) != 0 && errno != ENOENT) {
+      return core::Error{"cannot make " + file + " private (chmod 0600): " + std::strerror(errno)};
+    }
+  }
   return std::unique_ptr<Store>(std::move(store));
 }
 

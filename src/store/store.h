@@ -107,10 +107,11 @@ struct JobFilter {
 };
 
 struct JobEvent {
-  int64_t job_id = 0;
+  int64_t job_id = 0;  // 0: an admin action, not about one job (the audit log)
   int64_t time_ms = 0;
-  std::string what;  // "submitted", "PENDING->SCHEDULED", ...
+  std::string what;  // "submitted", "PENDING->SCHEDULED", "user added", ...
   std::string detail;
+  std::string actor;  // who did it: a user, "node:NAME", or "" for the controller itself
 };
 
 // A node as the controller last registered it (the node registry).
@@ -129,6 +130,31 @@ struct NodeRecord {
 struct UserRecord {
   std::string name;
   bool admin = false;
+};
+
+struct UserInfo {
+  std::string name;
+  bool admin = false;
+  int tokens = 0;  // user tokens that act as this user
+};
+
+// An API credential, stored only as the SHA-256 of the token. Its id (TokenId: the first 12 hex
+// digits of the hash) names it in listings and revocations without revealing it.
+enum class TokenKind {
+  kUser,  // acts as `user`
+  kNode,  // acts only as agent `node`: its own heartbeats, nothing else
+  kJoin,  // exchanged once, before `expires_ms`, for a node credential (agent --join-token)
+};
+std::string_view TokenKindName(TokenKind kind);  // "user", "node", "join"
+std::string TokenId(const std::string& sha256);
+struct TokenRecord {
+  std::string sha256;
+  TokenKind kind = TokenKind::kUser;
+  std::string user;  // kUser: whose
+  std::string node;  // kNode: which node
+  int64_t created_ms = 0;
+  int64_t expires_ms = 0;  // 0: never
+  std::string created_by;
 };
 
 class Store {
@@ -162,6 +188,31 @@ class Store {
   virtual core::Result<bool> PutUser(const std::string& name, const std::string& token_sha256,
                                      bool admin) = 0;
   virtual core::Result<std::optional<UserRecord>> UserByToken(const std::string& token_sha256) = 0;
+
+  // Accounts and credentials (admin actions; the API records who did each in the audit log).
+  // AddUser fails (ErrorCode::kInvalid, field "name") when the user exists; `token` is its
+  // first user token.
+  virtual core::Result<bool> AddUser(const std::string& name, bool admin,
+                                     const TokenRecord& token) = 0;
+  // Removes the user and every token of theirs; false when there was no such user. Their jobs
+  // stay (and keep running): an admin cancels them if they should stop.
+  virtual core::Result<bool> RemoveUser(const std::string& name) = 0;
+  virtual core::Result<std::vector<UserInfo>> Users() = 0;
+  virtual core::Result<bool> AddToken(const TokenRecord& token) = 0;
+  virtual core::Result<std::optional<TokenRecord>> TokenBySha256(const std::string& sha256) = 0;
+  virtual core::Result<std::vector<TokenRecord>> Tokens() = 0;
+  // Revokes the token whose TokenId is `id`; false when none has it.
+  virtual core::Result<bool> RevokeToken(const std::string& id) = 0;
+  // Revokes every credential of node `node`; how many there were.
+  virtual core::Result<int> RevokeNodeTokens(const std::string& node) = 0;
+  // In one transaction: when `join_sha256` is an unexpired join token, deletes it (it is good
+  // for one node) and adds `node_token`; false otherwise, changing nothing.
+  virtual core::Result<bool> ExchangeJoinToken(const std::string& join_sha256,
+                                               const TokenRecord& node_token, int64_t now_ms) = 0;
+  // Adds an event by `actor` (job 0: an admin action, listed by Events(0)).
+  virtual core::Result<bool> Audit(int64_t job_id, const std::string& actor,
+                                   const std::string& what, const std::string& detail,
+                                   int64_t now_ms) = 0;
 };
 
 // Opens (creating when needed) `<data_dir>/gpufleet.db`: WAL mode, full sync on commit, schema

@@ -241,6 +241,63 @@ TEST_F(StoreTest, CommittedJobsSurviveReopening) {
   store_ = std::move(reopened).value();
 }
 
+TEST_F(StoreTest, UsersHaveSeveralTokensThatCanBeRevokedOneByOne) {
+  TokenRecord first;
+  first.sha256 = std::string(64, 'a');
+  ASSERT_TRUE(store_->AddUser("carol", false, first).ok());
+  auto again = store_->AddUser("carol", true, first);
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.failure().field, "name");
+  TokenRecord second;
+  second.sha256 = std::string(64, 'b');
+  second.user = "carol";
+  ASSERT_TRUE(store_->AddToken(second).ok());
+  EXPECT_EQ(store_->UserByToken(first.sha256).value()->name, "carol");
+  EXPECT_EQ(store_->UserByToken(second.sha256).value()->name, "carol");
+  ASSERT_EQ(store_->Users().value().size(), 1U);
+  EXPECT_EQ(store_->Users().value()[0].tokens, 2);
+  EXPECT_TRUE(store_->RevokeToken(TokenId(first.sha256)).value());
+  EXPECT_FALSE(store_->UserByToken(first.sha256).value().has_value());
+  EXPECT_TRUE(store_->UserByToken(second.sha256).value().has_value());
+  EXPECT_FALSE(store_->RevokeToken("not-an-id").ok());
+  EXPECT_TRUE(store_->RemoveUser("carol").value());
+  EXPECT_FALSE(store_->UserByToken(second.sha256).value().has_value());
+  EXPECT_FALSE(store_->RemoveUser("carol").value());
+}
+
+TEST_F(StoreTest, AJoinTokenIsExchangedOnceAndOnlyBeforeItExpires) {
+  TokenRecord join;
+  join.sha256 = std::string(64, 'c');
+  join.kind = TokenKind::kJoin;
+  join.expires_ms = 5000;
+  ASSERT_TRUE(store_->AddToken(join).ok());
+  TokenRecord node;
+  node.sha256 = std::string(64, 'd');
+  node.kind = TokenKind::kNode;
+  node.node = "gpu-a";
+  EXPECT_FALSE(store_->ExchangeJoinToken(join.sha256, node, 6000).value());  // expired
+  EXPECT_TRUE(store_->ExchangeJoinToken(join.sha256, node, 4000).value());
+  node.sha256 = std::string(64, 'e');
+  EXPECT_FALSE(store_->ExchangeJoinToken(join.sha256, node, 4000).value());  // spent
+  auto held = store_->TokenBySha256(std::string(64, 'd')).value();
+  ASSERT_TRUE(held.has_value());
+  EXPECT_EQ(held->kind, TokenKind::kNode);
+  EXPECT_EQ(held->node, "gpu-a");
+  EXPECT_FALSE(store_->UserByToken(std::string(64, 'd')).value().has_value());
+  EXPECT_EQ(store_->RevokeNodeTokens("gpu-a").value(), 1);
+  EXPECT_FALSE(store_->TokenBySha256(std::string(64, 'd')).value().has_value());
+}
+
+TEST_F(StoreTest, AuditEventsNameTheirActor) {
+  ASSERT_TRUE(store_->Audit(0, "root", "user added", "carol", 1000).ok());
+  const auto events = store_->Events(0).value();
+  ASSERT_EQ(events.size(), 1U);
+  EXPECT_EQ(events[0].actor, "root");
+  EXPECT_EQ(events[0].what, "user added");
+  const int64_t id = store_->SubmitJob(Job("alice")).value();
+  EXPECT_EQ(store_->Events(id).value().at(0).actor, "alice");
+}
+
 TEST_F(StoreTest, NewerSchemaIsRefusedClearly) {
   store_.reset();
   sqlite3* db = nullptr;

@@ -1,0 +1,50 @@
+#pragma once
+// Whose Unix account a job runs under on this node. A job never runs as anyone but the user it
+// belongs to: its gpufleet user, or the account an admin mapped that user to (--run-as-map). A
+// job whose account does not exist here fails with a reason naming the node and the user; one
+// that would run as root (uid 0) fails unless the node's admin allowed it (--allow-root-jobs);
+// an agent that is not root can only run jobs whose account is its own.
+#include <sys/types.h>
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "core/result.h"
+
+namespace gpufleet::agent {
+
+struct RunAsPolicy {
+  std::map<std::string, std::string> user_map;  // gpufleet user -> Unix account
+  bool allow_root = false;                      // whether jobs may run as uid 0
+  std::string node_name = "this node";          // named in errors
+};
+
+struct UnixAccount {
+  std::string name;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::string home;
+};
+
+// Looks an account up by name; nothing when it does not exist.
+using AccountLookup = std::function<std::optional<UnixAccount>(const std::string& name)>;
+// getpwnam_r.
+std::optional<UnixAccount> LookupSystemAccount(const std::string& name);
+
+struct RunIdentity {
+  UnixAccount account;
+  bool switch_user = false;  // setgid/initgroups/setuid needed (the agent is root)
+};
+
+// The identity a job of `job_user` runs under on a node whose agent runs as `agent_uid`.
+core::Result<RunIdentity> ResolveRunAs(const RunAsPolicy& policy, const std::string& job_user,
+                                       uid_t agent_uid,
+                                       const AccountLookup& lookup = LookupSystemAccount);
+
+// Parses one --run-as-map value, "NAME=ACCOUNT[,NAME=ACCOUNT...]", into `map`; errors name the
+// entry.
+core::Result<bool> ParseRunAsMap(const std::string& text, std::map<std::string, std::string>& map);
+
+}  // namespace gpufleet::agent

@@ -1,0 +1,86 @@
+#include "agent/run_as.h"
+
+#include <gtest/gtest.h>
+
+namespace gpufleet::agent {
+namespace {
+
+std::optional<UnixAccount> FakeAccounts(const std::string& name) {
+  if (name == "root") return UnixAccount{"root", 0, 0, "/root"};
+  if (name == "alice") return UnixAccount{"alice", 1001, 1001, "/home/alice"};
+  if (name == "al") return UnixAccount{"al", 1002, 1002, "/home/al"};
+  return std::nullopt;
+}
+
+RunAsPolicy Policy() {
+  RunAsPolicy p;
+  p.node_name = "gpu-a";
+  return p;
+}
+
+TEST(RunAsTest, RootAgentSwitchesToTheJobsAccount) {
+  auto id = ResolveRunAs(Policy(), "alice", 0, FakeAccounts);
+  ASSERT_TRUE(id.ok()) << id.error();
+  EXPECT_TRUE(id.value().switch_user);
+  EXPECT_EQ(id.value().account.uid, 1001U);
+  EXPECT_EQ(id.value().account.home, "/home/alice");
+}
+
+TEST(RunAsTest, MissingAccountFailsNamingNodeAndUser) {
+  auto id = ResolveRunAs(Policy(), "mallory", 0, FakeAccounts);
+  ASSERT_FALSE(id.ok());
+  EXPECT_NE(id.error().find("'mallory'"), std::string::npos) << id.error();
+  EXPECT_NE(id.error().find("gpu-a"), std::string::npos) << id.error();
+  EXPECT_NE(id.error().find("--run-as-map"), std::string::npos) << id.error();
+}
+
+TEST(RunAsTest, EmptyUserIsRefused) {
+  EXPECT_FALSE(ResolveRunAs(Policy(), "", 0, FakeAccounts).ok());
+}
+
+TEST(RunAsTest, MapNamesTheAccount) {
+  RunAsPolicy p = Policy();
+  p.user_map["alice@corp"] = "al";
+  auto id = ResolveRunAs(p, "alice@corp", 0, FakeAccounts);
+  ASSERT_TRUE(id.ok()) << id.error();
+  EXPECT_EQ(id.value().account.name, "al");
+  // A map to an account that does not exist names both.
+  p.user_map["bob"] = "robert";
+  auto missing = ResolveRunAs(p, "bob", 0, FakeAccounts);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().find("'robert'"), std::string::npos) << missing.error();
+}
+
+TEST(RunAsTest, RootNeedsExplicitConsentEvenThroughAMap) {
+  EXPECT_FALSE(ResolveRunAs(Policy(), "root", 0, FakeAccounts).ok());
+  RunAsPolicy mapped = Policy();
+  mapped.user_map["alice"] = "root";
+  auto refused = ResolveRunAs(mapped, "alice", 0, FakeAccounts);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().find("--allow-root-jobs"), std::string::npos) << refused.error();
+  mapped.allow_root = true;
+  EXPECT_TRUE(ResolveRunAs(mapped, "alice", 0, FakeAccounts).ok());
+}
+
+TEST(RunAsTest, NonRootAgentRunsOnlyItsOwnAccountsJobs) {
+  auto own = ResolveRunAs(Policy(), "alice", 1001, FakeAccounts);
+  ASSERT_TRUE(own.ok()) << own.error();
+  EXPECT_FALSE(own.value().switch_user);
+  auto other = ResolveRunAs(Policy(), "al", 1001, FakeAccounts);
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.error().find("uid 1001"), std::string::npos) << other.error();
+}
+
+TEST(RunAsTest, ParsesMaps) {
+  std::map<std::string, std::string> map;
+  ASSERT_TRUE(ParseRunAsMap("alice=al,bob=robert", map).ok());
+  EXPECT_EQ(map.at("alice"), "al");
+  EXPECT_EQ(map.at("bob"), "robert");
+  for (const char* bad : {"", "alice", "=al", "alice=", "a=b=c", "a=b,"}) {
+    std::map<std::string, std::string> m;
+    EXPECT_FALSE(ParseRunAsMap(bad, m).ok()) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace gpufleet::agent

@@ -1,0 +1,236 @@
+#include "controller/admin_routes.h"
+
+#include "controller/api_common.h"
+#include "controller/auth.h"
+
+namespace gpufleet::controller {
+namespace {
+
+using api::Caller;
+using api::Dump;
+using api::Fail;
+using api::json;
+
+constexpr int64_t kDefaultJoinTtlS = 3600;
+constexpr int64_t kMaxJoinTtlS = 30 * 86400;
+
+// The calling admin, or nothing after answering 401/403.
+std::optional<Caller> Admin(Controller& controller, const httplib::Request& req,
+                            httplib::Response& res) {
+  auto caller = api::Authenticate(controller.store(), req, res, NowMs());
+  if (!caller) return std::nullopt;
+  if (caller->kind != store::TokenKind::kUser || !caller->admin) {
+    Fail(res, 403, "only admins manage users, tokens and nodes");
+    return std::nullopt;
+  }
+  return caller;
+}
+
+std::optional<json> Body(const httplib::Request& req, httplib::Response& res) {
+  json j = json::parse(req.body.empty() ? std::string("{}") : req.body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    Fail(res, 400, "the body is not a JSON object", "body");
+    return std::nullopt;
+  }
+  return j;
+}
+
+void Audit(Controller& controller, const Caller& who, const std::string& what,
+           const std::string& detail) {
+  if (auto r = controller.store().Audit(0, who.name, what, detail, NowMs()); !r) {
+    std::fprintf(stderr, "gpufleet: audit log: %s\n", r.error().c_str());
+  }
+}
+
+json TokenJson(const store::TokenRecord& t) {
+  return {{"id", store::TokenId(t.sha256)},     {"kind", std::string(store::TokenKindName(t.kind))},
+          {"user", t.user},                     {"node", t.node},
+          {"created_ms", t.created_ms},         {"expires_ms", t.expires_ms},
+          {"created_by", t.created_by}};
+}
+
+}  // namespace
+
+void AddAdminRoutes(httplib::Server& server, Controller& controller) {
+  server.Post("/v1/users", [&controller](const httplib::Request& req, httplib::Response& res) {
+    auto admin = Admin(controller, req, res);
+    if (!admin) return;
+    auto body = Body(req, res);
+    if (!body) return;
+    const json& j = *body;
+    if (!j.contains("name") || !j["name"].is_string() ||
+        !api::ValidName(j["name"].get<std::string>())) {
+      return Fail(res, 400, "name: 1-64 of A-Z a-z 0-9 . _ @ -, not starting with - or .",
+                  "name");
+    }
+    if (j.contains("admin") && !j["admin"].is_boolean()) {
+      return Fail(res, 400, "admin: must be true or false", "admin");
+    }
+    const std::string name = j["name"].get<std::string>();
+    const bool make_admin = j.value("admin", false);
+    auto token = NewToken();
+    if (!token) return Fail(res, 503, token.error());
+    store::TokenRecord record;
+    record.sha256 = Sha256Hex(token.value());
+    record.created_ms = NowMs();
+    record.created_by = admin->name;
+    auto added = controller.store().AddUser(name, make_admin, record);
+    if (!added) return Fail(res, added.failure());
+    Audit(controller, *admin, "user added", name + (make_admin ? " (admin)" : ""));
+    res.status = 201;
+    res.set_content(Dump({{"user", name}, {"admin", make_admin}, {"token", token.value()},
+                          {"id", store::TokenId(record.sha256)}}),
+                    "application/json");
+  });
+  server.Get("/v1/users", [&controller](const httplib::Request& req, httplib::Response& res) {
+    if (!Admin(controller, req, res)) return;
+    auto users = controller.store().Users();
+    if (!users) return Fail(res, 503, users.error());
+    json out = json::array();
+    for (const store::UserInfo& u : users.value()) {
+      out.push_back({{"name", u.name}, {"admin", u.admin}, {"tokens", u.tokens}});
+    }
+    res.set_content(Dump(out), "application/json");
+  });
+  server.Delete(R"(/v1/users/([^/]+))",
+                [&controller](const httplib::Request& req, httplib::Response& res) {
+                  auto admin = Admin(controller, req, res);
+                  if (!admin) return;
+                  const std::string name = req.matches[1];
+                  if (name == admin->name) {
+                    return Fail(res, 400, "you cannot remove yourself (another admin can)",
+                                "name");
+                  }
+                  auto removed = controller.store().RemoveUser(name);
+                  if (!removed) return Fail(res, 503, removed.error());
+                  if (!removed.value()) return Fail(res, 404, "no user " + name, "name");
+                  Audit(controller, *admin, "user removed", name);
+                  res.set_content(Dump({{"removed", name}}), "application/json");
+                });
+  server.Post("/v1/tokens", [&controller](const httplib::Request& req, httplib::Response& res) {
+    auto admin = Admin(controller, req, res);
+    if (!admin) return;
+    auto body = Body(req, res);
+    if (!body) return;
+    const json& j = *body;
+    if (j.contains("join") && !j["join"].is_boolean()) {
+      return Fail(res, 400, "join: must be true or false", "join");
+    }
+    store::TokenRecord record;
+    record.created_ms = NowMs();
+    record.created_by = admin->name;
+    if (j.value("join", false)) {
+      int64_t ttl_s = kDefaultJoinTtlS;
+      if (j.contains("ttl_s")) {
+        if (!j["ttl_s"].is_number_integer() || j["ttl_s"].get<int64_t>() < 1 ||
+            j["ttl_s"].get<int64_t>() > kMaxJoinTtlS) {
+          return Fail(res, 400,
+                      "ttl_s: must be an integer in 1.." + std::to_string(kMaxJoinTtlS), "ttl_s");
+        }
+        ttl_s = j["ttl_s"].get<int64_t>();
+      }
+      record.kind = store::TokenKind::kJoin;
+      record.expires_ms = record.created_ms + ttl_s * 1000;
+    } else {
+      record.kind = store::TokenKind::kUser;
+      record.user = admin->name;
+      if (j.contains("user")) {
+        if (!j["user"].is_string() || !api::ValidName(j["user"].get<std::string>())) {
+          return Fail(res, 400, "user: not a valid user name", "user");
+        }
+        record.user = j["user"].get<std::string>();
+      }
+      auto users = controller.store().Users();
+      if (!users) return Fail(res, 503, users.error());
+      bool exists = false;
+      for (const store::UserInfo& u : users.value()) exists = exists || u.name == record.user;
+      if (!exists) return Fail(res, 404, "no user " + record.user, "user");
+    }
+    auto token = NewToken();
+    if (!token) return Fail(res, 503, token.error());
+    record.sha256 = Sha256Hex(token.value());
+    if (auto r = controller.store().AddToken(record); !r) return Fail(res, 503, r.error());
+    Audit(controller, *admin,
+          record.kind == store::TokenKind::kJoin ? "join token created" : "token created",
+          store::TokenId(record.sha256) +
+              (record.user.empty() ? std::string() : " for " + record.user));
+    json out = TokenJson(record);
+    out["token"] = token.value();
+    res.status = 201;
+    res.set_content(Dump(out), "application/json");
+  });
+  server.Get("/v1/tokens", [&controller](const httplib::Request& req, httplib::Response& res) {
+    if (!Admin(controller, req, res)) return;
+    auto tokens = controller.store().Tokens();
+    if (!tokens) return Fail(res, 503, tokens.error());
+    json out = json::array();
+    for (const store::TokenRecord& t : tokens.value()) out.push_back(TokenJson(t));
+    res.set_content(Dump(out), "application/json");
+  });
+  server.Delete(R"(/v1/tokens/([^/]+))",
+                [&controller](const httplib::Request& req, httplib::Response& res) {
+                  auto admin = Admin(controller, req, res);
+                  if (!admin) return;
+                  const std::string id = req.matches[1];
+                  auto revoked = controller.store().RevokeToken(id);
+                  if (!revoked) return Fail(res, revoked.failure());
+                  if (!revoked.value()) return Fail(res, 404, "no token " + id, "id");
+                  Audit(controller, *admin, "token revoked", id);
+                  res.set_content(Dump({{"revoked", id}}), "application/json");
+                });
+  server.Post(R"(/v1/nodes/([^/]+)/revoke)",
+              [&controller](const httplib::Request& req, httplib::Response& res) {
+                auto admin = Admin(controller, req, res);
+                if (!admin) return;
+                const std::string node = req.matches[1];
+                auto revoked = controller.store().RevokeNodeTokens(node);
+                if (!revoked) return Fail(res, 503, revoked.error());
+                Audit(controller, *admin, "node credentials revoked",
+                      node + " (" + std::to_string(revoked.value()) + ")");
+                res.set_content(Dump({{"node", node}, {"revoked", revoked.value()}}),
+                                "application/json");
+              });
+  server.Get("/v1/audit", [&controller](const httplib::Request& req, httplib::Response& res) {
+    if (!Admin(controller, req, res)) return;
+    auto events = controller.store().Events(0);
+    if (!events) return Fail(res, 503, events.error());
+    json out = json::array();
+    for (const store::JobEvent& e : events.value()) {
+      out.push_back({{"time_ms", e.time_ms}, {"actor", e.actor}, {"what", e.what},
+                     {"detail", e.detail}});
+    }
+    res.set_content(Dump(out), "application/json");
+  });
+  server.Post("/v1/agent/join", [&controller](const httplib::Request& req, httplib::Response& res) {
+    auto caller = api::Authenticate(controller.store(), req, res, NowMs());
+    if (!caller) return;
+    if (caller->kind != store::TokenKind::kJoin) {
+      return Fail(res, 403, "joining needs a join token (`gpufleet token create --join`)");
+    }
+    auto body = Body(req, res);
+    if (!body) return;
+    const json& j = *body;
+    if (!j.contains("node") || !j["node"].is_string() ||
+        !api::ValidName(j["node"].get<std::string>())) {
+      return Fail(res, 400, "node: 1-64 of A-Z a-z 0-9 . _ @ -", "node");
+    }
+    const std::string node = j["node"].get<std::string>();
+    auto token = NewToken();
+    if (!token) return Fail(res, 503, token.error());
+    store::TokenRecord record;
+    record.kind = store::TokenKind::kNode;
+    record.node = node;
+    record.sha256 = Sha256Hex(token.value());
+    record.created_ms = NowMs();
+    record.created_by = caller->name;
+    const std::string join_sha = Sha256Hex(req.get_header_value("Authorization").substr(7));
+    auto exchanged = controller.store().ExchangeJoinToken(join_sha, record, NowMs());
+    if (!exchanged) return Fail(res, 503, exchanged.error());
+    if (!exchanged.value()) return Fail(res, 401, "the join token was used or has expired");
+    Audit(controller, *caller, "node joined", node);
+    res.status = 201;
+    res.set_content(Dump({{"node", node}, {"token", token.value()}}), "application/json");
+  });
+}
+
+}  // namespace gpufleet::controller

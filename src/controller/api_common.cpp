@@ -1,0 +1,91 @@
+#include "controller/api_common.h"
+
+#include <charconv>
+
+#include "controller/auth.h"
+
+namespace gpufleet::controller::api {
+
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+void Fail(httplib::Response& res, int status, const std::string& message,
+          const std::string& field) {
+  res.status = status;
+  json body = {{"error", message}};
+  if (!field.empty()) body["field"] = field;
+  res.set_content(Dump(body), "application/json");
+}
+
+int HttpStatus(core::ErrorCode code) {
+  switch (code) {
+    case core::ErrorCode::kInvalid:
+    case core::ErrorCode::kInfeasible:
+      return 400;
+    case core::ErrorCode::kForbidden:
+      return 403;
+    case core::ErrorCode::kNotFound:
+      return 404;
+    case core::ErrorCode::kUnavailable:
+      return 503;
+    case core::ErrorCode::kInternal:
+      return 500;
+  }
+  return 500;
+}
+
+void Fail(httplib::Response& res, const core::Error& error) {
+  Fail(res, HttpStatus(error.code), error.message, error.field);
+}
+
+std::optional<int64_t> ParseId(const std::string& text) {
+  int64_t id = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return id;
+}
+
+std::optional<Caller> Authenticate(store::Store& store, const httplib::Request& req,
+                                   httplib::Response& res, int64_t now_ms) {
+  const std::string header = req.get_header_value("Authorization");
+  const std::string prefix = "Bearer ";
+  if (header.rfind(prefix, 0) != 0 || header.size() == prefix.size()) {
+    Fail(res, 401,
+         "missing bearer token: pass GPUFLEET_TOKEN or use the token file that "
+         "`gpufleet up` wrote in its data directory");
+    return std::nullopt;
+  }
+  const std::string sha = Sha256Hex(header.substr(prefix.size()));
+  auto user = store.UserByToken(sha);
+  if (!user) {
+    Fail(res, 503, user.error());
+    return std::nullopt;
+  }
+  if (user.value()) return Caller{store::TokenKind::kUser, user.value()->name, user.value()->admin, ""};
+  auto token = store.TokenBySha256(sha);
+  if (!token) {
+    Fail(res, 503, token.error());
+    return std::nullopt;
+  }
+  if (!token.value() || token.value()->kind == store::TokenKind::kUser ||
+      (token.value()->expires_ms > 0 && token.value()->expires_ms <= now_ms)) {
+    Fail(res, 401, "unknown, revoked or expired token");
+    return std::nullopt;
+  }
+  const store::TokenRecord& t = *token.value();
+  if (t.kind == store::TokenKind::kNode) {
+    return Caller{store::TokenKind::kNode, "node:" + t.node, false, t.node};
+  }
+  return Caller{store::TokenKind::kJoin, "join:" + store::TokenId(t.sha256), false, ""};
+}
+
+bool ValidName(const std::string& name) {
+  if (name.empty() || name.size() > 64 || name[0] == '-' || name[0] == '.') return false;
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '-' || c == '@';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+}  // namespace gpufleet::controller::api

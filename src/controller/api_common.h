@@ -1,0 +1,43 @@
+#pragma once
+// Pieces every part of the controller's HTTP API shares: JSON errors, status codes from error
+// codes, bearer-token authentication. Internal to src/controller.
+#include <httplib.h>
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "core/result.h"
+#include "store/store.h"
+
+namespace gpufleet::controller::api {
+
+using nlohmann::json;
+
+std::string Dump(const json& j);
+// Answers `status` with {"error": message, "field": field}.
+void Fail(httplib::Response& res, int status, const std::string& message,
+          const std::string& field = "");
+// The HTTP status of an error code (invalid 400, forbidden 403, not found 404, infeasible 400,
+// unavailable 503, internal 500).
+int HttpStatus(core::ErrorCode code);
+void Fail(httplib::Response& res, const core::Error& error);
+std::optional<int64_t> ParseId(const std::string& text);
+
+// Who sent a request: a user, a node's agent, or the holder of a join token.
+struct Caller {
+  store::TokenKind kind = store::TokenKind::kUser;
+  std::string name;  // the user; "node:NAME" for a node credential
+  bool admin = false;
+  std::string node;  // kNode: the node it may act as
+};
+// The caller behind the request's bearer token, or nothing after answering 401 (no or unknown
+// token, or an expired join token) or 503 (the store failed).
+std::optional<Caller> Authenticate(store::Store& store, const httplib::Request& req,
+                                   httplib::Response& res, int64_t now_ms);
+
+// Valid user and node names: 1-64 of [A-Za-z0-9._@-], not starting with '-' or '.'.
+bool ValidName(const std::string& name);
+
+}  // namespace gpufleet::controller::api

@@ -1,0 +1,135 @@
+#include "controller/submit_request.h"
+
+#include <set>
+#include <stdexcept>
+#include <string>
+
+#include "core/gpu_catalog.h"
+#include "core/node.h"
+#include "net/json_input.h"
+
+namespace gpufleet::controller {
+namespace {
+
+using nlohmann::json;
+
+// Thrown inside the parser for an error that names its field; caught once below.
+struct FieldError : std::runtime_error {
+  FieldError(std::string f, const std::string& why)
+      : std::runtime_error(f + ": " + why), field(std::move(f)) {}
+  std::string field;
+};
+
+// Runs one field's checked read, naming the field on failure.
+template <typename Read>
+auto Take(const char* field, Read read) {
+  try {
+    return read();
+  } catch (const FieldError&) {
+    throw;
+  } catch (const std::exception& e) {
+    std::string why = e.what();
+    const std::string prefix = std::string(field) + ": ";
+    if (why.rfind(prefix, 0) == 0) why = why.substr(prefix.size());
+    throw FieldError(field, why);
+  }
+}
+
+void Fill(const json& j, store::JobRecord& job) {
+  static const std::set<std::string> kKnown = {
+      "name",         "argv",        "gpus",  "gpu_share",  "gpu_type",
+      "nodes",        "priority",    "queue", "env",        "workdir",
+      "client_token", "restartable", "cpus",  "memory_mib", "time_limit_s"};
+  for (const auto& [key, value] : j.items()) {
+    if (!kKnown.count(key)) {
+      std::string shown = key.substr(0, 64);
+      for (char& c : shown) {
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+      }
+      throw FieldError(shown, "unknown field '" + shown + "'");
+    }
+  }
+  auto argv = j.find("argv");
+  if (argv == j.end() || !argv->is_array() || argv->empty()) {
+    throw FieldError("argv", "must be a non-empty array of strings (the command to run)");
+  }
+  std::size_t total = 0;
+  for (const json& a : *argv) {
+    job.argv.push_back(Take("argv", [&] { return net::CheckedString(a, "argv", 256 * 1024); }));
+    total += job.argv.back().size();
+  }
+  if (total > 256 * 1024) throw FieldError("argv", "longer than 256 KiB");
+  if (job.argv[0].empty()) throw FieldError("argv", "the program (argv[0]) must not be empty");
+  job.name = Take("name", [&] { return net::CheckedString(j, "name", 200, ""); });
+  if (job.name.empty()) job.name = job.argv[0].substr(0, 200);
+  job.gpus = static_cast<int>(Take("gpus", [&] { return net::CheckedInt(j, "gpus", 1, 1024, 1); }));
+  if (j.contains("gpu_share") && !j["gpu_share"].is_null()) {
+    const double share = Take("gpu_share", [&] { return net::CheckedNumber(j["gpu_share"], "gpu_share", 0, 1); });
+    if (!(share > 0)) throw FieldError("gpu_share", "must be a number in (0, 1]");
+    if (job.gpus != 1) throw FieldError("gpu_share", "a GPU share needs gpus = 1");
+    job.gpu_milli = std::max(1, static_cast<int>(share * 1000 + 0.5));
+  }
+  job.gpu_type = Take("gpu_type", [&] { return net::CheckedString(j, "gpu_type", 256, ""); });
+  if (!job.gpu_type.empty()) {
+    auto models = core::GpuCatalog::Builtin().ParseSpec(job.gpu_type);
+    if (!models) throw FieldError("gpu_type", models.error());
+  }
+  job.nodes = static_cast<int>(
+      Take("nodes", [&] { return net::CheckedInt(j, "nodes", 1, kMaxJobNodes, 1); }));
+  job.priority = static_cast<int>(Take(
+      "priority", [&] { return net::CheckedInt(j, "priority", -kMaxJobPriority, kMaxJobPriority, 0); }));
+  if (j.contains("queue")) {
+    job.queue = Take("queue", [&] { return net::CheckedString(j["queue"], "queue", 128); });
+    if (job.queue.empty()) throw FieldError("queue", "must be a non-empty string");
+  }
+  if (j.contains("env")) {
+    if (!j["env"].is_object()) throw FieldError("env", "must be an object of strings");
+    std::size_t env_bytes = 0;
+    for (const auto& [k, v] : j["env"].items()) {
+      if (!v.is_string() || k.empty() || k.find('=') != std::string::npos ||
+          k.find('\0') != std::string::npos || k.size() > 1024) {
+        throw FieldError("env", "every entry must be NAME: \"value\", NAME without '=' or NUL");
+      }
+      job.env.emplace_back(k, Take("env", [&] { return net::CheckedString(v, "env", 256 * 1024); }));
+      env_bytes += k.size() + job.env.back().second.size();
+    }
+    if (env_bytes > 256 * 1024) throw FieldError("env", "larger than 256 KiB");
+  }
+  if (j.contains("cpus") && !j["cpus"].is_null()) {
+    const double cpus = Take("cpus", [&] { return net::CheckedNumber(j["cpus"], "cpus", 0, 4096); });
+    if (!(cpus > 0)) throw FieldError("cpus", "must be a number of cores in (0, 4096]");
+    job.cpu_milli = std::max<int64_t>(1, static_cast<int64_t>(cpus * 1000 + 0.5));
+  }
+  job.memory_mib = Take("memory_mib", [&] {
+    return net::CheckedInt(j, "memory_mib", 1, int64_t{1} << 32, 0);
+  });
+  job.time_limit_s = Take("time_limit_s", [&] {
+    return net::CheckedInt(j, "time_limit_s", 1, 366 * 86400, 0);
+  });
+  job.restartable = Take("restartable", [&] { return net::CheckedBool(j, "restartable", false); });
+  job.client_token =
+      Take("client_token", [&] { return net::CheckedString(j, "client_token", 128, ""); });
+  job.workdir = Take("workdir", [&] { return net::CheckedString(j, "workdir", 4096, ""); });
+  if (!job.workdir.empty() && job.workdir[0] != '/') {
+    throw FieldError("workdir", "must be an absolute path");
+  }
+}
+
+}  // namespace
+
+core::Result<store::JobRecord> ParseSubmitRequest(std::string_view body) {
+  auto parsed = net::ParseJsonInput(body);
+  if (!parsed) return core::Error{parsed.error(), core::ErrorCode::kInvalid, "body"};
+  if (!parsed.value().is_object()) {
+    return core::Error{"the body is not a JSON object", core::ErrorCode::kInvalid, "body"};
+  }
+  store::JobRecord job;
+  try {
+    Fill(parsed.value(), job);
+  } catch (const FieldError& e) {
+    return core::Error{e.what(), core::ErrorCode::kInvalid, e.field};
+  }
+  return job;
+}
+
+}  // namespace gpufleet::controller

@@ -1,0 +1,88 @@
+#include "controller/submit_request.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace gpufleet::controller {
+namespace {
+
+// Table of bodies that must be refused, each with the field the error must name. Rows marked
+// "finding 10" were accepted (and stored wrong, or hit undefined behaviour) before.
+TEST(SubmitRequestTest, RefusesBadFieldsNamingThem) {
+  struct Row {
+    std::string body;
+    std::string field;
+  };
+  const Row rows[] = {
+      {R"({"argv":["x"],"nodes":2147483648})", "nodes"},            // finding 10: stored negative
+      {R"({"argv":["x"],"nodes":100000})", "nodes"},                // finding 9: absurd gang
+      {R"({"argv":["x"],"priority":18446744073709551615})", "priority"},  // finding 10: -1
+      {R"({"argv":["x"],"priority":-9223372036854775808})", "priority"},  // finding 10: abs() UB
+      {R"({"argv":["x"],"priority":1.5})", "priority"},
+      {R"({"argv":["x"],"gpus":1e300})", "gpus"},
+      {R"({"argv":["x"],"gpus":"2"})", "gpus"},
+      {R"({"argv":["x"],"time_limit_s":1e300})", "time_limit_s"},
+      {R"({"argv":["x"],"cpus":-1})", "cpus"},
+      {R"({"argv":["x"],"memory_mib":0})", "memory_mib"},
+      {R"({"argv":["a\u0000b"]})", "argv"},                        // finding 10: NUL truncated
+      {R"({"argv":["x"],"workdir":"/tmp\u0000/evil"})", "workdir"},  // finding 10: NUL truncated
+      {R"({"argv":["x"],"workdir":"relative"})", "workdir"},
+      {R"({"argv":["x"],"env":{"A=B":"c"}})", "env"},
+      {R"({"argv":["x"],"env":{"A":"c\u0000d"}})", "env"},
+      {R"({"argv":["x"],"name":"n\u0000"})", "name"},
+      {R"({"argv":[]})", "argv"},
+      {R"({"argv":[""]})", "argv"},
+      {R"({"argv":"ls"})", "argv"},
+      {R"({"argv":["x"],"gpu_share":0})", "gpu_share"},
+      {R"({"argv":["x"],"gpus":2,"gpu_share":0.5})", "gpu_share"},
+      {R"({"argv":["x"],"queue":""})", "queue"},
+      {R"({"argv":["x"],"restartable":1})", "restartable"},
+      {R"({"argv":["x"],"gpu_type":"no-such-gpu"})", "gpu_type"},
+      {R"({"argv":["x"],"bogus":1})", "bogus"},
+      {R"([1,2])", "body"},
+      {R"({"argv":["x"])", "body"},
+      {std::string(100, '[') + std::string(100, ']'), "body"},     // finding 6: depth
+  };
+  for (const Row& row : rows) {
+    auto job = ParseSubmitRequest(row.body);
+    ASSERT_FALSE(job.ok()) << row.body;
+    EXPECT_EQ(job.failure().field, row.field) << row.body << " -> " << job.error();
+    EXPECT_EQ(job.failure().code, core::ErrorCode::kInvalid);
+  }
+}
+
+TEST(SubmitRequestTest, AcceptsAFullRequest) {
+  auto job = ParseSubmitRequest(
+      R"({"argv":["python","train.py"],"name":"t","gpus":2,"nodes":2,"priority":-5,)"
+      R"("queue":"team","env":{"A":"1"},"workdir":"/w","client_token":"k","restartable":true,)"
+      R"("cpus":2.5,"memory_mib":1024,"time_limit_s":60})");
+  ASSERT_TRUE(job.ok()) << job.error();
+  const store::JobRecord& j = job.value();
+  EXPECT_EQ(j.argv.size(), 2U);
+  EXPECT_EQ(j.gpus, 2);
+  EXPECT_EQ(j.nodes, 2);
+  EXPECT_EQ(j.priority, -5);
+  EXPECT_EQ(j.cpu_milli, 2500);
+  EXPECT_EQ(j.memory_mib, 1024);
+  EXPECT_EQ(j.time_limit_s, 60);
+  EXPECT_TRUE(j.restartable);
+  EXPECT_EQ(j.env.at(0).first, "A");
+}
+
+TEST(SubmitRequestTest, DefaultsNameToTheProgramAndShareToThousandths) {
+  auto job = ParseSubmitRequest(R"({"argv":["sleep","1"],"gpu_share":0.25})");
+  ASSERT_TRUE(job.ok()) << job.error();
+  EXPECT_EQ(job.value().name, "sleep");
+  EXPECT_EQ(job.value().gpu_milli, 250);
+  EXPECT_EQ(job.value().nodes, 1);
+}
+
+TEST(SubmitRequestTest, UnknownFieldNamesAreNotEchoedWithControlCharacters) {
+  auto job = ParseSubmitRequest("{\"argv\":[\"x\"],\"a\\u001b[2Jb\":1}");
+  ASSERT_FALSE(job.ok());
+  EXPECT_EQ(job.error().find('\x1b'), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpufleet::controller
