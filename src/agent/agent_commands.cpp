@@ -177,6 +177,7 @@ int RunAgent(const AgentOptions& options) {
     n.simulated = probe.IsSimulated();
     n.long_poll_ms = static_cast<int64_t>(options.heartbeat_s * 1000);
     n.run_as = options.run_as;
+    n.log_limit_bytes = options.log_limit_mib * (int64_t{1} << 20);
     const HostInfo host = node.host;
     node_agent = std::make_unique<NodeAgent>(
         n, [&sampler, host] { return GpusToJson(host, sampler.Latest()); },

@@ -26,7 +26,8 @@ struct AgentOptions {
   std::string advertise;  // the address other nodes reach this one at ("": the node name)
   double heartbeat_s = 1.0;
   RunAsPolicy run_as;      // --run-as-map, --allow-root-jobs
-  std::string join_token;  // traded once for this node's credential (<data_dir>/node-token)
+  std::string join_token;
+  int64_t log_limit_mib = 1024;  // each job's log keeps this much (0: no cap)  // traded once for this node's credential (<data_dir>/node-token)
 };
 int RunAgent(const AgentOptions& options);
 

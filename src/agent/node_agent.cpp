@@ -180,6 +180,7 @@ void NodeAgent::Launch(const net::Assignment& a) {
   spec.gpu_indices = a.gpu_indices;
   spec.user = a.user;
   spec.log_path = h.log_path;
+  spec.log_limit_bytes = options_.log_limit_bytes;
   spec.cgroup_procs =
       cgroups_.ForLaunch(a.id, JobLimits{a.cpu_milli, a.memory_mib}, "gpufleet agent");
   if (a.restartable) {

@@ -40,6 +40,7 @@ struct NodeAgentOptions {
   std::string cgroup_root;   // "" : the agent's own cgroup (see CgroupLimits)
   int64_t long_poll_ms = 0;  // how long the controller may hold a heartbeat (0: answer at once)
   RunAsPolicy run_as;        // whose account each job runs under (its node_name is set here)
+  int64_t log_limit_bytes = int64_t{1} << 30;  // each job's log is capped here (0: no cap)
 };
 
 // The figures a heartbeat carries for per-job usage summaries, from the sampler's latest samples.

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -174,6 +175,11 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
   const std::string lease_path = spec.lease_path;
   const std::string cgroup_procs = spec.cgroup_procs;
   const int64_t lease_grace_ms = static_cast<int64_t>(spec.lease_grace_s * 1000);
+  const int64_t log_limit = spec.log_limit_bytes;
+  char dropped_note[96];
+  std::snprintf(dropped_note, sizeof dropped_note,
+                "\n[gpufleet: the log reached its limit of %lld bytes; later output is dropped]\n",
+                static_cast<long long>(log_limit));
   // The job runs under a small shim (a forked copy of this process, which execs nothing): the
   // shim leads the job's process group, waits for the job and writes its exit status to
   // `<log>.exit`. The agent can therefore die and come back: the job keeps running, and the new
@@ -220,8 +226,19 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
       }
       close(cg);
     }
+    // With a log limit, the job writes into a pipe and the shim copies it to the log (fd 1).
+    int output[2] = {-1, -1};
+    if (log_limit > 0 && pipe2(output, O_CLOEXEC) != 0) {
+      const int report[2] = {5, errno};
+      (void)!write(3, report, sizeof report);
+      _exit(127);
+    }
     const pid_t job = fork();
     if (job == 0) {
+      if (output[1] >= 0) {
+        dup2(output[1], STDOUT_FILENO);  // dup2 clears close-on-exec on the copies
+        dup2(output[1], STDERR_FILENO);
+      }
       sigprocmask(SIG_SETMASK, &none, nullptr);
       signal(SIGTERM, SIG_DFL);  // ignored signals survive exec: give the job the defaults
       signal(SIGINT, SIG_DFL);
@@ -243,18 +260,64 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
     }
     close(3);  // only the job reports over the pipe
     close(STDIN_FILENO);
-    close(STDOUT_FILENO);
     close(STDERR_FILENO);
+    int out_fd = output[0];
+    if (output[1] >= 0) close(output[1]);
+    if (out_fd < 0) close(STDOUT_FILENO);  // the job writes the log itself
+    // Copies what the job wrote to the log (fd 1), up to the limit; what read() returned.
+    struct stat log_stat {};
+    int64_t logged = fstat(STDOUT_FILENO, &log_stat) == 0 ? log_stat.st_size : 0;
+    bool noted_drop = false;
+    auto copy_output = [&]() -> ssize_t {
+      char buffer[65536];
+      const ssize_t n = read(out_fd, buffer, sizeof buffer);
+      if (n <= 0) return n;
+      ssize_t keep = n;
+      if (logged + keep > log_limit) keep = logged < log_limit ? log_limit - logged : 0;
+      for (ssize_t done = 0; done < keep;) {
+        const ssize_t w =
+            write(STDOUT_FILENO, buffer + done, static_cast<std::size_t>(keep - done));
+        if (w <= 0 && errno != EINTR) break;
+        if (w > 0) done += w;
+      }
+      logged += keep;
+      if (keep < n && !noted_drop) {
+        noted_drop = true;
+        (void)!write(STDOUT_FILENO, dropped_note, strlen(dropped_note));
+      }
+      return n;
+    };
+    // Reads once when output is ready within 250 ms; closes the pipe at its end (every writer
+    // gone: the job's own end is near).
+    auto pump_output = [&]() {
+      pollfd ready{out_fd, POLLIN, 0};
+      if (poll(&ready, 1, 250) <= 0) return;
+      const ssize_t n = copy_output();
+      if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
+        close(out_fd);
+        out_fd = -1;
+      }
+    };
     int status = 0;
     int code = 127;
     int sig = 0;
     bool fenced = false;
-    if (job > 0 && !lease_path.empty()) {
-      // Wait for the job, checking the lease every 250 ms.
+    if (job > 0 && (!lease_path.empty() || out_fd >= 0)) {
+      // Wait for the job, copying its output as it comes and checking the lease every 250 ms.
       int64_t kill_at = 0;
       for (;;) {
         const pid_t done = waitpid(job, &status, WNOHANG);
         if (done == job || (done < 0 && errno != EINTR)) break;
+        if (lease_path.empty()) {
+          if (out_fd >= 0) {
+            pump_output();
+          } else {
+            while (waitpid(job, &status, 0) < 0 && errno == EINTR) {
+            }
+            break;
+          }
+          continue;
+        }
         timespec now{};
         clock_gettime(CLOCK_REALTIME, &now);
         const int64_t now_ms = int64_t{now.tv_sec} * 1000 + now.tv_nsec / 1000000;
@@ -279,8 +342,21 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
         } else if (now_ms >= kill_at) {
           kill(job, SIGKILL);
         }
-        const timespec tick{0, 250 * 1000 * 1000};
-        sigtimedwait(&chld, nullptr, &tick);
+        if (out_fd >= 0) {
+          pump_output();
+        } else {
+          const timespec tick{0, 250 * 1000 * 1000};
+          sigtimedwait(&chld, nullptr, &tick);
+        }
+      }
+      if (out_fd >= 0) {
+        // What the job wrote before it ended; a child it left behind may keep the pipe open,
+        // so take only what is there now.
+        // (At most 64 reads: a child still writing cannot hold the shim here.)
+        fcntl(out_fd, F_SETFL, O_NONBLOCK);
+        for (int reads = 0; reads < 64 && copy_output() > 0; ++reads) {
+        }
+        close(out_fd);
       }
     } else if (job > 0) {
       while (waitpid(job, &status, 0) < 0 && errno == EINTR) {
@@ -336,6 +412,7 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
     std::string what = report[0] == 1   ? "cannot enter the working directory " + workdir
                        : report[0] == 2 ? "cannot switch to account " + user_name
                        : report[0] == 4 ? "cannot join its cgroup (" + spec.cgroup_procs + ")"
+                       : report[0] == 5 ? std::string("cannot make its output pipe")
                                         : "cannot run '" + spec.argv[0] + "'";
     return core::Error{"job " + std::to_string(spec.job_id) + ": " + what + ": " +
                        std::strerror(report[1])};

@@ -49,6 +49,10 @@ struct LaunchSpec {
   // The `cgroup.procs` of the job's cgroup (CgroupLimits::Prepare), which the shim joins before
   // starting the job; "" for none. A shim that cannot join fails the launch.
   std::string cgroup_procs;
+  // When above 0, the job's output reaches its log through the shim, which keeps the first this
+  // many bytes of the log, then writes one line saying the rest was dropped and discards it (the
+  // job never blocks on a full pipe). 0: the job writes to its log file directly, without a cap.
+  int64_t log_limit_bytes = 0;
 };
 
 // Left by a shim that stopped its job because the lease ran out (see LaunchSpec::lease_path).

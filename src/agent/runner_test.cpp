@@ -288,5 +288,40 @@ TEST_F(RunnerTest, AsRootAJobRunsAsItsUsersAccountAndOwnsItsLog) {
   EXPECT_EQ(st.st_mode & 0777, 0600U);
 }
 
+// Security finding 10: a job's log had no cap. With one, the first bytes are kept, one line says
+// the rest was dropped, and the job is never blocked by its output.
+TEST_F(RunnerTest, ALogLimitKeepsTheFirstBytesAndSaysTheRestWasDropped) {
+  Runner runner(TestPolicy());
+  LaunchSpec spec =
+      Spec(15, {"sh", "-c", "echo first; head -c 3000000 /dev/zero | tr '\\0' x; echo; exit 4"});
+  spec.log_limit_bytes = 100000;
+  ASSERT_TRUE(runner.Launch(spec).ok());
+  const auto exits = WaitExits(runner, 1);
+  ASSERT_EQ(exits.size(), 1U);
+  EXPECT_EQ(exits[0].exit_code, 4);  // the job ran to its end
+  const std::string log = Slurp(spec.log_path);
+  EXPECT_EQ(log.rfind("first\n", 0), 0U);
+  EXPECT_LT(log.size(), 100200U);
+  EXPECT_GE(log.size(), 100000U);
+  EXPECT_NE(log.find("the log reached its limit of 100000 bytes"), std::string::npos);
+}
+
+TEST_F(RunnerTest, ALogLimitLosesNothingBelowIt) {
+  Runner runner(TestPolicy());
+  LaunchSpec spec = Spec(16, {"sh", "-c", "for i in 1 2 3; do echo line $i; done; echo err >&2"});
+  spec.log_limit_bytes = 1 << 20;
+  ASSERT_TRUE(runner.Launch(spec).ok());
+  ASSERT_EQ(WaitExits(runner, 1).size(), 1U);
+  EXPECT_EQ(Slurp(spec.log_path), "line 1\nline 2\nline 3\nerr\n");
+  // With a lease to watch as well (the copy and the lease share the shim's loop).
+  LaunchSpec leased = Spec(17, {"sh", "-c", "echo leased; sleep 0.3; echo done"});
+  leased.log_limit_bytes = 1 << 20;
+  leased.lease_path = (dir_ / "lease").string();
+  { std::ofstream(leased.lease_path) << "99999999999999\n"; }
+  ASSERT_TRUE(runner.Launch(leased).ok());
+  ASSERT_EQ(WaitExits(runner, 1).size(), 1U);
+  EXPECT_EQ(Slurp(leased.log_path), "leased\ndone\n");
+}
+
 }  // namespace
 }  // namespace gpufleet::agent

@@ -165,6 +165,13 @@ int main(int argc, char** argv) {
     cmd->add_flag("--allow-root-jobs", allow_root,
                   "let jobs run as root (a user named root, or mapped to it); refused without it");
   };
+  auto add_log_limit_flag = [](CLI::App* cmd, int64_t& mib) {
+    cmd->add_option("--log-limit", mib,
+                    "MiB of output each job's log keeps; later output is dropped with a note "
+                    "(0: no cap)")
+        ->capture_default_str()
+        ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
+  };
   auto add_priority_flag = [](CLI::App* cmd, std::vector<std::string>& values) {
     cmd->add_option("--max-priority", values,
                     "the highest job priority non-admin users may set: N for all of them, "
@@ -199,6 +206,7 @@ int main(int argc, char** argv) {
                         "its data directory, and needs no admin token");
   std::vector<std::string> agent_run_as_maps;
   add_run_as_flags(agent_cmd, agent_run_as_maps, agent_options.run_as.allow_root);
+  add_log_limit_flag(agent_cmd, agent_options.log_limit_mib);
   agent_cmd->callback([&] {
     for (const std::string& map : agent_run_as_maps) {
       if (auto parsed = agent::ParseRunAsMap(map, agent_options.run_as.user_map); !parsed) {
@@ -280,6 +288,7 @@ int main(int argc, char** argv) {
                    "this node's address for multi-node jobs (MASTER_ADDR)")
       ->capture_default_str();
   add_run_as_flags(up_cmd, up.run_as_maps, up.allow_root_jobs);
+  add_log_limit_flag(up_cmd, up.log_limit_mib);
   add_priority_flag(up_cmd, up.max_priorities);
   up_cmd->callback([&] { std::exit(cli::RunUp(up)); });
 

@@ -37,7 +37,8 @@ namespace {
 // The controller's NodeExecutor over the agent's Runner, in the same process.
 class LocalExecutor final : public controller::NodeExecutor {
  public:
-  explicit LocalExecutor(agent::RunAsPolicy run_as) : runner_(std::move(run_as)) {}
+  LocalExecutor(agent::RunAsPolicy run_as, int64_t log_limit_bytes)
+      : runner_(std::move(run_as)), log_limit_bytes_(log_limit_bytes) {}
   core::Result<Started> Start(const store::JobRecord& job, const net::EnvList& launch_env,
                               const std::string& log_path) override {
     agent::LaunchSpec spec;
@@ -49,6 +50,7 @@ class LocalExecutor final : public controller::NodeExecutor {
     spec.gpu_indices = job.gpu_indices;
     spec.user = job.user;
     spec.log_path = log_path;
+    spec.log_limit_bytes = log_limit_bytes_;
     std::lock_guard<std::mutex> lock(mutex_);
     spec.cgroup_procs =
         cgroups_.ForLaunch(job.id, agent::JobLimits{job.cpu_milli, job.memory_mib}, "gpufleet up");
@@ -78,6 +80,7 @@ class LocalExecutor final : public controller::NodeExecutor {
  private:
   std::mutex mutex_;
   agent::Runner runner_;
+  const int64_t log_limit_bytes_;
   // Detected at start (detection may move this process into a leaf cgroup).
   agent::CgroupLimits cgroups_ = agent::CgroupLimits::Detect();
 };
@@ -210,7 +213,7 @@ int RunUp(const UpOptions& o) {
       return 2;
     }
   }
-  LocalExecutor executor(run_as);
+  LocalExecutor executor(run_as, o.log_limit_mib * (int64_t{1} << 20));
   controller::ControllerOptions options;
   options.data_dir = data_dir;
   options.gpus = gpus;

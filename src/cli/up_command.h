@@ -21,6 +21,7 @@ struct UpOptions {
   std::string advertise = "127.0.0.1";  // the local node's address for multi-node jobs
   std::vector<std::string> run_as_maps;  // "NAME=ACCOUNT,..." (see agent/run_as.h)
   bool allow_root_jobs = false;          // jobs may run as root on the local node
+  int64_t log_limit_mib = 1024;          // each local job's log keeps this much (0: no cap)
   std::vector<std::string> max_priorities;  // "N" (every non-admin user) or "USER=N"
 };
 int RunUp(const UpOptions& options);

@@ -30,7 +30,7 @@ constexpr int kApiThreads = 24;
 constexpr std::size_t kMaxLogChunk = 4 << 20;
 
 using api::Dump;
-using api::Fail;
+using api::Fail;  // Fail(res, error): the status follows from the error's code
 using api::ParseId;
 
 // Allocated against really used GPU time, from the GPUs' utilization while the job ran; null
@@ -147,12 +147,12 @@ ApiServer::ApiServer(Controller& controller) : impl_(std::make_unique<Impl>(cont
       return;
     }
     if (auto why = impl.controller.Unrunnable(job)) {
-      Fail(res, 400, why->first + ": " + why->second, why->first);
+      Fail(res, *why);
       return;
     }
     auto id = impl.controller.Submit(std::move(job));
     if (!id) {
-      Fail(res, 503, id.error());
+      Fail(res, id.failure());
       return;
     }
     res.status = 201;
@@ -310,8 +310,7 @@ ApiServer::ApiServer(Controller& controller) : impl_(std::make_unique<Impl>(cont
     }
     auto beat = net::ParseHeartbeat(req.body);
     if (!beat) {
-      const std::string& why = beat.error();
-      Fail(res, 400, why, why.substr(0, why.find(':')));
+      Fail(res, beat.failure());
       return;
     }
     // A node credential acts as its own node only: never another node's jobs.
@@ -321,8 +320,7 @@ ApiServer::ApiServer(Controller& controller) : impl_(std::make_unique<Impl>(cont
     }
     auto reply = impl.controller.Heartbeat(beat.value(), NowMs());
     if (!reply) {
-      const bool store_failed = reply.error().rfind("store:", 0) == 0;
-      Fail(res, store_failed ? 503 : 400, reply.error(), store_failed ? "" : "node");
+      Fail(res, reply.failure());
       return;
     }
     res.set_content(net::ToJson(reply.value()), "application/json");

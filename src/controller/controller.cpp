@@ -356,11 +356,11 @@ void Controller::RunOnce(int64_t now_ms) {
   PassLocked(now_ms);
 }
 
-std::optional<std::pair<std::string, std::string>> Controller::Unrunnable(
+std::optional<core::Error> Controller::Unrunnable(
     const store::JobRecord& job) const {
   if (job.nodes > 1 && job.gpu_milli < 1000) {
-    return std::make_pair(std::string("gpu_share"),
-                          "a multi-node job takes whole GPUs; drop --gpu-share or --nodes");
+    return core::Error{"gpu_share: a multi-node job takes whole GPUs; drop --gpu-share or --nodes",
+                       core::ErrorCode::kInvalid, "gpu_share"};
   }
   std::lock_guard<std::mutex> lock(summary_mutex_);
   const int largest = summary_.largest_gpus;
@@ -374,21 +374,22 @@ std::optional<std::pair<std::string, std::string>> Controller::Unrunnable(
   const std::string& models = summary_.model_names;
   if (largest < 0) return std::nullopt;  // no node yet: agents may still join
   if (job.gpus > largest) {
-    return std::make_pair(std::string("gpus"), "asks " + std::to_string(job.gpus) +
-                                                   " GPUs per node; the largest node " + "has " +
-                                                   std::to_string(largest));
+    return core::Error{"gpus: asks " + std::to_string(job.gpus) +
+                           " GPUs per node; the largest node has " + std::to_string(largest),
+                       core::ErrorCode::kInfeasible, "gpus"};
   }
   if (!model_found) {
-    return std::make_pair(std::string("gpu_type"),
-                          "no node has " + job.gpu_type + " GPUs (nodes have: " + models + ")");
+    return core::Error{"gpu_type: no node has " + job.gpu_type + " GPUs (nodes have: " + models +
+                           ")",
+                       core::ErrorCode::kInfeasible, "gpu_type"};
   }
   const auto big_enough = std::count_if(summary_.node_gpus.begin(), summary_.node_gpus.end(),
                                         [&](int gpus) { return gpus >= job.gpus; });
   if (job.nodes > big_enough) {
-    return std::make_pair(std::string("nodes"),
-                          "asks " + std::to_string(job.nodes) + " nodes with " +
-                              std::to_string(job.gpus) + " GPUs each; the cluster has " +
-                              std::to_string(big_enough));
+    return core::Error{"nodes: asks " + std::to_string(job.nodes) + " nodes with " +
+                           std::to_string(job.gpus) + " GPUs each; the cluster has " +
+                           std::to_string(big_enough),
+                       core::ErrorCode::kInfeasible, "nodes"};
   }
   return std::nullopt;
 }
@@ -399,7 +400,7 @@ int Controller::MaxUserPriority(const std::string& user) const {
 }
 
 core::Result<int64_t> Controller::Submit(store::JobRecord job) {
-  if (auto why = Unrunnable(job)) return core::Error{why->first + ": " + why->second};
+  if (auto why = Unrunnable(job)) return *why;
   job.state = store::JobState::kPending;
   if (job.submit_ms == 0) job.submit_ms = NowMs();
   auto id = store_.SubmitJob(job);  // durable before anything else sees it
@@ -822,7 +823,8 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
   NodeEntry& n = nodes_[index];
   if (n.local) {
     return core::Error{"node: '" + beat.node +
-                       "' is the controller's own node; give the agent another --node-name"};
+                           "' is the controller's own node; give the agent another --hostname",
+                       core::ErrorCode::kInvalid, "node"};
   }
   bool rebuild = false;
   const bool busy = std::any_of(active_.begin(), active_.end(), [&](const auto& entry) {
@@ -894,7 +896,9 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
   for (int64_t id : touched) SettleLocked(id, now_ms);
   // What the reply implies (an ended job no longer listed, so the agent forgets it) must be
   // durable before the agent reads it.
-  if (!FlushLocked(now_ms)) return core::Error{"store: cannot record job states; retry"};
+  if (!FlushLocked(now_ms)) {
+    return core::Error{"store: cannot record job states; retry", core::ErrorCode::kUnavailable};
+  }
 
   // Long poll: hold the reply until this node has new work (or a stop), or the wait is over.
   // Held replies are capped so that agents never take every HTTP worker.

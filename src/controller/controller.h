@@ -143,7 +143,7 @@ class Controller {
   // than any known node has, or more nodes than have that many GPUs, is refused at submit, not
   // left waiting forever (a big enough impossible job would block every queue behind its
   // reservation).
-  std::optional<std::pair<std::string, std::string>> Unrunnable(const store::JobRecord& job) const;
+  std::optional<core::Error> Unrunnable(const store::JobRecord& job) const;
   // Commits `job` (PENDING) and queues it; the id is returned after the commit.
   core::Result<int64_t> Submit(store::JobRecord job);
   // The highest priority non-admin `user` may set (ControllerOptions::max_user_priority).

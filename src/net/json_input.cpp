@@ -55,7 +55,7 @@ core::Result<json> ParseJsonInput(std::string_view text, int max_depth) {
 namespace {
 
 [[noreturn]] void Bad(std::string_view field, const std::string& why) {
-  throw std::invalid_argument(std::string(field) + ": " + why);
+  throw InputFieldError(std::string(field), why);
 }
 
 }  // namespace

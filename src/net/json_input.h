@@ -5,9 +5,10 @@
 //  - the `Checked*` readers take a field only when it has the right JSON type and range: a float
 //    is never truncated into an integer, an integer never wraps, and a string never carries a
 //    NUL byte (which would cut it short when it reaches the C library). They throw
-//    std::invalid_argument naming the field, for a parser's one try/catch to turn into an error.
+//    InputFieldError (a std::invalid_argument) naming the field, for a parser's one try/catch.
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -16,6 +17,13 @@
 namespace gpufleet::net {
 
 inline constexpr int kMaxJsonDepth = 64;
+
+// What the checked readers throw: the message ("field: why") and the field on its own.
+struct InputFieldError : std::invalid_argument {
+  InputFieldError(std::string field_name, const std::string& why)
+      : std::invalid_argument(field_name + ": " + why), field(std::move(field_name)) {}
+  std::string field;
+};
 
 // The deepest nesting of arrays and objects in `text` (strings are skipped, so brackets inside
 // them do not count); stops counting past `limit`, so it costs one pass at most.

@@ -40,6 +40,8 @@ core::Result<T> Parse(const std::string& body, Fill fill) {
     T out;
     fill(j, out);
     return out;
+  } catch (const InputFieldError& e) {
+    return core::Error{e.what(), core::ErrorCode::kInvalid, e.field};
   } catch (const std::exception& e) {
     return core::Error{e.what()};
   }
@@ -52,7 +54,7 @@ constexpr std::size_t kMaxLogData = 8 << 20;    // one heartbeat's log bytes of 
 
 const json& Field(const json& object, const char* key) {
   auto it = object.find(key);
-  if (it == object.end()) throw std::invalid_argument(std::string(key) + ": missing");
+  if (it == object.end()) throw InputFieldError(key, "missing");
   return *it;
 }
 
@@ -60,15 +62,15 @@ const json& Array(const json& object, const char* key, bool required) {
   static const json kEmpty = json::array();
   auto it = object.find(key);
   if (it == object.end() || (!required && it->is_null())) {
-    if (required) throw std::invalid_argument(std::string(key) + ": missing");
+    if (required) throw InputFieldError(key, "missing");
     return kEmpty;
   }
-  if (!it->is_array()) throw std::invalid_argument(std::string(key) + ": must be an array");
+  if (!it->is_array()) throw InputFieldError(key, "must be an array");
   return *it;
 }
 
 const json& Object(const json& value, const std::string& field) {
-  if (!value.is_object()) throw std::invalid_argument(field + ": must be an object");
+  if (!value.is_object()) throw InputFieldError(field, "must be an object");
   return value;
 }
 
@@ -76,7 +78,7 @@ EnvList ReadEnv(const json& object, const char* key) {
   EnvList out;
   for (const json& pair : Array(object, key, false)) {
     if (!pair.is_array() || pair.size() != 2) {
-      throw std::invalid_argument(std::string(key) + "[]: must be [NAME, value] pairs");
+      throw InputFieldError(std::string(key) + "[]", "must be [NAME, value] pairs");
     }
     out.emplace_back(CheckedString(pair[0], key, kMaxText), CheckedString(pair[1], key, kMaxArg));
   }
@@ -186,7 +188,7 @@ core::Result<Heartbeat> ParseHeartbeat(const std::string& body) {
       } else if (state == "lost") {
         job.state = ReportedJob::State::kLost;
       } else {
-        throw std::invalid_argument("jobs[].state: must be running, exited or lost");
+        throw InputFieldError("jobs[].state", "must be running, exited or lost");
       }
       job.exit_code = static_cast<int>(CheckedInt(r, "exit_code", -1, 255 + 128, 0));
       job.stopped = CheckedBool(r, "stopped", false);
@@ -198,7 +200,7 @@ core::Result<Heartbeat> ParseHeartbeat(const std::string& body) {
         job.log_from = CheckedInt(Field(r, "log_from"), "jobs[].log_from", 0, kMaxId);
         auto data =
             Base64Decode(CheckedString(Field(r, "log_data"), "jobs[].log_data", kMaxLogData));
-        if (!data) throw std::invalid_argument("jobs[].log_data: " + data.error());
+        if (!data) throw InputFieldError("jobs[].log_data", data.error());
         job.log_data = std::move(data.value());
       }
       b.jobs.push_back(std::move(job));
@@ -206,7 +208,8 @@ core::Result<Heartbeat> ParseHeartbeat(const std::string& body) {
   });
   if (parsed && (parsed.value().node.empty() ||
                  parsed.value().node.find_first_of(",/ \t\n") != std::string::npos)) {
-    return core::Error{"node: must be 1-64 characters without commas, slashes or spaces"};
+    return core::Error{"node: must be 1-64 characters without commas, slashes or spaces",
+                       core::ErrorCode::kInvalid, "node"};
   }
   return parsed;
 }
@@ -225,7 +228,7 @@ core::Result<HeartbeatReply> ParseHeartbeatReply(const std::string& body) {
       for (const json& arg : Array(a, "argv", true)) {
         x.argv.push_back(CheckedString(arg, "assignments[].argv", kMaxArg));
       }
-      if (x.argv.empty()) throw std::invalid_argument("assignments[].argv: must not be empty");
+      if (x.argv.empty()) throw InputFieldError("assignments[].argv", "must not be empty");
       x.env = ReadEnv(a, "env");
       x.launch_env = ReadEnv(a, "launch_env");
       x.workdir = CheckedString(a, "workdir", 4096, "");

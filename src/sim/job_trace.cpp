@@ -94,11 +94,15 @@ core::Result<JobTrace> ParseGenericCsv(std::string text, const std::string& path
     j.id = id.value();
     auto submit = t.NonNegativeInt(r, "submit_s");
     if (!submit) return core::Error{submit.error()};
+    if (submit.value() > int64_t{100} * 366 * 86400) {
+      return core::Error{t.Where(r, "submit_s") + ": more than a hundred years, got " +
+                         std::to_string(submit.value())};
+    }
     j.submit_s = submit.value();
     auto duration = t.Int(r, "duration_s");
     if (!duration) return core::Error{duration.error()};
-    if (duration.value() <= 0) {
-      return core::Error{t.Where(r, "duration_s") + ": must be positive, got " +
+    if (duration.value() <= 0 || duration.value() > int64_t{10} * 366 * 86400) {
+      return core::Error{t.Where(r, "duration_s") + ": must be positive and at most ten years, got " +
                          std::to_string(duration.value())};
     }
     j.duration_s = duration.value();

@@ -48,6 +48,8 @@ TEST(GenericCsv, BadRowsAreErrorsNamingLineAndColumn) {
            Case{"1,0,10,1\n1,5,10,1\n", "t.csv:3: column 'id' (1): duplicate id 1"},
            Case{"1,0,0,1\n", "t.csv:2: column 'duration_s' (3): must be positive"},
            Case{"1,0,-5,1\n", "must be positive"},
+           Case{"1,0,9000000000000000000,1\n", "at most ten years"},
+           Case{"1,9000000000000000000,10,1\n", "a hundred years"},
            Case{"1,-3,10,1\n", "t.csv:2: column 'submit_s'"},
            Case{"1,0,10,0\n", "num_gpus'"},
            Case{"1,0,10,x\n", "num_gpus"},

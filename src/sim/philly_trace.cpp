@@ -55,7 +55,6 @@ Result<int64_t> ParseTimestamp(std::string_view t) {
 
 namespace {
 
-constexpr double kMaxDurationS = 1e12;
 const std::vector<std::string> kColumns = {"timestamp", "duration", "num_gpus", "cluster"};
 
 Result<bool> CheckOptions(const PhillyReadOptions& options) {
@@ -92,9 +91,11 @@ Result<PhillyTrace> FromTable(Result<CsvTable> table, const std::string& path,
       return Error{t.Where(r, "duration") + ": a job must run for a positive time, found '" +
                    std::string(dur_text) + "'"};
     }
-    // Beyond this the rounded duration would not fit an int64_t (and no trace has such jobs).
+    // Beyond this a run time is no run time, and its conversion to an integer (and the sums of
+    // GPU-seconds made from it) would overflow.
+    constexpr double kMaxDurationS = 10.0 * 366 * 86400;
     if (duration > kMaxDurationS) {
-      return Error{t.Where(r, "duration") + ": at most 1e12 seconds, found '" +
+      return Error{t.Where(r, "duration") + ": longer than ten years, found '" +
                    std::string(dur_text) + "'"};
     }
     auto gpus = t.Int(r, "num_gpus");

@@ -88,8 +88,10 @@ TEST(PhillyTraceTest, BadRows) {
   ExpectError("2017-10-09 07:00:00,0,1,0,vc", "duration", "positive time");
   ExpectError("2017-10-09 07:00:00,-5,1,-5,vc", "duration", "positive time");
   ExpectError("2017-10-09 07:00:00,abc,1,1,vc", "duration", "expected a number");
-  // Found by fuzz/philly_trace_fuzz: rounding this to int64_t was undefined behaviour.
-  ExpectError("2017-10-09 07:00:00,3.6e83,1,1,vc", "duration", "at most 1e12 seconds");
+  // Security finding 10: a duration of 1e300 was cast to an integer unchecked (a negative
+  // utilization, and exit 0).
+  ExpectError("2017-10-09 07:00:00,1e300,1,1,vc", "duration", "ten years");
+  ExpectError("2017-10-09 07:00:00,3.6e83,1,1,vc", "duration", "ten years");  // fuzz/philly_trace
   ExpectError("2017-10-09 07:00:00,10,-1,1,vc", "num_gpus", "positive GPU count");
   ExpectError("2017-10-09 07:00:00,10,two,1,vc", "num_gpus", "expected an integer");
   ExpectError("yesterday,10,1,1,vc", "timestamp", "YYYY-MM-DD");

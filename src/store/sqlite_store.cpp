@@ -224,7 +224,7 @@ class SqliteStore final : public Store {
     if (code == SQLITE_READONLY || code == SQLITE_CANTOPEN || code == SQLITE_PERM) {
       hint = " (the data directory is not writable)";
     }
-    return core::Error{"store " + path_ + ": " + what + hint};
+    return core::Error{"store " + path_ + ": " + what + hint, core::ErrorCode::kUnavailable};
   }
 
   core::Result<bool> Migrate() {
@@ -322,7 +322,7 @@ class SqliteStore final : public Store {
   core::Result<bool> Transition(int64_t id, JobState from, JobState to, const JobUpdate& u,
                                 int64_t now_ms) override {
     auto results = TransitionAll({TransitionRequest{id, from, to, u}}, now_ms);
-    if (!results) return core::Error{results.error()};
+    if (!results) return results.failure();
     return static_cast<bool>(results.value().front());
   }
 
@@ -337,18 +337,18 @@ class SqliteStore final : public Store {
     std::vector<bool> applied;
     if (requests.empty()) return applied;
     std::lock_guard<std::mutex> lock(mutex_);
-    if (auto r = Exec("BEGIN IMMEDIATE"); !r) return core::Error{r.error()};
+    if (auto r = Exec("BEGIN IMMEDIATE"); !r) return core::Error{r.error(), core::ErrorCode::kUnavailable};
     for (const TransitionRequest& r : requests) {
       auto one = ApplyTransition(r, now_ms);
       if (!one) {
         Exec("ROLLBACK");
-        return core::Error{one.error()};
+        return one.failure();
       }
       applied.push_back(one.value());
     }
     if (auto r = Exec("COMMIT"); !r) {
       Exec("ROLLBACK");
-      return core::Error{r.error()};
+      return core::Error{r.error(), core::ErrorCode::kUnavailable};
     }
     return applied;
   }
@@ -387,7 +387,7 @@ class SqliteStore final : public Store {
   core::Result<bool> AddUser(const std::string& name, bool admin,
                              const TokenRecord& token) override {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (auto r = Exec("BEGIN IMMEDIATE"); !r) return core::Error{r.error()};
+    if (auto r = Exec("BEGIN IMMEDIATE"); !r) return core::Error{r.error(), core::ErrorCode::kUnavailable};
     auto fail = [&](core::Error e) {
       Exec("ROLLBACK");
       return core::Result<bool>(std::move(e));
@@ -408,14 +408,14 @@ class SqliteStore final : public Store {
     TokenRecord first = token;
     first.kind = TokenKind::kUser;
     first.user = name;
-    if (auto r = InsertToken(first); !r) return fail(core::Error{r.error()});
-    if (auto r = Exec("COMMIT"); !r) return fail(core::Error{r.error()});
+    if (auto r = InsertToken(first); !r) return fail(core::Error{r.error(), core::ErrorCode::kUnavailable});
+    if (auto r = Exec("COMMIT"); !r) return fail(core::Error{r.error(), core::ErrorCode::kUnavailable});
     return true;
   }
 
   core::Result<bool> RemoveUser(const std::string& name) override {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (auto r = Exec("BEGIN IMMEDIATE"); !r) return core::Error{r.error()};
+    if (auto r = Exec("BEGIN IMMEDIATE"); !r) return core::Error{r.error(), core::ErrorCode::kUnavailable};
     Statement s(cache_, "DELETE FROM users WHERE name=?");
     s.Bind(1, name);
     if (s.Step() != SQLITE_DONE) {
@@ -429,7 +429,7 @@ class SqliteStore final : public Store {
       Exec("ROLLBACK");
       return Error(sqlite3_errmsg(db_));
     }
-    if (auto r = Exec("COMMIT"); !r) return core::Error{r.error()};
+    if (auto r = Exec("COMMIT"); !r) return core::Error{r.error(), core::ErrorCode::kUnavailable};
     return removed;
   }
 
@@ -499,7 +499,7 @@ class SqliteStore final : public Store {
   core::Result<bool> ExchangeJoinToken(const std::string& join_sha256,
                                        const TokenRecord& node_token, int64_t now_ms) override {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (auto r = Exec("BEGIN IMMEDIATE"); !r) return core::Error{r.error()};
+    if (auto r = Exec("BEGIN IMMEDIATE"); !r) return core::Error{r.error(), core::ErrorCode::kUnavailable};
     Statement s(cache_,
                 "DELETE FROM tokens WHERE sha256=? AND kind='join' AND (expires_ms=0 OR "
                 "expires_ms>?)");
@@ -517,7 +517,7 @@ class SqliteStore final : public Store {
       Exec("ROLLBACK");
       return r;
     }
-    if (auto r = Exec("COMMIT"); !r) return core::Error{r.error()};
+    if (auto r = Exec("COMMIT"); !r) return core::Error{r.error(), core::ErrorCode::kUnavailable};
     return true;
   }
 
@@ -722,7 +722,7 @@ class SqliteStore final : public Store {
     if (s.Step() != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
     const int64_t id = sqlite3_last_insert_rowid(db_);
     if (auto r = AddEvent(id, job.submit_ms, "submitted", job.user, job.user); !r) {
-      return core::Error{r.error()};
+      return core::Error{r.error(), core::ErrorCode::kUnavailable};
     }
     return id;
   }
@@ -732,10 +732,10 @@ class SqliteStore final : public Store {
     std::lock_guard<std::mutex> lock(mutex_);
     auto fail_all = [&](const std::string& why) {
       Exec("ROLLBACK");
-      for (PendingSubmit* p : batch) p->result = core::Result<int64_t>(core::Error{why});
+      for (PendingSubmit* p : batch) p->result = core::Result<int64_t>(core::Error{why, core::ErrorCode::kUnavailable});
     };
     if (auto r = Exec("BEGIN IMMEDIATE"); !r) {
-      for (PendingSubmit* p : batch) p->result = core::Result<int64_t>(core::Error{r.error()});
+      for (PendingSubmit* p : batch) p->result = core::Result<int64_t>(core::Error{r.error(), core::ErrorCode::kUnavailable});
       return;
     }
     std::vector<int64_t> ids;
@@ -846,9 +846,9 @@ core::Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& data_dir
   sqlite3_busy_timeout(db, 5000);
   for (const char* pragma :
        {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", "PRAGMA foreign_keys=ON"}) {
-    if (auto r = store->Exec(pragma); !r) return core::Error{r.error()};
+    if (auto r = store->Exec(pragma); !r) return core::Error{r.error(), core::ErrorCode::kUnavailable};
   }
-  if (auto r = store->Migrate(); !r) return core::Error{r.error()};
+  if (auto r = store->Migrate(); !r) return core::Error{r.error(), core::ErrorCode::kUnavailable};
   // Jobs' argv and environment are their users' secrets: the database is its owner's only (also
   // when an older version left it 0644).
   for (const char* suffix : {"", "-wal", "-shm"}) {
