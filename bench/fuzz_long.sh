@@ -26,9 +26,34 @@ if [ ${#targets[@]} -eq 0 ]; then
   exit 2
 fi
 
-rows=$(mktemp)
-trap 'rm -f "$rows"' EXIT
-if [ -f "$results" ]; then grep -E '^\| [a-z_]+ \|' "$results" | grep -v '^| target |' >"$rows" || true; fi
+# Replaces target $1's row of the results table with $2 (under a lock: runs may go in parallel).
+write_row() {
+  (
+    flock 9
+    local rows
+    rows=$(mktemp)
+    if [ -f "$results" ]; then
+      grep -E '^\| [a-z_]+ \|' "$results" | grep -v '^| target |' | grep -v "^| $1 |" >"$rows" || true
+    fi
+    echo "$2" >>"$rows"
+    {
+      echo "# Fuzzing: executions per target"
+      echo
+      echo "Written by \`bench/fuzz_long.sh\` (libFuzzer, clang 14, ASan+UBSan with leak checking,"
+      echo "\`-rss_limit_mb=2048 -timeout=10\`); the bar is 10,000,000 executions per target with no"
+      echo "crash, leak or UB report. Each run starts from the seed corpus in \`fuzz/corpus/TARGET\`."
+      echo "Machine: $(nproc) cores shared with other work, fuzzers at nice ${NICE:-19}, so exec/s is a"
+      echo "lower bound. Wall time is in seconds; the new corpus is what the run added and kept."
+      echo "A target without a row here has not been run to the bar yet."
+      echo
+      echo "| target | executions | wall s | exec/s | new corpus | max_len | findings | date |"
+      echo "|---|---|---|---|---|---|---|---|"
+      sort "$rows"
+    } >"$results.new"
+    mv "$results.new" "$results"
+    rm -f "$rows"
+  ) 9>build-fuzz/fuzz/long/results.lock
+}
 
 status=0
 for t in "${targets[@]}"; do
@@ -61,25 +86,8 @@ for t in "${targets[@]}"; do
     findings="1: ${what//|/\\|} (exit $rc; see $artifacts)"
     status=1
   fi
-  grep -v "^| $t |" "$rows" >"$rows.new" || true
-  mv "$rows.new" "$rows"
-  echo "| $t | $execs | $wall | $per_s | $files files, $kib KiB | $max_len | $findings | $(date -u +%Y-%m-%d) |" >>"$rows"
+  write_row "$t" "| $t | $execs | $wall | $per_s | $files files, $kib KiB | $max_len | $findings | $(date -u +%Y-%m-%d) |"
   echo "   $execs executions in $wall s ($per_s/s); findings: $findings"
 done
-
-{
-  echo "# Fuzzing: executions per target"
-  echo
-  echo "Written by \`bench/fuzz_long.sh\` (libFuzzer, clang 14, ASan+UBSan with leak checking,"
-  echo "\`-rss_limit_mb=2048 -timeout=10\`); the bar is 10,000,000 executions per target with no"
-  echo "crash, leak or UB report. Each run starts from the seed corpus in \`fuzz/corpus/TARGET\`."
-  echo "Machine: $(nproc) cores shared with other work, fuzzers at nice ${NICE:-19}, so exec/s is a"
-  echo "lower bound. Wall time is in seconds; the new corpus is what the run added and kept."
-  echo "A target without a row here has not been run to the bar yet."
-  echo
-  echo "| target | executions | wall s | exec/s | new corpus | max_len | findings | date |"
-  echo "|---|---|---|---|---|---|---|---|"
-  sort "$rows"
-} >"$results"
 echo "== Wrote $results"
 exit "$status"
