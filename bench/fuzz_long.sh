@@ -33,7 +33,7 @@ write_row() {
     local rows
     rows=$(mktemp)
     if [ -f "$results" ]; then
-      grep -E '^\| [a-z_]+ \|' "$results" | grep -v '^| target |' | grep -v "^| $1 |" >"$rows" || true
+      grep -E '^\| [a-z0-9_]+ \|' "$results" | grep -v '^| target |' | grep -v "^| $1 |" >"$rows" || true
     fi
     echo "$2" >>"$rows"
     {
@@ -78,9 +78,13 @@ for t in "${targets[@]}"; do
   per_s=$((wall > 0 ? execs / wall : execs))
   files=$(find "$corpus" -type f | wc -l)
   kib=$(du -sk "$corpus" | cut -f1)
-  if [ "$rc" -eq 0 ]; then
+  if [ "$rc" -eq 72 ]; then  # libFuzzer's exit status when interrupted (SIGINT)
+    findings="0 (interrupted: NOT run to $runs)"
+  elif [ "$rc" -eq 0 ]; then
     findings=0
-    if [ "$execs" -lt "$runs" ]; then findings="0 (stopped at MAX_TIME=${max_time}s, not run to $runs)"; fi
+    if [ "$execs" -lt "$runs" ]; then
+      findings="0 (stopped by MAX_TIME=${max_time}s or an interrupt: NOT run to $runs)"
+    fi
   else
     what=$(grep -m1 -oE 'ERROR: [A-Za-z]+Sanitizer: [a-z-]+|runtime error: .{0,60}|invariant violated: .{0,60}|ERROR: libFuzzer: [a-z-]+' "$log" || echo "exit $rc")
     findings="1: ${what//|/\\|} (exit $rc; see $artifacts)"
