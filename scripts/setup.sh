@@ -32,7 +32,8 @@ jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 # also drives a real Prometheus (prometheus, promtool), `top` in tmux, and curl.
 packages=(build-essential cmake pkg-config libcli11-dev nlohmann-json3-dev libgtest-dev
           libbenchmark-dev libsqlite3-dev libcpp-httplib-dev libtomlplusplus-dev)
-if [ "$tests" = ON ]; then packages+=(prometheus tmux curl); fi
+# clang-14 and libFuzzer build the fuzz targets (scripts/fuzz.sh, fuzz/README.md).
+if [ "$tests" = ON ]; then packages+=(prometheus tmux curl clang-14 libfuzzer-14-dev); fi
 if command -v dpkg-query >/dev/null 2>&1; then
   missing=()
   for p in "${packages[@]}"; do

@@ -92,8 +92,10 @@ void Fill(const json& j, store::JobRecord& job) {
           k.find('\0') != std::string::npos || k.size() > 1024) {
         throw FieldError("env", "every entry must be NAME: \"value\", NAME without '=' or NUL");
       }
-      job.env.emplace_back(k,
-                           Take("env", [&] { return net::CheckedString(v, "env", 256 * 1024); }));
+      // Named, not captured: clang before 16 cannot capture a structured binding.
+      const json& value = v;
+      job.env.emplace_back(
+          k, Take("env", [&] { return net::CheckedString(value, "env", 256 * 1024); }));
       env_bytes += k.size() + job.env.back().second.size();
     }
     if (env_bytes > 256 * 1024) throw FieldError("env", "larger than 256 KiB");

@@ -211,35 +211,11 @@ core::Result<HttpReply> HttpClient::Send(const std::string& method, const std::s
   }
 }
 
-core::Result<HttpReply> HttpClient::ReadReply(bool& closed_unanswered) {
-  bool received_any = false;
-  // Appends what the socket has to buffer_; 0 at the end of the stream.
-  auto fill = [&]() -> core::Result<std::size_t> {
-    pollfd p{fd_, POLLIN, 0};
-    int rc = 0;
-    do {
-      rc = ::poll(&p, 1, read_ms_);
-    } while (rc < 0 && errno == EINTR);
-    if (rc == 0) return core::Error{"no answer within " + std::to_string(read_ms_ / 1000) + " s"};
-    if (rc < 0) return Errno("cannot read the answer");
-    char chunk[16384];
-    ssize_t n = 0;
-    do {
-      n = ::recv(fd_, chunk, sizeof chunk, 0);
-    } while (n < 0 && errno == EINTR);
-    if (n < 0) {
-      if (!received_any && errno == ECONNRESET) closed_unanswered = true;
-      return Errno("cannot read the answer");
-    }
-    if (n == 0 && !received_any) closed_unanswered = true;
-    if (n > 0) received_any = true;
-    buffer_.append(chunk, static_cast<std::size_t>(n));
-    return static_cast<std::size_t>(n);
-  };
-  // Makes buffer_ hold at least `size` bytes.
+core::Result<HttpReply> ReadHttpReply(std::string& buffer, const HttpFill& fill, bool& keep_alive) {
+  // Makes buffer hold at least `size` bytes.
   auto need = [&](std::size_t size) -> core::Result<bool> {
     if (size > kMaxBodyBytes) return core::Error{"the answer is larger than 1 GiB"};
-    while (buffer_.size() < size) {
+    while (buffer.size() < size) {
       auto n = fill();
       if (!n) return core::Error{n.error()};
       if (n.value() == 0) return core::Error{"the server closed the connection mid-answer"};
@@ -249,35 +225,35 @@ core::Result<HttpReply> HttpClient::ReadReply(bool& closed_unanswered) {
   // One CRLF-terminated line, without the CRLF.
   auto line = [&]() -> core::Result<std::string> {
     std::size_t end;
-    while ((end = buffer_.find("\r\n")) == std::string::npos) {
-      if (buffer_.size() > kMaxHeaderBytes) return core::Error{"an answer line is too long"};
+    while ((end = buffer.find("\r\n")) == std::string::npos) {
+      if (buffer.size() > kMaxHeaderBytes) return core::Error{"an answer line is too long"};
       auto n = fill();
       if (!n) return core::Error{n.error()};
       if (n.value() == 0) return core::Error{"the server closed the connection mid-answer"};
     }
-    std::string text = buffer_.substr(0, end);
-    buffer_.erase(0, end + 2);
+    std::string text = buffer.substr(0, end);
+    buffer.erase(0, end + 2);
     return text;
   };
 
   HttpReply reply;
-  bool keep_alive = false;
+  keep_alive = false;
   bool chunked = false;
   long long length = -1;
   do {  // once more after each interim (1xx) answer: the final one follows it
     std::size_t header_end;
-    while ((header_end = buffer_.find("\r\n\r\n")) == std::string::npos) {
-      if (buffer_.size() > kMaxHeaderBytes) return core::Error{"the answer's headers are too long"};
+    while ((header_end = buffer.find("\r\n\r\n")) == std::string::npos) {
+      if (buffer.size() > kMaxHeaderBytes) return core::Error{"the answer's headers are too long"};
       auto n = fill();
       if (!n) return core::Error{n.error()};
       if (n.value() == 0) {
-        return core::Error{buffer_.empty() ? "the server closed the connection without answering"
-                                           : "the server closed the connection mid-answer"};
+        return core::Error{buffer.empty() ? "the server closed the connection without answering"
+                                          : "the server closed the connection mid-answer"};
       }
     }
     reply = HttpReply{};
-    const std::string head = buffer_.substr(0, header_end);
-    buffer_.erase(0, header_end + 4);
+    const std::string head = buffer.substr(0, header_end);
+    buffer.erase(0, header_end + 4);
     std::size_t pos = head.find("\r\n");
     const std::string status_line = head.substr(0, pos);
     if (status_line.rfind("HTTP/1.", 0) != 0 || status_line.size() < 12 || status_line[8] != ' ' ||
@@ -332,29 +308,60 @@ core::Result<HttpReply> HttpClient::ReadReply(bool& closed_unanswered) {
         break;
       }
       if (auto ok = need(size + 2); !ok) return core::Error{ok.error()};
-      reply.body.append(buffer_, 0, size);
-      buffer_.erase(0, size + 2);
+      reply.body.append(buffer, 0, size);
+      buffer.erase(0, size + 2);
     }
   } else if (length >= 0) {
     if (auto ok = need(static_cast<std::size_t>(length)); !ok) return core::Error{ok.error()};
-    if (buffer_.size() == static_cast<std::size_t>(length)) {
-      reply.body = std::move(buffer_);
-      buffer_.clear();
+    if (buffer.size() == static_cast<std::size_t>(length)) {
+      reply.body = std::move(buffer);
+      buffer.clear();
     } else {
-      reply.body = buffer_.substr(0, static_cast<std::size_t>(length));
-      buffer_.erase(0, static_cast<std::size_t>(length));
+      reply.body = buffer.substr(0, static_cast<std::size_t>(length));
+      buffer.erase(0, static_cast<std::size_t>(length));
     }
   } else {  // up to the close of the connection
     for (;;) {
-      if (buffer_.size() > kMaxBodyBytes) return core::Error{"the answer is larger than 1 GiB"};
+      if (buffer.size() > kMaxBodyBytes) return core::Error{"the answer is larger than 1 GiB"};
       auto n = fill();
       if (!n) return core::Error{n.error()};
       if (n.value() == 0) break;
     }
-    reply.body = std::move(buffer_);
-    buffer_.clear();
+    reply.body = std::move(buffer);
+    buffer.clear();
     keep_alive = false;
   }
+  return reply;
+}
+
+core::Result<HttpReply> HttpClient::ReadReply(bool& closed_unanswered) {
+  bool received_any = false;
+  // Appends what the socket has to buffer_; 0 at the end of the stream.
+  auto fill = [&]() -> core::Result<std::size_t> {
+    pollfd p{fd_, POLLIN, 0};
+    int rc = 0;
+    do {
+      rc = ::poll(&p, 1, read_ms_);
+    } while (rc < 0 && errno == EINTR);
+    if (rc == 0) return core::Error{"no answer within " + std::to_string(read_ms_ / 1000) + " s"};
+    if (rc < 0) return Errno("cannot read the answer");
+    char chunk[16384];
+    ssize_t n = 0;
+    do {
+      n = ::recv(fd_, chunk, sizeof chunk, 0);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) {
+      if (!received_any && errno == ECONNRESET) closed_unanswered = true;
+      return Errno("cannot read the answer");
+    }
+    if (n == 0 && !received_any) closed_unanswered = true;
+    if (n > 0) received_any = true;
+    buffer_.append(chunk, static_cast<std::size_t>(n));
+    return static_cast<std::size_t>(n);
+  };
+  bool keep_alive = false;
+  auto reply = ReadHttpReply(buffer_, fill, keep_alive);
+  if (!reply) return reply;
   if (keep_alive) {
     reusable_ = true;
   } else {

@@ -7,6 +7,8 @@
 // again, once, when the server has closed it in between. Bodies may come with Content-Length,
 // chunked, or up to the close of the connection. Errors name what failed (resolving, connecting,
 // sending, reading, a malformed answer) and why.
+#include <cstddef>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,6 +25,14 @@ struct HttpReply {
   // The first header with this name (case-insensitive), or "".
   std::string Header(const std::string& name) const;
 };
+
+// Reads one HTTP/1.1 answer from a byte stream: `buffer` holds what was received so far and keeps
+// what follows the answer (the start of the next one); `fill` appends more of the stream to
+// `buffer` and returns how many bytes, 0 at its end, or an error. `keep_alive` tells whether the
+// stream may carry another answer. HttpClient reads its socket with this; it is public so that the
+// parser can be tested and fuzzed without one.
+using HttpFill = std::function<core::Result<std::size_t>()>;
+core::Result<HttpReply> ReadHttpReply(std::string& buffer, const HttpFill& fill, bool& keep_alive);
 
 class HttpClient {
  public:

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <string>
@@ -187,6 +188,40 @@ TEST(HttpClient, NamesWhatIsWrongWithABadAnswer) {
     ASSERT_FALSE(reply.ok()) << c.answer;
     EXPECT_NE(reply.error().find(c.expected), std::string::npos) << reply.error();
   }
+}
+
+TEST(ReadHttpReply, ReadsFromAnyByteStreamWhateverHowItIsCut) {
+  const std::string stream =
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"
+      "HTTP/1.1 201 Created\r\nContent-Length: 2\r\nConnection: close\r\n\r\nokNEXT";
+  for (std::size_t piece : {std::size_t{1}, std::size_t{7}, stream.size()}) {
+    std::string buffer;
+    std::size_t delivered = 0;
+    const HttpFill fill = [&]() -> core::Result<std::size_t> {
+      const std::size_t n = std::min(piece, stream.size() - delivered);
+      buffer.append(stream, delivered, n);
+      delivered += n;
+      return n;
+    };
+    bool keep_alive = false;
+    auto first = ReadHttpReply(buffer, fill, keep_alive);
+    ASSERT_TRUE(first.ok()) << first.error();
+    EXPECT_EQ(first.value().body, "abc");
+    EXPECT_TRUE(keep_alive);
+    auto second = ReadHttpReply(buffer, fill, keep_alive);
+    ASSERT_TRUE(second.ok()) << second.error();
+    EXPECT_EQ(second.value().status, 201);
+    EXPECT_EQ(second.value().body, "ok");
+    EXPECT_FALSE(keep_alive);
+    // Bytes past the answer stay in the buffer, or in the stream when not read yet.
+    EXPECT_EQ(buffer + stream.substr(delivered), "NEXT");
+  }
+  std::string buffer = "HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nshort";
+  bool keep_alive = false;
+  auto cut = ReadHttpReply(
+      buffer, [] { return core::Result<std::size_t>(std::size_t{0}); }, keep_alive);
+  ASSERT_FALSE(cut.ok());
+  EXPECT_NE(cut.error().find("mid-answer"), std::string::npos) << cut.error();
 }
 
 TEST(HttpClient, GivesUpOnASilentServerAfterTheReadTimeout) {

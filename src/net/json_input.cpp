@@ -42,8 +42,9 @@ core::Result<json> ParseJsonInput(std::string_view text, int max_depth) {
   if (j.is_discarded()) {
     // Parse again with exceptions for the position of the error (bad input only).
     try {
-      (void)json::parse(text.begin(), text.end());
-    } catch (const json::parse_error& e) {
+      [[maybe_unused]] const json reparsed = json::parse(text.begin(), text.end());
+    } catch (const json::exception& e) {
+      // parse_error, or out_of_range for a number too large for a double ("1e400").
       return core::Error{std::string("malformed JSON: ") + e.what()};
     }
     return core::Error{"malformed JSON"};

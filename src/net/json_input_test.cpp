@@ -29,6 +29,16 @@ TEST(JsonInputTest, MalformedInputIsAnError) {
   EXPECT_NE(parsed.error().find("malformed JSON"), std::string::npos);
 }
 
+// Found by fuzz/submit_request_fuzz and fuzz/heartbeat_reply_fuzz: nlohmann's out_of_range
+// (number overflow) escaped ParseJsonInput as an exception.
+TEST(JsonInputTest, ANumberBeyondADoubleIsMalformedNotAnException) {
+  for (const char* text : {R"({"gpus":1e400})", "-1e99999", R"([1,2,1E3007])"}) {
+    auto parsed = ParseJsonInput(text);
+    ASSERT_FALSE(parsed.ok()) << text;
+    EXPECT_NE(parsed.error().find("malformed JSON"), std::string::npos) << parsed.error();
+  }
+}
+
 TEST(JsonInputTest, CheckedReadersNeverTruncateOrWrap) {
   const nlohmann::json j = nlohmann::json::parse(
       R"({"big":1e300,"neg":-1,"huge":18446744073709551615,"ok":7,"s":"a\u0000b","b":1})");

@@ -13,7 +13,8 @@
 //   memory_gib = 512             # optional, default 64 per GPU (at least 64)
 //
 // Unknown keys, wrong types and values out of range are errors naming the file, the line and the
-// key; a malformed file is an error naming the line and column.
+// key; a malformed file, or one with a non-ASCII character (comments included), is an error naming
+// the line and column.
 #include <string>
 #include <string_view>
 

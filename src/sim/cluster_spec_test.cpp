@@ -50,6 +50,9 @@ TEST(ClusterSpec, ErrorsNameTheLineAndKey) {
            Case{"[[nodes]]\ncount = 0\ngpus = 2\ngpu_model = \"T4\"\n", "count: 0 is out of range"},
            Case{"name = \"x\"\n", "no [[nodes]] tables"},
            Case{"size = 3\n[[nodes]]\ngpus = 1\ngpu_model = \"T4\"\n", "size: unknown key"},
+           // Found by fuzz/cluster_spec_fuzz: this reached __builtin_unreachable() in toml++ 3.3.
+           Case{"[[nodes]]\ngpus = 1\nname = \xc5\x9a\n", "x.toml:3:8: non-ASCII character"},
+           Case{"# caf\xc3\xa9\n", "x.toml:1:6: non-ASCII character"},
        }) {
     auto spec = ParseClusterToml(c.text, "x.toml", Catalog());
     ASSERT_FALSE(spec.ok()) << c.text;

@@ -13,9 +13,14 @@ namespace gpufleet::sim {
 using core::Error;
 using core::Result;
 
-Result<std::vector<core::NodeSpec>> ReadOpenbNodes(const std::string& path,
+namespace {
+
+const std::vector<std::string> kNodeColumns = {"sn", "cpu_milli", "memory_mib", "gpu", "model"};
+const std::vector<std::string> kPodColumns = {"name", "cpu_milli", "memory_mib", "num_gpu",
+                                              "gpu_milli"};
+
+Result<std::vector<core::NodeSpec>> NodesFromTable(Result<CsvTable> table, const std::string& path,
                                                    const core::GpuCatalog& catalog) {
-  auto table = CsvTable::ReadFile(path, {"sn", "cpu_milli", "memory_mib", "gpu", "model"});
   if (!table) return Error{table.error()};
   const CsvTable& t = table.value();
   std::vector<core::NodeSpec> nodes;
@@ -54,10 +59,8 @@ Result<std::vector<core::NodeSpec>> ReadOpenbNodes(const std::string& path,
   return nodes;
 }
 
-Result<std::vector<OpenbPod>> ReadOpenbPods(const std::string& path,
+Result<std::vector<OpenbPod>> PodsFromTable(Result<CsvTable> table,
                                             const core::GpuCatalog& catalog) {
-  auto table =
-      CsvTable::ReadFile(path, {"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli"});
   if (!table) return Error{table.error()};
   const CsvTable& t = table.value();
   const bool has_times = t.HasColumn("creation_time") && t.HasColumn("deletion_time");
@@ -122,6 +125,28 @@ Result<std::vector<OpenbPod>> ReadOpenbPods(const std::string& path,
   return pods;
 }
 
+}  // namespace
+
+Result<std::vector<core::NodeSpec>> ReadOpenbNodes(const std::string& path,
+                                                   const core::GpuCatalog& catalog) {
+  return NodesFromTable(CsvTable::ReadFile(path, kNodeColumns), path, catalog);
+}
+
+Result<std::vector<core::NodeSpec>> ParseOpenbNodes(std::string text, const std::string& path,
+                                                    const core::GpuCatalog& catalog) {
+  return NodesFromTable(CsvTable::Parse(std::move(text), path, kNodeColumns), path, catalog);
+}
+
+Result<std::vector<OpenbPod>> ReadOpenbPods(const std::string& path,
+                                            const core::GpuCatalog& catalog) {
+  return PodsFromTable(CsvTable::ReadFile(path, kPodColumns), catalog);
+}
+
+Result<std::vector<OpenbPod>> ParseOpenbPods(std::string text, const std::string& path,
+                                             const core::GpuCatalog& catalog) {
+  return PodsFromTable(CsvTable::Parse(std::move(text), path, kPodColumns), catalog);
+}
+
 Result<OpenbWorkload> ReadOpenbWorkload(const std::string& nodes_path, const std::string& pods_path,
                                         const core::GpuCatalog& catalog) {
   OpenbWorkload w;
@@ -156,6 +181,11 @@ Result<OpenbWorkload> ReadOpenbWorkload(const std::string& nodes_path, const std
 Result<PlacementOrder> ReadOrderFile(const std::string& path, const OpenbWorkload& workload) {
   std::ifstream in(path);
   if (!in) return Error{path + ": cannot open order file"};
+  return ParseOrderFile(in, path, workload);
+}
+
+Result<PlacementOrder> ParseOrderFile(std::istream& in, const std::string& path,
+                                      const OpenbWorkload& workload) {
   std::unordered_map<std::string_view, int> pod_index, node_index;
   for (size_t i = 0; i < workload.pods.size(); ++i) pod_index.emplace(workload.pods[i].job.name, i);
   for (size_t i = 0; i < workload.nodes.size(); ++i) node_index.emplace(workload.nodes[i].name, i);

@@ -3,6 +3,7 @@
 // the pod lists, and the published arrival-order files. Every error names file, line and column.
 
 #include <cstdint>
+#include <istream>
 #include <string>
 #include <vector>
 
@@ -30,10 +31,16 @@ struct OpenbWorkload {
 // Columns sn,cpu_milli,memory_mib,gpu,model.
 core::Result<std::vector<core::NodeSpec>> ReadOpenbNodes(const std::string& path,
                                                          const core::GpuCatalog& catalog);
+// The same from the file's text; `path` names it in errors.
+core::Result<std::vector<core::NodeSpec>> ParseOpenbNodes(std::string text, const std::string& path,
+                                                          const core::GpuCatalog& catalog);
 // Columns name,cpu_milli,memory_mib,num_gpu,gpu_milli and optionally gpu_spec, qos (kept as the
 // job's queue), creation_time, deletion_time; other columns are ignored.
 core::Result<std::vector<OpenbPod>> ReadOpenbPods(const std::string& path,
                                                   const core::GpuCatalog& catalog);
+// The same from the file's text; `path` names it in errors.
+core::Result<std::vector<OpenbPod>> ParseOpenbPods(std::string text, const std::string& path,
+                                                   const core::GpuCatalog& catalog);
 // Reads both and checks that every pod fits at least one node shape: a pod asking for more GPUs
 // than any node has (of its allowed models) is an error, not a pod that silently always fails.
 core::Result<OpenbWorkload> ReadOpenbWorkload(const std::string& nodes_path,
@@ -51,5 +58,8 @@ struct PlacementOrder {
 // Reads a published order file: "pod NAME" lines in arrival order (clones named
 // NAME-tuned-<i>), "node RANK NAME" lines, '#' comments.
 core::Result<PlacementOrder> ReadOrderFile(const std::string& path, const OpenbWorkload& workload);
+// The same from a stream; `path` names it in errors and is the order's `source`.
+core::Result<PlacementOrder> ParseOrderFile(std::istream& in, const std::string& path,
+                                            const OpenbWorkload& workload);
 
 }  // namespace gpufleet::sim

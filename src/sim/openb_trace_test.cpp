@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <sstream>
 #include <string>
 
 #include "testing/builders.h"
@@ -161,6 +162,22 @@ TEST(OpenbTraceBadInputTest, DuplicateNames) {
                  {"nodes.csv:3: column 'sn' (1): duplicate node name 'n'"});
 }
 
+TEST(OpenbTraceTest, ParsesTextAsTheFileReadersDo) {
+  auto nodes = ParseOpenbNodes(kNodes, "nodes.csv", Catalog());
+  ASSERT_TRUE(nodes.ok()) << nodes.error();
+  ASSERT_EQ(nodes.value().size(), 3u);
+  EXPECT_EQ(nodes.value()[0].num_gpus, 8);
+  auto pods = ParseOpenbPods(Pods(kGoodPods), "pods.csv", Catalog());
+  ASSERT_TRUE(pods.ok()) << pods.error();
+  ASSERT_EQ(pods.value().size(), 4u);
+  EXPECT_EQ(pods.value()[1].line, 3);
+  EXPECT_EQ(pods.value()[0].deletion_time, 20);
+  auto bad = ParseOpenbPods(Pods("p,1,1,1,1001,,LS,Running,1,2,1\n"), "mem.csv", Catalog());
+  ASSERT_FALSE(bad.ok());
+  ExpectMentions(bad.error(), {"mem.csv:2: column 'gpu_milli'"});
+  EXPECT_FALSE(ParseOpenbNodes("", "empty.csv", Catalog()).ok());
+}
+
 // Order files.
 
 class OrderFileTest : public ::testing::Test {
@@ -218,6 +235,15 @@ TEST_F(OrderFileTest, MalformedLine) {
 TEST_F(OrderFileTest, RanksMustBeAPermutation) {
   ExpectMentions(Error("pod p0\nnode 0 n0\nnode 0 n1\nnode 1 n2\n"), {"order.txt:3:", "duplicate"});
   ExpectMentions(Error("pod p0\nnode 0 n0\nnode 1 n1\n"), {"order.txt", "node 'n2' has no rank"});
+}
+
+TEST_F(OrderFileTest, ParsesAStream) {
+  std::istringstream in("pod p3\nnode 0 n2\nnode 1 n1\nnode 2 n0\n");
+  auto r = ParseOrderFile(in, "stream", workload_);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r.value().pods, (std::vector<int>{3}));
+  EXPECT_EQ(r.value().node_rank, (std::vector<uint32_t>{2, 1, 0}));
+  EXPECT_EQ(r.value().source, "stream");
 }
 
 TEST_F(OrderFileTest, NoPodsOrNoFile) {

@@ -53,11 +53,19 @@ Result<int64_t> ParseTimestamp(std::string_view t) {
   return DaysFromCivil(y, mo, d) * 86400 + h * 3600 + mi * 60 + s;
 }
 
-Result<PhillyTrace> ReadPhillyTrace(const std::string& path, const PhillyReadOptions& options) {
+namespace {
+
+const std::vector<std::string> kColumns = {"timestamp", "duration", "num_gpus", "cluster"};
+
+Result<bool> CheckOptions(const PhillyReadOptions& options) {
   if (options.limit < 0 || options.window_start_s < 0 || options.window_end_s < 0) {
     return Error{"trace options: limit and time window must not be negative"};
   }
-  auto table = CsvTable::ReadFile(path, {"timestamp", "duration", "num_gpus", "cluster"});
+  return true;
+}
+
+Result<PhillyTrace> FromTable(Result<CsvTable> table, const std::string& path,
+                              const PhillyReadOptions& options) {
   if (!table) return Error{table.error()};
   const CsvTable& t = table.value();
   struct Row {
@@ -128,6 +136,19 @@ Result<PhillyTrace> ReadPhillyTrace(const std::string& path, const PhillyReadOpt
     trace.jobs[i].submit_s -= base;
   }
   return trace;
+}
+
+}  // namespace
+
+Result<PhillyTrace> ReadPhillyTrace(const std::string& path, const PhillyReadOptions& options) {
+  if (auto ok = CheckOptions(options); !ok) return Error{ok.error()};
+  return FromTable(CsvTable::ReadFile(path, kColumns), path, options);
+}
+
+Result<PhillyTrace> ParsePhillyTrace(std::string text, const std::string& path,
+                                     const PhillyReadOptions& options) {
+  if (auto ok = CheckOptions(options); !ok) return Error{ok.error()};
+  return FromTable(CsvTable::Parse(std::move(text), path, kColumns), path, options);
 }
 
 }  // namespace gpufleet::sim

@@ -38,6 +38,9 @@ struct PhillyTrace {
 
 core::Result<PhillyTrace> ReadPhillyTrace(const std::string& path,
                                           const PhillyReadOptions& options);
+// The same from the file's text; `path` names it in errors.
+core::Result<PhillyTrace> ParsePhillyTrace(std::string text, const std::string& path,
+                                           const PhillyReadOptions& options);
 
 // "YYYY-MM-DD HH:MM:SS" (UTC) as seconds since 1970-01-01; an error when malformed.
 core::Result<int64_t> ParseTimestamp(std::string_view text);

@@ -91,10 +91,28 @@ TEST(PhillyTraceTest, BadRows) {
   // Security finding 10: a duration of 1e300 was cast to an integer unchecked (a negative
   // utilization, and exit 0).
   ExpectError("2017-10-09 07:00:00,1e300,1,1,vc", "duration", "ten years");
+  ExpectError("2017-10-09 07:00:00,3.6e83,1,1,vc", "duration", "ten years");  // fuzz/philly_trace
   ExpectError("2017-10-09 07:00:00,10,-1,1,vc", "num_gpus", "positive GPU count");
   ExpectError("2017-10-09 07:00:00,10,two,1,vc", "num_gpus", "expected an integer");
   ExpectError("yesterday,10,1,1,vc", "timestamp", "YYYY-MM-DD");
   ExpectError("2017-10-09 07:00:00,10,1,10,", "cluster", "empty virtual cluster");
+}
+
+TEST(PhillyTraceTest, ParsesTextAsTheFileReaderDoes) {
+  const std::string text = std::string(kHeader) +
+                           "2017-10-09 07:00:10,60.0,1,60.0,vcA\n"
+                           "2017-10-09 07:00:00,30.5,8,244.0,vcB\n";
+  TempFile f("philly", text);
+  auto from_file = ReadPhillyTrace(f.path(), {});
+  auto from_text = ParsePhillyTrace(text, "trace.csv", {});
+  ASSERT_TRUE(from_file.ok() && from_text.ok());
+  ASSERT_EQ(from_text.value().jobs.size(), 2u);
+  EXPECT_EQ(from_text.value().jobs[0].vc, "vcB");
+  EXPECT_EQ(from_text.value().jobs[1].submit_s, 10);
+  EXPECT_EQ(from_text.value().first_submit_unix_s, from_file.value().first_submit_unix_s);
+  auto bad = ParsePhillyTrace(std::string(kHeader) + "2017-10-09 07:00:00,1,1,1,\n", "t.csv", {});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().rfind("t.csv:2:", 0), 0u) << bad.error();
 }
 
 TEST(PhillyTraceTest, MissingColumnAndMissingFile) {
