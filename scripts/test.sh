@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the whole gpufleet test suite: every test of the Release tree (build/), then every test of
 # the ASan+UBSan tree (build-asan/). Both run even when the first fails; the exit status is
-# non-zero when either fails. Build both first: bash scripts/setup.sh --tests --asan
+# non-zero when either fails; then every fuzz target for FUZZ_SECONDS (default 10) each. Build
+# both trees first: bash scripts/setup.sh --tests --asan
 # Environment: JOBS (parallel tests, default: nproc).
 set -uo pipefail
 
@@ -24,6 +25,16 @@ for tree in build build-asan; do
   summaries+=("$tree" "$log")
 done
 
+# Every libFuzzer target for a short, bounded time (scripts/fuzz.sh builds build-fuzz/ with
+# clang++-14, which setup.sh --tests installs); FUZZ_SECONDS=0 skips them.
+fuzz_seconds=${FUZZ_SECONDS:-10}
+fuzz_log=build-fuzz-ctest.log
+if [ "$fuzz_seconds" -gt 0 ]; then
+  echo "== fuzz targets, ${fuzz_seconds} s each"
+  bash scripts/fuzz.sh "$fuzz_seconds" 2>&1 | tee "$fuzz_log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
+
 # ctest's own summary of each tree once more, so both stay visible at the end.
 echo
 echo "== Summary"
@@ -31,4 +42,8 @@ for ((i = 0; i < ${#summaries[@]}; i += 2)); do
   echo "-- ${summaries[i]}:"
   sed -n '/tests passed, /,$p; /tests not built/p' "${summaries[i + 1]}"
 done
+if [ "$fuzz_seconds" -gt 0 ]; then
+  echo "-- fuzz:"
+  grep -E '^== (No findings|Findings)|^!!|^fuzz.sh:' "$fuzz_log" || echo "fuzz.sh did not finish"
+fi
 exit "$status"

@@ -281,7 +281,9 @@ TEST_F(UpServer, DataDirectoryStoreTokenAndLogsArePrivate) {
       ++logs;
       EXPECT_EQ(mode(entry.path()), 0600U) << entry.path();
     }
-    if (entry.is_directory()) EXPECT_EQ(mode(entry.path()), 0700U) << entry.path();
+    if (entry.is_directory()) {
+      EXPECT_EQ(mode(entry.path()), 0700U) << entry.path();
+    }
   }
   EXPECT_GE(logs, 1);
 }

@@ -277,8 +277,10 @@ TEST_F(StoreTest, AJoinTokenIsExchangedOnceAndOnlyBeforeItExpires) {
   node.node = "gpu-a";
   EXPECT_FALSE(store_->ExchangeJoinToken(join.sha256, node, 6000).value());  // expired
   EXPECT_TRUE(store_->ExchangeJoinToken(join.sha256, node, 4000).value());
-  node.sha256 = std::string(64, 'e');
-  EXPECT_FALSE(store_->ExchangeJoinToken(join.sha256, node, 4000).value());  // spent
+  TokenRecord other = node;
+  other.sha256 = std::string(64, 'e');
+  other.node = "gpu-b";
+  EXPECT_FALSE(store_->ExchangeJoinToken(join.sha256, other, 4000).value());  // spent
   auto held = store_->TokenBySha256(std::string(64, 'd')).value();
   ASSERT_TRUE(held.has_value());
   EXPECT_EQ(held->kind, TokenKind::kNode);
