@@ -22,8 +22,10 @@ namespace {
 
 using nlohmann::json;
 constexpr std::size_t kMaxBody = 1 << 20;
-// Workers: up to 16 may hold agents' long-poll heartbeats (controller.cpp), the rest serve users.
+// Workers for user requests; agents' heartbeats (/v1/agent/) have their own pool, of which up to
+// 16 may hold long-poll heartbeats (controller.cpp), so users can never cost an agent its lease.
 constexpr int kApiThreads = 24;
+constexpr int kAgentThreads = 20;
 constexpr std::size_t kMaxLogChunk = 4 << 20;
 
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
@@ -219,7 +221,13 @@ std::optional<int64_t> ParseId(const std::string& text) {
 
 struct ApiServer::Impl {
   explicit Impl(Controller& c)
-      : controller(c), server(net::HttpServerOptions{kApiThreads, kMaxBody, 5, 10}) {}
+      : controller(c),
+        server(net::HttpServerOptions{.threads = kApiThreads,
+                                      .max_body_bytes = kMaxBody,
+                                      .keep_alive_s = 5,
+                                      .io_timeout_s = 10,
+                                      .reserved_prefix = "/v1/agent/",
+                                      .reserved_threads = kAgentThreads}) {}
   Controller& controller;
   net::HttpServer server;
   std::atomic<int64_t> requests{0};
@@ -270,8 +278,13 @@ struct ApiServer::Impl {
 
 ApiServer::ApiServer(Controller& controller) : impl_(std::make_unique<Impl>(controller)) {
   Impl& impl = *impl_;
-  httplib::Server& server = impl.server.routes();
-  server.set_pre_routing_handler([&impl](const httplib::Request&, httplib::Response&) {
+  net::HttpServer& server = impl.server;
+  // Before any body byte is read, /v1 requests need a known bearer token (handlers still check
+  // whose it is); /healthz and /metrics stay open.
+  server.SetAuthHook([&impl](const httplib::Request& req, httplib::Response& res) {
+    return req.path.rfind("/v1/", 0) != 0 || impl.Authenticate(req, res).has_value();
+  });
+  server.SetPreRoutingHandler([&impl](const httplib::Request&, httplib::Response&) {
     ++impl.requests;
     return httplib::Server::HandlerResponse::Unhandled;
   });
@@ -503,7 +516,7 @@ ApiServer::ApiServer(Controller& controller) : impl_(std::make_unique<Impl>(cont
            impl.requests.load());
     res.set_content(out, "text/plain; version=0.0.4");
   });
-  server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+  server.SetErrorHandler([](const httplib::Request& req, httplib::Response& res) {
     if (res.status == 404 && res.body.empty()) {
       Fail(res, 404, "no such endpoint: " + req.method + " " + req.path);
     } else if (res.status == 413) {

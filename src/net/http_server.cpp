@@ -1,13 +1,740 @@
 #include "net/http_server.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
-#include <sys/socket.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <cstring>
 #include <thread>
+#include <unordered_map>
+
+#include "net/http_wire.h"
+#include "net/worker_pool.h"
 
 namespace gpufleet::net {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr uint64_t kListenerId = 0;
+constexpr uint64_t kWakeId = 1;
+constexpr std::size_t kReadChunk = 16 * 1024;
+// After an answer that ends the connection, unread request bytes are drained for a while so that
+// closing does not reset the connection before the client has read the answer.
+constexpr auto kLingerTime = milliseconds(2000);
+constexpr std::size_t kMaxLingerBytes = 16 << 20;
+// How often deadlines are checked.
+constexpr auto kTick = milliseconds(50);
+// After an accept failure for want of file descriptors, the listener rests this long.
+constexpr auto kAcceptPause = milliseconds(100);
+
+// One request on its way through the server.
+struct Exchange {
+  httplib::Request req;
+  httplib::Response res;
+  bool head_only = false;  // HEAD: the answer goes without its body
+  bool keep_alive = true;
+  bool chunked = false;
+  std::size_t content_length = 0;
+  bool expect_continue = false;
+  bool pre_routed = false;  // the pre-routing handler has run
+  bool authed = false;      // the auth hook accepted it (or there is none)
+  std::unique_ptr<wire::ChunkedDecoder> decoder;
+};
+
+// kAuth: run the auth hook only (the body is still unread); kFull: the whole request is here.
+enum class Stage { kAuth, kFull };
+
+struct Job {
+  uint64_t conn_id = 0;
+  Stage stage = Stage::kFull;
+  std::unique_ptr<Exchange> ex;
+};
+
+// A worker's result, handed back to the I/O thread.
+struct Completion {
+  uint64_t conn_id = 0;
+  std::unique_ptr<Exchange> ex;  // set when the auth hook passed: the body is read next
+  std::string bytes;             // else the answer
+  bool close = false;
+};
+
+enum class ConnState { kHead, kAuth, kBody, kHandling, kWriting, kLinger };
+
+struct Conn {
+  uint64_t id = 0;
+  int fd = -1;
+  bool closed = false;
+  std::string ip;
+  int port = 0;
+  ConnState state = ConnState::kHead;
+  std::string in;  // received, not yet parsed
+  std::size_t head_scan = 0;
+  std::string out;  // to send
+  std::size_t out_pos = 0;
+  bool close_after = false;
+  std::unique_ptr<Exchange> ex;  // the request being read
+  uint32_t events = 0;           // registered with epoll
+  Clock::time_point idle_deadline;  // kHead, nothing received yet
+  Clock::time_point deadline;       // kHead and kBody: the whole request
+  Clock::time_point paused_at;      // kAuth: when the hook was queued
+  Clock::time_point write_progress;
+  Clock::time_point linger_until;
+  std::size_t linger_bytes = 0;
+};
+
+struct Route {
+  std::string method;
+  std::regex pattern;
+  HttpServer::Handler handler;
+};
+
+std::string AddressText(const sockaddr_storage& addr, int& port) {
+  char text[INET6_ADDRSTRLEN] = "";
+  if (addr.ss_family == AF_INET) {
+    const auto* a = reinterpret_cast<const sockaddr_in*>(&addr);
+    inet_ntop(AF_INET, &a->sin_addr, text, sizeof text);
+    port = ntohs(a->sin_port);
+  } else if (addr.ss_family == AF_INET6) {
+    const auto* a = reinterpret_cast<const sockaddr_in6*>(&addr);
+    inet_ntop(AF_INET6, &a->sin6_addr, text, sizeof text);
+    port = ntohs(a->sin6_port);
+  }
+  return text;
+}
+
+std::string_view TrimView(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// Whether the comma-separated header value `list` holds `token`.
+bool HasToken(const std::string& list, std::string_view token) {
+  std::string_view rest(list);
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(',');
+    if (wire::IEquals(TrimView(rest.substr(0, comma)), token)) return true;
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
+}  // namespace
+
+struct HttpServer::Impl {
+  explicit Impl(const HttpServerOptions& o) : options(o) {
+    epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+    wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  }
+  ~Impl() {
+    if (listen_fd >= 0) close(listen_fd);
+    if (epoll_fd >= 0) close(epoll_fd);
+    if (wake_fd >= 0) close(wake_fd);
+  }
+
+  // --- configuration (before Serve) -----------------------------------------------------------
+  HttpServerOptions options;
+  std::vector<Route> routes;
+  Handler error_handler;
+  PreRoutingHandler pre_routing;
+  AuthHook auth_hook;
+
+  // --- Serve/Stop hand-off ---------------------------------------------------------------------
+  std::mutex mutex;
+  bool stop_requested = false;
+  std::atomic<bool> stop_flag{false};
+  int listen_fd = -1;
+  int epoll_fd = -1;
+  int wake_fd = -1;
+
+  // --- worker side -----------------------------------------------------------------------------
+  std::unique_ptr<WorkerPool<Job>> user_pool;
+  std::unique_ptr<WorkerPool<Job>> reserved_pool;
+  std::mutex completions_mutex;
+  std::vector<Completion> completions;
+
+  // --- I/O thread only -------------------------------------------------------------------------
+  std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns;
+  std::unordered_map<std::string, int> per_ip;
+  std::vector<uint64_t> dead;
+  int open_count = 0;
+  uint64_t next_id = 2;
+  bool stopping = false;
+  Clock::time_point stop_deadline;
+  bool listener_paused = false;
+  Clock::time_point listener_resume;
+
+  void Wake() {
+    const uint64_t one = 1;
+    [[maybe_unused]] const ssize_t n = write(wake_fd, &one, sizeof one);
+  }
+
+  // Fills an error answer: the error handler's, else {"error": message}.
+  void ErrorAnswer(const httplib::Request& req, httplib::Response& res,
+                   const std::string& message) {
+    res.body.clear();
+    if (error_handler) error_handler(req, res);
+    if (res.body.empty()) res.set_content(wire::ErrorJson(message), "application/json");
+  }
+
+  // ------------------------------------------------------------------ workers
+  void RouteAndHandle(Exchange& ex) {
+    httplib::Request& req = ex.req;
+    const std::string method = req.method == "HEAD" ? "GET" : req.method;
+    for (const auto& route : routes) {
+      if (route.method == method && std::regex_match(req.path, req.matches, route.pattern)) {
+        route.handler(req, ex.res);
+        return;
+      }
+    }
+    std::string allowed;
+    for (const auto& route : routes) {
+      if (std::regex_match(req.path, route.pattern) &&
+          allowed.find(route.method) == std::string::npos) {
+        allowed += (allowed.empty() ? "" : ", ") + route.method;
+      }
+    }
+    if (allowed.empty()) {
+      ex.res.status = 404;
+      ErrorAnswer(req, ex.res, "no such endpoint: " + req.method + " " + req.path);
+    } else {
+      ex.res.status = 405;
+      ex.res.set_header("Allow", allowed);
+      ErrorAnswer(req, ex.res, "method " + req.method + " not allowed on " + req.path +
+                                   " (allowed: " + allowed + ")");
+    }
+  }
+
+  void RunJob(Job& job) {
+    Exchange& ex = *job.ex;
+    Completion done;
+    done.conn_id = job.conn_id;
+    bool answered = false;
+    try {
+      if (!ex.pre_routed) {
+        ex.pre_routed = true;
+        if (pre_routing &&
+            pre_routing(ex.req, ex.res) == httplib::Server::HandlerResponse::Handled) {
+          answered = true;
+        }
+      }
+      if (!answered && !ex.authed) {
+        if (auth_hook && !auth_hook(ex.req, ex.res)) {
+          if (ex.res.status < 400) ex.res.status = 401;
+          if (ex.res.body.empty()) ex.res.set_content(wire::ErrorJson("unauthorized"), "application/json");
+          answered = true;
+        } else {
+          ex.authed = true;
+        }
+      }
+      if (!answered && job.stage == Stage::kAuth) {
+        done.ex = std::move(job.ex);
+        PostCompletion(std::move(done));
+        return;
+      }
+      if (!answered) RouteAndHandle(ex);
+    } catch (const std::exception& e) {
+      ex.res = httplib::Response();
+      ex.res.status = 500;
+      ex.res.set_content(wire::ErrorJson(std::string("internal error: ") + e.what()),
+                         "application/json");
+    } catch (...) {
+      ex.res = httplib::Response();
+      ex.res.status = 500;
+      ex.res.set_content(wire::ErrorJson("internal error"), "application/json");
+    }
+    // Answered before its body was read: the connection cannot carry another request.
+    done.close = !ex.keep_alive || job.stage == Stage::kAuth;
+    done.bytes = wire::FormatResponse(ex.res, ex.head_only, !done.close);
+    PostCompletion(std::move(done));
+  }
+
+  void PostCompletion(Completion done) {
+    {
+      std::lock_guard<std::mutex> lock(completions_mutex);
+      completions.push_back(std::move(done));
+    }
+    Wake();
+  }
+
+  // ------------------------------------------------------------------ I/O thread
+  void UpdateEvents(Conn& c) {
+    if (c.closed) return;
+    uint32_t want = 0;
+    if (c.state == ConnState::kHead || c.state == ConnState::kBody ||
+        c.state == ConnState::kLinger) {
+      want |= EPOLLIN;
+    }
+    if (c.out_pos < c.out.size()) want |= EPOLLOUT;
+    if (want == c.events) return;
+    epoll_event ev{};
+    ev.events = want;
+    ev.data.u64 = c.id;
+    epoll_ctl(epoll_fd, EPOLL_CTL_MOD, c.fd, &ev);
+    c.events = want;
+  }
+
+  void Close(Conn& c) {
+    if (c.closed) return;
+    c.closed = true;
+    epoll_ctl(epoll_fd, EPOLL_CTL_DEL, c.fd, nullptr);
+    close(c.fd);
+    c.fd = -1;
+    --open_count;
+    if (--per_ip[c.ip] <= 0) per_ip.erase(c.ip);
+    dead.push_back(c.id);
+  }
+
+  void QueueAnswer(Conn& c, std::string bytes, bool close_after) {
+    c.ex.reset();
+    c.state = ConnState::kWriting;
+    c.close_after = close_after;
+    c.write_progress = Clock::now();
+    if (c.out.empty()) {
+      c.out = std::move(bytes);
+    } else {
+      c.out += bytes;
+    }
+    Flush(c);
+  }
+
+  // An error found while reading a request: answered at once, and the connection closes (the
+  // rest of the request is not read).
+  void LayerError(Conn& c, int status, const std::string& message,
+                  const httplib::Request* req = nullptr) {
+    httplib::Request empty;
+    httplib::Response res;
+    res.status = status;
+    ErrorAnswer(req ? *req : empty, res, message);
+    QueueAnswer(c, wire::FormatResponse(res, false, false), true);
+  }
+
+  void Flush(Conn& c) {
+    while (!c.closed && c.out_pos < c.out.size()) {
+      const ssize_t n =
+          send(c.fd, c.out.data() + c.out_pos, c.out.size() - c.out_pos, MSG_NOSIGNAL);
+      if (n > 0) {
+        c.out_pos += static_cast<std::size_t>(n);
+        c.write_progress = Clock::now();
+      } else if (n < 0 && errno == EINTR) {
+        continue;
+      } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        break;
+      } else {
+        Close(c);
+        return;
+      }
+    }
+    if (c.out_pos == c.out.size()) {
+      c.out.clear();
+      c.out_pos = 0;
+      if (c.state == ConnState::kWriting) {
+        FinishAnswer(c);
+        return;
+      }
+    }
+    UpdateEvents(c);
+  }
+
+  void FinishAnswer(Conn& c) {
+    const auto now = Clock::now();
+    if (stopping) {
+      Close(c);
+      return;
+    }
+    if (c.close_after) {
+      c.state = ConnState::kLinger;
+      c.in.clear();
+      shutdown(c.fd, SHUT_WR);
+      c.linger_until = now + kLingerTime;
+      UpdateEvents(c);
+      return;
+    }
+    StartWaiting(c, now);
+    UpdateEvents(c);
+    Advance(c);  // a pipelined request may be here already
+  }
+
+  void StartWaiting(Conn& c, Clock::time_point now) {
+    c.state = ConnState::kHead;
+    c.head_scan = 0;
+    c.idle_deadline = now + std::chrono::seconds(options.keep_alive_s);
+    c.deadline = now + milliseconds(options.request_deadline_ms);
+  }
+
+  WorkerPool<Job>& PoolFor(const std::string& path) {
+    if (reserved_pool && !options.reserved_prefix.empty() &&
+        path.rfind(options.reserved_prefix, 0) == 0) {
+      return *reserved_pool;
+    }
+    return *user_pool;
+  }
+
+  void Dispatch(Conn& c, Stage stage) {
+    c.state = stage == Stage::kAuth ? ConnState::kAuth : ConnState::kHandling;
+    c.paused_at = Clock::now();
+    UpdateEvents(c);
+    WorkerPool<Job>& pool = PoolFor(c.ex->req.path);
+    pool.Push(Job{c.id, stage, std::move(c.ex)});
+  }
+
+  // A complete head: parse it, check the framing and the limits, then authenticate or read on.
+  void StartRequest(Conn& c, std::string_view head) {
+    c.ex = std::make_unique<Exchange>();
+    Exchange& ex = *c.ex;
+    httplib::Request& req = ex.req;
+    req.remote_addr = c.ip;
+    req.remote_port = c.port;
+    if (auto error = wire::ParseHead(head, options.max_headers, req)) {
+      LayerError(c, error->status, error->message, &req);
+      return;
+    }
+    ex.head_only = req.method == "HEAD";
+    const std::string connection = req.get_header_value("Connection");
+    ex.keep_alive = req.version == "HTTP/1.1" ? !HasToken(connection, "close")
+                                              : HasToken(connection, "keep-alive");
+    const std::size_t te_count = req.get_header_value_count("Transfer-Encoding");
+    const std::size_t cl_count = req.get_header_value_count("Content-Length");
+    if (te_count > 0 && cl_count > 0) {
+      LayerError(c, 400, "both Transfer-Encoding and Content-Length", &req);
+      return;
+    }
+    if (te_count > 0) {
+      const std::string te = req.get_header_value("Transfer-Encoding");
+      if (te_count > 1 || !wire::IEquals(TrimView(te), "chunked")) {
+        LayerError(c, 501, "unsupported Transfer-Encoding '" + te + "' (only chunked)", &req);
+        return;
+      }
+      ex.chunked = true;
+      ex.decoder = std::make_unique<wire::ChunkedDecoder>(options.max_body_bytes);
+    }
+    if (cl_count > 0) {
+      const std::string first = req.get_header_value("Content-Length");
+      for (std::size_t i = 1; i < cl_count; ++i) {
+        if (req.get_header_value("Content-Length", i) != first) {
+          LayerError(c, 400, "conflicting Content-Length fields", &req);
+          return;
+        }
+      }
+      auto [end, ec] =
+          std::from_chars(first.data(), first.data() + first.size(), ex.content_length);
+      if (first.empty() || ec != std::errc() || end != first.data() + first.size()) {
+        LayerError(c, 400, "malformed Content-Length '" + first + "'", &req);
+        return;
+      }
+    }
+    const std::string encoding = req.get_header_value("Content-Encoding");
+    if (req.has_header("Content-Encoding") && !wire::IEquals(TrimView(encoding), "identity")) {
+      LayerError(c, 415,
+                 "request bodies must not be compressed (Content-Encoding: " + encoding +
+                     "); send them uncompressed",
+                 &req);
+      return;
+    }
+    if (!ex.chunked && ex.content_length > options.max_body_bytes) {
+      LayerError(c, 413,
+                 "request body too large (the limit is " + std::to_string(options.max_body_bytes) +
+                     " bytes)",
+                 &req);
+      return;
+    }
+    if (te_count == 0 && cl_count == 0 &&
+        (req.method == "POST" || req.method == "PUT" || req.method == "PATCH")) {
+      LayerError(c, 411, "a " + req.method + " needs a Content-Length (or a chunked body)", &req);
+      return;
+    }
+    if (req.has_header("Expect")) {
+      if (!wire::IEquals(TrimView(req.get_header_value("Expect")), "100-continue")) {
+        LayerError(c, 417, "unsupported Expect '" + req.get_header_value("Expect") + "'", &req);
+        return;
+      }
+      ex.expect_continue = true;
+    }
+    if (!ex.chunked && ex.content_length == 0) {
+      Dispatch(c, Stage::kFull);
+    } else if (auth_hook || pre_routing) {
+      Dispatch(c, Stage::kAuth);
+    } else {
+      StartBody(c);
+    }
+  }
+
+  void StartBody(Conn& c) {
+    c.state = ConnState::kBody;
+    if (!c.ex->chunked) c.ex->req.body.reserve(c.ex->content_length);
+    if (c.ex->expect_continue) {
+      c.out += "HTTP/1.1 100 Continue\r\n\r\n";
+      Flush(c);
+    }
+    UpdateEvents(c);
+  }
+
+  // Parses what has arrived, as far as the connection's state allows.
+  void Advance(Conn& c) {
+    while (!c.closed) {
+      if (c.state == ConnState::kHead) {
+        if (c.in.empty()) return;
+        const std::size_t end = c.in.find("\r\n\r\n", c.head_scan);
+        if (end == std::string::npos || end > options.max_header_bytes) {
+          if (c.in.size() > options.max_header_bytes) {
+            LayerError(c, 431,
+                       "request head larger than " + std::to_string(options.max_header_bytes) +
+                           " bytes");
+            return;
+          }
+          c.head_scan = c.in.size() >= 3 ? c.in.size() - 3 : 0;
+          return;
+        }
+        const std::string head = c.in.substr(0, end);
+        c.in.erase(0, end + 4);
+        c.head_scan = 0;
+        StartRequest(c, head);
+      } else if (c.state == ConnState::kBody) {
+        Exchange& ex = *c.ex;
+        if (ex.chunked) {
+          std::size_t pos = 0;
+          const auto status = ex.decoder->Feed(c.in, pos, ex.req.body);
+          c.in.erase(0, pos);
+          if (status == wire::ChunkedDecoder::Status::kBad) {
+            LayerError(c, 400, "malformed chunked body", &ex.req);
+            return;
+          }
+          if (status == wire::ChunkedDecoder::Status::kTooLarge) {
+            LayerError(c, 413,
+                       "request body too large (the limit is " +
+                           std::to_string(options.max_body_bytes) + " bytes)",
+                       &ex.req);
+            return;
+          }
+          if (status == wire::ChunkedDecoder::Status::kNeedMore) return;
+        } else {
+          const std::size_t take = std::min(ex.content_length - ex.req.body.size(), c.in.size());
+          ex.req.body.append(c.in, 0, take);
+          c.in.erase(0, take);
+          if (ex.req.body.size() < ex.content_length) return;
+        }
+        Dispatch(c, Stage::kFull);
+      } else {
+        return;
+      }
+    }
+  }
+
+  void Read(Conn& c) {
+    char buffer[kReadChunk];
+    const ssize_t n = recv(c.fd, buffer, sizeof buffer, 0);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+    if (n <= 0) {
+      Close(c);
+      return;
+    }
+    if (c.state == ConnState::kLinger) {
+      c.linger_bytes += static_cast<std::size_t>(n);
+      if (c.linger_bytes > kMaxLingerBytes) Close(c);
+      return;
+    }
+    c.in.append(buffer, static_cast<std::size_t>(n));
+    Advance(c);
+  }
+
+  void Refuse(int fd, const std::string& why) {
+    httplib::Response res;
+    res.status = 503;
+    res.set_content(wire::ErrorJson(why), "application/json");
+    const std::string bytes = wire::FormatResponse(res, false, false);
+    [[maybe_unused]] const ssize_t n = send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    close(fd);
+  }
+
+  void Accept() {
+    for (int i = 0; i < 1024; ++i) {
+      sockaddr_storage addr{};
+      socklen_t len = sizeof addr;
+      const int fd = accept4(listen_fd, reinterpret_cast<sockaddr*>(&addr), &len,
+                             SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) {
+        if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) continue;
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+          epoll_ctl(epoll_fd, EPOLL_CTL_DEL, listen_fd, nullptr);
+          listener_paused = true;
+          listener_resume = Clock::now() + kAcceptPause;
+        }
+        return;
+      }
+      int port = 0;
+      std::string ip = AddressText(addr, port);
+      if (open_count >= options.max_connections) {
+        Refuse(fd, "too many connections (the limit is " +
+                       std::to_string(options.max_connections) + ")");
+        continue;
+      }
+      auto found = per_ip.find(ip);
+      if (found != per_ip.end() && found->second >= options.max_connections_per_ip) {
+        Refuse(fd, "too many connections from " + ip + " (the limit is " +
+                       std::to_string(options.max_connections_per_ip) + ")");
+        continue;
+      }
+      // Answers are small and come in one write, but a kept-alive client's next request must not
+      // wait for the delayed ACK of this one.
+      int yes = 1;
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
+      auto conn = std::make_unique<Conn>();
+      conn->id = next_id++;
+      conn->fd = fd;
+      conn->ip = std::move(ip);
+      conn->port = port;
+      StartWaiting(*conn, Clock::now());
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.u64 = conn->id;
+      if (epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        close(fd);
+        continue;
+      }
+      conn->events = EPOLLIN;
+      ++open_count;
+      ++per_ip[conn->ip];
+      conns.emplace(conn->id, std::move(conn));
+    }
+  }
+
+  void DrainCompletions() {
+    std::vector<Completion> ready;
+    {
+      std::lock_guard<std::mutex> lock(completions_mutex);
+      ready.swap(completions);
+    }
+    for (Completion& done : ready) {
+      auto it = conns.find(done.conn_id);
+      if (it == conns.end() || it->second->closed) continue;
+      Conn& c = *it->second;
+      if (done.ex) {
+        // The auth hook passed: read the body now, its wait not counted against the deadline.
+        c.ex = std::move(done.ex);
+        c.deadline += Clock::now() - c.paused_at;
+        StartBody(c);
+        Advance(c);
+      } else {
+        QueueAnswer(c, std::move(done.bytes), done.close);
+      }
+    }
+  }
+
+  void CheckDeadlines(Clock::time_point now) {
+    for (auto& [id, conn] : conns) {
+      Conn& c = *conn;
+      if (c.closed) continue;
+      switch (c.state) {
+        case ConnState::kHead:
+          if (c.in.empty() && now >= c.idle_deadline) {
+            Close(c);
+          } else if (!c.in.empty() && now >= c.deadline) {
+            LayerError(c, 408, "request not received within " +
+                                   std::to_string(options.request_deadline_ms) + " ms");
+          }
+          break;
+        case ConnState::kBody:
+          if (now >= c.deadline) {
+            LayerError(c, 408,
+                       "request body not received within " +
+                           std::to_string(options.request_deadline_ms) + " ms",
+                       c.ex ? &c.ex->req : nullptr);
+          }
+          break;
+        case ConnState::kWriting:
+          if (now - c.write_progress >= std::chrono::seconds(options.io_timeout_s)) Close(c);
+          break;
+        case ConnState::kLinger:
+          if (now >= c.linger_until) Close(c);
+          break;
+        case ConnState::kAuth:
+        case ConnState::kHandling:
+          break;
+      }
+    }
+    if (listener_paused && !stopping && now >= listener_resume) {
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.u64 = kListenerId;
+      epoll_ctl(epoll_fd, EPOLL_CTL_ADD, listen_fd, &ev);
+      listener_paused = false;
+    }
+  }
+
+  void BeginStop() {
+    stopping = true;
+    epoll_ctl(epoll_fd, EPOLL_CTL_DEL, listen_fd, nullptr);
+    close(listen_fd);
+    listen_fd = -1;
+    // Requests already with a worker are answered; the rest are dropped.
+    for (auto& [id, conn] : conns) {
+      if (conn->state != ConnState::kAuth && conn->state != ConnState::kHandling &&
+          conn->state != ConnState::kWriting) {
+        Close(*conn);
+      }
+    }
+    stop_deadline = Clock::now() + std::chrono::seconds(std::max(options.io_timeout_s, 1));
+  }
+
+  void Reap() {
+    for (uint64_t id : dead) conns.erase(id);
+    dead.clear();
+  }
+
+  // The event loop; false when epoll itself fails.
+  bool Loop() {
+    epoll_event events[256];
+    auto next_tick = Clock::now() + kTick;
+    for (;;) {
+      const auto wait = std::chrono::duration_cast<milliseconds>(next_tick - Clock::now());
+      const int n = epoll_wait(epoll_fd, events, 256, std::max<int>(0, wait.count()));
+      if (n < 0 && errno != EINTR) return false;
+      for (int i = 0; i < n; ++i) {
+        const uint64_t id = events[i].data.u64;
+        if (id == kListenerId) {
+          if (!stopping) Accept();
+          continue;
+        }
+        if (id == kWakeId) {
+          uint64_t count = 0;
+          [[maybe_unused]] const ssize_t r = read(wake_fd, &count, sizeof count);
+          continue;
+        }
+        auto it = conns.find(id);
+        if (it == conns.end() || it->second->closed) continue;
+        Conn& c = *it->second;
+        if (events[i].events & (EPOLLERR | EPOLLHUP)) {
+          Close(c);
+          continue;
+        }
+        if (events[i].events & EPOLLIN) Read(c);
+        if (!c.closed && (events[i].events & EPOLLOUT)) Flush(c);
+      }
+      DrainCompletions();
+      if (!stopping && stop_flag.load()) BeginStop();
+      const auto now = Clock::now();
+      if (now >= next_tick) {
+        CheckDeadlines(now);
+        next_tick = now + kTick;
+      }
+      Reap();
+      if (stopping && (open_count == 0 || now >= stop_deadline)) return true;
+    }
+  }
+};
 
 core::Result<ListenAddress> ParseListenAddress(const std::string& text) {
   const std::size_t colon = text.rfind(':');
@@ -29,62 +756,120 @@ core::Result<ListenAddress> ParseListenAddress(const std::string& text) {
   return address;
 }
 
-HttpServer::HttpServer(const HttpServerOptions& options) {
-  const int threads = options.threads;
-  server_.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  server_.set_payload_max_length(options.max_body_bytes);
-  server_.set_read_timeout(options.io_timeout_s, 0);
-  server_.set_write_timeout(options.io_timeout_s, 0);
-  server_.set_keep_alive_timeout(options.keep_alive_s);
-  // Answers are small and come in two writes (headers, body): without TCP_NODELAY, Nagle's
-  // algorithm and the peer's delayed ACK add 40 ms to every request on a kept-alive connection.
-  server_.set_tcp_nodelay(true);
-  // SO_REUSEADDR only: httplib's default also sets SO_REUSEPORT, which would let a second server
-  // silently share the port instead of failing to start.
-  server_.set_socket_options([](socket_t sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  });
+HttpServer::HttpServer(const HttpServerOptions& options)
+    : impl_(std::make_unique<Impl>(options)) {}
+
+HttpServer::~HttpServer() { Stop(); }
+
+void HttpServer::Get(const std::string& pattern, Handler handler) {
+  impl_->routes.push_back({"GET", std::regex(pattern), std::move(handler)});
 }
+void HttpServer::Post(const std::string& pattern, Handler handler) {
+  impl_->routes.push_back({"POST", std::regex(pattern), std::move(handler)});
+}
+void HttpServer::Put(const std::string& pattern, Handler handler) {
+  impl_->routes.push_back({"PUT", std::regex(pattern), std::move(handler)});
+}
+void HttpServer::Delete(const std::string& pattern, Handler handler) {
+  impl_->routes.push_back({"DELETE", std::regex(pattern), std::move(handler)});
+}
+void HttpServer::SetErrorHandler(Handler handler) { impl_->error_handler = std::move(handler); }
+void HttpServer::SetPreRoutingHandler(PreRoutingHandler handler) {
+  impl_->pre_routing = std::move(handler);
+}
+void HttpServer::SetAuthHook(AuthHook hook) { impl_->auth_hook = std::move(hook); }
 
 core::Result<int> HttpServer::Bind(const ListenAddress& address) {
-  if (address.port == 0) {
-    const int port = server_.bind_to_any_port(address.host);
-    if (port <= 0) return core::Error{"cannot listen on " + address.host + ": bind failed"};
-    return port;
+  const std::string where = address.host + ":" + std::to_string(address.port);
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const std::string port_text = std::to_string(address.port);
+  if (getaddrinfo(address.host.empty() ? nullptr : address.host.c_str(), port_text.c_str(), &hints,
+                  &found) != 0) {
+    return core::Error{"cannot listen on " + where + ": not an address of this machine"};
   }
-  if (!server_.bind_to_port(address.host, address.port)) {
-    return core::Error{"cannot listen on " + address.host + ":" + std::to_string(address.port) +
+  int fd = -1;
+  for (addrinfo* ai = found; ai != nullptr && fd < 0; ai = ai->ai_next) {
+    fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0) continue;
+    // SO_REUSEADDR only: SO_REUSEPORT would let a second server silently share the port instead
+    // of failing to start.
+    int yes = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 ||
+        listen(fd, impl_->options.listen_backlog) != 0) {
+      close(fd);
+      fd = -1;
+    }
+  }
+  freeaddrinfo(found);
+  if (fd < 0) {
+    if (address.port == 0) return core::Error{"cannot listen on " + address.host + ": bind failed"};
+    return core::Error{"cannot listen on " + where +
                        " (in use, or not an address of this machine)"};
   }
-  return address.port;
+  sockaddr_storage bound{};
+  socklen_t len = sizeof bound;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
+  int port = 0;
+  AddressText(bound, port);
+  // Each connection is a descriptor: make room for `max_connections` of them when the hard limit
+  // allows (the usual soft limit of 1024 would refuse connections long before).
+  rlimit files{};
+  const rlim_t want = static_cast<rlim_t>(impl_->options.max_connections) + 256;
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < want) {
+    files.rlim_cur = std::min(want, files.rlim_max);
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  if (impl_->listen_fd >= 0) close(impl_->listen_fd);
+  impl_->listen_fd = fd;
+  return port;
 }
 
 bool HttpServer::Serve() {
+  Impl& impl = *impl_;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (stop_requested_) return true;
-    serving_ = true;
+    std::lock_guard<std::mutex> lock(impl.mutex);
+    if (impl.stop_requested) return true;
+    if (impl.listen_fd < 0 || impl.epoll_fd < 0 || impl.wake_fd < 0) return false;
   }
-  server_.listen_after_bind();
-  finished_ = true;
-  std::lock_guard<std::mutex> lock(mutex_);
-  return stop_requested_;
+  auto run = [&impl](Job& job) { impl.RunJob(job); };
+  impl.user_pool = std::make_unique<WorkerPool<Job>>(std::max(1, impl.options.threads), run);
+  if (impl.options.reserved_threads > 0) {
+    impl.reserved_pool = std::make_unique<WorkerPool<Job>>(impl.options.reserved_threads, run);
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = kListenerId;
+  epoll_ctl(impl.epoll_fd, EPOLL_CTL_ADD, impl.listen_fd, &ev);
+  ev.data.u64 = kWakeId;
+  epoll_ctl(impl.epoll_fd, EPOLL_CTL_ADD, impl.wake_fd, &ev);
+  const bool clean = impl.Loop();
+  for (auto& [id, conn] : impl.conns) impl.Close(*conn);
+  impl.Reap();
+  // Queued requests are dropped (their connections are gone); running handlers finish.
+  impl.user_pool.reset();
+  impl.reserved_pool.reset();
+  impl.completions.clear();
+  if (impl.listen_fd >= 0) {
+    close(impl.listen_fd);
+    impl.listen_fd = -1;
+  }
+  std::lock_guard<std::mutex> lock(impl.mutex);
+  return clean || impl.stop_requested;
 }
 
 void HttpServer::Stop() {
-  bool serving = false;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stop_requested_ = true;
-    serving = serving_;
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    impl_->stop_requested = true;
   }
-  if (!serving) return;
-  // httplib's stop() only works once the listen loop runs: wait for it (or for its end).
-  while (!server_.is_running() && !finished_) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  server_.stop();
+  impl_->stop_flag = true;
+  impl_->Wake();
 }
 
 sigset_t BlockStopSignals() {
