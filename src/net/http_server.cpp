@@ -4,20 +4,18 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <pthread.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <charconv>
 #include <chrono>
-#include <cstring>
-#include <thread>
 #include <unordered_map>
 
+#include "net/http_router.h"
 #include "net/http_wire.h"
 #include "net/worker_pool.h"
 
@@ -44,12 +42,8 @@ struct Exchange {
   httplib::Request req;
   httplib::Response res;
   bool head_only = false;  // HEAD: the answer goes without its body
-  bool keep_alive = true;
-  bool chunked = false;
-  std::size_t content_length = 0;
-  bool expect_continue = false;
-  bool pre_routed = false;  // the pre-routing handler has run
-  bool authed = false;      // the auth hook accepted it (or there is none)
+  wire::Framing framing;
+  bool admitted = false;  // the router's admission (pre-routing, auth hook) has passed
   std::unique_ptr<wire::ChunkedDecoder> decoder;
 };
 
@@ -84,20 +78,14 @@ struct Conn {
   std::string out;  // to send
   std::size_t out_pos = 0;
   bool close_after = false;
-  std::unique_ptr<Exchange> ex;  // the request being read
-  uint32_t events = 0;           // registered with epoll
+  std::unique_ptr<Exchange> ex;     // the request being read
+  uint32_t events = 0;              // registered with epoll
   Clock::time_point idle_deadline;  // kHead, nothing received yet
   Clock::time_point deadline;       // kHead and kBody: the whole request
   Clock::time_point paused_at;      // kAuth: when the hook was queued
   Clock::time_point write_progress;
   Clock::time_point linger_until;
   std::size_t linger_bytes = 0;
-};
-
-struct Route {
-  std::string method;
-  std::regex pattern;
-  HttpServer::Handler handler;
 };
 
 std::string AddressText(const sockaddr_storage& addr, int& port) {
@@ -112,24 +100,6 @@ std::string AddressText(const sockaddr_storage& addr, int& port) {
     port = ntohs(a->sin6_port);
   }
   return text;
-}
-
-std::string_view TrimView(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-// Whether the comma-separated header value `list` holds `token`.
-bool HasToken(const std::string& list, std::string_view token) {
-  std::string_view rest(list);
-  while (!rest.empty()) {
-    const std::size_t comma = rest.find(',');
-    if (wire::IEquals(TrimView(rest.substr(0, comma)), token)) return true;
-    if (comma == std::string_view::npos) break;
-    rest.remove_prefix(comma + 1);
-  }
-  return false;
 }
 
 }  // namespace
@@ -147,10 +117,7 @@ struct HttpServer::Impl {
 
   // --- configuration (before Serve) -----------------------------------------------------------
   HttpServerOptions options;
-  std::vector<Route> routes;
-  Handler error_handler;
-  PreRoutingHandler pre_routing;
-  AuthHook auth_hook;
+  Router router;
 
   // --- Serve/Stop hand-off ---------------------------------------------------------------------
   std::mutex mutex;
@@ -182,70 +149,23 @@ struct HttpServer::Impl {
     [[maybe_unused]] const ssize_t n = write(wake_fd, &one, sizeof one);
   }
 
-  // Fills an error answer: the error handler's, else {"error": message}.
-  void ErrorAnswer(const httplib::Request& req, httplib::Response& res,
-                   const std::string& message) {
-    res.body.clear();
-    if (error_handler) error_handler(req, res);
-    if (res.body.empty()) res.set_content(wire::ErrorJson(message), "application/json");
-  }
-
   // ------------------------------------------------------------------ workers
-  void RouteAndHandle(Exchange& ex) {
-    httplib::Request& req = ex.req;
-    const std::string method = req.method == "HEAD" ? "GET" : req.method;
-    for (const auto& route : routes) {
-      if (route.method == method && std::regex_match(req.path, req.matches, route.pattern)) {
-        route.handler(req, ex.res);
-        return;
-      }
-    }
-    std::string allowed;
-    for (const auto& route : routes) {
-      if (std::regex_match(req.path, route.pattern) &&
-          allowed.find(route.method) == std::string::npos) {
-        allowed += (allowed.empty() ? "" : ", ") + route.method;
-      }
-    }
-    if (allowed.empty()) {
-      ex.res.status = 404;
-      ErrorAnswer(req, ex.res, "no such endpoint: " + req.method + " " + req.path);
-    } else {
-      ex.res.status = 405;
-      ex.res.set_header("Allow", allowed);
-      ErrorAnswer(req, ex.res, "method " + req.method + " not allowed on " + req.path +
-                                   " (allowed: " + allowed + ")");
-    }
-  }
-
   void RunJob(Job& job) {
     Exchange& ex = *job.ex;
     Completion done;
     done.conn_id = job.conn_id;
-    bool answered = false;
     try {
-      if (!ex.pre_routed) {
-        ex.pre_routed = true;
-        if (pre_routing &&
-            pre_routing(ex.req, ex.res) == httplib::Server::HandlerResponse::Handled) {
-          answered = true;
-        }
-      }
-      if (!answered && !ex.authed) {
-        if (auth_hook && !auth_hook(ex.req, ex.res)) {
-          if (ex.res.status < 400) ex.res.status = 401;
-          if (ex.res.body.empty()) ex.res.set_content(wire::ErrorJson("unauthorized"), "application/json");
-          answered = true;
-        } else {
-          ex.authed = true;
-        }
+      bool answered = false;
+      if (!ex.admitted) {
+        answered = router.Admit(ex.req, ex.res);
+        ex.admitted = !answered;
       }
       if (!answered && job.stage == Stage::kAuth) {
-        done.ex = std::move(job.ex);
+        done.ex = std::move(job.ex);  // admitted: the I/O thread reads the body next
         PostCompletion(std::move(done));
         return;
       }
-      if (!answered) RouteAndHandle(ex);
+      if (!answered) router.Handle(ex.req, ex.res);
     } catch (const std::exception& e) {
       ex.res = httplib::Response();
       ex.res.status = 500;
@@ -257,7 +177,7 @@ struct HttpServer::Impl {
       ex.res.set_content(wire::ErrorJson("internal error"), "application/json");
     }
     // Answered before its body was read: the connection cannot carry another request.
-    done.close = !ex.keep_alive || job.stage == Stage::kAuth;
+    done.close = !ex.framing.keep_alive || job.stage == Stage::kAuth;
     done.bytes = wire::FormatResponse(ex.res, ex.head_only, !done.close);
     PostCompletion(std::move(done));
   }
@@ -318,7 +238,7 @@ struct HttpServer::Impl {
     httplib::Request empty;
     httplib::Response res;
     res.status = status;
-    ErrorAnswer(req ? *req : empty, res, message);
+    router.ErrorAnswer(req ? *req : empty, res, message);
     QueueAnswer(c, wire::FormatResponse(res, false, false), true);
   }
 
@@ -403,69 +323,16 @@ struct HttpServer::Impl {
       return;
     }
     ex.head_only = req.method == "HEAD";
-    const std::string connection = req.get_header_value("Connection");
-    ex.keep_alive = req.version == "HTTP/1.1" ? !HasToken(connection, "close")
-                                              : HasToken(connection, "keep-alive");
-    const std::size_t te_count = req.get_header_value_count("Transfer-Encoding");
-    const std::size_t cl_count = req.get_header_value_count("Content-Length");
-    if (te_count > 0 && cl_count > 0) {
-      LayerError(c, 400, "both Transfer-Encoding and Content-Length", &req);
+    if (auto error = wire::ReadFraming(req, options.max_body_bytes, ex.framing)) {
+      LayerError(c, error->status, error->message, &req);
       return;
     }
-    if (te_count > 0) {
-      const std::string te = req.get_header_value("Transfer-Encoding");
-      if (te_count > 1 || !wire::IEquals(TrimView(te), "chunked")) {
-        LayerError(c, 501, "unsupported Transfer-Encoding '" + te + "' (only chunked)", &req);
-        return;
-      }
-      ex.chunked = true;
+    if (ex.framing.chunked) {
       ex.decoder = std::make_unique<wire::ChunkedDecoder>(options.max_body_bytes);
     }
-    if (cl_count > 0) {
-      const std::string first = req.get_header_value("Content-Length");
-      for (std::size_t i = 1; i < cl_count; ++i) {
-        if (req.get_header_value("Content-Length", i) != first) {
-          LayerError(c, 400, "conflicting Content-Length fields", &req);
-          return;
-        }
-      }
-      auto [end, ec] =
-          std::from_chars(first.data(), first.data() + first.size(), ex.content_length);
-      if (first.empty() || ec != std::errc() || end != first.data() + first.size()) {
-        LayerError(c, 400, "malformed Content-Length '" + first + "'", &req);
-        return;
-      }
-    }
-    const std::string encoding = req.get_header_value("Content-Encoding");
-    if (req.has_header("Content-Encoding") && !wire::IEquals(TrimView(encoding), "identity")) {
-      LayerError(c, 415,
-                 "request bodies must not be compressed (Content-Encoding: " + encoding +
-                     "); send them uncompressed",
-                 &req);
-      return;
-    }
-    if (!ex.chunked && ex.content_length > options.max_body_bytes) {
-      LayerError(c, 413,
-                 "request body too large (the limit is " + std::to_string(options.max_body_bytes) +
-                     " bytes)",
-                 &req);
-      return;
-    }
-    if (te_count == 0 && cl_count == 0 &&
-        (req.method == "POST" || req.method == "PUT" || req.method == "PATCH")) {
-      LayerError(c, 411, "a " + req.method + " needs a Content-Length (or a chunked body)", &req);
-      return;
-    }
-    if (req.has_header("Expect")) {
-      if (!wire::IEquals(TrimView(req.get_header_value("Expect")), "100-continue")) {
-        LayerError(c, 417, "unsupported Expect '" + req.get_header_value("Expect") + "'", &req);
-        return;
-      }
-      ex.expect_continue = true;
-    }
-    if (!ex.chunked && ex.content_length == 0) {
+    if (!ex.framing.chunked && ex.framing.content_length == 0) {
       Dispatch(c, Stage::kFull);
-    } else if (auth_hook || pre_routing) {
+    } else if (router.AdmitsOnHead()) {
       Dispatch(c, Stage::kAuth);
     } else {
       StartBody(c);
@@ -474,8 +341,8 @@ struct HttpServer::Impl {
 
   void StartBody(Conn& c) {
     c.state = ConnState::kBody;
-    if (!c.ex->chunked) c.ex->req.body.reserve(c.ex->content_length);
-    if (c.ex->expect_continue) {
+    if (!c.ex->framing.chunked) c.ex->req.body.reserve(c.ex->framing.content_length);
+    if (c.ex->framing.expect_continue) {
       c.out += "HTTP/1.1 100 Continue\r\n\r\n";
       Flush(c);
     }
@@ -490,9 +357,9 @@ struct HttpServer::Impl {
         const std::size_t end = c.in.find("\r\n\r\n", c.head_scan);
         if (end == std::string::npos || end > options.max_header_bytes) {
           if (c.in.size() > options.max_header_bytes) {
-            LayerError(c, 431,
-                       "request head larger than " + std::to_string(options.max_header_bytes) +
-                           " bytes");
+            LayerError(
+                c, 431,
+                "request head larger than " + std::to_string(options.max_header_bytes) + " bytes");
             return;
           }
           c.head_scan = c.in.size() >= 3 ? c.in.size() - 3 : 0;
@@ -504,7 +371,7 @@ struct HttpServer::Impl {
         StartRequest(c, head);
       } else if (c.state == ConnState::kBody) {
         Exchange& ex = *c.ex;
-        if (ex.chunked) {
+        if (ex.framing.chunked) {
           std::size_t pos = 0;
           const auto status = ex.decoder->Feed(c.in, pos, ex.req.body);
           c.in.erase(0, pos);
@@ -521,10 +388,11 @@ struct HttpServer::Impl {
           }
           if (status == wire::ChunkedDecoder::Status::kNeedMore) return;
         } else {
-          const std::size_t take = std::min(ex.content_length - ex.req.body.size(), c.in.size());
+          const std::size_t take =
+              std::min(ex.framing.content_length - ex.req.body.size(), c.in.size());
           ex.req.body.append(c.in, 0, take);
           c.in.erase(0, take);
-          if (ex.req.body.size() < ex.content_length) return;
+          if (ex.req.body.size() < ex.framing.content_length) return;
         }
         Dispatch(c, Stage::kFull);
       } else {
@@ -577,8 +445,8 @@ struct HttpServer::Impl {
       int port = 0;
       std::string ip = AddressText(addr, port);
       if (open_count >= options.max_connections) {
-        Refuse(fd, "too many connections (the limit is " +
-                       std::to_string(options.max_connections) + ")");
+        Refuse(fd, "too many connections (the limit is " + std::to_string(options.max_connections) +
+                       ")");
         continue;
       }
       auto found = per_ip.find(ip);
@@ -642,8 +510,9 @@ struct HttpServer::Impl {
           if (c.in.empty() && now >= c.idle_deadline) {
             Close(c);
           } else if (!c.in.empty() && now >= c.deadline) {
-            LayerError(c, 408, "request not received within " +
-                                   std::to_string(options.request_deadline_ms) + " ms");
+            LayerError(c, 408,
+                       "request not received within " +
+                           std::to_string(options.request_deadline_ms) + " ms");
           }
           break;
         case ConnState::kBody:
@@ -736,48 +605,29 @@ struct HttpServer::Impl {
   }
 };
 
-core::Result<ListenAddress> ParseListenAddress(const std::string& text) {
-  const std::size_t colon = text.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size()) {
-    return core::Error{"--listen '" + text + "': expected HOST:PORT, e.g. 127.0.0.1:9400"};
-  }
-  ListenAddress address;
-  address.host = text.substr(0, colon);
-  if (address.host.size() > 2 && address.host.front() == '[' && address.host.back() == ']') {
-    address.host = address.host.substr(1, address.host.size() - 2);
-  }
-  const std::string port = text.substr(colon + 1);
-  int value = -1;
-  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
-  if (ec != std::errc() || end != port.data() + port.size() || value < 0 || value > 65535) {
-    return core::Error{"--listen '" + text + "': port '" + port + "' is not a number in 0..65535"};
-  }
-  address.port = value;
-  return address;
-}
-
-HttpServer::HttpServer(const HttpServerOptions& options)
-    : impl_(std::make_unique<Impl>(options)) {}
+HttpServer::HttpServer(const HttpServerOptions& options) : impl_(std::make_unique<Impl>(options)) {}
 
 HttpServer::~HttpServer() { Stop(); }
 
 void HttpServer::Get(const std::string& pattern, Handler handler) {
-  impl_->routes.push_back({"GET", std::regex(pattern), std::move(handler)});
+  impl_->router.Add("GET", pattern, std::move(handler));
 }
 void HttpServer::Post(const std::string& pattern, Handler handler) {
-  impl_->routes.push_back({"POST", std::regex(pattern), std::move(handler)});
+  impl_->router.Add("POST", pattern, std::move(handler));
 }
 void HttpServer::Put(const std::string& pattern, Handler handler) {
-  impl_->routes.push_back({"PUT", std::regex(pattern), std::move(handler)});
+  impl_->router.Add("PUT", pattern, std::move(handler));
 }
 void HttpServer::Delete(const std::string& pattern, Handler handler) {
-  impl_->routes.push_back({"DELETE", std::regex(pattern), std::move(handler)});
+  impl_->router.Add("DELETE", pattern, std::move(handler));
 }
-void HttpServer::SetErrorHandler(Handler handler) { impl_->error_handler = std::move(handler); }
+void HttpServer::SetErrorHandler(Handler handler) {
+  impl_->router.SetErrorHandler(std::move(handler));
+}
 void HttpServer::SetPreRoutingHandler(PreRoutingHandler handler) {
-  impl_->pre_routing = std::move(handler);
+  impl_->router.SetPreRoutingHandler(std::move(handler));
 }
-void HttpServer::SetAuthHook(AuthHook hook) { impl_->auth_hook = std::move(hook); }
+void HttpServer::SetAuthHook(AuthHook hook) { impl_->router.SetAuthHook(std::move(hook)); }
 
 core::Result<int> HttpServer::Bind(const ListenAddress& address) {
   const std::string where = address.host + ":" + std::to_string(address.port);
@@ -870,36 +720,6 @@ void HttpServer::Stop() {
   }
   impl_->stop_flag = true;
   impl_->Wake();
-}
-
-sigset_t BlockStopSignals() {
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  return signals;
-}
-
-bool ServeUntilStopSignal(HttpServer& server, const sigset_t& stop_signals) {
-  // The signals are taken by a waiting thread, so shutdown runs as ordinary code rather than in
-  // a signal handler.
-  std::atomic<bool> stopping{false};
-  std::thread waiter([&] {
-    int signal_number = 0;
-    sigwait(&stop_signals, &signal_number);
-    if (!stopping.exchange(true)) {
-      signal(SIGINT, SIG_DFL);
-      signal(SIGTERM, SIG_DFL);
-      pthread_sigmask(SIG_UNBLOCK, &stop_signals, nullptr);
-    }
-    server.Stop();
-  });
-  const bool clean = server.Serve();
-  // Serve also returns when the listener fails: wake the waiter so it can be joined.
-  if (!stopping.exchange(true)) pthread_kill(waiter.native_handle(), SIGTERM);
-  waiter.join();
-  return clean;
 }
 
 }  // namespace gpufleet::net

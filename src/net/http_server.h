@@ -11,12 +11,12 @@
 // head only, before any body byte is read. Errors the server raises itself are JSON
 // (`{"error": "..."}`) with a proper status.
 //
-// Why not libmicrohttpd (0.9.75, Debian 12), the first choice as a packaged library: the errors it raises itself
-// (malformed request line or header, a head over its memory pool, bad chunking) are fixed HTML
-// pages with no hook to make them JSON; it has only an idle timeout, no total request deadline,
-// and no way to close a connection from outside its callbacks; and a response cannot be queued
-// in the middle of a body, so a chunked body over the limit could only be dropped, not answered
-// 413. Each would need a workaround around the library; this file is smaller than those.
+// Why not libmicrohttpd (0.9.75, Debian 12), the first choice as a packaged library: the errors it
+// raises itself (malformed request line or header, a head over its memory pool, bad chunking) are
+// fixed HTML pages with no hook to make them JSON; it has only an idle timeout, no total request
+// deadline, and no way to close a connection from outside its callbacks; and a response cannot be
+// queued in the middle of a body, so a chunked body over the limit could only be dropped, not
+// answered 413. Each would need a workaround around the library; this file is smaller than those.
 //
 // Handlers keep cpp-httplib's signature and plain structs (`httplib::Request`/`Response`), and
 // clients stay httplib. Also the listen-address parser and the SIGINT/SIGTERM handling of a server
@@ -25,14 +25,11 @@
 #include <signal.h>
 #include <sys/socket.h>
 
-#include <functional>
 #include <memory>
-#include <mutex>
-#include <regex>
 #include <string>
-#include <vector>
 
 #include "core/result.h"
+#include "net/http_router.h"
 
 namespace gpufleet::net {
 
@@ -73,11 +70,10 @@ struct HttpServerOptions {
 
 class HttpServer {
  public:
-  using Handler = std::function<void(const httplib::Request&, httplib::Response&)>;
+  using Handler = Router::Handler;
   // Returns false after filling the answer (a 401, unless it sets another status >= 400).
-  using AuthHook = std::function<bool(const httplib::Request&, httplib::Response&)>;
-  using PreRoutingHandler =
-      std::function<httplib::Server::HandlerResponse(const httplib::Request&, httplib::Response&)>;
+  using AuthHook = Router::AuthHook;
+  using PreRoutingHandler = Router::PreRoutingHandler;
 
   explicit HttpServer(const HttpServerOptions& options);
   ~HttpServer();

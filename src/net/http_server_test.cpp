@@ -128,8 +128,7 @@ class Served {
     });
     server_.Post("/echo", [this](const httplib::Request& req, httplib::Response& res) {
       ++handled_;
-      res.set_content(std::to_string(req.body.size()) + ":" + req.body.substr(0, 16),
-                      "text/plain");
+      res.set_content(std::to_string(req.body.size()) + ":" + req.body.substr(0, 16), "text/plain");
     });
     if (extra) extra(server_);
     auto port = server_.Bind({"127.0.0.1", 0});

@@ -48,6 +48,9 @@ bool NextLine(std::string_view text, std::size_t& pos, std::string_view& line) {
   return true;
 }
 
+// Whether the comma-separated header value `list` holds `token`.
+bool HasToken(const std::string& list, std::string_view token);
+
 }  // namespace
 
 bool IEquals(std::string_view a, std::string_view b) {
@@ -135,8 +138,8 @@ std::optional<WireError> ParseHead(std::string_view head, int max_headers, httpl
   while (NextLine(head, pos, line)) {
     if (line.empty()) break;
     if (++count > max_headers) {
-      return WireError{431, "too many header fields (the limit is " + std::to_string(max_headers) +
-                                ")"};
+      return WireError{431,
+                       "too many header fields (the limit is " + std::to_string(max_headers) + ")"};
     }
     if (line.front() == ' ' || line.front() == '\t') {
       return WireError{400, "obsolete line folding in a header field"};
@@ -152,6 +155,75 @@ std::optional<WireError> ParseHead(std::string_view head, int max_headers, httpl
       }
     }
     req.headers.emplace(std::string(line.substr(0, colon)), std::string(value));
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+bool HasToken(const std::string& list, std::string_view token) {
+  std::string_view rest(list);
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(',');
+    if (IEquals(Trim(rest.substr(0, comma)), token)) return true;
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<WireError> ReadFraming(const httplib::Request& req, std::size_t max_body,
+                                     Framing& framing) {
+  const std::string connection = req.get_header_value("Connection");
+  framing.keep_alive = req.version == "HTTP/1.1" ? !HasToken(connection, "close")
+                                                 : HasToken(connection, "keep-alive");
+  const std::size_t te_count = req.get_header_value_count("Transfer-Encoding");
+  const std::size_t cl_count = req.get_header_value_count("Content-Length");
+  if (te_count > 0 && cl_count > 0) {
+    return WireError{400, "both Transfer-Encoding and Content-Length"};
+  }
+  if (te_count > 0) {
+    const std::string te = req.get_header_value("Transfer-Encoding");
+    if (te_count > 1 || !IEquals(Trim(te), "chunked")) {
+      return WireError{501, "unsupported Transfer-Encoding '" + te + "' (only chunked)"};
+    }
+    framing.chunked = true;
+  }
+  if (cl_count > 0) {
+    const std::string first = req.get_header_value("Content-Length");
+    for (std::size_t i = 1; i < cl_count; ++i) {
+      if (req.get_header_value("Content-Length", i) != first) {
+        return WireError{400, "conflicting Content-Length fields"};
+      }
+    }
+    auto [end, ec] =
+        std::from_chars(first.data(), first.data() + first.size(), framing.content_length);
+    if (first.empty() || ec != std::errc() || end != first.data() + first.size()) {
+      return WireError{400, "malformed Content-Length '" + first + "'"};
+    }
+  }
+  if (req.has_header("Content-Encoding")) {
+    const std::string encoding = req.get_header_value("Content-Encoding");
+    if (!IEquals(Trim(encoding), "identity")) {
+      return WireError{415, "request bodies must not be compressed (Content-Encoding: " + encoding +
+                                "); send them uncompressed"};
+    }
+  }
+  if (!framing.chunked && framing.content_length > max_body) {
+    return WireError{
+        413, "request body too large (the limit is " + std::to_string(max_body) + " bytes)"};
+  }
+  if (te_count == 0 && cl_count == 0 &&
+      (req.method == "POST" || req.method == "PUT" || req.method == "PATCH")) {
+    return WireError{411, "a " + req.method + " needs a Content-Length (or a chunked body)"};
+  }
+  if (req.has_header("Expect")) {
+    if (!IEquals(Trim(req.get_header_value("Expect")), "100-continue")) {
+      return WireError{417, "unsupported Expect '" + req.get_header_value("Expect") + "'"};
+    }
+    framing.expect_continue = true;
   }
   return std::nullopt;
 }
@@ -219,34 +291,62 @@ ChunkedDecoder::Status ChunkedDecoder::Feed(std::string_view in, std::size_t& po
 
 const char* Reason(int status) {
   switch (status) {
-    case 100: return "Continue";
-    case 200: return "OK";
-    case 201: return "Created";
-    case 202: return "Accepted";
-    case 204: return "No Content";
-    case 206: return "Partial Content";
-    case 301: return "Moved Permanently";
-    case 302: return "Found";
-    case 304: return "Not Modified";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 409: return "Conflict";
-    case 411: return "Length Required";
-    case 413: return "Payload Too Large";
-    case 415: return "Unsupported Media Type";
-    case 417: return "Expectation Failed";
-    case 422: return "Unprocessable Entity";
-    case 429: return "Too Many Requests";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 503: return "Service Unavailable";
-    case 505: return "HTTP Version Not Supported";
-    default: return "Unknown";
+    case 100:
+      return "Continue";
+    case 200:
+      return "OK";
+    case 201:
+      return "Created";
+    case 202:
+      return "Accepted";
+    case 204:
+      return "No Content";
+    case 206:
+      return "Partial Content";
+    case 301:
+      return "Moved Permanently";
+    case 302:
+      return "Found";
+    case 304:
+      return "Not Modified";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
+    case 409:
+      return "Conflict";
+    case 411:
+      return "Length Required";
+    case 413:
+      return "Payload Too Large";
+    case 415:
+      return "Unsupported Media Type";
+    case 417:
+      return "Expectation Failed";
+    case 422:
+      return "Unprocessable Entity";
+    case 429:
+      return "Too Many Requests";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 501:
+      return "Not Implemented";
+    case 503:
+      return "Service Unavailable";
+    case 505:
+      return "HTTP Version Not Supported";
+    default:
+      return "Unknown";
   }
 }
 
@@ -261,8 +361,7 @@ std::string FormatResponse(const httplib::Response& res, bool head_only, bool ke
   out.reserve(256 + (head_only ? 0 : res.body.size()));
   out += "HTTP/1.1 " + std::to_string(status) + " " + Reason(status) + "\r\n";
   for (const auto& [name, value] : res.headers) {
-    if (IEquals(name, "Content-Length") ||
-        IEquals(name, "Transfer-Encoding") ||
+    if (IEquals(name, "Content-Length") || IEquals(name, "Transfer-Encoding") ||
         IEquals(name, "Connection")) {
       continue;
     }

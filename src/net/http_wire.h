@@ -24,6 +24,21 @@ struct WireError {
 // HTTP/1.0 or HTTP/1.1 a 505.
 std::optional<WireError> ParseHead(std::string_view head, int max_headers, httplib::Request& req);
 
+// How a request's body is framed, and what the connection does after it.
+struct Framing {
+  bool keep_alive = true;
+  bool chunked = false;
+  std::size_t content_length = 0;  // when not chunked
+  bool expect_continue = false;    // "Expect: 100-continue"
+};
+// Reads the framing of a parsed head and checks it against the limits, before any body byte:
+// Transfer-Encoding other than chunked (501), both it and Content-Length or a malformed or
+// conflicting Content-Length (400), a Content-Encoding other than identity (415: bodies are
+// never decompressed), a Content-Length over `max_body` (413), a POST, PUT or PATCH with neither
+// (411), an Expect other than 100-continue (417).
+std::optional<WireError> ReadFraming(const httplib::Request& req, std::size_t max_body,
+                                     Framing& framing);
+
 // Percent-decoding; `plus_as_space` for query strings. Invalid escapes are kept as they are.
 std::string DecodeUrl(std::string_view text, bool plus_as_space);
 void ParseQuery(std::string_view query, httplib::Params& params);

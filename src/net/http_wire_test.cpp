@@ -44,6 +44,45 @@ TEST(HttpWire, RejectsMalformedHeadsWithTheRightStatus) {
   }
 }
 
+TEST(HttpWire, FramingIsCheckedBeforeAnyBodyByte) {
+  struct Case {
+    const char* head;
+    int status;  // 0: accepted
+  };
+  for (const Case& c : std::vector<Case>{
+           {"GET / HTTP/1.1", 0},
+           {"POST / HTTP/1.1\r\nContent-Length: 10", 0},
+           {"POST / HTTP/1.1\r\nTransfer-Encoding: Chunked", 0},
+           {"POST / HTTP/1.1\r\nContent-Length: 10\r\nContent-Encoding: identity", 0},
+           {"POST / HTTP/1.1", 411},
+           {"PUT / HTTP/1.1", 411},
+           {"POST / HTTP/1.1\r\nContent-Length: 101", 413},
+           {"POST / HTTP/1.1\r\nContent-Length: 99999999999999999999999", 400},
+           {"POST / HTTP/1.1\r\nContent-Length: -1", 400},
+           {"POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2", 400},
+           {"POST / HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked", 400},
+           {"POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked", 501},
+           {"POST / HTTP/1.1\r\nContent-Length: 10\r\nContent-Encoding: gzip", 415},
+           {"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Encoding: br", 415},
+           {"POST / HTTP/1.1\r\nContent-Length: 1\r\nExpect: 200-ok", 417},
+       }) {
+    httplib::Request req;
+    ASSERT_FALSE(ParseHead(c.head, 10, req)) << c.head;
+    Framing framing;
+    auto error = ReadFraming(req, 100, framing);
+    EXPECT_EQ(error ? error->status : 0, c.status) << c.head;
+  }
+  httplib::Request old;
+  ASSERT_FALSE(ParseHead("GET / HTTP/1.0\r\nConnection: Keep-Alive", 10, old));
+  Framing framing;
+  ASSERT_FALSE(ReadFraming(old, 100, framing));
+  EXPECT_TRUE(framing.keep_alive);
+  httplib::Request closing;
+  ASSERT_FALSE(ParseHead("GET / HTTP/1.1\r\nConnection: foo, close", 10, closing));
+  ASSERT_FALSE(ReadFraming(closing, 100, framing));
+  EXPECT_FALSE(framing.keep_alive);
+}
+
 TEST(HttpWire, DecodesChunkedBodiesFedByteByByte) {
   const std::string wire = "5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nTrailer: x\r\n\r\n";
   ChunkedDecoder decoder(1024);
