@@ -10,8 +10,8 @@
 #include <sys/socket.h>
 
 #include <atomic>
-#include <cstdio>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -102,10 +102,10 @@ class HttpHostile : public ::testing::Test {
     }
   }
   void StartController(double lease_s) {
-    controller_ = e2e::Spawn({GPUFLEET_BINARY, "controller", "--data-dir", Ctl(), "--listen",
-                              "127.0.0.1:0", "--lease", std::to_string(lease_s), "--stop-grace",
-                              "1"},
-                             (dir_ / "controller.log").string());
+    controller_ =
+        e2e::Spawn({GPUFLEET_BINARY, "controller", "--data-dir", Ctl(), "--listen", "127.0.0.1:0",
+                    "--lease", std::to_string(lease_s), "--stop-grace", "1"},
+                   (dir_ / "controller.log").string());
     ASSERT_TRUE(WaitUntil([&] { return std::filesystem::exists(dir_ / "ctl" / "server"); }, 10))
         << Slurp((dir_ / "controller.log").string());
     url_ = e2e::FirstLine((dir_ / "ctl" / "server").string());
@@ -113,12 +113,12 @@ class HttpHostile : public ::testing::Test {
     token_ = e2e::FirstLine((dir_ / "ctl" / "token").string());
   }
   void StartAgent(const std::string& node, int gpus) {
-    agent_ = e2e::Spawn(
-        {GPUFLEET_BINARY, "agent", "--controller", url_, "--token-file",
-         (dir_ / "ctl" / "token").string(), "--hostname", node, "--data-dir",
-         (dir_ / node).string(), "--listen", "127.0.0.1:0", "--simulated-gpus",
-         std::to_string(gpus), "--heartbeat", "0.2", "--advertise-address", "127.0.0.1"},
-        (dir_ / (node + ".log")).string());
+    agent_ =
+        e2e::Spawn({GPUFLEET_BINARY, "agent", "--controller", url_, "--token-file",
+                    (dir_ / "ctl" / "token").string(), "--hostname", node, "--data-dir",
+                    (dir_ / node).string(), "--listen", "127.0.0.1:0", "--simulated-gpus",
+                    std::to_string(gpus), "--heartbeat", "0.2", "--advertise-address", "127.0.0.1"},
+                   (dir_ / (node + ".log")).string());
     ASSERT_GT(agent_, 0);
     ASSERT_TRUE(WaitUntil([&] { return NodeState(node) == "READY"; }, 10))
         << Slurp((dir_ / (node + ".log")).string());
@@ -155,7 +155,8 @@ TEST_F(HttpHostile, SlowLorisAndAFloodOfClientsNeverCostAnAgentItsLease) {
   auto submitted = Http().Post("/v1/jobs", json({{"argv", {"sleep", "300"}}, {"gpus", 1}}).dump(),
                                "application/json");
   ASSERT_TRUE(submitted && submitted->status == 201);
-  const std::string job = "/v1/jobs/" + std::to_string(json::parse(submitted->body)["id"].get<int>());
+  const std::string job =
+      "/v1/jobs/" + std::to_string(json::parse(submitted->body)["id"].get<int>());
   ASSERT_TRUE(WaitUntil([&] { return Get(job)["state"] == "RUNNING"; }, 20));
 
   std::atomic<bool> stop{false};
@@ -232,12 +233,14 @@ TEST_F(HttpHostile, SlowLorisAndAFloodOfClientsNeverCostAnAgentItsLease) {
 TEST_F(HttpHostile, BombsWithoutATokenLeaveTheControllerSmall) {
   StartController(5);
   // A gzip bomb: the first MiB of a gzip stream of zeros, which would inflate to hundreds of MB.
-  const std::string bomb = e2e::Sh("head -c 1000000000 /dev/zero | gzip -1 | head -c 1048576").first;
+  const std::string bomb =
+      e2e::Sh("head -c 1000000000 /dev/zero | gzip -1 | head -c 1048576").first;
   ASSERT_GT(bomb.size(), 100000U);
-  const int gzip_status = StatusOfSent(
-      port_, "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-             "Content-Encoding: gzip\r\nContent-Length: " +
-                 std::to_string(bomb.size()) + "\r\n\r\n" + bomb);
+  const int gzip_status =
+      StatusOfSent(port_,
+                   "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                   "Content-Encoding: gzip\r\nContent-Length: " +
+                       std::to_string(bomb.size()) + "\r\n\r\n" + bomb);
   EXPECT_TRUE(gzip_status == 415 || gzip_status == 401) << gzip_status;
   // 5 MiB in chunks, no Content-Length to check up front.
   std::string chunked = "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";

@@ -43,7 +43,8 @@ struct Exchange {
   httplib::Response res;
   bool head_only = false;  // HEAD: the answer goes without its body
   wire::Framing framing;
-  bool admitted = false;  // the router's admission (pre-routing, auth hook) has passed
+  bool admitted = false;   // the router's admission (pre-routing, auth hook) has passed
+  std::string early_body;  // a body that came in with its head, kept from admission
   std::unique_ptr<wire::ChunkedDecoder> decoder;
 };
 
@@ -159,6 +160,7 @@ struct HttpServer::Impl {
       if (!ex.admitted) {
         answered = router.Admit(ex.req, ex.res);
         ex.admitted = !answered;
+        if (!ex.early_body.empty()) ex.req.body = std::move(ex.early_body);
       }
       if (!answered && job.stage == Stage::kAuth) {
         done.ex = std::move(job.ex);  // admitted: the I/O thread reads the body next
@@ -331,6 +333,13 @@ struct HttpServer::Impl {
       ex.decoder = std::make_unique<wire::ChunkedDecoder>(options.max_body_bytes);
     }
     if (!ex.framing.chunked && ex.framing.content_length == 0) {
+      Dispatch(c, Stage::kFull);
+    } else if (router.AdmitsOnHead() && !ex.framing.chunked &&
+               c.in.size() >= ex.framing.content_length) {
+      // The body came in with the head (a small request): one trip to a worker, where admission
+      // still sees the head only.
+      ex.early_body = c.in.substr(0, ex.framing.content_length);
+      c.in.erase(0, ex.framing.content_length);
       Dispatch(c, Stage::kFull);
     } else if (router.AdmitsOnHead()) {
       Dispatch(c, Stage::kAuth);
