@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -89,10 +90,21 @@ class UpServer : public ::testing::Test {
     token_ = Slurp((dir_ / "token").string());
     while (!token_.empty() && token_.back() == '\n') token_.pop_back();
   }
+  // Sends `sig` and reaps the server; one that ignores a SIGTERM for 30 s is a failure, then
+  // killed, so that a hung server fails its test instead of hanging the suite.
   void Kill(int sig) {
     if (pid_ > 0) {
       kill(pid_, sig);
-      waitpid(pid_, nullptr, 0);
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+      while (waitpid(pid_, nullptr, WNOHANG) == 0) {
+        if (std::chrono::steady_clock::now() > deadline) {
+          ADD_FAILURE() << "the server did not stop within 30 s of signal " << sig;
+          kill(pid_, SIGKILL);
+          waitpid(pid_, nullptr, 0);
+          break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
       pid_ = -1;
     }
   }
@@ -552,7 +564,13 @@ TEST_F(UpServer, CancelsAreAnsweredWhileAPassLaunchesFiveHundredJobs) {
     if (running < 500) during.push_back(ms);
   }
   ASSERT_GE(during.size(), 2U) << "the launches were over before the cancels: " << shown;
-  for (double ms : during) EXPECT_LT(ms, 100.0) << shown;
+#if defined(__SANITIZE_ADDRESS__)
+  constexpr double kBoundMs = 300;  // the sanitizers make every fork and request slower
+#else
+  constexpr double kBoundMs = 100;
+#endif
+  for (double ms : during) EXPECT_LT(ms, kBoundMs) << shown;
+  std::printf("cancel latencies during the launches: %s\n", shown.c_str());
   for (int64_t id : to_cancel) EXPECT_EQ(WaitFor(id, "CANCELLED")["state"], "CANCELLED");
 }
 

@@ -39,7 +39,7 @@ struct AgentServer::Impl {
 AgentServer::AgentServer(gpu::Sampler& sampler, HostInfo host)
     : impl_(std::make_unique<Impl>(sampler, std::move(host))) {
   Impl& impl = *impl_;
-  httplib::Server& server = impl.server.routes();
+  net::HttpServer& server = impl.server;
 
   server.Get("/metrics", [&impl](const httplib::Request&, httplib::Response& res) {
     thread_local std::string body;
@@ -99,7 +99,7 @@ AgentServer::AgentServer(gpu::Sampler& sampler, HostInfo host)
   server.Get("/v1/topology", [&impl](const httplib::Request&, httplib::Response& res) {
     res.set_content(impl.topology_json, "application/json");
   });
-  server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+  server.SetErrorHandler([](const httplib::Request& req, httplib::Response& res) {
     if (res.status == 404) {
       res.set_content(ErrorJson("no such endpoint: " + req.path +
                                 " (try /metrics, /healthz, /v1/gpus, /v1/topology)"),

@@ -1,10 +1,16 @@
 #include "agent/agent_server.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <vector>
 
 #include "gpu/simulated_probe.h"
 
@@ -96,6 +102,33 @@ TEST_F(ServerTest, SecondBindOnTheSamePortFailsClearly) {
   ASSERT_FALSE(port.ok());
   EXPECT_NE(port.error().find("cannot listen on 127.0.0.1:" + std::to_string(port_)),
             std::string::npos);
+}
+
+// Slow clients hold connections, never the agent's four workers: /metrics keeps answering.
+TEST_F(ServerTest, MetricsAnswerWhileSlowClientsHoldConnections) {
+  std::vector<int> slow;
+  for (int i = 0; i < 8; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port_));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    ASSERT_GT(send(fd, "GET /metrics HTTP/1.1\r\nHost: a\r\n", 32, MSG_NOSIGNAL), 0);
+    slow.push_back(fd);
+  }
+  for (int round = 0; round < 3; ++round) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    for (int fd : slow) send(fd, "X-Slow: 1\r\n", 11, MSG_NOSIGNAL);
+    httplib::Client client("127.0.0.1", port_);
+    client.set_read_timeout(1, 0);
+    const auto start = std::chrono::steady_clock::now();
+    auto metrics = client.Get("/metrics");
+    ASSERT_TRUE(metrics);
+    EXPECT_EQ(metrics->status, 200);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+  }
+  for (int fd : slow) close(fd);
 }
 
 }  // namespace

@@ -53,7 +53,8 @@ core::Result<RunIdentity> ResolveRunAs(const RunAsPolicy& policy, const std::str
     }
     return identity;
   }
-  identity.switch_user = true;
+  // A root agent running root's own job (allowed above) has nothing to switch.
+  identity.switch_user = account->uid != agent_uid;
   return identity;
 }
 

@@ -59,7 +59,9 @@ TEST(RunAsTest, RootNeedsExplicitConsentEvenThroughAMap) {
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.error().find("--allow-root-jobs"), std::string::npos) << refused.error();
   mapped.allow_root = true;
-  EXPECT_TRUE(ResolveRunAs(mapped, "alice", 0, FakeAccounts).ok());
+  auto allowed = ResolveRunAs(mapped, "alice", 0, FakeAccounts);
+  ASSERT_TRUE(allowed.ok());
+  EXPECT_FALSE(allowed.value().switch_user);  // root runs root's job as it is
 }
 
 TEST(RunAsTest, NonRootAgentRunsOnlyItsOwnAccountsJobs) {

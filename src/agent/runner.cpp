@@ -160,6 +160,23 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
   const uid_t uid = account.uid;
   const gid_t gid = account.gid;
   const bool switch_user = identity.value().switch_user;
+  // The account's groups, looked up here: after fork only async-signal-safe calls may run, and
+  // initgroups (NSS, malloc) in a child of a multi-threaded process can deadlock on a lock
+  // another thread held at the fork.
+  std::vector<gid_t> groups;
+  if (switch_user) {
+    int count = 32;
+    groups.resize(static_cast<std::size_t>(count));
+    while (getgrouplist(account.name.c_str(), gid, groups.data(), &count) < 0) {
+      if (count <= static_cast<int>(groups.size()) || count > 65536) {
+        count = 1;  // the primary group alone, rather than nothing
+        groups.assign(1, gid);
+        break;
+      }
+      groups.resize(static_cast<std::size_t>(count));
+    }
+    groups.resize(static_cast<std::size_t>(count));
+  }
   const std::string user_name = account.name;
   // Exec failures travel back over a close-on-exec pipe: an empty read means exec succeeded.
   int status_pipe[2];
@@ -247,7 +264,8 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
       int step = 0;  // 1 chdir, 2 setuid, 3 exec
       if (chdir(workdir.c_str()) != 0) step = 1;
       if (step == 0 && switch_user &&
-          (initgroups(user_name.c_str(), gid) != 0 || setgid(gid) != 0 || setuid(uid) != 0)) {
+          (setgroups(groups.size(), groups.data()) != 0 || setgid(gid) != 0 ||
+           setuid(uid) != 0)) {
         step = 2;
       }
       if (step == 0) {

@@ -54,7 +54,7 @@ json TokenJson(const store::TokenRecord& t) {
 
 }  // namespace
 
-void AddAdminRoutes(httplib::Server& server, Controller& controller) {
+void AddAdminRoutes(net::HttpServer& server, Controller& controller) {
   server.Post("/v1/users", [&controller](const httplib::Request& req, httplib::Response& res) {
     auto admin = Admin(controller, req, res);
     if (!admin) return;

@@ -13,9 +13,10 @@
 #include <httplib.h>
 
 #include "controller/controller.h"
+#include "net/http_server.h"
 
 namespace gpufleet::controller {
 
-void AddAdminRoutes(httplib::Server& server, Controller& controller);
+void AddAdminRoutes(net::HttpServer& server, Controller& controller);
 
 }  // namespace gpufleet::controller

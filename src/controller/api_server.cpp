@@ -25,8 +25,10 @@ namespace {
 
 using nlohmann::json;
 constexpr std::size_t kMaxBody = 1 << 20;
-// Workers: up to 16 may hold agents' long-poll heartbeats (controller.cpp), the rest serve users.
+// Workers for user requests; agents' heartbeats (/v1/agent/) have their own pool, of which up to
+// 16 may hold long-poll heartbeats (controller.cpp), so users can never cost an agent its lease.
 constexpr int kApiThreads = 24;
+constexpr int kAgentThreads = 20;
 constexpr std::size_t kMaxLogChunk = 4 << 20;
 
 using api::Dump;
@@ -80,7 +82,13 @@ json JobJson(const store::JobRecord& j) {
 
 struct ApiServer::Impl {
   explicit Impl(Controller& c)
-      : controller(c), server(net::HttpServerOptions{kApiThreads, kMaxBody, 5, 10}) {}
+      : controller(c),
+        server(net::HttpServerOptions{.threads = kApiThreads,
+                                      .max_body_bytes = kMaxBody,
+                                      .keep_alive_s = 5,
+                                      .io_timeout_s = 10,
+                                      .reserved_prefix = "/v1/agent/",
+                                      .reserved_threads = kAgentThreads}) {}
   Controller& controller;
   net::HttpServer server;
   std::atomic<int64_t> requests{0};
@@ -121,8 +129,14 @@ struct ApiServer::Impl {
 
 ApiServer::ApiServer(Controller& controller) : impl_(std::make_unique<Impl>(controller)) {
   Impl& impl = *impl_;
-  httplib::Server& server = impl.server.routes();
-  server.set_pre_routing_handler([&impl](const httplib::Request&, httplib::Response&) {
+  net::HttpServer& server = impl.server;
+  // Before any body byte is read, /v1 requests need a known credential of any kind (handlers
+  // check whose it is and what it may do); /healthz and /metrics stay open.
+  server.SetAuthHook([&impl](const httplib::Request& req, httplib::Response& res) {
+    return req.path.rfind("/v1/", 0) != 0 ||
+           api::Authenticate(impl.controller.store(), req, res, NowMs()).has_value();
+  });
+  server.SetPreRoutingHandler([&impl](const httplib::Request&, httplib::Response&) {
     ++impl.requests;
     return httplib::Server::HandlerResponse::Unhandled;
   });
@@ -377,7 +391,7 @@ ApiServer::ApiServer(Controller& controller) : impl_(std::make_unique<Impl>(cont
            impl.requests.load());
     res.set_content(out, "text/plain; version=0.0.4");
   });
-  server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+  server.SetErrorHandler([](const httplib::Request& req, httplib::Response& res) {
     if (res.status == 404 && res.body.empty()) {
       Fail(res, 404, "no such endpoint: " + req.method + " " + req.path);
     } else if (res.status == 413) {

@@ -1,120 +1,734 @@
 #include "net/http_server.h"
 
-#include <pthread.h>
-#include <sys/socket.h>
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
-#include <charconv>
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <chrono>
-#include <thread>
+#include <unordered_map>
+
+#include "net/http_router.h"
+#include "net/http_wire.h"
+#include "net/worker_pool.h"
 
 namespace gpufleet::net {
+namespace {
 
-core::Result<ListenAddress> ParseListenAddress(const std::string& text) {
-  const std::size_t colon = text.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size()) {
-    return core::Error{"--listen '" + text + "': expected HOST:PORT, e.g. 127.0.0.1:9400"};
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr uint64_t kListenerId = 0;
+constexpr uint64_t kWakeId = 1;
+constexpr std::size_t kReadChunk = 16 * 1024;
+// After an answer that ends the connection, unread request bytes are drained for a while so that
+// closing does not reset the connection before the client has read the answer.
+constexpr auto kLingerTime = milliseconds(2000);
+constexpr std::size_t kMaxLingerBytes = 16 << 20;
+// How often deadlines are checked.
+constexpr auto kTick = milliseconds(50);
+// After an accept failure for want of file descriptors, the listener rests this long.
+constexpr auto kAcceptPause = milliseconds(100);
+
+// One request on its way through the server.
+struct Exchange {
+  httplib::Request req;
+  httplib::Response res;
+  bool head_only = false;  // HEAD: the answer goes without its body
+  wire::Framing framing;
+  bool admitted = false;   // the router's admission (pre-routing, auth hook) has passed
+  std::string early_body;  // a body that came in with its head, kept from admission
+  std::unique_ptr<wire::ChunkedDecoder> decoder;
+};
+
+// kAuth: run the auth hook only (the body is still unread); kFull: the whole request is here.
+enum class Stage { kAuth, kFull };
+
+struct Job {
+  uint64_t conn_id = 0;
+  Stage stage = Stage::kFull;
+  std::unique_ptr<Exchange> ex;
+};
+
+// A worker's result, handed back to the I/O thread.
+struct Completion {
+  uint64_t conn_id = 0;
+  std::unique_ptr<Exchange> ex;  // set when the auth hook passed: the body is read next
+  std::string bytes;             // else the answer
+  bool close = false;
+};
+
+enum class ConnState { kHead, kAuth, kBody, kHandling, kWriting, kLinger };
+
+struct Conn {
+  uint64_t id = 0;
+  int fd = -1;
+  bool closed = false;
+  std::string ip;
+  int port = 0;
+  ConnState state = ConnState::kHead;
+  std::string in;  // received, not yet parsed
+  std::size_t head_scan = 0;
+  std::string out;  // to send
+  std::size_t out_pos = 0;
+  bool close_after = false;
+  std::unique_ptr<Exchange> ex;     // the request being read
+  uint32_t events = 0;              // registered with epoll
+  Clock::time_point idle_deadline;  // kHead, nothing received yet
+  Clock::time_point deadline;       // kHead and kBody: the whole request
+  Clock::time_point paused_at;      // kAuth: when the hook was queued
+  Clock::time_point write_progress;
+  Clock::time_point linger_until;
+  std::size_t linger_bytes = 0;
+};
+
+std::string AddressText(const sockaddr_storage& addr, int& port) {
+  char text[INET6_ADDRSTRLEN] = "";
+  if (addr.ss_family == AF_INET) {
+    const auto* a = reinterpret_cast<const sockaddr_in*>(&addr);
+    inet_ntop(AF_INET, &a->sin_addr, text, sizeof text);
+    port = ntohs(a->sin_port);
+  } else if (addr.ss_family == AF_INET6) {
+    const auto* a = reinterpret_cast<const sockaddr_in6*>(&addr);
+    inet_ntop(AF_INET6, &a->sin6_addr, text, sizeof text);
+    port = ntohs(a->sin6_port);
   }
-  ListenAddress address;
-  address.host = text.substr(0, colon);
-  if (address.host.size() > 2 && address.host.front() == '[' && address.host.back() == ']') {
-    address.host = address.host.substr(1, address.host.size() - 2);
-  }
-  const std::string port = text.substr(colon + 1);
-  int value = -1;
-  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
-  if (ec != std::errc() || end != port.data() + port.size() || value < 0 || value > 65535) {
-    return core::Error{"--listen '" + text + "': port '" + port + "' is not a number in 0..65535"};
-  }
-  address.port = value;
-  return address;
+  return text;
 }
 
-HttpServer::HttpServer(const HttpServerOptions& options) {
-  const int threads = options.threads;
-  server_.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  server_.set_payload_max_length(options.max_body_bytes);
-  server_.set_read_timeout(options.io_timeout_s, 0);
-  server_.set_write_timeout(options.io_timeout_s, 0);
-  server_.set_keep_alive_timeout(options.keep_alive_s);
-  // Answers are small and come in two writes (headers, body): without TCP_NODELAY, Nagle's
-  // algorithm and the peer's delayed ACK add 40 ms to every request on a kept-alive connection.
-  server_.set_tcp_nodelay(true);
-  // SO_REUSEADDR only: httplib's default also sets SO_REUSEPORT, which would let a second server
-  // silently share the port instead of failing to start.
-  server_.set_socket_options([](socket_t sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  });
+}  // namespace
+
+struct HttpServer::Impl {
+  explicit Impl(const HttpServerOptions& o) : options(o) {
+    epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+    wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  }
+  ~Impl() {
+    if (listen_fd >= 0) close(listen_fd);
+    if (epoll_fd >= 0) close(epoll_fd);
+    if (wake_fd >= 0) close(wake_fd);
+  }
+
+  // --- configuration (before Serve) -----------------------------------------------------------
+  HttpServerOptions options;
+  Router router;
+
+  // --- Serve/Stop hand-off ---------------------------------------------------------------------
+  std::mutex mutex;
+  bool stop_requested = false;
+  std::atomic<bool> stop_flag{false};
+  int listen_fd = -1;
+  int epoll_fd = -1;
+  int wake_fd = -1;
+
+  // --- worker side -----------------------------------------------------------------------------
+  std::unique_ptr<WorkerPool<Job>> user_pool;
+  std::unique_ptr<WorkerPool<Job>> reserved_pool;
+  std::mutex completions_mutex;
+  std::vector<Completion> completions;
+
+  // --- I/O thread only -------------------------------------------------------------------------
+  std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns;
+  std::unordered_map<std::string, int> per_ip;
+  std::vector<uint64_t> dead;
+  int open_count = 0;
+  uint64_t next_id = 2;
+  bool stopping = false;
+  Clock::time_point stop_deadline;
+  bool listener_paused = false;
+  Clock::time_point listener_resume;
+
+  void Wake() {
+    const uint64_t one = 1;
+    [[maybe_unused]] const ssize_t n = write(wake_fd, &one, sizeof one);
+  }
+
+  // ------------------------------------------------------------------ workers
+  void RunJob(Job& job) {
+    Exchange& ex = *job.ex;
+    Completion done;
+    done.conn_id = job.conn_id;
+    try {
+      bool answered = false;
+      if (!ex.admitted) {
+        answered = router.Admit(ex.req, ex.res);
+        ex.admitted = !answered;
+        if (!ex.early_body.empty()) ex.req.body = std::move(ex.early_body);
+      }
+      if (!answered && job.stage == Stage::kAuth) {
+        done.ex = std::move(job.ex);  // admitted: the I/O thread reads the body next
+        PostCompletion(std::move(done));
+        return;
+      }
+      if (!answered) router.Handle(ex.req, ex.res);
+    } catch (const std::exception& e) {
+      ex.res = httplib::Response();
+      ex.res.status = 500;
+      ex.res.set_content(wire::ErrorJson(std::string("internal error: ") + e.what()),
+                         "application/json");
+    } catch (...) {
+      ex.res = httplib::Response();
+      ex.res.status = 500;
+      ex.res.set_content(wire::ErrorJson("internal error"), "application/json");
+    }
+    // Answered before its body was read: the connection cannot carry another request.
+    done.close = !ex.framing.keep_alive || job.stage == Stage::kAuth;
+    done.bytes = wire::FormatResponse(ex.res, ex.head_only, !done.close);
+    PostCompletion(std::move(done));
+  }
+
+  void PostCompletion(Completion done) {
+    {
+      std::lock_guard<std::mutex> lock(completions_mutex);
+      completions.push_back(std::move(done));
+    }
+    Wake();
+  }
+
+  // ------------------------------------------------------------------ I/O thread
+  void UpdateEvents(Conn& c) {
+    if (c.closed) return;
+    uint32_t want = 0;
+    if (c.state == ConnState::kHead || c.state == ConnState::kBody ||
+        c.state == ConnState::kLinger) {
+      want |= EPOLLIN;
+    }
+    if (c.out_pos < c.out.size()) want |= EPOLLOUT;
+    if (want == c.events) return;
+    epoll_event ev{};
+    ev.events = want;
+    ev.data.u64 = c.id;
+    epoll_ctl(epoll_fd, EPOLL_CTL_MOD, c.fd, &ev);
+    c.events = want;
+  }
+
+  void Close(Conn& c) {
+    if (c.closed) return;
+    c.closed = true;
+    epoll_ctl(epoll_fd, EPOLL_CTL_DEL, c.fd, nullptr);
+    close(c.fd);
+    c.fd = -1;
+    --open_count;
+    if (--per_ip[c.ip] <= 0) per_ip.erase(c.ip);
+    dead.push_back(c.id);
+  }
+
+  void QueueAnswer(Conn& c, std::string bytes, bool close_after) {
+    c.ex.reset();
+    c.state = ConnState::kWriting;
+    c.close_after = close_after;
+    c.write_progress = Clock::now();
+    if (c.out.empty()) {
+      c.out = std::move(bytes);
+    } else {
+      c.out += bytes;
+    }
+    Flush(c);
+  }
+
+  // An error found while reading a request: answered at once, and the connection closes (the
+  // rest of the request is not read).
+  void LayerError(Conn& c, int status, const std::string& message,
+                  const httplib::Request* req = nullptr) {
+    httplib::Request empty;
+    httplib::Response res;
+    res.status = status;
+    router.ErrorAnswer(req ? *req : empty, res, message);
+    QueueAnswer(c, wire::FormatResponse(res, false, false), true);
+  }
+
+  void Flush(Conn& c) {
+    while (!c.closed && c.out_pos < c.out.size()) {
+      const ssize_t n =
+          send(c.fd, c.out.data() + c.out_pos, c.out.size() - c.out_pos, MSG_NOSIGNAL);
+      if (n > 0) {
+        c.out_pos += static_cast<std::size_t>(n);
+        c.write_progress = Clock::now();
+      } else if (n < 0 && errno == EINTR) {
+        continue;
+      } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        break;
+      } else {
+        Close(c);
+        return;
+      }
+    }
+    if (c.out_pos == c.out.size()) {
+      c.out.clear();
+      c.out_pos = 0;
+      if (c.state == ConnState::kWriting) {
+        FinishAnswer(c);
+        return;
+      }
+    }
+    UpdateEvents(c);
+  }
+
+  void FinishAnswer(Conn& c) {
+    const auto now = Clock::now();
+    if (stopping) {
+      Close(c);
+      return;
+    }
+    if (c.close_after) {
+      c.state = ConnState::kLinger;
+      c.in.clear();
+      shutdown(c.fd, SHUT_WR);
+      c.linger_until = now + kLingerTime;
+      UpdateEvents(c);
+      return;
+    }
+    StartWaiting(c, now);
+    UpdateEvents(c);
+    Advance(c);  // a pipelined request may be here already
+  }
+
+  void StartWaiting(Conn& c, Clock::time_point now) {
+    c.state = ConnState::kHead;
+    c.head_scan = 0;
+    c.idle_deadline = now + std::chrono::seconds(options.keep_alive_s);
+    c.deadline = now + milliseconds(options.request_deadline_ms);
+  }
+
+  WorkerPool<Job>& PoolFor(const std::string& path) {
+    if (reserved_pool && !options.reserved_prefix.empty() &&
+        path.rfind(options.reserved_prefix, 0) == 0) {
+      return *reserved_pool;
+    }
+    return *user_pool;
+  }
+
+  void Dispatch(Conn& c, Stage stage) {
+    c.state = stage == Stage::kAuth ? ConnState::kAuth : ConnState::kHandling;
+    c.paused_at = Clock::now();
+    UpdateEvents(c);
+    WorkerPool<Job>& pool = PoolFor(c.ex->req.path);
+    pool.Push(Job{c.id, stage, std::move(c.ex)});
+  }
+
+  // A complete head: parse it, check the framing and the limits, then authenticate or read on.
+  void StartRequest(Conn& c, std::string_view head) {
+    c.ex = std::make_unique<Exchange>();
+    Exchange& ex = *c.ex;
+    httplib::Request& req = ex.req;
+    req.remote_addr = c.ip;
+    req.remote_port = c.port;
+    if (auto error = wire::ParseHead(head, options.max_headers, req)) {
+      LayerError(c, error->status, error->message, &req);
+      return;
+    }
+    ex.head_only = req.method == "HEAD";
+    if (auto error = wire::ReadFraming(req, options.max_body_bytes, ex.framing)) {
+      LayerError(c, error->status, error->message, &req);
+      return;
+    }
+    if (ex.framing.chunked) {
+      ex.decoder = std::make_unique<wire::ChunkedDecoder>(options.max_body_bytes);
+    }
+    if (!ex.framing.chunked && ex.framing.content_length == 0) {
+      Dispatch(c, Stage::kFull);
+    } else if (router.AdmitsOnHead() && !ex.framing.chunked &&
+               c.in.size() >= ex.framing.content_length) {
+      // The body came in with the head (a small request): one trip to a worker, where admission
+      // still sees the head only.
+      ex.early_body = c.in.substr(0, ex.framing.content_length);
+      c.in.erase(0, ex.framing.content_length);
+      Dispatch(c, Stage::kFull);
+    } else if (router.AdmitsOnHead()) {
+      Dispatch(c, Stage::kAuth);
+    } else {
+      StartBody(c);
+    }
+  }
+
+  void StartBody(Conn& c) {
+    c.state = ConnState::kBody;
+    if (!c.ex->framing.chunked) c.ex->req.body.reserve(c.ex->framing.content_length);
+    if (c.ex->framing.expect_continue) {
+      c.out += "HTTP/1.1 100 Continue\r\n\r\n";
+      Flush(c);
+    }
+    UpdateEvents(c);
+  }
+
+  // Parses what has arrived, as far as the connection's state allows.
+  void Advance(Conn& c) {
+    while (!c.closed) {
+      if (c.state == ConnState::kHead) {
+        if (c.in.empty()) return;
+        const std::size_t end = c.in.find("\r\n\r\n", c.head_scan);
+        if (end == std::string::npos || end > options.max_header_bytes) {
+          if (c.in.size() > options.max_header_bytes) {
+            LayerError(
+                c, 431,
+                "request head larger than " + std::to_string(options.max_header_bytes) + " bytes");
+            return;
+          }
+          c.head_scan = c.in.size() >= 3 ? c.in.size() - 3 : 0;
+          return;
+        }
+        const std::string head = c.in.substr(0, end);
+        c.in.erase(0, end + 4);
+        c.head_scan = 0;
+        StartRequest(c, head);
+      } else if (c.state == ConnState::kBody) {
+        Exchange& ex = *c.ex;
+        if (ex.framing.chunked) {
+          std::size_t pos = 0;
+          const auto status = ex.decoder->Feed(c.in, pos, ex.req.body);
+          c.in.erase(0, pos);
+          if (status == wire::ChunkedDecoder::Status::kBad) {
+            LayerError(c, 400, "malformed chunked body", &ex.req);
+            return;
+          }
+          if (status == wire::ChunkedDecoder::Status::kTooLarge) {
+            LayerError(c, 413,
+                       "request body too large (the limit is " +
+                           std::to_string(options.max_body_bytes) + " bytes)",
+                       &ex.req);
+            return;
+          }
+          if (status == wire::ChunkedDecoder::Status::kNeedMore) return;
+        } else {
+          const std::size_t take =
+              std::min(ex.framing.content_length - ex.req.body.size(), c.in.size());
+          ex.req.body.append(c.in, 0, take);
+          c.in.erase(0, take);
+          if (ex.req.body.size() < ex.framing.content_length) return;
+        }
+        Dispatch(c, Stage::kFull);
+      } else {
+        return;
+      }
+    }
+  }
+
+  void Read(Conn& c) {
+    char buffer[kReadChunk];
+    const ssize_t n = recv(c.fd, buffer, sizeof buffer, 0);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+    if (n <= 0) {
+      Close(c);
+      return;
+    }
+    if (c.state == ConnState::kLinger) {
+      c.linger_bytes += static_cast<std::size_t>(n);
+      if (c.linger_bytes > kMaxLingerBytes) Close(c);
+      return;
+    }
+    c.in.append(buffer, static_cast<std::size_t>(n));
+    Advance(c);
+  }
+
+  void Refuse(int fd, const std::string& why) {
+    httplib::Response res;
+    res.status = 503;
+    res.set_content(wire::ErrorJson(why), "application/json");
+    const std::string bytes = wire::FormatResponse(res, false, false);
+    [[maybe_unused]] const ssize_t n = send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    close(fd);
+  }
+
+  void Accept() {
+    for (int i = 0; i < 1024; ++i) {
+      sockaddr_storage addr{};
+      socklen_t len = sizeof addr;
+      const int fd = accept4(listen_fd, reinterpret_cast<sockaddr*>(&addr), &len,
+                             SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) {
+        if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) continue;
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+          epoll_ctl(epoll_fd, EPOLL_CTL_DEL, listen_fd, nullptr);
+          listener_paused = true;
+          listener_resume = Clock::now() + kAcceptPause;
+        }
+        return;
+      }
+      int port = 0;
+      std::string ip = AddressText(addr, port);
+      if (open_count >= options.max_connections) {
+        Refuse(fd, "too many connections (the limit is " + std::to_string(options.max_connections) +
+                       ")");
+        continue;
+      }
+      auto found = per_ip.find(ip);
+      if (found != per_ip.end() && found->second >= options.max_connections_per_ip) {
+        Refuse(fd, "too many connections from " + ip + " (the limit is " +
+                       std::to_string(options.max_connections_per_ip) + ")");
+        continue;
+      }
+      // Answers are small and come in one write, but a kept-alive client's next request must not
+      // wait for the delayed ACK of this one.
+      int yes = 1;
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
+      auto conn = std::make_unique<Conn>();
+      conn->id = next_id++;
+      conn->fd = fd;
+      conn->ip = std::move(ip);
+      conn->port = port;
+      StartWaiting(*conn, Clock::now());
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.u64 = conn->id;
+      if (epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        close(fd);
+        continue;
+      }
+      conn->events = EPOLLIN;
+      ++open_count;
+      ++per_ip[conn->ip];
+      conns.emplace(conn->id, std::move(conn));
+    }
+  }
+
+  void DrainCompletions() {
+    std::vector<Completion> ready;
+    {
+      std::lock_guard<std::mutex> lock(completions_mutex);
+      ready.swap(completions);
+    }
+    for (Completion& done : ready) {
+      auto it = conns.find(done.conn_id);
+      if (it == conns.end() || it->second->closed) continue;
+      Conn& c = *it->second;
+      if (done.ex) {
+        // The auth hook passed: read the body now, its wait not counted against the deadline.
+        c.ex = std::move(done.ex);
+        c.deadline += Clock::now() - c.paused_at;
+        StartBody(c);
+        Advance(c);
+      } else {
+        QueueAnswer(c, std::move(done.bytes), done.close);
+      }
+    }
+  }
+
+  void CheckDeadlines(Clock::time_point now) {
+    for (auto& [id, conn] : conns) {
+      Conn& c = *conn;
+      if (c.closed) continue;
+      switch (c.state) {
+        case ConnState::kHead:
+          if (c.in.empty() && now >= c.idle_deadline) {
+            Close(c);
+          } else if (!c.in.empty() && now >= c.deadline) {
+            LayerError(c, 408,
+                       "request not received within " +
+                           std::to_string(options.request_deadline_ms) + " ms");
+          }
+          break;
+        case ConnState::kBody:
+          if (now >= c.deadline) {
+            LayerError(c, 408,
+                       "request body not received within " +
+                           std::to_string(options.request_deadline_ms) + " ms",
+                       c.ex ? &c.ex->req : nullptr);
+          }
+          break;
+        case ConnState::kWriting:
+          if (now - c.write_progress >= std::chrono::seconds(options.io_timeout_s)) Close(c);
+          break;
+        case ConnState::kLinger:
+          if (now >= c.linger_until) Close(c);
+          break;
+        case ConnState::kAuth:
+        case ConnState::kHandling:
+          break;
+      }
+    }
+    if (listener_paused && !stopping && now >= listener_resume) {
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.u64 = kListenerId;
+      epoll_ctl(epoll_fd, EPOLL_CTL_ADD, listen_fd, &ev);
+      listener_paused = false;
+    }
+  }
+
+  void BeginStop() {
+    stopping = true;
+    epoll_ctl(epoll_fd, EPOLL_CTL_DEL, listen_fd, nullptr);
+    close(listen_fd);
+    listen_fd = -1;
+    // Requests already with a worker are answered; the rest are dropped.
+    for (auto& [id, conn] : conns) {
+      if (conn->state != ConnState::kAuth && conn->state != ConnState::kHandling &&
+          conn->state != ConnState::kWriting) {
+        Close(*conn);
+      }
+    }
+    stop_deadline = Clock::now() + std::chrono::seconds(std::max(options.io_timeout_s, 1));
+  }
+
+  void Reap() {
+    for (uint64_t id : dead) conns.erase(id);
+    dead.clear();
+  }
+
+  // The event loop; false when epoll itself fails.
+  bool Loop() {
+    epoll_event events[256];
+    auto next_tick = Clock::now() + kTick;
+    for (;;) {
+      const auto wait = std::chrono::duration_cast<milliseconds>(next_tick - Clock::now());
+      const int n = epoll_wait(epoll_fd, events, 256, std::max<int>(0, wait.count()));
+      if (n < 0 && errno != EINTR) return false;
+      for (int i = 0; i < n; ++i) {
+        const uint64_t id = events[i].data.u64;
+        if (id == kListenerId) {
+          if (!stopping) Accept();
+          continue;
+        }
+        if (id == kWakeId) {
+          uint64_t count = 0;
+          [[maybe_unused]] const ssize_t r = read(wake_fd, &count, sizeof count);
+          continue;
+        }
+        auto it = conns.find(id);
+        if (it == conns.end() || it->second->closed) continue;
+        Conn& c = *it->second;
+        if (events[i].events & (EPOLLERR | EPOLLHUP)) {
+          Close(c);
+          continue;
+        }
+        if (events[i].events & EPOLLIN) Read(c);
+        if (!c.closed && (events[i].events & EPOLLOUT)) Flush(c);
+      }
+      DrainCompletions();
+      if (!stopping && stop_flag.load()) BeginStop();
+      const auto now = Clock::now();
+      if (now >= next_tick) {
+        CheckDeadlines(now);
+        next_tick = now + kTick;
+      }
+      Reap();
+      if (stopping && (open_count == 0 || now >= stop_deadline)) return true;
+    }
+  }
+};
+
+HttpServer::HttpServer(const HttpServerOptions& options) : impl_(std::make_unique<Impl>(options)) {}
+
+HttpServer::~HttpServer() { Stop(); }
+
+void HttpServer::Get(const std::string& pattern, Handler handler) {
+  impl_->router.Add("GET", pattern, std::move(handler));
 }
+void HttpServer::Post(const std::string& pattern, Handler handler) {
+  impl_->router.Add("POST", pattern, std::move(handler));
+}
+void HttpServer::Put(const std::string& pattern, Handler handler) {
+  impl_->router.Add("PUT", pattern, std::move(handler));
+}
+void HttpServer::Delete(const std::string& pattern, Handler handler) {
+  impl_->router.Add("DELETE", pattern, std::move(handler));
+}
+void HttpServer::SetErrorHandler(Handler handler) {
+  impl_->router.SetErrorHandler(std::move(handler));
+}
+void HttpServer::SetPreRoutingHandler(PreRoutingHandler handler) {
+  impl_->router.SetPreRoutingHandler(std::move(handler));
+}
+void HttpServer::SetAuthHook(AuthHook hook) { impl_->router.SetAuthHook(std::move(hook)); }
 
 core::Result<int> HttpServer::Bind(const ListenAddress& address) {
-  if (address.port == 0) {
-    const int port = server_.bind_to_any_port(address.host);
-    if (port <= 0) return core::Error{"cannot listen on " + address.host + ": bind failed"};
-    return port;
+  const std::string where = address.host + ":" + std::to_string(address.port);
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const std::string port_text = std::to_string(address.port);
+  if (getaddrinfo(address.host.empty() ? nullptr : address.host.c_str(), port_text.c_str(), &hints,
+                  &found) != 0) {
+    return core::Error{"cannot listen on " + where + ": not an address of this machine"};
   }
-  if (!server_.bind_to_port(address.host, address.port)) {
-    return core::Error{"cannot listen on " + address.host + ":" + std::to_string(address.port) +
+  int fd = -1;
+  for (addrinfo* ai = found; ai != nullptr && fd < 0; ai = ai->ai_next) {
+    fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0) continue;
+    // SO_REUSEADDR only: SO_REUSEPORT would let a second server silently share the port instead
+    // of failing to start.
+    int yes = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 ||
+        listen(fd, impl_->options.listen_backlog) != 0) {
+      close(fd);
+      fd = -1;
+    }
+  }
+  freeaddrinfo(found);
+  if (fd < 0) {
+    if (address.port == 0) return core::Error{"cannot listen on " + address.host + ": bind failed"};
+    return core::Error{"cannot listen on " + where +
                        " (in use, or not an address of this machine)"};
   }
-  return address.port;
+  sockaddr_storage bound{};
+  socklen_t len = sizeof bound;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
+  int port = 0;
+  AddressText(bound, port);
+  // Each connection is a descriptor: make room for `max_connections` of them when the hard limit
+  // allows (the usual soft limit of 1024 would refuse connections long before).
+  rlimit files{};
+  const rlim_t want = static_cast<rlim_t>(impl_->options.max_connections) + 256;
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < want) {
+    files.rlim_cur = std::min(want, files.rlim_max);
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  if (impl_->listen_fd >= 0) close(impl_->listen_fd);
+  impl_->listen_fd = fd;
+  return port;
 }
 
 bool HttpServer::Serve() {
+  Impl& impl = *impl_;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (stop_requested_) return true;
-    serving_ = true;
+    std::lock_guard<std::mutex> lock(impl.mutex);
+    if (impl.stop_requested) return true;
+    if (impl.listen_fd < 0 || impl.epoll_fd < 0 || impl.wake_fd < 0) return false;
   }
-  server_.listen_after_bind();
-  finished_ = true;
-  std::lock_guard<std::mutex> lock(mutex_);
-  return stop_requested_;
+  auto run = [&impl](Job& job) { impl.RunJob(job); };
+  impl.user_pool = std::make_unique<WorkerPool<Job>>(std::max(1, impl.options.threads), run);
+  if (impl.options.reserved_threads > 0) {
+    impl.reserved_pool = std::make_unique<WorkerPool<Job>>(impl.options.reserved_threads, run);
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = kListenerId;
+  epoll_ctl(impl.epoll_fd, EPOLL_CTL_ADD, impl.listen_fd, &ev);
+  ev.data.u64 = kWakeId;
+  epoll_ctl(impl.epoll_fd, EPOLL_CTL_ADD, impl.wake_fd, &ev);
+  const bool clean = impl.Loop();
+  for (auto& [id, conn] : impl.conns) impl.Close(*conn);
+  impl.Reap();
+  // Queued requests are dropped (their connections are gone); running handlers finish.
+  impl.user_pool.reset();
+  impl.reserved_pool.reset();
+  impl.completions.clear();
+  if (impl.listen_fd >= 0) {
+    close(impl.listen_fd);
+    impl.listen_fd = -1;
+  }
+  std::lock_guard<std::mutex> lock(impl.mutex);
+  return clean || impl.stop_requested;
 }
 
 void HttpServer::Stop() {
-  bool serving = false;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stop_requested_ = true;
-    serving = serving_;
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    impl_->stop_requested = true;
   }
-  if (!serving) return;
-  // httplib's stop() only works once the listen loop runs: wait for it (or for its end).
-  while (!server_.is_running() && !finished_) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  server_.stop();
-}
-
-sigset_t BlockStopSignals() {
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  return signals;
-}
-
-bool ServeUntilStopSignal(HttpServer& server, const sigset_t& stop_signals) {
-  // The signals are taken by a waiting thread, so shutdown runs as ordinary code rather than in
-  // a signal handler.
-  std::atomic<bool> stopping{false};
-  std::thread waiter([&] {
-    int signal_number = 0;
-    sigwait(&stop_signals, &signal_number);
-    if (!stopping.exchange(true)) {
-      signal(SIGINT, SIG_DFL);
-      signal(SIGTERM, SIG_DFL);
-      pthread_sigmask(SIG_UNBLOCK, &stop_signals, nullptr);
-    }
-    server.Stop();
-  });
-  const bool clean = server.Serve();
-  // Serve also returns when the listener fails: wake the waiter so it can be joined.
-  if (!stopping.exchange(true)) pthread_kill(waiter.native_handle(), SIGTERM);
-  waiter.join();
-  return clean;
+  impl_->stop_flag = true;
+  impl_->Wake();
 }
 
 }  // namespace gpufleet::net

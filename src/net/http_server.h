@@ -1,17 +1,35 @@
 #pragma once
-// `HttpServer`: the one way gpufleet serves HTTP (the agent's endpoint, the controller's API):
-// cpp-httplib with our defaults (a small worker pool, short keep-alive, bounded bodies and I/O
-// timeouts, SO_REUSEADDR without SO_REUSEPORT so a second server on the port fails instead of
-// sharing it) and a Serve/Stop hand-off that cannot lose a Stop issued before the listen loop
-// starts. Also the listen-address parser and the SIGINT/SIGTERM handling of a server process.
+// `HttpServer`: the one way gpufleet serves HTTP (the agent's endpoint, the controller's API).
+//
+// One I/O thread (epoll) accepts connections and reads every request head and body itself, so a
+// slow or hostile client costs a connection slot, never a worker; a complete request then runs
+// on a worker pool (a separate pool for `reserved_prefix`, so agents' heartbeats never wait
+// behind user requests). Every limit is enforced before a worker sees the request: a total
+// deadline for the head and body, caps on connections (overall and per client address), on the
+// header count and size, and on the body under every transfer coding; request bodies are never
+// decompressed (a Content-Encoding other than identity is a 415). `SetAuthHook` runs with the
+// head only, before any body byte is read. Errors the server raises itself are JSON
+// (`{"error": "..."}`) with a proper status.
+//
+// Why not libmicrohttpd (0.9.75, Debian 12), the first choice as a packaged library: the errors it
+// raises itself (malformed request line or header, a head over its memory pool, bad chunking) are
+// fixed HTML pages with no hook to make them JSON; it has only an idle timeout, no total request
+// deadline, and no way to close a connection from outside its callbacks; and a response cannot be
+// queued in the middle of a body, so a chunked body over the limit could only be dropped, not
+// answered 413. Each would need a workaround around the library; this file is smaller than those.
+//
+// Handlers keep cpp-httplib's signature and plain structs (`httplib::Request`/`Response`), and
+// clients stay httplib. Also the listen-address parser and the SIGINT/SIGTERM handling of a server
+// process.
 #include <httplib.h>
 #include <signal.h>
+#include <sys/socket.h>
 
-#include <atomic>
-#include <mutex>
+#include <memory>
 #include <string>
 
 #include "core/result.h"
+#include "net/http_router.h"
 
 namespace gpufleet::net {
 
@@ -23,33 +41,77 @@ struct ListenAddress {
 core::Result<ListenAddress> ParseListenAddress(const std::string& text);
 
 struct HttpServerOptions {
+  // Workers for requests outside `reserved_prefix` (and for all when `reserved_threads` is 0).
   int threads = 4;
+  // Largest request body under any transfer coding; a larger one is answered 413.
   std::size_t max_body_bytes = 64 * 1024;
+  // An idle kept-alive connection (no byte of a next request) is closed after this.
   int keep_alive_s = 2;
+  // An answer the client does not read for this long is dropped with its connection.
   int io_timeout_s = 5;
+  // The whole request (head and body) must arrive within this from the connection's opening or
+  // its previous answer, else 408 and the connection is closed: slow-loris clients cannot stay.
+  int request_deadline_ms = 10000;
+  // Paths starting with this are served by their own pool of `reserved_threads` workers.
+  std::string reserved_prefix = "/v1/agent/";
+  // Workers of the reserved pool; 0: no reserved pool.
+  int reserved_threads = 0;
+  // Open connections at most; more are answered 503 and closed at once.
+  int max_connections = 4096;
+  // Open connections from one client address at most; more are answered 503 and closed.
+  int max_connections_per_ip = 512;
+  // Listen backlog: room for a burst of connects the I/O thread has not accepted yet.
+  int listen_backlog = SOMAXCONN;
+  // Request line plus header fields, in bytes, at most; more is answered 431.
+  std::size_t max_header_bytes = 16 * 1024;
+  // Header fields at most; more are answered 431.
+  int max_headers = 100;
 };
 
 class HttpServer {
  public:
+  using Handler = Router::Handler;
+  // Returns false after filling the answer (a 401, unless it sets another status >= 400).
+  using AuthHook = Router::AuthHook;
+  using PreRoutingHandler = Router::PreRoutingHandler;
+
   explicit HttpServer(const HttpServerOptions& options);
+  ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  // Where handlers are registered.
-  httplib::Server& routes() { return server_; }
-  // Binds; returns the bound port (the chosen one when `address.port` is 0).
+  // Routes, registered before Serve. `pattern` is a std::regex that must match the whole
+  // (percent-decoded) path; its groups land in `req.matches`. HEAD is served by Get routes
+  // without the body. A path no route matches is a 404, one that only other methods' routes
+  // match a 405; both go through the error handler.
+  void Get(const std::string& pattern, Handler handler);
+  void Post(const std::string& pattern, Handler handler);
+  void Put(const std::string& pattern, Handler handler);
+  void Delete(const std::string& pattern, Handler handler);
+  // Called for the answers the server makes itself (404, 405, 400, 408, 411, 413, 415, 431,
+  // 505...) with `res.status` set and an empty body; a body it leaves empty becomes
+  // {"error": "<what went wrong>"}. Runs on the I/O thread for errors found while reading a
+  // request, so it must be quick and must not block.
+  void SetErrorHandler(Handler handler);
+  // Runs on a worker before routing (and before the auth hook); `Handled` answers with `res`.
+  void SetPreRoutingHandler(PreRoutingHandler handler);
+  // Called on a worker once a request's head is complete, before any body byte is read; false
+  // answers with what it filled (and drops the body unread).
+  void SetAuthHook(AuthHook hook);
+
+  // Binds and listens; returns the bound port (the chosen one when `address.port` is 0). A port
+  // in use fails (SO_REUSEADDR, never SO_REUSEPORT). Raises the soft limit on open files when
+  // `max_connections` needs it.
   core::Result<int> Bind(const ListenAddress& address);
-  // Serves until Stop() (from any thread). False when the listener failed without a Stop, so the
-  // caller can exit with an error and a supervisor restart it.
+  // Serves until Stop() (from any thread; a Stop before Serve is not lost). False when the
+  // listener failed without a Stop, so the caller can exit with an error and a supervisor restart
+  // it.
   bool Serve();
   void Stop();
 
  private:
-  httplib::Server server_;
-  std::mutex mutex_;
-  bool stop_requested_ = false;
-  bool serving_ = false;
-  std::atomic<bool> finished_{false};
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // Blocks SIGINT and SIGTERM in the calling thread; call it before any thread starts, so that all

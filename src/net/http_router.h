@@ -1,0 +1,54 @@
+#pragma once
+// `Router`: what `HttpServer` does with a request once it has been read: the pre-routing handler
+// and the auth hook (the admission), the routes, and the error answers. No I/O and no threads of
+// its own: it runs on the server's worker pools (error answers also on its I/O thread), so it is
+// configured before serving and only read afterwards.
+#include <httplib.h>
+
+#include <functional>
+#include <regex>
+#include <string>
+#include <vector>
+
+namespace gpufleet::net {
+
+class Router {
+ public:
+  using Handler = std::function<void(const httplib::Request&, httplib::Response&)>;
+  using AuthHook = std::function<bool(const httplib::Request&, httplib::Response&)>;
+  using PreRoutingHandler =
+      std::function<httplib::Server::HandlerResponse(const httplib::Request&, httplib::Response&)>;
+
+  // `pattern` is a std::regex that must match the whole path; its groups land in `req.matches`.
+  void Add(std::string method, const std::string& pattern, Handler handler);
+  void SetErrorHandler(Handler handler) { error_handler_ = std::move(handler); }
+  void SetPreRoutingHandler(PreRoutingHandler handler) { pre_routing_ = std::move(handler); }
+  void SetAuthHook(AuthHook hook) { auth_hook_ = std::move(hook); }
+
+  // Whether requests must stop after their head for admission (a pre-routing handler or an auth
+  // hook is set), before their body is read.
+  bool AdmitsOnHead() const { return pre_routing_ || auth_hook_; }
+  // Runs the pre-routing handler, then the auth hook, on a request's head; true when either
+  // answered in `res` (a refused auth without a status >= 400 becomes a 401).
+  bool Admit(const httplib::Request& req, httplib::Response& res) const;
+  // Runs the first route of the method (GET for HEAD) that matches the path; else answers 404, or
+  // 405 with Allow when only other methods' routes match.
+  void Handle(httplib::Request& req, httplib::Response& res) const;
+  // An error answer with `res.status` already set: the error handler's body, else
+  // {"error": message}.
+  void ErrorAnswer(const httplib::Request& req, httplib::Response& res,
+                   const std::string& message) const;
+
+ private:
+  struct Route {
+    std::string method;
+    std::regex pattern;
+    Handler handler;
+  };
+  std::vector<Route> routes_;
+  Handler error_handler_;
+  PreRoutingHandler pre_routing_;
+  AuthHook auth_hook_;
+};
+
+}  // namespace gpufleet::net
