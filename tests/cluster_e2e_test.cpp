@@ -61,13 +61,12 @@ class Cluster : public ::testing::Test {
     token_ = e2e::FirstLine((dir_ / "ctl" / "token").string());
   }
   void StartAgent(const std::string& node, int gpus) {
-    agents_[node] =
-        e2e::Spawn({GPUFLEET_BINARY, "agent", "--controller", url_, "--token-file",
-                    (dir_ / "ctl" / "token").string(), "--hostname", node, "--data-dir",
-                    (dir_ / node).string(), "--listen", "127.0.0.1:0", "--simulated-gpus",
-                    std::to_string(gpus), "--heartbeat", "0.2", "--advertise-address", "127.0.0.1",
-                    "--allow-root-jobs"},
-                   (dir_ / (node + ".log")).string());
+    agents_[node] = e2e::Spawn({GPUFLEET_BINARY, "agent", "--controller", url_, "--token-file",
+                                (dir_ / "ctl" / "token").string(), "--hostname", node, "--data-dir",
+                                (dir_ / node).string(), "--listen", "127.0.0.1:0",
+                                "--simulated-gpus", std::to_string(gpus), "--heartbeat", "0.2",
+                                "--advertise-address", "127.0.0.1", "--allow-root-jobs"},
+                               (dir_ / (node + ".log")).string());
     ASSERT_GT(agents_[node], 0);
     ASSERT_TRUE(WaitUntil([&] { return NodeState(node) == "READY"; }, 10))
         << Slurp((dir_ / (node + ".log")).string());

@@ -264,8 +264,7 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
       int step = 0;  // 1 chdir, 2 setuid, 3 exec
       if (chdir(workdir.c_str()) != 0) step = 1;
       if (step == 0 && switch_user &&
-          (setgroups(groups.size(), groups.data()) != 0 || setgid(gid) != 0 ||
-           setuid(uid) != 0)) {
+          (setgroups(groups.size(), groups.data()) != 0 || setgid(gid) != 0 || setuid(uid) != 0)) {
         step = 2;
       }
       if (step == 0) {

@@ -195,8 +195,8 @@ ApiServer::ApiServer(Controller& controller) : impl_(std::make_unique<Impl>(cont
       const bool is_limit = std::string_view(name) == "limit";
       if (!v || *v < (is_limit ? 1 : 0)) {
         Fail(res, 400,
-             std::string(name) + (is_limit ? " must be a positive integer"
-                                           : " must be a non-negative integer"),
+             std::string(name) +
+                 (is_limit ? " must be a positive integer" : " must be a non-negative integer"),
              name);
         return;
       }
@@ -224,8 +224,8 @@ ApiServer::ApiServer(Controller& controller) : impl_(std::make_unique<Impl>(cont
       json events = json::array();
       if (auto history = impl.controller.store().Events(job->id)) {
         for (const store::JobEvent& e : history.value()) {
-          events.push_back({{"time_ms", e.time_ms}, {"what", e.what}, {"detail", e.detail},
-                            {"actor", e.actor}});
+          events.push_back(
+              {{"time_ms", e.time_ms}, {"what", e.what}, {"detail", e.detail}, {"actor", e.actor}});
         }
       }
       out["events"] = std::move(events);
@@ -243,8 +243,7 @@ ApiServer::ApiServer(Controller& controller) : impl_(std::make_unique<Impl>(cont
           Fail(res, 503, state.error());
           return;
         }
-        (void)impl.controller.store().Audit(job->id, user->name, "cancel requested", "",
-                                            NowMs());
+        (void)impl.controller.store().Audit(job->id, user->name, "cancel requested", "", NowMs());
         res.set_content(
             Dump({{"id", job->id}, {"state", std::string(store::StateName(state.value()))}}),
             "application/json");
