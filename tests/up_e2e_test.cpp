@@ -504,7 +504,13 @@ TEST_F(UpServer, StopsWithinTwoSecondsUnderALaunchStormAndReadoptsWhatItStarted)
       std::chrono::duration<double>(std::chrono::steady_clock::now() - before).count();
   ASSERT_EQ(done, pid_) << "still running after 30 s";
   pid_ = -1;
-  EXPECT_LT(took_s, 2.0) << "SIGTERM to exit";
+#if defined(__SANITIZE_ADDRESS__)
+  constexpr double kBoundS = 6;  // a sanitized exit also checks every allocation for leaks
+#else
+  constexpr double kBoundS = 2;
+#endif
+  EXPECT_LT(took_s, kBoundS) << "SIGTERM to exit";
+  std::printf("SIGTERM to exit under the launch storm: %.3f s\n", took_s);
   // What the store says ran when it stopped must be re-adopted, not lost or started again.
   std::vector<int64_t> running;
   {
