@@ -140,9 +140,17 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
   const UnixAccount& account = identity.value().account;
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(spec.log_path).parent_path(), ec);
-  const int log = open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  const int log =
+      open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (log < 0) {
     return core::Error{"cannot open log " + spec.log_path + ": " + std::strerror(errno)};
+  }
+  // A planted link (hard or symbolic) must not make the agent hand another file to the job.
+  struct stat log_stat {};
+  if (fstat(log, &log_stat) != 0 || !S_ISREG(log_stat.st_mode) || log_stat.st_nlink != 1) {
+    close(log);
+    return core::Error{"job " + std::to_string(spec.job_id) + ": log " + spec.log_path +
+                       " is not a regular file of its own; refusing to use it"};
   }
   // The job's user owns its log (and may read it); other local users may not.
   if (identity.value().switch_user) (void)!fchown(log, account.uid, account.gid);
@@ -262,11 +270,13 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
       signal(SIGHUP, SIG_DFL);
       umask(022);    // the servers' own umask (077) keeps their files private; jobs get the usual
       int step = 0;  // 1 chdir, 2 setuid, 3 exec
-      if (chdir(workdir.c_str()) != 0) step = 1;
-      if (step == 0 && switch_user &&
+      // The account first, then the directory: entered as root, a directory below one the user
+      // may not pass would still serve relative paths to the job.
+      if (switch_user &&
           (setgroups(groups.size(), groups.data()) != 0 || setgid(gid) != 0 || setuid(uid) != 0)) {
         step = 2;
       }
+      if (step == 0 && chdir(workdir.c_str()) != 0) step = 1;
       if (step == 0) {
         execvpe(argv[0], argv.data(), envp.data());
         step = 3;
@@ -282,8 +292,8 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
     if (output[1] >= 0) close(output[1]);
     if (out_fd < 0) close(STDOUT_FILENO);  // the job writes the log itself
     // Copies what the job wrote to the log (fd 1), up to the limit; what read() returned.
-    struct stat log_stat {};
-    int64_t logged = fstat(STDOUT_FILENO, &log_stat) == 0 ? log_stat.st_size : 0;
+    struct stat out_stat {};
+    int64_t logged = fstat(STDOUT_FILENO, &out_stat) == 0 ? out_stat.st_size : 0;
     bool noted_drop = false;
     auto copy_output = [&]() -> ssize_t {
       char buffer[65536];
@@ -351,7 +361,8 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
           }
           if (deadline > 0 && now_ms > deadline) {
             fenced = true;
-            const int marker = open(fenced_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+            const int marker =
+                open(fenced_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
             if (marker >= 0) close(marker);
             kill(-getpid(), SIGTERM);  // the whole group; the shim ignores it
             kill_at = now_ms + lease_grace_ms;
@@ -400,7 +411,7 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
       while (n > 0) text[len++] = digits[--n];
       text[len++] = value == sig ? '\n' : ' ';
     }
-    const int fd = open(exit_tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int fd = open(exit_tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
     if (fd >= 0) {
       // No fsync: the record must outlive the agent, not the machine (a reboot ends the job
       // too, and a job without a record is then reported lost, which is the truth). An fsync
@@ -418,10 +429,21 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
   close(log);
   setpgid(pid, pid);  // also from the parent, so Stop never races the shim's own call
   int report[2] = {0, 0};
-  ssize_t n;
+  ssize_t n = 0;
+  // The exec's outcome, waited for at most kExecWaitMs: an exec that hangs (argv[0] on a dead
+  // NFS or FUSE mount the job's user controls) must not hold the launcher. Past that the job
+  // counts as started; if its exec fails later, the shim records exit 127.
+  constexpr int kExecWaitMs = 5000;
+  pollfd status_ready{status_pipe[0], POLLIN, 0};
+  int polled;
   do {
-    n = read(status_pipe[0], report, sizeof report);
-  } while (n < 0 && errno == EINTR);
+    polled = poll(&status_ready, 1, kExecWaitMs);
+  } while (polled < 0 && errno == EINTR);
+  if (polled > 0) {
+    do {
+      n = read(status_pipe[0], report, sizeof report);
+    } while (n < 0 && errno == EINTR);
+  }
   close(status_pipe[0]);
   if (n > 0) {
     waitpid(pid, nullptr, 0);

@@ -323,5 +323,40 @@ TEST_F(RunnerTest, ALogLimitLosesNothingBelowIt) {
   EXPECT_EQ(Slurp(leased.log_path), "leased\ndone\n");
 }
 
+// Review finding: the working directory was entered as root, before the switch to the job's
+// account, so a directory below one the user may not pass still served relative paths.
+TEST_F(RunnerTest, TheWorkingDirectoryIsEnteredAsTheJobsAccount) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to switch users";
+  if (getpwnam("nobody") == nullptr) GTEST_SKIP() << "no 'nobody' account here";
+  const std::filesystem::path closed = dir_ / "closed";
+  std::filesystem::create_directories(closed / "open");
+  ::chmod(closed.c_str(), 0700);
+  ::chmod((closed / "open").c_str(), 0755);
+  RunAsPolicy policy = TestPolicy();
+  policy.user_map["alice"] = "nobody";
+  Runner runner(policy);
+  LaunchSpec spec = Spec(18, {"true"});
+  spec.user = "alice";
+  spec.workdir = (closed / "open").string();
+  auto launched = runner.Launch(spec);
+  ASSERT_FALSE(launched.ok()) << "entered a directory its account cannot reach";
+  EXPECT_NE(launched.error().find("working directory"), std::string::npos) << launched.error();
+}
+
+// Review finding: a link planted where the log goes made the agent open (and hand to the job's
+// account) another file.
+TEST_F(RunnerTest, APlantedLinkInPlaceOfTheLogIsRefused) {
+  const std::filesystem::path target = dir_ / "precious";
+  { std::ofstream(target) << "keep\n"; }
+  Runner runner(TestPolicy());
+  LaunchSpec spec = Spec(19, {"echo", "overwritten"});
+  std::filesystem::create_symlink(target, spec.log_path);
+  EXPECT_FALSE(runner.Launch(spec).ok());
+  std::filesystem::remove(spec.log_path);
+  std::filesystem::create_hard_link(target, spec.log_path);
+  EXPECT_FALSE(runner.Launch(spec).ok());
+  EXPECT_EQ(Slurp(target.string()), "keep\n");
+}
+
 }  // namespace
 }  // namespace gpufleet::agent

@@ -216,6 +216,17 @@ void AddAdminRoutes(net::HttpServer& server, Controller& controller) {
         !api::ValidName(j["node"].get<std::string>())) {
       return Fail(res, 400, "node: 1-64 of A-Z a-z 0-9 . _ @ -", "node");
     }
+    // A live node (one whose agent heartbeats, with an admin token say) is not for the taking:
+    // its assignments carry other users' commands and environments.
+    for (const NodeView& n : controller.Nodes()) {
+      if (n.name == j["node"].get<std::string>() && (n.state == "READY" || n.local)) {
+        return Fail(res, 403,
+                    "node " + n.name +
+                        " is live; a join cannot take it over (stop its agent, "
+                        "or pick another --hostname)",
+                    "node");
+      }
+    }
     const std::string node = j["node"].get<std::string>();
     auto token = NewToken();
     if (!token) return Fail(res, 503, token.error());

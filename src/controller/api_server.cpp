@@ -133,8 +133,15 @@ ApiServer::ApiServer(Controller& controller) : impl_(std::make_unique<Impl>(cont
   // Before any body byte is read, /v1 requests need a known credential of any kind (handlers
   // check whose it is and what it may do); /healthz and /metrics stay open.
   server.SetAuthHook([&impl](const httplib::Request& req, httplib::Response& res) {
-    return req.path.rfind("/v1/", 0) != 0 ||
-           api::Authenticate(impl.controller.store(), req, res, NowMs()).has_value();
+    if (req.path.rfind("/v1/", 0) == 0) {
+      return api::Authenticate(impl.controller.store(), req, res, NowMs()).has_value();
+    }
+    // The open endpoints take no body: nothing is read for anyone without a token.
+    if (req.method != "GET" && req.method != "HEAD") {
+      Fail(res, 405, "only GET and HEAD outside /v1");
+      return false;
+    }
+    return true;
   });
   server.SetPreRoutingHandler([&impl](const httplib::Request&, httplib::Response&) {
     ++impl.requests;

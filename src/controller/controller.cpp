@@ -329,6 +329,7 @@ core::Result<bool> Controller::Recover(int64_t now_ms) {
 void Controller::Start() {
   if (thread_.joinable()) return;
   stop_ = false;
+  stopping_ = false;
   thread_ = std::thread([this] { Loop(); });
 }
 

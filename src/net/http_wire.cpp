@@ -98,6 +98,13 @@ void ParseQuery(std::string_view query, httplib::Params& params) {
 }
 
 std::optional<WireError> ParseHead(std::string_view head, int max_headers, httplib::Request& req) {
+  // Lines end in CRLF only: the server finds a head's end at CRLF CRLF, and a bare LF read as a
+  // line end here would let a head hide a second request (or a body) from that search.
+  for (std::size_t lf = head.find('\n'); lf != std::string_view::npos;
+       lf = head.find('\n', lf + 1)) {
+    if (lf == 0 || head[lf - 1] != '\r')
+      return WireError{400, "a line of the request head ends in a bare LF"};
+  }
   std::size_t pos = 0;
   std::string_view line;
   // RFC 9112 2.2: a server should ignore empty lines before the request line.

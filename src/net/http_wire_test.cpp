@@ -35,6 +35,9 @@ TEST(HttpWire, RejectsMalformedHeadsWithTheRightStatus) {
                                          {"GET / HTTP/1.1\r\nNo colon here", 400},
                                          {"GET / HTTP/1.1\r\nBad Name: x", 400},
                                          {"GET / HTTP/1.1\r\nA: 1\r\n folded", 400},
+                                         // A bare LF could hide a second request in the head.
+                                         {"GET /a HTTP/1.1\nHost: x\n\nGET /b HTTP/1.1", 400},
+                                         {"GET / HTTP/1.1\r\nA: 1\nB: 2", 400},
                                          {"GET / HTTP/1.1\r\nA: 1\r\nB: 2\r\nC: 3\r\nD: 4", 431}}) {
     httplib::Request req;
     auto error = ParseHead(c.head, 3, req);
