@@ -682,7 +682,12 @@ TEST_F(UpServer, ConcurrentSubmitsThroughRepeatedKill9) {
   json all;
   int ended = 0, lost = 0;
   for (int wait = 0; wait < 600; ++wait) {
-    all = json::parse(c.Get("/v1/jobs?user=all&limit=5000")->body);
+    auto listed = c.Get("/v1/jobs?user=all&limit=5000");
+    if (!listed || listed->status != 200) {  // a busy (sanitized) server may answer late
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      continue;
+    }
+    all = json::parse(listed->body);
     ended = lost = 0;
     for (const json& j : all) {
       const std::string state = j["state"];
