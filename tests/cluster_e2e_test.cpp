@@ -240,14 +240,16 @@ TEST_F(Cluster, SilentAgentLosesItsJobsRestartableOnesRequeueAndItIsFencedOnRetu
 }
 
 TEST_F(Cluster, ControllerKilledWhileAgentsRunJobsFindsThemAgain) {
-  StartController(3);
+  // A lease long enough that a sanitized controller's restart on a busy machine stays within
+  // half of it (the agent self-fences restartable jobs after half a lease without an answer).
+  StartController(6);
   StartAgent("alpha", 2);
   const int64_t id = Submit(
       {{"argv", {"sh", "-c", "sleep 1.5; echo finished"}}, {"gpus", 2}, {"restartable", true}});
   WaitFor(id, "RUNNING");
   Stop(controller_);  // kill -9
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  StartController(3);
+  StartController(6);
   const json done = WaitFor(id, "SUCCEEDED");
   EXPECT_EQ(done["epoch"], 1);
   EXPECT_NE(Logs(id).find("finished"), std::string::npos);
