@@ -40,14 +40,10 @@ std::string HttpReply::Header(const std::string& name) const {
 }
 
 core::Result<HttpClient> HttpClient::ForUrl(const std::string& url) {
-  const std::string scheme = "http://";
-  if (url.rfind("https://", 0) == 0) {
-    return core::Error{"'" + url +
-                       "': https is not supported; gpufleet servers speak plain HTTP "
-                       "(put a TLS proxy in front and give its http:// address on loopback)"};
-  }
+  const bool tls = url.rfind("https://", 0) == 0;
+  const std::string scheme = tls ? "https://" : "http://";
   if (url.rfind(scheme, 0) != 0) {
-    return core::Error{"'" + url + "': expected http://HOST:PORT"};
+    return core::Error{"'" + url + "': expected http://HOST:PORT or https://HOST:PORT"};
   }
   std::string rest = url.substr(scheme.size());
   const std::size_t slash = rest.find('/');
@@ -58,7 +54,7 @@ core::Result<HttpClient> HttpClient::ForUrl(const std::string& url) {
     rest.resize(slash);
   }
   std::string host;
-  std::string port = "80";
+  std::string port = tls ? "443" : "80";
   if (!rest.empty() && rest[0] == '[') {
     const std::size_t close = rest.find(']');
     if (close == std::string::npos) return core::Error{"'" + url + "': unclosed [ in the host"};
@@ -78,7 +74,7 @@ core::Result<HttpClient> HttpClient::ForUrl(const std::string& url) {
       std::stoi(port) > 65535) {
     return core::Error{"'" + url + "': the port must be a number from 1 to 65535"};
   }
-  return HttpClient(host, port);
+  return HttpClient(host, port, tls);
 }
 
 HttpClient::HttpClient(HttpClient&& other) noexcept { *this = std::move(other); }
@@ -88,6 +84,10 @@ HttpClient& HttpClient::operator=(HttpClient&& other) noexcept {
     Close();
     host_ = std::move(other.host_);
     port_ = std::move(other.port_);
+    tls_ = other.tls_;
+    trust_ = std::move(other.trust_);
+    session_ = std::move(other.session_);
+    verified_ca_pem_ = std::move(other.verified_ca_pem_);
     token_ = std::move(other.token_);
     connect_ms_ = other.connect_ms_;
     read_ms_ = other.read_ms_;
@@ -103,6 +103,7 @@ HttpClient& HttpClient::operator=(HttpClient&& other) noexcept {
 HttpClient::~HttpClient() { Close(); }
 
 void HttpClient::Close() {
+  session_.reset();
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
   reusable_ = false;
@@ -158,6 +159,19 @@ core::Result<bool> HttpClient::Connect() {
   }
   freeaddrinfo(found);
   if (fd_ < 0) return core::Error{"cannot connect to " + host_ + ":" + port_ + ": " + why};
+  if (tls_) {
+    auto session = TlsClientSession::Connect(fd_, host_, trust_, connect_ms_);
+    if (!session) {
+      const core::Error error = session.failure();
+      Close();
+      return error;
+    }
+    session_ = std::move(session).value();
+    verified_ca_pem_ = session_->AnchorPem();
+    const timeval read_timeout{read_ms_ / 1000, (read_ms_ % 1000) * 1000};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &read_timeout, sizeof read_timeout);
+    ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &read_timeout, sizeof read_timeout);
+  }
   return true;
 }
 
@@ -185,7 +199,9 @@ core::Result<HttpReply> HttpClient::Send(const std::string& method, const std::s
     std::size_t sent = 0;
     bool send_failed = false;
     while (sent < request.size()) {
-      const ssize_t n = ::send(fd_, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+      const ssize_t n =
+          session_ ? session_->Write(request.data() + sent, request.size() - sent)
+                   : ::send(fd_, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
         send_failed = true;
@@ -338,17 +354,20 @@ core::Result<HttpReply> HttpClient::ReadReply(bool& closed_unanswered) {
   bool received_any = false;
   // Appends what the socket has to buffer_; 0 at the end of the stream.
   auto fill = [&]() -> core::Result<std::size_t> {
-    pollfd p{fd_, POLLIN, 0};
-    int rc = 0;
-    do {
-      rc = ::poll(&p, 1, read_ms_);
-    } while (rc < 0 && errno == EINTR);
-    if (rc == 0) return core::Error{"no answer within " + std::to_string(read_ms_ / 1000) + " s"};
-    if (rc < 0) return Errno("cannot read the answer");
+    if (!session_ || !session_->HasBuffered()) {
+      pollfd p{fd_, POLLIN, 0};
+      int rc = 0;
+      do {
+        rc = ::poll(&p, 1, read_ms_);
+      } while (rc < 0 && errno == EINTR);
+      if (rc == 0) return core::Error{"no answer within " + std::to_string(read_ms_ / 1000) + " s"};
+      if (rc < 0) return Errno("cannot read the answer");
+    }
     char chunk[16384];
     ssize_t n = 0;
     do {
-      n = ::recv(fd_, chunk, sizeof chunk, 0);
+      errno = 0;
+      n = session_ ? session_->Read(chunk, sizeof chunk) : ::recv(fd_, chunk, sizeof chunk, 0);
     } while (n < 0 && errno == EINTR);
     if (n < 0) {
       if (!received_any && errno == ECONNRESET) closed_unanswered = true;

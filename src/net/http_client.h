@@ -1,7 +1,8 @@
 #pragma once
-// A blocking HTTP/1.1 client for one server at http://HOST:PORT, small enough that a command-line
-// process pays almost nothing to load it: it needs only the C library (no TLS, no compression,
-// no shared HTTP library). The `gpufleet` client commands use it; servers use cpp-httplib.
+// A blocking HTTP/1.1 client for one server at http://HOST:PORT or https://HOST:PORT, small enough
+// that a command-line process pays almost nothing to load it: the C library, and OpenSSL for
+// https only (linked statically into `gpufleet`; no compression, no shared HTTP library). The
+// `gpufleet` client commands and the agents use it.
 //
 // Contract: one request at a time. The connection is kept alive between requests and opened
 // again, once, when the server has closed it in between. Bodies may come with Content-Length,
@@ -9,11 +10,13 @@
 // sending, reading, a malformed answer) and why.
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/result.h"
+#include "net/tls.h"
 
 namespace gpufleet::net {
 
@@ -36,9 +39,16 @@ core::Result<HttpReply> ReadHttpReply(std::string& buffer, const HttpFill& fill,
 
 class HttpClient {
  public:
-  // `url` is http://HOST[:PORT][/]; HOST may be a name, an IPv4 address or [IPv6]. The error
-  // says what is wrong with it (https is refused: the servers speak plain HTTP).
+  // `url` is http[s]://HOST[:PORT][/]; HOST may be a name, an IPv4 address or [IPv6]. The error
+  // says what is wrong with it. An https client needs SetTrust before its first request.
   static core::Result<HttpClient> ForUrl(const std::string& url);
+  // Whether the URL was https.
+  bool tls() const { return tls_; }
+  // What an https connection trusts (net/tls.h); unused for http.
+  void SetTrust(TlsTrust trust) { trust_ = std::move(trust); }
+  // After a request over https: the PEM of the CA the server's certificate was verified against
+  // (to keep after a join that pinned it), else "".
+  const std::string& VerifiedCaPem() const { return verified_ca_pem_; }
 
   HttpClient(HttpClient&& other) noexcept;
   HttpClient& operator=(HttpClient&& other) noexcept;
@@ -63,7 +73,8 @@ class HttpClient {
                                const std::string& body, const std::string& content_type);
 
  private:
-  HttpClient(std::string host, std::string port) : host_(std::move(host)), port_(std::move(port)) {}
+  HttpClient(std::string host, std::string port, bool tls)
+      : host_(std::move(host)), port_(std::move(port)), tls_(tls) {}
   core::Result<bool> Connect();
   void Close();
   // Reads one answer from the open connection; `fresh` says whether anything was received.
@@ -71,6 +82,10 @@ class HttpClient {
 
   std::string host_;
   std::string port_;
+  bool tls_ = false;
+  TlsTrust trust_;
+  std::unique_ptr<TlsClientSession> session_;  // the open connection's TLS, when tls_
+  std::string verified_ca_pem_;
   std::string token_;
   int connect_ms_ = 5000;
   int read_ms_ = 30000;

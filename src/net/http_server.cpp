@@ -7,6 +7,8 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +19,7 @@
 
 #include "net/http_router.h"
 #include "net/http_wire.h"
+#include "net/tls.h"
 #include "net/worker_pool.h"
 
 namespace gpufleet::net {
@@ -71,6 +74,13 @@ struct Conn {
   uint64_t id = 0;
   int fd = -1;
   bool closed = false;
+  // TLS (HttpServerOptions::tls): the session, whether its handshake is still on, what the
+  // handshake waits for, and a read or write that waits for the other direction.
+  SslPtr ssl;
+  bool handshaking = false;
+  uint32_t handshake_wants = 0;
+  bool read_wants_write = false;
+  bool write_wants_read = false;
   std::string ip;
   int port = 0;
   ConnState state = ConnState::kHead;
@@ -201,6 +211,9 @@ struct HttpServer::Impl {
       want |= EPOLLIN;
     }
     if (c.out_pos < c.out.size()) want |= EPOLLOUT;
+    if (c.handshaking) want = c.handshake_wants;
+    if (c.read_wants_write) want |= EPOLLOUT;
+    if (c.write_wants_read) want |= EPOLLIN;
     if (want == c.events) return;
     epoll_event ev{};
     ev.events = want;
@@ -213,6 +226,7 @@ struct HttpServer::Impl {
     if (c.closed) return;
     c.closed = true;
     epoll_ctl(epoll_fd, EPOLL_CTL_DEL, c.fd, nullptr);
+    c.ssl.reset();
     close(c.fd);
     c.fd = -1;
     --open_count;
@@ -245,7 +259,26 @@ struct HttpServer::Impl {
   }
 
   void Flush(Conn& c) {
-    while (!c.closed && c.out_pos < c.out.size()) {
+    c.write_wants_read = false;
+    while (!c.closed && c.ssl && c.out_pos < c.out.size()) {
+      std::size_t n = 0;
+      ERR_clear_error();
+      if (SSL_write_ex(c.ssl.get(), c.out.data() + c.out_pos, c.out.size() - c.out_pos, &n) == 1) {
+        c.out_pos += n;
+        c.write_progress = Clock::now();
+        continue;
+      }
+      const int error = SSL_get_error(c.ssl.get(), 0);
+      ERR_clear_error();
+      if (error == SSL_ERROR_WANT_WRITE) break;
+      if (error == SSL_ERROR_WANT_READ) {
+        c.write_wants_read = true;
+        break;
+      }
+      Close(c);
+      return;
+    }
+    while (!c.closed && !c.ssl && c.out_pos < c.out.size()) {
       const ssize_t n =
           send(c.fd, c.out.data() + c.out_pos, c.out.size() - c.out_pos, MSG_NOSIGNAL);
       if (n > 0) {
@@ -280,6 +313,12 @@ struct HttpServer::Impl {
     if (c.close_after) {
       c.state = ConnState::kLinger;
       c.in.clear();
+      if (c.ssl) {
+        ERR_clear_error();
+        SSL_shutdown(c.ssl.get());  // close_notify, best effort; the rest is drained raw
+        ERR_clear_error();
+        c.read_wants_write = c.write_wants_read = false;
+      }
       shutdown(c.fd, SHUT_WR);
       c.linger_until = now + kLingerTime;
       UpdateEvents(c);
@@ -410,7 +449,71 @@ struct HttpServer::Impl {
     }
   }
 
+  // The TLS handshake, as far as the socket allows. A client that speaks plain HTTP to the TLS
+  // port (its first byte is not a TLS handshake record's) is told so in plain HTTP.
+  void Handshake(Conn& c) {
+    char first = 0;
+    const ssize_t peeked = recv(c.fd, &first, 1, MSG_PEEK);
+    if (peeked == 1 && SSL_in_before(c.ssl.get()) && first != 0x16) {
+      c.ssl.reset();
+      c.handshaking = false;
+      LayerError(c, 400, "this server speaks https: use an https:// URL");
+      return;
+    }
+    ERR_clear_error();
+    const int rc = SSL_do_handshake(c.ssl.get());
+    if (rc == 1) {
+      c.handshaking = false;
+      c.handshake_wants = 0;
+      UpdateEvents(c);
+      Read(c);  // a request that came with the handshake's last flight
+      return;
+    }
+    const int error = SSL_get_error(c.ssl.get(), rc);
+    ERR_clear_error();
+    if (error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE) {
+      c.handshake_wants = error == SSL_ERROR_WANT_READ ? EPOLLIN : EPOLLOUT;
+      UpdateEvents(c);
+      return;
+    }
+    Close(c);  // not TLS, or a failed handshake: nothing can be answered
+  }
+
+  // Decrypts what has arrived into `c.in`: one record from the socket, and whatever the session
+  // still holds (the socket's level-triggered readiness brings the rest). False when closed.
+  bool ReadTls(Conn& c) {
+    c.read_wants_write = false;
+    char buffer[kReadChunk];
+    do {
+      std::size_t n = 0;
+      ERR_clear_error();
+      if (SSL_read_ex(c.ssl.get(), buffer, sizeof buffer, &n) == 1) {
+        c.in.append(buffer, n);
+        continue;
+      }
+      const int error = SSL_get_error(c.ssl.get(), 0);
+      ERR_clear_error();
+      if (error == SSL_ERROR_WANT_READ) break;
+      if (error == SSL_ERROR_WANT_WRITE) {
+        c.read_wants_write = true;
+        UpdateEvents(c);
+        break;
+      }
+      Close(c);
+      return false;
+    } while (SSL_pending(c.ssl.get()) > 0);
+    return true;
+  }
+
   void Read(Conn& c) {
+    if (c.ssl && c.handshaking) {
+      Handshake(c);
+      return;
+    }
+    if (c.ssl && c.state != ConnState::kLinger) {
+      if (ReadTls(c)) Advance(c);
+      return;
+    }
     char buffer[kReadChunk];
     const ssize_t n = recv(c.fd, buffer, sizeof buffer, 0);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
@@ -428,6 +531,10 @@ struct HttpServer::Impl {
   }
 
   void Refuse(int fd, const std::string& why) {
+    if (options.tls) {  // no handshake for a connection that is turned away
+      close(fd);
+      return;
+    }
     httplib::Response res;
     res.status = 503;
     res.set_content(wire::ErrorJson(why), "application/json");
@@ -473,6 +580,17 @@ struct HttpServer::Impl {
       conn->fd = fd;
       conn->ip = std::move(ip);
       conn->port = port;
+      if (options.tls) {
+        conn->ssl.reset(SSL_new(options.tls->get()));
+        if (!conn->ssl || SSL_set_fd(conn->ssl.get(), fd) != 1) {
+          ERR_clear_error();
+          close(fd);
+          continue;
+        }
+        SSL_set_accept_state(conn->ssl.get());
+        conn->handshaking = true;
+        conn->handshake_wants = EPOLLIN;
+      }
       StartWaiting(*conn, Clock::now());
       epoll_event ev{};
       ev.events = EPOLLIN;
@@ -516,7 +634,9 @@ struct HttpServer::Impl {
       if (c.closed) continue;
       switch (c.state) {
         case ConnState::kHead:
-          if (c.in.empty() && now >= c.idle_deadline) {
+          if (c.handshaking) {
+            if (now >= c.deadline) Close(c);  // a handshake must finish within the deadline
+          } else if (c.in.empty() && now >= c.idle_deadline) {
             Close(c);
           } else if (!c.in.empty() && now >= c.deadline) {
             LayerError(c, 408,
@@ -598,8 +718,20 @@ struct HttpServer::Impl {
           Close(c);
           continue;
         }
-        if (events[i].events & EPOLLIN) Read(c);
-        if (!c.closed && (events[i].events & EPOLLOUT)) Flush(c);
+        if (events[i].events & EPOLLIN) {
+          if (c.write_wants_read) {
+            Flush(c);
+          } else {
+            Read(c);
+          }
+        }
+        if (!c.closed && (events[i].events & EPOLLOUT)) {
+          if (c.handshaking || c.read_wants_write) {
+            Read(c);
+          } else {
+            Flush(c);
+          }
+        }
       }
       DrainCompletions();
       if (!stopping && stop_flag.load()) BeginStop();

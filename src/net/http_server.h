@@ -33,6 +33,8 @@
 
 namespace gpufleet::net {
 
+class TlsServerContext;  // net/tls.h
+
 struct ListenAddress {
   std::string host;
   int port = 0;  // 0: any free port
@@ -66,6 +68,9 @@ struct HttpServerOptions {
   std::size_t max_header_bytes = 16 * 1024;
   // Header fields at most; more are answered 431.
   int max_headers = 100;
+  // When set, every connection speaks TLS (the handshake must finish within
+  // `request_deadline_ms`); a plain-HTTP request to it is answered 400 in plain text and closed.
+  std::shared_ptr<TlsServerContext> tls;
 };
 
 class HttpServer {
