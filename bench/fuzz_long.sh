@@ -6,7 +6,9 @@
 #
 # Usage: bash bench/fuzz_long.sh [TARGET...]   (default: every target built in build-fuzz/)
 # Environment: RUNS (default 10000000); MAX_TIME (seconds a target may run, default 0: no limit;
-#   a target stopped by it is recorded as not having reached RUNS); NICE (default 19).
+#   a target stopped by it is recorded as not having reached RUNS); NICE (default 19); TIMEOUT
+#   (seconds one input may take before libFuzzer calls it a hang, default 60: at nice 19 beside a
+#   build, 10 s was hit by starvation alone).
 # Build first with scripts/fuzz.sh (e.g. `bash scripts/fuzz.sh 1`).
 set -euo pipefail
 
@@ -40,7 +42,7 @@ write_row() {
       echo "# Fuzzing: executions per target"
       echo
       echo "Written by \`bench/fuzz_long.sh\` (libFuzzer, clang 14, ASan+UBSan with leak checking,"
-      echo "\`-rss_limit_mb=2048 -timeout=10\`); the bar is 10,000,000 executions per target with no"
+      echo "\`-rss_limit_mb=2048 -timeout=${TIMEOUT:-60}\`); the bar is 10,000,000 executions per target with no"
       echo "crash, leak or UB report. Each run starts from the seed corpus in \`fuzz/corpus/TARGET\`."
       echo "Machine: $(nproc) cores shared with other work, fuzzers at nice ${NICE:-19}, so exec/s is a"
       echo "lower bound. Wall time is in seconds; the new corpus is what the run added and kept."
@@ -70,7 +72,7 @@ for t in "${targets[@]}"; do
   rc=0
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     nice -n "${NICE:-19}" "$exe" -runs="$runs" -max_total_time="$max_time" -max_len="$max_len" \
-    -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 -artifact_prefix="$artifacts/$t-" \
+    -rss_limit_mb=2048 -timeout="${TIMEOUT:-60}" -print_final_stats=1 -artifact_prefix="$artifacts/$t-" \
     "$corpus" "fuzz/corpus/$t" >"$log" 2>&1 || rc=$?
   wall=$(($(date +%s) - start))
   execs=$(awk '/^stat::number_of_executed_units:/ { print $2 }' "$log" | tail -1)

@@ -297,8 +297,11 @@ TEST(HttpClient, ParsesServerUrls) {
   EXPECT_TRUE(HttpClient::ForUrl("http://localhost:8080/").ok());
   EXPECT_TRUE(HttpClient::ForUrl("http://[::1]:8080").ok());
   EXPECT_TRUE(HttpClient::ForUrl("http://localhost").ok());
+  EXPECT_TRUE(HttpClient::ForUrl("https://localhost").value().tls());
+  EXPECT_FALSE(HttpClient::ForUrl("http://localhost").value().tls());
   const std::pair<const char*, const char*> bad[] = {
-      {"https://127.0.0.1:1", "https is not supported"},
+      {"ftp://127.0.0.1:1", "expected http://HOST:PORT or https://"},
+      {"https://127.0.0.1:0", "port must be"},
       {"127.0.0.1:8080", "expected http://HOST:PORT"},
       {"http://:8080", "no host"},
       {"http://127.0.0.1:0", "port must be"},

@@ -581,8 +581,8 @@ struct HttpServer::Impl {
       conn->ip = std::move(ip);
       conn->port = port;
       if (options.tls) {
-        conn->ssl.reset(SSL_new(options.tls->get()));
-        if (!conn->ssl || SSL_set_fd(conn->ssl.get(), fd) != 1) {
+        conn->ssl = NewSslOnSocket(options.tls->get(), fd);
+        if (!conn->ssl) {
           ERR_clear_error();
           close(fd);
           continue;

@@ -12,6 +12,7 @@
 
 #include <cctype>
 #include <cerrno>
+#include <cstring>
 
 namespace gpufleet::net {
 namespace {
@@ -66,7 +67,56 @@ bool IsIpAddress(const std::string& host) {
          inet_pton(AF_INET6, host.c_str(), buffer) == 1;
 }
 
+// OpenSSL's socket BIO with send(MSG_NOSIGNAL) and recv for its I/O; everything else (the fd,
+// closing) is the socket BIO's own.
+int NoSigpipeWrite(BIO* bio, const char* data, int size) {
+  const int fd = static_cast<int>(BIO_get_fd(bio, nullptr));
+  errno = 0;
+  const ssize_t n = ::send(fd, data, static_cast<std::size_t>(size), MSG_NOSIGNAL);
+  BIO_clear_retry_flags(bio);
+  if (n < 0 && BIO_sock_should_retry(-1)) BIO_set_retry_write(bio);
+  return static_cast<int>(n);
+}
+
+int NoSigpipeRead(BIO* bio, char* data, int size) {
+  const int fd = static_cast<int>(BIO_get_fd(bio, nullptr));
+  errno = 0;
+  const ssize_t n = ::recv(fd, data, static_cast<std::size_t>(size), 0);
+  BIO_clear_retry_flags(bio);
+  if (n < 0 && BIO_sock_should_retry(-1)) BIO_set_retry_read(bio);
+  return static_cast<int>(n);
+}
+
+int NoSigpipePuts(BIO* bio, const char* text) {
+  return NoSigpipeWrite(bio, text, static_cast<int>(std::strlen(text)));
+}
+
+const BIO_METHOD* NoSigpipeSocketMethod() {
+  static const BIO_METHOD* method = [] {
+    const BIO_METHOD* socket = BIO_s_socket();
+    BIO_METHOD* m = BIO_meth_new(BIO_TYPE_SOCKET, "gpufleet socket");
+    BIO_meth_set_write(m, NoSigpipeWrite);
+    BIO_meth_set_read(m, NoSigpipeRead);
+    BIO_meth_set_puts(m, NoSigpipePuts);
+    BIO_meth_set_ctrl(m, BIO_meth_get_ctrl(socket));
+    BIO_meth_set_create(m, BIO_meth_get_create(socket));
+    BIO_meth_set_destroy(m, BIO_meth_get_destroy(socket));
+    return m;
+  }();
+  return method;
+}
+
 }  // namespace
+
+SslPtr NewSslOnSocket(SSL_CTX* ctx, int fd) {
+  SslPtr ssl(SSL_new(ctx));
+  if (!ssl) return nullptr;
+  BIO* bio = BIO_new(NoSigpipeSocketMethod());
+  if (bio == nullptr) return nullptr;
+  BIO_set_fd(bio, fd, BIO_NOCLOSE);
+  SSL_set_bio(ssl.get(), bio, bio);
+  return ssl;
+}
 
 std::string TlsErrorText(const std::string& fallback) {
   const unsigned long code = ERR_get_error();
@@ -109,8 +159,8 @@ core::Result<std::unique_ptr<TlsClientSession>> TlsClientSession::Connect(int fd
   SSL_CTX_set_min_proto_version(s->ctx_.get(), TLS1_2_VERSION);
   // Verified below, against the chosen anchor only, before any request byte is sent.
   SSL_CTX_set_verify(s->ctx_.get(), SSL_VERIFY_NONE, nullptr);
-  s->ssl_.reset(SSL_new(s->ctx_.get()));
-  if (!s->ssl_ || SSL_set_fd(s->ssl_.get(), fd) != 1) {
+  s->ssl_ = NewSslOnSocket(s->ctx_.get(), fd);
+  if (!s->ssl_) {
     return core::Error{"TLS: " + TlsErrorText("cannot make a session")};
   }
   SSL_set_mode(s->ssl_.get(), SSL_MODE_AUTO_RETRY);

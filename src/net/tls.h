@@ -35,6 +35,10 @@ struct SslFree {
 using SslPtr = std::unique_ptr<SSL, SslFree>;
 using SslCtxPtr = std::unique_ptr<SSL_CTX, SslFree>;
 
+// A TLS session on socket `fd` (not owned) whose writes never raise SIGPIPE: a peer that closes
+// early costs an error, not the process (OpenSSL's socket BIO writes with write(2)).
+SslPtr NewSslOnSocket(SSL_CTX* ctx, int fd);
+
 // A client's TLS session over a connected blocking socket `fd` (not owned). Connect does the
 // handshake within `timeout_ms` and verifies the server against `trust` for `host`; errors say
 // which step failed and what to do.
