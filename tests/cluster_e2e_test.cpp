@@ -51,9 +51,11 @@ class Cluster : public ::testing::Test {
 
   void StartController(double lease_s) {
     std::filesystem::remove(dir_ / "ctl" / "server");
-    controller_ = e2e::Spawn({GPUFLEET_BINARY, "controller", "--data-dir", Ctl(), "--listen",
-                              listen_, "--lease", std::to_string(lease_s), "--stop-grace", "1"},
-                             (dir_ / "controller.log").string());
+    std::vector<std::string> args = {GPUFLEET_BINARY, "controller", "--data-dir", Ctl(),
+                                     "--listen",      listen_,    "--lease",
+                                     std::to_string(lease_s),     "--stop-grace", "1"};
+    args.insert(args.end(), controller_flags_.begin(), controller_flags_.end());
+    controller_ = e2e::Spawn(args, (dir_ / "controller.log").string());
     ASSERT_TRUE(WaitUntil([&] { return std::filesystem::exists(dir_ / "ctl" / "server"); }, 10))
         << Slurp((dir_ / "controller.log").string());
     url_ = e2e::FirstLine((dir_ / "ctl" / "server").string());
@@ -74,6 +76,10 @@ class Cluster : public ::testing::Test {
   httplib::Client Http() {
     httplib::Client c(url_);
     c.set_bearer_token_auth(token_);
+    if (url_.rfind("https://", 0) == 0) {
+      c.set_ca_cert_path((dir_ / "ctl" / "tls" / "ca.pem").string().c_str());
+      c.enable_server_certificate_verification(true);
+    }
     return c;
   }
   json Get(const std::string& path) {
@@ -114,6 +120,7 @@ class Cluster : public ::testing::Test {
   std::map<std::string, pid_t> agents_;
   std::string url_, token_;
   std::string listen_ = "127.0.0.1:0";
+  std::vector<std::string> controller_flags_;
 };
 
 TEST_F(Cluster, MultiNodeJobGetsTorchrunVariablesOnEveryNode) {
@@ -307,6 +314,74 @@ TEST_F(Cluster, BadHeartbeatsGetClearErrorsAndTheControllerKeepsServing) {
   EXPECT_EQ(stray->status, 200);
   EXPECT_TRUE(json::parse(stray->body)["assignments"].empty());
   EXPECT_EQ(NodeState("n"), "READY");
+}
+
+}  // namespace
+}  // namespace gpufleet
+
+namespace gpufleet {
+namespace {
+
+// The whole TLS path (issue 11, finding 7): a controller on https, a join token that pins its CA,
+// an agent that refuses a server without that CA before sending the secret, heartbeats and logs
+// over TLS, and a restarted agent that trusts the CA its join saved.
+TEST_F(Cluster, AgentsJoinAnHttpsControllerByPinningItsCaAndRunJobsOverTls) {
+  controller_flags_ = {"--tls", "on"};
+  StartController(5);
+  ASSERT_EQ(url_.rfind("https://", 0), 0u) << url_;
+  const std::string jobs_cli = std::string(GPUFLEET_BINARY) + " jobs --data-dir " + Ctl();
+  auto [created, rc] = e2e::Sh(std::string(GPUFLEET_BINARY) + " token create --join --json " +
+                               "--data-dir " + Ctl() + " 2>&1");
+  ASSERT_EQ(rc, 0) << created;
+  const json answer = json::parse(created, nullptr, false);
+  ASSERT_TRUE(answer.is_object()) << created;
+  const std::string join = answer["token"];
+  const std::string ca_sha = answer["ca_sha256"];
+  ASSERT_EQ(join.size(), 64u + 1 + 64u) << join;
+  ASSERT_EQ(join.substr(65), ca_sha);
+
+  // A token whose pin names another CA: the agent stops before sending the secret, so the token
+  // stays valid for the real node.
+  std::string forged = join;
+  forged.back() = forged.back() == '0' ? '1' : '0';
+  auto [refused, refused_rc] = e2e::Sh(
+      std::string(GPUFLEET_BINARY) + " agent --controller " + url_ + " --join-token " + forged +
+      " --hostname mallory --data-dir " + File("mallory") +
+      " --listen 127.0.0.1:0 --simulated-gpus 1 2>&1");
+  EXPECT_NE(refused_rc, 0);
+  EXPECT_NE(refused.find("does not present the CA the join token names"), std::string::npos)
+      << refused;
+  EXPECT_FALSE(std::filesystem::exists(File("mallory") + "/node-token"));
+
+  auto join_agent = [&] {
+    agents_["alpha"] = e2e::Spawn(
+        {GPUFLEET_BINARY, "agent", "--controller", url_, "--join-token", join, "--hostname",
+         "alpha", "--data-dir", File("alpha"), "--listen", "127.0.0.1:0", "--simulated-gpus", "2",
+         "--heartbeat", "0.2", "--advertise-address", "127.0.0.1", "--allow-root-jobs"},
+        File("alpha.log"));
+    ASSERT_TRUE(WaitUntil([&] { return NodeState("alpha") == "READY"; }, 10))
+        << Slurp(File("alpha.log"));
+  };
+  join_agent();
+  EXPECT_EQ(Slurp(File("alpha") + "/controller-ca.pem"), Slurp(Ctl() + "/tls/ca.pem"));
+  const int64_t id = Submit({{"argv", {"sh", "-c", "echo over-tls"}}, {"gpus", 1}});
+  WaitFor(id, "SUCCEEDED");
+  EXPECT_NE(Logs(id).find("over-tls"), std::string::npos);
+
+  // Restarted, the agent uses its saved credential and the CA its join pinned.
+  Stop(agents_["alpha"]);
+  ASSERT_TRUE(WaitUntil([&] { return NodeState("alpha") != "READY"; }, 15));
+  join_agent();
+
+  // The CLI trusts the data directory's CA; plain HTTP to the https port is told what to do.
+  auto [jobs, jobs_rc] = e2e::Sh(jobs_cli + " 2>&1");
+  EXPECT_EQ(jobs_rc, 0) << jobs;
+  EXPECT_NE(jobs.find("SUCCEEDED"), std::string::npos) << jobs;
+  std::string plain = url_;
+  plain.replace(0, 5, "http");
+  auto [wrong, wrong_rc] = e2e::Sh(jobs_cli + " --server " + plain + " 2>&1");
+  EXPECT_NE(wrong_rc, 0);
+  EXPECT_NE(wrong.find("speaks https"), std::string::npos) << wrong;
 }
 
 }  // namespace

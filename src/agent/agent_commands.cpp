@@ -1,7 +1,6 @@
 #include "agent/agent_commands.h"
 
 #include <fcntl.h>
-#include <httplib.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/ioctl.h>
@@ -29,6 +28,8 @@
 #include "core/node.h"
 #include "gpu/gpu_probe.h"
 #include "gpu/sampler.h"
+#include "net/http_client.h"
+#include "net/private_file.h"
 
 namespace gpufleet::agent {
 namespace {
@@ -69,45 +70,77 @@ gpu::SamplerOptions SamplerOptionsFor(const ProbeFlags& flags) {
 
 namespace {
 
+// The CA an https controller is trusted by: --ca, else the one a pinned join saved.
+net::TlsTrust ControllerTrust(const AgentOptions& options) {
+  if (!options.ca_file.empty()) return net::TlsTrust{options.ca_file, ""};
+  const std::string saved = (std::filesystem::path(options.data_dir) / "controller-ca.pem").string();
+  std::error_code ec;
+  if (std::filesystem::exists(saved, ec)) return net::TlsTrust{saved, ""};
+  return {};
+}
+
 // This node's credential: `<data_dir>/node-token` when an earlier join left one, else a new one
-// from the controller in exchange for `join_token` (saved 0600 for the next start).
-core::Result<std::string> NodeCredential(const std::string& controller_url,
-                                         const std::string& join_token, const std::string& node,
-                                         const std::string& data_dir) {
+// from the controller in exchange for the join token (saved 0600 for the next start). A join
+// token "<secret>.<sha256>" pins the controller's CA: the agent verifies the server against it
+// before the secret leaves, and keeps the CA as <data_dir>/controller-ca.pem.
+core::Result<std::string> NodeCredential(const AgentOptions& options, const std::string& node,
+                                         net::TlsTrust& trust) {
+  const std::string& data_dir = options.data_dir;
   const std::string path = (std::filesystem::path(data_dir) / "node-token").string();
   {
     std::ifstream in(path);
     std::string saved;
     if (in && std::getline(in, saved) && !saved.empty()) return saved;
   }
+  std::string secret = options.join_token;
+  std::string pin;
+  if (const std::size_t dot = secret.find('.'); dot != std::string::npos) {
+    pin = secret.substr(dot + 1);
+    secret.resize(dot);
+    if (!net::NormalizePin(pin)) {
+      return core::Error{"--join-token: what follows the '.' must be the 64 hex digits of the "
+                         "controller's CA hash, as `gpufleet token create --join` printed it"};
+    }
+  }
+  auto client = net::HttpClient::ForUrl(options.controller_url);
+  if (!client) return core::Error{"--controller: " + client.error()};
+  if (client.value().tls()) {
+    if (trust.empty()) trust.pin_sha256 = pin;
+    if (trust.empty()) {
+      return core::Error{"the controller speaks https, but the join token carries no CA hash and "
+                         "no --ca was given: use the token exactly as `token create --join` "
+                         "printed it"};
+    }
+  }
   std::error_code ec;
   std::filesystem::create_directories(data_dir, ec);
-  httplib::Client client(controller_url);
-  client.set_connection_timeout(5, 0);
-  client.set_read_timeout(10, 0);
-  client.set_bearer_token_auth(join_token);
-  auto res =
-      client.Post("/v1/agent/join", nlohmann::json{{"node", node}}.dump(), "application/json");
+  client.value().SetTrust(trust);
+  client.value().SetTimeouts(5000, 10000);
+  client.value().SetBearerToken(secret);
+  auto res = client.value().Post("/v1/agent/join", nlohmann::json{{"node", node}}.dump());
   if (!res) {
-    return core::Error{"cannot reach the controller at " + controller_url + " to join (" +
-                       httplib::to_string(res.error()) + ")"};
+    return core::Error{"cannot join the controller at " + options.controller_url + ": " +
+                       res.error()};
   }
-  const auto body = nlohmann::json::parse(res->body, nullptr, false);
-  if (res->status != 201 || !body.is_object() || !body.contains("token") ||
+  const auto body = nlohmann::json::parse(res.value().body, nullptr, false);
+  if (res.value().status != 201 || !body.is_object() || !body.contains("token") ||
       !body["token"].is_string()) {
     const std::string why = body.is_object() && body.contains("error") && body["error"].is_string()
                                 ? body["error"].get<std::string>()
-                                : "HTTP " + std::to_string(res->status);
+                                : "HTTP " + std::to_string(res.value().status);
     return core::Error{"the controller refused the join token: " + why};
   }
+  if (client.value().tls() && !trust.pin_sha256.empty()) {
+    // Later starts trust the CA the pin verified, without the join token.
+    const std::string ca_path = (std::filesystem::path(data_dir) / "controller-ca.pem").string();
+    if (auto r = net::WritePrivateFile(ca_path, client.value().VerifiedCaPem()); !r) {
+      return core::Error{"joined, but " + r.error() + ": the join token is spent; ask for a new one"};
+    }
+    trust = net::TlsTrust{ca_path, ""};
+  }
   const std::string token = body["token"].get<std::string>();
-  const std::string tmp = path + ".tmp";
-  ::unlink(tmp.c_str());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  const std::string line = token + "\n";
-  if (fd < 0 || ::write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size()) ||
-      ::close(fd) != 0 || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return core::Error{"joined, but cannot save the node credential in " + path +
+  if (auto r = net::WritePrivateFile(path, token + "\n"); !r) {
+    return core::Error{"joined, but cannot save the node credential: " + r.error() +
                        ": the join token is spent; ask for a new one"};
   }
   return token;
@@ -146,9 +179,9 @@ int RunAgent(const AgentOptions& options) {
   }
   // A join token buys this node's own credential once; later starts reuse the saved one.
   std::string token = options.token;
+  net::TlsTrust trust = ControllerTrust(options);
   if (!options.controller_url.empty() && token.empty() && !options.join_token.empty()) {
-    auto joined = NodeCredential(options.controller_url, options.join_token, node.host.hostname,
-                                 options.data_dir);
+    auto joined = NodeCredential(options, node.host.hostname, trust);
     if (!joined) {
       std::fprintf(stderr, "gpufleet agent: %s\n", joined.error().c_str());
       return 1;
@@ -161,6 +194,7 @@ int RunAgent(const AgentOptions& options) {
     NodeAgentOptions n;
     n.controller_url = options.controller_url;
     n.token = token;
+    n.trust = trust;
     n.node_name = node.host.hostname;
     n.address = options.advertise.empty() ? node.host.hostname : options.advertise;
     n.data_dir = options.data_dir;

@@ -26,9 +26,13 @@ struct AgentOptions {
   std::string advertise;  // the address other nodes reach this one at ("": the node name)
   double heartbeat_s = 1.0;
   RunAsPolicy run_as;  // --run-as-map, --allow-root-jobs
+  // Traded once for this node's credential (<data_dir>/node-token). From a TLS controller it ends
+  // in ".<sha256 of the cluster CA>", which the agent pins at the join (see net/tls.h).
   std::string join_token;
-  int64_t log_limit_mib = 1024;  // each job's log keeps this much (0: no cap)  // traded once for
-                                 // this node's credential (<data_dir>/node-token)
+  // The CA an https controller is trusted by ("": <data_dir>/controller-ca.pem, which a pinned
+  // join saves, or the join token's pin).
+  std::string ca_file;
+  int64_t log_limit_mib = 1024;  // each job's log keeps this much (0: no cap)
 };
 int RunAgent(const AgentOptions& options);
 

@@ -1,6 +1,5 @@
 #include "agent/node_agent.h"
 
-#include <httplib.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -336,20 +335,27 @@ core::Result<bool> NodeAgent::Beat(int64_t now_ms) {
   }
   net::Heartbeat beat = Report();
   beat.wait_ms = options_.long_poll_ms;
-  httplib::Client client(options_.controller_url);
-  client.set_connection_timeout(2, 0);
-  client.set_read_timeout(5 + options_.long_poll_ms / 1000, 0);
-  client.set_write_timeout(5, 0);
-  client.set_bearer_token_auth(options_.token);
-  auto res = client.Post("/v1/agent/heartbeat", net::ToJson(beat), "application/json");
   std::string error;
-  if (!res) {
-    error = "cannot reach the controller at " + options_.controller_url + " (" +
-            httplib::to_string(res.error()) + ")";
-  } else if (res->status != 200) {
-    json body = json::parse(res->body, nullptr, false);
-    error = "the controller refused the heartbeat: HTTP " + std::to_string(res->status) + " " +
-            (body.is_object() ? body.value("error", res->body) : res->body);
+  core::Result<net::HttpReply> res = core::Error{""};
+  if (!client_) {
+    auto made = net::HttpClient::ForUrl(options_.controller_url);
+    if (made) {
+      client_.emplace(std::move(made).value());
+      client_->SetTrust(options_.trust);
+      client_->SetBearerToken(options_.token);
+      client_->SetTimeouts(2000, 5000 + static_cast<int>(options_.long_poll_ms));
+    } else {
+      error = "bad controller URL " + made.error();
+    }
+  }
+  if (client_) res = client_->Post("/v1/agent/heartbeat", net::ToJson(beat), "application/json");
+  if (!error.empty()) {
+  } else if (!res) {
+    error = "cannot reach the controller at " + options_.controller_url + " (" + res.error() + ")";
+  } else if (res.value().status != 200) {
+    json body = json::parse(res.value().body, nullptr, false);
+    error = "the controller refused the heartbeat: HTTP " + std::to_string(res.value().status) +
+            " " + (body.is_object() ? body.value("error", res.value().body) : res.value().body);
   }
   if (!error.empty()) {
     if (!outage_reported_) {
@@ -358,7 +364,7 @@ core::Result<bool> NodeAgent::Beat(int64_t now_ms) {
     }
     return core::Error{error};
   }
-  auto reply = net::ParseHeartbeatReply(res->body);
+  auto reply = net::ParseHeartbeatReply(res.value().body);
   if (!reply) return core::Error{"bad heartbeat reply: " + reply.error()};
   if (outage_reported_) {
     std::fprintf(stderr, "gpufleet agent: the controller answers again\n");

@@ -17,19 +17,22 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "agent/cgroup_limits.h"
 #include "agent/runner.h"
 #include "core/result.h"
 #include "gpu/gpu_sample.h"
+#include "net/http_client.h"
 #include "net/node_protocol.h"
 
 namespace gpufleet::agent {
 
 struct NodeAgentOptions {
-  std::string controller_url;  // http://HOST:PORT
-  std::string token;           // an admin token of the controller
+  std::string controller_url;  // http://HOST:PORT or https://HOST:PORT
+  std::string token;           // this node's credential (or an admin token) at the controller
+  net::TlsTrust trust;         // for https: the controller's CA
   std::string node_name;
   std::string address;   // MASTER_ADDR for ranks started here
   std::string data_dir;  // assignments and logs
@@ -105,6 +108,9 @@ class NodeAgent {
   int64_t last_ok_ms_ = 0;  // when the last successful heartbeat was sent
   bool outage_reported_ = false;
   bool self_fenced_ = false;
+  // Kept alive between heartbeats (a TLS handshake per beat would cost the controller's I/O
+  // thread for every node every second).
+  std::optional<net::HttpClient> client_;
 };
 
 }  // namespace gpufleet::agent

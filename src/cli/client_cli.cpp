@@ -42,6 +42,9 @@ void ClientCli::Register(CLI::App& app) {
                     "the data directory)");
     cmd->add_option("--data-dir", client.data_dir,
                     "the data directory of `gpufleet up` (for its server and token files)");
+    cmd->add_option("--ca", client.ca_file,
+                    "the CA file an https server is trusted by (default: $GPUFLEET_CA, else "
+                    "the data directory's tls/ca.pem)");
     cmd->add_flag("--json", client.json, "print JSON for scripts");
   };
 

@@ -130,6 +130,14 @@ std::optional<Connection> Connect(const ClientOptions& o) {
     return std::nullopt;
   }
   c.http.emplace(std::move(http).value());
+  if (c.http->tls()) {
+    std::string ca = o.ca_file;
+    if (const char* env = std::getenv("GPUFLEET_CA"); ca.empty() && env != nullptr) ca = env;
+    if (ca.empty() && ::access((data_dir + "/tls/ca.pem").c_str(), R_OK) == 0) {
+      ca = data_dir + "/tls/ca.pem";
+    }
+    c.http->SetTrust(net::TlsTrust{ca, ""});
+  }
   c.http->SetTimeouts(5000, 30000);
   if (!c.token.empty()) c.http->SetBearerToken(c.token);
   return c;

@@ -18,6 +18,7 @@ std::string Printable(std::string_view text);
 struct ClientOptions {
   std::string server;
   std::string data_dir;
+  std::string ca_file;  // an https server's CA ("": $GPUFLEET_CA, else <data_dir>/tls/ca.pem)
   bool json = false;
 };
 

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -172,6 +173,17 @@ int main(int argc, char** argv) {
         ->capture_default_str()
         ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
   };
+  // TLS of the API, for `up` and `controller` (net/tls_identity.h).
+  auto add_tls_flags = [](CLI::App* cmd, cli::UpOptions& o) {
+    cmd->add_option("--tls", o.tls,
+                    "https for the API: auto (on unless --listen is a loopback address), on, "
+                    "or off (plain HTTP: tokens and jobs travel in clear)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"auto", "on", "off"}));
+    cmd->add_option("--tls-san", o.tls_names,
+                    "a further DNS name or IP address agents and users reach the server at, for "
+                    "its certificate (repeatable; this machine's names and addresses are in it)");
+  };
   auto add_priority_flag = [](CLI::App* cmd, std::vector<std::string>& values) {
     cmd->add_option("--max-priority", values,
                     "the highest job priority non-admin users may set: N for all of them, "
@@ -203,7 +215,11 @@ int main(int argc, char** argv) {
   agent_cmd->add_option("--join-token", agent_options.join_token,
                         "join the controller with a one-time join token (`gpufleet token create "
                         "--join`): the agent trades it for its node's own credential, kept in "
-                        "its data directory, and needs no admin token");
+                        "its data directory, and needs no admin token; an https controller's "
+                        "CA is pinned by the hash at the token's end");
+  agent_cmd->add_option("--ca", agent_options.ca_file,
+                        "the CA file an https controller is trusted by (default: $GPUFLEET_CA, "
+                        "the CA a pinned join saved, else the data directory's tls/ca.pem)");
   std::vector<std::string> agent_run_as_maps;
   add_run_as_flags(agent_cmd, agent_run_as_maps, agent_options.run_as.allow_root);
   add_log_limit_flag(agent_cmd, agent_options.log_limit_mib);
@@ -232,11 +248,23 @@ int main(int argc, char** argv) {
         std::exit(2);
       }
       agent_options.token = token;
+      if (agent_options.ca_file.empty()) {
+        if (const char* env = std::getenv("GPUFLEET_CA"); env != nullptr && *env != '\0') {
+          agent_options.ca_file = env;
+        }
+      }
       if (agent_options.data_dir.empty()) {
         agent_options.data_dir =
             data + "/agent-" +
             (agent_options.probe.hostname.empty() ? std::string("local")
                                                   : agent_options.probe.hostname);
+      }
+      // An agent beside `up` on its machine trusts the CA `up` made, as it takes its token.
+      std::error_code ec;
+      if (agent_options.ca_file.empty() && agent_options.join_token.empty() &&
+          !std::filesystem::exists(agent_options.data_dir + "/controller-ca.pem", ec) &&
+          std::filesystem::exists(data + "/tls/ca.pem", ec)) {
+        agent_options.ca_file = data + "/tls/ca.pem";
       }
     }
     std::exit(agent::RunAgent(agent_options));
@@ -290,6 +318,7 @@ int main(int argc, char** argv) {
   add_run_as_flags(up_cmd, up.run_as_maps, up.allow_root_jobs);
   add_log_limit_flag(up_cmd, up.log_limit_mib);
   add_priority_flag(up_cmd, up.max_priorities);
+  add_tls_flags(up_cmd, up);
   up_cmd->callback([&] { std::exit(cli::RunUp(up)); });
 
   cli::UpOptions controller_opts;
@@ -321,6 +350,7 @@ int main(int argc, char** argv) {
                    "and PENDING again when restartable")
       ->capture_default_str();
   add_priority_flag(controller_cmd, controller_opts.max_priorities);
+  add_tls_flags(controller_cmd, controller_opts);
   controller_cmd->callback([&] { std::exit(cli::RunUp(controller_opts)); });
 
   return cli::AddClientCommandsAndRun(app, argc, argv);

@@ -28,6 +28,9 @@
 #include "gpu/gpu_probe.h"
 #include "gpu/sampler.h"
 #include "net/http_server.h"
+#include "net/private_file.h"
+#include "net/tls.h"
+#include "net/tls_identity.h"
 #include "store/store.h"
 
 namespace gpufleet::cli {
@@ -93,23 +96,12 @@ std::string LocalUser() {
 // file is created fresh (O_EXCL, mode 0600 from the start): a `<path>.tmp` planted beforehand,
 // a symlink above all, is removed, never followed or written through.
 bool WritePrivate(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  ::unlink(tmp.c_str());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return false;
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += static_cast<std::size_t>(n);
-  }
-  const bool written = done == text.size() && ::close(fd) == 0;
-  if (!written) {
-    ::unlink(tmp.c_str());
-    return false;
-  }
-  return std::rename(tmp.c_str(), path.c_str()) == 0;
+  return net::WritePrivateFile(path, text).ok();
+}
+
+// Whether `host` (of --listen) reaches this machine only.
+bool IsLoopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
 
 // The data directory holds every job's argv and environment, logs and the admin token: it and
@@ -143,6 +135,35 @@ int RunUp(const UpOptions& o) {
   const std::string data_dir = DataDir(o.data_dir);
   const sigset_t stop_signals = net::BlockStopSignals();  // before any thread starts
   if (!PrepareDataDir(data_dir, self)) return 1;
+  // https unless told otherwise or only this machine can connect (net/tls_identity.h).
+  controller::ApiServerOptions api_options;
+  const bool tls = o.tls == "on" || (o.tls == "auto" && !IsLoopback(address.value().host));
+  if (tls) {
+    auto identity = net::EnsureTlsIdentity((std::filesystem::path(data_dir) / "tls").string(),
+                                           net::DefaultTlsNames(address.value().host, o.tls_names));
+    if (!identity) {
+      std::fprintf(stderr, "%s: %s%s\n", self,
+                   identity.failure().field.empty() ? "" : "--tls-san: ", identity.error().c_str());
+      return identity.failure().field.empty() ? 1 : 2;
+    }
+    auto context = net::TlsServerContext::Create(identity.value().chain_file,
+                                                 identity.value().key_file);
+    if (!context) {
+      std::fprintf(stderr, "%s: %s\n", self, context.error().c_str());
+      return 1;
+    }
+    api_options.tls = context.value();
+    api_options.ca_sha256 = identity.value().ca_sha256;
+    std::fprintf(stderr,
+                 "%s: https with the cluster CA %s (sha256 %s): give it to users as "
+                 "GPUFLEET_CA, or join agents with `gpufleet token create --join`\n",
+                 self, identity.value().ca_file.c_str(), identity.value().ca_sha256.c_str());
+  } else if (!IsLoopback(address.value().host)) {
+    std::fprintf(stderr,
+                 "%s: WARNING: --tls off on %s: tokens, jobs and their environments travel in "
+                 "clear to anyone on the network\n",
+                 self, address.value().host.c_str());
+  }
 
   auto store = store::OpenSqliteStore(data_dir);
   if (!store) {
@@ -269,13 +290,19 @@ int RunUp(const UpOptions& o) {
     std::fprintf(stderr, "%s: %s\n", self, r.error().c_str());
     return 1;
   }
-  controller::ApiServer api(ctl);
+  controller::ApiServer api(ctl, api_options);
   auto port = api.Bind(address.value());
   if (!port) {
     std::fprintf(stderr, "%s: %s\n", self, port.error().c_str());
     return 1;
   }
-  const std::string url = "http://" + address.value().host + ":" + std::to_string(port.value());
+  // A wildcard address is reached at loopback from here (and loopback is in the certificate).
+  std::string url_host = address.value().host;
+  if (url_host == "0.0.0.0" || url_host.empty()) url_host = "127.0.0.1";
+  if (url_host == "::") url_host = "::1";
+  if (url_host.find(':') != std::string::npos) url_host = "[" + url_host + "]";
+  const std::string url = std::string(api_options.tls ? "https://" : "http://") + url_host + ":" +
+                          std::to_string(port.value());
   WritePrivate((std::filesystem::path(data_dir) / "server").string(), url + "\n");
   if (sampler) sampler->Start();
   ctl.Start();

@@ -23,6 +23,8 @@ struct UpOptions {
   bool allow_root_jobs = false;             // jobs may run as root on the local node
   int64_t log_limit_mib = 1024;             // each local job's log keeps this much (0: no cap)
   std::vector<std::string> max_priorities;  // "N" (every non-admin user) or "USER=N"
+  std::string tls = "auto";                 // auto (on unless listening on loopback), on, off
+  std::vector<std::string> tls_names;       // --tls-san: more names for the certificate
 };
 int RunUp(const UpOptions& options);
 

@@ -54,7 +54,7 @@ json TokenJson(const store::TokenRecord& t) {
 
 }  // namespace
 
-void AddAdminRoutes(net::HttpServer& server, Controller& controller) {
+void AddAdminRoutes(net::HttpServer& server, Controller& controller, const std::string& ca_sha256) {
   server.Post("/v1/users", [&controller](const httplib::Request& req, httplib::Response& res) {
     auto admin = Admin(controller, req, res);
     if (!admin) return;
@@ -110,7 +110,8 @@ void AddAdminRoutes(net::HttpServer& server, Controller& controller) {
                   Audit(controller, *admin, "user removed", name);
                   res.set_content(Dump({{"removed", name}}), "application/json");
                 });
-  server.Post("/v1/tokens", [&controller](const httplib::Request& req, httplib::Response& res) {
+  server.Post("/v1/tokens", [&controller, ca_sha256](const httplib::Request& req,
+                                                     httplib::Response& res) {
     auto admin = Admin(controller, req, res);
     if (!admin) return;
     auto body = Body(req, res);
@@ -159,6 +160,11 @@ void AddAdminRoutes(net::HttpServer& server, Controller& controller) {
               (record.user.empty() ? std::string() : " for " + record.user));
     json out = TokenJson(record);
     out["token"] = token.value();
+    if (record.kind == store::TokenKind::kJoin && !ca_sha256.empty()) {
+      // The agent pins the CA by this before it sends the secret (agent --join-token).
+      out["token"] = token.value() + "." + ca_sha256;
+      out["ca_sha256"] = ca_sha256;
+    }
     res.status = 201;
     res.set_content(Dump(out), "application/json");
   });

@@ -4,7 +4,8 @@
 //   POST   /v1/users {"name","admin"}        add a user; 201 {"user","token"} (the token, once)
 //   GET    /v1/users                         users, with how many tokens each has
 //   DELETE /v1/users/<name>                  remove a user and their tokens (jobs stay)
-//   POST   /v1/tokens {"user"} | {"join":true,"ttl_s"}   a new token, shown once
+//   POST   /v1/tokens {"user"} | {"join":true,"ttl_s"}   a new token, shown once; a join token
+//                                            of an https controller ends in ".<CA sha256>"
 //   GET    /v1/tokens                        every credential by id (never the token itself)
 //   DELETE /v1/tokens/<id>                   revoke one
 //   POST   /v1/nodes/<name>/revoke           revoke every credential of a node
@@ -17,6 +18,7 @@
 
 namespace gpufleet::controller {
 
-void AddAdminRoutes(net::HttpServer& server, Controller& controller);
+// `ca_sha256`: the cluster CA's hash when the API speaks https ("" for plain HTTP).
+void AddAdminRoutes(net::HttpServer& server, Controller& controller, const std::string& ca_sha256);
 
 }  // namespace gpufleet::controller

@@ -81,14 +81,15 @@ json JobJson(const store::JobRecord& j) {
 }  // namespace
 
 struct ApiServer::Impl {
-  explicit Impl(Controller& c)
+  Impl(Controller& c, const ApiServerOptions& o)
       : controller(c),
         server(net::HttpServerOptions{.threads = kApiThreads,
                                       .max_body_bytes = kMaxBody,
                                       .keep_alive_s = 5,
                                       .io_timeout_s = 10,
                                       .reserved_prefix = "/v1/agent/",
-                                      .reserved_threads = kAgentThreads}) {}
+                                      .reserved_threads = kAgentThreads,
+                                      .tls = o.tls}) {}
   Controller& controller;
   net::HttpServer server;
   std::atomic<int64_t> requests{0};
@@ -127,7 +128,8 @@ struct ApiServer::Impl {
   }
 };
 
-ApiServer::ApiServer(Controller& controller) : impl_(std::make_unique<Impl>(controller)) {
+ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
+    : impl_(std::make_unique<Impl>(controller, options)) {
   Impl& impl = *impl_;
   net::HttpServer& server = impl.server;
   // Before any body byte is read, /v1 requests need a known credential of any kind (handlers
@@ -369,7 +371,7 @@ ApiServer::ApiServer(Controller& controller) : impl_(std::make_unique<Impl>(cont
                           {"free_gpus", free_gpus}}),
                     "application/json");
   });
-  AddAdminRoutes(server, impl.controller);
+  AddAdminRoutes(server, impl.controller, options.ca_sha256);
   server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");
   });

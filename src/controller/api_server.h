@@ -20,9 +20,14 @@
 
 namespace gpufleet::controller {
 
+struct ApiServerOptions {
+  std::shared_ptr<net::TlsServerContext> tls;  // https when set
+  std::string ca_sha256;  // the cluster CA's hash, appended to join tokens for agents to pin
+};
+
 class ApiServer {
  public:
-  explicit ApiServer(Controller& controller);
+  explicit ApiServer(Controller& controller, const ApiServerOptions& options = {});
   ~ApiServer();
   ApiServer(const ApiServer&) = delete;
   ApiServer& operator=(const ApiServer&) = delete;
