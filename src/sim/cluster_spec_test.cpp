@@ -53,6 +53,10 @@ TEST(ClusterSpec, ErrorsNameTheLineAndKey) {
            // Found by fuzz/cluster_spec_fuzz: this reached __builtin_unreachable() in toml++ 3.3.
            Case{"[[nodes]]\ngpus = 1\nname = \xc5\x9a\n", "x.toml:3:8: non-ASCII character"},
            Case{"# caf\xc3\xa9\n", "x.toml:1:6: non-ASCII character"},
+           // Found by fuzz/cluster_spec_fuzz: toml++ cast 6e40 to int64_t (UB) for a float.
+           Case{"[[nodes]]\ngpus = 1\ngpu_model = \"T4\"\ncpu_cores = 6e40\n",
+                "x.toml:4: cpu_cores: expected an integer"},
+           Case{"[[nodes]]\ngpus = 2.0\ngpu_model = \"T4\"\n", "gpus: expected an integer"},
        }) {
     auto spec = ParseClusterToml(c.text, "x.toml", Catalog());
     ASSERT_FALSE(spec.ok()) << c.text;
