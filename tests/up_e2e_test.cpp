@@ -438,6 +438,19 @@ TEST_F(UpServer, UsersTokensAndNodeCredentials) {
   EXPECT_EQ(
       Http(join_token).Post("/v1/agent/join", R"({"node":"gpu-k"})", "application/json")->status,
       401);
+  // A join token bound to a node name claims that name only, and stays unspent otherwise.
+  const json bound = json::parse(Cli("token create --join --node gpu-m --json"));
+  EXPECT_EQ(bound["node"], "gpu-m");
+  const std::string bound_token = bound["token"].get<std::string>();
+  auto elsewhere =
+      Http(bound_token).Post("/v1/agent/join", R"({"node":"gpu-n"})", "application/json");
+  EXPECT_EQ(elsewhere->status, 403);
+  EXPECT_NE(elsewhere->body.find("for node gpu-m only"), std::string::npos) << elsewhere->body;
+  EXPECT_EQ(
+      Http(bound_token).Post("/v1/agent/join", R"({"node":"gpu-m"})", "application/json")->status,
+      201);
+  EXPECT_NE(Cli("token create --join --node 'bad name' --json").find("node"),
+            std::string::npos);
   // Revoked, the node's agent is refused.
   EXPECT_NE(Cli("nodes revoke gpu-j").find("revoked"), std::string::npos);
   EXPECT_EQ(Http(node_token)

@@ -141,6 +141,11 @@ void ClientCli::Register(CLI::App& app) {
   token_create->add_option("--user", admin_.user, "whose token (default: yours)");
   auto* join = token_create->add_flag("--join", admin_.join,
                                       "a one-time join token for a new agent (agent --join-token)");
+  token_create
+      ->add_option("--node", admin_.node,
+                   "the node name the join token may claim (the agent's --hostname; default: any "
+                   "name without a credential)")
+      ->needs(join);
   token_create->add_option("--ttl", admin_.ttl, "how long a join token stays valid (15m, 1h, 2d)")
       ->capture_default_str()
       ->needs(join);

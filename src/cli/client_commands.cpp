@@ -472,6 +472,7 @@ int RunTokenCreate(const AdminOptions& o) {
     }
     body["join"] = true;
     body["ttl_s"] = *seconds;
+    if (!o.node.empty()) body["node"] = o.node;
   } else if (!o.user.empty()) {
     body["user"] = o.user;
   }

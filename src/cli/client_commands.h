@@ -62,6 +62,7 @@ struct AdminOptions {
   std::string user;        // token create --user (default: yourself)
   bool join = false;       // token create --join: a one-time token for a new agent
   std::string ttl = "1h";  // token create --join --ttl
+  std::string node;        // token create --join --node: the one node name it may claim
   std::string id;          // token revoke ID
 };
 int RunUsersAdd(const AdminOptions& options);

@@ -135,6 +135,12 @@ void AddAdminRoutes(net::HttpServer& server, Controller& controller, const std::
       }
       record.kind = store::TokenKind::kJoin;
       record.expires_ms = record.created_ms + ttl_s * 1000;
+      if (j.contains("node")) {  // bound: it may claim this node name only
+        if (!j["node"].is_string() || !api::ValidName(j["node"].get<std::string>())) {
+          return Fail(res, 400, "node: 1-64 of A-Z a-z 0-9 . _ @ -", "node");
+        }
+        record.node = j["node"].get<std::string>();
+      }
     } else {
       record.kind = store::TokenKind::kUser;
       record.user = admin->name;
@@ -234,6 +240,12 @@ void AddAdminRoutes(net::HttpServer& server, Controller& controller, const std::
       }
     }
     const std::string node = j["node"].get<std::string>();
+    if (!caller->node.empty() && caller->node != node) {
+      return Fail(res, 403,
+                  "this join token is for node " + caller->node + " only (agent --hostname " +
+                      caller->node + ")",
+                  "node");
+    }
     auto token = NewToken();
     if (!token) return Fail(res, 503, token.error());
     store::TokenRecord record;

@@ -76,7 +76,8 @@ std::optional<Caller> Authenticate(store::Store& store, const httplib::Request& 
   if (t.kind == store::TokenKind::kNode) {
     return Caller{store::TokenKind::kNode, "node:" + t.node, false, t.node};
   }
-  return Caller{store::TokenKind::kJoin, "join:" + store::TokenId(t.sha256), false, ""};
+  // A join token bound to a node name (token create --join --node) may claim that one only.
+  return Caller{store::TokenKind::kJoin, "join:" + store::TokenId(t.sha256), false, t.node};
 }
 
 bool ValidName(const std::string& name) {

@@ -30,7 +30,7 @@ struct Caller {
   store::TokenKind kind = store::TokenKind::kUser;
   std::string name;  // the user; "node:NAME" for a node credential
   bool admin = false;
-  std::string node;  // kNode: the node it may act as
+  std::string node;  // kNode: the node it may act as; kJoin: the only node it may claim ("": any)
 };
 // The caller behind the request's bearer token, or nothing after answering 401 (no or unknown
 // token, or an expired join token) or 503 (the store failed).

@@ -74,6 +74,7 @@ struct Conn {
   uint64_t id = 0;
   int fd = -1;
   bool closed = false;
+  std::string limit_key;  // what the per-client cap counts (ConnectionLimitKey)
   // TLS (HttpServerOptions::tls): the session, whether its handshake is still on, what the
   // handshake waits for, and a read or write that waits for the other direction.
   SslPtr ssl;
@@ -114,6 +115,22 @@ std::string AddressText(const sockaddr_storage& addr, int& port) {
 }
 
 }  // namespace
+
+std::string ConnectionLimitKey(const sockaddr_storage& addr) {
+  if (addr.ss_family != AF_INET6) {
+    int port = 0;
+    return AddressText(addr, port);
+  }
+  in6_addr a = reinterpret_cast<const sockaddr_in6*>(&addr)->sin6_addr;
+  char text[INET6_ADDRSTRLEN] = "";
+  if (IN6_IS_ADDR_V4MAPPED(&a)) {
+    inet_ntop(AF_INET, &a.s6_addr[12], text, sizeof text);
+    return text;
+  }
+  std::fill(a.s6_addr + 8, a.s6_addr + 16, 0);
+  inet_ntop(AF_INET6, &a, text, sizeof text);
+  return std::string(text) + "/64";
+}
 
 struct HttpServer::Impl {
   explicit Impl(const HttpServerOptions& o) : options(o) {
@@ -230,7 +247,7 @@ struct HttpServer::Impl {
     close(c.fd);
     c.fd = -1;
     --open_count;
-    if (--per_ip[c.ip] <= 0) per_ip.erase(c.ip);
+    if (--per_ip[c.limit_key] <= 0) per_ip.erase(c.limit_key);
     dead.push_back(c.id);
   }
 
@@ -565,7 +582,8 @@ struct HttpServer::Impl {
                        ")");
         continue;
       }
-      auto found = per_ip.find(ip);
+      std::string key = ConnectionLimitKey(addr);
+      auto found = per_ip.find(key);
       if (found != per_ip.end() && found->second >= options.max_connections_per_ip) {
         Refuse(fd, "too many connections from " + ip + " (the limit is " +
                        std::to_string(options.max_connections_per_ip) + ")");
@@ -579,6 +597,7 @@ struct HttpServer::Impl {
       conn->id = next_id++;
       conn->fd = fd;
       conn->ip = std::move(ip);
+      conn->limit_key = std::move(key);
       conn->port = port;
       if (options.tls) {
         conn->ssl = NewSslOnSocket(options.tls->get(), fd);
@@ -601,7 +620,7 @@ struct HttpServer::Impl {
       }
       conn->events = EPOLLIN;
       ++open_count;
-      ++per_ip[conn->ip];
+      ++per_ip[conn->limit_key];
       conns.emplace(conn->id, std::move(conn));
     }
   }

@@ -119,6 +119,11 @@ class HttpServer {
   std::unique_ptr<Impl> impl_;
 };
 
+// What `max_connections_per_ip` counts for a client at `addr`: its IPv4 address (also when
+// IPv4-mapped), or the /64 prefix of its IPv6 address ("2001:db8:1:2::/64"), since one host
+// usually holds a whole /64 and could otherwise multiply its share.
+std::string ConnectionLimitKey(const sockaddr_storage& addr);
+
 // Blocks SIGINT and SIGTERM in the calling thread; call it before any thread starts, so that all
 // inherit the mask and the signals wait for ServeUntilStopSignal.
 sigset_t BlockStopSignals();

@@ -521,5 +521,27 @@ TEST(HttpServer, BindServeAndStopKeepTheirContract) {
   serving.join();
 }
 
+TEST(ConnectionLimitKey, CountsIpv4AddressesAndIpv6Slash64s) {
+  auto key = [](const char* text) {
+    sockaddr_storage addr{};
+    if (std::string(text).find(':') == std::string::npos) {
+      auto* a = reinterpret_cast<sockaddr_in*>(&addr);
+      a->sin_family = AF_INET;
+      inet_pton(AF_INET, text, &a->sin_addr);
+    } else {
+      auto* a = reinterpret_cast<sockaddr_in6*>(&addr);
+      a->sin6_family = AF_INET6;
+      inet_pton(AF_INET6, text, &a->sin6_addr);
+    }
+    return ConnectionLimitKey(addr);
+  };
+  EXPECT_EQ(key("10.1.2.3"), "10.1.2.3");
+  EXPECT_EQ(key("::ffff:10.1.2.3"), "10.1.2.3");
+  EXPECT_EQ(key("2001:db8:1:2::1"), "2001:db8:1:2::/64");
+  EXPECT_EQ(key("2001:db8:1:2:ffff:eeee:dddd:cccc"), key("2001:db8:1:2::1"));
+  EXPECT_NE(key("2001:db8:1:3::1"), key("2001:db8:1:2::1"));
+  EXPECT_EQ(key("::1"), "::/64");
+}
+
 }  // namespace
 }  // namespace gpufleet::net
