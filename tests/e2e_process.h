@@ -2,7 +2,9 @@
 // Helpers for end-to-end tests that drive real gpufleet processes: spawning, shell commands,
 // reading files, waiting.
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -46,19 +48,23 @@ inline std::pair<std::string, int> Sh(const std::string& command) {
 }
 
 // Starts `args` (args[0]: the program) with stdout and stderr appended to `log`; the pid, or -1.
+// The process is killed when the test process dies (PR_SET_PDEATHSIG), so a crashed or killed
+// test leaves no server behind holding ports and build locks.
 inline pid_t Spawn(const std::vector<std::string>& args, const std::string& log) {
   std::vector<std::string> copy = args;
   std::vector<char*> argv;
   for (auto& a : copy) argv.push_back(a.data());
   argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  posix_spawn_file_actions_addopen(&actions, 2, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  pid_t pid = -1;
-  if (posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ) != 0) pid = -1;
-  posix_spawn_file_actions_destroy(&actions);
-  return pid;
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid != 0) return pid;  // the parent (or -1)
+  // The child: async-signal-safe calls only (the test process may have threads).
+  const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0) _exit(127);
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(127);  // the test died before the prctl
+  execve(argv[0], argv.data(), environ);
+  _exit(127);
 }
 
 // Polls `done` every 20 ms for up to `seconds`; whether it became true.

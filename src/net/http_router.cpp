@@ -19,6 +19,13 @@ bool Router::Admit(const httplib::Request& req, httplib::Response& res) const {
 }
 
 void Router::Handle(httplib::Request& req, httplib::Response& res) const {
+  if (req.path.size() > kMaxRoutedPath) {
+    // libstdc++'s regex_match recurses once per character: a long path must not reach it.
+    res.status = 414;
+    ErrorAnswer(req, res,
+                "path longer than " + std::to_string(kMaxRoutedPath) + " bytes: no route has one");
+    return;
+  }
   const std::string method = req.method == "HEAD" ? "GET" : req.method;
   for (const Route& route : routes_) {
     if (route.method == method && std::regex_match(req.path, req.matches, route.pattern)) {

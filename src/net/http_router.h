@@ -31,8 +31,10 @@ class Router {
   // Runs the pre-routing handler, then the auth hook, on a request's head; true when either
   // answered in `res` (a refused auth without a status >= 400 becomes a 401).
   bool Admit(const httplib::Request& req, httplib::Response& res) const;
+  // Paths longer than this are answered 414 before any pattern sees them (std::regex recursion).
+  static constexpr std::size_t kMaxRoutedPath = 2048;
   // Runs the first route of the method (GET for HEAD) that matches the path; else answers 404, or
-  // 405 with Allow when only other methods' routes match.
+  // 405 with Allow when only other methods' routes match; a path over kMaxRoutedPath is a 414.
   void Handle(httplib::Request& req, httplib::Response& res) const;
   // An error answer with `res.status` already set: the error handler's body, else
   // {"error": message}.
