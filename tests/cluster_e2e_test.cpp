@@ -11,6 +11,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 
 #include "e2e_process.h"
 
@@ -51,7 +52,7 @@ class Cluster : public ::testing::Test {
 
   void StartController(double lease_s) {
     std::filesystem::remove(dir_ / "ctl" / "server");
-    std::vector<std::string> args = {GPUFLEET_BINARY, "controller", "--data-dir", Ctl(),
+    std::vector<std::string> args = {GPUFLEET_BINARY, controller_command_, "--data-dir", Ctl(),
                                      "--listen",      listen_,    "--lease",
                                      std::to_string(lease_s),     "--stop-grace", "1"};
     args.insert(args.end(), controller_flags_.begin(), controller_flags_.end());
@@ -121,6 +122,7 @@ class Cluster : public ::testing::Test {
   std::string url_, token_;
   std::string listen_ = "127.0.0.1:0";
   std::vector<std::string> controller_flags_;
+  std::string controller_command_ = "controller";  // or "up": a controller with its own node
 };
 
 TEST_F(Cluster, MultiNodeJobGetsTorchrunVariablesOnEveryNode) {
@@ -382,6 +384,48 @@ TEST_F(Cluster, AgentsJoinAnHttpsControllerByPinningItsCaAndRunJobsOverTls) {
   auto [wrong, wrong_rc] = e2e::Sh(jobs_cli + " --server " + plain + " 2>&1");
   EXPECT_NE(wrong_rc, 0);
   EXPECT_NE(wrong.find("speaks https"), std::string::npos) << wrong;
+}
+
+}  // namespace
+}  // namespace gpufleet
+
+namespace gpufleet {
+namespace {
+
+// A two-node job with one rank on `up`'s own node and one on a remote agent: when the remote node
+// is lost, the job ends LOST and its rank on the controller's node is stopped too (it went on
+// running on GPUs the scheduler gave away).
+TEST_F(Cluster, ALostNodeStopsTheJobsRankOnTheControllersOwnNode) {
+  controller_command_ = "up";
+  controller_flags_ = {"--simulated-gpus", "2", "--allow-root-jobs"};
+  StartController(2);
+  StartAgent("alpha", 2);
+  const std::string pids = File("pids");
+  const int64_t id = Submit({{"argv", {"sh", "-c",
+                                       "echo $GPUFLEET_NODE_RANK $$ >> " + pids +
+                                           "; exec sleep 300"}},
+                             {"gpus", 2},
+                             {"nodes", 2}});
+  const json running = WaitFor(id, "RUNNING");
+  ASSERT_TRUE(WaitUntil([&] { return e2e::Sh("wc -l < " + pids).first == "2\n"; }, 10));
+  // The rank on node "local" (the job's nodes are listed in rank order).
+  const std::string nodes = running["node"];
+  const int local_rank = nodes.rfind("local", 0) == 0 ? 0 : 1;
+  pid_t local_pid = -1;
+  std::istringstream lines(Slurp(pids));
+  int rank = -1;
+  pid_t pid = -1;
+  while (lines >> rank >> pid) {
+    if (rank == local_rank) local_pid = pid;
+  }
+  ASSERT_GT(local_pid, 0) << Slurp(pids) << nodes;
+  kill(agents_["alpha"], SIGSTOP);  // silent past its 2 s lease
+  WaitFor(id, "LOST", 20);
+  EXPECT_TRUE(WaitUntil([&] { return !Alive(local_pid); }, 10))
+      << "the rank on the controller's node still runs after its job was declared LOST";
+  // The remote rank outlives its stopped agent by design; its `sleep` names no test path.
+  std::istringstream again(Slurp(pids));
+  while (again >> rank >> pid) kill(pid, SIGKILL);
 }
 
 }  // namespace

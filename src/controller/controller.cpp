@@ -865,6 +865,16 @@ void Controller::NodeLostLocked(int node, int64_t now_ms) {
   // Release everything first (while the node still counts as present), then block the node.
   for (int64_t id : ids) {
     Active& a = active_.at(id);
+    const bool local_rank_on = std::any_of(a.ranks.begin(), a.ranks.end(), [&](const Rank& r) {
+      return nodes_[r.node].local && !r.ended && (r.started || r.launching);
+    });
+    if (local_rank_on) {
+      // Its rank on this controller's own node runs (or is being started): stop it, and end the
+      // job LOST once it has stopped (SettleLocked), so that its GPUs are not given away while
+      // it still holds them. The lost node's share stays blocked until that node returns.
+      StopRanksLocked(a);
+      continue;
+    }
     const std::string reason = [&] {
       for (const Rank& r : a.ranks) {
         if (r.lost) return r.reason;
