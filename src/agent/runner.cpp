@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -16,6 +17,8 @@
 #include <cstring>
 #include <filesystem>
 #include <optional>
+
+#include "agent/job_shim.h"
 
 namespace gpufleet::agent {
 namespace {
@@ -71,6 +74,13 @@ std::optional<std::pair<int, int>> ReadExitFile(const std::string& path) {
 }
 
 }  // namespace
+
+std::string DefaultShimPath() {
+  if (const char* env = std::getenv("GPUFLEET_SHIM"); env != nullptr && *env != '\0') return env;
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ((ec ? std::filesystem::path(".") : self.parent_path()) / "gpufleet-shim").string();
+}
 
 std::string ExitFilePath(const std::string& log_path) { return log_path + ".exit"; }
 std::string FencedFilePath(const std::string& log_path) { return log_path + ".fenced"; }
@@ -154,23 +164,18 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
   }
   // The job's user owns its log (and may read it); other local users may not.
   if (identity.value().switch_user) (void)!fchown(log, account.uid, account.gid);
-  // Everything the child needs is prepared before fork: after it, only async-signal-safe calls.
+  // The job's environment, which is also its shim's (its PATH finds the job's program).
   const std::vector<std::string> env_strings = Environment(spec, account);
   std::vector<char*> envp;
   for (const std::string& e : env_strings) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
-  std::vector<char*> argv;
-  for (const std::string& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
   // Without a working directory of its own, a job starts in its account's home (the log's folder
   // belongs to the agent and is not the job's to enter).
   const std::string workdir = spec.workdir.empty() ? account.home : spec.workdir;
   const uid_t uid = account.uid;
   const gid_t gid = account.gid;
   const bool switch_user = identity.value().switch_user;
-  // The account's groups, looked up here: after fork only async-signal-safe calls may run, and
-  // initgroups (NSS, malloc) in a child of a multi-threaded process can deadlock on a lock
-  // another thread held at the fork.
+  // The account's groups, looked up here, where NSS is configured (the shim is static).
   std::vector<gid_t> groups;
   if (switch_user) {
     int count = 32;
@@ -193,241 +198,71 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
     return core::Error{std::string("pipe: ") + std::strerror(errno)};
   }
   const std::string exit_path = ExitFilePath(spec.log_path);
-  const std::string exit_tmp = exit_path + ".tmp";
   std::filesystem::remove(exit_path, ec);
   const std::string fenced_path = FencedFilePath(spec.log_path);
   std::filesystem::remove(fenced_path, ec);
-  const std::string lease_path = spec.lease_path;
-  const std::string cgroup_procs = spec.cgroup_procs;
-  const int64_t lease_grace_ms = static_cast<int64_t>(spec.lease_grace_s * 1000);
-  const int64_t log_limit = spec.log_limit_bytes;
-  char dropped_note[96];
-  std::snprintf(dropped_note, sizeof dropped_note,
-                "\n[gpufleet: the log reached its limit of %lld bytes; later output is dropped]\n",
-                static_cast<long long>(log_limit));
-  // The job runs under a small shim (a forked copy of this process, which execs nothing): the
-  // shim leads the job's process group, waits for the job and writes its exit status to
-  // `<log>.exit`. The agent can therefore die and come back: the job keeps running, and the new
-  // agent re-adopts it by pid and start time, then reads how it ended (see Adopt).
-  const pid_t pid = fork();
-  if (pid < 0) {
+
+  // The job runs under the shim (agent/job_shim.h), started with posix_spawn: no fork of this
+  // process (whose page tables, copied at each fork, and copy-on-write faults afterwards, cost
+  // the server most of its CPU when jobs ran). The shim leads the job's process group, waits for
+  // the job and writes its exit status to `<log>.exit`, so the agent can die and come back: the
+  // job keeps running, and the new agent re-adopts it by pid and start time (see Adopt).
+  ShimSpec shim;
+  shim.exit_path = exit_path;
+  shim.fenced_path = fenced_path;
+  shim.lease_path = spec.lease_path;
+  shim.cgroup_procs = spec.cgroup_procs;
+  shim.workdir = workdir;
+  shim.lease_grace_ms = static_cast<int64_t>(spec.lease_grace_s * 1000);
+  shim.log_limit = spec.log_limit_bytes;
+  shim.switch_user = switch_user;
+  shim.uid = uid;
+  shim.gid = gid;
+  shim.groups = groups;
+  shim.argv = spec.argv;
+  std::vector<std::string> shim_args = ShimCommandLine(shim);
+  shim_args.insert(shim_args.begin(), shim_path_);
+  std::vector<char*> shim_argv;
+  for (std::string& a : shim_args) shim_argv.push_back(a.data());
+  shim_argv.push_back(nullptr);
+
+  posix_spawn_file_actions_t files;
+  posix_spawn_file_actions_init(&files);
+  posix_spawn_file_actions_addopen(&files, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&files, log, STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&files, log, STDERR_FILENO);
+  posix_spawn_file_actions_adddup2(&files, status_pipe[1], 3);  // dup2 clears close-on-exec
+  // Nothing else of the agent's (its listening socket above all) may live on in the shim, or a
+  // restarted agent could not bind again.
+  posix_spawn_file_actions_addclosefrom_np(&files, 4);
+  posix_spawnattr_t attrs;
+  posix_spawnattr_init(&attrs);
+  posix_spawnattr_setflags(&attrs, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+                                       POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(&attrs, 0);  // its own group, led by it
+  sigset_t stops;  // blocked until the shim ignores them (job_shim.h)
+  sigemptyset(&stops);
+  sigaddset(&stops, SIGTERM);
+  sigaddset(&stops, SIGINT);
+  sigaddset(&stops, SIGHUP);
+  posix_spawnattr_setsigmask(&attrs, &stops);
+  sigset_t defaults;  // whatever this process ignores (SIGPIPE, say) is the default again
+  sigfillset(&defaults);
+  posix_spawnattr_setsigdefault(&attrs, &defaults);
+  pid_t pid = -1;
+  const int spawned =
+      posix_spawn(&pid, shim_path_.c_str(), &files, &attrs, shim_argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&files);
+  posix_spawnattr_destroy(&attrs);
+  if (spawned != 0) {
     close(log);
     close(status_pipe[0]);
     close(status_pipe[1]);
-    return core::Error{std::string("fork: ") + std::strerror(errno)};
-  }
-  if (pid == 0) {
-    // The shim. Only async-signal-safe calls from here on.
-    setpgid(0, 0);
-    // Keep only what the job needs: stdin from /dev/null, stdout and stderr to the log, the
-    // status pipe as fd 3 (close-on-exec). Every other descriptor of the agent (its listening
-    // socket above all) must not live on in the shim, or a restarted agent could not bind again.
-    const int devnull = open("/dev/null", O_RDONLY);
-    if (devnull >= 0) dup2(devnull, STDIN_FILENO);
-    dup2(log, STDOUT_FILENO);
-    dup2(log, STDERR_FILENO);
-    dup2(status_pipe[1], 3);
-    fcntl(3, F_SETFD, FD_CLOEXEC);
-    if (close_range(4, ~0U, 0) != 0) {
-      for (int fd = 4; fd < 65536; ++fd) close(fd);
-    }
-    signal(SIGTERM, SIG_IGN);  // a stop is for the job; the shim must live to record its end
-    signal(SIGINT, SIG_IGN);
-    signal(SIGHUP, SIG_IGN);
-    sigset_t none;
-    sigemptyset(&none);
-    sigset_t chld;
-    sigemptyset(&chld);
-    sigaddset(&chld, SIGCHLD);
-    // With a lease to watch, SIGCHLD stays blocked so that sigtimedwait wakes on the job's end.
-    sigprocmask(SIG_SETMASK, lease_path.empty() ? &none : &chld, nullptr);
-    if (!cgroup_procs.empty()) {
-      // Join the job's cgroup first: the job and everything it forks inherit its limits.
-      const int cg = open(cgroup_procs.c_str(), O_WRONLY | O_CLOEXEC);
-      if (cg < 0 || write(cg, "0", 1) != 1) {
-        const int report[2] = {4, errno};
-        (void)!write(3, report, sizeof report);
-        _exit(127);
-      }
-      close(cg);
-    }
-    // With a log limit, the job writes into a pipe and the shim copies it to the log (fd 1).
-    int output[2] = {-1, -1};
-    if (log_limit > 0 && pipe2(output, O_CLOEXEC) != 0) {
-      const int report[2] = {5, errno};
-      (void)!write(3, report, sizeof report);
-      _exit(127);
-    }
-    const pid_t job = fork();
-    if (job == 0) {
-      if (output[1] >= 0) {
-        dup2(output[1], STDOUT_FILENO);  // dup2 clears close-on-exec on the copies
-        dup2(output[1], STDERR_FILENO);
-      }
-      sigprocmask(SIG_SETMASK, &none, nullptr);
-      signal(SIGTERM, SIG_DFL);  // ignored signals survive exec: give the job the defaults
-      signal(SIGINT, SIG_DFL);
-      signal(SIGHUP, SIG_DFL);
-      umask(022);    // the servers' own umask (077) keeps their files private; jobs get the usual
-      int step = 0;  // 1 chdir, 2 setuid, 3 exec
-      // The account first, then the directory: entered as root, a directory below one the user
-      // may not pass would still serve relative paths to the job.
-      if (switch_user &&
-          (setgroups(groups.size(), groups.data()) != 0 || setgid(gid) != 0 || setuid(uid) != 0)) {
-        step = 2;
-      }
-      if (step == 0 && chdir(workdir.c_str()) != 0) step = 1;
-      if (step == 0) {
-        execvpe(argv[0], argv.data(), envp.data());
-        step = 3;
-      }
-      const int report[2] = {step, errno};
-      (void)!write(3, report, sizeof report);
-      _exit(127);
-    }
-    close(3);  // only the job reports over the pipe
-    close(STDIN_FILENO);
-    close(STDERR_FILENO);
-    int out_fd = output[0];
-    if (output[1] >= 0) close(output[1]);
-    if (out_fd < 0) close(STDOUT_FILENO);  // the job writes the log itself
-    // Copies what the job wrote to the log (fd 1), up to the limit; what read() returned.
-    struct stat out_stat {};
-    int64_t logged = fstat(STDOUT_FILENO, &out_stat) == 0 ? out_stat.st_size : 0;
-    bool noted_drop = false;
-    auto copy_output = [&]() -> ssize_t {
-      char buffer[65536];
-      const ssize_t n = read(out_fd, buffer, sizeof buffer);
-      if (n <= 0) return n;
-      ssize_t keep = n;
-      if (logged + keep > log_limit) keep = logged < log_limit ? log_limit - logged : 0;
-      for (ssize_t done = 0; done < keep;) {
-        const ssize_t w =
-            write(STDOUT_FILENO, buffer + done, static_cast<std::size_t>(keep - done));
-        if (w <= 0 && errno != EINTR) break;
-        if (w > 0) done += w;
-      }
-      logged += keep;
-      if (keep < n && !noted_drop) {
-        noted_drop = true;
-        (void)!write(STDOUT_FILENO, dropped_note, strlen(dropped_note));
-      }
-      return n;
-    };
-    // Reads once when output is ready within 250 ms; closes the pipe at its end (every writer
-    // gone: the job's own end is near).
-    auto pump_output = [&]() {
-      pollfd ready{out_fd, POLLIN, 0};
-      if (poll(&ready, 1, 250) <= 0) return;
-      const ssize_t n = copy_output();
-      if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
-        close(out_fd);
-        out_fd = -1;
-      }
-    };
-    int status = 0;
-    int code = 127;
-    int sig = 0;
-    bool fenced = false;
-    if (job > 0 && (!lease_path.empty() || out_fd >= 0)) {
-      // Wait for the job, copying its output as it comes and checking the lease every 250 ms.
-      int64_t kill_at = 0;
-      for (;;) {
-        const pid_t done = waitpid(job, &status, WNOHANG);
-        if (done == job || (done < 0 && errno != EINTR)) break;
-        if (lease_path.empty()) {
-          if (out_fd >= 0) {
-            pump_output();
-          } else {
-            while (waitpid(job, &status, 0) < 0 && errno == EINTR) {
-            }
-            break;
-          }
-          continue;
-        }
-        timespec now{};
-        clock_gettime(CLOCK_REALTIME, &now);
-        const int64_t now_ms = int64_t{now.tv_sec} * 1000 + now.tv_nsec / 1000000;
-        if (!fenced) {
-          char text[32] = {};
-          int64_t deadline = 0;
-          const int lease_fd = open(lease_path.c_str(), O_RDONLY | O_CLOEXEC);
-          if (lease_fd >= 0) {
-            const ssize_t n = read(lease_fd, text, sizeof text - 1);
-            close(lease_fd);
-            for (ssize_t k = 0; k < n && text[k] >= '0' && text[k] <= '9'; ++k) {
-              deadline = deadline * 10 + (text[k] - '0');
-            }
-          }
-          if (deadline > 0 && now_ms > deadline) {
-            fenced = true;
-            const int marker =
-                open(fenced_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
-            if (marker >= 0) close(marker);
-            kill(-getpid(), SIGTERM);  // the whole group; the shim ignores it
-            kill_at = now_ms + lease_grace_ms;
-          }
-        } else if (now_ms >= kill_at) {
-          kill(job, SIGKILL);
-        }
-        if (out_fd >= 0) {
-          pump_output();
-        } else {
-          const timespec tick{0, 250 * 1000 * 1000};
-          sigtimedwait(&chld, nullptr, &tick);
-        }
-      }
-      if (out_fd >= 0) {
-        // What the job wrote before it ended; a child it left behind may keep the pipe open,
-        // so take only what is there now.
-        // (At most 64 reads: a child still writing cannot hold the shim here.)
-        fcntl(out_fd, F_SETFL, O_NONBLOCK);
-        for (int reads = 0; reads < 64 && copy_output() > 0; ++reads) {
-        }
-        close(out_fd);
-      }
-    } else if (job > 0) {
-      while (waitpid(job, &status, 0) < 0 && errno == EINTR) {
-      }
-    }
-    if (job > 0) {
-      if (WIFEXITED(status)) code = WEXITSTATUS(status);
-      if (WIFSIGNALED(status)) {
-        sig = WTERMSIG(status);
-        code = 128 + sig;
-      }
-    }
-    // "<exit code> <signal>\n", written to a temporary name and renamed: a reader never sees half.
-    char text[32];
-    int len = 0;
-    for (int value : {code, sig}) {
-      char digits[12];
-      int n = 0;
-      unsigned v = static_cast<unsigned>(value);
-      do {
-        digits[n++] = static_cast<char>('0' + v % 10);
-        v /= 10;
-      } while (v > 0);
-      while (n > 0) text[len++] = digits[--n];
-      text[len++] = value == sig ? '\n' : ' ';
-    }
-    const int fd = open(exit_tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
-    if (fd >= 0) {
-      // No fsync: the record must outlive the agent, not the machine (a reboot ends the job
-      // too, and a job without a record is then reported lost, which is the truth). An fsync
-      // per job end cost a journal commit each and capped job throughput.
-      (void)!write(fd, text, static_cast<std::size_t>(len));
-      close(fd);
-      rename(exit_tmp.c_str(), exit_path.c_str());
-    }
-    if (fenced) {
-      kill(-getpid(), SIGKILL);  // what the job left in its group (and the shim, last)
-    }
-    _exit(code & 0xff);
+    return core::Error{"job " + std::to_string(spec.job_id) + ": cannot start its shim " +
+                       shim_path_ + ": " + std::strerror(spawned)};
   }
   close(status_pipe[1]);
   close(log);
-  setpgid(pid, pid);  // also from the parent, so Stop never races the shim's own call
   int report[2] = {0, 0};
   ssize_t n = 0;
   // The exec's outcome, waited for at most kExecWaitMs: an exec that hangs (argv[0] on a dead
@@ -448,11 +283,14 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
   if (n > 0) {
     waitpid(pid, nullptr, 0);
     std::filesystem::remove(exit_path, ec);
-    std::string what = report[0] == 1   ? "cannot enter the working directory " + workdir
-                       : report[0] == 2 ? "cannot switch to account " + user_name
-                       : report[0] == 4 ? "cannot join its cgroup (" + spec.cgroup_procs + ")"
-                       : report[0] == 5 ? std::string("cannot make its output pipe")
-                                        : "cannot run '" + spec.argv[0] + "'";
+    std::string what =
+        report[0] == kShimChdir     ? "cannot enter the working directory " + workdir
+        : report[0] == kShimSetUser ? "cannot switch to account " + user_name
+        : report[0] == kShimCgroup  ? "cannot join its cgroup (" + spec.cgroup_procs + ")"
+        : report[0] == kShimPipe    ? std::string("cannot make its output pipe")
+        : report[0] == kShimFork    ? std::string("its shim cannot fork")
+        : report[0] == kShimBadArgs ? "the shim " + shim_path_ + " does not match this agent"
+                                    : "cannot run '" + spec.argv[0] + "'";
     return core::Error{"job " + std::to_string(spec.job_id) + ": " + what + ": " +
                        std::strerror(report[1])};
   }

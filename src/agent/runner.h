@@ -11,8 +11,9 @@
 //  - the job runs as its user's account (agent/run_as.h): a job whose account is missing, or
 //    that would run as root without the admin's consent, fails at Launch with the reason;
 //  - Stop sends SIGTERM to the group, then SIGKILL after the grace period;
-//  - jobs outlive the Runner (and the agent): each runs under a shim process that records its
-//    exit status in `<log>.exit`, so a restarted agent re-adopts it with `Adopt`.
+//  - jobs outlive the Runner (and the agent): each runs under a shim process (agent/job_shim.h,
+//    started with posix_spawn: launching never forks the agent) that records its exit status in
+//    `<log>.exit`, so a restarted agent re-adopts it with `Adopt`.
 // A launch that cannot exec (no such program, no permission) is an error at Launch, not a job
 // that dies later. Not thread-safe: one owner calls it.
 #include <sys/types.h>
@@ -78,9 +79,14 @@ struct Launched {
   uint64_t start_ticks = 0;  // ProcessStartTicks(pid) at launch
 };
 
+// The job shim's program (agent/job_shim.h): $GPUFLEET_SHIM when set (tests, unusual installs),
+// else `gpufleet-shim` beside this process's executable.
+std::string DefaultShimPath();
+
 class Runner {
  public:
-  explicit Runner(RunAsPolicy run_as = {}) : run_as_(std::move(run_as)) {}
+  explicit Runner(RunAsPolicy run_as = {}, std::string shim_path = DefaultShimPath())
+      : run_as_(std::move(run_as)), shim_path_(std::move(shim_path)) {}
   ~Runner() = default;  // leaves jobs running: a new Runner can Adopt them
   Runner(const Runner&) = delete;
   Runner& operator=(const Runner&) = delete;
@@ -111,6 +117,7 @@ class Runner {
   };
   static bool MaySignal(const Child& child);
   RunAsPolicy run_as_;
+  std::string shim_path_;
   std::map<int64_t, Child> jobs_;
 };
 

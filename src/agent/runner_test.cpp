@@ -16,6 +16,9 @@
 namespace gpufleet::agent {
 namespace {
 
+// The shim this build made (Runner::Launch starts it; DefaultShimPath reads the variable).
+const int kUseThisBuildsShim = setenv("GPUFLEET_SHIM", GPUFLEET_SHIM_BINARY, 1);
+
 class RunnerTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -1,0 +1,302 @@
+#include "agent/job_shim.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+namespace gpufleet::agent {
+namespace {
+
+constexpr int kFixedArgs = 11;  // before "--" and the job's argv
+
+bool ParseInt(const std::string& text, int64_t lo, int64_t hi, int64_t& out) {
+  if (text.empty() || text.size() > 19) return false;
+  char* end = nullptr;
+  errno = 0;
+  const long long value = std::strtoll(text.c_str(), &end, 10);
+  if (errno != 0 || *end != '\0' || value < lo || value > hi) return false;
+  out = value;
+  return true;
+}
+
+}  // namespace
+
+std::vector<std::string> ShimCommandLine(const ShimSpec& spec) {
+  std::string groups;
+  for (gid_t g : spec.groups) groups += (groups.empty() ? "" : ",") + std::to_string(g);
+  std::vector<std::string> args = {spec.exit_path,
+                                   spec.fenced_path,
+                                   spec.lease_path,
+                                   spec.cgroup_procs,
+                                   spec.workdir,
+                                   std::to_string(spec.lease_grace_ms),
+                                   std::to_string(spec.log_limit),
+                                   spec.switch_user ? "1" : "0",
+                                   std::to_string(spec.uid),
+                                   std::to_string(spec.gid),
+                                   groups.empty() ? "-" : groups,
+                                   "--"};
+  args.insert(args.end(), spec.argv.begin(), spec.argv.end());
+  return args;
+}
+
+core::Result<ShimSpec> ParseShimCommandLine(const std::vector<std::string>& args) {
+  if (args.size() < kFixedArgs + 2 || args[kFixedArgs] != "--") {
+    return core::Error{"expected " + std::to_string(kFixedArgs) + " fields, --, and argv"};
+  }
+  ShimSpec spec;
+  spec.exit_path = args[0];
+  spec.fenced_path = args[1];
+  spec.lease_path = args[2];
+  spec.cgroup_procs = args[3];
+  spec.workdir = args[4];
+  int64_t uid = 0, gid = 0, switch_user = 0;
+  if (spec.exit_path.empty() || spec.fenced_path.empty() ||
+      !ParseInt(args[5], 0, int64_t{1} << 40, spec.lease_grace_ms) ||
+      !ParseInt(args[6], 0, int64_t{1} << 62, spec.log_limit) ||
+      !ParseInt(args[7], 0, 1, switch_user) || !ParseInt(args[8], 0, 0xfffffffe, uid) ||
+      !ParseInt(args[9], 0, 0xfffffffe, gid)) {
+    return core::Error{"a malformed field"};
+  }
+  spec.switch_user = switch_user == 1;
+  spec.uid = static_cast<uid_t>(uid);
+  spec.gid = static_cast<gid_t>(gid);
+  if (args[10] != "-") {
+    std::size_t start = 0;
+    while (start <= args[10].size()) {
+      const std::size_t comma = std::min(args[10].find(',', start), args[10].size());
+      int64_t g = 0;
+      if (!ParseInt(args[10].substr(start, comma - start), 0, 0xfffffffe, g) ||
+          spec.groups.size() >= 65536) {
+        return core::Error{"a malformed group list"};
+      }
+      spec.groups.push_back(static_cast<gid_t>(g));
+      start = comma + 1;
+    }
+  }
+  spec.argv.assign(args.begin() + kFixedArgs + 1, args.end());
+  return spec;
+}
+
+void RunShim(const ShimSpec& spec) {
+  std::vector<char*> argv;
+  for (const std::string& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const std::string exit_tmp = spec.exit_path + ".tmp";
+  const std::string dropped_note = "\n[gpufleet: the log reached its limit of " +
+                                   std::to_string(spec.log_limit) +
+                                   " bytes; later output is dropped]\n";
+  // fd 3 reaches the job only until its exec (which closes it): its exec's outcome.
+  fcntl(3, F_SETFD, FD_CLOEXEC);
+  signal(SIGTERM, SIG_IGN);  // a stop is for the job; the shim must live to record its end
+  signal(SIGINT, SIG_IGN);
+  signal(SIGHUP, SIG_IGN);
+  sigset_t none;
+  sigemptyset(&none);
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  // With a lease to watch, SIGCHLD stays blocked so that sigtimedwait wakes on the job's end.
+  // (The Runner started the shim with SIGTERM, SIGINT and SIGHUP blocked: ignored now, an early
+  // one is discarded as the mask changes.)
+  sigprocmask(SIG_SETMASK, spec.lease_path.empty() ? &none : &chld, nullptr);
+  if (!spec.cgroup_procs.empty()) {
+    // Join the job's cgroup first: the job and everything it forks inherit its limits.
+    const int cg = open(spec.cgroup_procs.c_str(), O_WRONLY | O_CLOEXEC);
+    if (cg < 0 || write(cg, "0", 1) != 1) {
+      const int report[2] = {kShimCgroup, errno};
+      (void)!write(3, report, sizeof report);
+      _exit(127);
+    }
+    close(cg);
+  }
+  // With a log limit, the job writes into a pipe and the shim copies it to the log (fd 1).
+  int output[2] = {-1, -1};
+  if (spec.log_limit > 0 && pipe2(output, O_CLOEXEC) != 0) {
+    const int report[2] = {kShimPipe, errno};
+    (void)!write(3, report, sizeof report);
+    _exit(127);
+  }
+  const pid_t job = fork();
+  if (job < 0) {
+    const int report[2] = {kShimFork, errno};
+    (void)!write(3, report, sizeof report);
+    _exit(127);
+  }
+  if (job == 0) {
+    if (output[1] >= 0) {
+      dup2(output[1], STDOUT_FILENO);  // dup2 clears close-on-exec on the copies
+      dup2(output[1], STDERR_FILENO);
+    }
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    signal(SIGTERM, SIG_DFL);  // ignored signals survive exec: give the job the defaults
+    signal(SIGINT, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    umask(022);    // the servers' own umask (077) keeps their files private; jobs get the usual
+    int step = 0;
+    // The account first, then the directory: entered as root, a directory below one the user
+    // may not pass would still serve relative paths to the job.
+    if (spec.switch_user &&
+        (setgroups(spec.groups.size(), spec.groups.data()) != 0 || setgid(spec.gid) != 0 || setuid(spec.uid) != 0)) {
+      step = kShimSetUser;
+    }
+    if (step == 0 && chdir(spec.workdir.c_str()) != 0) step = kShimChdir;
+    if (step == 0) {
+      execvp(argv[0], argv.data());  // PATH: the job's (the shim's own environment)
+      step = kShimExec;
+    }
+    const int report[2] = {step, errno};
+    (void)!write(3, report, sizeof report);
+    _exit(127);
+  }
+  close(3);  // only the job reports over the pipe
+  close(STDIN_FILENO);
+  close(STDERR_FILENO);
+  int out_fd = output[0];
+  if (output[1] >= 0) close(output[1]);
+  if (out_fd < 0) close(STDOUT_FILENO);  // the job writes the log itself
+  // Copies what the job wrote to the log (fd 1), up to the limit; what read() returned.
+  struct stat out_stat {};
+  int64_t logged = fstat(STDOUT_FILENO, &out_stat) == 0 ? out_stat.st_size : 0;
+  bool noted_drop = false;
+  auto copy_output = [&]() -> ssize_t {
+    char buffer[65536];
+    const ssize_t n = read(out_fd, buffer, sizeof buffer);
+    if (n <= 0) return n;
+    ssize_t keep = n;
+    if (logged + keep > spec.log_limit) keep = logged < spec.log_limit ? spec.log_limit - logged : 0;
+    for (ssize_t done = 0; done < keep;) {
+      const ssize_t w =
+          write(STDOUT_FILENO, buffer + done, static_cast<std::size_t>(keep - done));
+      if (w <= 0 && errno != EINTR) break;
+      if (w > 0) done += w;
+    }
+    logged += keep;
+    if (keep < n && !noted_drop) {
+      noted_drop = true;
+      (void)!write(STDOUT_FILENO, dropped_note.data(), dropped_note.size());
+    }
+    return n;
+  };
+  // Reads once when output is ready within 250 ms; closes the pipe at its end (every writer
+  // gone: the job's own end is near).
+  auto pump_output = [&]() {
+    pollfd ready{out_fd, POLLIN, 0};
+    if (poll(&ready, 1, 250) <= 0) return;
+    const ssize_t n = copy_output();
+    if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
+      close(out_fd);
+      out_fd = -1;
+    }
+  };
+  int status = 0;
+  int code = 127;
+  int sig = 0;
+  bool fenced = false;
+  if (job > 0 && (!spec.lease_path.empty() || out_fd >= 0)) {
+    // Wait for the job, copying its output as it comes and checking the lease every 250 ms.
+    int64_t kill_at = 0;
+    for (;;) {
+      const pid_t done = waitpid(job, &status, WNOHANG);
+      if (done == job || (done < 0 && errno != EINTR)) break;
+      if (spec.lease_path.empty()) {
+        if (out_fd >= 0) {
+          pump_output();
+        } else {
+          while (waitpid(job, &status, 0) < 0 && errno == EINTR) {
+          }
+          break;
+        }
+        continue;
+      }
+      timespec now{};
+      clock_gettime(CLOCK_REALTIME, &now);
+      const int64_t now_ms = int64_t{now.tv_sec} * 1000 + now.tv_nsec / 1000000;
+      if (!fenced) {
+        char text[32] = {};
+        int64_t deadline = 0;
+        const int lease_fd = open(spec.lease_path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (lease_fd >= 0) {
+          const ssize_t n = read(lease_fd, text, sizeof text - 1);
+          close(lease_fd);
+          for (ssize_t k = 0; k < n && text[k] >= '0' && text[k] <= '9'; ++k) {
+            deadline = deadline * 10 + (text[k] - '0');
+          }
+        }
+        if (deadline > 0 && now_ms > deadline) {
+          fenced = true;
+          const int marker =
+              open(spec.fenced_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
+          if (marker >= 0) close(marker);
+          kill(-getpid(), SIGTERM);  // the whole group; the shim ignores it
+          kill_at = now_ms + spec.lease_grace_ms;
+        }
+      } else if (now_ms >= kill_at) {
+        kill(job, SIGKILL);
+      }
+      if (out_fd >= 0) {
+        pump_output();
+      } else {
+        const timespec tick{0, 250 * 1000 * 1000};
+        sigtimedwait(&chld, nullptr, &tick);
+      }
+    }
+    if (out_fd >= 0) {
+      // What the job wrote before it ended; a child it left behind may keep the pipe open,
+      // so take only what is there now.
+      // (At most 64 reads: a child still writing cannot hold the shim here.)
+      fcntl(out_fd, F_SETFL, O_NONBLOCK);
+      for (int reads = 0; reads < 64 && copy_output() > 0; ++reads) {
+      }
+      close(out_fd);
+    }
+  } else if (job > 0) {
+    while (waitpid(job, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+  if (job > 0) {
+    if (WIFEXITED(status)) code = WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) {
+      sig = WTERMSIG(status);
+      code = 128 + sig;
+    }
+  }
+  // "<exit code> <signal>\n", written to a temporary name and renamed: a reader never sees half.
+  char text[32];
+  int len = 0;
+  for (int value : {code, sig}) {
+    char digits[12];
+    int n = 0;
+    unsigned v = static_cast<unsigned>(value);
+    do {
+      digits[n++] = static_cast<char>('0' + v % 10);
+      v /= 10;
+    } while (v > 0);
+    while (n > 0) text[len++] = digits[--n];
+    text[len++] = value == sig ? '\n' : ' ';
+  }
+  const int fd = open(exit_tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
+  if (fd >= 0) {
+    // No fsync: the record must outlive the agent, not the machine (a reboot ends the job
+    // too, and a job without a record is then reported lost, which is the truth). An fsync
+    // per job end cost a journal commit each and capped job throughput.
+    (void)!write(fd, text, static_cast<std::size_t>(len));
+    close(fd);
+    rename(exit_tmp.c_str(), spec.exit_path.c_str());
+  }
+  if (fenced) {
+    kill(-getpid(), SIGKILL);  // what the job left in its group (and the shim, last)
+  }
+  _exit(code & 0xff);
+}
+
+}  // namespace gpufleet::agent

@@ -1,0 +1,60 @@
+#pragma once
+// The job shim: the small program (`gpufleet-shim`, built static beside `gpufleet-full`) that
+// the Runner starts with posix_spawn for each job, so that a launch never forks the server (a
+// fork copies its page tables and costs copy-on-write faults while it runs on).
+//
+// The shim leads the job's process group, joins the job's cgroup, forks the job (switching to the
+// job's account, then entering its working directory, then exec'ing argv with PATH searched in
+// the job's own environment, which is the shim's), copies its output to the log up to a cap,
+// watches the lease, and writes `<code> <signal>` to the exit file when the job ends, so jobs
+// outlive the agent and are re-adopted by the shim's pid and start time.
+//
+// The Runner passes: stdin /dev/null, stdout and stderr the log, fd 3 the write end of a status
+// pipe, nothing else; SIGTERM, SIGINT and SIGHUP blocked (the shim ignores them, so an early
+// stop cannot kill it before it records the job's end). A failure before the job's exec is
+// reported over fd 3 as two ints {step, errno} (ShimStep); the job's successful exec closes fd 3
+// (close-on-exec), which the Runner reads as "started".
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+
+namespace gpufleet::agent {
+
+// What failed before the job's exec, as reported over the status pipe.
+enum ShimStep : int {
+  kShimChdir = 1,     // entering the working directory
+  kShimSetUser = 2,   // setgroups / setgid / setuid
+  kShimExec = 3,      // exec of argv[0]
+  kShimCgroup = 4,    // joining the cgroup
+  kShimPipe = 5,      // making the output pipe
+  kShimBadArgs = 6,   // a command line the shim cannot read (a mismatched shim binary)
+  kShimFork = 7,      // forking the job
+};
+
+struct ShimSpec {
+  std::string exit_path;     // where `<code> <signal>\n` goes when the job ends
+  std::string fenced_path;   // left when the shim stopped the job because the lease ran out
+  std::string lease_path;    // "" : no lease to watch (LaunchSpec::lease_path)
+  std::string cgroup_procs;  // "" : no cgroup to join
+  std::string workdir;
+  int64_t lease_grace_ms = 2000;
+  int64_t log_limit = 0;  // 0: the job writes the log itself, uncapped
+  bool switch_user = false;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;
+  std::vector<std::string> argv;  // the job's
+};
+
+// The shim's command line after its program name; ParseShimCommandLine reads it back.
+std::vector<std::string> ShimCommandLine(const ShimSpec& spec);
+core::Result<ShimSpec> ParseShimCommandLine(const std::vector<std::string>& args);
+
+// Runs the shim for `spec` in this process and exits with the job's status; never returns.
+[[noreturn]] void RunShim(const ShimSpec& spec);
+
+}  // namespace gpufleet::agent

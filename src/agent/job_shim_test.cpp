@@ -1,0 +1,71 @@
+#include "agent/job_shim.h"
+
+#include <gtest/gtest.h>
+
+namespace gpufleet::agent {
+namespace {
+
+TEST(JobShim, TheCommandLineCarriesEverySpecFieldBack) {
+  ShimSpec spec;
+  spec.exit_path = "/d/j 1.log.exit";
+  spec.fenced_path = "/d/j 1.log.fenced";
+  spec.lease_path = "";
+  spec.cgroup_procs = "/sys/fs/cgroup/x/cgroup.procs";
+  spec.workdir = "/home/alice/with space";
+  spec.lease_grace_ms = 2500;
+  spec.log_limit = int64_t{1} << 30;
+  spec.switch_user = true;
+  spec.uid = 1001;
+  spec.gid = 1002;
+  spec.groups = {1002, 27, 44};
+  spec.argv = {"python3", "-c", "print('--')", "--", ""};
+  auto back = ParseShimCommandLine(ShimCommandLine(spec));
+  ASSERT_TRUE(back.ok()) << back.error();
+  const ShimSpec& b = back.value();
+  EXPECT_EQ(b.exit_path, spec.exit_path);
+  EXPECT_EQ(b.fenced_path, spec.fenced_path);
+  EXPECT_EQ(b.lease_path, "");
+  EXPECT_EQ(b.cgroup_procs, spec.cgroup_procs);
+  EXPECT_EQ(b.workdir, spec.workdir);
+  EXPECT_EQ(b.lease_grace_ms, 2500);
+  EXPECT_EQ(b.log_limit, spec.log_limit);
+  EXPECT_TRUE(b.switch_user);
+  EXPECT_EQ(b.uid, 1001u);
+  EXPECT_EQ(b.gid, 1002u);
+  EXPECT_EQ(b.groups, spec.groups);
+  EXPECT_EQ(b.argv, spec.argv);
+
+  spec.switch_user = false;
+  spec.groups.clear();
+  auto plain = ParseShimCommandLine(ShimCommandLine(spec));
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain.value().switch_user);
+  EXPECT_TRUE(plain.value().groups.empty());
+}
+
+TEST(JobShim, AMalformedCommandLineIsRefused) {
+  ShimSpec spec;
+  spec.exit_path = "/data/job.log.exit";
+  spec.fenced_path = "/data/job.log.fenced";
+  spec.argv = {"true"};
+  const std::vector<std::string> good = ShimCommandLine(spec);
+  ASSERT_TRUE(ParseShimCommandLine(good).ok());
+  auto with = [&](std::size_t field, const std::string& value) {
+    std::vector<std::string> args = good;
+    args[field] = value;
+    return ParseShimCommandLine(args).ok();
+  };
+  EXPECT_FALSE(with(5, "-1"));                    // lease grace
+  EXPECT_FALSE(with(6, "12x"));                   // log limit
+  EXPECT_FALSE(with(7, "2"));                     // switch user
+  EXPECT_FALSE(with(8, "99999999999"));           // uid
+  EXPECT_FALSE(with(10, "1,,2"));                 // groups
+  EXPECT_FALSE(with(11, "-"));                    // the "--" before argv
+  EXPECT_FALSE(with(0, ""));                      // exit path
+  std::vector<std::string> no_argv(good.begin(), good.end() - 1);
+  EXPECT_FALSE(ParseShimCommandLine(no_argv).ok());
+  EXPECT_FALSE(ParseShimCommandLine({}).ok());
+}
+
+}  // namespace
+}  // namespace gpufleet::agent

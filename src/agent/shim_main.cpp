@@ -1,0 +1,22 @@
+// gpufleet-shim: the process each job runs under (agent/job_shim.h). Started by the Runner only.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "agent/job_shim.h"
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  auto spec = gpufleet::agent::ParseShimCommandLine(args);
+  if (!spec) {
+    std::fprintf(stderr, "gpufleet-shim: %s (started by gpufleet's agent only)\n",
+                 spec.error().c_str());
+    const int report[2] = {gpufleet::agent::kShimBadArgs, EINVAL};
+    (void)!write(3, report, sizeof report);
+    return 127;
+  }
+  gpufleet::agent::RunShim(spec.value());
+}
