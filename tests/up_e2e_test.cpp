@@ -934,3 +934,21 @@ TEST_F(FullDisk, SubmitsFailClearlyAndNothingCommittedIsLost) {
 
 }  // namespace
 }  // namespace gpufleet
+
+namespace gpufleet {
+namespace {
+
+// Live, a policy that orders jobs by their true run times has nothing to order by (issue 12): it
+// is refused at start with a reason, not run on time limits as if they were run times.
+TEST(UpCommand, RefusesAnOracleQueuePolicyLive) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("gpufleet-oracle-" + std::to_string(::getpid()));
+  auto [out, rc] = e2e::Sh("GPUFLEET_DATA_DIR='" + dir.string() + "' '" + GPUFLEET_BINARY +
+                           "' up --simulated-gpus 1 --listen 127.0.0.1:0 --policy sjf-oracle 2>&1");
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("only a replay knows"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace gpufleet

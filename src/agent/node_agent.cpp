@@ -175,6 +175,7 @@ void NodeAgent::Launch(const net::Assignment& a) {
   spec.argv = a.argv;
   spec.env = a.env;
   spec.launch_env = a.launch_env;
+  spec.node_address = options_.address;
   spec.workdir = a.workdir;
   spec.gpu_indices = a.gpu_indices;
   spec.user = a.user;

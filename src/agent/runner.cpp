@@ -1,6 +1,9 @@
 #include "agent/runner.h"
 
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <grp.h>
 #include <poll.h>
 #include <pwd.h>
@@ -19,6 +22,7 @@
 #include <optional>
 
 #include "agent/job_shim.h"
+#include "core/job.h"
 
 namespace gpufleet::agent {
 namespace {
@@ -51,12 +55,18 @@ std::vector<std::string> Environment(const LaunchSpec& spec, const UnixAccount& 
   env["CUDA_VISIBLE_DEVICES"] = Join(spec.gpu_indices);
   env["GPUFLEET_JOB_ID"] = std::to_string(spec.job_id);
   env["MASTER_ADDR"] = "127.0.0.1";
-  env["MASTER_PORT"] = std::to_string(29500 + spec.job_id % 1000);
+  env["MASTER_PORT"] = std::to_string(core::MasterPortOf(spec.job_id));
   env["WORLD_SIZE"] = "1";
   env["RANK"] = "0";
   env["NODE_RANK"] = "0";
   env["LOCAL_WORLD_SIZE"] = std::to_string(std::max<std::size_t>(1, spec.gpu_indices.size()));
   for (const auto& [k, v] : spec.launch_env) env[k] = v;
+  if (!spec.launch_env.empty() && !spec.node_address.empty()) {
+    const std::string interface = InterfaceHolding(spec.node_address);
+    for (const char* name : {"GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"}) {
+      if (!interface.empty() && !env.count(name)) env[name] = interface;
+    }
+  }
   std::vector<std::string> out;
   for (const auto& [k, v] : env) out.push_back(k + "=" + v);
   return out;
@@ -74,6 +84,34 @@ std::optional<std::pair<int, int>> ReadExitFile(const std::string& path) {
 }
 
 }  // namespace
+
+std::string InterfaceHolding(const std::string& address) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(address.c_str(), nullptr, &hints, &found) != 0) return "";
+  ifaddrs* list = nullptr;
+  std::string name;
+  if (getifaddrs(&list) == 0) {
+    for (addrinfo* a = found; a != nullptr && name.empty(); a = a->ai_next) {
+      for (ifaddrs* i = list; i != nullptr && name.empty(); i = i->ifa_next) {
+        if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != a->ai_family) continue;
+        const bool same =
+            a->ai_family == AF_INET
+                ? reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr ==
+                      reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr.s_addr
+                : a->ai_family == AF_INET6 &&
+                      std::memcmp(&reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr,
+                                  &reinterpret_cast<sockaddr_in6*>(a->ai_addr)->sin6_addr,
+                                  sizeof(in6_addr)) == 0;
+        if (same) name = i->ifa_name;
+      }
+    }
+    freeifaddrs(list);
+  }
+  freeaddrinfo(found);
+  return name;
+}
 
 std::string DefaultShimPath() {
   if (const char* env = std::getenv("GPUFLEET_SHIM"); env != nullptr && *env != '\0') return env;

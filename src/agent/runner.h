@@ -41,6 +41,10 @@ struct LaunchSpec {
   // gpufleet's variables for one rank of a multi-node job (MASTER_ADDR, RANK, ...); they replace
   // the single-node defaults.
   std::vector<std::pair<std::string, std::string>> launch_env;
+  // This node's advertise address. For a rank of a multi-node job, the interface that holds it
+  // becomes GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME unless the job sets them: gloo and NCCL
+  // otherwise bind the interface of the host name, which Debian maps to a loopback address.
+  std::string node_address;
   // Self-fencing: when set, the job's shim reads a deadline (milliseconds since the epoch, as
   // text) from this file every 250 ms; once it has passed, the shim stops the job (SIGTERM, then
   // SIGKILL after `lease_grace_s`) and leaves `<log>.fenced`. It keeps a job that its node's
@@ -55,6 +59,10 @@ struct LaunchSpec {
   // job never blocks on a full pipe). 0: the job writes to its log file directly, without a cap.
   int64_t log_limit_bytes = 0;
 };
+
+// The name of the network interface holding `address` (an IP address, or a name resolved to
+// one), or "" when no interface of this machine holds it.
+std::string InterfaceHolding(const std::string& address);
 
 // Left by a shim that stopped its job because the lease ran out (see LaunchSpec::lease_path).
 std::string FencedFilePath(const std::string& log_path);

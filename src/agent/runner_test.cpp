@@ -249,6 +249,30 @@ TEST_F(RunnerTest, JobEnvironmentIsBuiltFromScratch) {
   EXPECT_NE(log.find("CUDA_VISIBLE_DEVICES=\n"), std::string::npos) << log;
 }
 
+// Issue 12, section 8: a rank of a multi-node job binds gloo and NCCL to the interface of its
+// node's advertise address (they picked the host name's, a loopback address on Debian), unless
+// the job chose one itself.
+TEST_F(RunnerTest, MultiNodeRanksGetTheSocketInterfaceOfTheirAdvertiseAddress) {
+  EXPECT_EQ(InterfaceHolding("127.0.0.1"), "lo");
+  EXPECT_EQ(InterfaceHolding("192.0.2.77"), "");  // TEST-NET-1: on no interface here
+  Runner runner(TestPolicy());
+  LaunchSpec spec = Spec(14, {"env"});
+  spec.launch_env = {{"WORLD_SIZE", "2"}, {"NODE_RANK", "1"}};
+  spec.node_address = "127.0.0.1";
+  spec.env = {{"NCCL_SOCKET_IFNAME", "ib0"}};
+  ASSERT_TRUE(runner.Launch(spec).ok());
+  ASSERT_EQ(WaitExits(runner, 1).size(), 1U);
+  const std::string log = Slurp(spec.log_path);
+  EXPECT_NE(log.find("\nGLOO_SOCKET_IFNAME=lo\n"), std::string::npos) << log;
+  EXPECT_NE(log.find("\nNCCL_SOCKET_IFNAME=ib0\n"), std::string::npos) << log;  // the job's
+  // A single-node job needs no interface.
+  LaunchSpec single = Spec(15, {"env"});
+  single.node_address = "127.0.0.1";
+  ASSERT_TRUE(runner.Launch(single).ok());
+  ASSERT_EQ(WaitExits(runner, 1).size(), 1U);
+  EXPECT_EQ(Slurp(single.log_path).find("GLOO_SOCKET_IFNAME"), std::string::npos);
+}
+
 // Security finding 1: a job whose user has no account here fails with the node and user named;
 // before, it ran as the agent (root).
 TEST_F(RunnerTest, JobOfAUserWithoutAnAccountFailsInsteadOfRunningAsTheAgent) {

@@ -39,12 +39,15 @@ namespace {
 // The controller's NodeExecutor over the agent's Runner, in the same process.
 class LocalExecutor final : public controller::NodeExecutor {
  public:
-  LocalExecutor(agent::RunAsPolicy run_as, int64_t log_limit_bytes)
-      : runner_(std::move(run_as)), log_limit_bytes_(log_limit_bytes) {}
+  LocalExecutor(agent::RunAsPolicy run_as, int64_t log_limit_bytes, std::string node_address)
+      : runner_(std::move(run_as)),
+        log_limit_bytes_(log_limit_bytes),
+        node_address_(std::move(node_address)) {}
   core::Result<Started> Start(const store::JobRecord& job, const net::EnvList& launch_env,
                               const std::string& log_path) override {
     agent::LaunchSpec spec;
     spec.launch_env = launch_env;
+    spec.node_address = node_address_;
     spec.job_id = job.id;
     spec.argv = job.argv;
     spec.env = job.env;
@@ -83,6 +86,7 @@ class LocalExecutor final : public controller::NodeExecutor {
   std::mutex mutex_;
   agent::Runner runner_;
   const int64_t log_limit_bytes_;
+  const std::string node_address_;  // where other nodes reach this one (socket interfaces)
   // Detected at start (detection may move this process into a leaf cgroup).
   agent::CgroupLimits cgroups_ = agent::CgroupLimits::Detect();
 };
@@ -233,7 +237,7 @@ int RunUp(const UpOptions& o) {
       return 2;
     }
   }
-  LocalExecutor executor(run_as, o.log_limit_mib * (int64_t{1} << 20));
+  LocalExecutor executor(run_as, o.log_limit_mib * (int64_t{1} << 20), o.advertise);
   controller::ControllerOptions options;
   options.data_dir = data_dir;
   options.gpus = gpus;

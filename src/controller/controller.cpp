@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "core/gpu_catalog.h"
+#include "core/job.h"
 #include "sched/policy_registry.h"
 
 namespace gpufleet::controller {
@@ -88,6 +89,12 @@ core::Result<std::unique_ptr<Controller>> Controller::Create(store::Store& store
   if (!queue) {
     return core::Error{"unknown queue policy '" + options.queue_policy +
                        "'; known: " + sched::QueuePolicyNames()};
+  }
+  if (queue->estimates() == sched::Estimates::kOracle) {
+    return core::Error{"queue policy '" + options.queue_policy +
+                           "' orders jobs by their true run times, which only a replay knows; "
+                           "live, use qssf or las-qssf (predicted run times)",
+                       core::ErrorCode::kInvalid, "policy"};
   }
   if (executor != nullptr && (options.gpus < 0 || options.gpus > core::kMaxGpusPerNode)) {
     return core::Error{"the local node has " + std::to_string(options.gpus) +
@@ -527,7 +534,7 @@ net::EnvList Controller::LaunchEnvLocked(const Active& a, int rank) const {
   const int per_node = std::popcount(a.ranks[rank].gpus);
   const int world = per_node * static_cast<int>(a.ranks.size());
   return {{"MASTER_ADDR", nodes_[a.ranks[0].node].address},
-          {"MASTER_PORT", std::to_string(29500 + a.job.id % 1000)},
+          {"MASTER_PORT", std::to_string(core::MasterPortOf(a.job.id))},
           {"WORLD_SIZE", std::to_string(world)},
           {"NODE_RANK", std::to_string(rank)},
           {"RANK", std::to_string(rank * per_node)},

@@ -32,4 +32,9 @@ struct JobSpec {
 // Checks the spec's own consistency (not whether any node can hold it). The error names the field.
 Result<bool> ValidateJobSpec(const JobSpec& job);
 
+// The port rank 0 of job `job_id` listens on for its peers (MASTER_PORT), the same on every node
+// and for single- and multi-node runs: 29500 (torchrun's default) plus the id modulo 1000, so
+// that jobs sharing a node rarely collide.
+inline int MasterPortOf(int64_t job_id) { return 29500 + static_cast<int>(job_id % 1000); }
+
 }  // namespace gpufleet::core
