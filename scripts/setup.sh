@@ -28,10 +28,11 @@ done
 jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 
 # --- Debian packages -----------------------------------------------------------------------------
-# libgtest-dev pulls in googletest; libsqlite3-dev is for the store layer to come. The test suite
+# libgtest-dev pulls in googletest; libsqlite3-dev is the store; libssl-dev is TLS (its static
+# libraries go into the `gpufleet` client). The test suite
 # also drives a real Prometheus (prometheus, promtool), `top` in tmux, and curl.
 packages=(build-essential cmake pkg-config libcli11-dev nlohmann-json3-dev libgtest-dev
-          libbenchmark-dev libsqlite3-dev libcpp-httplib-dev libtomlplusplus-dev)
+          libbenchmark-dev libsqlite3-dev libcpp-httplib-dev libtomlplusplus-dev libssl-dev)
 # clang-14 and libFuzzer build the fuzz targets (scripts/fuzz.sh, fuzz/README.md).
 if [ "$tests" = ON ]; then packages+=(prometheus tmux curl clang-14 libfuzzer-14-dev); fi
 if command -v dpkg-query >/dev/null 2>&1; then
