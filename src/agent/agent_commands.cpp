@@ -30,6 +30,7 @@
 #include "gpu/sampler.h"
 #include "net/http_client.h"
 #include "net/private_file.h"
+#include "net/tls.h"
 
 namespace gpufleet::agent {
 namespace {

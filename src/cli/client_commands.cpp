@@ -93,6 +93,8 @@ std::optional<int64_t> ParseDurationSeconds(const std::string& text) {
   return static_cast<int64_t>(seconds + 0.5);
 }
 
+void (*https_handoff)() = nullptr;
+
 struct Connection {
   std::string url;
   std::string token;
@@ -130,6 +132,7 @@ std::optional<Connection> Connect(const ClientOptions& o) {
     return std::nullopt;
   }
   c.http.emplace(std::move(http).value());
+  if (c.http->tls() && !net::HttpsAvailable() && https_handoff != nullptr) https_handoff();
   if (c.http->tls()) {
     std::string ca = o.ca_file;
     if (const char* env = std::getenv("GPUFLEET_CA"); ca.empty() && env != nullptr) ca = env;
@@ -221,6 +224,8 @@ std::string Printable(std::string_view text) {
   }
   return out;
 }
+
+void SetHttpsHandoff(void (*handoff)()) { https_handoff = handoff; }
 
 std::string DataDir(const std::string& flag) {
   if (!flag.empty()) return flag;

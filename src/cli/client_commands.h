@@ -73,6 +73,10 @@ int RunTokenList(const ClientOptions& client);
 int RunTokenRevoke(const AdminOptions& options);
 int RunNodeRevoke(const AdminOptions& options);
 
+// What a client command does with an https server when this program has no TLS (the static
+// `gpufleet`: it execs gpufleet-full with the same arguments); unset, the command fails there.
+void SetHttpsHandoff(void (*handoff)());
+
 // The data directory a command uses: `flag`, else $GPUFLEET_DATA_DIR, else ~/.gpufleet.
 std::string DataDir(const std::string& flag);
 

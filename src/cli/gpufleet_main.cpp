@@ -5,17 +5,21 @@
 // Why two programs: a client command is a short process, and most of its time used to go to the
 // dynamic loader (cpp-httplib as Debian builds it pulls in OpenSSL, brotli and zlib; SQLite and
 // libstdc++ add more): 8.6 ms before main against 1 ms for this program, which needs only the C
-// library and is linked statically (bench/run_controller_bench.sh measures both).
+// library and is linked statically (bench/run_controller_bench.sh measures both). It has no TLS
+// either (statically linked OpenSSL alone cost 3-4 ms a start): a client command for an https
+// server is handed to gpufleet-full the same way.
 #include <limits.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
 #include "cli/client_cli.h"
+#include "cli/client_commands.h"
 #include "cli/full_commands.h"
 
 namespace {
@@ -46,10 +50,17 @@ int RunFull(char** argv) {
   return 127;
 }
 
+char** full_argv = nullptr;
+
+// An https server: gpufleet-full speaks TLS, this program does not (see net/http_client.h).
+void HandOffHttps() { std::exit(RunFull(full_argv)); }
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace gpufleet;
+  full_argv = argv;
+  cli::SetHttpsHandoff(&HandOffHttps);
   if (argc > 1) {
     for (const cli::FullCommand& c : cli::kFullCommands) {
       if (c.name == argv[1]) return RunFull(argv);

@@ -17,11 +17,13 @@
 #include "cli/sim_run_command.h"
 #include "cli/up_command.h"
 #include "core/node.h"
+#include "net/tls.h"
 #include "sched/policy_registry.h"
 #include "sched/queue_policy.h"
 
 int main(int argc, char** argv) {
   using namespace gpufleet;
+  net::EnableHttpsClients();  // agents and client commands may talk to https servers
   CLI::App app{cli::kAppDescription};
   app.name("gpufleet");
   app.require_subcommand(1);

@@ -18,6 +18,8 @@ namespace {
 constexpr std::size_t kMaxHeaderBytes = 64 * 1024;
 constexpr std::size_t kMaxBodyBytes = std::size_t{1} << 30;  // 1 GiB: more is not an answer of ours
 
+TlsConnector tls_connector = nullptr;
+
 core::Error Errno(const std::string& what) {
   return core::Error{what + ": " + std::strerror(errno)};
 }
@@ -31,6 +33,9 @@ std::string Trim(const std::string& s) {
 }
 
 }  // namespace
+
+void SetTlsConnector(TlsConnector connector) { tls_connector = connector; }
+bool HttpsAvailable() { return tls_connector != nullptr; }
 
 std::string HttpReply::Header(const std::string& name) const {
   for (const auto& [key, value] : headers) {
@@ -160,7 +165,11 @@ core::Result<bool> HttpClient::Connect() {
   freeaddrinfo(found);
   if (fd_ < 0) return core::Error{"cannot connect to " + host_ + ":" + port_ + ": " + why};
   if (tls_) {
-    auto session = TlsClientSession::Connect(fd_, host_, trust_, connect_ms_);
+    if (tls_connector == nullptr) {
+      Close();
+      return core::Error{"this program was built without https; use gpufleet-full"};
+    }
+    auto session = tls_connector(fd_, host_, trust_, connect_ms_);
     if (!session) {
       const core::Error error = session.failure();
       Close();

@@ -1,7 +1,9 @@
 #pragma once
 // A blocking HTTP/1.1 client for one server at http://HOST:PORT or https://HOST:PORT, small enough
-// that a command-line process pays almost nothing to load it: the C library, and OpenSSL for
-// https only (linked statically into `gpufleet`; no compression, no shared HTTP library). The
+// that a command-line process pays almost nothing to load it: the C library only. https goes
+// through a TLS connector that a program registers (net/tls.h's EnableHttpsClients, which links
+// OpenSSL); the static `gpufleet` client registers none and hands https work to `gpufleet-full`,
+// since merely linking OpenSSL statically made each of its starts 3-4 ms slower here. The
 // `gpufleet` client commands and the agents use it.
 //
 // Contract: one request at a time. The connection is kept alive between requests and opened
@@ -16,9 +18,35 @@
 #include <vector>
 
 #include "core/result.h"
-#include "net/tls.h"
 
 namespace gpufleet::net {
+
+// What an https connection trusts: a private cluster CA, never the system's store (net/tls.h).
+struct TlsTrust {
+  std::string ca_file;     // PEM file of the CA(s) to trust
+  std::string pin_sha256;  // else: hex SHA-256 of the DER of the CA certificate to trust
+  bool empty() const { return ca_file.empty() && pin_sha256.empty(); }
+};
+
+// The TLS side of one connection, verified before it is handed out (net/tls.h implements it).
+class TlsStream {
+ public:
+  virtual ~TlsStream() = default;
+  // Like send/recv on a blocking socket: bytes moved, 0 at a clean end (read), -1 on error.
+  virtual long Write(const char* data, std::size_t size) = 0;
+  virtual long Read(char* data, std::size_t size) = 0;
+  // Decrypted bytes waiting: a read returns them without touching the socket.
+  virtual bool HasBuffered() const = 0;
+  // The PEM of the CA the server was verified against.
+  virtual const std::string& AnchorPem() const = 0;
+};
+// Makes the TLS side of a connected blocking socket `fd` (not owned) to `host`, or says why not.
+using TlsConnector = core::Result<std::unique_ptr<TlsStream>> (*)(int fd, const std::string& host,
+                                                                 const TlsTrust& trust,
+                                                                 int timeout_ms);
+// Registers how https connections are made (once, at start); none: https URLs fail to connect.
+void SetTlsConnector(TlsConnector connector);
+bool HttpsAvailable();
 
 struct HttpReply {
   int status = 0;
@@ -84,7 +112,7 @@ class HttpClient {
   std::string port_;
   bool tls_ = false;
   TlsTrust trust_;
-  std::unique_ptr<TlsClientSession> session_;  // the open connection's TLS, when tls_
+  std::unique_ptr<TlsStream> session_;  // the open connection's TLS, when tls_
   std::string verified_ca_pem_;
   std::string token_;
   int connect_ms_ = 5000;

@@ -108,6 +108,15 @@ const BIO_METHOD* NoSigpipeSocketMethod() {
 
 }  // namespace
 
+void EnableHttpsClients() {
+  SetTlsConnector([](int fd, const std::string& host, const TlsTrust& trust,
+                     int timeout_ms) -> core::Result<std::unique_ptr<TlsStream>> {
+    auto session = TlsClientSession::Connect(fd, host, trust, timeout_ms);
+    if (!session) return session.failure();
+    return std::unique_ptr<TlsStream>(std::move(session).value());
+  });
+}
+
 SslPtr NewSslOnSocket(SSL_CTX* ctx, int fd) {
   SslPtr ssl(SSL_new(ctx));
   if (!ssl) return nullptr;

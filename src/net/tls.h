@@ -14,14 +14,13 @@
 #include <string>
 
 #include "core/result.h"
+#include "net/http_client.h"
 
 namespace gpufleet::net {
 
-struct TlsTrust {
-  std::string ca_file;     // PEM file of the CA(s) to trust
-  std::string pin_sha256;  // else: hex SHA-256 of the DER of the CA certificate to trust
-  bool empty() const { return ca_file.empty() && pin_sha256.empty(); }
-};
+// Makes HttpClient able to speak https (SetTlsConnector with TlsClientSession::Connect). Called
+// at the start of every program that talks to a server over https.
+void EnableHttpsClients();
 
 // "sha256 of the DER" of the first certificate in `pem`, as 64 lower-case hex digits.
 core::Result<std::string> CertificateSha256(const std::string& pem);
@@ -42,20 +41,20 @@ SslPtr NewSslOnSocket(SSL_CTX* ctx, int fd);
 // A client's TLS session over a connected blocking socket `fd` (not owned). Connect does the
 // handshake within `timeout_ms` and verifies the server against `trust` for `host`; errors say
 // which step failed and what to do.
-class TlsClientSession {
+class TlsClientSession final : public TlsStream {
  public:
   static core::Result<std::unique_ptr<TlsClientSession>> Connect(int fd, const std::string& host,
                                                                  const TlsTrust& trust,
                                                                  int timeout_ms);
-  ~TlsClientSession();
+  ~TlsClientSession() override;
   // Like send/recv on a blocking socket: bytes moved, 0 at a clean end (read), -1 on error
   // (errno kept for timeouts: EAGAIN).
-  long Write(const char* data, std::size_t size);
-  long Read(char* data, std::size_t size);
+  long Write(const char* data, std::size_t size) override;
+  long Read(char* data, std::size_t size) override;
   // Decrypted bytes waiting in the session: a read returns them without touching the socket.
-  bool HasBuffered() const;
+  bool HasBuffered() const override;
   // The PEM of the CA certificate the verification anchored on (to save after a pinned join).
-  const std::string& AnchorPem() const { return anchor_pem_; }
+  const std::string& AnchorPem() const override { return anchor_pem_; }
   // Sends close_notify (best effort).
   void Shutdown();
 

@@ -38,6 +38,7 @@ int Mode(const std::string& path) {
 class TlsTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    EnableHttpsClients();
     char tmpl[] = "/tmp/gpufleet-tls-XXXXXX";
     dir_ = ::mkdtemp(tmpl);
   }
