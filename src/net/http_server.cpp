@@ -79,6 +79,7 @@ struct Conn {
   // handshake waits for, and a read or write that waits for the other direction.
   SslPtr ssl;
   bool handshaking = false;
+  bool first_byte_seen = false;  // whether the connection's first byte was checked for TLS
   uint32_t handshake_wants = 0;
   bool read_wants_write = false;
   bool write_wants_read = false;
@@ -469,13 +470,20 @@ struct HttpServer::Impl {
   // The TLS handshake, as far as the socket allows. A client that speaks plain HTTP to the TLS
   // port (its first byte is not a TLS handshake record's) is told so in plain HTTP.
   void Handshake(Conn& c) {
-    char first = 0;
-    const ssize_t peeked = recv(c.fd, &first, 1, MSG_PEEK);
-    if (peeked == 1 && SSL_in_before(c.ssl.get()) && first != 0x16) {
-      c.ssl.reset();
-      c.handshaking = false;
-      LayerError(c, 400, "this server speaks https: use an https:// URL");
-      return;
+    if (!c.first_byte_seen) {
+      // Only the connection's very first byte tells: later ones are the middle of a ClientHello
+      // that came in pieces.
+      char first = 0;
+      const ssize_t peeked = recv(c.fd, &first, 1, MSG_PEEK);
+      if (peeked == 1) {
+        c.first_byte_seen = true;
+        if (first != 0x16) {
+          c.ssl.reset();
+          c.handshaking = false;
+          LayerError(c, 400, "this server speaks https: use an https:// URL");
+          return;
+        }
+      }
     }
     ERR_clear_error();
     const int rc = SSL_do_handshake(c.ssl.get());

@@ -3,6 +3,8 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -34,6 +36,74 @@ int Mode(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 ? static_cast<int>(st.st_mode & 0777) : -1;
 }
+
+// Relays one connection from its own port to `target_port`, the client's first 64 bytes one at a
+// time with a pause between them: a ClientHello that arrives in pieces.
+class TrickleRelay {
+ public:
+  explicit TrickleRelay(int target_port) {
+    listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::listen(listen_fd_, 1) != 0 ||
+        ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      return;
+    }
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this, target_port] { Run(target_port); });
+  }
+  ~TrickleRelay() {
+    ::shutdown(listen_fd_, SHUT_RDWR);  // wakes a waiting accept
+    if (thread_.joinable()) thread_.join();
+    ::close(listen_fd_);
+  }
+  int port() const { return port_; }
+
+ private:
+  void Run(int target_port) {
+    const int client = ::accept(listen_fd_, nullptr, nullptr);
+    if (client < 0) return;
+    const int server = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    ::setsockopt(server, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(target_port));
+    if (::connect(server, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+      pollfd fds[2] = {{client, POLLIN, 0}, {server, POLLIN, 0}};
+      char buffer[16384];
+      int trickled = 0;
+      while (::poll(fds, 2, 5000) > 0) {
+        if (fds[0].revents != 0) {
+          const std::size_t want = trickled < 64 ? 1 : sizeof buffer;
+          const ssize_t n = ::recv(client, buffer, want, 0);
+          if (n <= 0 || ::send(server, buffer, static_cast<std::size_t>(n), MSG_NOSIGNAL) != n) {
+            break;
+          }
+          if (trickled < 64) {
+            ++trickled;
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+          }
+        }
+        if (fds[1].revents != 0) {
+          const ssize_t n = ::recv(server, buffer, sizeof buffer, 0);
+          if (n <= 0 || ::send(client, buffer, static_cast<std::size_t>(n), MSG_NOSIGNAL) != n) {
+            break;
+          }
+        }
+      }
+    }
+    ::close(server);
+    ::close(client);
+  }
+  int listen_fd_ = -1;
+  int port_ = 0;
+  std::thread thread_;
+};
 
 class TlsTest : public ::testing::Test {
  protected:
@@ -191,6 +261,19 @@ TEST_F(TlsTest, TheWrongPinTheWrongCaOrTheWrongNameSendNothing) {
   auto no_trust = Client(by_name, {}).Get("/hello");
   ASSERT_FALSE(no_trust.ok());
   EXPECT_NE(no_trust.error().find("--ca"), std::string::npos) << no_trust.error();
+}
+
+// Only the first byte of a connection may mark it as plain HTTP: a ClientHello in pieces is TLS
+// (the second byte, 0x03, was once taken for plain HTTP).
+TEST_F(TlsTest, AClientHelloThatArrivesInPiecesIsStillTls) {
+  const TlsIdentity id = MakeIdentity("tls", {"127.0.0.1"});
+  const int port = StartServer(id);
+  TrickleRelay relay(port);
+  ASSERT_GT(relay.port(), 0);
+  auto reply = Client("https://127.0.0.1:" + std::to_string(relay.port()), {id.ca_file, ""})
+                   .Get("/hello");
+  ASSERT_TRUE(reply.ok()) << reply.error();
+  EXPECT_EQ(reply.value().status, 200);
 }
 
 TEST_F(TlsTest, PlainHttpToTheTlsPortIsToldToUseHttps) {
