@@ -16,7 +16,7 @@
 namespace gpufleet::agent {
 namespace {
 
-constexpr int kFixedArgs = 11;  // before "--" and the job's argv
+constexpr int kFixedArgs = 11;  // before "--env", the environment, "--" and the job's argv
 
 bool ParseInt(const std::string& text, int64_t lo, int64_t hi, int64_t& out) {
   if (text.empty() || text.size() > 19) return false;
@@ -44,14 +44,17 @@ std::vector<std::string> ShimCommandLine(const ShimSpec& spec) {
                                    std::to_string(spec.uid),
                                    std::to_string(spec.gid),
                                    groups.empty() ? "-" : groups,
-                                   "--"};
+                                   "--env"};
+  args.insert(args.end(), spec.env.begin(), spec.env.end());
+  args.push_back("--");
   args.insert(args.end(), spec.argv.begin(), spec.argv.end());
   return args;
 }
 
 core::Result<ShimSpec> ParseShimCommandLine(const std::vector<std::string>& args) {
-  if (args.size() < kFixedArgs + 2 || args[kFixedArgs] != "--") {
-    return core::Error{"expected " + std::to_string(kFixedArgs) + " fields, --, and argv"};
+  if (args.size() < kFixedArgs + 3 || args[kFixedArgs] != "--env") {
+    return core::Error{"expected " + std::to_string(kFixedArgs) +
+                       " fields, --env, the environment, --, and argv"};
   }
   ShimSpec spec;
   spec.exit_path = args[0];
@@ -83,11 +86,27 @@ core::Result<ShimSpec> ParseShimCommandLine(const std::vector<std::string>& args
       start = comma + 1;
     }
   }
-  spec.argv.assign(args.begin() + kFixedArgs + 1, args.end());
+  std::size_t at = kFixedArgs + 1;
+  for (; at < args.size() && args[at] != "--"; ++at) {
+    if (args[at].find('=') == std::string::npos || args[at][0] == '=') {
+      return core::Error{"an environment entry without NAME="};
+    }
+    spec.env.push_back(args[at]);
+  }
+  if (at + 1 >= args.size()) return core::Error{"no -- and argv after the environment"};
+  spec.argv.assign(args.begin() + static_cast<std::ptrdiff_t>(at) + 1, args.end());
   return spec;
 }
 
 void RunShim(const ShimSpec& spec) {
+  // The job's environment becomes the shim's own only now, after the C library has started:
+  // started as root with the user's variables, glibc would have read GLIBC_TUNABLES, MALLOC_*
+  // and the like (and a dynamic shim, as in sanitized builds, LD_PRELOAD). execvp then searches
+  // the job's PATH.
+  static std::vector<char*> envp;
+  for (const std::string& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  environ = envp.data();
   std::vector<char*> argv;
   for (const std::string& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);

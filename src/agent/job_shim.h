@@ -10,7 +10,8 @@
 // outlive the agent and are re-adopted by the shim's pid and start time.
 //
 // The Runner passes: stdin /dev/null, stdout and stderr the log, fd 3 the write end of a status
-// pipe, nothing else; SIGTERM, SIGINT and SIGHUP blocked (the shim ignores them, so an early
+// pipe, nothing else; an empty environment (the job's travels on the command line, so that the
+// C library of a root process never reads the user's variables); SIGTERM, SIGINT and SIGHUP blocked (the shim ignores them, so an early
 // stop cannot kill it before it records the job's end). A failure before the job's exec is
 // reported over fd 3 as two ints {step, errno} (ShimStep); the job's successful exec closes fd 3
 // (close-on-exec), which the Runner reads as "started".
@@ -47,6 +48,7 @@ struct ShimSpec {
   uid_t uid = 0;
   gid_t gid = 0;
   std::vector<gid_t> groups;
+  std::vector<std::string> env;   // the job's, "NAME=VALUE" (the shim itself starts with none)
   std::vector<std::string> argv;  // the job's
 };
 

@@ -18,6 +18,7 @@ TEST(JobShim, TheCommandLineCarriesEverySpecFieldBack) {
   spec.uid = 1001;
   spec.gid = 1002;
   spec.groups = {1002, 27, 44};
+  spec.env = {"PATH=/usr/bin:/bin", "EMPTY=", "WEIRD=a=b --"};
   spec.argv = {"python3", "-c", "print('--')", "--", ""};
   auto back = ParseShimCommandLine(ShimCommandLine(spec));
   ASSERT_TRUE(back.ok()) << back.error();
@@ -33,6 +34,7 @@ TEST(JobShim, TheCommandLineCarriesEverySpecFieldBack) {
   EXPECT_EQ(b.uid, 1001u);
   EXPECT_EQ(b.gid, 1002u);
   EXPECT_EQ(b.groups, spec.groups);
+  EXPECT_EQ(b.env, spec.env);
   EXPECT_EQ(b.argv, spec.argv);
 
   spec.switch_user = false;
@@ -60,10 +62,13 @@ TEST(JobShim, AMalformedCommandLineIsRefused) {
   EXPECT_FALSE(with(7, "2"));                     // switch user
   EXPECT_FALSE(with(8, "99999999999"));           // uid
   EXPECT_FALSE(with(10, "1,,2"));                 // groups
-  EXPECT_FALSE(with(11, "-"));                    // the "--" before argv
+  EXPECT_FALSE(with(11, "--"));                   // the "--env" before the environment
   EXPECT_FALSE(with(0, ""));                      // exit path
   std::vector<std::string> no_argv(good.begin(), good.end() - 1);
   EXPECT_FALSE(ParseShimCommandLine(no_argv).ok());
+  std::vector<std::string> bad_env = good;
+  bad_env.insert(bad_env.begin() + 12, "NOEQUALS");
+  EXPECT_FALSE(ParseShimCommandLine(bad_env).ok());
   EXPECT_FALSE(ParseShimCommandLine({}).ok());
 }
 

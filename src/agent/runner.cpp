@@ -202,11 +202,8 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
   }
   // The job's user owns its log (and may read it); other local users may not.
   if (identity.value().switch_user) (void)!fchown(log, account.uid, account.gid);
-  // The job's environment, which is also its shim's (its PATH finds the job's program).
+  // The job's environment: the shim sets it for the job (its PATH finds the job's program).
   const std::vector<std::string> env_strings = Environment(spec, account);
-  std::vector<char*> envp;
-  for (const std::string& e : env_strings) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
   // Without a working directory of its own, a job starts in its account's home (the log's folder
   // belongs to the agent and is not the job's to enter).
   const std::string workdir = spec.workdir.empty() ? account.home : spec.workdir;
@@ -257,6 +254,7 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
   shim.uid = uid;
   shim.gid = gid;
   shim.groups = groups;
+  shim.env = env_strings;
   shim.argv = spec.argv;
   std::vector<std::string> shim_args = ShimCommandLine(shim);
   shim_args.insert(shim_args.begin(), shim_path_);
@@ -288,8 +286,9 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
   sigfillset(&defaults);
   posix_spawnattr_setsigdefault(&attrs, &defaults);
   pid_t pid = -1;
+  char* no_environment[] = {nullptr};  // see job_shim.h
   const int spawned =
-      posix_spawn(&pid, shim_path_.c_str(), &files, &attrs, shim_argv.data(), envp.data());
+      posix_spawn(&pid, shim_path_.c_str(), &files, &attrs, shim_argv.data(), no_environment);
   posix_spawn_file_actions_destroy(&files);
   posix_spawnattr_destroy(&attrs);
   if (spawned != 0) {

@@ -249,6 +249,29 @@ TEST_F(RunnerTest, JobEnvironmentIsBuiltFromScratch) {
   EXPECT_NE(log.find("CUDA_VISIBLE_DEVICES=\n"), std::string::npos) << log;
 }
 
+// A job's program is searched on the job's own PATH, not the agent's (execvpe searched the
+// agent's).
+TEST_F(RunnerTest, TheProgramIsFoundOnTheJobsOwnPath) {
+  const std::filesystem::path tools = dir_ / "tools";
+  std::filesystem::create_directories(tools);
+  const std::string tool = (tools / "only-on-the-jobs-path").string();
+  std::ofstream(tool) << "#!/bin/sh\necho found-on-job-path\n";
+  std::filesystem::permissions(tool, std::filesystem::perms::owner_all |
+                                         std::filesystem::perms::group_read |
+                                         std::filesystem::perms::group_exec |
+                                         std::filesystem::perms::others_read |
+                                         std::filesystem::perms::others_exec);
+  std::filesystem::permissions(dir_, std::filesystem::perms::others_exec,
+                               std::filesystem::perm_options::add);
+  Runner runner(TestPolicy());
+  LaunchSpec spec = Spec(16, {"only-on-the-jobs-path"});
+  spec.env = {{"PATH", tools.string() + ":/usr/bin:/bin"}};
+  auto launched = runner.Launch(spec);
+  ASSERT_TRUE(launched.ok()) << launched.error();
+  ASSERT_EQ(WaitExits(runner, 1).size(), 1U);
+  EXPECT_NE(Slurp(spec.log_path).find("found-on-job-path"), std::string::npos);
+}
+
 // Issue 12, section 8: a rank of a multi-node job binds gloo and NCCL to the interface of its
 // node's advertise address (they picked the host name's, a loopback address on Debian), unless
 // the job chose one itself.
