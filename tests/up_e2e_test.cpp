@@ -783,6 +783,11 @@ TEST_F(FairShareServer, PreemptsWithGraceThenRequeuesAndRunsTheVictimsAgain) {
       {"queue", "team-a"}};
   const std::vector<int64_t> a_ids = SubmitAll(a_job, 4);
   ASSERT_TRUE(AllReach(a_ids, "RUNNING", 10));
+  for (int64_t id : a_ids) {  // the trap is set (RUNNING means only exec'd)
+    const std::string log = (dir_ / "logs" / (std::to_string(id) + ".log")).string();
+    ASSERT_TRUE(e2e::WaitUntil([&] { return Slurp(log).find("run\n") != std::string::npos; }, 10))
+        << log;
+  }
   const json b_job = {
       {"argv", {"sh", "-c", "echo b-ran; sleep 1"}}, {"queue", "team-b"}, {"gpus", 2}};
   const std::vector<int64_t> b_ids = SubmitAll(b_job, 1);
@@ -839,9 +844,18 @@ TEST_F(FairShareServer, AVictimAlreadyStoppingIsWaitedForNotDoubleBooked) {
   // all stopping already: team-b's job must wait for a GPU to be free, not be placed on one still
   // in use (which stopped the server with a failed check before).
   auto c = Http(token_);
-  const json a_job = {{"argv", {"sh", "-c", "trap '' TERM; sleep 60"}}, {"queue", "team-a"}};
+  const json a_job = {{"argv", {"sh", "-c", "trap '' TERM; echo ignoring-term; sleep 60"}},
+                      {"queue", "team-a"}};
   const std::vector<int64_t> a_ids = SubmitAll(a_job, 4);
   ASSERT_TRUE(AllReach(a_ids, "RUNNING", 10));
+  // RUNNING means exec'd, not that the shell has set its trap yet: a SIGTERM before it ends that
+  // job at once (launches got fast enough for this to happen).
+  for (int64_t id : a_ids) {
+    const std::string log = (dir_ / "logs" / (std::to_string(id) + ".log")).string();
+    ASSERT_TRUE(e2e::WaitUntil([&] { return Slurp(log).find("ignoring-term") != std::string::npos; },
+                               10))
+        << log;
+  }
   for (int64_t id : a_ids) c.Post("/v1/jobs/" + std::to_string(id) + "/cancel");
   const json b_job = {{"argv", {"true"}}, {"queue", "team-b"}};
   const std::vector<int64_t> b_ids = SubmitAll(b_job, 1);
@@ -850,7 +864,10 @@ TEST_F(FairShareServer, AVictimAlreadyStoppingIsWaitedForNotDoubleBooked) {
   ASSERT_TRUE(e2e::WaitUntil([&] { return JobOf(b_id).value("state", "") == "SUCCEEDED"; }, 20))
       << JobOf(b_id).dump() << "\n"
       << Slurp(dir_.string() + ".up.log");
-  for (int64_t id : a_ids) EXPECT_EQ(JobOf(id)["state"], "CANCELLED");
+  for (int64_t id : a_ids) {
+    EXPECT_TRUE(e2e::WaitUntil([&] { return JobOf(id).value("state", "") == "CANCELLED"; }, 10))
+        << JobOf(id).dump();
+  }
   EXPECT_EQ(c.Get("/healthz")->status, 200);
 }
 
@@ -860,10 +877,17 @@ TEST_F(FairShareServer, AControllerKilledDuringTheGracePeriodStillEndsTheVictimP
   // one must finish the preemption from its store (PREEMPTED, queued again, run again), not take
   // the victims' exit 0 after a checkpoint for success.
   auto c = Http(token_);
-  const json a_job = {{"argv", {"sh", "-c", "trap 'sleep 0.7; exit 0' TERM; sleep 60 & wait"}},
-                      {"queue", "team-a"}};
+  const json a_job = {
+      {"argv", {"sh", "-c", "trap 'sleep 0.7; exit 0' TERM; echo trapped; sleep 60 & wait"}},
+      {"queue", "team-a"}};
   const std::vector<int64_t> a_ids = SubmitAll(a_job, 4);
   ASSERT_TRUE(AllReach(a_ids, "RUNNING", 10));
+  for (int64_t id : a_ids) {  // the trap is set (RUNNING means only exec'd)
+    const std::string log = (dir_ / "logs" / (std::to_string(id) + ".log")).string();
+    ASSERT_TRUE(
+        e2e::WaitUntil([&] { return Slurp(log).find("trapped") != std::string::npos; }, 10))
+        << log;
+  }
   const json b_job = {{"argv", {"true"}}, {"queue", "team-b"}, {"gpus", 2}};
   const std::vector<int64_t> b_ids = SubmitAll(b_job, 1);
   ASSERT_EQ(b_ids.size(), 1U);
