@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "e2e_cgroups.h"
 #include "e2e_process.h"
 
 namespace gpufleet {
@@ -38,6 +39,7 @@ class Cluster : public ::testing::Test {
     Stop(controller_);
     // Jobs outlive agents by design: kill what the tests left (their commands name the dir).
     e2e::Sh("pkill -9 -f '" + dir_.string() + "' 2>/dev/null");
+    e2e::ReleaseJobCgroupsUnder(dir_.string());  // what the servers left running
     std::filesystem::remove_all(dir_);
   }
   static void Stop(pid_t& pid) {
@@ -136,6 +138,18 @@ TEST_F(Cluster, MultiNodeJobGetsTorchrunVariablesOnEveryNode) {
   const json done = WaitFor(id, "SUCCEEDED");
   EXPECT_EQ(done["node"], "alpha,beta");
   EXPECT_EQ(done["gpu_indices"].size(), 4U);
+  // Both agents measured their rank (from their cgroups, or /proc without), and said with what.
+  ASSERT_TRUE(done["host_usage"].is_object()) << done.dump();
+  EXPECT_GE(done["host_usage"]["cpu_usage_us"].get<int64_t>(), 0) << done.dump();
+  auto nodes = Http().Get("/v1/nodes");
+  ASSERT_TRUE(nodes && nodes->status == 200);
+  for (const json& n : json::parse(nodes->body)) {
+    const std::string limits = n.value("limits", "");
+    EXPECT_TRUE(limits == "cgroup-v1" || limits == "cgroup-v2" || limits == "none") << n.dump();
+    if (limits != "none") {
+      EXPECT_EQ(done["host_usage"]["source"], limits) << "measured from the node's cgroups";
+    }
+  }
   const std::string port = std::to_string(29500 + id % 1000);
   // Rank 0's log reaches the controller (the agent ships it with its heartbeats).
   EXPECT_NE(Logs(id).find("rank=0 global=0 world=4 local=2 master=127.0.0.1:" + port +

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "e2e_cgroups.h"
 #include "e2e_process.h"
 
 namespace gpufleet {
@@ -103,6 +104,7 @@ class HttpHostile : public ::testing::Test {
     Stop(agent_);
     Stop(controller_);
     e2e::Sh("pkill -9 -f '" + dir_.string() + "' 2>/dev/null");
+    e2e::ReleaseJobCgroupsUnder(dir_.string());  // what the servers left running
     std::filesystem::remove_all(dir_);
   }
   static void Stop(pid_t& pid) {

@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "controller/auth.h"
+#include "e2e_cgroups.h"
 #include "e2e_process.h"
 #include "store/store.h"
 
@@ -62,6 +63,8 @@ class UpServer : public ::testing::Test {
   }
   void TearDown() override {
     Kill(SIGTERM);
+    e2e::ReleaseJobCgroupsUnder(dir_.string());  // the jobs they left running, and cgroups
+    e2e::ReleaseJobCgroups(dir_.string() + ".agent");  // an agent a test started beside
     if (mounted_) std::system(("umount '" + dir_.string() + "'").c_str());
     // GPUFLEET_KEEP_TEST_DATA=1 keeps a failed test's data directory (store, logs) to look into.
     if (!(HasFailure() && std::getenv("GPUFLEET_KEEP_TEST_DATA") != nullptr)) {
@@ -219,6 +222,101 @@ TEST_F(UpServer, EndedJobsCarryAGpuUsageSummary) {
   const double allocated = usage["gpu_hours_allocated"].get<double>();
   EXPECT_NEAR(allocated, 2 * 2.5 / 3600, 2 * 1.5 / 3600);
   EXPECT_LE(usage["gpu_hours_used"].get<double>(), allocated);
+}
+
+// What the local node limits and measures jobs with ("none" when it has no usable cgroups).
+std::string NodeLimits(const json& nodes) {
+  return nodes.is_array() && !nodes.empty() ? nodes[0].value("limits", "none") : "none";
+}
+
+// Whether a process whose command line holds `marker` is still alive.
+bool AnyProcessNamed(const std::string& marker) {
+  // "[g]..." so that pgrep does not find the shell that runs it, whose command line has the text.
+  return Sh("pgrep -f '[" + marker.substr(0, 1) + "]" + marker.substr(1) + "' >/dev/null").second ==
+         0;
+}
+
+// Issue 20: limits hold on whichever cgroup version the machine has (v1 on this kind of machine),
+// what a job used is recorded, and what a job leaves behind ends with it.
+TEST_F(UpServer, CpuAndMemoryLimitsHoldAndEveryJobIsMeasured) {
+  const json nodes = json::parse(Cli("nodes --json"));
+  const std::string limits = NodeLimits(nodes);
+  if (limits == "none") {
+    GTEST_SKIP() << "no usable cgroup v1 or v2 hierarchy here (" << nodes.dump()
+                 << "): limits cannot be enforced, so they are not tested";
+  }
+  EXPECT_NE(Cli("nodes").find(limits), std::string::npos) << "`gpufleet nodes` shows it";
+  const std::string marker = "gpufleet-busy-" + std::to_string(::getpid());
+  // 4 busy processes for 3 s under half a core; they outlive the script, which ends at once.
+  const int64_t busy = json::parse(Cli(
+      "submit --json --cpus 0.5 -- sh -c 'for i in 1 2 3 4; do (while :; do :; done) & done; "
+      "sleep 3' " + marker))["id"].get<int64_t>();
+  const json done = WaitFor(busy, "SUCCEEDED", 30);
+  const json& used = done["host_usage"];
+  ASSERT_TRUE(used.is_object()) << done.dump();
+  EXPECT_EQ(used["source"], limits);
+  const double ran_s = (done["end_ms"].get<int64_t>() - done["start_ms"].get<int64_t>()) / 1000.0;
+  const double cpu_s = used["cpu_usage_us"].get<int64_t>() / 1e6;
+  // Half a core: about ran_s / 2 (unlimited, 4 busy processes would take every core).
+  EXPECT_GT(cpu_s, 0.3 * ran_s) << done.dump();
+  EXPECT_LT(cpu_s, 0.5 * ran_s * 1.3 + 0.2) << done.dump();
+  EXPECT_GT(used["cpu_throttled_periods"].get<int64_t>(), 0) << done.dump();
+  EXPECT_GT(used["cpu_throttled_us"].get<int64_t>(), 0) << done.dump();
+  EXPECT_EQ(done["oom_killed"], false);
+  // The busy processes it left went with it.
+  for (int i = 0; i < 100 && AnyProcessNamed(marker); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_FALSE(AnyProcessNamed(marker)) << "a job's leftover processes must end with it";
+
+  // A hog past its memory limit is killed by the kernel, and the job says so.
+  const int64_t hog = json::parse(Cli(
+      "submit --json --memory 64M -- sh -c 'x=$(head -c 400000000 /dev/zero | tr \"\\0\" a); "
+      "echo ${#x}'"))["id"].get<int64_t>();
+  const json killed = WaitFor(hog, "FAILED", 30);
+  EXPECT_EQ(killed["oom_killed"], true) << killed.dump();
+  EXPECT_GE(killed["host_usage"]["oom_kills"].get<int64_t>(), 1) << killed.dump();
+  EXPECT_NE(killed["reason"].get<std::string>().find(
+                "out of memory: the kernel's OOM killer ended"),
+            std::string::npos)
+      << killed.dump();
+  EXPECT_NE(killed["reason"].get<std::string>().find("memory limit of 64 MiB"), std::string::npos);
+  EXPECT_LE(killed["host_usage"]["memory_peak_bytes"].get<int64_t>(), (64 + 1) << 20);
+
+  // A job without limits is measured all the same, and says which figures this node lacks.
+  const int64_t plain = json::parse(Cli("submit --json -- sh -c 'sleep 1.5'"))["id"].get<int64_t>();
+  const json plain_done = WaitFor(plain, "SUCCEEDED");
+  ASSERT_TRUE(plain_done["host_usage"].is_object()) << plain_done.dump();
+  EXPECT_EQ(plain_done["host_usage"]["source"], limits);
+  EXPECT_GE(plain_done["host_usage"]["cpu_wait_us"].get<int64_t>(), 0) << "sampled while it ran";
+  if (limits == "cgroup-v1") {
+    EXPECT_NE(plain_done["host_usage"]["missing"].dump().find("cpu_pressure_some_us"),
+              std::string::npos)
+        << "v1 has no per-cgroup PSI";
+  }
+  EXPECT_NE(Cli("show " + std::to_string(plain)).find("host_usage   from " + limits),
+            std::string::npos);
+}
+
+TEST_F(UpServer, AKill9dServerReadoptsALimitedJobAndItsCgroup) {
+  const std::string limits = NodeLimits(json::parse(Cli("nodes --json")));
+  if (limits == "none") GTEST_SKIP() << "no usable cgroup v1 or v2 hierarchy here";
+  const int64_t id = json::parse(Cli(
+      "submit --json --cpus 0.5 -- sh -c 'for i in 1 2 3 4; do (while :; do :; done) & done; "
+      "sleep 4; kill 0'"))["id"].get<int64_t>();
+  WaitFor(id, "RUNNING");
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  Kill(SIGKILL);
+  Start();
+  const json done = WaitFor(id, "FAILED", 30);  // `kill 0` ends the script by SIGTERM
+  const json& used = done["host_usage"];
+  ASSERT_TRUE(used.is_object()) << done.dump();
+  const double ran_s = (done["end_ms"].get<int64_t>() - done["start_ms"].get<int64_t>()) / 1000.0;
+  const double cpu_s = used["cpu_usage_us"].get<int64_t>() / 1e6;
+  // Still held to half a core after the restart, and counted from its start, not the restart's.
+  EXPECT_GT(cpu_s, 1.0) << done.dump();
+  EXPECT_LT(cpu_s, 0.5 * ran_s * 1.3 + 0.2) << done.dump();
+  EXPECT_GT(used["cpu_throttled_periods"].get<int64_t>(), 0);
 }
 
 TEST_F(UpServer, BadRequestsGet4xxAndTheServerKeepsServing) {

@@ -1,16 +1,23 @@
 #include "agent/cgroup_limits.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
+
+#include "agent/job_usage.h"
 
 namespace gpufleet::agent {
 namespace {
 
 namespace fs = std::filesystem;
+using core::UsageFigure;
+
+constexpr int64_t kPeriodUs = 100000;
 
 std::string ReadText(const fs::path& path) {
   std::ifstream in(path);
@@ -37,122 +44,464 @@ bool HasWord(const std::string& text, const std::string& word) {
   return false;
 }
 
-// The cgroup2 mount point, from /proc/self/mountinfo; "" when there is none.
-std::string Cgroup2Mount() {
+// A whole file holding one number; -1 when absent or not a number.
+int64_t ReadNumber(const fs::path& path) {
+  std::ifstream in(path);
+  long long v = -1;
+  if (!(in >> v) || v < 0) return -1;
+  return v;
+}
+
+// The value after `key` in a file of "key value" lines (cpu.stat, memory.events,
+// memory.oom_control); -1 when absent.
+int64_t ReadKeyed(const fs::path& path, const std::string& key) {
+  std::ifstream in(path);
+  std::string k;
+  long long v = 0;
+  while (in >> k >> v) {
+    if (k == key) return v < 0 ? -1 : v;
+  }
+  return -1;
+}
+
+// `total=` of the "some" line of a PSI file (microseconds); -1 when absent.
+int64_t ReadPressureSome(const fs::path& path) {
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("some ", 0) != 0) continue;
+    const std::size_t at = line.find("total=");
+    if (at == std::string::npos) return -1;
+    return std::strtoll(line.c_str() + at + 6, nullptr, 10);
+  }
+  return -1;
+}
+
+// One mounted hierarchy from /proc/self/mountinfo.
+struct Mount {
+  std::string root;   // the path within the hierarchy that is mounted
+  std::string point;  // where
+  std::string type;   // "cgroup" or "cgroup2"
+  std::string options;
+};
+
+std::vector<Mount> CgroupMounts() {
+  std::vector<Mount> out;
   std::ifstream in("/proc/self/mountinfo");
   std::string line;
   while (std::getline(in, line)) {
     const std::size_t dash = line.find(" - ");
     if (dash == std::string::npos) continue;
     std::istringstream after(line.substr(dash + 3));
-    std::string type;
-    after >> type;
-    if (type != "cgroup2") continue;
+    Mount m;
+    std::string source;
+    after >> m.type >> source >> m.options;
+    if (m.type != "cgroup" && m.type != "cgroup2") continue;
     std::istringstream fields(line);
-    std::string id, parent, devices, root, mount;
-    fields >> id >> parent >> devices >> root >> mount;
-    return mount;
+    std::string id, parent, devices;
+    fields >> id >> parent >> devices >> m.root >> m.point;
+    out.push_back(std::move(m));
   }
-  return "";
+  return out;
 }
 
-// This process's cgroup v2 path ("0::/path" in /proc/self/cgroup).
-std::string OwnCgroup() {
+std::vector<std::string> SplitCommas(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  std::string part;
+  while (std::getline(in, part, ',')) out.push_back(part);
+  return out;
+}
+
+// This process's cgroup paths from /proc/self/cgroup: "" (v2) or a v1 controller -> path.
+std::map<std::string, std::string> OwnCgroups() {
+  std::map<std::string, std::string> out;
   std::ifstream in("/proc/self/cgroup");
   std::string line;
   while (std::getline(in, line)) {
-    if (line.rfind("0::", 0) == 0) return line.substr(3);
+    const std::size_t a = line.find(':');
+    const std::size_t b = a == std::string::npos ? a : line.find(':', a + 1);
+    if (b == std::string::npos) continue;
+    const std::string path = line.substr(b + 1);
+    const std::string controllers = line.substr(a + 1, b - a - 1);
+    if (controllers.empty()) {
+      out[""] = path;
+    } else {
+      for (const std::string& c : SplitCommas(controllers)) out[c] = path;
+    }
   }
-  return "/";
+  return out;
 }
+
+// `mount`'s directory for the cgroup at `path` of its hierarchy.
+fs::path DirIn(const Mount& mount, const std::string& path) {
+  std::string rel = path;
+  if (mount.root != "/" && rel.rfind(mount.root, 0) == 0) rel = rel.substr(mount.root.size());
+  return fs::path(mount.point) / fs::path(rel).relative_path();
+}
+
+std::string JobName(int64_t id) { return "gpufleet-job-" + std::to_string(id); }
 
 }  // namespace
 
-CgroupLimits CgroupLimits::Detect(const std::string& root) {
+std::string CgroupLimits::InstanceTag(const std::string& data_dir) {
+  std::error_code ec;
+  const std::string path = fs::weakly_canonical(data_dir, ec).string();
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a: stable across builds and machines
+  for (unsigned char c : ec ? data_dir : path) h = (h ^ c) * 1099511628211ULL;
+  char tag[9];
+  std::snprintf(tag, sizeof tag, "%08llx", static_cast<unsigned long long>(h >> 32));
+  return tag;
+}
+
+CgroupLimits CgroupLimits::Detect(const std::string& root, const std::string& instance) {
+  const std::string jobs_name = instance.empty() ? "gpufleet-jobs" : "gpufleet-jobs-" + instance;
   CgroupLimits c;
   fs::path base;
+  const std::vector<Mount> mounts = root.empty() ? CgroupMounts() : std::vector<Mount>{};
+  const std::map<std::string, std::string> own =
+      root.empty() ? OwnCgroups() : std::map<std::string, std::string>{};
+  std::string v2_why;
   if (!root.empty()) {
     base = root;
   } else {
-    const std::string mount = Cgroup2Mount();
-    if (mount.empty()) {
-      c.why_ = "no cgroup v2 hierarchy is mounted";
-      return c;
+    for (const Mount& m : mounts) {
+      if (m.type == "cgroup2") {
+        base = DirIn(m, own.count("") ? own.at("") : "/");
+        break;
+      }
     }
-    base = fs::path(mount) / fs::path(OwnCgroup()).relative_path();
+    if (base.empty()) v2_why = "no cgroup v2 hierarchy is mounted";
   }
-  const std::string controllers = ReadText(base / "cgroup.controllers");
-  if (!HasWord(controllers, "cpu") || !HasWord(controllers, "memory")) {
-    c.why_ = "the cgroup v2 hierarchy at " + base.string() +
-             " does not offer the cpu and memory controllers (offers: " +
-             (controllers.empty() ? std::string("none") : controllers.substr(0, 60)) + ")";
-    while (!c.why_.empty() && (c.why_.back() == '\n')) c.why_.pop_back();
+  if (!base.empty()) {
+    const std::string controllers = ReadText(base / "cgroup.controllers");
+    if (!HasWord(controllers, "cpu") || !HasWord(controllers, "memory")) {
+      std::string offers = controllers.substr(0, 60);
+      while (!offers.empty() && offers.back() == '\n') offers.pop_back();
+      v2_why = "the cgroup v2 hierarchy at " + base.string() +
+               " does not offer the cpu and memory controllers (offers: " +
+               (offers.empty() ? std::string("none") : offers) + ")";
+    } else if (!WriteControl(base / "cgroup.subtree_control", "+cpu +memory")) {
+      // Processes in `base` (this agent) block enabling controllers: move into a leaf first.
+      const fs::path leaf = base / "gpufleet-agent";
+      std::error_code ec;
+      fs::create_directories(leaf, ec);
+      if (ec || !WriteControl(leaf / "cgroup.procs", std::to_string(getpid())) ||
+          !WriteControl(base / "cgroup.subtree_control", "+cpu +memory")) {
+        v2_why = "cannot enable the cpu and memory controllers under " + base.string() +
+                 " (no permission, or other processes share that cgroup)";
+      }
+    }
+    if (v2_why.empty()) {
+      const fs::path jobs = base / jobs_name;
+      std::error_code ec;
+      fs::create_directories(jobs, ec);
+      if (ec || !WriteControl(jobs / "cgroup.subtree_control", "+cpu +memory")) {
+        v2_why = "cannot prepare " + jobs.string() + " for job cgroups";
+      } else {
+        c.version_ = CgroupVersion::kV2;
+        c.why_.clear();
+        c.jobs_dir_ = jobs.string();
+        return c;
+      }
+    }
+  }
+  if (!root.empty()) {
+    c.why_ = v2_why;
     return c;
   }
-  if (!WriteControl(base / "cgroup.subtree_control", "+cpu +memory")) {
-    // Processes in `base` (this agent) block enabling controllers: move into a leaf first.
-    const fs::path leaf = base / "gpufleet-agent";
+  // cgroup v1: the agent's cgroup in each hierarchy that carries a controller we use.
+  std::map<std::string, std::string> own_dirs;
+  for (const Mount& m : mounts) {
+    if (m.type != "cgroup") continue;
+    for (const std::string& opt : SplitCommas(m.options)) {
+      if (opt != "cpu" && opt != "cpuacct" && opt != "memory" && opt != "blkio") continue;
+      own_dirs[opt] = DirIn(m, own.count(opt) ? own.at(opt) : "/").string();
+    }
+  }
+  CgroupLimits v1 = DetectV1(own_dirs, instance);
+  if (!v1.available()) v1.why_ = v2_why + "; " + v1.why_;
+  return v1;
+}
+
+CgroupLimits CgroupLimits::DetectV1(const std::map<std::string, std::string>& own_dirs,
+                                    const std::string& instance) {
+  CgroupLimits c;
+  const std::string jobs_name = instance.empty() ? "gpufleet-jobs" : "gpufleet-jobs-" + instance;
+  if (own_dirs.count("cpu") == 0 || own_dirs.count("memory") == 0) {
+    c.why_ = "no cgroup v1 hierarchy with the cpu and memory controllers is mounted";
+    return c;
+  }
+  for (const auto& [controller, dir] : own_dirs) {
+    const fs::path jobs = fs::path(dir) / jobs_name;
     std::error_code ec;
-    fs::create_directories(leaf, ec);
-    if (ec || !WriteControl(leaf / "cgroup.procs", std::to_string(getpid())) ||
-        !WriteControl(base / "cgroup.subtree_control", "+cpu +memory")) {
-      c.why_ = "cannot enable the cpu and memory controllers under " + base.string() +
-               " (no permission, or other processes share that cgroup)";
-      return c;
+    fs::create_directories(jobs, ec);
+    if (ec) {
+      if (controller == "cpu" || controller == "memory") {
+        c.why_ = "cannot create " + jobs.string() + " (cgroup v1): " + ec.message();
+        c.v1_jobs_.clear();
+        return c;
+      }
+      continue;  // cpuacct or blkio: those figures go unmeasured
     }
+    c.v1_jobs_[controller] = jobs.string();
   }
-  const fs::path jobs = base / "gpufleet-jobs";
-  std::error_code ec;
-  fs::create_directories(jobs, ec);
-  if (ec || !WriteControl(jobs / "cgroup.subtree_control", "+cpu +memory")) {
-    c.why_ = "cannot prepare " + jobs.string() + " for job cgroups";
-    return c;
-  }
-  c.available_ = true;
+  c.version_ = CgroupVersion::kV1;
   c.why_.clear();
-  c.jobs_dir_ = jobs.string();
   return c;
 }
 
-core::Result<std::string> CgroupLimits::Prepare(int64_t id, const JobLimits& limits) const {
-  if (!available_) return core::Error{"cgroup limits are unavailable: " + why_};
-  const fs::path dir = fs::path(jobs_dir_) / ("gpufleet-job-" + std::to_string(id));
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) return core::Error{"cannot create " + dir.string() + ": " + ec.message()};
-  constexpr int64_t kPeriodUs = 100000;
-  const std::string cpu =
-      limits.cpu_milli > 0
-          ? std::to_string(limits.cpu_milli * kPeriodUs / 1000) + " " + std::to_string(kPeriodUs)
-          : "max " + std::to_string(kPeriodUs);
-  if (!WriteControl(dir / "cpu.max", cpu)) {
-    return core::Error{"cannot write " + (dir / "cpu.max").string()};
+std::string_view CgroupLimits::Kind() const {
+  switch (version_) {
+    case CgroupVersion::kV2:
+      return "cgroup-v2";
+    case CgroupVersion::kV1:
+      return "cgroup-v1";
+    case CgroupVersion::kNone:
+      break;
   }
-  const std::string memory =
-      limits.memory_mib > 0 ? std::to_string(limits.memory_mib * 1024 * 1024) : "max";
-  if (!WriteControl(dir / "memory.max", memory)) {
-    return core::Error{"cannot write " + (dir / "memory.max").string()};
-  }
-  return (dir / "cgroup.procs").string();
+  return "none";
 }
 
-std::string CgroupLimits::ForLaunch(int64_t id, const JobLimits& limits, const char* who) const {
-  if (!limits.any()) return "";
+std::vector<std::string> CgroupLimits::JobDirs(int64_t id) const {
+  std::vector<std::string> out;
+  if (version_ == CgroupVersion::kV2) {
+    out.push_back((fs::path(jobs_dir_) / JobName(id)).string());
+  } else if (version_ == CgroupVersion::kV1) {
+    std::set<std::string> seen;  // controllers sharing a hierarchy share the directory
+    for (const auto& [controller, jobs] : v1_jobs_) {
+      if (seen.insert(jobs).second) out.push_back((fs::path(jobs) / JobName(id)).string());
+    }
+  }
+  return out;
+}
+
+std::vector<int64_t> CgroupLimits::JobIds() const {
+  std::set<int64_t> ids;
+  std::set<std::string> dirs;
+  if (version_ == CgroupVersion::kV2) dirs.insert(jobs_dir_);
+  for (const auto& [controller, jobs] : v1_jobs_) dirs.insert(jobs);
+  for (const std::string& dir : dirs) {
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind("gpufleet-job-", 0) != 0) continue;
+      char* end = nullptr;
+      const long long id = std::strtoll(name.c_str() + 13, &end, 10);
+      if (id > 0 && *end == '\0') ids.insert(id);
+    }
+  }
+  return {ids.begin(), ids.end()};
+}
+
+core::Result<std::vector<std::string>> CgroupLimits::Prepare(int64_t id,
+                                                             const JobLimits& limits) const {
+  if (!available()) return core::Error{"cgroups are unavailable: " + why_};
+  unremoved_.erase(id);  // launched again (requeued): no longer to be killed and removed
+  std::vector<std::string> procs;
+  for (const std::string& dir : JobDirs(id)) {
+    std::error_code ec;
+    if (fs::exists(fs::path(dir) / "cgroup.procs", ec)) {
+      // Left from before: its counts would add to this run's. Empty it and make it anew (a
+      // cgroup whose processes will not go is used as it is).
+      for (int tries = 0; tries < 50 && fs::exists(dir, ec); ++tries) {
+        std::ifstream in(fs::path(dir) / "cgroup.procs");
+        long long pid = 0;
+        while (in >> pid) {
+          if (pid > 0) kill(static_cast<pid_t>(pid), SIGKILL);
+        }
+        if (!fs::remove(dir, ec)) usleep(2000);
+      }
+    }
+    fs::create_directories(dir, ec);
+    if (ec) return core::Error{"cannot create " + dir + ": " + ec.message()};
+    procs.push_back((fs::path(dir) / "cgroup.procs").string());
+  }
+  // Each write, with the file it goes to: every limit is written, "none" included, so that a
+  // cgroup left from before (an id used again after a store reset) holds no stale limit.
+  std::vector<std::pair<fs::path, std::string>> writes;
+  const int64_t bytes = limits.memory_mib * 1024 * 1024;
+  if (version_ == CgroupVersion::kV2) {
+    const fs::path dir = JobDirs(id).front();
+    writes.emplace_back(dir / "cpu.max",
+                        limits.cpu_milli > 0 ? std::to_string(limits.cpu_milli * kPeriodUs / 1000) +
+                                                   " " + std::to_string(kPeriodUs)
+                                             : "max " + std::to_string(kPeriodUs));
+    writes.emplace_back(dir / "memory.max",
+                        limits.memory_mib > 0 ? std::to_string(bytes) : std::string("max"));
+  } else {
+    const fs::path cpu = fs::path(v1_jobs_.at("cpu")) / JobName(id);
+    const fs::path memory = fs::path(v1_jobs_.at("memory")) / JobName(id);
+    writes.emplace_back(cpu / "cpu.cfs_period_us", std::to_string(kPeriodUs));
+    writes.emplace_back(cpu / "cpu.cfs_quota_us",
+                        limits.cpu_milli > 0 ? std::to_string(limits.cpu_milli * kPeriodUs / 1000)
+                                             : std::string("-1"));
+    // memory+swap must stay at or above memory: lift it first, then set both.
+    const bool swap_accounted = fs::exists(memory / "memory.memsw.limit_in_bytes");
+    if (swap_accounted) writes.emplace_back(memory / "memory.memsw.limit_in_bytes", "-1");
+    const std::string memory_limit = limits.memory_mib > 0 ? std::to_string(bytes) : "-1";
+    writes.emplace_back(memory / "memory.limit_in_bytes", memory_limit);
+    if (swap_accounted && limits.memory_mib > 0) {
+      writes.emplace_back(memory / "memory.memsw.limit_in_bytes", memory_limit);
+    }
+    // Recent kernels count v1 blkio only on devices with a throttle rule: a rule no job can reach
+    // (2^63-1 bytes/s) on each disk makes its reads and direct writes counted. Best effort: a
+    // device that takes no rule is only not measured.
+    if (auto it = v1_jobs_.find("blkio"); it != v1_jobs_.end()) {
+      const fs::path blkio = fs::path(it->second) / JobName(id);
+      std::error_code ec;
+      for (const auto& disk : fs::directory_iterator("/sys/block", ec)) {
+        std::string dev = ReadText(disk.path() / "dev");
+        while (!dev.empty() && dev.back() == '\n') dev.pop_back();
+        if (dev.empty() || ReadNumber(disk.path() / "size") <= 0) continue;
+        WriteControl(blkio / "blkio.throttle.read_bps_device", dev + " 9223372036854775807");
+        WriteControl(blkio / "blkio.throttle.write_bps_device", dev + " 9223372036854775807");
+      }
+    }
+  }
+  for (const auto& [file, text] : writes) {
+    if (!WriteControl(file, text)) return core::Error{"cannot write " + file.string()};
+  }
+  return procs;
+}
+
+std::vector<std::string> CgroupLimits::ForLaunch(int64_t id, const JobLimits& limits,
+                                                 const char* who) const {
+  if (!available()) {
+    if (limits.any() && !said_) {
+      std::fprintf(stderr, "%s: jobs run without CPU and memory limits: %s\n", who, why_.c_str());
+      said_ = true;
+    }
+    return {};
+  }
   auto prepared = Prepare(id, limits);
   if (prepared) return prepared.value();
   if (!said_) {
-    std::fprintf(stderr, "%s: jobs run without CPU and memory limits: %s\n", who,
-                 available_ ? prepared.error().c_str() : why_.c_str());
+    std::fprintf(stderr, "%s: jobs run without their cgroup (no limits, usage from /proc): %s\n",
+                 who, prepared.error().c_str());
     said_ = true;
   }
-  return "";
+  return {};
 }
 
-void CgroupLimits::Remove(int64_t id) const {
-  if (!available_) return;
-  std::error_code ec;
-  // rmdir, not a recursive remove: a cgroup directory goes only once its processes have.
-  fs::remove(fs::path(jobs_dir_) / ("gpufleet-job-" + std::to_string(id)), ec);
+void CgroupLimits::Release(int64_t id, pid_t pgid) {
+  if (!available()) {
+    // Without a cgroup, the process group: killed only while it has members, so that a group id
+    // since given to an unrelated process is never signalled.
+    if (pgid > 0 && !ProcessGroupMembers(pgid).empty()) kill(-pgid, SIGKILL);
+    return;
+  }
+  unremoved_.insert(id);
+  ReleasePending();
+}
+
+void CgroupLimits::ReleasePending() {
+  for (auto it = unremoved_.begin(); it != unremoved_.end();) {
+    bool gone = true;
+    for (const std::string& dir : JobDirs(*it)) {
+      std::ifstream procs(fs::path(dir) / "cgroup.procs");
+      long long pid = 0;
+      while (procs >> pid) {
+        if (pid > 0) kill(static_cast<pid_t>(pid), SIGKILL);
+      }
+      std::error_code ec;
+      // rmdir, not a recursive remove: a cgroup directory goes only once its processes have.
+      fs::remove(dir, ec);
+      if (fs::exists(dir, ec)) gone = false;
+    }
+    it = gone ? unremoved_.erase(it) : std::next(it);
+  }
+}
+
+void CgroupLimits::RemoveJobsCgroupIfEmpty() const {
+  std::set<std::string> dirs;
+  if (version_ == CgroupVersion::kV2) dirs.insert(jobs_dir_);
+  for (const auto& [controller, jobs] : v1_jobs_) dirs.insert(jobs);
+  for (const std::string& dir : dirs) {
+    std::error_code ec;
+    fs::remove(dir, ec);  // rmdir: refused while a job cgroup is in it
+  }
+}
+
+core::HostUsage CgroupLimits::ReadUsage(int64_t id) const {
+  core::HostUsage u;
+  if (version_ == CgroupVersion::kV2) {
+    const fs::path dir = JobDirs(id).front();
+    if (!fs::exists(dir / "cgroup.procs")) return u;
+    u.source = core::UsageSource::kCgroupV2;
+    const fs::path cpu_stat = dir / "cpu.stat";
+    u.set(UsageFigure::kCpuUsageUs, ReadKeyed(cpu_stat, "usage_usec"));
+    u.set(UsageFigure::kCpuThrottledPeriods, ReadKeyed(cpu_stat, "nr_throttled"));
+    u.set(UsageFigure::kCpuThrottledUs, ReadKeyed(cpu_stat, "throttled_usec"));
+    u.set(UsageFigure::kMemoryCurrentBytes, ReadNumber(dir / "memory.current"));
+    u.set(UsageFigure::kMemoryPeakBytes, ReadNumber(dir / "memory.peak"));  // kernel 5.19+
+    u.set(UsageFigure::kOomKills, ReadKeyed(dir / "memory.events", "oom_kill"));
+    // io.stat: one line per device, "MAJ:MIN rbytes=N wbytes=N rios=N ...".
+    std::ifstream io(dir / "io.stat");
+    if (io) {
+      int64_t read = 0, write = 0;
+      std::string word;
+      while (io >> word) {
+        if (word.rfind("rbytes=", 0) == 0) read += std::strtoll(word.c_str() + 7, nullptr, 10);
+        if (word.rfind("wbytes=", 0) == 0) write += std::strtoll(word.c_str() + 7, nullptr, 10);
+      }
+      u.set(UsageFigure::kIoReadBytes, read);
+      u.set(UsageFigure::kIoWriteBytes, write);
+    }
+    u.set(UsageFigure::kCpuPressureSomeUs, ReadPressureSome(dir / "cpu.pressure"));
+    u.set(UsageFigure::kIoPressureSomeUs, ReadPressureSome(dir / "io.pressure"));
+    u.set(UsageFigure::kMemoryPressureSomeUs, ReadPressureSome(dir / "memory.pressure"));
+    return u;
+  }
+  if (version_ != CgroupVersion::kV1) return u;
+  const auto dir_of = [&](const std::string& controller) -> fs::path {
+    auto it = v1_jobs_.find(controller);
+    return it == v1_jobs_.end() ? fs::path() : fs::path(it->second) / JobName(id);
+  };
+  const fs::path cpu = dir_of("cpu"), memory = dir_of("memory");
+  if (!fs::exists(memory / "cgroup.procs")) return u;
+  u.source = core::UsageSource::kCgroupV1;
+  const auto micro = [](int64_t nanos) { return nanos < 0 ? -1 : nanos / 1000; };
+  if (const fs::path acct = dir_of("cpuacct"); !acct.empty()) {
+    u.set(UsageFigure::kCpuUsageUs, micro(ReadNumber(acct / "cpuacct.usage")));
+  }
+  u.set(UsageFigure::kCpuThrottledPeriods, ReadKeyed(cpu / "cpu.stat", "nr_throttled"));
+  u.set(UsageFigure::kCpuThrottledUs, micro(ReadKeyed(cpu / "cpu.stat", "throttled_time")));
+  u.set(UsageFigure::kMemoryCurrentBytes, ReadNumber(memory / "memory.usage_in_bytes"));
+  u.set(UsageFigure::kMemoryPeakBytes, ReadNumber(memory / "memory.max_usage_in_bytes"));
+  u.set(UsageFigure::kOomKills, ReadKeyed(memory / "memory.oom_control", "oom_kill"));
+  // blkio.throttle.io_service_bytes: "MAJ:MIN Read N", "... Write N", ..., and a "Total N" line.
+  if (const fs::path blkio = dir_of("blkio"); !blkio.empty()) {
+    std::ifstream io(blkio / "blkio.throttle.io_service_bytes");
+    if (io) {
+      int64_t read = 0, write = 0;
+      std::string line;
+      while (std::getline(io, line)) {
+        std::istringstream fields(line);
+        std::string device, op;
+        long long n = 0;
+        if (!(fields >> device >> op >> n)) continue;
+        if (op == "Read") read += n;
+        if (op == "Write") write += n;
+      }
+      u.set(UsageFigure::kIoReadBytes, read);
+      u.set(UsageFigure::kIoWriteBytes, write);
+    }
+  }
+  return u;  // v1 has no per-cgroup PSI
+}
+
+std::vector<pid_t> CgroupLimits::Processes(int64_t id) const {
+  std::vector<pid_t> out;
+  const std::vector<std::string> dirs = JobDirs(id);
+  if (dirs.empty()) return out;
+  // v1: the memory hierarchy's copy (every job cgroup holds the same processes).
+  fs::path dir = dirs.front();
+  if (version_ == CgroupVersion::kV1) dir = fs::path(v1_jobs_.at("memory")) / JobName(id);
+  std::ifstream in(dir / "cgroup.procs");
+  long long pid = 0;
+  while (in >> pid) out.push_back(static_cast<pid_t>(pid));
+  return out;
 }
 
 }  // namespace gpufleet::agent

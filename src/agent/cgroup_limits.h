@@ -1,19 +1,34 @@
 #pragma once
-// `CgroupLimits`: per-job CPU and memory limits through cgroup v2, when this machine offers it.
+// `CgroupLimits`: one cgroup per job, for its CPU and memory limits and for measuring what it
+// used, on cgroup v2 or, where the kernel mounts only v1 hierarchies, on cgroup v1.
 //
-// Layout: under the agent's own cgroup (or `--cgroup-root`), a `gpufleet-jobs` cgroup with the
-// cpu and memory controllers enabled, and one `gpufleet-job-<id>` cgroup per limited job, with
-// `cpu.max` (quota per 100 ms period) and `memory.max` set. The job's shim joins it before the
-// job starts, so everything the job forks is limited too, and the cgroup path names the job for
-// the GPU process view (gpu/process_info). When the agent's cgroup still holds processes (the
-// agent itself), the agent first moves itself into a `gpufleet-agent` leaf: cgroup v2 enables
-// controllers only for cgroups without processes of their own.
-//
-// Unavailable (cgroup v1, no cpu/memory controller, no permission) is not an error: `Detect`
-// says why in one line, jobs run unlimited, and the caller prints that once.
-#include <cstdint>
-#include <string>
+// Layout: under the agent's own cgroup (or `--cgroup-root`), a `gpufleet-jobs-<instance>` cgroup
+// (one per agent: several agents or `up` servers on one machine never share a job's cgroup), and
+// one `gpufleet-job-<id>` cgroup per job in it (every job gets one, limited or not, so that every
+// job is measured). The job's shim joins it before the job starts, so everything the job forks
+// is limited and counted too, and the cgroup path names the job for the GPU process view
+// (gpu/process_info).
+//  - v2: the cpu and memory controllers enabled on `gpufleet-jobs`; `cpu.max` (quota per 100 ms)
+//    and `memory.max`. When the agent's cgroup still holds processes (the agent itself), the
+//    agent first moves itself into a `gpufleet-agent` leaf: v2 enables controllers only for
+//    cgroups without processes of their own.
+//  - v1: the same two levels in each of the cpu, cpuacct, memory and blkio hierarchies (once per
+//    hierarchy where controllers share one); `cpu.cfs_quota_us` per `cpu.cfs_period_us` of
+//    100 ms, `memory.limit_in_bytes` and, where swap is accounted, `memory.memsw.limit_in_bytes`
+//    at the same value (no swap beyond the limit). cpu and memory are required; a missing
+//    cpuacct or blkio hierarchy only leaves those figures unmeasured.
+// Unavailable (no usable hierarchy, no permission) is not an error: `Detect` says why in one line,
+// jobs run unlimited and are measured from /proc (agent/job_usage.h), and the caller says so once.
+#include <sys/types.h>
 
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/host_usage.h"
 #include "core/result.h"
 
 namespace gpufleet::agent {
@@ -24,30 +39,66 @@ struct JobLimits {
   bool any() const { return cpu_milli > 0 || memory_mib > 0; }
 };
 
+enum class CgroupVersion { kNone, kV1, kV2 };
+
 class CgroupLimits {
  public:
-  // `root`: a cgroup v2 directory to place job cgroups under; "" finds the agent's own cgroup on
-  // the cgroup2 mount (/proc/self/cgroup, /proc/self/mountinfo).
-  static CgroupLimits Detect(const std::string& root = "");
+  // Finds the agent's own cgroup: on the cgroup2 mount when it offers the cpu and memory
+  // controllers, else on the v1 hierarchies (/proc/self/mountinfo, /proc/self/cgroup).
+  // `root`: a cgroup v2 directory to use instead (tests, `--cgroup-root`); v1 is not tried then.
+  // `instance` names this agent's jobs cgroup (InstanceTag; "" : plain `gpufleet-jobs`).
+  static CgroupLimits Detect(const std::string& root = "", const std::string& instance = "");
+  // v1 with the agent's cgroup directory in each hierarchy, by controller name ("cpu",
+  // "cpuacct", "memory", "blkio"; controllers sharing a hierarchy name the same directory).
+  static CgroupLimits DetectV1(const std::map<std::string, std::string>& own_dirs,
+                               const std::string& instance = "");
+  // A short tag that tells this agent from others on the machine and stays the same across its
+  // restarts (so it re-adopts its jobs' cgroups): 8 hex digits of a hash of its data directory.
+  static std::string InstanceTag(const std::string& data_dir);
 
-  bool available() const { return available_; }
+  CgroupVersion version() const { return version_; }
+  bool available() const { return version_ != CgroupVersion::kNone; }
   const std::string& why_unavailable() const { return why_; }
-  const std::string& jobs_dir() const { return jobs_dir_; }
+  // What this node enforces and measures with, for the heartbeat and `gpufleet nodes`:
+  // "cgroup-v2", "cgroup-v1" or "none".
+  std::string_view Kind() const;
+  // The job's cgroup directories (one per hierarchy; empty when unavailable).
+  std::vector<std::string> JobDirs(int64_t id) const;
+  // The jobs that have a cgroup here now (whether or not anything runs in it).
+  std::vector<int64_t> JobIds() const;
 
-  // Creates job `id`'s cgroup with `limits`; returns the path of its `cgroup.procs`, which the
-  // job's shim writes itself into. Errors name the file that could not be written.
-  core::Result<std::string> Prepare(int64_t id, const JobLimits& limits) const;
-  // Removes job `id`'s cgroup once its processes have gone (best effort).
-  void Remove(int64_t id) const;
-  // For a launch: the cgroup.procs job `id` should join, or "" when it asks no limits or they
-  // cannot be applied. The first time limits are asked but unavailable (or fail), says so on
-  // stderr, prefixed with `who`; never an error. Not thread-safe.
-  std::string ForLaunch(int64_t id, const JobLimits& limits, const char* who) const;
+  // Creates job `id`'s cgroups with `limits` (none asked: unlimited, still measured); returns the
+  // `cgroup.procs` files the job's shim writes itself into. A cgroup of the same name left from
+  // before (a crash; a store reset) is emptied and made anew, so no count carries over. Errors
+  // name the file at fault.
+  core::Result<std::vector<std::string>> Prepare(int64_t id, const JobLimits& limits) const;
+  // Once job `id`'s main process has ended: SIGKILLs what is left of it (the processes in its
+  // cgroups; without cgroups, its process group `pgid`, when that still has members), then removes
+  // its cgroups. A cgroup whose killed processes have not gone yet is removed by a later call.
+  void Release(int64_t id, pid_t pgid);
+  // Kills and removes again what earlier Release calls left (call it now and then).
+  void ReleasePending();
+  // When the agent stops for good: removes its jobs cgroup if no job cgroup is left in it (a job
+  // still running keeps it, for the next start to re-adopt).
+  void RemoveJobsCgroupIfEmpty() const;
+  // For a launch: the cgroup.procs files job `id` joins, or none when cgroups are unavailable or
+  // could not be prepared. When limits were asked and cannot be applied, says so on stderr once,
+  // prefixed with `who`; never an error. Not thread-safe.
+  std::vector<std::string> ForLaunch(int64_t id, const JobLimits& limits, const char* who) const;
+
+  // What job `id` has used so far, from its cgroups (source kNone when it has none). Run-queue
+  // wait is not a cgroup figure: agent/job_usage.h adds it from /proc.
+  core::HostUsage ReadUsage(int64_t id) const;
+  // The processes in job `id`'s cgroup (empty when it has none).
+  std::vector<pid_t> Processes(int64_t id) const;
 
  private:
-  bool available_ = false;
+  CgroupVersion version_ = CgroupVersion::kNone;
   std::string why_ = "not detected";
-  std::string jobs_dir_;
+  std::string jobs_dir_;                         // v2: the gpufleet-jobs cgroup
+  std::map<std::string, std::string> v1_jobs_;  // v1: controller -> its gpufleet-jobs cgroup
+  // Released jobs whose cgroups are still there (a launch of the same job again takes it back).
+  mutable std::set<int64_t> unremoved_;
   mutable bool said_ = false;
 };
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -33,22 +34,138 @@ class CgroupLimitsTest : public ::testing::Test {
 
 TEST_F(CgroupLimitsTest, WritesCpuAndMemoryLimitsIntoTheJobCgroup) {
   std::ofstream(root_ / "cgroup.controllers") << "cpuset cpu io memory pids\n";
-  const CgroupLimits limits = CgroupLimits::Detect(root_.string());
+  CgroupLimits limits = CgroupLimits::Detect(root_.string());
   ASSERT_TRUE(limits.available()) << limits.why_unavailable();
   EXPECT_EQ(Read(root_ / "cgroup.subtree_control"), "+cpu +memory");
   EXPECT_EQ(Read(root_ / "gpufleet-jobs" / "cgroup.subtree_control"), "+cpu +memory");
   auto procs = limits.Prepare(42, JobLimits{1500, 256});
   ASSERT_TRUE(procs.ok()) << procs.error();
   const fs::path job = root_ / "gpufleet-jobs" / "gpufleet-job-42";
-  EXPECT_EQ(procs.value(), (job / "cgroup.procs").string());
+  EXPECT_EQ(procs.value(), std::vector<std::string>{(job / "cgroup.procs").string()});
+  EXPECT_EQ(limits.Kind(), "cgroup-v2");
   EXPECT_EQ(Read(job / "cpu.max"), "150000 100000");  // 1.5 cores per 100 ms
   EXPECT_EQ(Read(job / "memory.max"), "268435456");   // 256 MiB
   // Only memory: CPU unlimited.
   ASSERT_TRUE(limits.Prepare(43, JobLimits{0, 1024}).ok());
   EXPECT_EQ(Read(root_ / "gpufleet-jobs" / "gpufleet-job-43" / "cpu.max"), "max 100000");
-  // No limits asked: no cgroup.
-  EXPECT_EQ(limits.ForLaunch(44, JobLimits{}, "test"), "");
-  EXPECT_FALSE(fs::exists(root_ / "gpufleet-jobs" / "gpufleet-job-44"));
+  // No limits asked: a cgroup all the same (every job is measured), unlimited.
+  EXPECT_EQ(limits.ForLaunch(44, JobLimits{}, "test").size(), 1U);
+  EXPECT_EQ(Read(root_ / "gpufleet-jobs" / "gpufleet-job-44" / "memory.max"), "max");
+  limits.Release(44, 0);  // a plain directory here still holds the stand-in files: stays
+}
+
+TEST_F(CgroupLimitsTest, ReadsAV2JobsFiguresAndSaysWhichAreMissing) {
+  std::ofstream(root_ / "cgroup.controllers") << "cpu memory io\n";
+  const CgroupLimits limits = CgroupLimits::Detect(root_.string());
+  ASSERT_TRUE(limits.available());
+  EXPECT_FALSE(limits.ReadUsage(7).measured()) << "no cgroup yet";
+  ASSERT_TRUE(limits.Prepare(7, JobLimits{500, 128}).ok());
+  const fs::path job = root_ / "gpufleet-jobs" / "gpufleet-job-7";
+  std::ofstream(job / "cgroup.procs") << "101\n102\n";
+  std::ofstream(job / "cpu.stat") << "usage_usec 2500000\nuser_usec 2000000\nsystem_usec 500000\n"
+                                     "nr_periods 40\nnr_throttled 20\nthrottled_usec 1000000\n";
+  std::ofstream(job / "memory.current") << "1048576\n";
+  std::ofstream(job / "memory.peak") << "4194304\n";
+  std::ofstream(job / "memory.events") << "low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n";
+  std::ofstream(job / "io.stat") << "8:0 rbytes=100 wbytes=200 rios=1 wios=2\n"
+                                    "8:16 rbytes=1000 wbytes=2000 rios=3 wios=4\n";
+  std::ofstream(job / "cpu.pressure") << "some avg10=0.00 avg60=0.00 avg300=0.00 total=12345\n"
+                                         "full avg10=0.00 avg60=0.00 avg300=0.00 total=99\n";
+  const core::HostUsage u = limits.ReadUsage(7);
+  using F = core::UsageFigure;
+  EXPECT_EQ(u.source, core::UsageSource::kCgroupV2);
+  EXPECT_EQ(u.get(F::kCpuUsageUs), 2500000);
+  EXPECT_EQ(u.get(F::kCpuThrottledPeriods), 20);
+  EXPECT_EQ(u.get(F::kCpuThrottledUs), 1000000);
+  EXPECT_EQ(u.get(F::kMemoryCurrentBytes), 1048576);
+  EXPECT_EQ(u.get(F::kMemoryPeakBytes), 4194304);
+  EXPECT_EQ(u.get(F::kOomKills), 1);
+  EXPECT_EQ(u.get(F::kIoReadBytes), 1100);
+  EXPECT_EQ(u.get(F::kIoWriteBytes), 2200);
+  EXPECT_EQ(u.get(F::kCpuPressureSomeUs), 12345);
+  // No io.pressure or memory.pressure file here; run-queue wait is not a cgroup figure.
+  EXPECT_EQ(u.Missing(), (std::vector<std::string>{"cpu_wait_us", "io_pressure_some_us",
+                                                   "memory_pressure_some_us"}));
+  EXPECT_EQ(limits.Processes(7), (std::vector<pid_t>{101, 102}));
+}
+
+// cgroup v1: one directory per hierarchy (cpu and cpuacct share one here, as many distributions
+// mount them), the limits in v1's files, and the usage from v1's.
+TEST_F(CgroupLimitsTest, OnV1ItLimitsAndMeasuresInEachHierarchy) {
+  const fs::path cpu = root_ / "cpu,cpuacct" / "agent", memory = root_ / "memory" / "agent",
+                 blkio = root_ / "blkio";
+  const CgroupLimits limits = CgroupLimits::DetectV1(
+      {{"cpu", cpu.string()}, {"cpuacct", cpu.string()}, {"memory", memory.string()},
+       {"blkio", blkio.string()}});
+  ASSERT_TRUE(limits.available()) << limits.why_unavailable();
+  EXPECT_EQ(limits.version(), CgroupVersion::kV1);
+  EXPECT_EQ(limits.Kind(), "cgroup-v1");
+  const std::string name = "gpufleet-job-9";
+  // Swap is accounted when the kernel offers memory.memsw (a fresh cgroup has the file).
+  fs::create_directories(memory / "gpufleet-jobs" / name);
+  std::ofstream(memory / "gpufleet-jobs" / name / "memory.memsw.limit_in_bytes") << "-1";
+  auto procs = limits.Prepare(9, JobLimits{1500, 256});
+  ASSERT_TRUE(procs.ok()) << procs.error();
+  std::vector<std::string> got = procs.value();
+  std::sort(got.begin(), got.end());
+  std::vector<std::string> want = {(blkio / "gpufleet-jobs" / name / "cgroup.procs").string(),
+                                   (cpu / "gpufleet-jobs" / name / "cgroup.procs").string(),
+                                   (memory / "gpufleet-jobs" / name / "cgroup.procs").string()};
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(got, want) << "one per hierarchy, cpu and cpuacct once";
+  const fs::path c = cpu / "gpufleet-jobs" / name, m = memory / "gpufleet-jobs" / name;
+  EXPECT_EQ(Read(c / "cpu.cfs_period_us"), "100000");
+  EXPECT_EQ(Read(c / "cpu.cfs_quota_us"), "150000");
+  EXPECT_EQ(Read(m / "memory.limit_in_bytes"), "268435456");
+  EXPECT_EQ(Read(m / "memory.memsw.limit_in_bytes"), "268435456") << "no swap beyond the limit";
+  // Unlimited: -1 in both.
+  ASSERT_TRUE(limits.Prepare(10, JobLimits{}).ok());
+  EXPECT_EQ(Read(cpu / "gpufleet-jobs" / "gpufleet-job-10" / "cpu.cfs_quota_us"), "-1");
+  EXPECT_EQ(Read(memory / "gpufleet-jobs" / "gpufleet-job-10" / "memory.limit_in_bytes"), "-1");
+
+  std::ofstream(c / "cpuacct.usage") << "3000000000\n";
+  std::ofstream(c / "cpu.stat") << "nr_periods 40\nnr_throttled 20\nthrottled_time 1000000000\n";
+  std::ofstream(m / "cgroup.procs") << "55\n";
+  std::ofstream(m / "memory.usage_in_bytes") << "2048\n";
+  std::ofstream(m / "memory.max_usage_in_bytes") << "8192\n";
+  std::ofstream(m / "memory.oom_control") << "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n";
+  std::ofstream(blkio / "gpufleet-jobs" / name / "blkio.throttle.io_service_bytes")
+      << "8:0 Read 4096\n8:0 Write 512\n8:0 Sync 0\n8:0 Async 4608\n8:0 Total 4608\n"
+         "8:16 Read 10\n8:16 Write 20\nTotal 4638\n";
+  const core::HostUsage u = limits.ReadUsage(9);
+  using F = core::UsageFigure;
+  EXPECT_EQ(u.source, core::UsageSource::kCgroupV1);
+  EXPECT_EQ(u.get(F::kCpuUsageUs), 3000000);
+  EXPECT_EQ(u.get(F::kCpuThrottledPeriods), 20);
+  EXPECT_EQ(u.get(F::kCpuThrottledUs), 1000000);
+  EXPECT_EQ(u.get(F::kMemoryCurrentBytes), 2048);
+  EXPECT_EQ(u.get(F::kMemoryPeakBytes), 8192);
+  EXPECT_EQ(u.get(F::kOomKills), 2);
+  EXPECT_EQ(u.get(F::kIoReadBytes), 4106);
+  EXPECT_EQ(u.get(F::kIoWriteBytes), 532);
+  EXPECT_EQ(u.Missing(), (std::vector<std::string>{"cpu_wait_us", "cpu_pressure_some_us",
+                                                   "io_pressure_some_us",
+                                                   "memory_pressure_some_us"}))
+      << "v1 has no per-cgroup PSI";
+  EXPECT_EQ(limits.Processes(9), std::vector<pid_t>{55});
+
+  // Without the memory hierarchy, v1 is not usable.
+  const CgroupLimits no_memory = CgroupLimits::DetectV1({{"cpu", cpu.string()}});
+  EXPECT_FALSE(no_memory.available());
+  EXPECT_NE(no_memory.why_unavailable().find("cpu and memory"), std::string::npos);
+}
+
+TEST_F(CgroupLimitsTest, EachAgentHasItsOwnJobsCgroupThatSurvivesItsRestarts) {
+  std::ofstream(root_ / "cgroup.controllers") << "cpu memory\n";
+  const std::string a = CgroupLimits::InstanceTag("/var/lib/gpufleet-a");
+  EXPECT_EQ(a.size(), 8U);
+  EXPECT_EQ(a, CgroupLimits::InstanceTag("/var/lib/gpufleet-a")) << "stable across restarts";
+  EXPECT_NE(a, CgroupLimits::InstanceTag("/var/lib/gpufleet-b"));
+  const CgroupLimits one = CgroupLimits::Detect(root_.string(), a);
+  const CgroupLimits two = CgroupLimits::Detect(root_.string(), "0000beef");
+  EXPECT_EQ(one.JobDirs(3), std::vector<std::string>{(root_ / ("gpufleet-jobs-" + a) /
+                                                      "gpufleet-job-3").string()});
+  EXPECT_NE(one.JobDirs(3), two.JobDirs(3)) << "two agents never share job 3's cgroup";
 }
 
 TEST_F(CgroupLimitsTest, WithoutTheControllersItSaysWhyAndJobsRunUnlimited) {
@@ -57,9 +174,11 @@ TEST_F(CgroupLimitsTest, WithoutTheControllersItSaysWhyAndJobsRunUnlimited) {
   EXPECT_FALSE(limits.available());
   EXPECT_NE(limits.why_unavailable().find("cpu and memory controllers"), std::string::npos)
       << limits.why_unavailable();
+  EXPECT_EQ(limits.Kind(), "none");
   EXPECT_FALSE(limits.Prepare(1, JobLimits{1000, 0}).ok());
-  EXPECT_EQ(limits.ForLaunch(1, JobLimits{1000, 0}, "test"), "");  // said once, not an error
-  EXPECT_EQ(limits.ForLaunch(2, JobLimits{1000, 0}, "test"), "");
+  EXPECT_TRUE(limits.ForLaunch(1, JobLimits{1000, 0}, "test").empty());  // said once, no error
+  EXPECT_TRUE(limits.ForLaunch(2, JobLimits{1000, 0}, "test").empty());
+  EXPECT_FALSE(limits.ReadUsage(1).measured());
   // No cgroup v2 at all (this machine may have one; a path that is none certainly is not).
   EXPECT_FALSE(CgroupLimits::Detect((root_ / "nowhere").string()).available());
 }

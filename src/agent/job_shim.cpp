@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -33,10 +34,12 @@ bool ParseInt(const std::string& text, int64_t lo, int64_t hi, int64_t& out) {
 std::vector<std::string> ShimCommandLine(const ShimSpec& spec) {
   std::string groups;
   for (gid_t g : spec.groups) groups += (groups.empty() ? "" : ",") + std::to_string(g);
+  std::string cgroups;  // one per line: cgroupfs paths hold no newline
+  for (const std::string& p : spec.cgroup_procs) cgroups += (cgroups.empty() ? "" : "\n") + p;
   std::vector<std::string> args = {spec.exit_path,
                                    spec.fenced_path,
                                    spec.lease_path,
-                                   spec.cgroup_procs,
+                                   cgroups,
                                    spec.workdir,
                                    std::to_string(spec.lease_grace_ms),
                                    std::to_string(spec.log_limit),
@@ -60,7 +63,11 @@ core::Result<ShimSpec> ParseShimCommandLine(const std::vector<std::string>& args
   spec.exit_path = args[0];
   spec.fenced_path = args[1];
   spec.lease_path = args[2];
-  spec.cgroup_procs = args[3];
+  for (std::size_t start = 0; start < args[3].size();) {
+    const std::size_t end = std::min(args[3].find('\n', start), args[3].size());
+    if (end > start) spec.cgroup_procs.push_back(args[3].substr(start, end - start));
+    start = end + 1;
+  }
   spec.workdir = args[4];
   int64_t uid = 0, gid = 0, switch_user = 0;
   if (spec.exit_path.empty() || spec.fenced_path.empty() ||
@@ -128,9 +135,9 @@ void RunShim(const ShimSpec& spec) {
   // (The Runner started the shim with SIGTERM, SIGINT and SIGHUP blocked: ignored now, an early
   // one is discarded as the mask changes.)
   sigprocmask(SIG_SETMASK, spec.lease_path.empty() ? &none : &chld, nullptr);
-  if (!spec.cgroup_procs.empty()) {
-    // Join the job's cgroup first: the job and everything it forks inherit its limits.
-    const int cg = open(spec.cgroup_procs.c_str(), O_WRONLY | O_CLOEXEC);
+  for (const std::string& procs : spec.cgroup_procs) {
+    // Join the job's cgroups first: the job and everything it forks inherit its limits.
+    const int cg = open(procs.c_str(), O_WRONLY | O_CLOEXEC);
     if (cg < 0 || write(cg, "0", 1) != 1) {
       const int report[2] = {kShimCgroup, errno};
       (void)!write(3, report, sizeof report);

@@ -40,7 +40,8 @@ struct ShimSpec {
   std::string exit_path;     // where `<code> <signal>\n` goes when the job ends
   std::string fenced_path;   // left when the shim stopped the job because the lease ran out
   std::string lease_path;    // "" : no lease to watch (LaunchSpec::lease_path)
-  std::string cgroup_procs;  // "" : no cgroup to join
+  // The cgroup.procs files of the job's cgroups (one per hierarchy on cgroup v1); none: no cgroup.
+  std::vector<std::string> cgroup_procs;
   std::string workdir;
   int64_t lease_grace_ms = 2000;
   int64_t log_limit = 0;  // 0: the job writes the log itself, uncapped

@@ -10,7 +10,7 @@ TEST(JobShim, TheCommandLineCarriesEverySpecFieldBack) {
   spec.exit_path = "/d/j 1.log.exit";
   spec.fenced_path = "/d/j 1.log.fenced";
   spec.lease_path = "";
-  spec.cgroup_procs = "/sys/fs/cgroup/x/cgroup.procs";
+  spec.cgroup_procs = {"/sys/fs/cgroup/cpu/x/cgroup.procs", "/sys/fs/cgroup/memory/x/cgroup.procs"};
   spec.workdir = "/home/alice/with space";
   spec.lease_grace_ms = 2500;
   spec.log_limit = int64_t{1} << 30;

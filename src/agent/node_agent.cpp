@@ -1,6 +1,5 @@
 #include "agent/node_agent.h"
 
-
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -8,6 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <stdexcept>
+
+#include "net/host_usage_json.h"
 
 namespace gpufleet::agent {
 namespace {
@@ -60,7 +62,8 @@ NodeAgent::NodeAgent(NodeAgentOptions options, std::function<std::string()> samp
         return policy;
       }()) {}
 
-NodeAgent::~NodeAgent() = default;  // jobs keep running: a restarted agent re-adopts them
+// Jobs keep running: a restarted agent re-adopts them (and their cgroups).
+NodeAgent::~NodeAgent() { cgroups_.RemoveJobsCgroupIfEmpty(); }
 
 std::string NodeAgent::RecordPath(int64_t id) const {
   return (std::filesystem::path(options_.data_dir) / "assignments" / (std::to_string(id) + ".json"))
@@ -79,7 +82,8 @@ void NodeAgent::Persist(const Held& h) const {
                   {"lost", h.lost},
                   {"stopped", h.stopped},
                   {"exit_code", h.exit_code},
-                  {"reason", h.reason}};
+                  {"reason", h.reason},
+                  {"usage", net::HostUsageJson(h.usage)}};
   const std::string path = RecordPath(h.id);
   const std::string tmp = path + ".tmp";
   {
@@ -112,12 +116,16 @@ void NodeAgent::WriteLease(int64_t deadline_ms) const {
 void NodeAgent::Forget(int64_t id) {
   std::error_code ec;
   std::filesystem::remove(RecordPath(id), ec);
+  auto it = held_.find(id);
+  const pid_t pgid = it == held_.end() ? 0 : static_cast<pid_t>(it->second.pid);
   held_.erase(id);
-  cgroups_.Remove(id);
+  meter_.Forget(id);
+  cgroups_.Release(id, pgid);
 }
 
 core::Result<bool> NodeAgent::Recover() {
-  cgroups_ = CgroupLimits::Detect(options_.cgroup_root);
+  cgroups_ = CgroupLimits::Detect(options_.cgroup_root,
+                                  CgroupLimits::InstanceTag(options_.data_dir));
   const std::filesystem::path dir = std::filesystem::path(options_.data_dir) / "assignments";
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -144,6 +152,11 @@ core::Result<bool> NodeAgent::Recover() {
     h.stopped = j.value("stopped", false);
     h.exit_code = j.value("exit_code", 0);
     h.reason = j.value("reason", std::string());
+    try {
+      if (j.contains("usage")) h.usage = net::ParseHostUsageJson(j.at("usage"), "usage");
+    } catch (const std::exception&) {
+      // The record is this agent's own; a damaged usage only leaves the job unmeasured.
+    }
     if (!h.ended) {
       if (h.pid <= 0) {
         h.ended = h.lost = true;
@@ -156,6 +169,11 @@ core::Result<bool> NodeAgent::Recover() {
       if (h.ended) Persist(h);
     }
     held_[h.id] = std::move(h);
+  }
+  // Job cgroups this agent holds no record of (their job was settled, then the agent stopped
+  // before it removed them): kill what is left in them and remove them.
+  for (int64_t id : cgroups_.JobIds()) {
+    if (held_.count(id) == 0) cgroups_.Release(id, 0);
   }
   return true;
 }
@@ -208,6 +226,8 @@ net::Heartbeat NodeAgent::Report() {
   beat.gpus = options_.gpus;
   beat.gpu_model = options_.gpu_model;
   beat.simulated = options_.simulated;
+  beat.limits = std::string(cgroups_.Kind());
+  beat.limits_why = cgroups_.why_unavailable();
   if (samples_json_) beat.samples_json = samples_json_();
   if (figures_) beat.figures = figures_();
   int64_t budget = kLogBudget;
@@ -224,6 +244,7 @@ net::Heartbeat NodeAgent::Report() {
     r.pid = h.pid;
     r.pid_start = h.pid_start;
     r.reason = h.reason;
+    r.usage = h.ended ? h.usage : meter_.Sample(h.id, static_cast<pid_t>(h.pid));
     r.log_size = h.log_path.empty() ? 0 : FileSize(h.log_path);
     if (h.log_acked >= 0 && r.log_size > h.log_acked && budget > 0) {
       r.log_from = h.log_acked;
@@ -313,6 +334,8 @@ core::Result<bool> NodeAgent::Beat(int64_t now_ms) {
     h.exit_code = e.exit_code;
     h.stopped = e.stopped || h.stop_sent;
     if (e.signal != 0) h.reason = "killed by signal " + std::to_string(e.signal);
+    h.usage = meter_.Sample(h.id, static_cast<pid_t>(h.pid));  // before its cgroup goes
+    cgroups_.Release(h.id, static_cast<pid_t>(h.pid));         // what it left running goes too
     std::error_code ec;
     if (std::filesystem::exists(FencedFilePath(h.log_path), ec)) {
       // Its shim stopped it when the lease ran out: the controller requeues it.
@@ -334,6 +357,7 @@ core::Result<bool> NodeAgent::Beat(int64_t now_ms) {
     }
     self_fenced_ = true;
   }
+  cgroups_.ReleasePending();
   net::Heartbeat beat = Report();
   beat.wait_ms = options_.long_poll_ms;
   std::string error;

@@ -21,6 +21,7 @@
 #include <string>
 
 #include "agent/cgroup_limits.h"
+#include "agent/job_usage.h"
 #include "agent/runner.h"
 #include "core/result.h"
 #include "gpu/gpu_sample.h"
@@ -84,6 +85,7 @@ class NodeAgent {
     std::string reason;
     bool stop_sent = false;
     int64_t log_acked = -1;  // -1: not known yet (the controller says in its next reply)
+    core::HostUsage usage;   // once ended: its final usage (read before its cgroup goes)
   };
   std::string RecordPath(int64_t id) const;
   void Persist(const Held& h) const;
@@ -102,6 +104,7 @@ class NodeAgent {
   std::function<std::vector<net::GpuFigure>()> figures_;
   Runner runner_;
   CgroupLimits cgroups_;
+  JobUsageMeter meter_{cgroups_};
   std::map<int64_t, Held> held_;  // by job id: a job has at most one rank per node
   int64_t node_epoch_ = 0;
   int64_t lease_ms_ = 0;

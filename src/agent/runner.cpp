@@ -27,6 +27,12 @@
 namespace gpufleet::agent {
 namespace {
 
+std::string JoinedPaths(const std::vector<std::string>& paths) {
+  std::string out;
+  for (const std::string& p : paths) out += (out.empty() ? "" : ", ") + p;
+  return out;
+}
+
 std::string Join(const std::vector<int>& values) {
   std::string out;
   for (int v : values) {
@@ -323,7 +329,7 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
     std::string what =
         report[0] == kShimChdir     ? "cannot enter the working directory " + workdir
         : report[0] == kShimSetUser ? "cannot switch to account " + user_name
-        : report[0] == kShimCgroup  ? "cannot join its cgroup (" + spec.cgroup_procs + ")"
+        : report[0] == kShimCgroup  ? "cannot join its cgroup (" + JoinedPaths(spec.cgroup_procs) + ")"
         : report[0] == kShimPipe    ? std::string("cannot make its output pipe")
         : report[0] == kShimFork    ? std::string("its shim cannot fork")
         : report[0] == kShimBadArgs ? "the shim " + shim_path_ + " does not match this agent"

@@ -51,9 +51,10 @@ struct LaunchSpec {
   // controller will run elsewhere from running twice, even when the agent itself is dead.
   std::string lease_path;
   double lease_grace_s = 2;
-  // The `cgroup.procs` of the job's cgroup (CgroupLimits::Prepare), which the shim joins before
-  // starting the job; "" for none. A shim that cannot join fails the launch.
-  std::string cgroup_procs;
+  // The `cgroup.procs` files of the job's cgroups (CgroupLimits::Prepare: one per hierarchy on
+  // cgroup v1), which the shim joins before starting the job; none: no cgroup. A shim that cannot
+  // join fails the launch.
+  std::vector<std::string> cgroup_procs;
   // When above 0, the job's output reaches its log through the shim, which keeps the first this
   // many bytes of the log, then writes one line saying the rest was dropped and discards it (the
   // job never blocks on a full pipe). 0: the job writes to its log file directly, without a cap.

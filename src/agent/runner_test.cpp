@@ -208,20 +208,24 @@ TEST_F(RunnerTest, ShimStopsTheJobOnceItsLeaseHasRunOut) {
 
 TEST_F(RunnerTest, ShimJoinsTheJobCgroupBeforeTheJobStarts) {
   Runner runner(TestPolicy());
-  // A stand-in for a cgroup's cgroup.procs: the shim writes "0" (itself) into it.
+  // Stand-ins for the cgroup.procs of two v1 hierarchies: the shim writes "0" (itself) into each.
   const std::string procs = (dir_ / "cgroup.procs").string();
+  const std::string procs2 = (dir_ / "cgroup2.procs").string();
   std::ofstream(procs).flush();
+  std::ofstream(procs2).flush();
   LaunchSpec spec = Spec(32, {"true"});
-  spec.cgroup_procs = procs;
+  spec.cgroup_procs = {procs, procs2};
   ASSERT_TRUE(runner.Launch(spec).ok());
   ASSERT_EQ(WaitExits(runner, 1).size(), 1U);
-  std::ifstream in(procs);
-  std::string text;
-  in >> text;
-  EXPECT_EQ(text, "0");
+  for (const std::string& file : {procs, procs2}) {
+    std::ifstream in(file);
+    std::string text;
+    in >> text;
+    EXPECT_EQ(text, "0") << file;
+  }
   // A cgroup that cannot be joined fails the launch, saying which.
   spec = Spec(33, {"true"});
-  spec.cgroup_procs = (dir_ / "missing" / "cgroup.procs").string();
+  spec.cgroup_procs = {procs, (dir_ / "missing" / "cgroup.procs").string()};
   auto failed = runner.Launch(spec);
   ASSERT_FALSE(failed.ok());
   EXPECT_NE(failed.error().find("cannot join its cgroup"), std::string::npos) << failed.error();

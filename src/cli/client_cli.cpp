@@ -67,10 +67,11 @@ void ClientCli::Register(CLI::App& app) {
   submit_cmd->add_option("--env", submit_.env, "NAME=value for the job (repeatable)");
   submit_cmd->add_option("--workdir", submit_.workdir, "working directory (default: here)");
   submit_cmd->add_option("--cpus", submit_.cpus,
-                         "CPU limit in cores (cgroup v2 cpu.max, where the node has it)");
+                         "CPU limit in cores (cgroup v2 cpu.max or v1 cpu.cfs_quota_us, where "
+                         "the node has cgroups: see `gpufleet nodes`)");
   submit_cmd->add_option("--memory", submit_.memory,
-                         "memory limit: 512M, 16G, or MiB (cgroup v2 memory.max, where the node "
-                         "has it)");
+                         "memory limit: 512M, 16G, or MiB (cgroup v2 memory.max or v1 "
+                         "memory.limit_in_bytes; past it the kernel kills the job: FAILED, OOM)");
   submit_cmd->add_option("--time-limit", submit_.time_limit,
                          "stop the job (FAILED) after it has run this long: 90m, 2h, 1d, "
                          "1:30:00 or seconds; also lets it backfill ahead of a waiting big job");

@@ -335,6 +335,46 @@ int RunJobs(const JobsOptions& o) {
   return 0;
 }
 
+namespace {
+
+// A figure of a job's host usage in its unit ("-" when not measured).
+std::string UsageFigureText(const json& usage, const char* key) {
+  const json v = usage.value(key, json(nullptr));
+  if (!v.is_number_integer()) return "-";
+  const double x = static_cast<double>(v.get<int64_t>());
+  char text[32];
+  const std::string name = key;
+  if (name.size() > 3 && name.compare(name.size() - 3, 3, "_us") == 0) {
+    std::snprintf(text, sizeof text, "%.1f s", x / 1e6);
+  } else if (name.size() > 6 && name.compare(name.size() - 6, 6, "_bytes") == 0) {
+    std::snprintf(text, sizeof text, "%.1f MiB", x / (1 << 20));
+  } else {
+    std::snprintf(text, sizeof text, "%.0f", x);
+  }
+  return text;
+}
+
+void PrintHostUsage(const json& u) {
+  const auto f = [&u](const char* key) { return UsageFigureText(u, key); };
+  std::printf("%-12s from %s\n", "host_usage", Cell(u.value("source", json(""))).c_str());
+  std::printf("  cpu        %s used; throttled in %s periods (%s); waited %s for a CPU\n",
+              f("cpu_usage_us").c_str(), f("cpu_throttled_periods").c_str(),
+              f("cpu_throttled_us").c_str(), f("cpu_wait_us").c_str());
+  std::printf("  memory     peak %s, last %s; OOM kills %s\n", f("memory_peak_bytes").c_str(),
+              f("memory_current_bytes").c_str(), f("oom_kills").c_str());
+  std::printf("  io         read %s, written %s\n", f("io_read_bytes").c_str(),
+              f("io_write_bytes").c_str());
+  std::printf("  stalls     cpu %s, io %s, memory %s (PSI some)\n", f("cpu_pressure_some_us").c_str(),
+              f("io_pressure_some_us").c_str(), f("memory_pressure_some_us").c_str());
+  if (u.contains("missing") && u["missing"].is_array() && !u["missing"].empty()) {
+    std::string names;
+    for (const json& m : u["missing"]) names += (names.empty() ? "" : ", ") + Cell(m);
+    std::printf("  not measured on this node: %s\n", names.c_str());
+  }
+}
+
+}  // namespace
+
 int RunShow(const ClientOptions& client, int64_t id) {
   auto c = Connect(client);
   if (!c) return 1;
@@ -346,6 +386,10 @@ int RunShow(const ClientOptions& client, int64_t id) {
   }
   for (const auto& [key, value] : answer->items()) {
     if (key == "events") continue;
+    if (key == "host_usage" && value.is_object()) {
+      PrintHostUsage(value);
+      continue;
+    }
     std::printf("%-12s %s\n", Printable(key).c_str(), Cell(value).c_str());
   }
   if (answer->contains("events") && (*answer)["events"].is_array()) {
@@ -406,12 +450,18 @@ int RunNodes(const ClientOptions& client) {
     std::printf("%s\n", answer->dump(2).c_str());
     return 0;
   }
-  std::printf("%-12s %-7s %-5s %-5s %-28s %s\n", "NODE", "STATE", "GPUS", "FREE", "MODEL", "JOBS");
+  std::printf("%-12s %-7s %-5s %-5s %-28s %-10s %s\n", "NODE", "STATE", "GPUS", "FREE", "MODEL",
+              "LIMITS", "JOBS");
   for (const json& n : *answer) {
-    std::printf("%-12s %-7s %-5d %-5d %-28s %d%s\n", Cell(n["name"]).c_str(),
+    std::printf("%-12s %-7s %-5d %-5d %-28s %-10s %d%s\n", Cell(n["name"]).c_str(),
                 Cell(n["state"]).c_str(), n["gpus"].get<int>(), n["free_gpus"].get<int>(),
-                Cell(n["gpu_model"]).c_str(), n["running_jobs"].get<int>(),
+                Cell(n["gpu_model"]).c_str(), Cell(n.value("limits", json("none"))).c_str(),
+                n["running_jobs"].get<int>(),
                 n["simulated"].get<bool>() ? "  (SIMULATED GPUs)" : "");
+    if (n.value("limits", "none") == "none" && !n.value("limits_why", "").empty()) {
+      std::printf("%-12s no job limits (usage from /proc): %s\n", "",
+                  Cell(n["limits_why"]).c_str());
+    }
     if (n.value("state", "") == "LOST") {
       std::printf("%-12s missed its lease: its jobs were stopped or requeued\n", "");
     }

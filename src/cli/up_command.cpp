@@ -7,16 +7,19 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <thread>
 
 #include "agent/cgroup_limits.h"
+#include "agent/job_usage.h"
 #include "agent/node_agent.h"
 #include "agent/run_as.h"
 #include "agent/runner.h"
@@ -39,10 +42,13 @@ namespace {
 // The controller's NodeExecutor over the agent's Runner, in the same process.
 class LocalExecutor final : public controller::NodeExecutor {
  public:
-  LocalExecutor(agent::RunAsPolicy run_as, int64_t log_limit_bytes, std::string node_address)
-      : runner_(std::move(run_as)),
+  LocalExecutor(agent::RunAsPolicy run_as, int64_t log_limit_bytes, std::string node_address,
+                const std::string& data_dir)
+      : cgroups_(agent::CgroupLimits::Detect("", agent::CgroupLimits::InstanceTag(data_dir))),
+        runner_(std::move(run_as)),
         log_limit_bytes_(log_limit_bytes),
         node_address_(std::move(node_address)) {}
+  ~LocalExecutor() override { cgroups_.RemoveJobsCgroupIfEmpty(); }
   core::Result<Started> Start(const store::JobRecord& job, const net::EnvList& launch_env,
                               const std::string& log_path) override {
     agent::LaunchSpec spec;
@@ -60,11 +66,16 @@ class LocalExecutor final : public controller::NodeExecutor {
     spec.cgroup_procs =
         cgroups_.ForLaunch(job.id, agent::JobLimits{job.cpu_milli, job.memory_mib}, "gpufleet up");
     auto launched = runner_.Launch(spec);
-    if (!launched) return core::Error{launched.error()};
+    if (!launched) {
+      cgroups_.Release(job.id, 0);
+      return core::Error{launched.error()};
+    }
+    leaders_[job.id] = launched.value().pid;
     return Started{launched.value().pid, launched.value().start_ticks};
   }
   bool Adopt(const store::JobRecord& job, const std::string& log_path) override {
     std::lock_guard<std::mutex> lock(mutex_);
+    leaders_[job.id] = static_cast<pid_t>(job.pid);
     return runner_.Adopt(job.id, agent::Launched{static_cast<pid_t>(job.pid), job.pid_start},
                          log_path);
   }
@@ -76,19 +87,36 @@ class LocalExecutor final : public controller::NodeExecutor {
     std::lock_guard<std::mutex> lock(mutex_);
     std::vector<Exit> out;
     for (const agent::JobExit& e : runner_.Reap()) {
-      out.push_back({e.job_id, e.exit_code, e.stopped});
-      cgroups_.Remove(e.job_id);
+      // Its final usage, read before its cgroup goes.
+      const pid_t leader = leaders_[e.job_id];
+      out.push_back({e.job_id, e.exit_code, e.stopped, meter_.Sample(e.job_id, leader)});
+      meter_.Forget(e.job_id);
+      leaders_.erase(e.job_id);
+      cgroups_.Release(e.job_id, leader);  // what the job left running goes with it
+    }
+    cgroups_.ReleasePending();
+    // Running jobs: sampled once a second, so that what only /proc shows (run-queue wait, and
+    // everything without a cgroup) is seen while their processes live.
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_sample_ >= std::chrono::seconds(1)) {
+      last_sample_ = now;
+      for (const auto& [id, leader] : leaders_) meter_.Sample(id, leader);
     }
     return out;
   }
+  std::string_view limits() const { return cgroups_.Kind(); }
+  const std::string& limits_why() const { return cgroups_.why_unavailable(); }
 
  private:
   std::mutex mutex_;
+  // Detected at start (detection may move this process into a leaf cgroup).
+  agent::CgroupLimits cgroups_;
   agent::Runner runner_;
   const int64_t log_limit_bytes_;
   const std::string node_address_;  // where other nodes reach this one (socket interfaces)
-  // Detected at start (detection may move this process into a leaf cgroup).
-  agent::CgroupLimits cgroups_ = agent::CgroupLimits::Detect();
+  agent::JobUsageMeter meter_{cgroups_};
+  std::map<int64_t, pid_t> leaders_;  // each job's shim, leader of its process group
+  std::chrono::steady_clock::time_point last_sample_;
 };
 
 std::string LocalUser() {
@@ -237,12 +265,14 @@ int RunUp(const UpOptions& o) {
       return 2;
     }
   }
-  LocalExecutor executor(run_as, o.log_limit_mib * (int64_t{1} << 20), o.advertise);
+  LocalExecutor executor(run_as, o.log_limit_mib * (int64_t{1} << 20), o.advertise, data_dir);
   controller::ControllerOptions options;
   options.data_dir = data_dir;
   options.gpus = gpus;
   options.gpu_model = model;
   options.simulated = simulated;
+  options.limits = std::string(executor.limits());
+  options.limits_why = executor.limits_why();
   options.node_address = o.advertise;
   options.lease_ms = static_cast<int64_t>(o.lease_s * 1000);
   if (sampler) {
@@ -316,8 +346,9 @@ int RunUp(const UpOptions& o) {
         "%s` and the token in %s; lease %.1f s; data in %s\n",
         url.c_str(), url.c_str(), token_path.c_str(), o.lease_s, data_dir.c_str());
   } else {
-    std::printf("gpufleet up: serving %s; %d %s GPU%s; data in %s\n", url.c_str(), gpus,
-                simulated ? "SIMULATED" : "NVML", gpus == 1 ? "" : "s", data_dir.c_str());
+    std::printf("gpufleet up: serving %s; %d %s GPU%s; job limits: %s; data in %s\n",
+                url.c_str(), gpus, simulated ? "SIMULATED" : "NVML", gpus == 1 ? "" : "s",
+                std::string(executor.limits()).c_str(), data_dir.c_str());
   }
   std::fflush(stdout);
 

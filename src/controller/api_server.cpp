@@ -19,6 +19,7 @@
 #include "controller/auth.h"
 #include "controller/submit_request.h"
 #include "core/gpu_catalog.h"
+#include "net/host_usage_json.h"
 
 namespace gpufleet::controller {
 namespace {
@@ -75,6 +76,10 @@ json JobJson(const store::JobRecord& j) {
           {"memory_mib", j.memory_mib > 0 ? json(j.memory_mib) : json(nullptr)},
           {"time_limit_s", j.time_limit_s > 0 ? json(j.time_limit_s) : json(nullptr)},
           {"usage", UsageJson(j)},
+          {"host_usage", net::HostUsageJson(j.host_usage)},
+          {"oom_killed", j.host_usage.has(core::UsageFigure::kOomKills)
+                             ? json(j.host_usage.get(core::UsageFigure::kOomKills) > 0)
+                             : json(nullptr)},
           {"epoch", j.epoch}};
 }
 
@@ -300,6 +305,8 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
                      {"gpu_model", n.gpu_model},
                      {"simulated", n.simulated},
                      {"local", n.local},
+                     {"limits", n.limits},
+                     {"limits_why", n.limits_why},
                      {"running_jobs", n.running_jobs},
                      {"state", n.state},
                      {"epoch", n.epoch},

@@ -16,6 +16,15 @@
 namespace gpufleet::controller {
 namespace {
 
+// Why a job the kernel's OOM killer hit failed, with the limit it hit.
+std::string OomReason(int64_t kills, int64_t memory_mib, int exit_code) {
+  return "out of memory: the kernel's OOM killer ended " + std::to_string(kills) +
+         (kills == 1 ? " process" : " processes") +
+         (memory_mib > 0 ? " at the job's memory limit of " + std::to_string(memory_mib) + " MiB"
+                         : std::string(" (the job has no memory limit: its node ran out)")) +
+         " (exit code " + std::to_string(exit_code) + ")";
+}
+
 constexpr auto kTick = std::chrono::milliseconds(50);
 // An ended rank's job is settled once its log has reached the controller, or after this long.
 constexpr int64_t kLogDrainMs = 5000;
@@ -129,6 +138,8 @@ Controller::Controller(store::Store& store, NodeExecutor* executor, ControllerOp
     local.address = options_.node_address;
     local.spec = SpecOf(local.name, options_.gpus, options_.gpu_model, &local.model_name);
     local.simulated = options_.simulated;
+    local.limits = options_.limits;
+    local.limits_why = options_.limits_why;
     local.local = local.alive = local.known = true;
     local.epoch = next_node_epoch_++;
     nodes_.push_back(std::move(local));
@@ -706,6 +717,10 @@ void Controller::SettleLocked(int64_t id, int64_t now_ms) {
     const Rank& r = *causes.front();
     code = r.exit_code;
     reason = !r.reason.empty() ? r.reason : "exit code " + std::to_string(r.exit_code);
+    if (!r.lost && r.exit_code != 0 && r.host_usage.get(core::UsageFigure::kOomKills) > 0) {
+      reason = OomReason(r.host_usage.get(core::UsageFigure::kOomKills), a.job.memory_mib,
+                         r.exit_code);
+    }
     if (a.ranks.size() > 1) reason = "node " + nodes_[r.node].name + ": " + reason;
   }
   const bool finished_first = std::all_of(a.ranks.begin(), a.ranks.end(), [](const Rank& r) {
@@ -774,6 +789,9 @@ void Controller::EndLocked(int64_t id, store::JobState to, std::optional<int> ex
     done.gpu_util_avg_pct = util / static_cast<double>(samples);
     done.gpu_mem_peak_mib = peak;
   }
+  core::HostUsage host;
+  for (const Rank& r : a.ranks) host = core::CombineRanks(host, r.host_usage);
+  if (host.measured()) done.host_usage = host;
   done.reason = std::move(reason);
   if (to == store::JobState::kPreempted) {
     done.attained_gpu_s = a.job.attained_gpu_s;
@@ -929,6 +947,8 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
   if (address != n.address || n.simulated != beat.simulated) rebuild = true;
   n.address = address;
   n.simulated = beat.simulated;
+  n.limits = beat.limits;
+  n.limits_why = beat.limits_why;
   n.last_seen_ms = now_ms;
   if (n.first_seen_ms == 0) n.first_seen_ms = now_ms;
   n.samples_json = beat.samples_json;
@@ -956,6 +976,7 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
     }
     r.log_total = rep.log_size;
     if (r.ended) continue;
+    if (rep.usage.measured()) r.host_usage = rep.usage;
     r.started = true;
     r.pid = rep.pid;
     r.pid_start = rep.pid_start;
@@ -1051,6 +1072,7 @@ void Controller::PassLocked(int64_t now_ms) {
           r.ended_ms = now_ms;
           r.exit_code = exit.exit_code;
           r.stopped = exit.stopped;
+          r.host_usage = exit.usage;
         }
       }
       SettleLocked(exit.job_id, now_ms);
@@ -1196,6 +1218,8 @@ std::vector<NodeView> Controller::Nodes() const {
     v.gpu_model = n.model_name;
     v.simulated = n.simulated;
     v.local = n.local;
+    v.limits = n.limits;
+    v.limits_why = n.limits_why;
     v.state = n.alive ? "READY" : n.pending_return ? "UNKNOWN" : "LOST";
     v.epoch = n.epoch;
     v.last_seen_ms = n.local ? 0 : n.last_seen_ms;

@@ -58,7 +58,8 @@ class NodeExecutor {
   struct Exit {
     int64_t job_id = 0;
     int exit_code = 0;
-    bool stopped = false;  // ended after Stop
+    bool stopped = false;    // ended after Stop
+    core::HostUsage usage;  // what it used of the host (unmeasured: none known)
   };
   // Jobs that ended since the last call; never blocks.
   virtual std::vector<Exit> Poll() = 0;
@@ -73,6 +74,10 @@ struct ControllerOptions {
   int gpus = 0;
   std::string gpu_model;  // catalog name or alias; unknown: the generic model
   bool simulated = false;
+  // What the local node enforces job limits and measures jobs with (CgroupLimits::Kind), and why
+  // not cgroups when "none".
+  std::string limits = "none";
+  std::string limits_why;
   std::string queue_policy = "priority-backfill";
   std::string placement_policy = "gpupacking";
   // Seconds between SIGTERM and SIGKILL when a job is cancelled or preempted (its checkpoint).
@@ -102,6 +107,8 @@ struct NodeView {
   std::string gpu_model;
   bool simulated = false;
   bool local = false;
+  std::string limits;      // "cgroup-v2", "cgroup-v1", or "none" (unlimited, measured from /proc)
+  std::string limits_why;  // why not cgroups, when "none"
   std::string state;  // READY, LOST, or UNKNOWN (named by a job, not heard from since a restart)
   int64_t epoch = 0;
   int64_t last_seen_ms = 0;  // 0: never (local: always 0)
@@ -171,6 +178,7 @@ class Controller {
     std::string model_name;
     bool simulated = false;
     bool local = false;
+    std::string limits = "none", limits_why;
     bool alive = false;  // heard from within the lease (local: always)
     bool known = false;  // its size is known (false: named by a recovered job only)
     // Known from before a controller restart and not heard from since: it has one lease to
@@ -203,6 +211,7 @@ class Controller {
     int64_t gpu_samples = 0;
     double util_sum = 0;
     int64_t mem_peak_mib = 0;
+    core::HostUsage host_usage;  // the latest its node reported (final once ended)
   };
   struct Active {
     store::JobRecord job;

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "core/node.h"
+#include "net/host_usage_json.h"
 #include "net/json_input.h"
 
 namespace gpufleet::net {
@@ -100,6 +101,7 @@ std::string ToJson(const Heartbeat& b) {
               {"pid_start", r.pid_start},
               {"reason", r.reason},
               {"log_size", r.log_size}};
+    if (r.usage.measured()) j["usage"] = HostUsageJson(r.usage);
     if (r.log_from >= 0) {
       j["log_from"] = r.log_from;
       j["log_data"] = Base64Encode(r.log_data);
@@ -118,6 +120,8 @@ std::string ToJson(const Heartbeat& b) {
             {"gpus", b.gpus},
             {"gpu_model", b.gpu_model},
             {"simulated", b.simulated},
+            {"limits", b.limits},
+            {"limits_why", b.limits_why},
             {"wait_ms", b.wait_ms},
             {"jobs", jobs}};
   if (!b.samples_json.empty()) {
@@ -162,6 +166,11 @@ core::Result<Heartbeat> ParseHeartbeat(const std::string& body) {
     b.gpus = static_cast<int>(CheckedInt(Field(j, "gpus"), "gpus", 0, core::kMaxGpusPerNode));
     b.gpu_model = CheckedString(j, "gpu_model", 128, "");
     b.simulated = CheckedBool(j, "simulated", false);
+    b.limits = CheckedString(j, "limits", 16, "none");
+    if (b.limits != "none" && b.limits != "cgroup-v1" && b.limits != "cgroup-v2") {
+      throw InputFieldError("limits", "must be none, cgroup-v1 or cgroup-v2");
+    }
+    b.limits_why = CheckedString(j, "limits_why", 1024, "");
     b.wait_ms = CheckedInt(j, "wait_ms", 0, 3600 * 1000, 0);
     for (const json& f : Array(j, "figures", false)) {
       Object(f, "figures[]");
@@ -196,6 +205,7 @@ core::Result<Heartbeat> ParseHeartbeat(const std::string& body) {
       job.pid_start = static_cast<uint64_t>(CheckedInt(r, "pid_start", 0, kMaxId, 0));
       job.reason = CheckedString(r, "reason", kMaxText, "");
       job.log_size = CheckedInt(r, "log_size", 0, kMaxId, 0);
+      if (r.contains("usage")) job.usage = ParseHostUsageJson(r.at("usage"), "jobs[].usage");
       if (r.contains("log_from")) {
         job.log_from = CheckedInt(Field(r, "log_from"), "jobs[].log_from", 0, kMaxId);
         auto data =

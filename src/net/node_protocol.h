@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/host_usage.h"
 #include "core/result.h"
 
 namespace gpufleet::net {
@@ -36,6 +37,7 @@ struct ReportedJob {
   int64_t log_size = 0;   // bytes in the agent's log of this rank
   int64_t log_from = -1;  // offset of `log_data` (-1: none sent)
   std::string log_data;   // raw bytes (base64 on the wire)
+  core::HostUsage usage;  // what it has used of the host so far (final once exited)
 };
 
 // One GPU's latest figures, for per-job usage summaries (allocated vs really used GPU time).
@@ -54,6 +56,10 @@ struct Heartbeat {
   int gpus = 0;
   std::string gpu_model;
   bool simulated = false;
+  // What the node enforces job limits and measures jobs with: "cgroup-v2", "cgroup-v1" or
+  // "none" (agent/cgroup_limits.h), and why not cgroups when "none".
+  std::string limits = "none";
+  std::string limits_why;
   std::string samples_json;  // the agent's GPU document (as on its /v1/gpus), or ""
   // Long poll: the controller may hold the reply this long (capped at a quarter of the lease)
   // until it has new work for this node, so work reaches an agent at once, not a beat later.

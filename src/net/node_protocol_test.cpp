@@ -25,6 +25,10 @@ TEST(NodeProtocol, HeartbeatSurvivesARoundTripWithBinaryLogBytes) {
   job.log_size = 10;
   job.log_from = 4;
   job.log_data = std::string("a\0\xff\xfe\n", 5);  // not UTF-8: must arrive byte for byte
+  job.usage.source = core::UsageSource::kCgroupV1;
+  job.usage.set(core::UsageFigure::kCpuUsageUs, 1500000);
+  job.usage.set(core::UsageFigure::kOomKills, 1);
+  beat.limits = "cgroup-v1";
   beat.jobs.push_back(job);
   auto parsed = ParseHeartbeat(ToJson(beat));
   ASSERT_TRUE(parsed.ok()) << parsed.error();
@@ -41,6 +45,9 @@ TEST(NodeProtocol, HeartbeatSurvivesARoundTripWithBinaryLogBytes) {
   EXPECT_EQ(b.jobs[0].rank, 1);
   EXPECT_EQ(b.jobs[0].log_from, 4);
   EXPECT_EQ(b.jobs[0].log_data, job.log_data);
+  EXPECT_EQ(b.limits, "cgroup-v1");
+  EXPECT_EQ(b.jobs[0].usage.source, core::UsageSource::kCgroupV1);
+  EXPECT_EQ(b.jobs[0].usage.figures, job.usage.figures) << "missing figures stay missing";
 }
 
 TEST(NodeProtocol, ReplySurvivesARoundTrip) {
@@ -94,6 +101,19 @@ TEST(NodeProtocol, BadHeartbeatsNameWhatIsWrong) {
                     "log_from":0,"log_data":"@@@@"}]})")
                 .error()
                 .find("log_data"),
+            std::string::npos);
+  EXPECT_NE(ParseHeartbeat(R"({"node":"a","gpus":1,"limits":"cgroup-v9"})").error().find("limits"),
+            std::string::npos);
+  const std::string job = R"({"node":"a","gpus":1,"jobs":[{"id":1,"epoch":1,"state":"running",)";
+  EXPECT_NE(ParseHeartbeat(job + R"("usage":{"source":"cgroup-v1","oom_kills":-1}}]})")
+                .error()
+                .find("jobs[].usage.oom_kills"),
+            std::string::npos);
+  EXPECT_NE(ParseHeartbeat(job + R"("usage":{"source":"disk","oom_kills":1}}]})")
+                .error()
+                .find("jobs[].usage.source"),
+            std::string::npos);
+  EXPECT_NE(ParseHeartbeat(job + R"("usage":[1]}]})").error().find("jobs[].usage"),
             std::string::npos);
 }
 

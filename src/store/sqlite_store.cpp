@@ -17,7 +17,7 @@
 namespace gpufleet::store {
 namespace {
 
-constexpr int kSchemaVersion = 6;
+constexpr int kSchemaVersion = 7;
 
 constexpr const char* kSchemaV1 = R"sql(
 CREATE TABLE jobs(
@@ -82,11 +82,16 @@ INSERT INTO tokens(sha256,kind,user) SELECT token_sha256,'user',name FROM users;
 ALTER TABLE events ADD COLUMN actor TEXT NOT NULL DEFAULT '';
 )sql";
 
+// Version 7: what a job used of its nodes' hosts (core::HostUsage, in its text form).
+constexpr const char* kSchemaV7 = R"sql(
+ALTER TABLE jobs ADD COLUMN host_usage TEXT NOT NULL DEFAULT '';
+)sql";
+
 constexpr const char* kJobColumns =
     "id,user,name,queue,priority,gpus,gpu_milli,gpu_type,nodes,argv,env,workdir,state,submit_ms,"
     "start_ms,end_ms,exit_code,node,gpu_indices,epoch,reason,pid,pid_start,client_token,"
     "restartable,cpu_milli,memory_mib,time_limit_s,usage_samples,gpu_util_avg_pct,"
-    "gpu_mem_peak_mib,attained_gpu_s,preempting";
+    "gpu_mem_peak_mib,attained_gpu_s,preempting,host_usage";
 
 // The prepared statements of one connection, by SQL text, kept for reuse: parsing the SQL again
 // for each submit cost more than running it. Used only under the store's connection mutex.
@@ -196,6 +201,7 @@ JobRecord ReadJob(Statement& s) {
   j.gpu_mem_peak_mib = s.Int(30);
   j.attained_gpu_s = s.Double(31);
   j.preempting = s.Int(32) != 0;
+  core::HostUsageFromText(s.Text(33), j.host_usage);  // unreadable: unmeasured
   return j;
 }
 
@@ -242,7 +248,7 @@ class SqliteStore final : public Store {
     }
     // Each step runs in its own transaction and records its version, so an interrupted upgrade
     // resumes where it stopped.
-    const char* steps[] = {kSchemaV1, kSchemaV2, kSchemaV3, kSchemaV4, kSchemaV5, kSchemaV6};
+    const char* steps[] = {kSchemaV1, kSchemaV2, kSchemaV3, kSchemaV4, kSchemaV5, kSchemaV6, kSchemaV7};
     for (int v = version; v < kSchemaVersion; ++v) {
       if (auto r = Exec("BEGIN IMMEDIATE"); !r) return r;
       const std::string record =
@@ -663,6 +669,7 @@ class SqliteStore final : public Store {
     if (u.reason) sql += ",reason=?";
     if (u.pid) sql += ",pid=?,pid_start=?";
     if (u.usage_samples) sql += ",usage_samples=?,gpu_util_avg_pct=?,gpu_mem_peak_mib=?";
+    if (u.host_usage) sql += ",host_usage=?";
     if (u.attained_gpu_s) sql += ",attained_gpu_s=?";
     if (u.preempting) sql += ",preempting=?";
     if (u.bump_epoch) sql += ",epoch=epoch+1";
@@ -685,6 +692,7 @@ class SqliteStore final : public Store {
       s.BindDouble(i++, u.gpu_util_avg_pct);
       s.Bind(i++, u.gpu_mem_peak_mib);
     }
+    if (u.host_usage) s.Bind(i++, core::HostUsageToText(*u.host_usage));
     if (u.attained_gpu_s) s.BindDouble(i++, *u.attained_gpu_s);
     if (u.preempting) s.Bind(i++, int64_t{*u.preempting ? 1 : 0});
     s.Bind(i++, r.id);

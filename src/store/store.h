@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/host_usage.h"
 #include "core/result.h"
 
 namespace gpufleet::store {
@@ -69,6 +70,8 @@ struct JobRecord {
   int64_t usage_samples = 0;
   double gpu_util_avg_pct = 0;
   int64_t gpu_mem_peak_mib = 0;
+  // What it used of its nodes' hosts (CPU, memory, I/O, stalls), recorded when it ends.
+  core::HostUsage host_usage;
   // Preemption: GPU-seconds of service in runs that were preempted (what Tiresias and LAS rank
   // by), and whether it is being stopped for a higher-ranked job right now.
   double attained_gpu_s = 0;
@@ -88,6 +91,7 @@ struct JobUpdate {
   std::optional<int64_t> usage_samples;  // with the two below
   double gpu_util_avg_pct = 0;
   int64_t gpu_mem_peak_mib = 0;
+  std::optional<core::HostUsage> host_usage;
   std::optional<double> attained_gpu_s;
   std::optional<bool> preempting;
 };

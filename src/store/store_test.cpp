@@ -116,9 +116,15 @@ TEST_F(StoreTest, TransitionsAreCompareAndSetAndLogged) {
   started.pid_start = 987654321;
   ASSERT_TRUE(
       store_->Transition(id, JobState::kScheduled, JobState::kRunning, started, 2500).value());
+  EXPECT_FALSE(store_->GetJob(id).value()->host_usage.measured());
   JobUpdate done;
   done.end_ms = 9000;
   done.exit_code = 0;
+  core::HostUsage used;
+  used.source = core::UsageSource::kCgroupV1;
+  used.set(core::UsageFigure::kCpuUsageUs, 4500000);
+  used.set(core::UsageFigure::kOomKills, 0);
+  done.host_usage = used;
   ASSERT_TRUE(store_->Transition(id, JobState::kRunning, JobState::kSucceeded, done, 9000).value());
   auto bad = store_->Transition(id, JobState::kSucceeded, JobState::kRunning, {}, 9100);
   ASSERT_FALSE(bad.ok());
@@ -133,6 +139,8 @@ TEST_F(StoreTest, TransitionsAreCompareAndSetAndLogged) {
   EXPECT_EQ(j.exit_code, 0);
   EXPECT_EQ(j.pid, 4321);
   EXPECT_EQ(j.pid_start, 987654321U);
+  EXPECT_EQ(j.host_usage.source, core::UsageSource::kCgroupV1);
+  EXPECT_EQ(j.host_usage.figures, used.figures);
   const auto events = store_->Events(id).value();
   ASSERT_EQ(events.size(), 4U);
   EXPECT_EQ(events[0].what, "submitted");

@@ -1,0 +1,66 @@
+#include "agent/job_usage.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+namespace gpufleet::agent {
+namespace {
+
+using core::UsageFigure;
+
+// A child in a process group of its own that burns CPU with 32 MiB resident until killed.
+pid_t StartBusyGroup() {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);
+    // Touched through a volatile pointer, so that the stores are not optimized away.
+    volatile char* block = static_cast<volatile char*>(std::malloc(32 << 20));
+    for (int i = 0; i < (32 << 20); i += 4096) block[i] = 1;
+    volatile unsigned long spin = 0;
+    for (;;) spin = spin + 1;
+  }
+  setpgid(pid, pid);
+  return pid;
+}
+
+TEST(JobUsageMeterTest, WithoutACgroupItSumsTheProcessGroupFromProcAndKeepsWhatEndedProcessesUsed) {
+  const CgroupLimits none = CgroupLimits::Detect("/nonexistent-cgroup-root");
+  ASSERT_FALSE(none.available());
+  JobUsageMeter meter(none);
+  const pid_t leader = StartBusyGroup();
+  EXPECT_EQ(ProcessGroupMembers(leader), std::vector<pid_t>{leader});
+  core::HostUsage u;
+  // Wait until the child has used 0.2 s of CPU (the clock ticks at 100 Hz).
+  for (int i = 0; i < 200; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    u = meter.Sample(5, leader);
+    if (u.get(UsageFigure::kCpuUsageUs) >= 200000) break;
+  }
+  EXPECT_EQ(u.source, core::UsageSource::kProc);
+  EXPECT_GE(u.get(UsageFigure::kCpuUsageUs), 200000);
+  EXPECT_GE(u.get(UsageFigure::kMemoryCurrentBytes), 32 << 20);
+  EXPECT_GE(u.get(UsageFigure::kMemoryPeakBytes), 32 << 20);
+  EXPECT_FALSE(u.has(UsageFigure::kCpuThrottledPeriods)) << "not a /proc figure";
+  EXPECT_FALSE(u.has(UsageFigure::kOomKills));
+  const int64_t cpu = u.get(UsageFigure::kCpuUsageUs);
+  kill(leader, SIGKILL);
+  waitpid(leader, nullptr, 0);
+  // Gone: its CPU time stays counted, its memory is no longer current, the peak stays.
+  const core::HostUsage after = meter.Sample(5, leader);
+  EXPECT_EQ(after.source, core::UsageSource::kProc);
+  EXPECT_GE(after.get(UsageFigure::kCpuUsageUs), cpu);
+  EXPECT_EQ(after.get(UsageFigure::kMemoryCurrentBytes), 0);
+  EXPECT_GE(after.get(UsageFigure::kMemoryPeakBytes), 32 << 20);
+  EXPECT_EQ(meter.Last(5).figures, after.figures);
+  meter.Forget(5);
+  EXPECT_FALSE(meter.Last(5).measured());
+}
+
+}  // namespace
+}  // namespace gpufleet::agent
