@@ -42,10 +42,13 @@ class UpServer : public ::testing::Test {
   static inline int tmpfs_kib = 0;
   // Set by a test before SetUp runs Start: more flags for `gpufleet up`.
   static inline std::vector<std::string> extra_up_args;
+  // Set by a test before SetUp runs Start: where `up`'s GPUs come from.
+  static inline std::vector<std::string> gpu_args = {"--simulated-gpus", "4"};
 
  protected:
   void SetUp() override {
     up_args_ = extra_up_args;
+    up_args_.insert(up_args_.end(), gpu_args.begin(), gpu_args.end());
     dir_ = std::filesystem::temp_directory_path() /
            ("gpufleet-up-" + std::to_string(::getpid()) + "-" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
@@ -76,9 +79,9 @@ class UpServer : public ::testing::Test {
   void Start() {
     std::filesystem::remove(dir_ / "server");
     const std::string data = dir_.string();
-    std::vector<std::string> args = {GPUFLEET_BINARY, "up",    "--data-dir",       data,
-                                     "--listen",      listen_, "--simulated-gpus", "4",
-                                     "--stop-grace",  "1",     "--allow-root-jobs"};
+    std::vector<std::string> args = {GPUFLEET_BINARY, "up",          "--data-dir",
+                                     data,            "--listen",    listen_,
+                                     "--stop-grace",  "1",           "--allow-root-jobs"};
     args.insert(args.end(), up_args_.begin(), up_args_.end());
     const std::string log = data + ".up.log";
     pid_ = e2e::Spawn(args, log);
@@ -821,6 +824,132 @@ TEST_F(UpServer, ConcurrentSubmitsThroughRepeatedKill9) {
   }
   // Only a job caught between SCHEDULED and RUNNING at a kill can be LOST.
   EXPECT_LE(lost, 3);
+}
+
+// `up` on a fake NVML (tests/fake_nvml) with 4 H100s; GPUs 0 and 1 raise XID 79 ("fallen off
+// the bus", critical and sticky) 5 s after the server starts.
+class HealthServer : public UpServer {
+ protected:
+  void SetUp() override {
+    scenario_ = std::filesystem::temp_directory_path() /
+                ("gpufleet-xid-" + std::to_string(::getpid()) + ".json");
+    std::string gpus;
+    for (int g = 0; g < 4; ++g) {
+      gpus += std::string(g == 0 ? "" : ",") +
+              R"({"name": "NVIDIA H100 80GB HBM3", "memory_total_mib": 81559,
+                  "timeline": [{"t": 0, "gpu_util": 50, "memory_used_mib": 1000}]})";
+    }
+    std::ofstream(scenario_) << R"({"gpus": [)" << gpus << R"(], "faults": {"xid_events": [
+        {"gpu": 0, "at": 5, "xid": 79}, {"gpu": 1, "at": 5, "xid": 79}]}})";
+    setenv("FAKE_NVML_SCENARIO", scenario_.c_str(), 1);
+    gpu_args = {"--nvml-library", FAKE_NVML_FULL};
+    UpServer::SetUp();
+    gpu_args = {"--simulated-gpus", "4"};
+    started_ = std::chrono::steady_clock::now();
+  }
+  void TearDown() override {
+    UpServer::TearDown();
+    unsetenv("FAKE_NVML_SCENARIO");
+    std::filesystem::remove(scenario_);
+  }
+  json Node() {
+    const json nodes = json::parse(Cli("nodes --json"));
+    return nodes.is_array() && !nodes.empty() ? nodes[0] : json::object();
+  }
+  std::filesystem::path scenario_;
+  std::chrono::steady_clock::time_point started_;
+};
+
+// Issue 12, section 6: an unhealthy GPU is drained, its jobs stopped (requeued if restartable,
+// FAILED otherwise), and nothing is placed there until an admin undrains it.
+TEST_F(HealthServer, AnXidDrainsTheGpuRequeuesItsRestartableJobAndPlacesNothingThereAgain) {
+  auto id_of = [](const std::string& out) { return json::parse(out)["id"].get<int64_t>(); };
+  const int64_t a = id_of(Cli("submit --json --restartable -- sleep 60"));
+  const json a_run = WaitFor(a, "RUNNING");
+  const int64_t b = id_of(Cli("submit --json -- sleep 60"));
+  const json b_run = WaitFor(b, "RUNNING");
+  ASSERT_EQ(a_run["gpu_indices"], json::array({0})) << "packing fills GPU 0 first";
+  ASSERT_EQ(b_run["gpu_indices"], json::array({1}));
+  ASSERT_LT(std::chrono::steady_clock::now() - started_, std::chrono::seconds(4))
+      << "the jobs must run before the XIDs at second 5";
+  // A: requeued onto a healthy GPU. B: not restartable, FAILED with the health reason.
+  const json b_failed = WaitFor(b, "FAILED", 20);
+  EXPECT_NE(b_failed["reason"].get<std::string>().find("GPU 1 of node local became unhealthy"),
+            std::string::npos)
+      << b_failed.dump();
+  EXPECT_NE(b_failed["reason"].get<std::string>().find("XID 79"), std::string::npos);
+  json a_again;
+  for (int i = 0; i < 400; ++i) {
+    a_again = json::parse(Cli("show --json " + std::to_string(a)));
+    if (a_again["state"] == "RUNNING" && a_again["epoch"].get<int>() >= 2) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(a_again["state"], "RUNNING") << a_again.dump();
+  EXPECT_EQ(a_again["epoch"], 2) << "placed a second time";
+  const int a_gpu = a_again["gpu_indices"][0].get<int>();
+  EXPECT_TRUE(a_gpu == 2 || a_gpu == 3) << a_again.dump();
+  // The node shows both GPUs drained for health, and the metric counts them.
+  json node = Node();
+  ASSERT_EQ(node["drained"].size(), 2U) << node.dump();
+  EXPECT_EQ(node["drained"][0]["gpu"], 0);
+  EXPECT_EQ(node["drained"][0]["cause"], "health");
+  EXPECT_NE(node["drained"][0]["reason"].get<std::string>().find("XID 79"), std::string::npos);
+  EXPECT_NE(Cli("nodes").find("GPU 1 drained (health): XID 79"), std::string::npos) << Cli("nodes");
+  auto metrics = Http("").Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_NE(metrics->body.find("gpufleet_controller_gpus_drained{cause=\"health\"} 2"),
+            std::string::npos);
+  EXPECT_NE(metrics->body.find("gpufleet_controller_jobs_stopped_unhealthy_gpu_total 2"),
+            std::string::npos)
+      << metrics->body;
+  // One healthy GPU is left: C takes it; D waits, never on the drained GPUs.
+  const int64_t c = id_of(Cli("submit --json -- sleep 60"));
+  const json c_run = WaitFor(c, "RUNNING");
+  EXPECT_EQ(c_run["gpu_indices"][0].get<int>(), 5 - a_gpu);
+  const int64_t d = id_of(Cli("submit --json -- sleep 60"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_EQ(json::parse(Cli("show --json " + std::to_string(d)))["state"], "PENDING");
+  // Users may not undrain; an admin may, and D runs on the GPU undrained.
+  const std::string alice = json::parse(Cli("users add alice --json"))["token"];
+  EXPECT_EQ(Http(alice).Post("/v1/nodes/local/undrain", "{}", "application/json")->status, 403);
+  EXPECT_EQ(Http(alice)
+                .Post("/v1/nodes/local/drain", R"({"gpu":2,"reason":"mine"})", "application/json")
+                ->status,
+            403);
+  EXPECT_EQ(Http(token_)
+                .Post("/v1/nodes/local/drain", R"({"gpu":2,"reason":"a\u0007b"})",
+                      "application/json")
+                ->status,
+            400)
+      << "control characters in a reason";
+  EXPECT_NE(Cli("undrain local:9").find("gpu: node local has GPUs 0..3"), std::string::npos);
+  EXPECT_NE(Cli("undrain nowhere:0").find("no node nowhere"), std::string::npos);
+  EXPECT_NE(Cli("undrain local:0").find("GPUs [0] undrained"), std::string::npos);
+  const json d_run = WaitFor(d, "RUNNING");
+  EXPECT_EQ(d_run["gpu_indices"], json::array({0}));
+  // An admin drain: shown with who and why; the job running there goes on.
+  EXPECT_NE(Cli("drain local:0 --reason 'fan replacement'").find("GPUs [0] drained"),
+            std::string::npos);
+  node = Node();
+  bool found = false;
+  for (const json& g : node["drained"]) {
+    if (g["gpu"] == 0) {
+      found = true;
+      EXPECT_EQ(g["cause"], "admin");
+      EXPECT_EQ(g["reason"], "fan replacement");
+      EXPECT_EQ(g["by"], "root");
+    }
+  }
+  EXPECT_TRUE(found) << node.dump();
+  EXPECT_EQ(json::parse(Cli("show --json " + std::to_string(d)))["state"], "RUNNING");
+  EXPECT_NE(Cli("drain local:0").find("--reason is required"), std::string::npos);
+  // The admin drain outlives a restart of the server.
+  Kill(SIGTERM);
+  Start();
+  node = Node();
+  found = false;
+  for (const json& g : node["drained"]) found = found || (g["gpu"] == 0 && g["cause"] == "admin");
+  EXPECT_TRUE(found) << node.dump();
 }
 
 class FairShareServer : public UpServer {

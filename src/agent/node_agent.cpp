@@ -46,6 +46,10 @@ std::vector<net::GpuFigure> FiguresOf(const std::vector<gpu::GpuSample>& samples
     if (s.fb_used_bytes.has_value()) {
       f.mem_used_mib = static_cast<int64_t>(s.fb_used_bytes.value >> 20);
     }
+    f.healthy = s.health.healthy;
+    for (const std::string& why : s.health.reasons) {
+      f.health_reason += (f.health_reason.empty() ? "" : "; ") + why;
+    }
     out.push_back(f);
   }
   return out;

@@ -113,6 +113,17 @@ void ClientCli::Register(CLI::App& app) {
   node_revoke->add_option("node", admin_.name, "node name")->required();
   add_client_flags(node_revoke, admin_.client);
   node_revoke->callback([this] { std::exit(Guarded([&] { return RunNodeRevoke(admin_); })); });
+  CLI::App* drain_cmd = app.add_subcommand(
+      "drain", "Place nothing new on a node's GPUs (admins); jobs running there finish");
+  drain_cmd->add_option("target", admin_.name, "NODE (all its GPUs) or NODE:GPU")->required();
+  drain_cmd->add_option("--reason", admin_.reason, "why (shown in `gpufleet nodes`)")->required();
+  add_client_flags(drain_cmd, admin_.client);
+  drain_cmd->callback([this] { std::exit(Guarded([&] { return RunDrain(admin_, true); })); });
+  CLI::App* undrain_cmd = app.add_subcommand(
+      "undrain", "Place jobs on drained GPUs again (admins), unhealthy ones included");
+  undrain_cmd->add_option("target", admin_.name, "NODE (all its GPUs) or NODE:GPU")->required();
+  add_client_flags(undrain_cmd, admin_.client);
+  undrain_cmd->callback([this] { std::exit(Guarded([&] { return RunDrain(admin_, false); })); });
   nodes_cmd->callback([this, nodes_cmd] {
     if (nodes_cmd->get_subcommands().empty()) {
       std::exit(Guarded([&] { return RunNodes(job_client_); }));

@@ -458,6 +458,14 @@ int RunNodes(const ClientOptions& client) {
                 Cell(n["gpu_model"]).c_str(), Cell(n.value("limits", json("none"))).c_str(),
                 n["running_jobs"].get<int>(),
                 n["simulated"].get<bool>() ? "  (SIMULATED GPUs)" : "");
+    if (n.contains("drained") && n["drained"].is_array()) {
+      for (const json& d : n["drained"]) {
+        std::printf("%-12s GPU %s drained (%s%s): %s\n", "", Cell(d["gpu"]).c_str(),
+                    Cell(d["cause"]).c_str(),
+                    d.value("by", "").empty() ? "" : (", by " + Cell(d["by"])).c_str(),
+                    Cell(d["reason"]).c_str());
+      }
+    }
     if (n.value("limits", "none") == "none" && !n.value("limits_why", "").empty()) {
       std::printf("%-12s no job limits (usage from /proc): %s\n", "",
                   Cell(n["limits_why"]).c_str());
@@ -582,6 +590,43 @@ int RunTokenRevoke(const AdminOptions& o) {
       Check(c->http->Send("DELETE", "/v1/tokens/" + QueryValue(o.id), "", ""), *c, "token revoke");
   if (!answer) return 1;
   std::printf("token %s revoked\n", Printable(o.id).c_str());
+  return 0;
+}
+
+int RunDrain(const AdminOptions& o, bool drain) {
+  // NODE or NODE:GPU (node names hold no ':').
+  std::string node = o.name;
+  json body = json::object();
+  if (const std::size_t colon = o.name.rfind(':'); colon != std::string::npos) {
+    node = o.name.substr(0, colon);
+    const std::string gpu = o.name.substr(colon + 1);
+    char* end = nullptr;
+    const long index = std::strtol(gpu.c_str(), &end, 10);
+    if (gpu.empty() || *end != '\0' || index < 0 || index > 1023) {
+      std::fprintf(stderr, "gpufleet: %s: expected NODE or NODE:GPU (a GPU index)\n",
+                   Printable(o.name).c_str());
+      return 2;
+    }
+    body["gpu"] = index;
+  }
+  if (node.empty()) {
+    std::fprintf(stderr, "gpufleet: expected NODE or NODE:GPU\n");
+    return 2;
+  }
+  if (drain) body["reason"] = o.reason;
+  auto c = Connect(o.client);
+  if (!c) return 1;
+  const char* what = drain ? "drain" : "undrain";
+  auto answer = Check(c->http->Post("/v1/nodes/" + QueryValue(node) + "/" + what, body.dump()), *c,
+                      what);
+  if (!answer) return 1;
+  if (o.client.json) {
+    std::printf("%s\n", answer->dump().c_str());
+    return 0;
+  }
+  std::printf("node %s: GPUs %s %s\n", Printable(node).c_str(), Cell((*answer)["gpus"]).c_str(),
+              drain ? "drained: nothing new is placed on them; running jobs finish"
+                    : "undrained: jobs may be placed on them again");
   return 0;
 }
 

@@ -64,6 +64,7 @@ struct AdminOptions {
   std::string ttl = "1h";  // token create --join --ttl
   std::string node;        // token create --join --node: the one node name it may claim
   std::string id;          // token revoke ID
+  std::string reason;      // drain --reason
 };
 int RunUsersAdd(const AdminOptions& options);
 int RunUsersList(const ClientOptions& client);
@@ -72,6 +73,8 @@ int RunTokenCreate(const AdminOptions& options);
 int RunTokenList(const ClientOptions& client);
 int RunTokenRevoke(const AdminOptions& options);
 int RunNodeRevoke(const AdminOptions& options);
+// `drain NODE[:GPU] --reason R` and `undrain NODE[:GPU]` (`name` holds NODE[:GPU]).
+int RunDrain(const AdminOptions& options, bool drain);
 
 // What a client command does with an https server when this program has no TLS (the static
 // `gpufleet`: it execs gpufleet-full with the same arguments); unset, the command fails there.

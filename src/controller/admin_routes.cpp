@@ -2,6 +2,7 @@
 
 #include "controller/api_common.h"
 #include "controller/auth.h"
+#include "core/node.h"
 
 namespace gpufleet::controller {
 namespace {
@@ -40,6 +41,14 @@ void Audit(Controller& controller, const Caller& who, const std::string& what,
   if (auto r = controller.store().Audit(0, who.name, what, detail, NowMs()); !r) {
     std::fprintf(stderr, "gpufleet: audit log: %s\n", r.error().c_str());
   }
+}
+
+// No control characters (UTF-8 passes): what is stored is shown on terminals later.
+bool Printable(const std::string& text) {
+  for (unsigned char c : text) {
+    if (c < 0x20 || c == 0x7f) return false;
+  }
+  return true;
 }
 
 json TokenJson(const store::TokenRecord& t) {
@@ -204,6 +213,46 @@ void AddAdminRoutes(net::HttpServer& server, Controller& controller, const std::
           node + " (" + std::to_string(revoked.value()) + ")");
     res.set_content(Dump({{"node", node}, {"revoked", revoked.value()}}), "application/json");
   });
+  // Drain and undrain: {"gpu": N} for one GPU (absent: all of the node's), {"reason": "..."}.
+  const auto drain_route = [&controller](bool drain) {
+    return [&controller, drain](const httplib::Request& req, httplib::Response& res) {
+      auto admin = Admin(controller, req, res);
+      if (!admin) return;
+      auto body = Body(req, res);
+      if (!body) return;
+      const json& j = *body;
+      int gpu = -1;
+      if (j.contains("gpu") && !j["gpu"].is_null()) {
+        if (!j["gpu"].is_number_integer() || j["gpu"].get<int64_t>() < 0 ||
+            j["gpu"].get<int64_t>() >= core::kMaxGpusPerNode) {
+          return Fail(res, 400, "gpu: a GPU index, 0.." + std::to_string(core::kMaxGpusPerNode - 1),
+                      "gpu");
+        }
+        gpu = static_cast<int>(j["gpu"].get<int64_t>());
+      }
+      std::string reason;
+      if (drain) {
+        if (!j.contains("reason") || !j["reason"].is_string() ||
+            j["reason"].get<std::string>().empty() || j["reason"].get<std::string>().size() > 256 ||
+            !Printable(j["reason"].get<std::string>())) {
+          return Fail(res, 400, "reason: say why, in 1-256 printable characters", "reason");
+        }
+        reason = j["reason"].get<std::string>();
+      }
+      const std::string node = req.matches[1];
+      auto done = drain ? controller.Drain(node, gpu, reason, admin->name)
+                        : controller.Undrain(node, gpu);
+      if (!done) return Fail(res, done.failure());
+      std::string gpus;
+      for (int g : done.value()) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
+      Audit(controller, *admin, drain ? "drain" : "undrain",
+            "node " + node + " GPUs " + (gpus.empty() ? "none" : gpus) +
+                (reason.empty() ? "" : ": " + reason));
+      res.set_content(Dump(json{{"node", node}, {"gpus", done.value()}}), "application/json");
+    };
+  };
+  server.Post(R"(/v1/nodes/([^/]+)/drain)", drain_route(true));
+  server.Post(R"(/v1/nodes/([^/]+)/undrain)", drain_route(false));
   server.Get("/v1/audit", [&controller](const httplib::Request& req, httplib::Response& res) {
     if (!Admin(controller, req, res)) return;
     auto events = controller.store().Events(0);

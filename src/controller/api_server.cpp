@@ -298,7 +298,16 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
     if (!impl.Authenticate(req, res)) return;
     json out = json::array();
     for (const NodeView& n : impl.controller.Nodes()) {
+      json drained = json::array();
+      for (const NodeView::DrainedGpu& d : n.drained) {
+        drained.push_back({{"gpu", d.gpu},
+                           {"cause", d.cause},
+                           {"reason", d.reason},
+                           {"by", d.by},
+                           {"since_ms", d.since_ms}});
+      }
       out.push_back({{"name", n.name},
+                     {"drained", std::move(drained)},
                      {"address", n.address},
                      {"gpus", n.gpus},
                      {"free_gpus", n.free_gpus},
@@ -402,6 +411,18 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
            s.preempted);
     metric("gpufleet_controller_heartbeats_total", "counter", "Agent heartbeats received.",
            s.heartbeats);
+    out +=
+        "# HELP gpufleet_controller_gpus_drained GPUs nothing new is placed on, by cause "
+        "(health: their agent says unhealthy; admin: `gpufleet drain`).\n"
+        "# TYPE gpufleet_controller_gpus_drained gauge\n"
+        "gpufleet_controller_gpus_drained{cause=\"health\"} " +
+        std::to_string(s.gpus_drained_health) +
+        "\n"
+        "gpufleet_controller_gpus_drained{cause=\"admin\"} " +
+        std::to_string(s.gpus_drained_admin) + "\n";
+    metric("gpufleet_controller_jobs_stopped_unhealthy_gpu_total", "counter",
+           "Jobs stopped because a GPU of theirs became unhealthy (requeued if restartable).",
+           s.health_stops);
     metric("gpufleet_controller_http_requests_total", "counter", "HTTP requests received.",
            impl.requests.load());
     res.set_content(out, "text/plain; version=0.0.4");

@@ -236,6 +236,137 @@ void Controller::RebuildClusterLocked() {
       cluster_.Allocate(r.node, sched::SliceSpec(a.queued, k), r.gpus);
     }
   }
+  for (std::size_t n = 0; n < nodes_.size(); ++n) {
+    nodes_[n].held = 0;  // a new snapshot holds nothing yet
+    HoldDrainedLocked(static_cast<int>(n));
+  }
+}
+
+std::string Controller::DrainReason(const NodeEntry& n, int gpu) {
+  if (auto d = n.drains.find(gpu); d != n.drains.end()) {
+    return "drained by " + d->second.by + (d->second.reason.empty() ? "" : ": " + d->second.reason);
+  }
+  auto bad = n.unhealthy.find(gpu);
+  if (bad == n.unhealthy.end()) return "";
+  auto ack = n.acked.find(gpu);
+  if (ack != n.acked.end() && ack->second == bad->second) return "";  // an admin undrained it
+  return "unhealthy: " + bad->second;
+}
+
+void Controller::HoldDrainedLocked(int node) {
+  NodeEntry& n = nodes_[node];
+  if (!n.alive || node >= cluster_.size()) return;  // a node that is not there is held whole
+  sched::QueuedJob one;
+  one.total_gpus = 1;
+  for (int g = 0; g < n.spec.num_gpus && g < 32; ++g) {
+    const core::GpuMask bit = core::GpuMask{1} << g;
+    const bool drained = !DrainReason(n, g).empty();
+    if (drained && !(n.held & bit) && cluster_.state(node).gpu_free[g] == core::kGpuMilli) {
+      cluster_.Allocate(node, sched::SliceSpec(one, 1), bit);
+      n.held |= bit;
+    } else if (!drained && (n.held & bit)) {
+      cluster_.Release(node, sched::SliceSpec(one, 1), bit);
+      n.held &= ~bit;
+    }
+  }
+}
+
+void Controller::UpdateHealthLocked(int node, const std::vector<net::GpuFigure>& figures,
+                                    int64_t now_ms) {
+  NodeEntry& n = nodes_[node];
+  std::map<int, std::string> bad;
+  for (const net::GpuFigure& f : figures) {
+    if (f.healthy || f.index < 0 || f.index >= n.spec.num_gpus) continue;
+    bad[f.index] = f.health_reason.empty() ? std::string("unhealthy") : f.health_reason;
+  }
+  if (bad == n.unhealthy) return;
+  const auto event = [&](const std::string& what, const std::string& detail) {
+    std::fprintf(stderr, "gpufleet: %s: %s\n", what.c_str(), detail.c_str());
+    if (auto r = store_.Audit(0, "", what, detail, now_ms); !r) ++stats_.store_errors;
+  };
+  std::vector<int> newly;
+  for (const auto& [g, why] : bad) {
+    auto was = n.unhealthy.find(g);
+    if (was != n.unhealthy.end() && was->second == why) continue;
+    event("GPU drained", "node " + n.name + " GPU " + std::to_string(g) + " is unhealthy (" + why +
+                             "): nothing new is placed on it; its jobs are stopped");
+    newly.push_back(g);
+  }
+  for (const auto& [g, why] : n.unhealthy) {
+    if (bad.count(g) == 0) {
+      event("GPU healthy again", "node " + n.name + " GPU " + std::to_string(g) + " (was: " + why +
+                                     ")");
+    }
+  }
+  n.unhealthy = std::move(bad);
+  for (auto it = n.acked.begin(); it != n.acked.end();) {  // a new problem drains again
+    auto now = n.unhealthy.find(it->first);
+    it = now == n.unhealthy.end() || now->second != it->second ? n.acked.erase(it) : std::next(it);
+  }
+  for (int g : newly) {
+    const std::string why = DrainReason(n, g);
+    if (why.empty()) continue;
+    for (auto& [id, a] : active_) {
+      if (!a.health_stop.empty() || a.cancel) continue;
+      for (const Rank& r : a.ranks) {
+        if (r.node != node || r.ended || !(r.gpus & (core::GpuMask{1} << g))) continue;
+        a.health_stop = "GPU " + std::to_string(g) + " of node " + n.name + " became " + why;
+        ++stats_.health_stops;
+        StopRanksLocked(a);
+        break;
+      }
+    }
+  }
+  HoldDrainedLocked(node);
+  woken_ = true;
+}
+
+core::Result<std::vector<int>> Controller::Drain(const std::string& node, int gpu,
+                                                 const std::string& reason,
+                                                 const std::string& by) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (std::size_t k = 0; k < nodes_.size(); ++k) {
+    NodeEntry& n = nodes_[k];
+    if (n.name != node || !n.known) continue;
+    if (gpu < -1 || gpu >= n.spec.num_gpus) {
+      return core::Error{"gpu: node " + node + " has GPUs 0.." + std::to_string(n.spec.num_gpus - 1),
+                         core::ErrorCode::kInvalid, "gpu"};
+    }
+    std::vector<int> done;
+    const int64_t now_ms = NowMs();
+    for (int g = gpu < 0 ? 0 : gpu; g < (gpu < 0 ? n.spec.num_gpus : gpu + 1); ++g) {
+      n.drains[g] = store::GpuDrain{g, reason, by, now_ms};
+      done.push_back(g);
+    }
+    PersistNodeLocked(static_cast<int>(k), now_ms);
+    HoldDrainedLocked(static_cast<int>(k));
+    return done;
+  }
+  return core::Error{"no node " + node, core::ErrorCode::kNotFound, "node"};
+}
+
+core::Result<std::vector<int>> Controller::Undrain(const std::string& node, int gpu) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (std::size_t k = 0; k < nodes_.size(); ++k) {
+    NodeEntry& n = nodes_[k];
+    if (n.name != node || !n.known) continue;
+    if (gpu < -1 || gpu >= n.spec.num_gpus) {
+      return core::Error{"gpu: node " + node + " has GPUs 0.." + std::to_string(n.spec.num_gpus - 1),
+                         core::ErrorCode::kInvalid, "gpu"};
+    }
+    std::vector<int> done;
+    for (int g = gpu < 0 ? 0 : gpu; g < (gpu < 0 ? n.spec.num_gpus : gpu + 1); ++g) {
+      const bool was = !DrainReason(n, g).empty();
+      n.drains.erase(g);
+      if (auto bad = n.unhealthy.find(g); bad != n.unhealthy.end()) n.acked[g] = bad->second;
+      if (was) done.push_back(g);
+    }
+    PersistNodeLocked(static_cast<int>(k), NowMs());
+    HoldDrainedLocked(static_cast<int>(k));
+    woken_ = true;
+    return done;
+  }
+  return core::Error{"no node " + node, core::ErrorCode::kNotFound, "node"};
 }
 
 core::Result<bool> Controller::Recover(int64_t now_ms) {
@@ -249,6 +380,7 @@ core::Result<bool> Controller::Recover(int64_t now_ms) {
   for (const store::NodeRecord& record : registry.value()) {
     const int index = NodeIndexLocked(record.name);
     NodeEntry& n = nodes_[index];
+    for (const store::GpuDrain& d : record.drains) n.drains[d.gpu] = d;
     if (n.local) continue;
     n.spec = SpecOf(record.name, record.gpus, record.gpu_model, &n.model_name);
     n.known = true;
@@ -731,6 +863,10 @@ void Controller::SettleLocked(int64_t id, int64_t now_ms) {
   });
   if (a.cancel) {
     EndLocked(id, store::JobState::kCancelled, code, "cancelled while running", now_ms);
+  } else if (!a.health_stop.empty() && !finished_first) {
+    // Stopped because a GPU of its became unhealthy: it runs again elsewhere when it may.
+    EndLocked(id, a.job.restartable ? store::JobState::kLost : store::JobState::kFailed,
+              a.job.restartable ? std::nullopt : std::optional<int>(code), a.health_stop, now_ms);
   } else if (a.preempting && !lost && !finished_first && !failed_on_its_own) {
     // Stopped (SIGTERM, the grace period to checkpoint, SIGKILL) for a job the queue policy ranks
     // higher: it waits again, with the GPU time it has had counted as service received.
@@ -762,6 +898,7 @@ void Controller::EndLocked(int64_t id, store::JobState to, std::optional<int> ex
     if (!nodes_[r.node].local) TouchNodeLocked(r.node);
     if (nodes_[r.node].alive) {
       cluster_.Release(r.node, sched::SliceSpec(a.queued, std::popcount(r.gpus)), r.gpus);
+      HoldDrainedLocked(r.node);  // a drained GPU it leaves is held, not placed on
     }
   }
   store::JobState from = a.job.state;
@@ -859,6 +996,7 @@ void Controller::PersistNodeLocked(int node, int64_t now_ms) {
   record.gpu_model = n.model_name;
   record.simulated = n.simulated;
   record.epoch = n.epoch;
+  for (const auto& [g, d] : n.drains) record.drains.push_back(d);
   record.first_seen_ms = n.first_seen_ms;
   record.last_seen_ms = n.alive ? now_ms : n.last_seen_ms;
   record.state = n.alive ? "READY" : "LOST";
@@ -996,6 +1134,7 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
     }
   }
   AccountUsageLocked(index, beat.figures);
+  UpdateHealthLocked(index, beat.figures, now_ms);
   for (int64_t id : touched) SettleLocked(id, now_ms);
   // What the reply implies (an ended job no longer listed, so the agent forgets it) must be
   // durable before the agent reads it.
@@ -1089,7 +1228,9 @@ void Controller::PassLocked(int64_t now_ms) {
   }
   // The local node's GPU figures, into its running jobs' usage summaries.
   if (executor_ != nullptr && options_.local_figures) {
-    AccountUsageLocked(0, options_.local_figures());
+    const std::vector<net::GpuFigure> figures = options_.local_figures();
+    AccountUsageLocked(0, figures);
+    UpdateHealthLocked(0, figures, now_ms);
   }
   // Jobs past their time limit are stopped (SIGTERM, grace, SIGKILL) and end FAILED.
   for (auto& [id, a] : active_) {
@@ -1220,6 +1361,13 @@ std::vector<NodeView> Controller::Nodes() const {
     v.local = n.local;
     v.limits = n.limits;
     v.limits_why = n.limits_why;
+    for (int g = 0; g < n.spec.num_gpus; ++g) {
+      if (auto d = n.drains.find(g); d != n.drains.end()) {
+        v.drained.push_back({g, "admin", d->second.reason, d->second.by, d->second.since_ms});
+      } else if (!DrainReason(n, g).empty()) {
+        v.drained.push_back({g, "health", n.unhealthy.at(g), "", 0});
+      }
+    }
     v.state = n.alive ? "READY" : n.pending_return ? "UNKNOWN" : "LOST";
     v.epoch = n.epoch;
     v.last_seen_ms = n.local ? 0 : n.last_seen_ms;
@@ -1237,7 +1385,17 @@ std::vector<NodeView> Controller::Nodes() const {
 
 ControllerStats Controller::Stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return stats_;
+  ControllerStats out = stats_;
+  for (const NodeEntry& n : nodes_) {
+    for (int g = 0; g < n.spec.num_gpus; ++g) {
+      if (n.drains.count(g) > 0) {
+        ++out.gpus_drained_admin;
+      } else if (!DrainReason(n, g).empty()) {
+        ++out.gpus_drained_health;
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace gpufleet::controller

@@ -109,6 +109,16 @@ struct NodeView {
   bool local = false;
   std::string limits;      // "cgroup-v2", "cgroup-v1", or "none" (unlimited, measured from /proc)
   std::string limits_why;  // why not cgroups, when "none"
+  // GPUs nothing new is placed on: unhealthy ones (cause "health": the agent's verdict; their
+  // jobs were stopped) and those an admin drained (cause "admin").
+  struct DrainedGpu {
+    int gpu = 0;
+    std::string cause;  // "health" or "admin"
+    std::string reason;
+    std::string by;         // the admin (admin drains)
+    int64_t since_ms = 0;  // admin drains
+  };
+  std::vector<DrainedGpu> drained;
   std::string state;  // READY, LOST, or UNKNOWN (named by a job, not heard from since a restart)
   int64_t epoch = 0;
   int64_t last_seen_ms = 0;  // 0: never (local: always 0)
@@ -126,6 +136,9 @@ struct ControllerStats {
   int64_t preempted = 0;  // running jobs stopped for a job the queue policy ranks higher
   int64_t heartbeats = 0;
   int64_t store_errors = 0;  // commits of state changes that failed
+  int64_t gpus_drained_health = 0;  // now: GPUs drained because their agent says unhealthy
+  int64_t gpus_drained_admin = 0;   // now: GPUs an admin drained
+  int64_t health_stops = 0;         // jobs stopped because a GPU of theirs became unhealthy
 };
 
 class Controller {
@@ -166,6 +179,14 @@ class Controller {
 
   std::vector<NodeView> Nodes() const;
   ControllerStats Stats() const;
+  // Admin drain, as Slurm's: nothing new is placed on GPU `gpu` of node `node` (-1: all of its
+  // GPUs) until it is undrained; jobs running there finish. Kept across restarts. Returns the
+  // GPUs drained; errors (kNotFound, kInvalid naming "gpu") for an unknown node or GPU.
+  core::Result<std::vector<int>> Drain(const std::string& node, int gpu, const std::string& reason,
+                                       const std::string& by);
+  // Ends admin drains of those GPUs, and accepts their present health problem: an unhealthy GPU
+  // is placed on again until its agent reports a different problem (which drains it again).
+  core::Result<std::vector<int>> Undrain(const std::string& node, int gpu);
   // Where the controller keeps rank `rank`'s log of job `id` (rank 0: what `logs` shows).
   std::string LogPath(int64_t id, int rank = 0) const;
   store::Store& store() { return store_; }
@@ -190,6 +211,14 @@ class Controller {
     std::string samples_json;
     uint64_t version = 0;        // bumped when what this node should run changes (wakes its agent)
     int64_t last_figure_ms = 0;  // newest GPU figure counted into usage summaries
+    // Draining (see NodeView::drained). `unhealthy`: the agent's latest verdict by GPU; `acked`:
+    // the health reason an admin undrained, by GPU (placeable while it stays the same); `drains`:
+    // admin drains (kept in the store); `held`: drained GPUs the cluster snapshot holds with a
+    // blocker, so that no placement takes them.
+    std::map<int, std::string> unhealthy;
+    std::map<int, std::string> acked;
+    std::map<int, store::GpuDrain> drains;
+    core::GpuMask held = 0;
   };
   struct Rank {
     int node = 0;
@@ -221,6 +250,7 @@ class Controller {
     bool stopping = false;
     bool timed_out = false;   // stopped at its time limit
     bool preempting = false;  // stopped to make room for a job the queue policy ranks higher
+    std::string health_stop;  // stopped because a GPU of its became unhealthy: why
   };
 
   Controller(store::Store& store, NodeExecutor* executor, ControllerOptions options,
@@ -259,6 +289,13 @@ class Controller {
   // SCHEDULED in the store and is queued again at the next start.
   void LaunchQueued(std::unique_lock<std::mutex>& lock);
   void StopRanksLocked(Active& a);
+  // Whether nothing new may be placed on GPU `gpu` of `n`, and why ("" when it may).
+  static std::string DrainReason(const NodeEntry& n, int gpu);
+  // The agent's health verdicts in `figures`: newly unhealthy GPUs are drained (an event, and
+  // their jobs stopped: requeued if restartable, FAILED otherwise), recovered ones undrained.
+  void UpdateHealthLocked(int node, const std::vector<net::GpuFigure>& figures, int64_t now_ms);
+  // Makes the snapshot hold exactly the node's drained GPUs that no job uses (a blocker each).
+  void HoldDrainedLocked(int node);
   void TouchNodeLocked(int node);
   // Moves the job on as its ranks report: RUNNING once all run; ended once all have ended.
   void SettleLocked(int64_t id, int64_t now_ms);

@@ -110,8 +110,12 @@ std::string ToJson(const Heartbeat& b) {
   }
   json figures = json::array();
   for (const GpuFigure& f : b.figures) {
-    figures.push_back(
-        {{"index", f.index}, {"t", f.sample_ms}, {"util", f.util_pct}, {"mem", f.mem_used_mib}});
+    json fig = {{"index", f.index}, {"t", f.sample_ms}, {"util", f.util_pct}, {"mem", f.mem_used_mib}};
+    if (!f.healthy) {
+      fig["ok"] = false;
+      fig["why"] = f.health_reason;
+    }
+    figures.push_back(std::move(fig));
   }
   json j = {{"node", b.node},
             {"figures", figures},
@@ -180,6 +184,8 @@ core::Result<Heartbeat> ParseHeartbeat(const std::string& body) {
       g.sample_ms = CheckedInt(f, "t", 0, kMaxId, 0);
       g.util_pct = CheckedNumber(f, "util", -1, 100, -1);
       g.mem_used_mib = CheckedInt(f, "mem", -1, int64_t{1} << 40, -1);
+      g.healthy = CheckedBool(f, "ok", true);
+      if (!g.healthy) g.health_reason = CheckedString(f, "why", 1024, "");
       b.figures.push_back(g);
     }
     if (j.contains("samples")) b.samples_json = j.at("samples").dump();

@@ -47,6 +47,9 @@ struct GpuFigure {
       0;  // when the agent read it (wall clock); a repeated sample is not counted twice
   double util_pct = -1;  // -1: unknown
   int64_t mem_used_mib = -1;
+  // The agent's health verdict (gpu/health.h): an unhealthy GPU is drained by the controller.
+  bool healthy = true;
+  std::string health_reason;  // why not, when unhealthy ("XID 79 (...)"; reasons joined by "; ")
 };
 
 struct Heartbeat {

@@ -30,6 +30,11 @@ TEST(NodeProtocol, HeartbeatSurvivesARoundTripWithBinaryLogBytes) {
   job.usage.set(core::UsageFigure::kOomKills, 1);
   beat.limits = "cgroup-v1";
   beat.jobs.push_back(job);
+  GpuFigure sick;
+  sick.index = 3;
+  sick.healthy = false;
+  sick.health_reason = "XID 79 (GPU has fallen off the bus)";
+  beat.figures = {GpuFigure{}, sick};
   auto parsed = ParseHeartbeat(ToJson(beat));
   ASSERT_TRUE(parsed.ok()) << parsed.error();
   const Heartbeat& b = parsed.value();
@@ -48,6 +53,11 @@ TEST(NodeProtocol, HeartbeatSurvivesARoundTripWithBinaryLogBytes) {
   EXPECT_EQ(b.limits, "cgroup-v1");
   EXPECT_EQ(b.jobs[0].usage.source, core::UsageSource::kCgroupV1);
   EXPECT_EQ(b.jobs[0].usage.figures, job.usage.figures) << "missing figures stay missing";
+  ASSERT_EQ(b.figures.size(), 2U);
+  EXPECT_TRUE(b.figures[0].healthy);
+  EXPECT_FALSE(b.figures[1].healthy);
+  EXPECT_EQ(b.figures[1].index, 3);
+  EXPECT_EQ(b.figures[1].health_reason, sick.health_reason);
 }
 
 TEST(NodeProtocol, ReplySurvivesARoundTrip) {

@@ -17,7 +17,7 @@
 namespace gpufleet::store {
 namespace {
 
-constexpr int kSchemaVersion = 7;
+constexpr int kSchemaVersion = 8;
 
 constexpr const char* kSchemaV1 = R"sql(
 CREATE TABLE jobs(
@@ -85,6 +85,11 @@ ALTER TABLE events ADD COLUMN actor TEXT NOT NULL DEFAULT '';
 // Version 7: what a job used of its nodes' hosts (core::HostUsage, in its text form).
 constexpr const char* kSchemaV7 = R"sql(
 ALTER TABLE jobs ADD COLUMN host_usage TEXT NOT NULL DEFAULT '';
+)sql";
+
+// Version 8: GPUs an admin drained, per node (JSON: [{"gpu", "reason", "by", "since_ms"}]).
+constexpr const char* kSchemaV8 = R"sql(
+ALTER TABLE nodes ADD COLUMN drains TEXT NOT NULL DEFAULT '[]';
 )sql";
 
 constexpr const char* kJobColumns =
@@ -248,7 +253,7 @@ class SqliteStore final : public Store {
     }
     // Each step runs in its own transaction and records its version, so an interrupted upgrade
     // resumes where it stopped.
-    const char* steps[] = {kSchemaV1, kSchemaV2, kSchemaV3, kSchemaV4, kSchemaV5, kSchemaV6, kSchemaV7};
+    const char* steps[] = {kSchemaV1, kSchemaV2, kSchemaV3, kSchemaV4, kSchemaV5, kSchemaV6, kSchemaV7, kSchemaV8};
     for (int v = version; v < kSchemaVersion; ++v) {
       if (auto r = Exec("BEGIN IMMEDIATE"); !r) return r;
       const std::string record =
@@ -555,10 +560,10 @@ class SqliteStore final : public Store {
     std::lock_guard<std::mutex> lock(mutex_);
     Statement s(cache_,
                 "INSERT INTO nodes(name,address,gpus,gpu_model,simulated,epoch,first_seen_ms,"
-                "last_seen_ms,state) VALUES(?,?,?,?,?,?,?,?,?) ON CONFLICT(name) DO UPDATE SET "
-                "address=excluded.address, gpus=excluded.gpus, gpu_model=excluded.gpu_model, "
+                "last_seen_ms,state,drains) VALUES(?,?,?,?,?,?,?,?,?,?) ON CONFLICT(name) DO UPDATE "
+                "SET address=excluded.address, gpus=excluded.gpus, gpu_model=excluded.gpu_model, "
                 "simulated=excluded.simulated, epoch=excluded.epoch, "
-                "last_seen_ms=excluded.last_seen_ms, state=excluded.state");
+                "last_seen_ms=excluded.last_seen_ms, state=excluded.state, drains=excluded.drains");
     s.Bind(1, n.name);
     s.Bind(2, n.address);
     s.Bind(3, n.gpus);
@@ -568,6 +573,11 @@ class SqliteStore final : public Store {
     s.Bind(7, n.first_seen_ms);
     s.Bind(8, n.last_seen_ms);
     s.Bind(9, n.state);
+    nlohmann::json drains = nlohmann::json::array();
+    for (const GpuDrain& d : n.drains) {
+      drains.push_back({{"gpu", d.gpu}, {"reason", d.reason}, {"by", d.by}, {"since_ms", d.since_ms}});
+    }
+    s.Bind(10, drains.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     if (s.Step() != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
     return true;
   }
@@ -576,7 +586,7 @@ class SqliteStore final : public Store {
     std::lock_guard<std::mutex> lock(mutex_);
     Statement s(cache_,
                 "SELECT name,address,gpus,gpu_model,simulated,epoch,first_seen_ms,last_seen_ms,"
-                "state FROM nodes ORDER BY name");
+                "state,drains FROM nodes ORDER BY name");
     std::vector<NodeRecord> out;
     int rc;
     while ((rc = s.Step()) == SQLITE_ROW) {
@@ -590,6 +600,19 @@ class SqliteStore final : public Store {
       n.first_seen_ms = s.Int(6);
       n.last_seen_ms = s.Int(7);
       n.state = s.Text(8);
+      // Written by PutNode above; an unreadable value loses the drains, not the node.
+      const nlohmann::json drains = nlohmann::json::parse(s.Text(9), nullptr, false);
+      if (drains.is_array()) {
+        for (const nlohmann::json& d : drains) {
+          if (!d.is_object()) continue;
+          GpuDrain g;
+          g.gpu = d.value("gpu", -1);
+          g.reason = d.value("reason", std::string());
+          g.by = d.value("by", std::string());
+          g.since_ms = d.value("since_ms", int64_t{0});
+          if (g.gpu >= 0) n.drains.push_back(std::move(g));
+        }
+      }
       out.push_back(std::move(n));
     }
     if (rc != SQLITE_DONE) return Error(sqlite3_errmsg(db_));

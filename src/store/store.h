@@ -118,6 +118,14 @@ struct JobEvent {
   std::string actor;  // who did it: a user, "node:NAME", or "" for the controller itself
 };
 
+// A GPU an admin drained: nothing new is placed on it until it is undrained.
+struct GpuDrain {
+  int gpu = 0;
+  std::string reason;
+  std::string by;  // the admin
+  int64_t since_ms = 0;
+};
+
 // A node as the controller last registered it (the node registry).
 struct NodeRecord {
   std::string name;
@@ -129,6 +137,7 @@ struct NodeRecord {
   int64_t first_seen_ms = 0;
   int64_t last_seen_ms = 0;
   std::string state;  // READY or LOST, when recorded
+  std::vector<GpuDrain> drains;  // by GPU index
 };
 
 struct UserRecord {

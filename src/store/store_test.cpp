@@ -203,6 +203,7 @@ TEST_F(StoreTest, NodeRegistryUpsertsByNameAndKeepsFirstSeen) {
   n.last_seen_ms = 500;
   n.epoch = 6;
   n.state = "LOST";
+  n.drains = {{3, "fan noise", "admin", 400}, {5, "", "ops", 450}};
   ASSERT_TRUE(store_->PutNode(n).ok());
   const std::vector<NodeRecord> nodes = store_->Nodes().value();
   ASSERT_EQ(nodes.size(), 2U);
@@ -212,6 +213,13 @@ TEST_F(StoreTest, NodeRegistryUpsertsByNameAndKeepsFirstSeen) {
   EXPECT_EQ(nodes[1].first_seen_ms, 100);
   EXPECT_EQ(nodes[1].last_seen_ms, 500);
   EXPECT_EQ(nodes[1].gpus, 8);
+  EXPECT_TRUE(nodes[0].drains.empty());
+  ASSERT_EQ(nodes[1].drains.size(), 2U);
+  EXPECT_EQ(nodes[1].drains[0].gpu, 3);
+  EXPECT_EQ(nodes[1].drains[0].reason, "fan noise");
+  EXPECT_EQ(nodes[1].drains[0].by, "admin");
+  EXPECT_EQ(nodes[1].drains[0].since_ms, 400);
+  EXPECT_EQ(nodes[1].drains[1].gpu, 5);
 }
 
 TEST_F(StoreTest, ListFiltersAndPages) {
