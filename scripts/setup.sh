@@ -30,11 +30,14 @@ jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 # --- Debian packages -----------------------------------------------------------------------------
 # libgtest-dev pulls in googletest; libsqlite3-dev is the store; libssl-dev is TLS (its static
 # libraries go into the `gpufleet` client). The test suite
-# also drives a real Prometheus (prometheus, promtool), `top` in tmux, and curl.
+# also drives a real Prometheus (prometheus, promtool), `top` in tmux, and curl, and runs a real
+# two-node PyTorch DDP job across network namespaces (python3-torch, iproute2).
 packages=(build-essential cmake pkg-config libcli11-dev nlohmann-json3-dev libgtest-dev
           libbenchmark-dev libsqlite3-dev libcpp-httplib-dev libtomlplusplus-dev libssl-dev)
 # clang-14 and libFuzzer build the fuzz targets (scripts/fuzz.sh, fuzz/README.md).
-if [ "$tests" = ON ]; then packages+=(prometheus tmux curl clang-14 libfuzzer-14-dev); fi
+if [ "$tests" = ON ]; then
+  packages+=(prometheus tmux curl clang-14 libfuzzer-14-dev python3-torch iproute2)
+fi
 if command -v dpkg-query >/dev/null 2>&1; then
   missing=()
   for p in "${packages[@]}"; do
