@@ -1,9 +1,13 @@
 #include "agent/cgroup_limits.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -19,20 +23,29 @@ using core::UsageFigure;
 
 constexpr int64_t kPeriodUs = 100000;
 
+// A small file (a cgroup or /proc file), whole, with plain system calls: a cgroup's usage is a
+// dozen such reads, and a stream per read cost more than the kernel's side. "" when unreadable.
 std::string ReadText(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+  std::string out;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  char buffer[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buffer, sizeof buffer)) > 0 && out.size() < (1 << 20)) {
+    out.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return out;
 }
 
-// Writes `text` to a cgroup control file; false when the kernel refuses it.
+// Writes `text` to a cgroup control file in one write(2); false when the kernel refuses it.
 bool WriteControl(const fs::path& path, const std::string& text) {
-  std::ofstream out(path);
-  if (!out) return false;
-  out << text;
-  out.flush();
-  return static_cast<bool>(out);
+  // O_CREAT and O_TRUNC as an ofstream would: harmless on cgroupfs, and tests use plain files.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  return ok;
 }
 
 bool HasWord(const std::string& text, const std::string& word) {
@@ -44,37 +57,43 @@ bool HasWord(const std::string& text, const std::string& word) {
   return false;
 }
 
-// A whole file holding one number; -1 when absent or not a number.
-int64_t ReadNumber(const fs::path& path) {
-  std::ifstream in(path);
-  long long v = -1;
-  if (!(in >> v) || v < 0) return -1;
-  return v;
+// A non-negative decimal at the start of `text` (after blanks); -1 when there is none.
+int64_t ParseCount(const char* text) {
+  while (*text == ' ' || *text == '\t') ++text;
+  if (*text < '0' || *text > '9') return -1;
+  return std::strtoll(text, nullptr, 10);
 }
 
-// The value after `key` in a file of "key value" lines (cpu.stat, memory.events,
+// A whole file holding one number; -1 when absent or not a number.
+int64_t ReadNumber(const fs::path& path) { return ParseCount(ReadText(path).c_str()); }
+
+// The value after `key` in text of "key value" lines (cpu.stat, memory.events,
 // memory.oom_control); -1 when absent.
-int64_t ReadKeyed(const fs::path& path, const std::string& key) {
-  std::ifstream in(path);
-  std::string k;
-  long long v = 0;
-  while (in >> k >> v) {
-    if (k == key) return v < 0 ? -1 : v;
+int64_t KeyedValue(const std::string& text, const std::string& key) {
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const std::size_t end = std::min(text.find('\n', at), text.size());
+    if (text.compare(at, key.size(), key) == 0 && at + key.size() < end &&
+        text[at + key.size()] == ' ') {
+      return ParseCount(text.c_str() + at + key.size() + 1);
+    }
+    at = end + 1;
   }
   return -1;
+}
+
+int64_t ReadKeyed(const fs::path& path, const std::string& key) {
+  return KeyedValue(ReadText(path), key);
 }
 
 // `total=` of the "some" line of a PSI file (microseconds); -1 when absent.
 int64_t ReadPressureSome(const fs::path& path) {
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("some ", 0) != 0) continue;
-    const std::size_t at = line.find("total=");
-    if (at == std::string::npos) return -1;
-    return std::strtoll(line.c_str() + at + 6, nullptr, 10);
-  }
-  return -1;
+  const std::string text = ReadText(path);
+  if (text.rfind("some ", 0) != 0) return -1;
+  const std::size_t at = text.find("total=");
+  const std::size_t end = text.find('\n');
+  if (at == std::string::npos || (end != std::string::npos && at > end)) return -1;
+  return ParseCount(text.c_str() + at + 6);
 }
 
 // One mounted hierarchy from /proc/self/mountinfo.
@@ -141,6 +160,18 @@ fs::path DirIn(const Mount& mount, const std::string& path) {
 }
 
 std::string JobName(int64_t id) { return "gpufleet-job-" + std::to_string(id); }
+
+// SIGKILL to every process in the cgroup at `dir`.
+void KillAllIn(const std::string& dir) {
+  const std::string procs = ReadText(dir + "/cgroup.procs");
+  for (const char* p = procs.c_str(); *p != '\0';) {
+    char* end = nullptr;
+    const long long pid = std::strtoll(p, &end, 10);
+    if (end == p) break;
+    if (pid > 0) kill(static_cast<pid_t>(pid), SIGKILL);
+    p = end;
+  }
+}
 
 }  // namespace
 
@@ -246,6 +277,16 @@ CgroupLimits CgroupLimits::DetectV1(const std::map<std::string, std::string>& ow
     }
     c.v1_jobs_[controller] = jobs.string();
   }
+  if (c.v1_jobs_.count("blkio") > 0) {
+    // The disks (MAJ:MIN of each block device with a size), read once: listing them at every
+    // launch cost more than the rest of preparing a job's cgroups.
+    std::error_code ec;
+    for (const auto& disk : fs::directory_iterator("/sys/block", ec)) {
+      std::string dev = ReadText(disk.path() / "dev");
+      while (!dev.empty() && dev.back() == '\n') dev.pop_back();
+      if (!dev.empty() && ReadNumber(disk.path() / "size") > 0) c.v1_disks_.push_back(dev);
+    }
+  }
   c.version_ = CgroupVersion::kV1;
   c.why_.clear();
   return c;
@@ -300,22 +341,21 @@ core::Result<std::vector<std::string>> CgroupLimits::Prepare(int64_t id,
   unremoved_.erase(id);  // launched again (requeued): no longer to be killed and removed
   std::vector<std::string> procs;
   for (const std::string& dir : JobDirs(id)) {
-    std::error_code ec;
-    if (fs::exists(fs::path(dir) / "cgroup.procs", ec)) {
+    if (::mkdir(dir.c_str(), 0755) != 0) {
+      if (errno != EEXIST) {
+        return core::Error{"cannot create " + dir + ": " + std::strerror(errno)};
+      }
       // Left from before: its counts would add to this run's. Empty it and make it anew (a
       // cgroup whose processes will not go is used as it is).
-      for (int tries = 0; tries < 50 && fs::exists(dir, ec); ++tries) {
-        std::ifstream in(fs::path(dir) / "cgroup.procs");
-        long long pid = 0;
-        while (in >> pid) {
-          if (pid > 0) kill(static_cast<pid_t>(pid), SIGKILL);
-        }
-        if (!fs::remove(dir, ec)) usleep(2000);
+      for (int tries = 0; tries < 50 && ::rmdir(dir.c_str()) != 0 && errno != ENOENT; ++tries) {
+        KillAllIn(dir);
+        usleep(2000);
+      }
+      if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+        return core::Error{"cannot create " + dir + ": " + std::strerror(errno)};
       }
     }
-    fs::create_directories(dir, ec);
-    if (ec) return core::Error{"cannot create " + dir + ": " + ec.message()};
-    procs.push_back((fs::path(dir) / "cgroup.procs").string());
+    procs.push_back(dir + "/cgroup.procs");
   }
   // Each write, with the file it goes to: every limit is written, "none" included, so that a
   // cgroup left from before (an id used again after a store reset) holds no stale limit.
@@ -349,11 +389,7 @@ core::Result<std::vector<std::string>> CgroupLimits::Prepare(int64_t id,
     // device that takes no rule is only not measured.
     if (auto it = v1_jobs_.find("blkio"); it != v1_jobs_.end()) {
       const fs::path blkio = fs::path(it->second) / JobName(id);
-      std::error_code ec;
-      for (const auto& disk : fs::directory_iterator("/sys/block", ec)) {
-        std::string dev = ReadText(disk.path() / "dev");
-        while (!dev.empty() && dev.back() == '\n') dev.pop_back();
-        if (dev.empty() || ReadNumber(disk.path() / "size") <= 0) continue;
+      for (const std::string& dev : v1_disks_) {
         WriteControl(blkio / "blkio.throttle.read_bps_device", dev + " 9223372036854775807");
         WriteControl(blkio / "blkio.throttle.write_bps_device", dev + " 9223372036854775807");
       }
@@ -399,15 +435,9 @@ void CgroupLimits::ReleasePending() {
   for (auto it = unremoved_.begin(); it != unremoved_.end();) {
     bool gone = true;
     for (const std::string& dir : JobDirs(*it)) {
-      std::ifstream procs(fs::path(dir) / "cgroup.procs");
-      long long pid = 0;
-      while (procs >> pid) {
-        if (pid > 0) kill(static_cast<pid_t>(pid), SIGKILL);
-      }
-      std::error_code ec;
+      KillAllIn(dir);
       // rmdir, not a recursive remove: a cgroup directory goes only once its processes have.
-      fs::remove(dir, ec);
-      if (fs::exists(dir, ec)) gone = false;
+      if (::rmdir(dir.c_str()) != 0 && errno != ENOENT) gone = false;
     }
     it = gone ? unremoved_.erase(it) : std::next(it);
   }
@@ -429,16 +459,16 @@ core::HostUsage CgroupLimits::ReadUsage(int64_t id) const {
     const fs::path dir = JobDirs(id).front();
     if (!fs::exists(dir / "cgroup.procs")) return u;
     u.source = core::UsageSource::kCgroupV2;
-    const fs::path cpu_stat = dir / "cpu.stat";
-    u.set(UsageFigure::kCpuUsageUs, ReadKeyed(cpu_stat, "usage_usec"));
-    u.set(UsageFigure::kCpuThrottledPeriods, ReadKeyed(cpu_stat, "nr_throttled"));
-    u.set(UsageFigure::kCpuThrottledUs, ReadKeyed(cpu_stat, "throttled_usec"));
+    const std::string cpu_stat = ReadText(dir / "cpu.stat");
+    u.set(UsageFigure::kCpuUsageUs, KeyedValue(cpu_stat, "usage_usec"));
+    u.set(UsageFigure::kCpuThrottledPeriods, KeyedValue(cpu_stat, "nr_throttled"));
+    u.set(UsageFigure::kCpuThrottledUs, KeyedValue(cpu_stat, "throttled_usec"));
     u.set(UsageFigure::kMemoryCurrentBytes, ReadNumber(dir / "memory.current"));
     u.set(UsageFigure::kMemoryPeakBytes, ReadNumber(dir / "memory.peak"));  // kernel 5.19+
     u.set(UsageFigure::kOomKills, ReadKeyed(dir / "memory.events", "oom_kill"));
     // io.stat: one line per device, "MAJ:MIN rbytes=N wbytes=N rios=N ...".
-    std::ifstream io(dir / "io.stat");
-    if (io) {
+    std::istringstream io(ReadText(dir / "io.stat"));
+    if (fs::exists(dir / "io.stat")) {
       int64_t read = 0, write = 0;
       std::string word;
       while (io >> word) {
@@ -465,15 +495,17 @@ core::HostUsage CgroupLimits::ReadUsage(int64_t id) const {
   if (const fs::path acct = dir_of("cpuacct"); !acct.empty()) {
     u.set(UsageFigure::kCpuUsageUs, micro(ReadNumber(acct / "cpuacct.usage")));
   }
-  u.set(UsageFigure::kCpuThrottledPeriods, ReadKeyed(cpu / "cpu.stat", "nr_throttled"));
-  u.set(UsageFigure::kCpuThrottledUs, micro(ReadKeyed(cpu / "cpu.stat", "throttled_time")));
+  const std::string cpu_stat = ReadText(cpu / "cpu.stat");
+  u.set(UsageFigure::kCpuThrottledPeriods, KeyedValue(cpu_stat, "nr_throttled"));
+  u.set(UsageFigure::kCpuThrottledUs, micro(KeyedValue(cpu_stat, "throttled_time")));
   u.set(UsageFigure::kMemoryCurrentBytes, ReadNumber(memory / "memory.usage_in_bytes"));
   u.set(UsageFigure::kMemoryPeakBytes, ReadNumber(memory / "memory.max_usage_in_bytes"));
   u.set(UsageFigure::kOomKills, ReadKeyed(memory / "memory.oom_control", "oom_kill"));
   // blkio.throttle.io_service_bytes: "MAJ:MIN Read N", "... Write N", ..., and a "Total N" line.
   if (const fs::path blkio = dir_of("blkio"); !blkio.empty()) {
-    std::ifstream io(blkio / "blkio.throttle.io_service_bytes");
-    if (io) {
+    const std::string text = ReadText(blkio / "blkio.throttle.io_service_bytes");
+    std::istringstream io(text);
+    if (!text.empty()) {
       int64_t read = 0, write = 0;
       std::string line;
       while (std::getline(io, line)) {

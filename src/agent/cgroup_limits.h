@@ -97,6 +97,7 @@ class CgroupLimits {
   std::string why_ = "not detected";
   std::string jobs_dir_;                         // v2: the gpufleet-jobs cgroup
   std::map<std::string, std::string> v1_jobs_;  // v1: controller -> its gpufleet-jobs cgroup
+  std::vector<std::string> v1_disks_;           // v1: MAJ:MIN of the disks (blkio rules)
   // Released jobs whose cgroups are still there (a launch of the same job again takes it back).
   mutable std::set<int64_t> unremoved_;
   mutable bool said_ = false;
