@@ -6,7 +6,9 @@
 # the namespaces have no UTS namespace of their own) maps to a loopback address, as on Debian; the
 # job sets no socket interface, so it works only if gpufleet sets GLOO_SOCKET_IFNAME to the
 # interface holding each node's advertise address. Checks that the job ends SUCCEEDED and that
-# both ranks report the same world size and the same all-reduced sum.
+# both ranks report the same world size and the same all-reduced sum. (`ip netns exec` mounts a
+# sysfs of its own, without /sys/fs/cgroup: these agents run jobs without cgroups, measured from
+# /proc.)
 # Exits 77 (skipped) without root, `ip`, or python3-torch (scripts/setup.sh --tests installs it).
 set -euo pipefail
 bin=$1
@@ -116,9 +118,14 @@ done
 "$bin" logs "$id" >"$work/rank0.log" 2>&1 || true
 cp "$work/ctl/logs/$id.rank1.log" "$work/rank1.log" 2>/dev/null || true
 [ "$state" = SUCCEEDED ] || fail "job $id ended $state"
+# MASTER_ADDR is the advertise address of the node rank 0 was placed on (either namespace).
+master=$("$bin" show --json "$id" | "$py" -c '
+import json, sys
+first = json.load(sys.stdin)["node"].split(",")[0]
+print({"ddp-a": "'"$net"'.2", "ddp-b": "'"$net"'.3"}[first])')
 for rank in 0 1; do
-  grep -q "^rank=$rank world=2 sum=3 ifname=eth0 master=$net.2$" "$work/rank$rank.log" ||
-    fail "rank $rank did not report world=2 sum=3 over eth0"
+  grep -q "^rank=$rank world=2 sum=3 ifname=eth0 master=$master$" "$work/rank$rank.log" ||
+    fail "rank $rank did not report world=2 sum=3 over eth0 with MASTER_ADDR $master"
 done
 echo "PASS: a 2-node gloo DDP job across two network namespaces ended SUCCEEDED; both ranks:"
 cat "$work/rank0.log" "$work/rank1.log"

@@ -952,6 +952,63 @@ TEST_F(HealthServer, AnXidDrainsTheGpuRequeuesItsRestartableJobAndPlacesNothingT
   EXPECT_TRUE(found) << node.dump();
 }
 
+// Issue 12, section 4: run times learnt from the store's finished jobs, live. QSSF ranks by them.
+class QssfServer : public UpServer {
+ protected:
+  void SetUp() override {
+    extra_up_args = {"--policy", "qssf"};
+    UpServer::SetUp();
+    extra_up_args.clear();
+  }
+};
+
+TEST_F(QssfServer, PredictionsLearntFromFinishedJobsRankTheQueueAndSurviveARestart) {
+  auto id_of = [](const std::string& out) { return json::parse(out)["id"].get<int64_t>(); };
+  // History: three short and three long runs of root's jobs.
+  std::vector<int64_t> history;
+  for (int i = 0; i < 3; ++i) {
+    history.push_back(id_of(Cli("submit --json --name quick -- sleep 0.2")));
+    history.push_back(id_of(Cli("submit --json --name slow -- sleep 1.5")));
+  }
+  for (int64_t id : history) WaitFor(id, "SUCCEEDED", 30);
+  // The GPUs busy; the long job queued before the short one, each on all 4 GPUs.
+  const int64_t blocker = RunBlocker();
+  ASSERT_GT(blocker, 0);
+  const int64_t slow = id_of(Cli("submit --json --gpus 4 --name slow -- sleep 1.5"));
+  const int64_t quick = id_of(Cli("submit --json --gpus 4 --name quick -- sleep 0.2"));
+  auto check = [&](bool after_restart) {
+    const json s = json::parse(Cli("show --json " + std::to_string(slow)));
+    const json q = json::parse(Cli("show --json " + std::to_string(quick)));
+    ASSERT_EQ(s["state"], "PENDING") << s.dump();
+    EXPECT_EQ(s["prediction_basis"], "user+name") << s.dump();  // 4 GPUs: not the 1-GPU runs
+    EXPECT_GT(s["predicted_runtime_s"].get<double>(), 1.0) << s.dump();
+    EXPECT_LT(s["predicted_runtime_s"].get<double>(), 4.0) << s.dump();
+    EXPECT_LT(q["predicted_runtime_s"].get<double>(), 1.0) << q.dump();
+    EXPECT_GE(q["predictor"]["learnt_jobs"].get<int>(), 6) << q.dump();
+    if (after_restart) {
+      // The history replayed: each job predicted from those that ended before it, then learnt.
+      // (Before, all six were queued at once, predicted from the prior only: nothing to score.)
+      EXPECT_GE(q["predictor"]["checked_jobs"].get<int>(), 3) << q.dump();
+      EXPECT_GT(q["predictor"]["mean_absolute_error_s"].get<double>(), 0) << q.dump();
+    } else {
+      EXPECT_EQ(q["predictor"]["checked_jobs"].get<int>(), 0) << q.dump();
+    }
+    EXPECT_NE(Cli("show " + std::to_string(quick)).find("predicted_runtime_s"), std::string::npos)
+        << (after_restart ? "after the restart" : "");
+  };
+  check(false);
+  // A restart learns the same history again from the store.
+  Kill(SIGTERM);
+  Start();
+  check(true);
+  // Once the GPUs free up, the shorter prediction goes first though it was submitted second.
+  Cli("cancel " + std::to_string(blocker));
+  const json q_done = WaitFor(quick, "SUCCEEDED", 30);
+  const json s_done = WaitFor(slow, "SUCCEEDED", 30);
+  EXPECT_LT(q_done["start_ms"].get<int64_t>(), s_done["start_ms"].get<int64_t>());
+  EXPECT_EQ(s_done["predicted_runtime_s"], nullptr) << "an ended job has no prediction";
+}
+
 class FairShareServer : public UpServer {
  protected:
   void SetUp() override {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -173,9 +174,75 @@ sched::QueuedJob Controller::QueuedOf(const store::JobRecord& job) const {
   q.attained_gpu_s = job.attained_gpu_s;
   if (auto r = requeued_at_s_.find(job.id); r != requeued_at_s_.end())
     q.waiting_since_s = r->second;
-  // The time limit is the run-time estimate EASY backfill reserves by; none: unknown.
-  if (job.time_limit_s > 0) q.estimate_s = static_cast<double>(job.time_limit_s);
+  // The prediction, made once (a policy's key must not change while the job waits).
+  auto made = predictions_.find(job.id);
+  if (made == predictions_.end()) {
+    made = predictions_.emplace(job.id, predictor_.Predict(TraitsOf(job))).first;
+  }
+  if (queue_policy_->estimates() == sched::Estimates::kPredicted) {
+    // As in replay (sim/time_sim.cpp): the expected *remaining* run time, bounded by the time
+    // limit, which the job cannot outlive.
+    q.estimate_s = made->second.seconds;
+    if (job.time_limit_s > 0) {
+      q.estimate_s = std::min(q.estimate_s, static_cast<double>(job.time_limit_s));
+    }
+    if (q.attained_gpu_s > 0) {
+      const double ran_s = q.attained_gpu_s / std::max(q.total_gpus, 1);
+      q.estimate_s = ran_s < q.estimate_s ? q.estimate_s - ran_s : ran_s;
+    }
+  } else if (job.time_limit_s > 0) {
+    // The time limit is the run-time estimate EASY backfill reserves by; none: unknown.
+    q.estimate_s = static_cast<double>(job.time_limit_s);
+  }
   return q;
+}
+
+sched::JobTraits Controller::TraitsOf(const store::JobRecord& job) {
+  sched::JobTraits t;
+  t.user = job.user;
+  t.queue = job.queue;
+  t.name = job.name;
+  for (const std::string& arg : job.argv) {
+    if (t.command.size() > 512) break;
+    t.command += (t.command.empty() ? "" : " ") + arg;
+  }
+  t.gpus = std::max(1, job.gpus) * std::max(1, job.nodes);
+  return t;
+}
+
+void Controller::LearnRuntimeLocked(const store::JobRecord& job, double runtime_s,
+                                    const sched::RuntimePrediction* predicted) {
+  if (runtime_s < 0) return;
+  if (predicted != nullptr) {
+    const double error = std::fabs(predicted->seconds - runtime_s);
+    prediction_abs_error_sum_ += error;
+    ++prediction_checked_;
+    prediction_relative_errors_.push_back(error / std::max(runtime_s, 1.0));
+    if (prediction_relative_errors_.size() > 1000) prediction_relative_errors_.pop_front();
+  }
+  predictor_.Observe(TraitsOf(job), runtime_s);
+}
+
+std::optional<sched::RuntimePrediction> Controller::Prediction(int64_t id) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = predictions_.find(id);
+  if (it == predictions_.end()) return std::nullopt;
+  return it->second;
+}
+
+Controller::PredictorView Controller::Predictor() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  PredictorView v;
+  v.learnt = predictor_.observed();
+  v.checked = prediction_checked_;
+  if (prediction_checked_ > 0) {
+    v.mean_absolute_error_s = prediction_abs_error_sum_ / static_cast<double>(prediction_checked_);
+    std::vector<double> errors(prediction_relative_errors_.begin(),
+                               prediction_relative_errors_.end());
+    std::nth_element(errors.begin(), errors.begin() + errors.size() / 2, errors.end());
+    v.median_relative_error = errors[errors.size() / 2];
+  }
+  return v;
 }
 
 int Controller::NodeIndexLocked(const std::string& name) {
@@ -370,11 +437,36 @@ core::Result<std::vector<int>> Controller::Undrain(const std::string& node, int 
 }
 
 core::Result<bool> Controller::Recover(int64_t now_ms) {
+  // The run-time history: SUCCEEDED jobs, learnt in the order they ended, each predicted first
+  // (so the predictor's measured error covers the history too). At most the last 100,000.
+  std::vector<store::JobRecord> history;
+  for (store::JobFilter page{"", store::JobState::kSucceeded, 0, 1000};;) {
+    auto got = store_.ListJobs(page);
+    if (!got) return core::Error{got.error()};
+    if (got.value().empty()) break;
+    page.after_id = got.value().back().id;
+    for (store::JobRecord& j : got.value()) {
+      if (j.start_ms > 0 && j.end_ms >= j.start_ms) history.push_back(std::move(j));
+    }
+    if (history.size() > 200000) {
+      history.erase(history.begin(), history.end() - 100000);
+    }
+  }
+  if (history.size() > 100000) history.erase(history.begin(), history.end() - 100000);
+  std::stable_sort(history.begin(), history.end(),
+                   [](const store::JobRecord& a, const store::JobRecord& b) {
+                     return a.end_ms < b.end_ms;
+                   });
   auto live = store_.LiveJobs();
   if (!live) return core::Error{live.error()};
   auto registry = store_.Nodes();
   if (!registry) return core::Error{registry.error()};
   std::lock_guard<std::mutex> lock(mutex_);
+  for (const store::JobRecord& j : history) {
+    const sched::RuntimePrediction before = predictor_.Predict(TraitsOf(j));
+    LearnRuntimeLocked(j, static_cast<double>(j.end_ms - j.start_ms) / 1000.0,
+                       predictor_.observed() > 0 ? &before : nullptr);  // the prior is no score
+  }
   // Nodes registered before the restart: known sizes (submits are checked against them), one
   // lease to come back.
   for (const store::NodeRecord& record : registry.value()) {
@@ -660,6 +752,7 @@ core::Result<store::JobState> Controller::Cancel(int64_t id, int64_t now_ms) {
     scheduler_.Remove(id);
     waiting_.erase(id);
     requeued_at_s_.erase(id);
+    predictions_.erase(id);
     return store::JobState::kCancelled;
   }
   auto a = active_.find(id);
@@ -936,12 +1029,19 @@ void Controller::EndLocked(int64_t id, store::JobState to, std::optional<int> ex
   }
   WriteLocked(id, from, to, std::move(done));
   ++stats_.finished;
+  if (to == store::JobState::kSucceeded && a.job.start_ms > 0) {
+    auto made = predictions_.find(id);
+    const bool scored = made != predictions_.end() && made->second.samples > 0;  // not the prior
+    LearnRuntimeLocked(a.job, static_cast<double>(now_ms - a.job.start_ms) / 1000.0,
+                       scored ? &made->second : nullptr);
+  }
   const bool requeue =
       (to == store::JobState::kLost && a.job.restartable) || to == store::JobState::kPreempted;
   if (requeue) {
     RequeueLocked(a.job, to, done_reason);
   } else {
     requeued_at_s_.erase(id);
+    predictions_.erase(id);
   }
   woken_ = true;  // resources freed
 }

@@ -12,6 +12,7 @@
 // job whose node is lost is requeued only when it was submitted as restartable.
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -31,6 +32,7 @@
 #include "net/node_protocol.h"
 #include "sched/placement_policy.h"
 #include "sched/queue_policy.h"
+#include "sched/runtime_predictor.h"
 #include "sched/schedule.h"
 #include "store/store.h"
 
@@ -184,6 +186,18 @@ class Controller {
   // GPUs drained; errors (kNotFound, kInvalid naming "gpu") for an unknown node or GPU.
   core::Result<std::vector<int>> Drain(const std::string& node, int gpu, const std::string& reason,
                                        const std::string& by);
+  // The run time predicted for job `id` while it waits or runs (fixed when it was first queued);
+  // none for a job that has ended or that this controller does not hold.
+  std::optional<sched::RuntimePrediction> Prediction(int64_t id) const;
+  // How well predictions did: over finished jobs that had one (SUCCEEDED jobs, their history in
+  // the store replayed at start, each predicted before it was learnt from).
+  struct PredictorView {
+    int64_t learnt = 0;   // finished jobs learnt from
+    int64_t checked = 0;  // of those, predicted beforehand (the errors below are over these)
+    double median_relative_error = 0;  // |predicted - actual| / actual, the last 1,000
+    double mean_absolute_error_s = 0;
+  };
+  PredictorView Predictor() const;
   // Ends admin drains of those GPUs, and accepts their present health problem: an unhealthy GPU
   // is placed on again until its agent reports a different problem (which drains it again).
   core::Result<std::vector<int>> Undrain(const std::string& node, int gpu);
@@ -289,6 +303,10 @@ class Controller {
   // SCHEDULED in the store and is queued again at the next start.
   void LaunchQueued(std::unique_lock<std::mutex>& lock);
   void StopRanksLocked(Active& a);
+  static sched::JobTraits TraitsOf(const store::JobRecord& job);
+  // Learns job `job`'s run time (it SUCCEEDED after `runtime_s`), first scoring its prediction.
+  void LearnRuntimeLocked(const store::JobRecord& job, double runtime_s,
+                          const sched::RuntimePrediction* predicted);
   // Whether nothing new may be placed on GPU `gpu` of `n`, and why ("" when it may).
   static std::string DrainReason(const NodeEntry& n, int gpu);
   // The agent's health verdicts in `figures`: newly unhealthy GPUs are drained (an event, and
@@ -325,6 +343,14 @@ class Controller {
   // When each preempted job re-entered the queue (its waiting time for the starvation guard
   // counts from then); in memory: after a restart it counts from the submit.
   std::unordered_map<int64_t, int64_t> requeued_at_s_;
+  // Run-time predictions (see Prediction): learnt from SUCCEEDED jobs; each job's prediction is
+  // made when it is first queued and kept while it waits or runs (a policy's key must not change
+  // while a job waits). Mutable: QueuedOf makes them.
+  sched::RuntimePredictor predictor_;
+  mutable std::map<int64_t, sched::RuntimePrediction> predictions_;
+  std::deque<double> prediction_relative_errors_;  // the last 1,000
+  double prediction_abs_error_sum_ = 0;
+  int64_t prediction_checked_ = 0;
   std::vector<store::TransitionRequest> writes_;
   int64_t next_node_epoch_ = 1;
   // What submit validation needs of the nodes, under its own lock so that a submit never waits

@@ -1,6 +1,58 @@
 #include "sched/runtime_predictor.h"
 
 namespace gpufleet::sched {
+namespace {
+
+template <typename Map, typename Key>
+const auto* Trusted(const Map& map, const Key& key, int64_t min_samples) {
+  auto it = map.find(key);
+  return it != map.end() && it->second.count >= min_samples ? &it->second : nullptr;
+}
+
+}  // namespace
+
+void RuntimePredictor::Observe(const JobTraits& job, double runtime_s) {
+  const auto add = [runtime_s](Mean& m) {
+    ++m.count;
+    m.sum += runtime_s;
+  };
+  if (!job.user.empty()) {
+    if (!job.command.empty()) add(by_user_command_gpus_[{job.user, job.command, job.gpus}]);
+    if (!job.name.empty()) add(by_user_name_[{job.user, job.name}]);
+    add(by_user_queue_gpus_[{job.user, job.queue, job.gpus}]);
+  }
+  Observe(job.queue, job.gpus, runtime_s);
+}
+
+RuntimePrediction RuntimePredictor::Predict(const JobTraits& job) const {
+  const auto from = [](const auto* mean, const char* basis) {
+    return RuntimePrediction{mean->value(), basis, mean->count};
+  };
+  if (!job.user.empty()) {
+    if (!job.command.empty()) {
+      if (auto* m = Trusted(by_user_command_gpus_, std::make_tuple(job.user, job.command, job.gpus),
+                            kMinSamples)) {
+        return from(m, "user+command+gpus");
+      }
+    }
+    if (!job.name.empty()) {
+      if (auto* m = Trusted(by_user_name_, std::make_pair(job.user, job.name), kMinSamples)) {
+        return from(m, "user+name");
+      }
+    }
+    if (auto* m = Trusted(by_user_queue_gpus_, std::make_tuple(job.user, job.queue, job.gpus),
+                          kMinSamples)) {
+      return from(m, "user+queue+gpus");
+    }
+  }
+  if (auto* m = Trusted(by_queue_gpus_, std::make_pair(job.queue, job.gpus), kMinSamples)) {
+    return from(m, "queue+gpus");
+  }
+  if (auto* m = Trusted(by_queue_, job.queue, kMinSamples)) return from(m, "queue");
+  if (auto* m = Trusted(by_gpus_, job.gpus, kMinSamples)) return from(m, "gpus");
+  if (all_.count > 0) return from(&all_, "all");
+  return RuntimePrediction{prior_s_, "prior", 0};
+}
 
 void RuntimePredictor::Observe(const std::string& queue, int gpus, double runtime_s) {
   for (Mean* m : {&by_queue_gpus_[{queue, gpus}], &by_queue_[queue], &by_gpus_[gpus], &all_}) {
@@ -10,17 +62,10 @@ void RuntimePredictor::Observe(const std::string& queue, int gpus, double runtim
 }
 
 double RuntimePredictor::Predict(const std::string& queue, int gpus) const {
-  if (auto it = by_queue_gpus_.find({queue, gpus});
-      it != by_queue_gpus_.end() && it->second.count >= kMinSamples) {
-    return it->second.value();
-  }
-  if (auto it = by_queue_.find(queue); it != by_queue_.end() && it->second.count >= kMinSamples) {
-    return it->second.value();
-  }
-  if (auto it = by_gpus_.find(gpus); it != by_gpus_.end() && it->second.count >= kMinSamples) {
-    return it->second.value();
-  }
-  return all_.count > 0 ? all_.value() : prior_s_;
+  JobTraits job;
+  job.queue = queue;
+  job.gpus = gpus;
+  return Predict(job).seconds;
 }
 
 }  // namespace gpufleet::sched

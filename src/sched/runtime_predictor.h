@@ -1,21 +1,48 @@
 #pragma once
-// `RuntimePredictor`: predicts a job's run time from the jobs that have already finished, by
-// (queue, GPU count), falling back to the queue alone, then the GPU count alone, then all jobs,
-// then a fixed prior. It learns only from what it is told has finished, so it never looks ahead
-// (QSSF, Helios SC'21, uses predictions of this kind). Pure data; no clock.
+// `RuntimePredictor`: predicts a job's run time from the jobs that have already finished, as the
+// mean of the most specific class of finished jobs that has at least 3 members:
+//   1. the same user, command and GPU count;
+//   2. the same user and job name;
+//   3. the same user, queue and GPU count;
+//   4. the same queue and GPU count; 5. the same queue; 6. the same GPU count; 7. all jobs;
+//   8. a fixed prior.
+// Classes 1-3 need a user (traces without users, as the simulator's, start at 4). It learns only
+// from what it is told has finished, so it never looks ahead (QSSF, Helios SC'21, uses
+// predictions of this kind). Pure data; no clock.
 
 #include <cstdint>
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 
 namespace gpufleet::sched {
+
+// What a prediction is keyed by. Empty strings: unknown (the classes that need them are skipped).
+struct JobTraits {
+  std::string user;
+  std::string queue;
+  std::string name;
+  std::string command;  // the job's argv, joined by spaces
+  int gpus = 1;         // all of its GPUs
+};
+
+struct RuntimePrediction {
+  double seconds = 0;
+  // Which class it came from: "user+command+gpus", "user+name", "user+queue+gpus",
+  // "queue+gpus", "queue", "gpus", "all", or "prior".
+  const char* basis = "prior";
+  int64_t samples = 0;  // finished jobs in that class
+};
 
 class RuntimePredictor {
  public:
   // `prior_s`: the prediction before anything has finished.
   explicit RuntimePredictor(double prior_s = 3600.0) : prior_s_(prior_s) {}
 
+  void Observe(const JobTraits& job, double runtime_s);
+  RuntimePrediction Predict(const JobTraits& job) const;
+  // The simulator's form: queue and GPU count only.
   void Observe(const std::string& queue, int gpus, double runtime_s);
   double Predict(const std::string& queue, int gpus) const;
   int64_t observed() const { return all_.count; }
@@ -29,6 +56,9 @@ class RuntimePredictor {
   // A class needs this many finished jobs before its mean is trusted over the fallbacks.
   static constexpr int64_t kMinSamples = 3;
   double prior_s_;
+  std::map<std::tuple<std::string, std::string, int>, Mean> by_user_command_gpus_;
+  std::map<std::pair<std::string, std::string>, Mean> by_user_name_;
+  std::map<std::tuple<std::string, std::string, int>, Mean> by_user_queue_gpus_;
   std::map<std::pair<std::string, int>, Mean> by_queue_gpus_;
   std::map<std::string, Mean> by_queue_;
   std::map<int, Mean> by_gpus_;
