@@ -388,52 +388,55 @@ void Controller::UpdateHealthLocked(int node, const std::vector<net::GpuFigure>&
   woken_ = true;
 }
 
-core::Result<std::vector<int>> Controller::Drain(const std::string& node, int gpu,
-                                                 const std::string& reason,
-                                                 const std::string& by) {
-  std::lock_guard<std::mutex> lock(mutex_);
+core::Result<std::pair<int, std::vector<int>>> Controller::DrainTargetLocked(
+    const std::string& node, int gpu) const {
   for (std::size_t k = 0; k < nodes_.size(); ++k) {
-    NodeEntry& n = nodes_[k];
+    const NodeEntry& n = nodes_[k];
     if (n.name != node || !n.known) continue;
     if (gpu < -1 || gpu >= n.spec.num_gpus) {
       return core::Error{"gpu: node " + node + " has GPUs 0.." + std::to_string(n.spec.num_gpus - 1),
                          core::ErrorCode::kInvalid, "gpu"};
     }
-    std::vector<int> done;
-    const int64_t now_ms = NowMs();
+    std::vector<int> gpus;
     for (int g = gpu < 0 ? 0 : gpu; g < (gpu < 0 ? n.spec.num_gpus : gpu + 1); ++g) {
-      n.drains[g] = store::GpuDrain{g, reason, by, now_ms};
-      done.push_back(g);
+      gpus.push_back(g);
     }
-    PersistNodeLocked(static_cast<int>(k), now_ms);
-    HoldDrainedLocked(static_cast<int>(k));
-    return done;
+    return std::make_pair(static_cast<int>(k), std::move(gpus));
   }
   return core::Error{"no node " + node, core::ErrorCode::kNotFound, "node"};
 }
 
+core::Result<std::vector<int>> Controller::Drain(const std::string& node, int gpu,
+                                                 const std::string& reason,
+                                                 const std::string& by) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto target = DrainTargetLocked(node, gpu);
+  if (!target) return target.failure();
+  const auto& [k, gpus] = target.value();
+  const int64_t now_ms = NowMs();
+  for (int g : gpus) nodes_[k].drains[g] = store::GpuDrain{g, reason, by, now_ms};
+  PersistNodeLocked(k, now_ms);
+  HoldDrainedLocked(k);
+  return gpus;
+}
+
 core::Result<std::vector<int>> Controller::Undrain(const std::string& node, int gpu) {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (std::size_t k = 0; k < nodes_.size(); ++k) {
-    NodeEntry& n = nodes_[k];
-    if (n.name != node || !n.known) continue;
-    if (gpu < -1 || gpu >= n.spec.num_gpus) {
-      return core::Error{"gpu: node " + node + " has GPUs 0.." + std::to_string(n.spec.num_gpus - 1),
-                         core::ErrorCode::kInvalid, "gpu"};
-    }
-    std::vector<int> done;
-    for (int g = gpu < 0 ? 0 : gpu; g < (gpu < 0 ? n.spec.num_gpus : gpu + 1); ++g) {
-      const bool was = !DrainReason(n, g).empty();
-      n.drains.erase(g);
-      if (auto bad = n.unhealthy.find(g); bad != n.unhealthy.end()) n.acked[g] = bad->second;
-      if (was) done.push_back(g);
-    }
-    PersistNodeLocked(static_cast<int>(k), NowMs());
-    HoldDrainedLocked(static_cast<int>(k));
-    woken_ = true;
-    return done;
+  auto target = DrainTargetLocked(node, gpu);
+  if (!target) return target.failure();
+  const auto& [k, gpus] = target.value();
+  NodeEntry& n = nodes_[k];
+  std::vector<int> done;
+  for (int g : gpus) {
+    const bool was = !DrainReason(n, g).empty();
+    n.drains.erase(g);
+    if (auto bad = n.unhealthy.find(g); bad != n.unhealthy.end()) n.acked[g] = bad->second;
+    if (was) done.push_back(g);
   }
-  return core::Error{"no node " + node, core::ErrorCode::kNotFound, "node"};
+  PersistNodeLocked(k, NowMs());
+  HoldDrainedLocked(k);
+  woken_ = true;
+  return done;
 }
 
 core::Result<bool> Controller::Recover(int64_t now_ms) {

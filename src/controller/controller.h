@@ -312,6 +312,9 @@ class Controller {
   // The agent's health verdicts in `figures`: newly unhealthy GPUs are drained (an event, and
   // their jobs stopped: requeued if restartable, FAILED otherwise), recovered ones undrained.
   void UpdateHealthLocked(int node, const std::vector<net::GpuFigure>& figures, int64_t now_ms);
+  // The node index and GPUs that Drain/Undrain of (`node`, `gpu`) act on, or why none.
+  core::Result<std::pair<int, std::vector<int>>> DrainTargetLocked(const std::string& node,
+                                                                   int gpu) const;
   // Makes the snapshot hold exactly the node's drained GPUs that no job uses (a blocker each).
   void HoldDrainedLocked(int node);
   void TouchNodeLocked(int node);
