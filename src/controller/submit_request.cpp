@@ -13,6 +13,10 @@ namespace {
 
 using nlohmann::json;
 
+// The kernel refuses to exec with one argument or environment string of MAX_ARG_STRLEN (32 pages,
+// 128 KiB) or more, NUL included: such a job would pass here and fail at its launch.
+constexpr std::size_t kMaxExecString = 128 * 1024;
+
 // Thrown inside the parser for an error that names its field; caught once below.
 struct FieldError : std::runtime_error {
   FieldError(std::string f, const std::string& why)
@@ -57,6 +61,9 @@ void Fill(const json& j, store::JobRecord& job) {
   for (const json& a : *argv) {
     job.argv.push_back(Take("argv", [&] { return net::CheckedString(a, "argv", 256 * 1024); }));
     total += job.argv.back().size();
+    if (job.argv.back().size() >= kMaxExecString) {
+      throw FieldError("argv", "each argument must be under 128 KiB (the kernel's limit for one)");
+    }
   }
   if (total > 256 * 1024) throw FieldError("argv", "longer than 256 KiB");
   if (job.argv[0].empty()) throw FieldError("argv", "the program (argv[0]) must not be empty");
@@ -97,6 +104,9 @@ void Fill(const json& j, store::JobRecord& job) {
       job.env.emplace_back(
           k, Take("env", [&] { return net::CheckedString(value, "env", 256 * 1024); }));
       env_bytes += k.size() + job.env.back().second.size();
+      if (k.size() + 1 + job.env.back().second.size() >= kMaxExecString) {
+        throw FieldError("env", "each NAME=value must be under 128 KiB (the kernel's limit for one)");
+      }
     }
     if (env_bytes > 256 * 1024) throw FieldError("env", "larger than 256 KiB");
   }

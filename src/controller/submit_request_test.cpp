@@ -43,6 +43,9 @@ TEST(SubmitRequestTest, RefusesBadFieldsNamingThem) {
       {R"([1,2])", "body"},
       {R"({"argv":["x"])", "body"},
       {std::string(100, '[') + std::string(100, ']'), "body"},  // finding 6: depth
+      // Accepted, then failed at exec (E2BIG) before: one string of 128 KiB or more.
+      {R"({"argv":["x",")" + std::string(128 * 1024, 'a') + R"("]})", "argv"},
+      {R"({"argv":["x"],"env":{"A":")" + std::string(128 * 1024 - 2, 'a') + R"("}})", "env"},
   };
   for (const Row& row : rows) {
     auto job = ParseSubmitRequest(row.body);
@@ -68,6 +71,12 @@ TEST(SubmitRequestTest, AcceptsAFullRequest) {
   EXPECT_EQ(j.time_limit_s, 60);
   EXPECT_TRUE(j.restartable);
   EXPECT_EQ(j.env.at(0).first, "A");
+}
+
+TEST(SubmitRequestTest, TakesTheLongestStringsTheKernelExecs) {
+  auto job = ParseSubmitRequest(R"({"argv":["x",")" + std::string(128 * 1024 - 1, 'a') +
+                                R"("],"env":{"A":")" + std::string(128 * 1024 - 3, 'a') + R"("}})");
+  ASSERT_TRUE(job.ok()) << job.error();
 }
 
 TEST(SubmitRequestTest, DefaultsNameToTheProgramAndShareToThousandths) {
