@@ -208,6 +208,47 @@ TEST_F(Cluster, AgentKilledWhileItsJobRunsReadoptsItAndItsLogContinues) {
   EXPECT_GE(done["usage"]["gpu_samples"].get<int>(), 2);
 }
 
+// Issue 20 through a remote agent: its node reports what it enforces with; a limited job keeps
+// its limit across a kill -9 and restart of the agent, which re-adopts it; an OOM kill reaches
+// the controller through the heartbeat and names the limit.
+TEST_F(Cluster, ARemoteAgentLimitsAndMeasuresItsJobsAcrossItsRestart) {
+  StartController(5);
+  StartAgent("alpha", 2);
+  const json nodes = Get("/v1/nodes");
+  ASSERT_EQ(nodes.size(), 1U);
+  const std::string limits = nodes[0].value("limits", "");
+  if (limits == "none") {
+    GTEST_SKIP() << "no usable cgroups here: " << nodes[0].value("limits_why", "");
+  }
+  const int64_t busy = Submit(
+      {{"argv", {"sh", "-c", "for i in 1 2 3 4; do (while :; do :; done) & done; sleep 3"}},
+       {"gpus", 1},
+       {"cpus", 0.5}});
+  WaitFor(busy, "RUNNING");
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  kill(agents_["alpha"], SIGKILL);
+  waitpid(agents_["alpha"], nullptr, 0);
+  StartAgent("alpha", 2);  // same data directory: re-adopts the job and its cgroups
+  const json done = WaitFor(busy, "SUCCEEDED");
+  ASSERT_TRUE(done["host_usage"].is_object()) << done.dump();
+  EXPECT_EQ(done["host_usage"]["source"], limits);
+  const double ran_s = (done["end_ms"].get<int64_t>() - done["start_ms"].get<int64_t>()) / 1000.0;
+  const double cpu_s = done["host_usage"]["cpu_usage_us"].get<int64_t>() / 1e6;
+  EXPECT_GT(cpu_s, 0.3 * ran_s) << done.dump();
+  EXPECT_LT(cpu_s, 0.5 * ran_s * 1.3 + 0.3) << "half a core, also after the restart: "
+                                           << done.dump();
+  EXPECT_GT(done["host_usage"]["cpu_throttled_periods"].get<int64_t>(), 0);
+
+  const int64_t hog = Submit(
+      {{"argv", {"sh", "-c", "x=$(head -c 400000000 /dev/zero | tr '\\0' a); echo ${#x}"}},
+       {"gpus", 1},
+       {"memory_mib", 64}});
+  const json killed = WaitFor(hog, "FAILED");
+  EXPECT_EQ(killed["oom_killed"], true) << killed.dump();
+  EXPECT_NE(killed["reason"].get<std::string>().find("memory limit of 64 MiB"), std::string::npos)
+      << killed.dump();
+}
+
 TEST_F(Cluster, SilentAgentLosesItsJobsRestartableOnesRequeueAndItIsFencedOnReturn) {
   StartController(2);
   StartAgent("alpha", 4);
