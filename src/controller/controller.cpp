@@ -182,14 +182,9 @@ sched::QueuedJob Controller::QueuedOf(const store::JobRecord& job) const {
   if (queue_policy_->estimates() == sched::Estimates::kPredicted) {
     // As in replay (sim/time_sim.cpp): the expected *remaining* run time, bounded by the time
     // limit, which the job cannot outlive.
-    q.estimate_s = made->second.seconds;
-    if (job.time_limit_s > 0) {
-      q.estimate_s = std::min(q.estimate_s, static_cast<double>(job.time_limit_s));
-    }
-    if (q.attained_gpu_s > 0) {
-      const double ran_s = q.attained_gpu_s / std::max(q.total_gpus, 1);
-      q.estimate_s = ran_s < q.estimate_s ? q.estimate_s - ran_s : ran_s;
-    }
+    double whole_s = made->second.seconds;
+    if (job.time_limit_s > 0) whole_s = std::min(whole_s, static_cast<double>(job.time_limit_s));
+    q.estimate_s = sched::RemainingEstimate(whole_s, q.attained_gpu_s, q.total_gpus);
   } else if (job.time_limit_s > 0) {
     // The time limit is the run-time estimate EASY backfill reserves by; none: unknown.
     q.estimate_s = static_cast<double>(job.time_limit_s);

@@ -57,6 +57,17 @@ struct Decision {
   std::vector<Allocation> placement;  // for kStart
 };
 
+// The expected *remaining* run time of a job whose whole run was estimated at `estimate_s` when it
+// arrived, after `attained_gpu_s` GPU-seconds of service on `total_gpus` GPUs in earlier runs
+// (preemption): what is left of the estimate; a job that already outlived it is expected to run
+// about as long again (the longer a job has run, the longer it tends to go on). NaN stays NaN.
+// The simulator and the live controller both give policies this.
+inline double RemainingEstimate(double estimate_s, double attained_gpu_s, int total_gpus) {
+  if (std::isnan(estimate_s) || !(attained_gpu_s > 0)) return estimate_s;
+  const double ran_s = attained_gpu_s / (total_gpus > 0 ? total_gpus : 1);
+  return ran_s < estimate_s ? estimate_s - ran_s : ran_s;
+}
+
 // The per-node resources of `job`'s slice with `gpus` GPUs on one node.
 inline core::JobSpec SliceSpec(const QueuedJob& job, int gpus) {
   core::JobSpec spec;

@@ -176,14 +176,7 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs, const 
     q.submit_s = t.submit_s;
     q.queue = t.vc;
     q.attained_gpu_s = attained[t.id];
-    // `estimate_s` is the expected *remaining* run time. A job requeued after preemption has run
-    // attained/GPUs seconds; one that already outlived its estimate is expected to run about as
-    // long again (the longer a job has run, the longer it tends to go on).
-    q.estimate_s = estimate_of.at(t.id);
-    if (!std::isnan(q.estimate_s) && q.attained_gpu_s > 0) {
-      const double ran_s = q.attained_gpu_s / std::max(t.num_gpus, 1);
-      q.estimate_s = ran_s < q.estimate_s ? q.estimate_s - ran_s : ran_s;
-    }
+    q.estimate_s = sched::RemainingEstimate(estimate_of.at(t.id), q.attained_gpu_s, t.num_gpus);
     q.waiting_since_s = now;
     return q;
   };
