@@ -132,7 +132,7 @@ Controller::Controller(store::Store& store, NodeExecutor* executor, ControllerOp
       scheduler_(*queue_policy_, *placement_policy_, /*allow_spread=*/false) {
   if (!options_.queue_weights.empty()) scheduler_.SetQueueWeights(options_.queue_weights);
   // Node epochs only grow, across restarts too (they are only compared for change).
-  next_node_epoch_ = NowMs();
+  next_node_epoch_ = NowMs();  // the system clock (not options_.clock): restarts too
   if (executor_ != nullptr) {
     NodeEntry local;
     local.name = options_.node_name;
@@ -408,7 +408,7 @@ core::Result<std::vector<int>> Controller::Drain(const std::string& node, int gp
   auto target = DrainTargetLocked(node, gpu);
   if (!target) return target.failure();
   const auto& [k, gpus] = target.value();
-  const int64_t now_ms = NowMs();
+  const int64_t now_ms = Now();
   for (int g : gpus) nodes_[k].drains[g] = store::GpuDrain{g, reason, by, now_ms};
   PersistNodeLocked(k, now_ms);
   HoldDrainedLocked(k);
@@ -428,7 +428,7 @@ core::Result<std::vector<int>> Controller::Undrain(const std::string& node, int 
     if (auto bad = n.unhealthy.find(g); bad != n.unhealthy.end()) n.acked[g] = bad->second;
     if (was) done.push_back(g);
   }
-  PersistNodeLocked(k, NowMs());
+  PersistNodeLocked(k, Now());
   HoldDrainedLocked(k);
   woken_ = true;
   return done;
@@ -587,7 +587,7 @@ void Controller::Stop() {
 void Controller::Loop() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stop_) {
-    PassLocked(NowMs());
+    PassLocked(Now());
     LaunchQueued(lock);
     if (stop_) break;
     // When a pass is due at once (a job ended meanwhile), wait_for returns without releasing the
@@ -599,6 +599,8 @@ void Controller::Loop() {
     woken_ = false;
   }
 }
+
+int64_t Controller::Now() const { return options_.clock ? options_.clock() : NowMs(); }
 
 void Controller::RunOnce(int64_t now_ms) {
   std::unique_lock<std::mutex> lock(mutex_);
@@ -621,7 +623,7 @@ void Controller::LaunchQueued(std::unique_lock<std::mutex>& lock) {
     const LocalLaunch& l = batch[k];
     Outcome& o = outcomes[k];
     o.started = executor_->Start(l.job, l.env, l.log_path);
-    o.at_ms = NowMs();
+    o.at_ms = Now();
     if (*o.started && l.whole_job) {
       store::JobUpdate running;
       running.start_ms = o.at_ms;
@@ -666,7 +668,7 @@ void Controller::LaunchQueued(std::unique_lock<std::mutex>& lock) {
     }
     SettleLocked(l.id, o.at_ms);
   }
-  FlushLocked(NowMs());
+  FlushLocked(Now());
 }
 
 std::optional<core::Error> Controller::Unrunnable(const store::JobRecord& job) const {
@@ -714,7 +716,7 @@ int Controller::MaxUserPriority(const std::string& user) const {
 core::Result<int64_t> Controller::Submit(store::JobRecord job) {
   if (auto why = Unrunnable(job)) return *why;
   job.state = store::JobState::kPending;
-  if (job.submit_ms == 0) job.submit_ms = NowMs();
+  if (job.submit_ms == 0) job.submit_ms = Now();
   auto id = store_.SubmitJob(job);  // durable before anything else sees it
   if (!id) return id;
   job.id = id.value();
@@ -1287,18 +1289,7 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
 
 void Controller::PassLocked(int64_t now_ms) {
   ++stats_.passes;
-  // 0. Jobs submitted since the last pass.
-  std::vector<store::JobRecord> arrived;
-  {
-    std::lock_guard<std::mutex> lock(inbox_mutex_);
-    arrived.swap(inbox_);
-  }
-  for (store::JobRecord& job : arrived) {
-    if (waiting_.count(job.id) > 0 || active_.count(job.id) > 0) continue;  // a retried submit
-    scheduler_.Enqueue(QueuedOf(job));
-    waiting_[job.id] = std::move(job);
-  }
-  // 1. Local jobs that ended.
+  // 0. Local jobs that ended.
   if (executor_ != nullptr) {
     for (const NodeExecutor::Exit& exit : executor_->Poll()) {
       auto it = active_.find(exit.job_id);
@@ -1314,6 +1305,18 @@ void Controller::PassLocked(int64_t now_ms) {
       }
       SettleLocked(exit.job_id, now_ms);
     }
+  }
+  // 1. Jobs submitted since the last pass, after the ends (as in replay: a job arriving now is
+  // predicted from what has finished by now).
+  std::vector<store::JobRecord> arrived;
+  {
+    std::lock_guard<std::mutex> lock(inbox_mutex_);
+    arrived.swap(inbox_);
+  }
+  for (store::JobRecord& job : arrived) {
+    if (waiting_.count(job.id) > 0 || active_.count(job.id) > 0) continue;  // a retried submit
+    scheduler_.Enqueue(QueuedOf(job));
+    waiting_[job.id] = std::move(job);
   }
   // 2. Remote nodes silent past their lease; ranks still draining their logs.
   for (std::size_t n = 0; n < nodes_.size(); ++n) {

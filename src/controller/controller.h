@@ -99,6 +99,9 @@ struct ControllerOptions {
   std::function<std::string()> local_samples_json;
   // The local node's GPU figures, for per-job usage summaries; may be empty.
   std::function<std::vector<net::GpuFigure>()> local_figures;
+  // Milliseconds since the epoch, for what the controller times itself (submits, launches, the
+  // passes of its own thread); empty: the system clock. Tests drive a fake one with RunOnce.
+  std::function<int64_t()> clock;
 };
 
 struct NodeView {
@@ -303,6 +306,7 @@ class Controller {
   // SCHEDULED in the store and is queued again at the next start.
   void LaunchQueued(std::unique_lock<std::mutex>& lock);
   void StopRanksLocked(Active& a);
+  int64_t Now() const;  // options_.clock, else the system clock
   static sched::JobTraits TraitsOf(const store::JobRecord& job);
   // Learns job `job`'s run time (it SUCCEEDED after `runtime_s`), first scoring its prediction.
   void LearnRuntimeLocked(const store::JobRecord& job, double runtime_s,
