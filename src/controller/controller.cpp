@@ -299,7 +299,7 @@ void Controller::RebuildClusterLocked() {
     }
   }
   for (std::size_t n = 0; n < nodes_.size(); ++n) {
-    nodes_[n].held = 0;  // a new snapshot holds nothing yet
+    nodes_[n].held.clear();  // a new snapshot holds nothing yet
     HoldDrainedLocked(static_cast<int>(n));
   }
 }
@@ -318,17 +318,24 @@ std::string Controller::DrainReason(const NodeEntry& n, int gpu) {
 void Controller::HoldDrainedLocked(int node) {
   NodeEntry& n = nodes_[node];
   if (!n.alive || node >= cluster_.size()) return;  // a node that is not there is held whole
-  sched::QueuedJob one;
-  one.total_gpus = 1;
+  sched::QueuedJob blocker;
+  blocker.total_gpus = 1;
   for (int g = 0; g < n.spec.num_gpus && g < 32; ++g) {
     const core::GpuMask bit = core::GpuMask{1} << g;
-    const bool drained = !DrainReason(n, g).empty();
-    if (drained && !(n.held & bit) && cluster_.state(node).gpu_free[g] == core::kGpuMilli) {
-      cluster_.Allocate(node, sched::SliceSpec(one, 1), bit);
-      n.held |= bit;
-    } else if (!drained && (n.held & bit)) {
-      cluster_.Release(node, sched::SliceSpec(one, 1), bit);
-      n.held &= ~bit;
+    if (!DrainReason(n, g).empty()) {
+      // Whatever is free on it now, a share of it too (share jobs still running there keep
+      // theirs until they end; then this runs again).
+      const int free = cluster_.state(node).gpu_free[g];
+      if (free <= 0) continue;
+      blocker.gpu_milli = free;
+      cluster_.Allocate(node, sched::SliceSpec(blocker, 1), bit);
+      n.held[g].push_back(free);
+    } else if (auto it = n.held.find(g); it != n.held.end()) {
+      for (int milli : it->second) {  // released as allocated: the same spec each
+        blocker.gpu_milli = milli;
+        cluster_.Release(node, sched::SliceSpec(blocker, 1), bit);
+      }
+      n.held.erase(it);
     }
   }
 }

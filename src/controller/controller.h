@@ -230,12 +230,12 @@ class Controller {
     int64_t last_figure_ms = 0;  // newest GPU figure counted into usage summaries
     // Draining (see NodeView::drained). `unhealthy`: the agent's latest verdict by GPU; `acked`:
     // the health reason an admin undrained, by GPU (placeable while it stays the same); `drains`:
-    // admin drains (kept in the store); `held`: drained GPUs the cluster snapshot holds with a
-    // blocker, so that no placement takes them.
+    // admin drains (kept in the store); `held`: by drained GPU, the milli-GPUs of each blocker
+    // the cluster snapshot holds on it, so that no placement takes what its jobs leave free.
     std::map<int, std::string> unhealthy;
     std::map<int, std::string> acked;
     std::map<int, store::GpuDrain> drains;
-    core::GpuMask held = 0;
+    std::map<int, std::vector<int>> held;
   };
   struct Rank {
     int node = 0;
