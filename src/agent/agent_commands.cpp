@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "agent/agent_server.h"
+#include "agent/http_controller_link.h"
 #include "agent/node_agent.h"
 #include "agent/sample_json.h"
 #include "agent/top_view.h"
@@ -193,9 +194,6 @@ int RunAgent(const AgentOptions& options) {
   std::unique_ptr<NodeAgent> node_agent;
   if (!options.controller_url.empty()) {
     NodeAgentOptions n;
-    n.controller_url = options.controller_url;
-    n.token = token;
-    n.trust = trust;
     n.node_name = node.host.hostname;
     n.address = options.advertise.empty() ? node.host.hostname : options.advertise;
     n.data_dir = options.data_dir;
@@ -215,7 +213,10 @@ int RunAgent(const AgentOptions& options) {
     n.log_limit_bytes = options.log_limit_mib * (int64_t{1} << 20);
     const HostInfo host = node.host;
     node_agent = std::make_unique<NodeAgent>(
-        n, [&sampler, host] { return GpusToJson(host, sampler.Latest()); },
+        n,
+        std::make_unique<HttpControllerLink>(options.controller_url, token, trust,
+                                             n.long_poll_ms),
+        [&sampler, host] { return GpusToJson(host, sampler.Latest()); },
         [&sampler] { return FiguresOf(sampler.Latest()); });
     if (auto r = node_agent->Recover(); !r) {
       std::fprintf(stderr, "gpufleet agent: %s\n", r.error().c_str());

@@ -15,8 +15,6 @@ namespace gpufleet::agent {
 namespace {
 
 using nlohmann::json;
-// Raw log bytes shipped per heartbeat, all jobs together (the controller takes bodies <= 1 MiB).
-constexpr int64_t kLogBudget = 512 * 1024;
 
 int64_t FileSize(const std::string& path) {
   std::error_code ec;
@@ -55,9 +53,11 @@ std::vector<net::GpuFigure> FiguresOf(const std::vector<gpu::GpuSample>& samples
   return out;
 }
 
-NodeAgent::NodeAgent(NodeAgentOptions options, std::function<std::string()> samples_json,
+NodeAgent::NodeAgent(NodeAgentOptions options, std::unique_ptr<net::ControllerLink> link,
+                     std::function<std::string()> samples_json,
                      std::function<std::vector<net::GpuFigure>()> figures)
     : options_(std::move(options)),
+      link_(std::move(link)),
       samples_json_(std::move(samples_json)),
       figures_(std::move(figures)),
       runner_([this] {
@@ -222,7 +222,7 @@ void NodeAgent::Launch(const net::Assignment& a) {
   held_[a.id] = std::move(h);
 }
 
-net::Heartbeat NodeAgent::Report() {
+net::Heartbeat NodeAgent::Report(int64_t now_ms) {
   net::Heartbeat beat;
   beat.node = options_.node_name;
   beat.address = options_.address;
@@ -232,10 +232,15 @@ net::Heartbeat NodeAgent::Report() {
   beat.simulated = options_.simulated;
   beat.limits = std::string(cgroups_.Kind());
   beat.limits_why = cgroups_.why_unavailable();
-  if (samples_json_) beat.samples_json = samples_json_();
+  // The GPU document changes once a second (the sampler's period); the controller keeps the last.
+  if (samples_json_ && (now_ms - samples_sent_ms_ >= 1000 || now_ms < samples_sent_ms_)) {
+    beat.samples_json = samples_json_();
+    samples_sent_ms_ = now_ms;
+  }
   if (figures_) beat.figures = figures_();
-  int64_t budget = kLogBudget;
-  for (const auto& [id, h] : held_) {
+  int64_t budget = options_.log_budget_bytes;
+  logs_pending_ = false;
+  for (auto& [id, h] : held_) {
     net::ReportedJob r;
     r.id = h.id;
     r.epoch = h.epoch;
@@ -248,12 +253,20 @@ net::Heartbeat NodeAgent::Report() {
     r.pid = h.pid;
     r.pid_start = h.pid_start;
     r.reason = h.reason;
-    r.usage = h.ended ? h.usage : meter_.Sample(h.id, static_cast<pid_t>(h.pid));
+    // A running job's cgroup is read at most once a second, however often the node beats.
+    if (!h.ended && (now_ms - h.usage_ms >= 1000 || now_ms < h.usage_ms)) {
+      h.usage = meter_.Sample(h.id, static_cast<pid_t>(h.pid));
+      h.usage_ms = now_ms;
+    }
+    r.usage = h.usage;
     r.log_size = h.log_path.empty() ? 0 : FileSize(h.log_path);
     if (h.log_acked >= 0 && r.log_size > h.log_acked && budget > 0) {
       r.log_from = h.log_acked;
       r.log_data = ReadRange(h.log_path, h.log_acked, std::min(budget, r.log_size - h.log_acked));
       budget -= static_cast<int64_t>(r.log_data.size());
+    }
+    if (h.log_acked >= 0 && r.log_size > h.log_acked + static_cast<int64_t>(r.log_data.size())) {
+      logs_pending_ = true;
     }
     beat.jobs.push_back(std::move(r));
   }
@@ -302,12 +315,16 @@ bool NodeAgent::Apply(const net::HeartbeatReply& reply) {
     Persist(h);
     held_[a.id] = std::move(h);
   }
+  bool log_progress = false;
   for (const net::LogAck& ack : reply.logs) {
     auto it = held_.find(ack.id);
     if (it != held_.end() && listed.count({ack.id, it->second.epoch})) {
+      log_progress |= ack.size > it->second.log_acked;
       it->second.log_acked = ack.size;
     }
   }
+  // Logs left unshipped go at once while the controller takes them (not when it cannot write).
+  if (logs_pending_ && log_progress) changed = true;
   std::vector<int64_t> forget;
   for (auto& [id, h] : held_) {
     if (listed.count({id, h.epoch})) continue;
@@ -362,39 +379,17 @@ core::Result<bool> NodeAgent::Beat(int64_t now_ms) {
     self_fenced_ = true;
   }
   cgroups_.ReleasePending();
-  net::Heartbeat beat = Report();
+  net::Heartbeat beat = Report(now_ms);
   beat.wait_ms = options_.long_poll_ms;
-  std::string error;
-  core::Result<net::HttpReply> res = core::Error{""};
-  if (!client_) {
-    auto made = net::HttpClient::ForUrl(options_.controller_url);
-    if (made) {
-      client_.emplace(std::move(made).value());
-      client_->SetTrust(options_.trust);
-      client_->SetBearerToken(options_.token);
-      client_->SetTimeouts(2000, 5000 + static_cast<int>(options_.long_poll_ms));
-    } else {
-      error = "bad controller URL " + made.error();
-    }
-  }
-  if (client_) res = client_->Post("/v1/agent/heartbeat", net::ToJson(beat), "application/json");
-  if (!error.empty()) {
-  } else if (!res) {
-    error = "cannot reach the controller at " + options_.controller_url + " (" + res.error() + ")";
-  } else if (res.value().status != 200) {
-    json body = json::parse(res.value().body, nullptr, false);
-    error = "the controller refused the heartbeat: HTTP " + std::to_string(res.value().status) +
-            " " + (body.is_object() ? body.value("error", res.value().body) : res.value().body);
-  }
-  if (!error.empty()) {
+  auto reply = link_->Exchange(beat);
+  if (!reply) {
     if (!outage_reported_) {
-      std::fprintf(stderr, "gpufleet agent: %s; jobs keep running; retrying\n", error.c_str());
+      std::fprintf(stderr, "gpufleet agent: %s; jobs keep running; retrying\n",
+                   reply.error().c_str());
       outage_reported_ = true;
     }
-    return core::Error{error};
+    return core::Error{reply.error()};
   }
-  auto reply = net::ParseHeartbeatReply(res.value().body);
-  if (!reply) return core::Error{"bad heartbeat reply: " + reply.error()};
   if (outage_reported_) {
     std::fprintf(stderr, "gpufleet agent: the controller answers again\n");
     outage_reported_ = false;

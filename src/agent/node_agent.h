@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -25,15 +26,12 @@
 #include "agent/runner.h"
 #include "core/result.h"
 #include "gpu/gpu_sample.h"
-#include "net/http_client.h"
+#include "net/controller_link.h"
 #include "net/node_protocol.h"
 
 namespace gpufleet::agent {
 
 struct NodeAgentOptions {
-  std::string controller_url;  // http://HOST:PORT or https://HOST:PORT
-  std::string token;           // this node's credential (or an admin token) at the controller
-  net::TlsTrust trust;         // for https: the controller's CA
   std::string node_name;
   std::string address;   // MASTER_ADDR for ranks started here
   std::string data_dir;  // assignments and logs
@@ -45,6 +43,9 @@ struct NodeAgentOptions {
   int64_t long_poll_ms = 0;  // how long the controller may hold a heartbeat (0: answer at once)
   RunAsPolicy run_as;        // whose account each job runs under (its node_name is set here)
   int64_t log_limit_bytes = int64_t{1} << 30;  // each job's log is capped here (0: no cap)
+  // Raw log bytes shipped per heartbeat, all jobs together (the controller takes HTTP bodies of
+  // at most 1 MiB; a link without that limit may ship more).
+  int64_t log_budget_bytes = 512 * 1024;
 };
 
 // The figures a heartbeat carries for per-job usage summaries, from the sampler's latest samples.
@@ -52,9 +53,11 @@ std::vector<net::GpuFigure> FiguresOf(const std::vector<gpu::GpuSample>& samples
 
 class NodeAgent {
  public:
-  // `samples_json` gives the GPU document sent with each heartbeat ("" for none); `figures`
-  // each GPU's latest utilization and memory (may be empty).
-  NodeAgent(NodeAgentOptions options, std::function<std::string()> samples_json,
+  // `link` carries the heartbeats. `samples_json` gives the GPU document sent with a heartbeat
+  // at most once a second ("" for none); `figures` each GPU's latest utilization, memory and
+  // health (may be empty).
+  NodeAgent(NodeAgentOptions options, std::unique_ptr<net::ControllerLink> link,
+            std::function<std::string()> samples_json,
             std::function<std::vector<net::GpuFigure>()> figures = {});
   ~NodeAgent();
   NodeAgent(const NodeAgent&) = delete;
@@ -63,10 +66,13 @@ class NodeAgent {
   // Loads the held jobs and re-adopts their processes; errors name the path.
   core::Result<bool> Recover();
   // One heartbeat: reap, report, apply the reply; true when the reply changed something here (a
-  // launch or a stop), so the caller reports again at once. An error when the controller could
-  // not be reached or refused the heartbeat (jobs keep running either way).
+  // launch or a stop) or logs wait to be shipped, so the caller reports again at once. An error
+  // when the controller could not be reached or refused the heartbeat (jobs keep running either
+  // way).
   core::Result<bool> Beat(int64_t now_ms);
   std::size_t held() const { return held_.size(); }
+  // What this node limits and measures jobs with (CgroupLimits::Kind), once recovered.
+  std::string_view limits() const { return cgroups_.Kind(); }
   int64_t node_epoch() const { return node_epoch_; }
 
  private:
@@ -85,7 +91,8 @@ class NodeAgent {
     std::string reason;
     bool stop_sent = false;
     int64_t log_acked = -1;  // -1: not known yet (the controller says in its next reply)
-    core::HostUsage usage;   // once ended: its final usage (read before its cgroup goes)
+    core::HostUsage usage;   // the latest sample; once ended, its final usage
+    int64_t usage_ms = 0;    // when `usage` was sampled (running jobs: at most once a second)
   };
   std::string RecordPath(int64_t id) const;
   void Persist(const Held& h) const;
@@ -97,9 +104,10 @@ class NodeAgent {
   void Launch(const net::Assignment& a);
   // Applies the controller's wish; true when it launched or stopped something.
   bool Apply(const net::HeartbeatReply& reply);
-  net::Heartbeat Report();
+  net::Heartbeat Report(int64_t now_ms);
 
   NodeAgentOptions options_;
+  std::unique_ptr<net::ControllerLink> link_;
   std::function<std::string()> samples_json_;
   std::function<std::vector<net::GpuFigure>()> figures_;
   Runner runner_;
@@ -111,9 +119,8 @@ class NodeAgent {
   int64_t last_ok_ms_ = 0;  // when the last successful heartbeat was sent
   bool outage_reported_ = false;
   bool self_fenced_ = false;
-  // Kept alive between heartbeats (a TLS handshake per beat would cost the controller's I/O
-  // thread for every node every second).
-  std::optional<net::HttpClient> client_;
+  int64_t samples_sent_ms_ = 0;  // when the GPU document was last sent
+  bool logs_pending_ = false;    // the last report left log bytes unshipped
 };
 
 }  // namespace gpufleet::agent

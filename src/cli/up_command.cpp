@@ -18,16 +18,14 @@
 #include <mutex>
 #include <thread>
 
-#include "agent/cgroup_limits.h"
-#include "agent/job_usage.h"
 #include "agent/node_agent.h"
 #include "agent/run_as.h"
-#include "agent/runner.h"
 #include "agent/sample_json.h"
 #include "cli/client_commands.h"
 #include "controller/api_server.h"
 #include "controller/auth.h"
 #include "controller/controller.h"
+#include "controller/in_process_link.h"
 #include "gpu/gpu_probe.h"
 #include "gpu/sampler.h"
 #include "net/http_server.h"
@@ -39,85 +37,12 @@
 namespace gpufleet::cli {
 namespace {
 
-// The controller's NodeExecutor over the agent's Runner, in the same process.
-class LocalExecutor final : public controller::NodeExecutor {
- public:
-  LocalExecutor(agent::RunAsPolicy run_as, int64_t log_limit_bytes, std::string node_address,
-                const std::string& data_dir)
-      : cgroups_(agent::CgroupLimits::Detect("", agent::CgroupLimits::InstanceTag(data_dir))),
-        runner_(std::move(run_as)),
-        log_limit_bytes_(log_limit_bytes),
-        node_address_(std::move(node_address)) {}
-  ~LocalExecutor() override { cgroups_.RemoveJobsCgroupIfEmpty(); }
-  core::Result<Started> Start(const store::JobRecord& job, const net::EnvList& launch_env,
-                              const std::string& log_path) override {
-    agent::LaunchSpec spec;
-    spec.launch_env = launch_env;
-    spec.node_address = node_address_;
-    spec.job_id = job.id;
-    spec.argv = job.argv;
-    spec.env = job.env;
-    spec.workdir = job.workdir;
-    spec.gpu_indices = job.gpu_indices;
-    spec.user = job.user;
-    spec.log_path = log_path;
-    spec.log_limit_bytes = log_limit_bytes_;
-    std::lock_guard<std::mutex> lock(mutex_);
-    spec.cgroup_procs =
-        cgroups_.ForLaunch(job.id, agent::JobLimits{job.cpu_milli, job.memory_mib}, "gpufleet up");
-    auto launched = runner_.Launch(spec);
-    if (!launched) {
-      cgroups_.Release(job.id, 0);
-      return core::Error{launched.error()};
-    }
-    leaders_[job.id] = launched.value().pid;
-    return Started{launched.value().pid, launched.value().start_ticks};
-  }
-  bool Adopt(const store::JobRecord& job, const std::string& log_path) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    leaders_[job.id] = static_cast<pid_t>(job.pid);
-    return runner_.Adopt(job.id, agent::Launched{static_cast<pid_t>(job.pid), job.pid_start},
-                         log_path);
-  }
-  bool Stop(int64_t job_id, double grace_s) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return runner_.Stop(job_id, grace_s);
-  }
-  std::vector<Exit> Poll() override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    std::vector<Exit> out;
-    for (const agent::JobExit& e : runner_.Reap()) {
-      // Its final usage, read before its cgroup goes.
-      const pid_t leader = leaders_[e.job_id];
-      out.push_back({e.job_id, e.exit_code, e.stopped, meter_.Sample(e.job_id, leader)});
-      meter_.Forget(e.job_id);
-      leaders_.erase(e.job_id);
-      cgroups_.Release(e.job_id, leader);  // what the job left running goes with it
-    }
-    cgroups_.ReleasePending();
-    // Running jobs: sampled once a second, so that what only /proc shows (run-queue wait, and
-    // everything without a cgroup) is seen while their processes live.
-    const auto now = std::chrono::steady_clock::now();
-    if (now - last_sample_ >= std::chrono::seconds(1)) {
-      last_sample_ = now;
-      for (const auto& [id, leader] : leaders_) meter_.Sample(id, leader);
-    }
-    return out;
-  }
-  std::string_view limits() const { return cgroups_.Kind(); }
-  const std::string& limits_why() const { return cgroups_.why_unavailable(); }
-
- private:
-  std::mutex mutex_;
-  // Detected at start (detection may move this process into a leaf cgroup).
-  agent::CgroupLimits cgroups_;
-  agent::Runner runner_;
-  const int64_t log_limit_bytes_;
-  const std::string node_address_;  // where other nodes reach this one (socket interfaces)
-  agent::JobUsageMeter meter_{cgroups_};
-  std::map<int64_t, pid_t> leaders_;  // each job's shim, leader of its process group
-  std::chrono::steady_clock::time_point last_sample_;
-};
+// How long the node agent in `up`'s own process lets the controller hold its heartbeat: it
+// notices a job's exit at the end of a beat, so this bounds how late an ended job is seen (the
+// controller answers at once when it has work for the node).
+constexpr int64_t kLocalPollMs = 50;
+// A job's log reaches the controller's copy in chunks of at most this much per beat.
+constexpr int64_t kLocalLogBudget = int64_t{8} << 20;
 
 std::string LocalUser() {
   if (passwd* pw = getpwuid(geteuid())) return pw->pw_name;
@@ -265,21 +190,10 @@ int RunUp(const UpOptions& o) {
       return 2;
     }
   }
-  LocalExecutor executor(run_as, o.log_limit_mib * (int64_t{1} << 20), o.advertise, data_dir);
   controller::ControllerOptions options;
   options.data_dir = data_dir;
-  options.gpus = gpus;
-  options.gpu_model = model;
-  options.simulated = simulated;
-  options.limits = std::string(executor.limits());
-  options.limits_why = executor.limits_why();
-  options.node_address = o.advertise;
+  if (!o.controller_only) options.local_node = "local";
   options.lease_ms = static_cast<int64_t>(o.lease_s * 1000);
-  if (sampler) {
-    gpu::Sampler* s = sampler.get();
-    options.local_samples_json = [s, host] { return agent::GpusToJson(host, s->Latest()); };
-    options.local_figures = [s] { return agent::FiguresOf(s->Latest()); };
-  }
   options.queue_policy = o.queue_policy;
   options.placement_policy = o.placement_policy;
   options.stop_grace_s = o.stop_grace_s;
@@ -313,8 +227,7 @@ int RunUp(const UpOptions& o) {
       options.user_max_priority[text.substr(0, eq)] = static_cast<int>(value);
     }
   }
-  auto made = controller::Controller::Create(*store.value(),
-                                             o.controller_only ? nullptr : &executor, options);
+  auto made = controller::Controller::Create(*store.value(), options);
   if (!made) {
     std::fprintf(stderr, "%s: %s\n", self, made.error().c_str());
     return 2;
@@ -323,6 +236,35 @@ int RunUp(const UpOptions& o) {
   if (auto r = ctl.Recover(controller::NowMs()); !r) {
     std::fprintf(stderr, "%s: %s\n", self, r.error().c_str());
     return 1;
+  }
+  // This machine's node: the same agent as on any other node, linked in-process. It re-adopts
+  // its jobs and registers before the API serves, so submits are checked against its GPUs.
+  std::unique_ptr<agent::NodeAgent> node;
+  if (!o.controller_only) {
+    agent::NodeAgentOptions n;
+    n.node_name = "local";
+    n.address = o.advertise;
+    n.data_dir = (std::filesystem::path(data_dir) / "node").string();
+    n.gpus = gpus;
+    n.gpu_model = model;
+    n.simulated = simulated;
+    n.long_poll_ms = kLocalPollMs;
+    n.run_as = run_as;
+    n.log_limit_bytes = o.log_limit_mib * (int64_t{1} << 20);
+    n.log_budget_bytes = kLocalLogBudget;
+    gpu::Sampler* s = sampler.get();
+    node = std::make_unique<agent::NodeAgent>(
+        n, std::make_unique<controller::InProcessLink>(ctl),
+        [s, host] { return agent::GpusToJson(host, s->Latest()); },
+        [s] { return agent::FiguresOf(s->Latest()); });
+    if (auto r = node->Recover(); !r) {
+      std::fprintf(stderr, "%s: %s\n", self, r.error().c_str());
+      return 1;
+    }
+    if (auto r = node->Beat(controller::NowMs()); !r) {
+      std::fprintf(stderr, "%s: %s\n", self, r.error().c_str());
+      return 1;
+    }
   }
   controller::ApiServer api(ctl, api_options);
   auto port = api.Bind(address.value());
@@ -340,6 +282,21 @@ int RunUp(const UpOptions& o) {
   WritePrivate((std::filesystem::path(data_dir) / "server").string(), url + "\n");
   if (sampler) sampler->Start();
   ctl.Start();
+  std::atomic<bool> stop_beats{false};
+  std::thread beats;
+  if (node) {
+    beats = std::thread([&] {
+      while (!stop_beats.load()) {
+        const auto started = std::chrono::steady_clock::now();
+        auto changed = node->Beat(controller::NowMs());
+        if (changed.ok() && changed.value()) continue;
+        // The controller held the beat (long poll) unless it was told not to: never spin.
+        if (std::chrono::steady_clock::now() - started < std::chrono::milliseconds(10)) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+      }
+    });
+  }
   if (o.controller_only) {
     std::printf(
         "gpufleet controller: serving %s; agents join with `gpufleet agent --controller "
@@ -348,12 +305,14 @@ int RunUp(const UpOptions& o) {
   } else {
     std::printf("gpufleet up: serving %s; %d %s GPU%s; job limits: %s; data in %s\n",
                 url.c_str(), gpus, simulated ? "SIMULATED" : "NVML", gpus == 1 ? "" : "s",
-                std::string(executor.limits()).c_str(), data_dir.c_str());
+                std::string(node->limits()).c_str(), data_dir.c_str());
   }
   std::fflush(stdout);
 
   const bool clean = net::ServeUntilStopSignal(api.http(), stop_signals);
-  ctl.Stop();
+  stop_beats = true;
+  ctl.Stop();  // wakes a held beat
+  if (beats.joinable()) beats.join();
   if (sampler) sampler->Stop();
   std::fprintf(stderr, "%s: stopped\n", self);
   return clean ? 0 : 1;

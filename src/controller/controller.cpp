@@ -93,7 +93,6 @@ int64_t NowMs() {
 }
 
 core::Result<std::unique_ptr<Controller>> Controller::Create(store::Store& store,
-                                                             NodeExecutor* executor,
                                                              ControllerOptions options) {
   auto queue = sched::MakeQueuePolicy(options.queue_policy);
   if (!queue) {
@@ -106,26 +105,19 @@ core::Result<std::unique_ptr<Controller>> Controller::Create(store::Store& store
                            "live, use qssf or las-qssf (predicted run times)",
                        core::ErrorCode::kInvalid, "policy"};
   }
-  if (executor != nullptr && (options.gpus < 0 || options.gpus > core::kMaxGpusPerNode)) {
-    return core::Error{"the local node has " + std::to_string(options.gpus) +
-                           " GPUs; a node may have at most " +
-                           std::to_string(core::kMaxGpusPerNode),
-                       core::ErrorCode::kInvalid, "gpus"};
-  }
   auto placement = sched::MakePlacementPolicy(options.placement_policy);
   if (!placement) {
     return core::Error{"unknown placement policy '" + options.placement_policy +
                        "'; known: " + sched::PlacementPolicyNames()};
   }
   return std::unique_ptr<Controller>(
-      new Controller(store, executor, std::move(options), std::move(queue), std::move(placement)));
+      new Controller(store, std::move(options), std::move(queue), std::move(placement)));
 }
 
-Controller::Controller(store::Store& store, NodeExecutor* executor, ControllerOptions options,
+Controller::Controller(store::Store& store, ControllerOptions options,
                        std::unique_ptr<sched::QueuePolicy> queue_policy,
                        std::unique_ptr<sched::PlacementPolicy> placement_policy)
     : store_(store),
-      executor_(executor),
       options_(std::move(options)),
       queue_policy_(std::move(queue_policy)),
       placement_policy_(std::move(placement_policy)),
@@ -133,18 +125,6 @@ Controller::Controller(store::Store& store, NodeExecutor* executor, ControllerOp
   if (!options_.queue_weights.empty()) scheduler_.SetQueueWeights(options_.queue_weights);
   // Node epochs only grow, across restarts too (they are only compared for change).
   next_node_epoch_ = NowMs();  // the system clock (not options_.clock): restarts too
-  if (executor_ != nullptr) {
-    NodeEntry local;
-    local.name = options_.node_name;
-    local.address = options_.node_address;
-    local.spec = SpecOf(local.name, options_.gpus, options_.gpu_model, &local.model_name);
-    local.simulated = options_.simulated;
-    local.limits = options_.limits;
-    local.limits_why = options_.limits_why;
-    local.local = local.alive = local.known = true;
-    local.epoch = next_node_epoch_++;
-    nodes_.push_back(std::move(local));
-  }
   RebuildClusterLocked();
 }
 
@@ -246,6 +226,7 @@ int Controller::NodeIndexLocked(const std::string& name) {
   }
   NodeEntry entry;
   entry.name = entry.spec.name = name;
+  entry.local = !options_.local_node.empty() && name == options_.local_node;
   entry.epoch = next_node_epoch_++;
   nodes_.push_back(std::move(entry));
   return static_cast<int>(nodes_.size()) - 1;
@@ -478,7 +459,6 @@ core::Result<bool> Controller::Recover(int64_t now_ms) {
     const int index = NodeIndexLocked(record.name);
     NodeEntry& n = nodes_[index];
     for (const store::GpuDrain& d : record.drains) n.drains[d.gpu] = d;
-    if (n.local) continue;
     n.spec = SpecOf(record.name, record.gpus, record.gpu_model, &n.model_name);
     n.known = true;
     n.address = record.address;
@@ -507,39 +487,11 @@ core::Result<bool> Controller::Recover(int64_t now_ms) {
       r.gpus = MaskOf(std::vector<int>(first, first + per_node));
       r.started = job.state == store::JobState::kRunning;
       r.log_acked = FileSize(LogPath(job.id, static_cast<int>(k)));
-      if (nodes_[r.node].local) {
-        // The local rank is re-adopted now; one that cannot be (or never got a process) is lost.
-        if (job.state != store::JobState::kRunning || job.pid <= 0 || executor_ == nullptr ||
-            !executor_->Adopt(job, LogPath(job.id, static_cast<int>(k)))) {
-          adoptable = false;
-        }
-      } else if (!nodes_[r.node].alive) {
+      if (!nodes_[r.node].alive) {
         nodes_[r.node].pending_return = true;  // its lease starts now
         nodes_[r.node].last_seen_ms = now_ms;
       }
       a.ranks.push_back(r);
-    }
-    const bool all_local = std::all_of(a.ranks.begin(), a.ranks.end(),
-                                       [&](const Rank& r) { return nodes_[r.node].local; });
-    const bool never_launched = std::none_of(a.ranks.begin(), a.ranks.end(), [&](const Rank& r) {
-      return std::filesystem::exists(LogPath(job.id, static_cast<int>(&r - &a.ranks[0])));
-    });
-    if (job.state == store::JobState::kScheduled && !a.ranks.empty() && all_local &&
-        never_launched) {
-      // Placed but never launched (a launch creates the log first): safe to queue again.
-      store::JobUpdate again;
-      again.node = "";
-      again.gpu_indices = std::vector<int>{};
-      again.reason = "requeued: the controller stopped before starting it";
-      auto r = store_.Transition(job.id, job.state, store::JobState::kPending, again, now_ms);
-      if (!r) return core::Error{r.error()};
-      store::JobRecord queued = job;
-      queued.state = store::JobState::kPending;
-      queued.node.clear();
-      queued.gpu_indices.clear();
-      waiting_[job.id] = queued;
-      scheduler_.Enqueue(QueuedOf(queued));
-      continue;
     }
     if (!adoptable) {
       store::JobUpdate lost;
@@ -550,12 +502,6 @@ core::Result<bool> Controller::Recover(int64_t now_ms) {
                           "cannot run twice";
       auto r = store_.Transition(job.id, job.state, store::JobState::kLost, lost, now_ms);
       if (!r) return core::Error{r.error()};
-      for (const Rank& rank : a.ranks) {
-        // Remote ranks of a lost job are fenced by their agents (the job is not listed).
-        if (nodes_[rank.node].local && executor_ != nullptr) {
-          executor_->Stop(job.id, options_.stop_grace_s);
-        }
-      }
       if (job.restartable) {
         RequeueLocked(job, store::JobState::kLost, lost.reason.value_or(""));
         if (!FlushLocked(now_ms))
@@ -576,12 +522,10 @@ core::Result<bool> Controller::Recover(int64_t now_ms) {
 void Controller::Start() {
   if (thread_.joinable()) return;
   stop_ = false;
-  stopping_ = false;
   thread_ = std::thread([this] { Loop(); });
 }
 
 void Controller::Stop() {
-  stopping_ = true;  // a launch phase under way stops at once, without waiting for the lock
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;
@@ -595,7 +539,6 @@ void Controller::Loop() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stop_) {
     PassLocked(Now());
-    LaunchQueued(lock);
     if (stop_) break;
     // When a pass is due at once (a job ended meanwhile), wait_for returns without releasing the
     // lock: let heartbeats, cancels and Stop in between passes first.
@@ -610,72 +553,8 @@ void Controller::Loop() {
 int64_t Controller::Now() const { return options_.clock ? options_.clock() : NowMs(); }
 
 void Controller::RunOnce(int64_t now_ms) {
-  std::unique_lock<std::mutex> lock(mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   PassLocked(now_ms);
-  LaunchQueued(lock);
-}
-
-void Controller::LaunchQueued(std::unique_lock<std::mutex>& lock) {
-  if (launches_.empty()) return;
-  std::vector<LocalLaunch> batch;
-  batch.swap(launches_);
-  struct Outcome {
-    std::optional<core::Result<NodeExecutor::Started>> started;  // empty: not attempted (Stop)
-    bool recorded = false;                                       // RUNNING committed with its pid
-    int64_t at_ms = 0;
-  };
-  std::vector<Outcome> outcomes(batch.size());
-  lock.unlock();
-  for (std::size_t k = 0; k < batch.size() && !stopping_; ++k) {
-    const LocalLaunch& l = batch[k];
-    Outcome& o = outcomes[k];
-    o.started = executor_->Start(l.job, l.env, l.log_path);
-    o.at_ms = Now();
-    if (*o.started && l.whole_job) {
-      store::JobUpdate running;
-      running.start_ms = o.at_ms;
-      running.pid = o.started->value().pid;
-      running.pid_start = o.started->value().pid_start;
-      auto r = store_.Transition(l.id, store::JobState::kScheduled, store::JobState::kRunning,
-                                 running, o.at_ms);
-      o.recorded = r.ok() && r.value();
-      if (!r.ok()) {
-        std::fprintf(stderr, "gpufleet: the store could not record job %lld running: %s\n",
-                     static_cast<long long>(l.id), r.error().c_str());
-      }
-    }
-  }
-  lock.lock();
-  for (std::size_t k = 0; k < batch.size(); ++k) {
-    const LocalLaunch& l = batch[k];
-    const Outcome& o = outcomes[k];
-    auto it = active_.find(l.id);
-    if (it == active_.end()) continue;  // cannot end while a rank is launching
-    Active& a = it->second;
-    Rank& r = a.ranks[l.rank];
-    r.launching = false;
-    if (!o.started) continue;  // stopping: placed, never started (queued again at restart)
-    r.started = true;
-    if (!*o.started) {
-      r.ended = true;
-      r.ended_ms = o.at_ms;
-      r.exit_code = 127;
-      r.reason = o.started->error();
-    } else {
-      r.pid = o.started->value().pid;
-      r.pid_start = o.started->value().pid_start;
-      if (o.recorded) {
-        a.job.state = store::JobState::kRunning;
-        a.job.start_ms = o.at_ms;
-        a.job.pid = r.pid;
-        a.job.pid_start = r.pid_start;
-      }
-      // Cancelled (or otherwise stopped) while it was being launched.
-      if (a.stopping) executor_->Stop(l.id, options_.stop_grace_s);
-    }
-    SettleLocked(l.id, o.at_ms);
-  }
-  FlushLocked(Now());
 }
 
 std::optional<core::Error> Controller::Unrunnable(const store::JobRecord& job) const {
@@ -787,20 +666,6 @@ net::EnvList Controller::LaunchEnvLocked(const Active& a, int rank) const {
           {"GPUFLEET_NODE_RANK", std::to_string(rank)}};
 }
 
-void Controller::QueueLocalRankLocked(Active& a, int rank) {
-  Rank& r = a.ranks[rank];
-  r.launching = true;
-  LocalLaunch l;
-  l.id = a.job.id;
-  l.rank = rank;
-  l.job = a.job;
-  l.job.gpu_indices = MaskIndices(r.gpus);
-  l.env = LaunchEnvLocked(a, rank);
-  l.log_path = LogPath(a.job.id, rank);
-  l.whole_job = a.ranks.size() == 1;
-  launches_.push_back(std::move(l));
-}
-
 void Controller::TouchNodeLocked(int node) {
   ++nodes_[node].version;
   node_changed_.notify_all();  // held heartbeats wake once the lock is released
@@ -808,12 +673,7 @@ void Controller::TouchNodeLocked(int node) {
 
 void Controller::StopRanksLocked(Active& a) {
   a.stopping = true;
-  for (const Rank& r : a.ranks) {
-    if (!nodes_[r.node].local) TouchNodeLocked(r.node);
-    if (!r.ended && nodes_[r.node].local && executor_ != nullptr) {
-      executor_->Stop(a.job.id, options_.stop_grace_s);
-    }
-  }  // remote ranks: the next heartbeat reply says stop
+  for (const Rank& r : a.ranks) TouchNodeLocked(r.node);  // the next reply to it says stop
 }
 
 void Controller::PlanLocked(store::JobRecord job, const std::vector<sched::Allocation>& placement) {
@@ -861,7 +721,7 @@ void Controller::UnplanLocked(int64_t id) {
   waiting_[id] = std::move(a.job);
 }
 
-void Controller::LaunchLocked(int64_t id, int64_t now_ms) {
+void Controller::LaunchLocked(int64_t id) {
   Active& a = active_.at(id);
   // A new placement's logs start afresh; an earlier attempt's are kept beside them.
   if (a.job.epoch > 1) {
@@ -873,15 +733,8 @@ void Controller::LaunchLocked(int64_t id, int64_t now_ms) {
       }
     }
   }
-  for (std::size_t k = 0; k < a.ranks.size(); ++k) {
-    if (!nodes_[a.ranks[k].node].local) {
-      TouchNodeLocked(a.ranks[k].node);  // its agent learns of it now (see Heartbeat)
-      continue;
-    }
-    QueueLocalRankLocked(a, static_cast<int>(k));
-  }
+  for (const Rank& r : a.ranks) TouchNodeLocked(r.node);  // its agent learns of it now
   ++stats_.started;
-  SettleLocked(id, now_ms);  // local ranks start after the pass (LaunchQueued)
 }
 
 void Controller::WriteLocked(int64_t id, store::JobState from, store::JobState to,
@@ -917,7 +770,7 @@ void Controller::SettleLocked(int64_t id, int64_t now_ms) {
     all_ended = all_ended && r.ended;
     if (r.ended && (r.lost || r.exit_code != 0)) failed = true;
     if (r.lost) lost = true;
-    if (r.ended && !nodes_[r.node].local && r.log_acked < r.log_total &&
+    if (r.ended && r.log_acked < r.log_total &&
         now_ms - r.ended_ms < kLogDrainMs) {
       logs_in = false;
     }
@@ -995,7 +848,7 @@ void Controller::EndLocked(int64_t id, store::JobState to, std::optional<int> ex
   Active a = std::move(active_.at(id));
   active_.erase(id);
   for (const Rank& r : a.ranks) {
-    if (!nodes_[r.node].local) TouchNodeLocked(r.node);
+    TouchNodeLocked(r.node);
     if (nodes_[r.node].alive) {
       cluster_.Release(r.node, sched::SliceSpec(a.queued, std::popcount(r.gpus)), r.gpus);
       HoldDrainedLocked(r.node);  // a drained GPU it leaves is held, not placed on
@@ -1135,16 +988,6 @@ void Controller::NodeLostLocked(int node, int64_t now_ms) {
   // Release everything first (while the node still counts as present), then block the node.
   for (int64_t id : ids) {
     Active& a = active_.at(id);
-    const bool local_rank_on = std::any_of(a.ranks.begin(), a.ranks.end(), [&](const Rank& r) {
-      return nodes_[r.node].local && !r.ended && (r.started || r.launching);
-    });
-    if (local_rank_on) {
-      // Its rank on this controller's own node runs (or is being started): stop it, and end the
-      // job LOST once it has stopped (SettleLocked), so that its GPUs are not given away while
-      // it still holds them. The lost node's share stays blocked until that node returns.
-      StopRanksLocked(a);
-      continue;
-    }
     const std::string reason = [&] {
       for (const Rank& r : a.ranks) {
         if (r.lost) return r.reason;
@@ -1161,12 +1004,12 @@ void Controller::NodeLostLocked(int node, int64_t now_ms) {
 }
 
 core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& beat,
-                                                        int64_t now_ms) {
+                                                        int64_t now_ms, bool in_process) {
   std::unique_lock<std::mutex> lock(mutex_);
   ++stats_.heartbeats;
   const int index = NodeIndexLocked(beat.node);
   NodeEntry& n = nodes_[index];
-  if (n.local) {
+  if (n.local && !in_process) {
     return core::Error{
         "node: '" + beat.node + "' is the controller's own node; give the agent another --hostname",
         core::ErrorCode::kInvalid, "node"};
@@ -1196,7 +1039,7 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
   n.limits_why = beat.limits_why;
   n.last_seen_ms = now_ms;
   if (n.first_seen_ms == 0) n.first_seen_ms = now_ms;
-  n.samples_json = beat.samples_json;
+  if (!beat.samples_json.empty()) n.samples_json = beat.samples_json;  // agents send it 1/s
   if (rebuild) {
     RebuildClusterLocked();
     PersistNodeLocked(index, now_ms);
@@ -1296,23 +1139,6 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
 
 void Controller::PassLocked(int64_t now_ms) {
   ++stats_.passes;
-  // 0. Local jobs that ended.
-  if (executor_ != nullptr) {
-    for (const NodeExecutor::Exit& exit : executor_->Poll()) {
-      auto it = active_.find(exit.job_id);
-      if (it == active_.end()) continue;
-      for (Rank& r : it->second.ranks) {
-        if (nodes_[r.node].local && !r.ended) {
-          r.ended = true;
-          r.ended_ms = now_ms;
-          r.exit_code = exit.exit_code;
-          r.stopped = exit.stopped;
-          r.host_usage = exit.usage;
-        }
-      }
-      SettleLocked(exit.job_id, now_ms);
-    }
-  }
   // 1. Jobs submitted since the last pass, after the ends (as in replay: a job arriving now is
   // predicted from what has finished by now).
   std::vector<store::JobRecord> arrived;
@@ -1328,17 +1154,11 @@ void Controller::PassLocked(int64_t now_ms) {
   // 2. Remote nodes silent past their lease; ranks still draining their logs.
   for (std::size_t n = 0; n < nodes_.size(); ++n) {
     NodeEntry& node = nodes_[n];
-    if (!node.local && (node.alive || node.pending_return) && node.last_seen_ms > 0 &&
+    if ((node.alive || node.pending_return) && node.last_seen_ms > 0 &&
         now_ms - node.last_seen_ms > options_.lease_ms) {
       node.pending_return = false;
       NodeLostLocked(static_cast<int>(n), now_ms);
     }
-  }
-  // The local node's GPU figures, into its running jobs' usage summaries.
-  if (executor_ != nullptr && options_.local_figures) {
-    const std::vector<net::GpuFigure> figures = options_.local_figures();
-    AccountUsageLocked(0, figures);
-    UpdateHealthLocked(0, figures, now_ms);
   }
   // Jobs past their time limit are stopped (SIGTERM, grace, SIGKILL) and end FAILED.
   for (auto& [id, a] : active_) {
@@ -1424,7 +1244,7 @@ void Controller::PassLocked(int64_t now_ms) {
     if (committed) {
       for (int64_t id : placed) {
         if (std::find(refused.begin(), refused.end(), id) == refused.end()) {
-          LaunchLocked(id, now_ms);
+          LaunchLocked(id);
           continue;
         }
         // The store does not have it PENDING any more (a stale retry of its submit queued it
@@ -1478,9 +1298,8 @@ std::vector<NodeView> Controller::Nodes() const {
     }
     v.state = n.alive ? "READY" : n.pending_return ? "UNKNOWN" : "LOST";
     v.epoch = n.epoch;
-    v.last_seen_ms = n.local ? 0 : n.last_seen_ms;
+    v.last_seen_ms = n.last_seen_ms;
     v.samples_json = n.samples_json;
-    if (n.local && options_.local_samples_json) v.samples_json = options_.local_samples_json();
     for (const auto& [id, a] : active_) {
       for (const Rank& r : a.ranks) {
         if (r.node == static_cast<int>(k) && !r.ended) ++v.running_jobs;

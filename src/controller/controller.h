@@ -1,8 +1,10 @@
 #pragma once
 // `Controller`: accepts jobs into the store, keeps the waiting ones in the shared `Scheduler`,
 // and on every pass (woken by a submit, a cancel or a heartbeat, else every 50 ms) settles ended
-// jobs, expires silent nodes, schedules, and hands the chosen jobs to their nodes: the local node
-// through a `NodeExecutor`, remote agents through their next heartbeat reply. Every state change
+// jobs, expires silent nodes, schedules, and hands the chosen jobs to their nodes' agents through
+// their next heartbeat reply. Every node runs the same agent (agent/node_agent.h): `gpufleet up`'s
+// own node is an agent in the controller's process (in_process_link.h), the others reach it over
+// HTTP; so a job is launched, logged, recovered and fenced one way wherever it runs. Every state change
 // goes through the store's compare-and-set transitions first, so the store is the truth and a
 // crash at any point leaves a state the next start can read.
 //
@@ -38,48 +40,12 @@
 
 namespace gpufleet::controller {
 
-// How jobs run on the controller's own node, in the same process (`gpufleet up`: the agent's
-// Runner). Remote nodes are driven by heartbeats instead (see `Controller::Heartbeat`).
-class NodeExecutor {
- public:
-  virtual ~NodeExecutor() = default;
-  // Where a started job runs: recorded in the store so a restarted agent can re-adopt it.
-  struct Started {
-    int64_t pid = 0;
-    uint64_t pid_start = 0;
-  };
-  // Starts `job` on the GPUs in `job.gpu_indices` with `launch_env` (gpufleet's variables for
-  // this rank of a multi-node job) over the job's own, logging to `log_path`.
-  virtual core::Result<Started> Start(const store::JobRecord& job, const net::EnvList& launch_env,
-                                      const std::string& log_path) = 0;
-  // Re-adopts a job started before a restart (its `pid`, `pid_start`): true when it still runs or
-  // has ended leaving its exit status (Poll reports it); false when how it ended is unknown.
-  virtual bool Adopt(const store::JobRecord& job, const std::string& log_path) = 0;
-  // SIGTERM now, SIGKILL after `grace_s`; false when the job is not running here.
-  virtual bool Stop(int64_t job_id, double grace_s) = 0;
-  struct Exit {
-    int64_t job_id = 0;
-    int exit_code = 0;
-    bool stopped = false;    // ended after Stop
-    core::HostUsage usage;  // what it used of the host (unmeasured: none known)
-  };
-  // Jobs that ended since the last call; never blocks.
-  virtual std::vector<Exit> Poll() = 0;
-};
-
 struct ControllerOptions {
   std::string data_dir;
-  // The controller's own node, run through the NodeExecutor (`gpufleet up`); none when the
-  // executor is null (`gpufleet controller`: every node is a remote agent).
-  std::string node_name = "local";
-  std::string node_address = "127.0.0.1";  // MASTER_ADDR when a multi-node job's rank 0 is here
-  int gpus = 0;
-  std::string gpu_model;  // catalog name or alias; unknown: the generic model
-  bool simulated = false;
-  // What the local node enforces job limits and measures jobs with (CgroupLimits::Kind), and why
-  // not cgroups when "none".
-  std::string limits = "none";
-  std::string limits_why;
+  // The node whose agent runs in this process (`gpufleet up`: "local"), whose heartbeats come
+  // through an InProcessLink; no remote agent may take its name. "" for none (`gpufleet
+  // controller`: every node is a remote agent).
+  std::string local_node;
   std::string queue_policy = "priority-backfill";
   std::string placement_policy = "gpupacking";
   // Seconds between SIGTERM and SIGKILL when a job is cancelled or preempted (its checkpoint).
@@ -95,10 +61,6 @@ struct ControllerOptions {
   // A remote node silent for this long is lost: its jobs become LOST (and PENDING again when
   // restartable), and whatever it still runs of them is stopped when it returns.
   int64_t lease_ms = 10000;
-  // The local node's latest GPU document (as an agent's /v1/gpus), for GET /v1/gpus; may be empty.
-  std::function<std::string()> local_samples_json;
-  // The local node's GPU figures, for per-job usage summaries; may be empty.
-  std::function<std::vector<net::GpuFigure>()> local_figures;
   // Milliseconds since the epoch, for what the controller times itself (submits, launches, the
   // passes of its own thread); empty: the system clock. Tests drive a fake one with RunOnce.
   std::function<int64_t()> clock;
@@ -111,7 +73,7 @@ struct NodeView {
   int free_gpus = 0;
   std::string gpu_model;
   bool simulated = false;
-  bool local = false;
+  bool local = false;      // its agent runs in the controller's process (ControllerOptions)
   std::string limits;      // "cgroup-v2", "cgroup-v1", or "none" (unlimited, measured from /proc)
   std::string limits_why;  // why not cgroups, when "none"
   // GPUs nothing new is placed on: unhealthy ones (cause "health": the agent's verdict; their
@@ -126,7 +88,7 @@ struct NodeView {
   std::vector<DrainedGpu> drained;
   std::string state;  // READY, LOST, or UNKNOWN (named by a job, not heard from since a restart)
   int64_t epoch = 0;
-  int64_t last_seen_ms = 0;  // 0: never (local: always 0)
+  int64_t last_seen_ms = 0;  // 0: never
   int running_jobs = 0;
   std::string samples_json;  // the agent's latest GPU document, or ""
 };
@@ -148,18 +110,16 @@ struct ControllerStats {
 
 class Controller {
  public:
-  // Fails when a policy name is unknown. `executor` runs the local node; null for none.
+  // Fails when a policy name is unknown.
   static core::Result<std::unique_ptr<Controller>> Create(store::Store& store,
-                                                          NodeExecutor* executor,
                                                           ControllerOptions options);
   ~Controller();
   Controller(const Controller&) = delete;
   Controller& operator=(const Controller&) = delete;
 
-  // Rebuilds the queue from the store; call once before Start. Local jobs that were running are
-  // re-adopted through the executor, or LOST when that fails (or when they were caught between
-  // SCHEDULED and RUNNING), never restarted. Jobs on remote nodes wait for their node's next
-  // heartbeat for one lease, and are handled as on a lost node if it does not come.
+  // Rebuilds the queue from the store; call once before Start. Placed and running jobs wait for
+  // their node's next heartbeat for one lease (its agent re-adopts them, or reports them lost),
+  // and are handled as on a lost node if it does not come.
   core::Result<bool> Recover(int64_t now_ms);
   void Start();  // the scheduling thread
   void Stop();
@@ -178,9 +138,12 @@ class Controller {
   core::Result<store::JobState> Cancel(int64_t id, int64_t now_ms);
   // One pass, on the caller's thread (tests).
   void RunOnce(int64_t now_ms);
-  // A remote agent's heartbeat: registers or revives its node, takes its jobs' states and log
-  // chunks, and answers with everything that node should run. Errors name the bad field.
-  core::Result<net::HeartbeatReply> Heartbeat(const net::Heartbeat& beat, int64_t now_ms);
+  // An agent's heartbeat: registers or revives its node, takes its jobs' states and log chunks,
+  // and answers with everything that node should run (held up to `beat.wait_ms` until there is
+  // news for it). `in_process`: it comes from the agent in this process, the only one that may
+  // name ControllerOptions::local_node. Errors name the bad field.
+  core::Result<net::HeartbeatReply> Heartbeat(const net::Heartbeat& beat, int64_t now_ms,
+                                              bool in_process = false);
 
   std::vector<NodeView> Nodes() const;
   ControllerStats Stats() const;
@@ -215,9 +178,9 @@ class Controller {
     core::NodeSpec spec;
     std::string model_name;
     bool simulated = false;
-    bool local = false;
+    bool local = false;  // ControllerOptions::local_node
     std::string limits = "none", limits_why;
-    bool alive = false;  // heard from within the lease (local: always)
+    bool alive = false;  // heard from within the lease
     bool known = false;  // its size is known (false: named by a recovered job only)
     // Known from before a controller restart and not heard from since: it has one lease to
     // come back (its jobs wait for it), then it is lost.
@@ -241,7 +204,6 @@ class Controller {
     int node = 0;
     core::GpuMask gpus = 0;
     bool started = false;    // known to have run (then never started again)
-    bool launching = false;  // queued for a local launch outside the lock (LaunchQueued)
     bool ended = false;
     bool lost = false;     // ended without a known exit (its state on the node was lost)
     bool stopped = false;  // ended after the controller asked it to stop
@@ -270,7 +232,7 @@ class Controller {
     std::string health_stop;  // stopped because a GPU of its became unhealthy: why
   };
 
-  Controller(store::Store& store, NodeExecutor* executor, ControllerOptions options,
+  Controller(store::Store& store, ControllerOptions options,
              std::unique_ptr<sched::QueuePolicy> queue_policy,
              std::unique_ptr<sched::PlacementPolicy> placement_policy);
   void Loop();
@@ -281,7 +243,7 @@ class Controller {
   // Placing a job takes three steps: plan (allocate, record SCHEDULED in the write buffer), then
   // after the buffer is committed launch it, or unplan it (back to the queue) when it is not.
   void PlanLocked(store::JobRecord job, const std::vector<sched::Allocation>& placement);
-  void LaunchLocked(int64_t id, int64_t now_ms);
+  void LaunchLocked(int64_t id);
   void UnplanLocked(int64_t id);
   // State changes wait in `writes_` and are committed together by FlushLocked (false when the
   // store fails): at most a few commits per pass or heartbeat, however many jobs change.
@@ -289,22 +251,6 @@ class Controller {
   // `refused`, when given, collects the jobs whose compare-and-set did not apply.
   bool FlushLocked(int64_t now_ms, std::vector<int64_t>* refused = nullptr);
   net::EnvList LaunchEnvLocked(const Active& a, int rank) const;
-  // A local rank the pass decided to start; LaunchQueued starts it after the pass.
-  struct LocalLaunch {
-    int64_t id = 0;
-    int rank = 0;
-    store::JobRecord job;  // with this rank's GPUs
-    net::EnvList env;
-    std::string log_path;
-    bool whole_job = false;  // the job's only rank: its RUNNING record is committed at launch
-  };
-  void QueueLocalRankLocked(Active& a, int rank);
-  // Starts the local ranks the pass queued with `lock` released, so heartbeats, cancels and Stop
-  // are served while processes start; each single-node job's RUNNING (with its pid) is committed
-  // right after its start, before the next launch, so a crash leaves at most one started job
-  // unrecorded. Stop ends the launching at once: what was placed but not started stays
-  // SCHEDULED in the store and is queued again at the next start.
-  void LaunchQueued(std::unique_lock<std::mutex>& lock);
   void StopRanksLocked(Active& a);
   int64_t Now() const;  // options_.clock, else the system clock
   static sched::JobTraits TraitsOf(const store::JobRecord& job);
@@ -335,7 +281,6 @@ class Controller {
   void RequeueLocked(const store::JobRecord& job, store::JobState from, const std::string& why);
 
   store::Store& store_;
-  NodeExecutor* executor_;
   ControllerOptions options_;
   std::unique_ptr<sched::QueuePolicy> queue_policy_;
   std::unique_ptr<sched::PlacementPolicy> placement_policy_;
@@ -381,8 +326,6 @@ class Controller {
   std::condition_variable node_changed_;  // with mutex_: a node's version changed
   int held_heartbeats_ = 0;
   bool stop_ = false;
-  std::atomic<bool> stopping_{false};  // set by Stop before it takes the lock
-  std::vector<LocalLaunch> launches_;  // queued by the pass, started by LaunchQueued
   std::atomic<bool> woken_{false};
   std::thread thread_;
 };
