@@ -136,40 +136,38 @@ std::string Controller::LogPath(int64_t id, int rank) const {
   return (std::filesystem::path(options_.data_dir) / "logs" / file).string();
 }
 
-sched::QueuedJob Controller::QueuedOf(const store::JobRecord& job) const {
-  sched::QueuedJob q;
-  q.id = job.id;
-  q.total_gpus = std::max(1, job.gpus) * std::max(1, job.nodes);
-  q.nodes = job.nodes > 1 ? job.nodes : 0;
-  q.gpu_milli = job.gpu_milli;
+sched::JobAsk Controller::AskOf(const store::JobRecord& job) {
+  sched::JobAsk ask;
+  ask.id = job.id;
+  ask.total_gpus = std::max(1, job.gpus) * std::max(1, job.nodes);
+  ask.nodes = job.nodes;
+  ask.gpu_milli = job.gpu_milli;
   if (!job.gpu_type.empty()) {
     if (auto models = core::GpuCatalog::Builtin().ParseSpec(job.gpu_type)) {
-      q.gpu_models = models.value();
+      ask.gpu_models = models.value();
     }
   }
-  q.submit_s = job.submit_ms / 1000;
-  q.queue = job.queue;
-  q.priority = job.priority;
-  q.waiting_since_s = q.submit_s;
-  q.attained_gpu_s = job.attained_gpu_s;
-  if (auto r = requeued_at_s_.find(job.id); r != requeued_at_s_.end())
-    q.waiting_since_s = r->second;
+  ask.submit_s = job.submit_ms / 1000;
+  ask.queue = job.queue;
+  ask.priority = job.priority;
+  if (job.time_limit_s > 0) ask.time_limit_s = static_cast<double>(job.time_limit_s);
+  return ask;
+}
+
+sched::QueuedJob Controller::QueuedOf(const store::JobRecord& job) const {
+  sched::JobRunTime run_time;
+  run_time.attained_gpu_s = job.attained_gpu_s;
+  run_time.waiting_since_s = job.submit_ms / 1000;
+  if (auto r = requeued_at_s_.find(job.id); r != requeued_at_s_.end()) {
+    run_time.waiting_since_s = r->second;
+  }
   // The prediction, made once (a policy's key must not change while the job waits).
   auto made = predictions_.find(job.id);
   if (made == predictions_.end()) {
     made = predictions_.emplace(job.id, predictor_.Predict(TraitsOf(job))).first;
   }
-  if (queue_policy_->estimates() == sched::Estimates::kPredicted) {
-    // As in replay (sim/time_sim.cpp): the expected *remaining* run time, bounded by the time
-    // limit, which the job cannot outlive.
-    double whole_s = made->second.seconds;
-    if (job.time_limit_s > 0) whole_s = std::min(whole_s, static_cast<double>(job.time_limit_s));
-    q.estimate_s = sched::RemainingEstimate(whole_s, q.attained_gpu_s, q.total_gpus);
-  } else if (job.time_limit_s > 0) {
-    // The time limit is the run-time estimate EASY backfill reserves by; none: unknown.
-    q.estimate_s = static_cast<double>(job.time_limit_s);
-  }
-  return q;
+  run_time.predicted_s = made->second.seconds;
+  return sched::BuildQueuedJob(AskOf(job), queue_policy_->estimates(), run_time);
 }
 
 sched::JobTraits Controller::TraitsOf(const store::JobRecord& job) {
@@ -237,14 +235,7 @@ void Controller::RebuildClusterLocked() {
   NodeSummary summary;
   for (const NodeEntry& n : nodes_) {
     specs.push_back(n.spec);
-    if (!n.known) continue;
-    summary.largest_gpus = std::max(summary.largest_gpus, n.spec.num_gpus);
-    summary.node_gpus.push_back(n.spec.num_gpus);
-    if (std::find(summary.models.begin(), summary.models.end(), n.spec.model) ==
-        summary.models.end()) {
-      summary.models.push_back(n.spec.model);
-      summary.model_names += (summary.model_names.empty() ? "" : ", ") + n.model_name;
-    }
+    if (n.known) summary.nodes.push_back(n.spec);
   }
   {
     std::lock_guard<std::mutex> lock(summary_mutex_);
@@ -562,36 +553,11 @@ std::optional<core::Error> Controller::Unrunnable(const store::JobRecord& job) c
     return core::Error{"gpu_share: a multi-node job takes whole GPUs; drop --gpu-share or --nodes",
                        core::ErrorCode::kInvalid, "gpu_share"};
   }
+  const sched::QueuedJob asked = sched::BuildQueuedJob(AskOf(job), sched::Estimates::kNone, {});
   std::lock_guard<std::mutex> lock(summary_mutex_);
-  const int largest = summary_.largest_gpus;
-  bool model_found = job.gpu_type.empty();
-  if (!model_found) {
-    auto wanted = core::GpuCatalog::Builtin().ParseSpec(job.gpu_type);
-    for (core::ModelId m : summary_.models) {
-      if (wanted && wanted.value().Contains(m)) model_found = true;
-    }
-  }
-  const std::string& models = summary_.model_names;
-  if (largest < 0) return std::nullopt;  // no node yet: agents may still join
-  if (job.gpus > largest) {
-    return core::Error{"gpus: asks " + std::to_string(job.gpus) +
-                           " GPUs per node; the largest node has " + std::to_string(largest),
-                       core::ErrorCode::kInfeasible, "gpus"};
-  }
-  if (!model_found) {
-    return core::Error{
-        "gpu_type: no node has " + job.gpu_type + " GPUs (nodes have: " + models + ")",
-        core::ErrorCode::kInfeasible, "gpu_type"};
-  }
-  const auto big_enough = std::count_if(summary_.node_gpus.begin(), summary_.node_gpus.end(),
-                                        [&](int gpus) { return gpus >= job.gpus; });
-  if (job.nodes > big_enough) {
-    return core::Error{"nodes: asks " + std::to_string(job.nodes) + " nodes with " +
-                           std::to_string(job.gpus) + " GPUs each; the cluster has " +
-                           std::to_string(big_enough),
-                       core::ErrorCode::kInfeasible, "nodes"};
-  }
-  return std::nullopt;
+  if (summary_.nodes.empty()) return std::nullopt;  // no node yet: agents may still join
+  // The controller places a job on exactly as many nodes as it asks (no spreading).
+  return sched::NeverFits(asked, summary_.nodes, /*allow_spread=*/false, job.gpu_type);
 }
 
 int Controller::MaxUserPriority(const std::string& user) const {

@@ -34,6 +34,7 @@
 #include "net/node_protocol.h"
 #include "sched/placement_policy.h"
 #include "sched/queue_policy.h"
+#include "sched/queued_job.h"
 #include "sched/runtime_predictor.h"
 #include "sched/schedule.h"
 #include "store/store.h"
@@ -238,6 +239,8 @@ class Controller {
   void Loop();
   void PassLocked(int64_t now_ms);
   sched::QueuedJob QueuedOf(const store::JobRecord& job) const;
+  // What `job` asks of the cluster (sched::BuildQueuedJob's input).
+  static sched::JobAsk AskOf(const store::JobRecord& job);
   int NodeIndexLocked(const std::string& name);  // creates an UNKNOWN entry when new
   void RebuildClusterLocked();
   // Placing a job takes three steps: plan (allocate, record SCHEDULED in the write buffer), then
@@ -308,10 +311,7 @@ class Controller {
   // What submit validation needs of the nodes, under its own lock so that a submit never waits
   // for a scheduling pass.
   struct NodeSummary {
-    int largest_gpus = -1;       // -1: no node known yet
-    std::vector<int> node_gpus;  // each known node's GPU count
-    std::vector<core::ModelId> models;
-    std::string model_names;
+    std::vector<core::NodeSpec> nodes;  // the nodes whose size is known
   };
   mutable std::mutex summary_mutex_;
   NodeSummary summary_;

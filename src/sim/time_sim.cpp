@@ -13,6 +13,7 @@
 #include "core/cluster.h"
 #include "core/rng.h"
 #include "sched/gang_placement.h"
+#include "sched/queued_job.h"
 #include "sched/runtime_predictor.h"
 #include "sched/schedule.h"
 
@@ -99,10 +100,18 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs, const 
   int max_node_gpus = 0;
   for (const auto& n : spec.nodes) max_node_gpus = std::max(max_node_gpus, n.num_gpus);
   for (size_t i = 0; i < jobs.size(); ++i) {
-    if (jobs[i].num_gpus > result.total_gpus) {
-      return core::Error{"job " + std::to_string(jobs[i].id) + " asks for " +
-                         std::to_string(jobs[i].num_gpus) + " GPUs; cluster " + spec.name +
-                         " has " + std::to_string(result.total_gpus)};
+    // The same check the live controller makes at submit: a job that can never start would
+    // wait forever (and hold every queue behind its reservation).
+    sched::JobAsk ask;
+    ask.total_gpus = jobs[i].num_gpus;
+    ask.gpu_milli = jobs[i].gpu_milli;
+    ask.gpu_models = jobs[i].gpu_models;
+    ask.cpu_milli_per_gpu = jobs[i].cpu_milli_per_gpu;
+    ask.memory_mib_per_gpu = jobs[i].memory_mib_per_gpu;
+    if (auto why = sched::NeverFits(sched::BuildQueuedJob(ask, sched::Estimates::kNone, {}),
+                                    spec.nodes, config.allow_spread)) {
+      return core::Error{"job " + std::to_string(jobs[i].id) + " on cluster " + spec.name + ": " +
+                         why->message};
     }
     if (i > 0 && jobs[i].submit_s < jobs[i - 1].submit_s) {
       return core::Error{"jobs must be sorted by submit time (job " + std::to_string(jobs[i].id) +
@@ -139,7 +148,7 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs, const 
   }
   core::Rng rng(config.seed);
   sched::RuntimePredictor predictor;
-  std::unordered_map<sched::JobId, double> estimate_of;  // estimate given at arrival
+  std::unordered_map<sched::JobId, double> estimate_of;  // prediction made at arrival
   std::unordered_map<sched::JobId, double> work_left;    // reference seconds still to run
   std::unordered_map<sched::JobId, double> attained;     // GPU-seconds of service so far
   std::vector<sched::RunningJob> running;
@@ -166,19 +175,21 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs, const 
   };
   // The scheduler's view of trace job `t` at `now` (waiting or about to run).
   auto queued_of = [&](const TraceJob& t, int64_t now) {
-    sched::QueuedJob q;
-    q.id = t.id;
-    q.total_gpus = t.num_gpus;
-    q.gpu_milli = t.gpu_milli;
-    q.cpu_milli_per_gpu = t.cpu_milli_per_gpu;
-    q.memory_mib_per_gpu = t.memory_mib_per_gpu;
-    q.gpu_models = t.gpu_models;
-    q.submit_s = t.submit_s;
-    q.queue = t.vc;
-    q.attained_gpu_s = attained[t.id];
-    q.estimate_s = sched::RemainingEstimate(estimate_of.at(t.id), q.attained_gpu_s, t.num_gpus);
-    q.waiting_since_s = now;
-    return q;
+    sched::JobAsk ask;
+    ask.id = t.id;
+    ask.total_gpus = t.num_gpus;
+    ask.gpu_milli = t.gpu_milli;
+    ask.cpu_milli_per_gpu = t.cpu_milli_per_gpu;
+    ask.memory_mib_per_gpu = t.memory_mib_per_gpu;
+    ask.gpu_models = t.gpu_models;
+    ask.submit_s = t.submit_s;
+    ask.queue = t.vc;
+    sched::JobRunTime run_time;
+    run_time.predicted_s = estimate_of.at(t.id);
+    run_time.true_s = static_cast<double>(t.duration_s);
+    run_time.attained_gpu_s = attained[t.id];
+    run_time.waiting_since_s = now;
+    return sched::BuildQueuedJob(ask, queue_policy.estimates(), run_time);
   };
   auto enqueue = [&](const TraceJob& t, int64_t now) { scheduler.Enqueue(queued_of(t, now)); };
   // Takes `id` off the cluster at `now`; returns the GPU-seconds it ran since its start.
@@ -221,17 +232,10 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs, const 
     // Arrivals at `now`.
     for (; next < jobs.size() && jobs[next].submit_s == now; ++next) {
       const TraceJob& t = jobs[next];
-      double estimate = std::nan("");
-      switch (queue_policy.estimates()) {
-        case sched::Estimates::kNone:
-          break;
-        case sched::Estimates::kOracle:
-          estimate = static_cast<double>(t.duration_s);
-          break;
-        case sched::Estimates::kPredicted:
-          estimate = predictor.Predict(t.vc, t.num_gpus);
-          result.jobs[next].predicted_s = estimate;
-          break;
+      double estimate = std::nan("");  // the prediction at arrival (policies that use one)
+      if (queue_policy.estimates() == sched::Estimates::kPredicted) {
+        estimate = predictor.Predict(t.vc, t.num_gpus);
+        result.jobs[next].predicted_s = estimate;
       }
       estimate_of[t.id] = estimate;
       work_left[t.id] = static_cast<double>(t.duration_s);

@@ -1,0 +1,117 @@
+#include "sched/queued_job.h"
+
+#include <algorithm>
+
+#include "core/gpu_catalog.h"
+
+namespace gpufleet::sched {
+
+QueuedJob BuildQueuedJob(const JobAsk& ask, Estimates estimates, const JobRunTime& run_time) {
+  QueuedJob q;
+  q.id = ask.id;
+  q.total_gpus = std::max(1, ask.total_gpus);
+  q.nodes = ask.nodes > 1 ? ask.nodes : 0;
+  q.gpu_milli = ask.gpu_milli;
+  q.gpu_models = ask.gpu_models;
+  q.cpu_milli_per_gpu = ask.cpu_milli_per_gpu;
+  q.memory_mib_per_gpu = ask.memory_mib_per_gpu;
+  q.submit_s = ask.submit_s;
+  q.queue = ask.queue;
+  q.priority = ask.priority;
+  q.attained_gpu_s = run_time.attained_gpu_s;
+  q.waiting_since_s = run_time.waiting_since_s;
+  double estimate = std::nan("");
+  switch (estimates) {
+    case Estimates::kNone:
+      break;
+    case Estimates::kPredicted:
+      estimate = RemainingEstimate(run_time.predicted_s, q.attained_gpu_s, q.total_gpus);
+      break;
+    case Estimates::kOracle:
+      estimate = RemainingEstimate(run_time.true_s, q.attained_gpu_s, q.total_gpus);
+      break;
+  }
+  if (ask.time_limit_s > 0) {
+    estimate = std::isnan(estimate) ? ask.time_limit_s : std::min(estimate, ask.time_limit_s);
+  }
+  q.estimate_s = estimate;
+  return q;
+}
+
+std::optional<core::Error> NeverFits(const QueuedJob& job, std::span<const core::NodeSpec> nodes,
+                                     bool allow_spread, std::string_view models_label) {
+  const core::GpuCatalog& catalog = core::GpuCatalog::Builtin();
+  const std::string models = models_label.empty() ? "the asked" : std::string(models_label);
+  const bool share = job.gpu_milli < core::kGpuMilli;
+  const int per_node = job.nodes > 1 ? job.total_gpus / job.nodes : job.total_gpus;
+  int largest = -1;           // GPUs of the largest node of its models
+  int64_t model_gpus = 0;     // GPUs of its models over all nodes
+  int big_enough = 0;         // nodes of its models with `per_node` GPUs
+  int gpus_fit_cpu_short = 0, gpus_fit_memory_short = 0;
+  int64_t cpu_most = 0, memory_most = 0;
+  std::string present;  // models of the cluster, for the message
+  for (const core::NodeSpec& n : nodes) {
+    if (n.num_gpus > 0) {
+      const std::string& name = catalog.model(n.model).name;
+      if (present.find(name) == std::string::npos) {
+        present += (present.empty() ? "" : ", ") + name;
+      }
+    }
+    if (!job.gpu_models.Contains(n.model) || n.num_gpus <= 0) continue;
+    largest = std::max(largest, n.num_gpus);
+    model_gpus += n.num_gpus;
+    if (n.num_gpus < (share ? 1 : per_node)) continue;
+    const int taken = share ? 1 : per_node;
+    const bool cpu_ok = n.cpu_milli >= job.cpu_milli_per_gpu * taken;
+    const bool memory_ok = n.memory_mib >= job.memory_mib_per_gpu * taken;
+    cpu_most = std::max(cpu_most, n.cpu_milli);
+    memory_most = std::max(memory_most, n.memory_mib);
+    if (cpu_ok && memory_ok) {
+      ++big_enough;
+    } else if (!cpu_ok) {
+      ++gpus_fit_cpu_short;
+    } else {
+      ++gpus_fit_memory_short;
+    }
+  }
+  if (largest < 0) {
+    return core::Error{"gpu_type: no node has " + models + " GPUs (nodes have: " +
+                           (present.empty() ? "none" : present) + ")",
+                       core::ErrorCode::kInfeasible, "gpu_type"};
+  }
+  const std::string of_models = job.gpu_models.IsAll() ? "" : " with " + models + " GPUs";
+  if (allow_spread && job.nodes <= 1 && !share) {
+    if (job.total_gpus > model_gpus) {
+      return core::Error{"gpus: asks for " + std::to_string(job.total_gpus) +
+                             " GPUs; the cluster has " + std::to_string(model_gpus) + of_models,
+                         core::ErrorCode::kInfeasible, "gpus"};
+    }
+    return std::nullopt;  // spread over nodes: CPU and memory are asked per GPU, as GPUs are
+  }
+  if (!share && per_node > largest) {
+    return core::Error{"gpus: asks " + std::to_string(per_node) +
+                           " GPUs per node; the largest node" + of_models + " has " +
+                           std::to_string(largest),
+                       core::ErrorCode::kInfeasible, "gpus"};
+  }
+  const int wanted = job.nodes > 1 ? job.nodes : 1;
+  if (big_enough >= wanted) return std::nullopt;
+  if (big_enough + gpus_fit_cpu_short + gpus_fit_memory_short >= wanted) {
+    const bool cpu = gpus_fit_cpu_short > 0;
+    const int taken = share ? 1 : per_node;
+    return cpu ? core::Error{"cpu: asks " + std::to_string(job.cpu_milli_per_gpu * taken) +
+                                 " milli-CPUs per node; the most a node" + of_models +
+                                 " has is " + std::to_string(cpu_most),
+                             core::ErrorCode::kInfeasible, "cpu"}
+               : core::Error{"memory: asks " + std::to_string(job.memory_mib_per_gpu * taken) +
+                                 " MiB per node; the most a node" + of_models + " has is " +
+                                 std::to_string(memory_most),
+                             core::ErrorCode::kInfeasible, "memory"};
+  }
+  return core::Error{"nodes: asks " + std::to_string(job.nodes) + " nodes with " +
+                         std::to_string(per_node) + " GPUs each; the cluster has " +
+                         std::to_string(big_enough) + of_models,
+                     core::ErrorCode::kInfeasible, "nodes"};
+}
+
+}  // namespace gpufleet::sched
