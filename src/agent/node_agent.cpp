@@ -1,5 +1,8 @@
 #include "agent/node_agent.h"
 
+#include <poll.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -254,7 +257,9 @@ net::Heartbeat NodeAgent::Report(int64_t now_ms) {
     r.pid_start = h.pid_start;
     r.reason = h.reason;
     // A running job's cgroup is read at most once a second, however often the node beats.
-    if (!h.ended && (now_ms - h.usage_ms >= 1000 || now_ms < h.usage_ms)) {
+    if (!h.ended && h.usage_ms == 0) {
+      h.usage_ms = now_ms;  // first read a second after it started (a short job: at its end)
+    } else if (!h.ended && (now_ms - h.usage_ms >= 1000 || now_ms < h.usage_ms)) {
       h.usage = meter_.Sample(h.id, static_cast<pid_t>(h.pid));
       h.usage_ms = now_ms;
     }
@@ -346,6 +351,17 @@ bool NodeAgent::Apply(const net::HeartbeatReply& reply) {
   return changed;
 }
 
+void NodeAgent::WaitForNews(int timeout_ms, int wake_fd) const {
+  std::vector<pollfd> fds;
+  if (wake_fd >= 0) fds.push_back({wake_fd, POLLIN, 0});
+  for (int fd : runner_.ExitFds()) fds.push_back({fd, POLLIN, 0});
+  if (::poll(fds.data(), fds.size(), timeout_ms) > 0 && wake_fd >= 0 &&
+      (fds[0].revents & POLLIN)) {
+    uint64_t count = 0;
+    [[maybe_unused]] const ssize_t n = ::read(wake_fd, &count, sizeof count);
+  }
+}
+
 core::Result<bool> NodeAgent::Beat(int64_t now_ms) {
   for (const JobExit& e : runner_.Reap()) {
     auto it = held_.find(e.job_id);
@@ -397,7 +413,12 @@ core::Result<bool> NodeAgent::Beat(int64_t now_ms) {
   self_fenced_ = false;
   last_ok_ms_ = now_ms;
   const bool changed = Apply(reply.value());
-  WriteLease(now_ms + lease_ms_ / 2);
+  // The deadline moves half a lease ahead; rewritten once it has slipped an eighth of a lease
+  // (not at every beat: up's own node beats up to 20 times a second).
+  if (now_ms + lease_ms_ / 2 - lease_written_ms_ >= lease_ms_ / 8 || lease_written_ms_ == 0) {
+    lease_written_ms_ = now_ms + lease_ms_ / 2;
+    WriteLease(lease_written_ms_);
+  }
   return changed;
 }
 

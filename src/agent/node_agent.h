@@ -70,6 +70,9 @@ class NodeAgent {
   // when the controller could not be reached or refused the heartbeat (jobs keep running either
   // way).
   core::Result<bool> Beat(int64_t now_ms);
+  // Blocks until a job here ends, `wake_fd` (an eventfd, or -1) is readable, or `timeout_ms`
+  // has passed; drains `wake_fd`. For an agent that beats when there is news, not on a timer.
+  void WaitForNews(int timeout_ms, int wake_fd = -1) const;
   std::size_t held() const { return held_.size(); }
   // What this node limits and measures jobs with (CgroupLimits::Kind), once recovered.
   std::string_view limits() const { return cgroups_.Kind(); }
@@ -120,6 +123,7 @@ class NodeAgent {
   bool outage_reported_ = false;
   bool self_fenced_ = false;
   int64_t samples_sent_ms_ = 0;  // when the GPU document was last sent
+  int64_t lease_written_ms_ = 0;  // the deadline last written to the lease file
   bool logs_pending_ = false;    // the last report left log bytes unshipped
 };
 

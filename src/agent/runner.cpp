@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -162,10 +163,30 @@ bool Runner::MaySignal(const Child& child) {
   return !child.ended && ProcessStartTicks(child.pid) == child.start_ticks;
 }
 
+Runner::~Runner() {
+  for (const auto& [id, child] : jobs_) {
+    if (child.pidfd >= 0) close(child.pidfd);
+  }
+}
+
+int Runner::OpenPidFd(pid_t pid) {
+  const long fd = syscall(SYS_pidfd_open, pid, 0);  // close-on-exec
+  return fd < 0 ? -1 : static_cast<int>(fd);
+}
+
+std::vector<int> Runner::ExitFds() const {
+  std::vector<int> out;
+  for (const auto& [id, child] : jobs_) {
+    if (child.pidfd >= 0) out.push_back(child.pidfd);
+  }
+  return out;
+}
+
 void Runner::KillAll() {
   for (const auto& [id, child] : jobs_) {
     if (MaySignal(child)) kill(-child.pid, SIGKILL);
     if (child.own_child) waitpid(child.pid, nullptr, 0);
+    if (child.pidfd >= 0) close(child.pidfd);
   }
   jobs_.clear();
 }
@@ -180,6 +201,12 @@ bool Runner::Adopt(int64_t job_id, const Launched& launched, const std::string& 
       launched.start_ticks != 0 && ProcessStartTicks(launched.pid) == launched.start_ticks;
   if (!alive && !ReadExitFile(child.exit_path)) return false;
   child.ended = !alive;  // how it ended is on record: Reap reports it at once
+  // Checked against its start time after opening, so the pidfd is of the job's process.
+  if (alive) child.pidfd = OpenPidFd(launched.pid);
+  if (child.pidfd >= 0 && ProcessStartTicks(launched.pid) != launched.start_ticks) {
+    close(child.pidfd);
+    child.pidfd = -1;
+  }
   jobs_[job_id] = child;
   return true;
 }
@@ -344,6 +371,7 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
   child.start_ticks = ChildStartTicks(pid);
   child.exit_path = exit_path;
   child.own_child = true;
+  child.pidfd = OpenPidFd(pid);  // our child, unreaped: the pid cannot name another process
   jobs_[spec.job_id] = child;
   return Launched{pid, child.start_ticks};
 }
@@ -398,6 +426,7 @@ std::vector<JobExit> Runner::Reap() {
       // while members are left; a job that ended before it was adopted is not signalled.)
       if (child.stopping && !child.ended) kill(-child.pid, SIGKILL);
       exits.push_back(e);
+      if (child.pidfd >= 0) close(child.pidfd);
       it = jobs_.erase(it);
       continue;
     }

@@ -96,7 +96,7 @@ class Runner {
  public:
   explicit Runner(RunAsPolicy run_as = {}, std::string shim_path = DefaultShimPath())
       : run_as_(std::move(run_as)), shim_path_(std::move(shim_path)) {}
-  ~Runner() = default;  // leaves jobs running: a new Runner can Adopt them
+  ~Runner();  // leaves jobs running: a new Runner can Adopt them
   Runner(const Runner&) = delete;
   Runner& operator=(const Runner&) = delete;
 
@@ -111,6 +111,9 @@ class Runner {
   bool Stop(int64_t job_id, double grace_s);
   // Jobs that ended since the last call; never blocks.
   std::vector<JobExit> Reap();
+  // One descriptor per job still running here that becomes readable (poll) when it ends, so a
+  // caller can sleep until there is an exit to Reap. Owned by the Runner; valid until Reap.
+  std::vector<int> ExitFds() const;
   bool running(int64_t job_id) const { return jobs_.count(job_id) > 0; }
   std::size_t size() const { return jobs_.size(); }
 
@@ -123,7 +126,10 @@ class Runner {
     bool ended = false;      // adopted from its exit record: it had ended already
     bool stopping = false;
     std::chrono::steady_clock::time_point kill_at;
+    int pidfd = -1;  // readable once it has ended (-1: none; ExitFds)
   };
+  // A pidfd of `pid`, or -1 (an older kernel, or the process is gone).
+  static int OpenPidFd(pid_t pid);
   static bool MaySignal(const Child& child);
   RunAsPolicy run_as_;
   std::string shim_path_;

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -37,10 +38,10 @@
 namespace gpufleet::cli {
 namespace {
 
-// How long the node agent in `up`'s own process lets the controller hold its heartbeat: it
-// notices a job's exit at the end of a beat, so this bounds how late an ended job is seen (the
-// controller answers at once when it has work for the node).
-constexpr int64_t kLocalPollMs = 50;
+// The node agent in `up`'s own process beats when there is news (a job of its ended, or the
+// controller has work for it: see ControllerOptions::on_local_node_change), else this often
+// (usage figures, log chunks, GPU health).
+constexpr int kLocalIdleBeatMs = 250;
 // A job's log reaches the controller's copy in chunks of at most this much per beat.
 constexpr int64_t kLocalLogBudget = int64_t{8} << 20;
 
@@ -190,9 +191,21 @@ int RunUp(const UpOptions& o) {
       return 2;
     }
   }
+  // Written when the controller has news for the local node; its agent waits on it.
+  const int local_news = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (local_news < 0) {
+    std::fprintf(stderr, "%s: eventfd: %s\n", self, std::strerror(errno));
+    return 1;
+  }
   controller::ControllerOptions options;
   options.data_dir = data_dir;
-  if (!o.controller_only) options.local_node = "local";
+  if (!o.controller_only) {
+    options.local_node = "local";
+    options.on_local_node_change = [local_news] {
+      const uint64_t one = 1;
+      [[maybe_unused]] const ssize_t n = ::write(local_news, &one, sizeof one);
+    };
+  }
   options.lease_ms = static_cast<int64_t>(o.lease_s * 1000);
   options.queue_policy = o.queue_policy;
   options.placement_policy = o.placement_policy;
@@ -248,7 +261,7 @@ int RunUp(const UpOptions& o) {
     n.gpus = gpus;
     n.gpu_model = model;
     n.simulated = simulated;
-    n.long_poll_ms = kLocalPollMs;
+    n.long_poll_ms = 0;  // answered at once: the agent waits for news itself (below)
     n.run_as = run_as;
     n.log_limit_bytes = o.log_limit_mib * (int64_t{1} << 20);
     n.log_budget_bytes = kLocalLogBudget;
@@ -284,35 +297,26 @@ int RunUp(const UpOptions& o) {
   ctl.Start();
   std::atomic<bool> stop_beats{false};
   std::thread beats;
+  // Well inside the lease, which the local node must keep like any other.
+  const int idle_beat_ms = static_cast<int>(
+      std::min<int64_t>(kLocalIdleBeatMs, options.lease_ms / 4));
   if (node) {
     beats = std::thread([&] {
       while (!stop_beats.load()) {
-        const auto started = std::chrono::steady_clock::now();
         auto changed = node->Beat(controller::NowMs());
         if (changed.ok() && changed.value()) continue;
-        // The controller held the beat (long poll) unless it was told not to: never spin.
-        if (std::chrono::steady_clock::now() - started < std::chrono::milliseconds(10)) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        }
+        node->WaitForNews(idle_beat_ms, local_news);
       }
     });
   }
-  if (o.controller_only) {
-    std::printf(
-        "gpufleet controller: serving %s; agents join with `gpufleet agent --controller "
-        "%s` and the token in %s; lease %.1f s; data in %s\n",
-        url.c_str(), url.c_str(), token_path.c_str(), o.lease_s, data_dir.c_str());
-  } else {
-    std::printf("gpufleet up: serving %s; %d %s GPU%s; job limits: %s; data in %s\n",
-                url.c_str(), gpus, simulated ? "SIMULATED" : "NVML", gpus == 1 ? "" : "s",
-                std::string(node->limits()).c_str(), data_dir.c_str());
-  }
-  std::fflush(stdout);
-
   const bool clean = net::ServeUntilStopSignal(api.http(), stop_signals);
   stop_beats = true;
-  ctl.Stop();  // wakes a held beat
-  if (beats.joinable()) beats.join();
+  if (beats.joinable()) {
+    options.on_local_node_change();  // wakes the agent's wait
+    beats.join();
+  }
+  ctl.Stop();
+  ::close(local_news);
   if (sampler) sampler->Stop();
   std::fprintf(stderr, "%s: stopped\n", self);
   return clean ? 0 : 1;

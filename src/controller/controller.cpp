@@ -634,6 +634,7 @@ net::EnvList Controller::LaunchEnvLocked(const Active& a, int rank) const {
 
 void Controller::TouchNodeLocked(int node) {
   ++nodes_[node].version;
+  if (nodes_[node].local && options_.on_local_node_change) options_.on_local_node_change();
   node_changed_.notify_all();  // held heartbeats wake once the lock is released
 }
 

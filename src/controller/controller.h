@@ -47,6 +47,10 @@ struct ControllerOptions {
   // through an InProcessLink; no remote agent may take its name. "" for none (`gpufleet
   // controller`: every node is a remote agent).
   std::string local_node;
+  // Called whenever the local node has news (work to start or stop), under the controller's lock:
+  // it must not block or call the controller (`gpufleet up` writes an eventfd its agent waits
+  // on). May be empty.
+  std::function<void()> on_local_node_change;
   std::string queue_policy = "priority-backfill";
   std::string placement_policy = "gpupacking";
   // Seconds between SIGTERM and SIGKILL when a job is cancelled or preempted (its checkpoint).
