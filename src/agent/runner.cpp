@@ -61,12 +61,13 @@ std::vector<std::string> Environment(const LaunchSpec& spec, const UnixAccount& 
   for (const auto& [k, v] : spec.env) env[k] = v;
   env["CUDA_VISIBLE_DEVICES"] = Join(spec.gpu_indices);
   env["GPUFLEET_JOB_ID"] = std::to_string(spec.job_id);
-  env["MASTER_ADDR"] = "127.0.0.1";
-  env["MASTER_PORT"] = std::to_string(core::MasterPortOf(spec.job_id));
-  env["WORLD_SIZE"] = "1";
-  env["RANK"] = "0";
-  env["NODE_RANK"] = "0";
-  env["LOCAL_WORLD_SIZE"] = std::to_string(std::max<std::size_t>(1, spec.gpu_indices.size()));
+  // A multi-node rank's variables come from the controller (launch_env), else one node's.
+  if (spec.launch_env.empty()) {
+    for (const auto& [k, v] : core::DistributedEnv(spec.job_id, "127.0.0.1", 1, 0,
+                                                   static_cast<int>(spec.gpu_indices.size()))) {
+      env[k] = v;
+    }
+  }
   for (const auto& [k, v] : spec.launch_env) env[k] = v;
   if (!spec.launch_env.empty() && !spec.node_address.empty()) {
     const std::string interface = InterfaceHolding(spec.node_address);

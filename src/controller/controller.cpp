@@ -619,17 +619,9 @@ core::Result<store::JobState> Controller::Cancel(int64_t id, int64_t now_ms) {
 
 net::EnvList Controller::LaunchEnvLocked(const Active& a, int rank) const {
   if (a.ranks.size() < 2) return {};  // one node: the runner's single-node defaults
-  const int per_node = std::popcount(a.ranks[rank].gpus);
-  const int world = per_node * static_cast<int>(a.ranks.size());
-  return {{"MASTER_ADDR", nodes_[a.ranks[0].node].address},
-          {"MASTER_PORT", std::to_string(core::MasterPortOf(a.job.id))},
-          {"WORLD_SIZE", std::to_string(world)},
-          {"NODE_RANK", std::to_string(rank)},
-          {"RANK", std::to_string(rank * per_node)},
-          {"LOCAL_RANK", "0"},
-          {"LOCAL_WORLD_SIZE", std::to_string(per_node)},
-          {"GPUFLEET_NNODES", std::to_string(a.ranks.size())},
-          {"GPUFLEET_NODE_RANK", std::to_string(rank)}};
+  return core::DistributedEnv(a.job.id, nodes_[a.ranks[0].node].address,
+                              static_cast<int>(a.ranks.size()), rank,
+                              std::popcount(a.ranks[rank].gpus));
 }
 
 void Controller::TouchNodeLocked(int node) {

@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/gpu_catalog.h"
 #include "core/result.h"
@@ -36,5 +38,30 @@ Result<bool> ValidateJobSpec(const JobSpec& job);
 // and for single- and multi-node runs: 29500 (torchrun's default) plus the id modulo 1000, so
 // that jobs sharing a node rarely collide.
 inline int MasterPortOf(int64_t job_id) { return 29500 + static_cast<int>(job_id % 1000); }
+
+// The distributed-training environment of node rank `node_rank` of job `job_id` on `nodes`
+// nodes with `gpus_per_node` GPUs each, whose rank 0 runs at `master_addr`: torchrun's env://
+// variables, defined here once for every launch. One node (`nodes` <= 1): one process is the
+// whole world (WORLD_SIZE 1) on loopback. Several: one launcher per node, WORLD_SIZE counting
+// a process per GPU, RANK the node's first, and GPUFLEET_NNODES / GPUFLEET_NODE_RANK.
+inline std::vector<std::pair<std::string, std::string>> DistributedEnv(
+    int64_t job_id, const std::string& master_addr, int nodes, int node_rank, int gpus_per_node) {
+  const std::string port = std::to_string(MasterPortOf(job_id));
+  const int per_node = gpus_per_node > 0 ? gpus_per_node : 1;
+  if (nodes <= 1) {
+    return {{"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", port},        {"WORLD_SIZE", "1"},
+            {"RANK", "0"},                {"NODE_RANK", "0"},           {"LOCAL_WORLD_SIZE",
+                                                                         std::to_string(per_node)}};
+  }
+  return {{"MASTER_ADDR", master_addr},
+          {"MASTER_PORT", port},
+          {"WORLD_SIZE", std::to_string(per_node * nodes)},
+          {"NODE_RANK", std::to_string(node_rank)},
+          {"RANK", std::to_string(node_rank * per_node)},
+          {"LOCAL_RANK", "0"},
+          {"LOCAL_WORLD_SIZE", std::to_string(per_node)},
+          {"GPUFLEET_NNODES", std::to_string(nodes)},
+          {"GPUFLEET_NODE_RANK", std::to_string(node_rank)}};
+}
 
 }  // namespace gpufleet::core

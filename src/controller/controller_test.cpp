@@ -1,0 +1,301 @@
+// The controller's own unit tests: passes and heartbeats driven by hand over a fake clock, with
+// fake agents (heartbeats built here) and a store in a temporary directory. Each test takes
+// milliseconds; the process tests in tests/ cover the same paths end to end.
+#include "controller/controller.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "store/store.h"
+
+namespace gpufleet::controller {
+namespace {
+
+constexpr int64_t kStartMs = 1'700'000'000'000;
+
+// A node agent as the controller sees one: it beats when told, runs what it is given until the
+// test ends a job, and stops a job at once when asked.
+class FakeAgent {
+ public:
+  explicit FakeAgent(std::string name, int gpus = 4) : name_(std::move(name)), gpus_(gpus) {}
+
+  // One heartbeat at `now_ms`; the reply's new assignments start, jobs marked stop end stopped
+  // (exit 143), and jobs not listed any more are dropped (fenced, or settled).
+  core::Result<net::HeartbeatReply> Beat(Controller& ctl, int64_t now_ms,
+                                         bool in_process = false) {
+    net::Heartbeat beat;
+    beat.node = name_;
+    beat.gpus = gpus_;
+    beat.gpu_model = "G2";
+    beat.node_epoch = node_epoch_;
+    for (const auto& [id, job] : jobs_) {
+      net::ReportedJob r;
+      r.id = id;
+      r.epoch = job.epoch;
+      r.state = job.ended ? net::ReportedJob::State::kExited : net::ReportedJob::State::kRunning;
+      r.exit_code = job.exit_code;
+      r.stopped = job.stopped;
+      r.pid = 100 + id;
+      beat.jobs.push_back(r);
+    }
+    auto reply = ctl.Heartbeat(beat, now_ms, in_process);
+    if (!reply) return reply;
+    node_epoch_ = reply.value().node_epoch;
+    std::map<int64_t, Job> listed;
+    for (const net::Assignment& a : reply.value().assignments) {
+      auto held = jobs_.find(a.id);
+      Job job = held != jobs_.end() && held->second.epoch == a.epoch ? held->second : Job{a.epoch};
+      if (a.stop && !job.ended) job = Job{a.epoch, true, true, 143};
+      listed[a.id] = job;
+    }
+    jobs_ = std::move(listed);
+    return reply;
+  }
+  // The job ends with `code` (reported at the next beat).
+  void End(int64_t id, int code) { jobs_.at(id) = Job{jobs_.at(id).epoch, true, false, code}; }
+  bool Runs(int64_t id) const { return jobs_.count(id) > 0 && !jobs_.at(id).ended; }
+  bool Holds(int64_t id) const { return jobs_.count(id) > 0; }
+  // Reports (job, epoch) as running, as an agent still holding an older placement would.
+  void Pretend(int64_t id, int64_t epoch) { jobs_[id] = Job{epoch}; }
+
+ private:
+  struct Job {
+    int64_t epoch = 0;
+    bool ended = false;
+    bool stopped = false;
+    int exit_code = 0;
+  };
+  std::string name_;
+  int gpus_;
+  int64_t node_epoch_ = 0;
+  std::map<int64_t, Job> jobs_;
+};
+
+class ControllerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("gpufleet-controller-test-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    auto store = store::OpenSqliteStore(dir_.string());
+    ASSERT_TRUE(store.ok()) << store.error();
+    store_ = std::move(store).value();
+  }
+  void TearDown() override {
+    ctl_.reset();
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  Controller& Make(ControllerOptions options = {}) {
+    options.data_dir = dir_.string();
+    options.lease_ms = 10000;
+    options.clock = [this] { return now_ms_; };
+    auto made = Controller::Create(*store_, options);
+    EXPECT_TRUE(made.ok()) << made.error();
+    ctl_ = std::move(made).value();
+    EXPECT_TRUE(ctl_->Recover(now_ms_).ok());
+    return *ctl_;
+  }
+  int64_t Submit(int gpus, int64_t time_limit_s = 0, bool restartable = false) {
+    store::JobRecord job;
+    job.user = "ada";
+    job.argv = {"train"};
+    job.gpus = gpus;
+    job.time_limit_s = time_limit_s;
+    job.restartable = restartable;
+    auto id = ctl_->Submit(job);
+    EXPECT_TRUE(id.ok()) << id.error();
+    return id.ok() ? id.value() : 0;
+  }
+  store::JobRecord Job(int64_t id) {
+    auto job = store_->GetJob(id);
+    EXPECT_TRUE(job.ok() && job.value().has_value());
+    return job.ok() && job.value() ? *job.value() : store::JobRecord{};
+  }
+  // A pass, then a beat of each agent: what the pass placed starts and is reported running.
+  void Step(std::initializer_list<FakeAgent*> agents) {
+    ctl_->RunOnce(now_ms_);
+    for (FakeAgent* a : agents) ASSERT_TRUE(a->Beat(*ctl_, now_ms_).ok());
+    for (FakeAgent* a : agents) ASSERT_TRUE(a->Beat(*ctl_, now_ms_).ok());
+  }
+
+  std::filesystem::path dir_;
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<Controller> ctl_;
+  int64_t now_ms_ = kStartMs;
+};
+
+TEST_F(ControllerTest, AJobRunsOnAnAgentAndSucceedsWhenItReportsExitZero) {
+  Controller& ctl = Make();
+  FakeAgent a("a");
+  ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
+  const int64_t id = Submit(2);
+  Step({&a});
+  EXPECT_TRUE(a.Runs(id));
+  EXPECT_EQ(Job(id).state, store::JobState::kRunning);
+  EXPECT_EQ(Job(id).node, "a");
+  EXPECT_EQ(Job(id).gpu_indices.size(), 2u);
+  a.End(id, 0);
+  Step({&a});
+  EXPECT_EQ(Job(id).state, store::JobState::kSucceeded);
+  EXPECT_FALSE(a.Holds(id)) << "a settled job is no longer listed, so the agent forgets it";
+}
+
+TEST_F(ControllerTest, ANonZeroExitFailsTheJobWithItsCode) {
+  Controller& ctl = Make();
+  FakeAgent a("a");
+  ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
+  const int64_t id = Submit(1);
+  Step({&a});
+  a.End(id, 3);
+  Step({&a});
+  EXPECT_EQ(Job(id).state, store::JobState::kFailed);
+  EXPECT_EQ(Job(id).exit_code.value_or(-1), 3);
+}
+
+TEST_F(ControllerTest, ASilentNodeIsLostAfterItsLeaseAndARestartableJobRunsElsewhere) {
+  Controller& ctl = Make();
+  FakeAgent a("a"), b("b");
+  ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
+  const int64_t keep = Submit(4, 0, /*restartable=*/true);
+  const int64_t lose = Submit(4, 0, /*restartable=*/false);
+  Step({&a});
+  ASSERT_TRUE(a.Runs(keep));
+  ASSERT_TRUE(b.Beat(ctl, now_ms_).ok());
+  Step({&a, &b});
+  ASSERT_TRUE(b.Runs(lose));
+  now_ms_ += 5000;
+  ASSERT_TRUE(b.Beat(ctl, now_ms_).ok());
+  ctl.RunOnce(now_ms_);
+  EXPECT_EQ(Job(keep).state, store::JobState::kRunning) << "within the lease nothing happens";
+  now_ms_ += 5001;  // a: silent for 10.001 s; b beat 5.001 s ago
+  ctl.RunOnce(now_ms_);
+  // The restartable job waits again; b is busy, so it is placed once b's job ends.
+  EXPECT_EQ(Job(keep).state, store::JobState::kPending);
+  EXPECT_NE(Job(keep).reason.find("node a missed its lease"), std::string::npos)
+      << Job(keep).reason;
+  EXPECT_EQ(Job(lose).state, store::JobState::kRunning);
+  b.End(lose, 0);
+  Step({&b});
+  EXPECT_EQ(Job(lose).state, store::JobState::kSucceeded);
+  Step({&b});
+  EXPECT_TRUE(b.Runs(keep));
+  EXPECT_EQ(Job(keep).node, "b");
+  EXPECT_EQ(Job(keep).epoch, 2) << "a new placement, a new epoch";
+  // a returns: it learns the new node epoch and is no longer given `keep` (fenced).
+  auto back = a.Beat(ctl, now_ms_);
+  ASSERT_TRUE(back.ok());
+  for (const net::Assignment& x : back.value().assignments) EXPECT_NE(x.id, keep);
+  EXPECT_FALSE(a.Holds(keep));
+}
+
+TEST_F(ControllerTest, ANonRestartableJobOnALostNodeEndsLost) {
+  Controller& ctl = Make();
+  FakeAgent a("a");
+  ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
+  const int64_t id = Submit(1);
+  Step({&a});
+  now_ms_ += 10001;
+  ctl.RunOnce(now_ms_);
+  EXPECT_EQ(Job(id).state, store::JobState::kLost);
+}
+
+TEST_F(ControllerTest, ATimeLimitStopsTheJobAndFailsIt) {
+  Controller& ctl = Make();
+  FakeAgent a("a");
+  ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
+  const int64_t id = Submit(1, /*time_limit_s=*/30);
+  Step({&a});
+  for (int second = 5; second < 30; second += 5) {  // beats keep the node's lease
+    now_ms_ += 5000;
+    Step({&a});
+    EXPECT_TRUE(a.Runs(id)) << "at " << second << " s";
+  }
+  now_ms_ += 5000;
+  Step({&a});  // the pass stops it; the agent stops it and reports the stop
+  ctl.RunOnce(now_ms_);
+  EXPECT_EQ(Job(id).state, store::JobState::kFailed);
+  EXPECT_EQ(Job(id).reason, "time limit of 30 s reached");
+}
+
+TEST_F(ControllerTest, CancelStopsARunningJobThroughItsAgent) {
+  Controller& ctl = Make();
+  FakeAgent a("a");
+  ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
+  const int64_t id = Submit(1);
+  Step({&a});
+  auto state = ctl.Cancel(id, now_ms_);
+  ASSERT_TRUE(state.ok());
+  EXPECT_EQ(state.value(), store::JobState::kRunning) << "cancelled once it has stopped";
+  Step({&a});
+  ctl.RunOnce(now_ms_);
+  EXPECT_EQ(Job(id).state, store::JobState::kCancelled);
+}
+
+TEST_F(ControllerTest, AReportOfAnotherEpochIsIgnoredAndNotListedSoTheAgentStopsIt) {
+  Controller& ctl = Make();
+  FakeAgent a("a");
+  ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
+  const int64_t id = Submit(1);
+  Step({&a});
+  FakeAgent stale("s");
+  ASSERT_TRUE(stale.Beat(ctl, now_ms_).ok());
+  stale.Pretend(id, 7);  // a placement the controller never made here
+  auto reply = stale.Beat(ctl, now_ms_);
+  ASSERT_TRUE(reply.ok());
+  EXPECT_TRUE(reply.value().assignments.empty());
+  EXPECT_FALSE(stale.Holds(id));
+  EXPECT_EQ(Job(id).state, store::JobState::kRunning);
+  EXPECT_EQ(Job(id).node, "a");
+}
+
+TEST_F(ControllerTest, OnlyTheInProcessAgentMayNameTheLocalNodeAndItHearsOfItsWork) {
+  ControllerOptions options;
+  options.local_node = "local";
+  int news = 0;
+  options.on_local_node_change = [&news] { ++news; };
+  Controller& ctl = Make(options);
+  FakeAgent impostor("local");
+  auto refused = impostor.Beat(ctl, now_ms_);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.failure().field, "node");
+  FakeAgent local("local");
+  ASSERT_TRUE(local.Beat(ctl, now_ms_, /*in_process=*/true).ok());
+  EXPECT_EQ(news, 0);
+  const int64_t id = Submit(1);
+  ctl.RunOnce(now_ms_);
+  EXPECT_GE(news, 1) << "told when a job is placed on it";
+  ASSERT_TRUE(local.Beat(ctl, now_ms_, true).ok());
+  EXPECT_TRUE(local.Runs(id));
+  const std::vector<NodeView> nodes = ctl.Nodes();
+  ASSERT_EQ(nodes.size(), 1u);
+  EXPECT_TRUE(nodes[0].local);
+}
+
+TEST_F(ControllerTest, AJobThatCanNeverFitIsRefusedAtSubmitNamingTheField) {
+  Controller& ctl = Make();
+  FakeAgent a("a", 4);
+  ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
+  store::JobRecord big;
+  big.user = "ada";
+  big.argv = {"train"};
+  big.gpus = 5;
+  auto refused = ctl.Submit(big);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.failure().field, "gpus");
+  EXPECT_EQ(refused.failure().code, core::ErrorCode::kInfeasible);
+  big.gpus = 4;
+  big.nodes = 2;
+  refused = ctl.Submit(big);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.failure().field, "nodes");
+}
+
+}  // namespace
+}  // namespace gpufleet::controller
