@@ -10,21 +10,13 @@
 #include <filesystem>
 #include <fstream>
 
+#include "controller/settlement.h"
 #include "core/gpu_catalog.h"
 #include "core/job.h"
 #include "sched/policy_registry.h"
 
 namespace gpufleet::controller {
 namespace {
-
-// Why a job the kernel's OOM killer hit failed, with the limit it hit.
-std::string OomReason(int64_t kills, int64_t memory_mib, int exit_code) {
-  return "out of memory: the kernel's OOM killer ended " + std::to_string(kills) +
-         (kills == 1 ? " process" : " processes") +
-         (memory_mib > 0 ? " at the job's memory limit of " + std::to_string(memory_mib) + " MiB"
-                         : std::string(" (the job has no memory limit: its node ran out)")) +
-         " (exit code " + std::to_string(exit_code) + ")";
-}
 
 constexpr auto kTick = std::chrono::milliseconds(50);
 // An ended rank's job is settled once its log has reached the controller, or after this long.
@@ -723,18 +715,33 @@ void Controller::SettleLocked(int64_t id, int64_t now_ms) {
   auto it = active_.find(id);
   if (it == active_.end()) return;
   Active& a = it->second;
-  bool all_started = true, all_ended = true, failed = false, lost = false, logs_in = true;
+  std::vector<RankStanding> ranks;
   for (const Rank& r : a.ranks) {
-    all_started = all_started && r.started;
-    all_ended = all_ended && r.ended;
-    if (r.ended && (r.lost || r.exit_code != 0)) failed = true;
-    if (r.lost) lost = true;
-    if (r.ended && r.log_acked < r.log_total &&
-        now_ms - r.ended_ms < kLogDrainMs) {
-      logs_in = false;
-    }
+    RankStanding s;
+    s.node = nodes_[r.node].name;
+    s.started = r.started;
+    s.ended = r.ended;
+    s.lost = r.lost;
+    s.stopped = r.stopped;
+    s.exit_code = r.exit_code;
+    s.reason = r.reason;
+    s.oom_kills = std::max<int64_t>(0, r.host_usage.get(core::UsageFigure::kOomKills));
+    s.log_in_flight = r.log_acked < r.log_total && now_ms - r.ended_ms < kLogDrainMs;
+    ranks.push_back(std::move(s));
   }
-  if (a.job.state == store::JobState::kScheduled && all_started && !lost) {
+  JobStanding job;
+  job.running = a.job.state == store::JobState::kRunning;
+  job.cancel = a.cancel;
+  job.stopping = a.stopping;
+  job.preempting = a.preempting;
+  job.timed_out = a.timed_out;
+  job.restartable = a.job.restartable;
+  job.health_stop = a.health_stop;
+  job.time_limit_s = a.job.time_limit_s;
+  job.memory_mib = a.job.memory_mib;
+  job.queue_policy = options_.queue_policy;
+  const Settlement next = Settle(ranks, job);
+  if (next.now_running && a.job.state == store::JobState::kScheduled) {
     store::JobUpdate running;
     running.start_ms = now_ms;
     running.pid = a.ranks[0].pid;
@@ -745,61 +752,18 @@ void Controller::SettleLocked(int64_t id, int64_t now_ms) {
     a.job.pid_start = running.pid_start;
     WriteLocked(id, store::JobState::kScheduled, store::JobState::kRunning, std::move(running));
   }
-  if (failed && !all_ended && !a.stopping) StopRanksLocked(a);  // one rank failed: stop the rest
-  if (!all_ended || !logs_in) return;
-  int code = 0;
-  std::string reason;
-  // The cause: a rank that failed on its own, before one the controller then stopped.
-  std::vector<const Rank*> causes;
-  for (const Rank& r : a.ranks) {
-    if (r.lost || (r.exit_code != 0 && !r.stopped)) causes.push_back(&r);
-  }
-  for (const Rank& r : a.ranks) {
-    if (r.exit_code != 0 && r.stopped) causes.push_back(&r);
-  }
-  if (!causes.empty()) {
-    const Rank& r = *causes.front();
-    code = r.exit_code;
-    reason = !r.reason.empty() ? r.reason : "exit code " + std::to_string(r.exit_code);
-    if (!r.lost && r.exit_code != 0 && r.host_usage.get(core::UsageFigure::kOomKills) > 0) {
-      reason = OomReason(r.host_usage.get(core::UsageFigure::kOomKills), a.job.memory_mib,
-                         r.exit_code);
-    }
-    if (a.ranks.size() > 1) reason = "node " + nodes_[r.node].name + ": " + reason;
-  }
-  const bool finished_first = std::all_of(a.ranks.begin(), a.ranks.end(), [](const Rank& r) {
-    return !r.stopped && !r.lost && r.exit_code == 0;
-  });
-  const bool failed_on_its_own = std::any_of(a.ranks.begin(), a.ranks.end(), [](const Rank& r) {
-    return !r.stopped && !r.lost && r.exit_code != 0;
-  });
-  if (a.cancel) {
-    EndLocked(id, store::JobState::kCancelled, code, "cancelled while running", now_ms);
-  } else if (!a.health_stop.empty() && !finished_first) {
-    // Stopped because a GPU of its became unhealthy: it runs again elsewhere when it may.
-    EndLocked(id, a.job.restartable ? store::JobState::kLost : store::JobState::kFailed,
-              a.job.restartable ? std::nullopt : std::optional<int>(code), a.health_stop, now_ms);
-  } else if (a.preempting && !lost && !finished_first && !failed_on_its_own) {
-    // Stopped (SIGTERM, the grace period to checkpoint, SIGKILL) for a job the queue policy ranks
-    // higher: it waits again, with the GPU time it has had counted as service received.
+  if (next.stop_the_rest) StopRanksLocked(a);
+  if (!next.end) return;
+  if (*next.end == store::JobState::kPreempted) {
+    // It waits again, with the GPU time it has had counted as service received.
     const int64_t ran_ms = a.job.state == store::JobState::kRunning && a.job.start_ms > 0
                                ? std::max<int64_t>(0, now_ms - a.job.start_ms)
                                : 0;
     a.job.attained_gpu_s +=
         static_cast<double>(a.queued.total_gpus) * static_cast<double>(ran_ms) / 1000.0;
     requeued_at_s_[id] = now_ms / 1000;
-    EndLocked(id, store::JobState::kPreempted, code,
-              "preempted by the " + options_.queue_policy + " policy", now_ms);
-  } else if (a.timed_out) {
-    EndLocked(id, store::JobState::kFailed, code,
-              "time limit of " + std::to_string(a.job.time_limit_s) + " s reached", now_ms);
-  } else if (lost) {
-    EndLocked(id, store::JobState::kLost, std::nullopt, reason, now_ms);
-  } else if (failed) {
-    EndLocked(id, store::JobState::kFailed, code, reason, now_ms);
-  } else {
-    EndLocked(id, store::JobState::kSucceeded, 0, "", now_ms);
   }
+  EndLocked(id, *next.end, next.exit_code, next.reason, now_ms);
 }
 
 void Controller::EndLocked(int64_t id, store::JobState to, std::optional<int> exit_code,
