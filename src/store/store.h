@@ -15,26 +15,17 @@
 #include <vector>
 
 #include "core/host_usage.h"
+#include "core/job_state.h"
 #include "core/result.h"
 
 namespace gpufleet::store {
 
-enum class JobState {
-  kPending,
-  kScheduled,
-  kRunning,
-  kSucceeded,
-  kFailed,
-  kCancelled,
-  kPreempted,
-  kLost,
-};
-std::string_view StateName(JobState state);  // "PENDING", ...
-std::optional<JobState> ParseState(std::string_view name);
-bool IsTerminal(JobState state);  // SUCCEEDED, FAILED, CANCELLED
-// Whether a job may go from `from` to `to`. A SCHEDULED or RUNNING job may also be changed in
-// place (from == to), e.g. marked for preemption.
-bool TransitionAllowed(JobState from, JobState to);
+// The job state machine lives in core/job_state.h; the store's names for it:
+using core::IsTerminal;
+using core::JobState;
+using core::ParseState;
+using core::StateName;
+using core::TransitionAllowed;
 
 struct JobRecord {
   int64_t id = 0;
