@@ -15,11 +15,22 @@
 #include "cli/full_commands.h"
 #include "cli/placement_commands.h"
 #include "cli/sim_run_command.h"
-#include "cli/up_command.h"
 #include "core/node.h"
 #include "net/tls.h"
 #include "sched/policy_registry.h"
 #include "sched/queue_policy.h"
+#include "server/up_server.h"
+
+namespace {
+
+// `options` with its data directory resolved (--data-dir, else $GPUFLEET_DATA_DIR, else the
+// default), as every command finds it.
+gpufleet::server::UpOptions WithDataDir(gpufleet::server::UpOptions options) {
+  options.data_dir = gpufleet::cli::DataDir(options.data_dir);
+  return options;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace gpufleet;
@@ -176,7 +187,7 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
   };
   // TLS of the API, for `up` and `controller` (net/tls_identity.h).
-  auto add_tls_flags = [](CLI::App* cmd, cli::UpOptions& o) {
+  auto add_tls_flags = [](CLI::App* cmd, server::UpOptions& o) {
     cmd->add_option("--tls", o.tls,
                     "https for the API: auto (on unless --listen is a loopback address), on, "
                     "or off (plain HTTP: tokens and jobs travel in clear)")
@@ -284,7 +295,7 @@ int main(int argc, char** argv) {
   add_probe_flags(top_cmd, top_options.probe);
   top_cmd->callback([&] { std::exit(agent::RunTop(top_options)); });
 
-  cli::UpOptions up;
+  server::UpOptions up;
   CLI::App* up_cmd = app.add_subcommand("up", cli::FullCommandDescription("up"));
   up_cmd->add_option("--data-dir", up.data_dir,
                      "where the store, logs and token live (default: $GPUFLEET_DATA_DIR, else "
@@ -321,9 +332,9 @@ int main(int argc, char** argv) {
   add_log_limit_flag(up_cmd, up.log_limit_mib);
   add_priority_flag(up_cmd, up.max_priorities);
   add_tls_flags(up_cmd, up);
-  up_cmd->callback([&] { std::exit(cli::RunUp(up)); });
+  up_cmd->callback([&] { std::exit(server::RunUp(WithDataDir(up))); });
 
-  cli::UpOptions controller_opts;
+  server::UpOptions controller_opts;
   controller_opts.controller_only = true;
   CLI::App* controller_cmd =
       app.add_subcommand("controller", cli::FullCommandDescription("controller"));
@@ -353,7 +364,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   add_priority_flag(controller_cmd, controller_opts.max_priorities);
   add_tls_flags(controller_cmd, controller_opts);
-  controller_cmd->callback([&] { std::exit(cli::RunUp(controller_opts)); });
+  controller_cmd->callback([&] { std::exit(server::RunUp(WithDataDir(controller_opts))); });
 
   return cli::AddClientCommandsAndRun(app, argc, argv);
 }

@@ -1,14 +1,15 @@
 #pragma once
-// `gpufleet up`: the controller, a local agent's runner and the SQLite store in one process.
-// `gpufleet controller`: the same without the local node; agents join it with
-// `gpufleet agent --controller URL`.
+// `gpufleet up`: the controller, the SQLite store and this machine's node agent (linked
+// in-process) in one process. `gpufleet controller`: the same without the local node; agents
+// join it with `gpufleet agent --controller URL`. The `server` layer assembles the controller
+// and agent layers; the CLI only parses flags and calls RunUp.
 #include <string>
 #include <vector>
 
-namespace gpufleet::cli {
+namespace gpufleet::server {
 
 struct UpOptions {
-  std::string data_dir;  // "" : $GPUFLEET_DATA_DIR, else ~/.gpufleet
+  std::string data_dir;  // where the store, logs and token live (the CLI resolves the default)
   std::string listen = "127.0.0.1:9500";
   int simulated_gpus = -1;  // -1: NVML, falling back to simulated GPUs without a driver
   std::string nvml_library = "libnvidia-ml.so.1";
@@ -26,6 +27,7 @@ struct UpOptions {
   std::string tls = "auto";                 // auto (on unless listening on loopback), on, off
   std::vector<std::string> tls_names;       // --tls-san: more names for the certificate
 };
+// Serves until SIGINT or SIGTERM; returns the process's exit status (2: bad options).
 int RunUp(const UpOptions& options);
 
-}  // namespace gpufleet::cli
+}  // namespace gpufleet::server

@@ -1,4 +1,4 @@
-#include "cli/up_command.h"
+#include "server/up_server.h"
 
 #include <fcntl.h>
 #include <pwd.h>
@@ -22,7 +22,6 @@
 #include "agent/node_agent.h"
 #include "agent/run_as.h"
 #include "agent/sample_json.h"
-#include "cli/client_commands.h"
 #include "controller/api_server.h"
 #include "controller/auth.h"
 #include "controller/controller.h"
@@ -35,7 +34,7 @@
 #include "net/tls_identity.h"
 #include "store/store.h"
 
-namespace gpufleet::cli {
+namespace gpufleet::server {
 namespace {
 
 // The node agent in `up`'s own process beats when there is news (a job of its ended, or the
@@ -90,7 +89,7 @@ int RunUp(const UpOptions& o) {
     std::fprintf(stderr, "%s: %s\n", self, address.error().c_str());
     return 2;
   }
-  const std::string data_dir = DataDir(o.data_dir);
+  const std::string data_dir = o.data_dir;
   const sigset_t stop_signals = net::BlockStopSignals();  // before any thread starts
   if (!PrepareDataDir(data_dir, self)) return 1;
   // https unless told otherwise or only this machine can connect (net/tls_identity.h).
@@ -322,4 +321,4 @@ int RunUp(const UpOptions& o) {
   return clean ? 0 : 1;
 }
 
-}  // namespace gpufleet::cli
+}  // namespace gpufleet::server
