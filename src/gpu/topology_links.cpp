@@ -1,6 +1,7 @@
 #include "gpu/topology_links.h"
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 namespace gpufleet::gpu {

@@ -96,6 +96,23 @@ TEST(GpuTopologyTest, NvSwitchAllSetsAreEquallyLinked) {
                   });
 }
 
+// Big NVSwitch nodes: with every set alike, the lookahead is skipped past its budget (32 GPUs)
+// or runs (16 GPUs); either way the answer is the lowest set of one PCIe-alike node.
+TEST(GpuTopologyTest, LargeNodesStayWithinTheLookaheadBudget) {
+  for (int n : {16, 32}) {
+    std::vector<std::vector<int>> nv(n, std::vector<int>(n, 18));
+    std::vector<std::vector<int>> pcie(n, std::vector<int>(n, 0));
+    for (int a = 0; a < n; ++a) {
+      nv[a][a] = 0;
+      pcie[a][a] = core::kMaxPcieClass;
+    }
+    const core::GpuLinks links = core::MakeGpuLinks(nv, pcie, n).value();
+    const GpuMask all = n == 32 ? ~GpuMask{0} : (GpuMask{1} << n) - 1;
+    EXPECT_EQ(PickConnectedGpus(links, all, 4), Gpus({0, 1, 2, 3})) << n;
+    EXPECT_EQ(PickConnectedGpus(links, all & ~Gpus({0}), 2), Gpus({1, 2})) << n;
+  }
+}
+
 TEST(GpuTopologyTest, ConnectionKeysOnDgx1) {
   const core::GpuLinks links = test::Dgx1V100Links();
   const SetConnection quad = ConnectionOf(links, Gpus({0, 1, 2, 3}));
