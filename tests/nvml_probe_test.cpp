@@ -10,7 +10,9 @@
 #include "gpu/gpu_probe.h"
 #include "gpu/nvml_api.h"
 #include "gpu/sampler.h"
+#include "gpu/topology_links.h"
 #include "testing/builders.h"
+#include "testing/gpu_topologies.h"
 
 namespace gpufleet {
 namespace {
@@ -125,6 +127,52 @@ TEST(NvmlProbe, ReadsEveryFieldFromTheFullLibrary) {
   ASSERT_EQ(topology.common_ancestor.size(), 3U);
   EXPECT_EQ(topology.common_ancestor[0][1], 10);
   EXPECT_EQ(topology.common_ancestor[2][0], 50);
+  ASSERT_EQ(topology.nvlinks.size(), 3U);
+  EXPECT_EQ(topology.nvlinks[0][1], 1) << "one of the two links is down";
+  EXPECT_EQ(topology.nvlinks[1][0], 1);
+  EXPECT_EQ(topology.nvlinks[0][2], 0);
+}
+
+// The three machines of the topology-aware placement, as the probe reads them: common ancestors
+// and NVLinks (direct, or through the NVSwitch fabric) become the scheduler's link table.
+TEST(NvmlProbe, ReadsTheLinkTablesOfRealMachines) {
+  const struct {
+    const char* file;
+    core::GpuLinks want;
+  } machines[] = {
+      {"dgx1_v100.json", test::Dgx1V100Links()},
+      {"pcie_two_socket.json", test::PcieTwoSocketLinks()},
+      {"hgx_a100_nvswitch.json", test::HgxA100NvSwitchLinks()},
+  };
+  for (const auto& m : machines) {
+    SCOPED_TRACE(m.file);
+    gpu::OpenedProbe opened = OpenFake(FAKE_NVML_FULL, std::string(SCENARIO_DIR) + "/" + m.file);
+    ASSERT_EQ(opened.notice, "");
+    ASSERT_EQ(opened.probe->DeviceCount(), 8);
+    const gpu::GpuTopology topology = opened.probe->Topology();
+    const core::GpuLinks links = gpu::LinksFromTopology(topology);
+    EXPECT_EQ(core::NvLinkMatrix(links), core::NvLinkMatrix(m.want));
+    EXPECT_EQ(core::PcieMatrix(links), core::PcieMatrix(m.want));
+  }
+}
+
+// Without nvmlDeviceGetNvLinkRemoteDeviceType (older drivers) a link into an NVSwitch cannot be
+// told from a link to an unknown device: direct GPU links still count, switch links do not.
+TEST(NvmlProbe, LegacyLibraryCountsOnlyDirectNvLinks) {
+  {
+    gpu::OpenedProbe opened =
+        OpenFake(FAKE_NVML_LEGACY, std::string(SCENARIO_DIR) + "/dgx1_v100.json");
+    ASSERT_EQ(opened.notice, "");
+    EXPECT_EQ(core::NvLinkMatrix(gpu::LinksFromTopology(opened.probe->Topology())),
+              core::NvLinkMatrix(test::Dgx1V100Links()));
+  }
+  gpu::OpenedProbe opened =
+      OpenFake(FAKE_NVML_LEGACY, std::string(SCENARIO_DIR) + "/hgx_a100_nvswitch.json");
+  ASSERT_EQ(opened.notice, "");
+  const gpu::GpuTopology topology = opened.probe->Topology();
+  for (const auto& row : topology.nvlinks) {
+    for (int v : row) EXPECT_EQ(v, 0);
+  }
 }
 
 TEST(NvmlProbe, XidEventsAndALostGpuMakeGpusUnhealthyWithoutStopping) {

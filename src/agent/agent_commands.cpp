@@ -29,6 +29,7 @@
 #include "core/node.h"
 #include "gpu/gpu_probe.h"
 #include "gpu/sampler.h"
+#include "gpu/topology_links.h"
 #include "net/http_client.h"
 #include "net/private_file.h"
 #include "net/tls.h"
@@ -75,7 +76,8 @@ namespace {
 // The CA an https controller is trusted by: --ca, else the one a pinned join saved.
 net::TlsTrust ControllerTrust(const AgentOptions& options) {
   if (!options.ca_file.empty()) return net::TlsTrust{options.ca_file, ""};
-  const std::string saved = (std::filesystem::path(options.data_dir) / "controller-ca.pem").string();
+  const std::string saved =
+      (std::filesystem::path(options.data_dir) / "controller-ca.pem").string();
   std::error_code ec;
   if (std::filesystem::exists(saved, ec)) return net::TlsTrust{saved, ""};
   return {};
@@ -100,8 +102,9 @@ core::Result<std::string> NodeCredential(const AgentOptions& options, const std:
     pin = secret.substr(dot + 1);
     secret.resize(dot);
     if (!net::NormalizePin(pin)) {
-      return core::Error{"--join-token: what follows the '.' must be the 64 hex digits of the "
-                         "controller's CA hash, as `gpufleet token create --join` printed it"};
+      return core::Error{
+          "--join-token: what follows the '.' must be the 64 hex digits of the "
+          "controller's CA hash, as `gpufleet token create --join` printed it"};
     }
   }
   auto client = net::HttpClient::ForUrl(options.controller_url);
@@ -109,9 +112,10 @@ core::Result<std::string> NodeCredential(const AgentOptions& options, const std:
   if (client.value().tls()) {
     if (trust.empty()) trust.pin_sha256 = pin;
     if (trust.empty()) {
-      return core::Error{"the controller speaks https, but the join token carries no CA hash and "
-                         "no --ca was given: use the token exactly as `token create --join` "
-                         "printed it"};
+      return core::Error{
+          "the controller speaks https, but the join token carries no CA hash and "
+          "no --ca was given: use the token exactly as `token create --join` "
+          "printed it"};
     }
   }
   std::error_code ec;
@@ -136,7 +140,8 @@ core::Result<std::string> NodeCredential(const AgentOptions& options, const std:
     // Later starts trust the CA the pin verified, without the join token.
     const std::string ca_path = (std::filesystem::path(data_dir) / "controller-ca.pem").string();
     if (auto r = net::WritePrivateFile(ca_path, client.value().VerifiedCaPem()); !r) {
-      return core::Error{"joined, but " + r.error() + ": the join token is spent; ask for a new one"};
+      return core::Error{"joined, but " + r.error() +
+                         ": the join token is spent; ask for a new one"};
     }
     trust = net::TlsTrust{ca_path, ""};
   }
@@ -208,6 +213,8 @@ int RunAgent(const AgentOptions& options) {
     if (n.gpus > 0) n.gpu_model = probe.Sample(0, 0).name;
     if (n.gpu_model.rfind("SIMULATED ", 0) == 0) n.gpu_model = n.gpu_model.substr(10);
     n.simulated = probe.IsSimulated();
+    // Simulated GPUs have a made-up topology: placement must not be steered by it.
+    if (!n.simulated) n.gpu_links = gpu::LinksFromTopology(probe.Topology());
     n.long_poll_ms = static_cast<int64_t>(options.heartbeat_s * 1000);
     n.run_as = options.run_as;
     n.log_limit_bytes = options.log_limit_mib * (int64_t{1} << 20);

@@ -4,7 +4,7 @@
 //   GET /healthz                   "ok" while the sampler runs
 //   GET /v1/gpus                   the latest samples as JSON (sample_json.h)
 //   GET /v1/gpus/<i>/history?seconds=N   history points and per-minute aggregates of GPU i
-//   GET /v1/topology               the GPU common-ancestor matrix
+//   GET /v1/topology               the GPU common-ancestor and NVLink matrices
 // Anything else gets a 404 with a JSON error. Handlers only read the sampler's copies, so a slow
 // driver never stalls a scrape.
 #include <memory>

@@ -131,8 +131,8 @@ void NodeAgent::Forget(int64_t id) {
 }
 
 core::Result<bool> NodeAgent::Recover() {
-  cgroups_ = CgroupLimits::Detect(options_.cgroup_root,
-                                  CgroupLimits::InstanceTag(options_.data_dir));
+  cgroups_ =
+      CgroupLimits::Detect(options_.cgroup_root, CgroupLimits::InstanceTag(options_.data_dir));
   const std::filesystem::path dir = std::filesystem::path(options_.data_dir) / "assignments";
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -233,6 +233,7 @@ net::Heartbeat NodeAgent::Report(int64_t now_ms) {
   beat.gpus = options_.gpus;
   beat.gpu_model = options_.gpu_model;
   beat.simulated = options_.simulated;
+  beat.gpu_links = options_.gpu_links;
   beat.limits = std::string(cgroups_.Kind());
   beat.limits_why = cgroups_.why_unavailable();
   // The GPU document changes once a second (the sampler's period); the controller keeps the last.

@@ -24,6 +24,7 @@
 #include "agent/cgroup_limits.h"
 #include "agent/job_usage.h"
 #include "agent/runner.h"
+#include "core/gpu_links.h"
 #include "core/result.h"
 #include "gpu/gpu_sample.h"
 #include "net/controller_link.h"
@@ -38,6 +39,8 @@ struct NodeAgentOptions {
   int gpus = 0;
   std::string gpu_model;
   bool simulated = false;
+  // How the GPUs are connected, sent in every heartbeat; empty: not known (simulated GPUs).
+  core::GpuLinks gpu_links;
   double fence_grace_s = 5;  // SIGTERM -> SIGKILL for fenced jobs
   std::string cgroup_root;   // "" : the agent's own cgroup (see CgroupLimits)
   int64_t long_poll_ms = 0;  // how long the controller may hold a heartbeat (0: answer at once)

@@ -178,6 +178,7 @@ std::string HistoryToJson(int gpu, const std::vector<gpu::HistoryPoint>& points,
 
 std::string TopologyToJson(const gpu::GpuTopology& topology) {
   return json{{"common_ancestor", topology.common_ancestor},
+              {"nvlinks", topology.nvlinks},
               {"levels",
                {{"0", "same board"},
                 {"10", "one PCIe switch"},

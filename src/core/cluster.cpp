@@ -55,6 +55,7 @@ ClusterSnapshot::ClusterSnapshot(const ClusterSnapshot& other)
     : specs_(other.specs_),
       states_(other.states_),
       class_counts_(other.class_counts_),
+      links_(other.links_),
       total_gpu_milli_(other.total_gpu_milli_),
       used_gpu_milli_(other.used_gpu_milli_) {}
 
@@ -64,10 +65,27 @@ ClusterSnapshot& ClusterSnapshot::operator=(const ClusterSnapshot& other) {
     states_ = other.states_;
     class_counts_ = other.class_counts_;
     journal_.clear();
+    links_ = other.links_;
     total_gpu_milli_ = other.total_gpu_milli_;
     used_gpu_milli_ = other.used_gpu_milli_;
   }
   return *this;
+}
+
+Result<bool> ClusterSnapshot::SetGpuLinks(int node, GpuLinks links) {
+  GPUFLEET_CHECK(node >= 0 && node < size());
+  if (links.empty()) {
+    if (node < static_cast<int>(links_.size())) links_[node].reset();
+    return true;
+  }
+  if (links.num_gpus != specs_[node].num_gpus) {
+    return Error{"gpu_links: the table has " + std::to_string(links.num_gpus) + " GPUs, node " +
+                     specs_[node].name + " has " + std::to_string(specs_[node].num_gpus),
+                 ErrorCode::kInvalid, "gpu_links"};
+  }
+  if (links_.empty()) links_.resize(specs_.size());
+  links_[node] = std::make_shared<const GpuLinks>(std::move(links));
+  return true;
 }
 
 void ClusterSnapshot::Refresh(NodeState& s) {

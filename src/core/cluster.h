@@ -4,9 +4,11 @@
 // allocated beyond a node's capacity or released that was not allocated.
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
+#include "core/gpu_links.h"
 #include "core/job.h"
 #include "core/node.h"
 #include "core/result.h"
@@ -36,6 +38,17 @@ class ClusterSnapshot {
   // Returns what `Allocate` took.
   void Release(int node, const JobSpec& job, GpuMask gpus);
 
+  // Gives `node` its GPU link table (from the node's heartbeat), replacing any earlier one; an
+  // empty table removes it. Placement then picks the best-connected free GPUs there for jobs of
+  // 2..4 whole GPUs (sched/gpu_topology.h); a node without a table is placed as before. Fails,
+  // changing nothing, when the table's GPU count is not the node's. Free resources and the
+  // change journal are untouched: links change where jobs go, not what is free.
+  Result<bool> SetGpuLinks(int node, GpuLinks links);
+  // `node`'s link table, or null when it has none.
+  const GpuLinks* gpu_links(int node) const {
+    return node < static_cast<int>(links_.size()) ? links_[node].get() : nullptr;
+  }
+
   // Every node changed by Allocate or Release, in order of change. Lets a reader that remembers
   // how far it had read learn which nodes changed since, without scanning them all.
   std::span<const int> change_journal() const { return journal_; }
@@ -50,6 +63,8 @@ class ClusterSnapshot {
   std::vector<NodeState> states_;
   std::vector<std::array<uint32_t, 32>> class_counts_;
   std::vector<int> journal_;  // GPU jobs per JobClassBit, per node
+  // Per node, or empty while no node has links; shared so that copying a snapshot stays cheap.
+  std::vector<std::shared_ptr<const GpuLinks>> links_;
   int64_t total_gpu_milli_ = 0;
   int64_t used_gpu_milli_ = 0;
 };

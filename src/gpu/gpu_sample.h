@@ -119,11 +119,16 @@ struct GpuEvent {
   std::uint64_t data = 0;  // the XID number for kXid
 };
 
-// Common-ancestor levels between every pair of GPUs (nvmlGpuTopologyLevel_t values: 0 same
-// board, 10 one PCIe switch, 20 several switches, 30 host bridge, 40 NUMA node, 50 system), -1
-// when unknown. Square, indexed by GPU index.
+// How every pair of GPUs is connected. Both matrices are square and indexed by GPU index.
 struct GpuTopology {
+  // Common-ancestor levels (nvmlGpuTopologyLevel_t values: 0 same board, 10 one PCIe switch, 20
+  // several switches, 30 host bridge, 40 NUMA node, 50 system), -1 when unknown.
   std::vector<std::vector<int>> common_ancestor;
+  // NVLinks between the two GPUs: active links whose far end is the other GPU, plus, when both
+  // GPUs have active links into an NVSwitch fabric, the smaller of their two switch-link counts
+  // (every GPU on the fabric reaches every other at its own link bandwidth). 0 on the diagonal,
+  // and everywhere on GPUs without NVLink.
+  std::vector<std::vector<int>> nvlinks;
 };
 
 }  // namespace gpufleet::gpu

@@ -39,6 +39,12 @@ inline constexpr unsigned NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE = 32;
 inline constexpr unsigned NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE = 16;
 inline constexpr unsigned NVML_NVLINK_MAX_LINKS = 18;
 
+// nvmlIntNvLinkDeviceType_t: what is at the far end of an NVLink.
+inline constexpr unsigned int NVML_NVLINK_DEVICE_TYPE_GPU = 0x00;
+inline constexpr unsigned int NVML_NVLINK_DEVICE_TYPE_IBMNPU = 0x01;
+inline constexpr unsigned int NVML_NVLINK_DEVICE_TYPE_SWITCH = 0x02;
+inline constexpr unsigned int NVML_NVLINK_DEVICE_TYPE_UNKNOWN = 0xFF;
+
 struct nvmlUtilization_t {
   unsigned int gpu;     // percent of time a kernel ran over the past sample period
   unsigned int memory;  // percent of time device memory was read or written
@@ -241,6 +247,9 @@ using NvmlDeviceGetTopologyCommonAncestorFn = nvmlReturn_t (*)(nvmlDevice_t, nvm
 using NvmlDeviceGetNvLinkStateFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int, unsigned int*);
 using NvmlDeviceGetNvLinkRemotePciInfoFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int,
                                                             nvmlPciInfo_t*);
+// The enum out-parameter is written as unsigned int: the C enum has that size and ABI.
+using NvmlDeviceGetNvLinkRemoteDeviceTypeFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int,
+                                                               unsigned int*);
 using NvmlDeviceGetFieldValuesFn = nvmlReturn_t (*)(nvmlDevice_t, int, nvmlFieldValue_t*);
 using NvmlEventSetCreateFn = nvmlReturn_t (*)(nvmlEventSet_t*);
 using NvmlDeviceRegisterEventsFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned long long,

@@ -93,6 +93,8 @@ core::Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::Open(const std::string& 
   Resolve(handle, {"nvmlDeviceGetNvLinkState"}, f.device_get_nvlink_state, r);
   Resolve(handle, {"nvmlDeviceGetNvLinkRemotePciInfo_v2", "nvmlDeviceGetNvLinkRemotePciInfo"},
           f.device_get_nvlink_remote_pci_info, r);
+  Resolve(handle, {"nvmlDeviceGetNvLinkRemoteDeviceType"}, f.device_get_nvlink_remote_device_type,
+          r);
   Resolve(handle, {"nvmlEventSetCreate"}, f.event_set_create, r);
   Resolve(handle, {"nvmlDeviceRegisterEvents"}, f.device_register_events, r);
   Resolve(handle, {"nvmlEventSetWait_v2", "nvmlEventSetWait"}, f.event_set_wait, r);

@@ -47,6 +47,7 @@ struct NvmlFunctions {
   NvmlDeviceGetTopologyCommonAncestorFn device_get_topology_common_ancestor = nullptr;
   NvmlDeviceGetNvLinkStateFn device_get_nvlink_state = nullptr;
   NvmlDeviceGetNvLinkRemotePciInfoFn device_get_nvlink_remote_pci_info = nullptr;
+  NvmlDeviceGetNvLinkRemoteDeviceTypeFn device_get_nvlink_remote_device_type = nullptr;
   NvmlEventSetCreateFn event_set_create = nullptr;
   NvmlDeviceRegisterEventsFn device_register_events = nullptr;
   NvmlEventSetWaitFn event_set_wait = nullptr;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 
 namespace gpufleet::gpu {
@@ -507,10 +508,56 @@ std::vector<GpuEvent> NvmlProbe::WaitEvents(int timeout_ms) {
   return events;
 }
 
+namespace {
+
+// A PCI bus id in one spelling ("domain:bus:device.function", hex, lowercase, no padding), so
+// that the 8-digit and the legacy 4-digit domain forms compare equal. "" when unparsable.
+std::string CanonicalBusId(const std::string& text) {
+  unsigned domain = 0, bus = 0, device = 0, function = 0;
+  if (std::sscanf(text.c_str(), "%x:%x:%x.%x", &domain, &bus, &device, &function) != 4) return "";
+  char out[48];
+  std::snprintf(out, sizeof out, "%x:%x:%x.%x", domain, bus, device, function);
+  return out;
+}
+
+// Where one GPU's active NVLinks lead: the bus ids of peer GPUs (one entry per link), and how
+// many links go into an NVSwitch.
+struct NvLinkEnds {
+  std::vector<std::string> gpu_bus_ids;
+  int switch_links = 0;
+};
+
+NvLinkEnds ReadNvLinkEnds(const NvmlFunctions& f, nvmlDevice_t h) {
+  NvLinkEnds ends;
+  if (h == nullptr || f.device_get_nvlink_state == nullptr) return ends;
+  for (unsigned link = 0; link < NVML_NVLINK_MAX_LINKS; ++link) {
+    unsigned active = 0;
+    if (f.device_get_nvlink_state(h, link, &active) != NVML_SUCCESS) continue;
+    if (active != NVML_FEATURE_ENABLED) continue;
+    unsigned type = NVML_NVLINK_DEVICE_TYPE_UNKNOWN;
+    if (f.device_get_nvlink_remote_device_type != nullptr &&
+        f.device_get_nvlink_remote_device_type(h, link, &type) == NVML_SUCCESS &&
+        type == NVML_NVLINK_DEVICE_TYPE_SWITCH) {
+      ++ends.switch_links;
+      continue;
+    }
+    // A GPU, or unknown (an older driver): counted only if the far end is one of our GPUs.
+    nvmlPciInfo_t pci{};
+    if (f.device_get_nvlink_remote_pci_info != nullptr &&
+        f.device_get_nvlink_remote_pci_info(h, link, &pci) == NVML_SUCCESS) {
+      ends.gpu_bus_ids.push_back(CanonicalBusId(CString(pci.busId, sizeof pci.busId)));
+    }
+  }
+  return ends;
+}
+
+}  // namespace
+
 GpuTopology NvmlProbe::Topology() {
   GpuTopology topology;
   const std::size_t n = devices_.size();
   topology.common_ancestor.assign(n, std::vector<int>(n, -1));
+  topology.nvlinks.assign(n, std::vector<int>(n, 0));
   const NvmlFunctions& f = lib_->fn();
   for (std::size_t a = 0; a < n; ++a) {
     topology.common_ancestor[a][a] = static_cast<int>(NVML_TOPOLOGY_INTERNAL);
@@ -523,6 +570,39 @@ GpuTopology NvmlProbe::Topology() {
         continue;
       }
       topology.common_ancestor[a][b] = topology.common_ancestor[b][a] = static_cast<int>(level);
+    }
+  }
+  // NVLinks: the bus ids are read here rather than taken from the sampler's cache, which another
+  // thread may be filling.
+  std::vector<std::string> bus_ids(n);
+  std::vector<NvLinkEnds> ends(n);
+  for (std::size_t a = 0; a < n; ++a) {
+    nvmlDevice_t h = devices_[a].handle;
+    nvmlPciInfo_t pci{};
+    if (h != nullptr && f.device_get_pci_info != nullptr &&
+        f.device_get_pci_info(h, &pci) == NVML_SUCCESS) {
+      bus_ids[a] = CanonicalBusId(CString(pci.busId, sizeof pci.busId));
+    }
+    ends[a] = ReadNvLinkEnds(f, h);
+  }
+  for (std::size_t a = 0; a < n; ++a) {
+    for (std::size_t b = 0; b < n; ++b) {
+      if (a == b) continue;
+      int links = 0;
+      if (!bus_ids[b].empty()) {
+        links = static_cast<int>(
+            std::count(ends[a].gpu_bus_ids.begin(), ends[a].gpu_bus_ids.end(), bus_ids[b]));
+      }
+      links += std::min(ends[a].switch_links, ends[b].switch_links);
+      topology.nvlinks[a][b] = links;
+    }
+  }
+  // A link is seen from both ends; should the two disagree (a link read as down on one side),
+  // the smaller count holds, so the matrix stays symmetric.
+  for (std::size_t a = 0; a < n; ++a) {
+    for (std::size_t b = a + 1; b < n; ++b) {
+      topology.nvlinks[a][b] = topology.nvlinks[b][a] =
+          std::min(topology.nvlinks[a][b], topology.nvlinks[b][a]);
     }
   }
   return topology;

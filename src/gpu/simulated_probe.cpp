@@ -83,6 +83,7 @@ GpuTopology SimulatedProbe::Topology() {
   GpuTopology topology;
   const auto n = static_cast<std::size_t>(gpu_count_);
   topology.common_ancestor.assign(n, std::vector<int>(n, 50));
+  topology.nvlinks.assign(n, std::vector<int>(n, 0));
   // Two PCIe/NUMA halves, as on a typical 8-GPU board.
   for (std::size_t a = 0; a < n; ++a) {
     for (std::size_t b = 0; b < n; ++b) {

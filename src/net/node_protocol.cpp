@@ -4,6 +4,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "core/node.h"
 #include "net/host_usage_json.h"
@@ -86,6 +88,38 @@ EnvList ReadEnv(const json& object, const char* key) {
   return out;
 }
 
+// One matrix of "gpu_links": rows of integers, at most kMaxGpusPerNode of either; the shape and
+// ranges are checked afterwards, by core::MakeGpuLinks.
+std::vector<std::vector<int>> ReadLinkMatrix(const json& links, const char* key) {
+  const std::string field = std::string("gpu_links.") + key;
+  auto it = links.find(key);
+  if (it == links.end()) throw InputFieldError(field, "missing");
+  if (!it->is_array() || it->size() > core::kMaxGpusPerNode) {
+    throw InputFieldError(
+        field, "must be an array of at most " + std::to_string(core::kMaxGpusPerNode) + " rows");
+  }
+  std::vector<std::vector<int>> m;
+  for (const json& row : *it) {
+    if (!row.is_array() || row.size() > core::kMaxGpusPerNode) {
+      throw InputFieldError(field, "each row must be an array of at most " +
+                                       std::to_string(core::kMaxGpusPerNode) + " integers");
+    }
+    std::vector<int>& out = m.emplace_back();
+    for (const json& cell : row) out.push_back(static_cast<int>(CheckedInt(cell, field, 0, 255)));
+  }
+  return m;
+}
+
+core::GpuLinks ReadGpuLinks(const json& j, int gpus) {
+  auto it = j.find("gpu_links");
+  if (it == j.end() || it->is_null()) return {};
+  Object(*it, "gpu_links");
+  core::Result<core::GpuLinks> links =
+      core::MakeGpuLinks(ReadLinkMatrix(*it, "nvlinks"), ReadLinkMatrix(*it, "pcie"), gpus);
+  if (!links) throw InputFieldError("gpu_links", links.error());
+  return std::move(links).value();
+}
+
 }  // namespace
 
 std::string ToJson(const Heartbeat& b) {
@@ -110,7 +144,8 @@ std::string ToJson(const Heartbeat& b) {
   }
   json figures = json::array();
   for (const GpuFigure& f : b.figures) {
-    json fig = {{"index", f.index}, {"t", f.sample_ms}, {"util", f.util_pct}, {"mem", f.mem_used_mib}};
+    json fig = {
+        {"index", f.index}, {"t", f.sample_ms}, {"util", f.util_pct}, {"mem", f.mem_used_mib}};
     if (!f.healthy) {
       fig["ok"] = false;
       fig["why"] = f.health_reason;
@@ -128,6 +163,10 @@ std::string ToJson(const Heartbeat& b) {
             {"limits_why", b.limits_why},
             {"wait_ms", b.wait_ms},
             {"jobs", jobs}};
+  if (!b.gpu_links.empty()) {
+    j["gpu_links"] = {{"nvlinks", core::NvLinkMatrix(b.gpu_links)},
+                      {"pcie", core::PcieMatrix(b.gpu_links)}};
+  }
   if (!b.samples_json.empty()) {
     json samples = json::parse(b.samples_json, nullptr, /*allow_exceptions=*/false);
     if (!samples.is_discarded()) j["samples"] = std::move(samples);
@@ -188,6 +227,7 @@ core::Result<Heartbeat> ParseHeartbeat(const std::string& body) {
       if (!g.healthy) g.health_reason = CheckedString(f, "why", 1024, "");
       b.figures.push_back(g);
     }
+    b.gpu_links = ReadGpuLinks(j, b.gpus);
     if (j.contains("samples")) b.samples_json = j.at("samples").dump();
     for (const json& r : Array(j, "jobs", false)) {
       Object(r, "jobs[]");

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/gpu_links.h"
 #include "core/host_usage.h"
 #include "core/result.h"
 
@@ -64,6 +65,11 @@ struct Heartbeat {
   std::string limits = "none";
   std::string limits_why;
   std::string samples_json;  // the agent's GPU document (as on its /v1/gpus), or ""
+  // How the node's GPUs are connected (NVLink counts and PCIe classes per pair, see
+  // core/gpu_links.h); empty when the agent did not read it. On the wire:
+  // "gpu_links": {"nvlinks": [[...]], "pcie": [[...]]}, both `gpus` x `gpus`, symmetric, in range.
+  // The controller hands it to `ClusterSnapshot::SetGpuLinks`.
+  core::GpuLinks gpu_links;
   // Long poll: the controller may hold the reply this long (capped at a quarter of the lease)
   // until it has new work for this node, so work reaches an agent at once, not a beat later.
   int64_t wait_ms = 0;

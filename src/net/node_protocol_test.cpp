@@ -127,6 +127,64 @@ TEST(NodeProtocol, BadHeartbeatsNameWhatIsWrong) {
             std::string::npos);
 }
 
+// Topology-aware placement: the agent's link table arrives whole, and a heartbeat without one
+// (an older agent, or a simulated node) has an empty table.
+TEST(NodeProtocol, GpuLinksSurviveARoundTrip) {
+  Heartbeat beat;
+  beat.node = "dgx-1";
+  beat.gpus = 3;
+  beat.gpu_links =
+      core::MakeGpuLinks({{0, 2, 1}, {2, 0, 0}, {1, 0, 0}}, {{5, 4, 0}, {4, 5, 0}, {0, 0, 5}}, 3)
+          .value();
+  const std::string text = ToJson(beat);
+  EXPECT_NE(text.find(R"("gpu_links":{"nvlinks":[[0,2,1],[2,0,0],[1,0,0]])"), std::string::npos)
+      << text;
+  auto parsed = ParseHeartbeat(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.error();
+  EXPECT_EQ(parsed.value().gpu_links, beat.gpu_links);
+
+  beat.gpu_links = {};
+  const std::string bare = ToJson(beat);
+  EXPECT_EQ(bare.find("gpu_links"), std::string::npos);
+  ASSERT_TRUE(ParseHeartbeat(bare).ok());
+  EXPECT_TRUE(ParseHeartbeat(bare).value().gpu_links.empty());
+  EXPECT_TRUE(
+      ParseHeartbeat(R"({"node":"a","gpus":2,"gpu_links":null})").value().gpu_links.empty());
+}
+
+TEST(NodeProtocol, BadGpuLinksNameTheField) {
+  const auto error = [](const std::string& links, int gpus = 2) {
+    auto r = ParseHeartbeat(R"({"node":"a","gpus":)" + std::to_string(gpus) + R"(,"gpu_links":)" +
+                            links + "}");
+    EXPECT_FALSE(r.ok()) << links;
+    if (r.ok()) return std::string();
+    EXPECT_EQ(r.failure().field.rfind("gpu_links", 0), 0U) << r.failure().field;
+    return r.error();
+  };
+  const std::string pcie = R"("pcie":[[5,4],[4,5]])";
+  const auto has = [](const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+  };
+  EXPECT_TRUE(has(error("[1]"), "gpu_links: must be an object"));
+  EXPECT_TRUE(has(error("{" + pcie + "}"), "gpu_links.nvlinks: missing"));
+  EXPECT_TRUE(has(error(R"({"nvlinks":[[0,1],[1,0]]})"), "gpu_links.pcie: missing"));
+  EXPECT_TRUE(has(error(R"({"nvlinks":"x",)" + pcie + "}"), "gpu_links.nvlinks: must be an array"));
+  EXPECT_TRUE(has(error(R"({"nvlinks":[1,2],)" + pcie + "}"), "each row must be an array"));
+  EXPECT_TRUE(has(error(R"({"nvlinks":[[0,1.5],[1.5,0]],)" + pcie + "}"), "gpu_links.nvlinks"));
+  EXPECT_TRUE(has(error(R"({"nvlinks":[[0,-1],[-1,0]],)" + pcie + "}"), "gpu_links.nvlinks"));
+  EXPECT_TRUE(has(error(R"({"nvlinks":[[0,300],[300,0]],)" + pcie + "}"), "gpu_links.nvlinks"));
+  // Square, one row per GPU, symmetric, values in range.
+  EXPECT_TRUE(
+      has(error(R"({"nvlinks":[[0,1],[1,0]],)" + pcie + "}", 3), "nvlinks: expected 3 rows"));
+  EXPECT_TRUE(
+      has(error(R"({"nvlinks":[[0,1],[1]],)" + pcie + "}"), "nvlinks[1]: expected 2 columns"));
+  EXPECT_TRUE(has(error(R"({"nvlinks":[[0,1],[2,0]],)" + pcie + "}"), "differ"));
+  EXPECT_TRUE(has(error(R"({"nvlinks":[[0,65],[65,0]],)" + pcie + "}"), "not in 0..64"));
+  EXPECT_TRUE(has(error(R"({"nvlinks":[[0,0],[0,0]],"pcie":[[5,9],[9,5]]})"), "not in 0..5"));
+  EXPECT_TRUE(has(error(R"({"nvlinks":[[1,0],[0,0]],)" + pcie + "}"), "nvlinks[0][0]"));
+  EXPECT_TRUE(has(error(R"({"nvlinks":[[0,0],[0,0]],)" + pcie + "}", 1), "at least 2 GPUs"));
+}
+
 // Security findings 5, 6 and 10: bounds are the core's one constant, numbers are never cast
 // unchecked, and nesting is limited, so no heartbeat can abort or crash the controller.
 TEST(NodeProtocol, HostileHeartbeatsAreErrorsNotCrashes) {

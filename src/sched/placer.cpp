@@ -3,6 +3,7 @@
 #include <numeric>
 
 #include "core/check.h"
+#include "sched/gpu_topology.h"
 
 namespace gpufleet::sched {
 
@@ -147,7 +148,15 @@ std::optional<Placement> Placer::Choose(const core::JobSpec& job, core::Rng& rng
     }
   }
   if (best.node < 0) return std::nullopt;
-  best.gpus = policy_.PickGpus(states[best.node], job, rng);
+  const core::NodeState& chosen = states[best.node];
+  const core::GpuLinks* links = snapshot_.gpu_links(best.node);
+  if (links != nullptr && job.gpu_milli == core::kGpuMilli && job.num_gpu >= kMinTopologyGpus &&
+      job.num_gpu <= kMaxTopologyGpus) {
+    // A node that reported its links: the best-connected free set, whatever the policy.
+    best.gpus = PickConnectedGpus(*links, WholeFreeGpus(chosen), job.num_gpu);
+  } else {
+    best.gpus = policy_.PickGpus(chosen, job, rng);
+  }
   return best;
 }
 

@@ -32,7 +32,9 @@ class Placer {
   Placer(const core::ClusterSnapshot& snapshot, const PlacementPolicy& policy,
          std::span<const uint32_t> tie_rank);
 
-  // The node and GPUs for `job`, or nothing when no node can hold it now.
+  // The node and GPUs for `job`, or nothing when no node can hold it now. On a node with a link
+  // table (`ClusterSnapshot::SetGpuLinks`), a job of 2..4 whole GPUs gets the set
+  // `PickConnectedGpus` chooses; otherwise the policy's `PickGpus` picks.
   std::optional<Placement> Choose(const core::JobSpec& job, core::Rng& rng);
 
   // How many node scores were computed rather than reused (for benchmarks).

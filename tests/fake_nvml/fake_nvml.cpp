@@ -1035,10 +1035,35 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t d
   Ctx c;
   const fake_nvml::NvLink* l = nullptr;
   if (nvmlReturn_t r = fake_nvml::FindLink(s, device, link, pci != nullptr, &c, &l)) return r;
+  if (l->peer_switch >= 0) {
+    // NVSwitches live in PCI domain 1 here, apart from every GPU of a scenario's defaults.
+    fake_nvml::Gpu nvswitch;
+    nvswitch.domain = 1;
+    nvswitch.bus = static_cast<unsigned>(l->peer_switch);
+    fake_nvml::FillPci(nvswitch, pci);
+    return NVML_SUCCESS;
+  }
   if (l->peer_gpu < 0) return NVML_ERROR_NOT_SUPPORTED;
   fake_nvml::FillPci(s.scenario.gpus[static_cast<std::size_t>(l->peer_gpu)], pci);
   return NVML_SUCCESS;
 }
+
+#if !FAKE_NVML_LEGACY
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(nvmlDevice_t device,
+                                                                  unsigned int link,
+                                                                  unsigned int* type) {
+  FAKE_ENTRY();
+  auto& s = St();
+  std::lock_guard<std::mutex> lock(s.mu);
+  Ctx c;
+  const fake_nvml::NvLink* l = nullptr;
+  if (nvmlReturn_t r = fake_nvml::FindLink(s, device, link, type != nullptr, &c, &l)) return r;
+  *type = l->peer_switch >= 0 ? NVML_NVLINK_DEVICE_TYPE_SWITCH
+          : l->peer_gpu >= 0  ? NVML_NVLINK_DEVICE_TYPE_GPU
+                              : NVML_NVLINK_DEVICE_TYPE_UNKNOWN;
+  return NVML_SUCCESS;
+}
+#endif
 
 // ---- Events -------------------------------------------------------------------------------------
 
@@ -1293,4 +1318,6 @@ static_assert(kSame<decltype(&nvmlGpmSampleAlloc), api::NvmlGpmSampleAllocFn>);
 static_assert(kSame<decltype(&nvmlGpmSampleFree), api::NvmlGpmSampleFreeFn>);
 static_assert(kSame<decltype(&nvmlGpmSampleGet), api::NvmlGpmSampleGetFn>);
 static_assert(kSame<decltype(&nvmlGpmMetricsGet), api::NvmlGpmMetricsGetFn>);
+static_assert(kSame<decltype(&nvmlDeviceGetNvLinkRemoteDeviceType),
+                    api::NvmlDeviceGetNvLinkRemoteDeviceTypeFn>);
 #endif

@@ -382,7 +382,7 @@ Gpu ParseGpu(const json& j, const std::string& p, std::size_t index) {
     for (std::size_t i = 0; i < v->size(); ++i) {
       const json& e = (*v)[i];
       std::string ep = Index(np, i);
-      CheckObject(e, ep, {"link", "active", "peer_gpu"});
+      CheckObject(e, ep, {"link", "active", "peer_gpu", "peer_switch"});
       NvLink link;
       link.link = UInt32(Require(e, ep, "link"), Key(ep, "link"), kMaxNvLinks - 1);
       for (const NvLink& other : gpu.nvlinks) {
@@ -391,6 +391,10 @@ Gpu ParseGpu(const json& j, const std::string& p, std::size_t index) {
       if (const json* w = Find(e, "active")) link.active = Bool(*w, Key(ep, "active"));
       if (const json* w = Find(e, "peer_gpu")) {
         link.peer_gpu = static_cast<int>(UInt32(*w, Key(ep, "peer_gpu"), 0x7FFFFFFF));
+      }
+      if (const json* w = Find(e, "peer_switch")) {
+        if (link.peer_gpu >= 0) Fail(Key(ep, "peer_switch"), "a link has one far end: not both");
+        link.peer_switch = static_cast<int>(UInt32(*w, Key(ep, "peer_switch"), kMaxNvSwitches - 1));
       }
       gpu.nvlinks.push_back(link);
     }

@@ -12,6 +12,7 @@
 
 namespace fake_nvml {
 
+inline constexpr int kMaxNvSwitches = 64;
 inline constexpr double kForever = std::numeric_limits<double>::infinity();
 
 // Capabilities a GPU can declare unsupported with its "not_supported" list.
@@ -78,7 +79,8 @@ struct MigDevice {
 struct NvLink {
   unsigned link = 0;
   bool active = true;
-  int peer_gpu = -1;  // -1: no peer GPU given
+  int peer_gpu = -1;     // -1: no peer GPU given
+  int peer_switch = -1;  // an NVSwitch (0..kMaxNvSwitches-1) instead of a GPU; -1: none
 };
 
 struct Gpu {

@@ -33,5 +33,26 @@ TEST(Scenario, EveryMalformedTextIsAScenarioError) {
   EXPECT_NE(ErrorOf(R"({"colour": 1})").find("colour"), std::string::npos);
 }
 
+TEST(Scenario, NvLinksLeadToAGpuOrAnNvSwitch) {
+  Scenario s = ParseScenario(R"({"gpus": [
+      {"name": "A", "nvlinks": [{"link": 0, "peer_gpu": 1}, {"link": 1, "peer_switch": 3}]},
+      {"name": "B", "nvlinks": [{"link": 0, "peer_gpu": 0}]}]})");
+  ASSERT_EQ(s.gpus[0].nvlinks.size(), 2U);
+  EXPECT_EQ(s.gpus[0].nvlinks[0].peer_gpu, 1);
+  EXPECT_EQ(s.gpus[0].nvlinks[0].peer_switch, -1);
+  EXPECT_EQ(s.gpus[0].nvlinks[1].peer_gpu, -1);
+  EXPECT_EQ(s.gpus[0].nvlinks[1].peer_switch, 3);
+  EXPECT_NE(ErrorOf(R"({"gpus": [{"nvlinks": [{"link": 0, "peer_gpu": 1, "peer_switch": 0}]},
+                                  {}]})")
+                .find("gpus[0].nvlinks[0].peer_switch: a link has one far end"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(R"({"gpus": [{"nvlinks": [{"link": 0, "peer_switch": 64}]}]})")
+                .find("gpus[0].nvlinks[0].peer_switch"),
+            std::string::npos);
+  EXPECT_NE(
+      ErrorOf(R"({"gpus": [{"nvlinks": [{"link": 0, "peer_swich": 1}]}]})").find("peer_swich"),
+      std::string::npos);
+}
+
 }  // namespace
 }  // namespace fake_nvml
