@@ -263,6 +263,12 @@ void Controller::RebuildClusterLocked() {
     }
   }
   for (std::size_t n = 0; n < nodes_.size(); ++n) {
+    if (!nodes_[n].links.empty()) {
+      // Placement picks well-connected GPU sets there; a table of another size is not used.
+      (void)cluster_.SetGpuLinks(static_cast<int>(n), nodes_[n].links);
+    }
+  }
+  for (std::size_t n = 0; n < nodes_.size(); ++n) {
     nodes_[n].held.clear();  // a new snapshot holds nothing yet
     HoldDrainedLocked(static_cast<int>(n));
   }
@@ -963,6 +969,10 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
   n.last_seen_ms = now_ms;
   if (n.first_seen_ms == 0) n.first_seen_ms = now_ms;
   if (!beat.samples_json.empty()) n.samples_json = beat.samples_json;  // agents send it 1/s
+  if (!(beat.gpu_links == n.links)) {
+    n.links = beat.gpu_links;
+    if (!rebuild && !cluster_.SetGpuLinks(index, n.links).ok()) n.links = {};
+  }
   if (rebuild) {
     RebuildClusterLocked();
     PersistNodeLocked(index, now_ms);

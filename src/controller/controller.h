@@ -204,6 +204,7 @@ class Controller {
     std::map<int, std::string> acked;
     std::map<int, store::GpuDrain> drains;
     std::map<int, std::vector<int>> held;
+    core::GpuLinks links;  // how its GPUs are connected, as its agent reported (may be empty)
   };
   struct Rank {
     int node = 0;

@@ -33,6 +33,7 @@ class FakeAgent {
     beat.gpus = gpus_;
     beat.gpu_model = "G2";
     beat.node_epoch = node_epoch_;
+    beat.gpu_links = links;
     for (const auto& [id, job] : jobs_) {
       net::ReportedJob r;
       r.id = id;
@@ -62,6 +63,7 @@ class FakeAgent {
   bool Holds(int64_t id) const { return jobs_.count(id) > 0; }
   // Reports (job, epoch) as running, as an agent still holding an older placement would.
   void Pretend(int64_t id, int64_t epoch) { jobs_[id] = Job{epoch}; }
+  core::GpuLinks links;  // sent with each beat (empty: none)
 
  private:
   struct Job {
@@ -276,6 +278,26 @@ TEST_F(ControllerTest, OnlyTheInProcessAgentMayNameTheLocalNodeAndItHearsOfItsWo
   const std::vector<NodeView> nodes = ctl.Nodes();
   ASSERT_EQ(nodes.size(), 1u);
   EXPECT_TRUE(nodes[0].local);
+}
+
+TEST_F(ControllerTest, ANodesGpuLinksFromItsHeartbeatSteerATwoGpuJobToAnNvLinkedPair) {
+  Controller& ctl = Make();
+  FakeAgent a("a", 4);
+  // NVLink joins 0-3 and 1-2 only; every pair shares a socket.
+  std::vector<std::vector<int>> nvlinks(4, std::vector<int>(4, 0));
+  std::vector<std::vector<int>> pcie(4, std::vector<int>(4, 1));
+  nvlinks[0][3] = nvlinks[3][0] = nvlinks[1][2] = nvlinks[2][1] = 2;
+  for (int g = 0; g < 4; ++g) pcie[g][g] = core::kMaxPcieClass;
+  auto links = core::MakeGpuLinks(nvlinks, pcie, 4);
+  ASSERT_TRUE(links.ok()) << links.error();
+  a.links = links.value();
+  ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
+  const int64_t id = Submit(2);
+  Step({&a});
+  const std::vector<int> gpus = Job(id).gpu_indices;
+  ASSERT_EQ(gpus.size(), 2u);
+  EXPECT_TRUE((gpus == std::vector<int>{0, 3}) || (gpus == std::vector<int>{1, 2}))
+      << gpus[0] << "," << gpus[1];
 }
 
 TEST_F(ControllerTest, AJobThatCanNeverFitIsRefusedAtSubmitNamingTheField) {

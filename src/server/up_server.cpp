@@ -28,6 +28,7 @@
 #include "controller/in_process_link.h"
 #include "gpu/gpu_probe.h"
 #include "gpu/sampler.h"
+#include "gpu/topology_links.h"
 #include "net/http_server.h"
 #include "net/private_file.h"
 #include "net/tls.h"
@@ -260,6 +261,7 @@ int RunUp(const UpOptions& o) {
     n.gpus = gpus;
     n.gpu_model = model;
     n.simulated = simulated;
+    if (!simulated) n.gpu_links = gpu::LinksFromTopology(opened.probe->Topology());
     n.long_poll_ms = 0;  // answered at once: the agent waits for news itself (below)
     n.run_as = run_as;
     n.log_limit_bytes = o.log_limit_mib * (int64_t{1} << 20);
