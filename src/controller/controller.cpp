@@ -41,19 +41,6 @@ core::GpuMask MaskOf(const std::vector<int>& indices) {
   return mask;
 }
 
-std::vector<std::string> SplitNodes(const std::string& text) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    const std::size_t comma = text.find(',', start);
-    const std::size_t end = comma == std::string::npos ? text.size() : comma;
-    if (end > start) out.push_back(text.substr(start, end - start));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
-}
-
 core::NodeSpec SpecOf(const std::string& name, int gpus, const std::string& model_name,
                       std::string* catalog_name) {
   const core::GpuCatalog& catalog = core::GpuCatalog::Builtin();
@@ -462,18 +449,14 @@ core::Result<bool> Controller::Recover(int64_t now_ms) {
       scheduler_.Enqueue(QueuedOf(job));
       continue;
     }
-    const std::vector<std::string> names = SplitNodes(job.node);
-    const int per_node =
-        names.empty() ? 0 : static_cast<int>(job.gpu_indices.size() / names.size());
     Active a;
     a.job = job;
     a.queued = QueuedOf(job);
-    bool adoptable = !names.empty();
-    for (std::size_t k = 0; k < names.size(); ++k) {
+    bool adoptable = !job.placement.empty();
+    for (std::size_t k = 0; k < job.placement.size(); ++k) {
       Rank r;
-      r.node = NodeIndexLocked(names[k]);
-      const auto first = job.gpu_indices.begin() + static_cast<std::ptrdiff_t>(k * per_node);
-      r.gpus = MaskOf(std::vector<int>(first, first + per_node));
+      r.node = NodeIndexLocked(job.placement[k].node);
+      r.gpus = MaskOf(job.placement[k].gpus);
       r.started = job.state == store::JobState::kRunning;
       r.log_acked = FileSize(LogPath(job.id, static_cast<int>(k)));
       if (!nodes_[r.node].alive) {
@@ -645,14 +628,18 @@ void Controller::PlanLocked(store::JobRecord job, const std::vector<sched::Alloc
     node_names += (node_names.empty() ? "" : ",") + nodes_[p.node].name;
     for (int g : MaskIndices(p.gpus)) indices.push_back(g);
   }
+  std::vector<store::RankPlacement> ranks;
+  for (const sched::Allocation& p : placement) {
+    ranks.push_back({nodes_[p.node].name, MaskIndices(p.gpus)});
+  }
   store::JobUpdate placed;
-  placed.node = node_names;
-  placed.gpu_indices = indices;
+  placed.placement = ranks;
   placed.bump_epoch = true;
   WriteLocked(job.id, store::JobState::kPending, store::JobState::kScheduled, std::move(placed));
   job.state = store::JobState::kScheduled;
   job.node = node_names;
   job.gpu_indices = indices;
+  job.placement = std::move(ranks);
   job.epoch += 1;
   a.job = std::move(job);
   a.queued = QueuedOf(a.job);
@@ -838,8 +825,7 @@ void Controller::EndLocked(int64_t id, store::JobState to, std::optional<int> ex
 void Controller::RequeueLocked(const store::JobRecord& job, store::JobState from,
                                const std::string& why) {
   store::JobUpdate again;
-  again.node = "";
-  again.gpu_indices = std::vector<int>{};
+  again.placement = std::vector<store::RankPlacement>{};
   again.pid = 0;
   again.reason = "requeued: " + why;
   WriteLocked(job.id, from, store::JobState::kPending, std::move(again));
@@ -847,6 +833,7 @@ void Controller::RequeueLocked(const store::JobRecord& job, store::JobState from
   queued.state = store::JobState::kPending;
   queued.node.clear();
   queued.gpu_indices.clear();
+  queued.placement.clear();
   queued.pid = 0;
   queued.start_ms = 0;  // the next run's start is set when it runs
   queued.reason = "requeued: " + why;

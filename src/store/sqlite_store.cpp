@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
@@ -10,6 +11,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <tuple>
 #include <unordered_map>
 
 #include "store/store.h"
@@ -17,7 +19,7 @@
 namespace gpufleet::store {
 namespace {
 
-constexpr int kSchemaVersion = 8;
+constexpr int kSchemaVersion = 9;
 
 constexpr const char* kSchemaV1 = R"sql(
 CREATE TABLE jobs(
@@ -92,9 +94,19 @@ constexpr const char* kSchemaV8 = R"sql(
 ALTER TABLE nodes ADD COLUMN drains TEXT NOT NULL DEFAULT '[]';
 )sql";
 
+// Version 9: a placement is one row per rank (its node and GPUs), not a comma-joined node list
+// beside a flat GPU list; MigrateRanks moves what the old columns held, then they go.
+constexpr const char* kSchemaV9 = R"sql(
+CREATE TABLE job_ranks(job_id INTEGER NOT NULL, rank INTEGER NOT NULL, node TEXT NOT NULL,
+  gpus TEXT NOT NULL DEFAULT '[]', PRIMARY KEY(job_id, rank)) WITHOUT ROWID;
+)sql";
+
 constexpr const char* kJobColumns =
     "id,user,name,queue,priority,gpus,gpu_milli,gpu_type,nodes,argv,env,workdir,state,submit_ms,"
-    "start_ms,end_ms,exit_code,node,gpu_indices,epoch,reason,pid,pid_start,client_token,"
+    "start_ms,end_ms,exit_code,"
+    "(SELECT json_group_array(json_array(rank,node,json(gpus))) FROM job_ranks "
+    "WHERE job_id=jobs.id),"
+    "epoch,reason,pid,pid_start,client_token,"
     "restartable,cpu_milli,memory_mib,time_limit_s,usage_samples,gpu_util_avg_pct,"
     "gpu_mem_peak_mib,attained_gpu_s,preempting,host_usage";
 
@@ -190,23 +202,47 @@ JobRecord ReadJob(Statement& s) {
   j.start_ms = s.Int(14);
   j.end_ms = s.Int(15);
   if (!s.IsNull(16)) j.exit_code = static_cast<int>(s.Int(16));
-  j.node = s.Text(17);
-  j.gpu_indices = nlohmann::json::parse(s.Text(18)).get<std::vector<int>>();
-  j.epoch = s.Int(19);
-  j.reason = s.Text(20);
-  j.pid = s.Int(21);
-  j.pid_start = static_cast<uint64_t>(s.Int(22));
-  j.client_token = s.Text(23);
-  j.restartable = s.Int(24) != 0;
-  j.cpu_milli = s.Int(25);
-  j.memory_mib = s.Int(26);
-  j.time_limit_s = s.Int(27);
-  j.usage_samples = s.Int(28);
-  j.gpu_util_avg_pct = s.Double(29);
-  j.gpu_mem_peak_mib = s.Int(30);
-  j.attained_gpu_s = s.Double(31);
-  j.preempting = s.Int(32) != 0;
-  core::HostUsageFromText(s.Text(33), j.host_usage);  // unreadable: unmeasured
+  {
+    // [[rank, node, [gpus]], ...] in any order; unreadable rows leave the job unplaced.
+    std::vector<std::pair<int64_t, RankPlacement>> ranks;
+    const nlohmann::json rows = nlohmann::json::parse(s.Text(17), nullptr, false);
+    if (rows.is_array()) {
+      for (const nlohmann::json& row : rows) {
+        if (!row.is_array() || row.size() != 3 || !row[0].is_number_integer() ||
+            !row[1].is_string() || !row[2].is_array()) {
+          continue;
+        }
+        RankPlacement r;
+        r.node = row[1].get<std::string>();
+        for (const nlohmann::json& g : row[2]) {
+          if (g.is_number_integer()) r.gpus.push_back(g.get<int>());
+        }
+        ranks.emplace_back(row[0].get<int64_t>(), std::move(r));
+      }
+    }
+    std::sort(ranks.begin(), ranks.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (auto& [rank, r] : ranks) {
+      j.node += (j.node.empty() ? "" : ",") + r.node;
+      j.gpu_indices.insert(j.gpu_indices.end(), r.gpus.begin(), r.gpus.end());
+      j.placement.push_back(std::move(r));
+    }
+  }
+  j.epoch = s.Int(18);
+  j.reason = s.Text(19);
+  j.pid = s.Int(20);
+  j.pid_start = static_cast<uint64_t>(s.Int(21));
+  j.client_token = s.Text(22);
+  j.restartable = s.Int(23) != 0;
+  j.cpu_milli = s.Int(24);
+  j.memory_mib = s.Int(25);
+  j.time_limit_s = s.Int(26);
+  j.usage_samples = s.Int(27);
+  j.gpu_util_avg_pct = s.Double(28);
+  j.gpu_mem_peak_mib = s.Int(29);
+  j.attained_gpu_s = s.Double(30);
+  j.preempting = s.Int(31) != 0;
+  core::HostUsageFromText(s.Text(32), j.host_usage);  // unreadable: unmeasured
   return j;
 }
 
@@ -253,7 +289,8 @@ class SqliteStore final : public Store {
     }
     // Each step runs in its own transaction and records its version, so an interrupted upgrade
     // resumes where it stopped.
-    const char* steps[] = {kSchemaV1, kSchemaV2, kSchemaV3, kSchemaV4, kSchemaV5, kSchemaV6, kSchemaV7, kSchemaV8};
+    const char* steps[] = {kSchemaV1, kSchemaV2, kSchemaV3, kSchemaV4, kSchemaV5,
+                           kSchemaV6, kSchemaV7, kSchemaV8, kSchemaV9};
     for (int v = version; v < kSchemaVersion; ++v) {
       if (auto r = Exec("BEGIN IMMEDIATE"); !r) return r;
       const std::string record =
@@ -262,6 +299,12 @@ class SqliteStore final : public Store {
         Exec("ROLLBACK");
         return r;
       }
+      if (v + 1 == 9) {
+        if (auto r = MigrateRanks(); !r) {
+          Exec("ROLLBACK");
+          return r;
+        }
+      }
       if (auto r = Exec(record.c_str()); !r) {
         Exec("ROLLBACK");
         return r;
@@ -269,6 +312,42 @@ class SqliteStore final : public Store {
       if (auto r = Exec("COMMIT"); !r) return r;
     }
     return true;
+  }
+
+  // Schema 9: the placements the old columns held (node "n1,n2" and a flat GPU list, split evenly
+  // between the nodes) become rows of job_ranks; then the old columns go.
+  core::Result<bool> MigrateRanks() {
+    std::vector<std::tuple<int64_t, std::string, std::string>> placed;
+    {
+      Statement s(db_, "SELECT id,node,gpu_indices FROM jobs WHERE node != ''");
+      if (!s.ok()) return Error(sqlite3_errmsg(db_));
+      while (s.Step() == SQLITE_ROW) placed.emplace_back(s.Int(0), s.Text(1), s.Text(2));
+    }
+    for (const auto& [id, nodes, gpu_text] : placed) {
+      std::vector<std::string> names;
+      for (std::size_t start = 0; start <= nodes.size();) {
+        const std::size_t comma = std::min(nodes.find(',', start), nodes.size());
+        if (comma > start) names.push_back(nodes.substr(start, comma - start));
+        start = comma + 1;
+      }
+      const nlohmann::json gpus = nlohmann::json::parse(gpu_text, nullptr, false);
+      const std::size_t count = gpus.is_array() ? gpus.size() : 0;
+      const std::size_t per_node = names.empty() ? 0 : count / names.size();
+      for (std::size_t k = 0; k < names.size(); ++k) {
+        nlohmann::json mine = nlohmann::json::array();
+        for (std::size_t g = k * per_node; g < (k + 1) * per_node && g < count; ++g) {
+          mine.push_back(gpus[g]);
+        }
+        Statement insert(db_, "INSERT INTO job_ranks(job_id,rank,node,gpus) VALUES(?,?,?,?)");
+        insert.Bind(1, id);
+        insert.Bind(2, static_cast<int64_t>(k));
+        insert.Bind(3, names[k]);
+        insert.Bind(4, mine.dump());
+        if (insert.Step() != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
+      }
+    }
+    if (auto r = Exec("ALTER TABLE jobs DROP COLUMN node"); !r) return r;
+    return Exec("ALTER TABLE jobs DROP COLUMN gpu_indices");
   }
 
   // Group commit: concurrent submits wait in a queue; one of them (the leader) writes every
@@ -687,8 +766,6 @@ class SqliteStore final : public Store {
     if (u.start_ms) sql += ",start_ms=?";
     if (u.end_ms) sql += ",end_ms=?";
     if (u.exit_code) sql += ",exit_code=?";
-    if (u.node) sql += ",node=?";
-    if (u.gpu_indices) sql += ",gpu_indices=?";
     if (u.reason) sql += ",reason=?";
     if (u.pid) sql += ",pid=?,pid_start=?";
     if (u.usage_samples) sql += ",usage_samples=?,gpu_util_avg_pct=?,gpu_mem_peak_mib=?";
@@ -703,8 +780,6 @@ class SqliteStore final : public Store {
     if (u.start_ms) s.Bind(i++, *u.start_ms);
     if (u.end_ms) s.Bind(i++, *u.end_ms);
     if (u.exit_code) s.Bind(i++, *u.exit_code);
-    if (u.node) s.Bind(i++, *u.node);
-    if (u.gpu_indices) s.Bind(i++, nlohmann::json(*u.gpu_indices).dump());
     if (u.reason) s.Bind(i++, *u.reason);
     if (u.pid) {
       s.Bind(i++, *u.pid);
@@ -722,6 +797,20 @@ class SqliteStore final : public Store {
     s.Bind(i, std::string(StateName(r.from)));
     if (s.Step() != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
     if (sqlite3_changes(db_) == 0) return false;
+    if (u.placement) {
+      Statement clear(cache_, "DELETE FROM job_ranks WHERE job_id=?");
+      clear.Bind(1, r.id);
+      if (clear.Step() != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
+      for (std::size_t k = 0; k < u.placement->size(); ++k) {
+        const RankPlacement& rank = (*u.placement)[k];
+        Statement insert(cache_, "INSERT INTO job_ranks(job_id,rank,node,gpus) VALUES(?,?,?,?)");
+        insert.Bind(1, r.id);
+        insert.Bind(2, static_cast<int64_t>(k));
+        insert.Bind(3, rank.node);
+        insert.Bind(4, nlohmann::json(rank.gpus).dump());
+        if (insert.Step() != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
+      }
+    }
     // A change within one state (a running job marked for preemption) is logged by its reason.
     const std::string what =
         r.from == r.to ? std::string(StateName(r.to))

@@ -27,6 +27,13 @@ using core::ParseState;
 using core::StateName;
 using core::TransitionAllowed;
 
+// One rank of a placed job: its node and the GPUs it holds there.
+struct RankPlacement {
+  std::string node;
+  std::vector<int> gpus;
+  bool operator==(const RankPlacement&) const = default;
+};
+
 struct JobRecord {
   int64_t id = 0;
   std::string user;
@@ -45,8 +52,13 @@ struct JobRecord {
   int64_t start_ms = 0;  // 0: not started
   int64_t end_ms = 0;    // 0: not ended
   std::optional<int> exit_code;
-  std::string node;              // where it was placed
-  std::vector<int> gpu_indices;  // which GPUs of that node
+  // Where it was placed: one entry per rank (one node's part of the job), in rank order; empty
+  // while it is not placed. Kept as one row per rank.
+  std::vector<RankPlacement> placement;
+  // Views of `placement` the store fills when it reads a job: the ranks' node names joined by
+  // commas, and every rank's GPUs in rank order.
+  std::string node;
+  std::vector<int> gpu_indices;
   int64_t epoch = 0;             // bumped at each placement; stale agent reports are ignored
   std::string reason;            // why it ended or failed to start
   int64_t pid = 0;               // the running job's process (its runner's shim), 0 if none
@@ -73,8 +85,7 @@ struct JobRecord {
 struct JobUpdate {
   std::optional<int64_t> start_ms, end_ms;
   std::optional<int> exit_code;
-  std::optional<std::string> node;
-  std::optional<std::vector<int>> gpu_indices;
+  std::optional<std::vector<RankPlacement>> placement;  // replaces the job's (empty: unplaced)
   bool bump_epoch = false;
   std::optional<std::string> reason;
   std::optional<int64_t> pid;  // with pid_start

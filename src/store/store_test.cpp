@@ -103,8 +103,7 @@ TEST_F(StoreTest, ConcurrentSubmitsAreGroupCommittedAndAllKept) {
 TEST_F(StoreTest, TransitionsAreCompareAndSetAndLogged) {
   const int64_t id = store_->SubmitJob(Job("alice")).value();
   JobUpdate placed;
-  placed.node = "local";
-  placed.gpu_indices = std::vector<int>{2, 3};
+  placed.placement = std::vector<RankPlacement>{{"local", {2, 3}}};
   placed.bump_epoch = true;
   ASSERT_TRUE(
       store_->Transition(id, JobState::kPending, JobState::kScheduled, placed, 2000).value());
@@ -151,7 +150,7 @@ TEST_F(StoreTest, TransitionAllCommitsTogetherAndReportsEachCompareAndSet) {
   const int64_t a = store_->SubmitJob(Job("alice")).value();
   const int64_t b = store_->SubmitJob(Job("bob")).value();
   JobUpdate placed;
-  placed.node = "n1";
+  placed.placement = std::vector<RankPlacement>{{"n1", {}}};
   placed.bump_epoch = true;
   auto done = store_->TransitionAll({{a, JobState::kPending, JobState::kScheduled, placed},
                                      {b, JobState::kRunning, JobState::kSucceeded, {}},
@@ -321,6 +320,55 @@ TEST_F(StoreTest, AuditEventsNameTheirActor) {
   EXPECT_EQ(events[0].what, "user added");
   const int64_t id = store_->SubmitJob(Job("alice")).value();
   EXPECT_EQ(store_->Events(id).value().at(0).actor, "alice");
+}
+
+TEST_F(StoreTest, APlacementIsOneRowPerRankAndAnEmptyOneUnplacesTheJob) {
+  const int64_t id = store_->SubmitJob(Job("alice")).value();
+  JobUpdate placed;
+  placed.placement = std::vector<RankPlacement>{{"n2", {0, 1}}, {"n1", {4, 5}}};
+  ASSERT_TRUE(
+      store_->Transition(id, JobState::kPending, JobState::kScheduled, placed, 100).value());
+  JobRecord j = *store_->GetJob(id).value();
+  ASSERT_EQ(j.placement.size(), 2u);
+  EXPECT_EQ(j.placement[0], (RankPlacement{"n2", {0, 1}})) << "rank order, not name order";
+  EXPECT_EQ(j.placement[1], (RankPlacement{"n1", {4, 5}}));
+  EXPECT_EQ(j.node, "n2,n1");
+  EXPECT_EQ(j.gpu_indices, (std::vector<int>{0, 1, 4, 5}));
+  JobUpdate again;
+  again.placement = std::vector<RankPlacement>{};
+  ASSERT_TRUE(store_->Transition(id, JobState::kScheduled, JobState::kPending, again, 200).value());
+  j = *store_->GetJob(id).value();
+  EXPECT_TRUE(j.placement.empty());
+  EXPECT_EQ(j.node, "");
+  EXPECT_TRUE(j.gpu_indices.empty());
+}
+
+TEST_F(StoreTest, SchemaNineMovesOldPlacementsIntoRankRows) {
+  const int64_t multi = store_->SubmitJob(Job("alice")).value();
+  const int64_t single = store_->SubmitJob(Job("bob")).value();
+  const int64_t waiting = store_->SubmitJob(Job("carol")).value();
+  store_.reset();
+  // The store as version 8 left it: the node list and a flat GPU list on the job row.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir_ / "gpufleet.db").string().c_str(), &db), SQLITE_OK);
+  const std::string v8 =
+      "DROP TABLE job_ranks;"
+      "ALTER TABLE jobs ADD COLUMN node TEXT NOT NULL DEFAULT '';"
+      "ALTER TABLE jobs ADD COLUMN gpu_indices TEXT NOT NULL DEFAULT '[]';"
+      "UPDATE jobs SET node='a,b', gpu_indices='[0,1,2,3]' WHERE id=" + std::to_string(multi) +
+      ";UPDATE jobs SET node='local', gpu_indices='[5]' WHERE id=" + std::to_string(single) +
+      ";UPDATE meta SET value='8' WHERE key='schema_version';";
+  ASSERT_EQ(sqlite3_exec(db, v8.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  auto reopened = OpenSqliteStore(dir_.string());
+  ASSERT_TRUE(reopened.ok()) << reopened.error();
+  store_ = std::move(reopened).value();
+  JobRecord j = *store_->GetJob(multi).value();
+  EXPECT_EQ(j.placement,
+            (std::vector<RankPlacement>{{"a", {0, 1}}, {"b", {2, 3}}}));
+  j = *store_->GetJob(single).value();
+  EXPECT_EQ(j.placement, (std::vector<RankPlacement>{{"local", {5}}}));
+  EXPECT_TRUE(store_->GetJob(waiting).value()->placement.empty());
 }
 
 TEST_F(StoreTest, NewerSchemaIsRefusedClearly) {
