@@ -74,8 +74,8 @@ core::NodeSpec SpecOf(const std::string& name, int gpus, const std::string& mode
   node.model = model.value_or(0);
   *catalog_name = catalog.model(node.model).name;
   // Unknown CPU and memory: room for any job.
-  node.cpu_milli = cpu_milli > 0 ? cpu_milli : 1 << 30;
-  node.memory_mib = memory_mib > 0 ? memory_mib : int64_t{1} << 40;
+  node.cpu_milli = cpu_milli > 0 ? cpu_milli : core::kUnreportedCpuMilli;
+  node.memory_mib = memory_mib > 0 ? memory_mib : core::kUnreportedMemoryMib;
   return node;
 }
 
