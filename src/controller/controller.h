@@ -83,7 +83,9 @@ struct ControllerOptions {
   std::string limits = "none";
   std::string limits_why;
   std::string queue_policy = "priority-backfill";
-  std::string placement_policy = "gpupacking";
+  // The best of the simulator's placement policies on the openb traces, and live as well
+  // (bench/results/live_placement.md).
+  std::string placement_policy = "fgd-balance";
   // The workload fragmentation-aware placement (fgd, fgd-balance) measures nodes against; null:
   // learnt from the jobs submitted (sched::WorkloadLearner), as they arrive.
   std::shared_ptr<const sched::WorkloadProfile> workload_profile;
