@@ -97,6 +97,14 @@ for (pods, seed), rs in by.items():
              f"{g['live_learnt_alloc_end'] if g else '-'} | {d} |")
 L.append("")
 L.append("Raw CSV: `bench/results/live_placement.csv`.\n")
+# The hand-written conclusion below the marker survives a re-run.
+marker = "<!-- conclusion: kept by the script -->"
+try:
+    old = open(out).read()
+    if marker in old:
+        L.append(old[old.index(marker):].rstrip("\n"))
+except FileNotFoundError:
+    pass
 open(out, "w").write("\n".join(L) + "\n")
 print(f"wrote {out}")
 PY
