@@ -17,9 +17,12 @@
 // the controller learning it from the jobs as they arrive (the default live behaviour).
 //
 // Usage: live_placement_bench [--traces DIR] [--pods FILE] [--seeds 42,43] [--policies a,b]
-//                             [--modes given,learnt] [--tune 1.3]
+//                             [--modes given,learnt] [--tune 1.3] [--synthetic NODES] [--check]
 // Prints one CSV line per (pods, seed, policy) on stdout. Exits 0 with a "skipped:" line when the
-// traces are absent.
+// traces are absent. `--synthetic NODES`: a generated openb-like workload of about NODES nodes
+// instead of the trace (sim/synthetic_openb.h), with generated orders; `--check`: exit 1 unless
+// the controller given the profile placed every pod as the simulator did, within capacity (a
+// ctest runs it on a synthetic workload).
 #include <unistd.h>
 
 #include <algorithm>
@@ -40,6 +43,7 @@
 #include "sim/openb_trace.h"
 #include "sim/placement_experiment.h"
 #include "sim/placement_report.h"
+#include "sim/synthetic_openb.h"
 #include "store/store.h"
 
 namespace {
@@ -245,9 +249,23 @@ int main(int argc, char** argv) {
   std::vector<std::string> policies = {"gpupacking", "bestfit", "fgd", "fgd-balance"};
   std::vector<std::string> modes = {"given", "learnt"};
   double tune = 1.3;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--traces") {
+  int synthetic = 0;
+  bool check = false;
+  for (int i = 1; i < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--check") {
+      check = true;
+      --i;
+      continue;
+    }
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "%s needs a value\n", flag.c_str());
+      return 2;
+    }
+    const std::string value = argv[i + 1];
+    if (flag == "--synthetic") {
+      synthetic = std::stoi(value);
+    } else if (flag == "--traces") {
       traces = value;
     } else if (flag == "--pods") {
       pods = value;
@@ -266,7 +284,9 @@ int main(int argc, char** argv) {
   }
   const std::string nodes_path = traces + "/openb_node_list_gpu_node.csv";
   const std::string pods_path = traces + "/" + pods;
-  if (!std::filesystem::exists(nodes_path) || !std::filesystem::exists(pods_path)) {
+  if (synthetic > 0) {
+    pods = "synthetic-" + std::to_string(synthetic);
+  } else if (!std::filesystem::exists(nodes_path) || !std::filesystem::exists(pods_path)) {
     std::printf("skipped: the openb traces are not at %s (see ../shared/traces)\n",
                 traces.c_str());
     return 0;
@@ -278,7 +298,11 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  auto workload = sim::ReadOpenbWorkload(nodes_path, pods_path, core::GpuCatalog::Builtin());
+  auto workload =
+      synthetic > 0
+          ? core::Result<sim::OpenbWorkload>(sim::GenerateSyntheticOpenb(
+                core::GpuCatalog::Builtin(), synthetic, tune, std::stoull(seeds.at(0))))
+          : sim::ReadOpenbWorkload(nodes_path, pods_path, core::GpuCatalog::Builtin());
   if (!workload) {
     std::fprintf(stderr, "%s\n", workload.error().c_str());
     return 1;
@@ -291,11 +315,12 @@ int main(int argc, char** argv) {
       "live_given_alloc_end,live_given_alloc_100,live_given_placed,live_given_same,live_given_s,"
       "live_learnt_alloc_end,live_learnt_alloc_100,live_learnt_placed,live_learnt_same,"
       "live_learnt_s,problem\n");
+  bool failed = false;
   for (const std::string& seed_text : seeds) {
     const uint64_t seed = std::stoull(seed_text);
     const std::string order_path = sim::PublishedOrderPath(traces + "/orders", pods_path, seed);
     sim::PlacementOrder order;
-    if (std::filesystem::exists(order_path)) {
+    if (synthetic == 0 && std::filesystem::exists(order_path)) {
       auto read = sim::ReadOrderFile(order_path, workload.value());
       if (!read) {
         std::fprintf(stderr, "%s\n", read.error().c_str());
@@ -339,7 +364,15 @@ int main(int argc, char** argv) {
       }
       std::printf("%s\n", problem.c_str());
       std::fflush(stdout);
+      if (check && run_given &&
+          (!problem.empty() || given.same_as_sim != s.placed || given.placed != s.placed ||
+           given.used_milli != s.used_milli)) {
+        std::fprintf(stderr, "check failed: %s seed %s %s: live placed %d (%d as the simulator), "
+                     "simulator %d\n", pods.c_str(), seed_text.c_str(), policy.c_str(),
+                     given.placed, given.same_as_sim, s.placed);
+        failed = true;
+      }
     }
   }
-  return 0;
+  return failed ? 1 : 0;
 }
