@@ -287,8 +287,7 @@ int main(int argc, char** argv) {
   if (synthetic > 0) {
     pods = "synthetic-" + std::to_string(synthetic);
   } else if (!std::filesystem::exists(nodes_path) || !std::filesystem::exists(pods_path)) {
-    std::printf("skipped: the openb traces are not at %s (see ../shared/traces)\n",
-                traces.c_str());
+    std::printf("skipped: the openb traces are not at %s (see ../shared/traces)\n", traces.c_str());
     return 0;
   }
   for (const std::string& p : policies) {
@@ -298,17 +297,16 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  auto workload =
-      synthetic > 0
-          ? core::Result<sim::OpenbWorkload>(sim::GenerateSyntheticOpenb(
-                core::GpuCatalog::Builtin(), synthetic, tune, std::stoull(seeds.at(0))))
-          : sim::ReadOpenbWorkload(nodes_path, pods_path, core::GpuCatalog::Builtin());
+  auto workload = synthetic > 0
+                      ? core::Result<sim::OpenbWorkload>(sim::GenerateSyntheticOpenb(
+                            core::GpuCatalog::Builtin(), synthetic, tune, std::stoull(seeds.at(0))))
+                      : sim::ReadOpenbWorkload(nodes_path, pods_path, core::GpuCatalog::Builtin());
   if (!workload) {
     std::fprintf(stderr, "%s\n", workload.error().c_str());
     return 1;
   }
-  const auto profile = std::make_shared<const sched::WorkloadProfile>(
-      sim::ProfileOf(workload.value()));
+  const auto profile =
+      std::make_shared<const sched::WorkloadProfile>(sim::ProfileOf(workload.value()));
   const int max_percent = static_cast<int>(tune * 100 + 0.5);
   std::printf(
       "pods,seed,policy,events,capacity_milli,sim_alloc_end,sim_alloc_100,sim_placed,sim_s,"
@@ -344,7 +342,9 @@ int main(int argc, char** argv) {
       Outcome given, learnt;
       const bool run_given = std::count(modes.begin(), modes.end(), "given") > 0;
       const bool run_learnt = std::count(modes.begin(), modes.end(), "learnt") > 0;
-      if (run_given) given = RunLive(workload.value(), order, profile, policy, sim_run, max_percent);
+      if (run_given) {
+        given = RunLive(workload.value(), order, profile, policy, sim_run, max_percent);
+      }
       if (run_learnt) {
         learnt = RunLive(workload.value(), order, nullptr, policy, sim_run, max_percent);
       }
@@ -367,9 +367,11 @@ int main(int argc, char** argv) {
       if (check && run_given &&
           (!problem.empty() || given.same_as_sim != s.placed || given.placed != s.placed ||
            given.used_milli != s.used_milli)) {
-        std::fprintf(stderr, "check failed: %s seed %s %s: live placed %d (%d as the simulator), "
-                     "simulator %d\n", pods.c_str(), seed_text.c_str(), policy.c_str(),
-                     given.placed, given.same_as_sim, s.placed);
+        std::fprintf(stderr,
+                     "check failed: %s seed %s %s: live placed %d (%d as the simulator), "
+                     "simulator %d\n",
+                     pods.c_str(), seed_text.c_str(), policy.c_str(), given.placed,
+                     given.same_as_sim, s.placed);
         failed = true;
       }
     }
