@@ -85,6 +85,19 @@ core::JobSpec RankSlice(const sched::QueuedJob& job, core::GpuMask gpus) {
   return sched::SliceSpec(job, std::max(1, std::popcount(gpus)));
 }
 
+// A job's shape on one of its nodes, as the workload profile counts it.
+core::JobSpec ShapeOf(const store::JobRecord& job) {
+  core::JobSpec shape;
+  shape.cpu_milli = job.cpu_milli;
+  shape.memory_mib = job.memory_mib;
+  shape.num_gpu = job.gpus;
+  shape.gpu_milli = job.gpu_milli;
+  if (auto models = core::GpuCatalog::Builtin().ParseSpec(job.gpu_type); models) {
+    shape.gpu_models = models.value();
+  }
+  return shape;
+}
+
 int64_t FileSize(const std::string& path) {
   std::error_code ec;
   const auto size = std::filesystem::file_size(path, ec);
@@ -484,6 +497,10 @@ core::Result<bool> Controller::Recover(int64_t now_ms) {
     const sched::RuntimePrediction before = predictor_.Predict(TraitsOf(j));
     LearnRuntimeLocked(j, static_cast<double>(j.end_ms - j.start_ms) / 1000.0,
                        predictor_.observed() > 0 ? &before : nullptr);  // the prior is no score
+    if (!options_.workload_profile) workload_.Observe(ShapeOf(j), j.gpu_type);
+  }
+  if (!options_.workload_profile && workload_.Refresh()) {
+    placement_policy_->Prepare(workload_.profile());
   }
   // Nodes registered before the restart: known sizes (submits are checked against them), one
   // lease to come back.
@@ -1339,11 +1356,8 @@ void Controller::PassLocked(int64_t now_ms) {
   }
   for (store::JobRecord& job : arrived) {
     if (waiting_.count(job.id) > 0 || active_.count(job.id) > 0) continue;  // a retried submit
-    const sched::QueuedJob queued = QueuedOf(job);
-    scheduler_.Enqueue(queued);
-    if (!options_.workload_profile) {
-      workload_.Observe(sched::SliceSpec(queued, std::max(1, job.gpus)), job.gpu_type);
-    }
+    scheduler_.Enqueue(QueuedOf(job));
+    if (!options_.workload_profile) workload_.Observe(ShapeOf(job), job.gpu_type);
     waiting_[job.id] = std::move(job);
   }
   if (!options_.workload_profile && workload_.Refresh()) {

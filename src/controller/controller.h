@@ -87,7 +87,8 @@ struct ControllerOptions {
   // (bench/results/live_placement.md).
   std::string placement_policy = "fgd-balance";
   // The workload fragmentation-aware placement (fgd, fgd-balance) measures nodes against; null:
-  // learnt from the jobs submitted (sched::WorkloadLearner), as they arrive.
+  // learnt from the jobs submitted (sched::WorkloadLearner), as they arrive, and at a restart
+  // from the succeeded jobs in the store.
   std::shared_ptr<const sched::WorkloadProfile> workload_profile;
   // Seconds between SIGTERM and SIGKILL when a job is cancelled or preempted (its checkpoint).
   double stop_grace_s = 10;
