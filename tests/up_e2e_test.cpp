@@ -888,7 +888,7 @@ TEST_F(HealthServer, AnXidDrainsTheGpuRequeuesItsRestartableJobAndPlacesNothingT
   const json a_run = WaitFor(a, "RUNNING");
   const int64_t b = id_of(Cli("submit --json -- sleep 60"));
   const json b_run = WaitFor(b, "RUNNING");
-  ASSERT_EQ(a_run["gpu_indices"], json::array({0})) << "packing fills GPU 0 first";
+  ASSERT_EQ(a_run["gpu_indices"], json::array({0})) << "a whole GPU: the lowest free one";
   ASSERT_EQ(b_run["gpu_indices"], json::array({1}));
   ASSERT_LT(std::chrono::steady_clock::now() - started_, std::chrono::seconds(4))
       << "the jobs must run before the XIDs at second 5";

@@ -41,8 +41,9 @@ core::GpuMask MaskOf(const std::vector<int>& indices) {
   return mask;
 }
 
+// `cpu_milli` and `memory_mib` as the node reports them; 0: unknown.
 core::NodeSpec SpecOf(const std::string& name, int gpus, const std::string& model_name,
-                      std::string* catalog_name) {
+                      std::string* catalog_name, int64_t cpu_milli = 0, int64_t memory_mib = 0) {
   const core::GpuCatalog& catalog = core::GpuCatalog::Builtin();
   core::NodeSpec node;
   node.name = name;
@@ -51,10 +52,29 @@ core::NodeSpec SpecOf(const std::string& name, int gpus, const std::string& mode
   if (!model) model = catalog.Find("G2");
   node.model = model.value_or(0);
   *catalog_name = catalog.model(node.model).name;
-  // CPU and memory are not scheduled yet: room for any job (jobs ask none).
-  node.cpu_milli = 1 << 30;
-  node.memory_mib = int64_t{1} << 40;
+  // Unknown CPU and memory: room for any job.
+  node.cpu_milli = cpu_milli > 0 ? cpu_milli : core::kUnreportedCpuMilli;
+  node.memory_mib = memory_mib > 0 ? memory_mib : core::kUnreportedMemoryMib;
   return node;
+}
+
+// What one rank of `job` takes on its node: its GPUs, and the job's CPU and memory (a CPU-only
+// rank, no GPU, still takes those).
+core::JobSpec RankSlice(const sched::QueuedJob& job, core::GpuMask gpus) {
+  return sched::SliceSpec(job, std::max(1, std::popcount(gpus)));
+}
+
+// A job's shape on one of its nodes, as the workload profile counts it.
+core::JobSpec ShapeOf(const store::JobRecord& job) {
+  core::JobSpec shape;
+  shape.cpu_milli = job.cpu_milli;
+  shape.memory_mib = job.memory_mib;
+  shape.num_gpu = job.gpus;
+  shape.gpu_milli = job.gpu_milli;
+  if (auto models = core::GpuCatalog::Builtin().ParseSpec(job.gpu_type); models) {
+    shape.gpu_models = models.value();
+  }
+  return shape;
 }
 
 int64_t FileSize(const std::string& path) {
@@ -102,6 +122,7 @@ Controller::Controller(store::Store& store, ControllerOptions options,
       placement_policy_(std::move(placement_policy)),
       scheduler_(*queue_policy_, *placement_policy_, /*allow_spread=*/false) {
   if (!options_.queue_weights.empty()) scheduler_.SetQueueWeights(options_.queue_weights);
+  if (options_.workload_profile) placement_policy_->Prepare(*options_.workload_profile);
   // Node epochs only grow, across restarts too (they are only compared for change).
   next_node_epoch_ = NowMs();  // the system clock (not options_.clock): restarts too
   RebuildClusterLocked();
@@ -121,6 +142,10 @@ sched::JobAsk Controller::AskOf(const store::JobRecord& job) {
   ask.total_gpus = std::max(1, job.gpus) * std::max(1, job.nodes);
   ask.nodes = job.nodes;
   ask.gpu_milli = job.gpu_milli;
+  // A job's CPU and memory limits are per node; placement counts them against nodes that report
+  // theirs.
+  ask.cpu_milli_per_gpu = job.cpu_milli / std::max(1, job.gpus);
+  ask.memory_mib_per_gpu = job.memory_mib / std::max(1, job.gpus);
   if (!job.gpu_type.empty()) {
     if (auto models = core::GpuCatalog::Builtin().ParseSpec(job.gpu_type)) {
       ask.gpu_models = models.value();
@@ -235,18 +260,19 @@ void Controller::RebuildClusterLocked() {
       const NodeEntry& node = nodes_[r.node];
       if (!node.alive) continue;  // held by the blocker until it returns
       const core::NodeState& s = cluster_.state(r.node);
-      const int k = std::popcount(r.gpus);
-      bool fits = true;
+      const core::JobSpec slice = RankSlice(a.queued, r.gpus);
+      bool fits = slice.cpu_milli <= s.cpu_free && slice.memory_mib <= s.memory_free;
       for (int g : MaskIndices(r.gpus)) {
         if (g >= node.spec.num_gpus || s.gpu_free[g] < a.queued.gpu_milli) fits = false;
       }
       if (!fits) {
         // The node came back smaller than the job's placement: the rank cannot be there.
         r.ended = r.lost = true;
-        r.reason = "node " + node.name + " came back with fewer GPUs than the job was placed on";
+        r.reason = "node " + node.name +
+                   " came back with fewer GPUs, CPUs or memory than the job was placed on";
         continue;
       }
-      cluster_.Allocate(r.node, sched::SliceSpec(a.queued, k), r.gpus);
+      cluster_.Allocate(r.node, slice, r.gpus);
     }
   }
   for (std::size_t n = 0; n < nodes_.size(); ++n) {
@@ -428,6 +454,10 @@ core::Result<bool> Controller::Recover(int64_t now_ms) {
     const sched::RuntimePrediction before = predictor_.Predict(TraitsOf(j));
     LearnRuntimeLocked(j, static_cast<double>(j.end_ms - j.start_ms) / 1000.0,
                        predictor_.observed() > 0 ? &before : nullptr);  // the prior is no score
+    if (!options_.workload_profile) workload_.Observe(ShapeOf(j), j.gpu_type);
+  }
+  if (!options_.workload_profile && workload_.Refresh()) {
+    placement_policy_->Prepare(workload_.profile());
   }
   // Nodes registered before the restart: known sizes (submits are checked against them), one
   // lease to come back.
@@ -644,7 +674,7 @@ void Controller::PlanLocked(store::JobRecord job, const std::vector<sched::Alloc
   a.job = std::move(job);
   a.queued = QueuedOf(a.job);
   for (const Rank& r : a.ranks) {
-    cluster_.Allocate(r.node, sched::SliceSpec(a.queued, std::popcount(r.gpus)), r.gpus);
+    cluster_.Allocate(r.node, RankSlice(a.queued, r.gpus), r.gpus);
   }
   active_[a.job.id] = std::move(a);
 }
@@ -655,7 +685,7 @@ void Controller::UnplanLocked(int64_t id) {
   Active a = std::move(it->second);
   active_.erase(it);
   for (const Rank& r : a.ranks) {
-    cluster_.Release(r.node, sched::SliceSpec(a.queued, std::popcount(r.gpus)), r.gpus);
+    cluster_.Release(r.node, RankSlice(a.queued, r.gpus), r.gpus);
   }
   a.job.state = store::JobState::kPending;
   a.job.epoch -= 1;
@@ -766,7 +796,7 @@ void Controller::EndLocked(int64_t id, store::JobState to, std::optional<int> ex
   for (const Rank& r : a.ranks) {
     TouchNodeLocked(r.node);
     if (nodes_[r.node].alive) {
-      cluster_.Release(r.node, sched::SliceSpec(a.queued, std::popcount(r.gpus)), r.gpus);
+      cluster_.Release(r.node, RankSlice(a.queued, r.gpus), r.gpus);
       HoldDrainedLocked(r.node);  // a drained GPU it leaves is held, not placed on
     }
   }
@@ -935,9 +965,13 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
     return std::any_of(entry.second.ranks.begin(), entry.second.ranks.end(),
                        [&](const Rank& r) { return r.node == index && !r.ended; });
   });
-  if (!n.known || (!busy && (n.spec.num_gpus != beat.gpus || n.model_name != beat.gpu_model))) {
-    std::string catalog_name;
-    n.spec = SpecOf(n.name, beat.gpus, beat.gpu_model, &catalog_name);
+  std::string catalog_name;
+  const core::NodeSpec reported =
+      SpecOf(n.name, beat.gpus, beat.gpu_model, &catalog_name, beat.cpu_milli, beat.memory_mib);
+  if (!n.known || (!busy && (n.spec.num_gpus != beat.gpus || n.model_name != beat.gpu_model ||
+                             n.spec.cpu_milli != reported.cpu_milli ||
+                             n.spec.memory_mib != reported.memory_mib))) {
+    n.spec = reported;
     n.model_name = catalog_name;
     n.known = true;
     rebuild = true;
@@ -1069,7 +1103,11 @@ void Controller::PassLocked(int64_t now_ms) {
   for (store::JobRecord& job : arrived) {
     if (waiting_.count(job.id) > 0 || active_.count(job.id) > 0) continue;  // a retried submit
     scheduler_.Enqueue(QueuedOf(job));
+    if (!options_.workload_profile) workload_.Observe(ShapeOf(job), job.gpu_type);
     waiting_[job.id] = std::move(job);
+  }
+  if (!options_.workload_profile && workload_.Refresh()) {
+    placement_policy_->Prepare(workload_.profile());
   }
   // 2. Remote nodes silent past their lease; ranks still draining their logs.
   for (std::size_t n = 0; n < nodes_.size(); ++n) {

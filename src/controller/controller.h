@@ -37,6 +37,8 @@
 #include "sched/queued_job.h"
 #include "sched/runtime_predictor.h"
 #include "sched/schedule.h"
+#include "sched/workload_learner.h"
+#include "sched/workload_profile.h"
 #include "store/store.h"
 
 namespace gpufleet::controller {
@@ -52,7 +54,13 @@ struct ControllerOptions {
   // on). May be empty.
   std::function<void()> on_local_node_change;
   std::string queue_policy = "priority-backfill";
-  std::string placement_policy = "gpupacking";
+  // The best of the simulator's placement policies on the openb traces, and live as well
+  // (bench/results/live_placement.md).
+  std::string placement_policy = "fgd-balance";
+  // The workload fragmentation-aware placement (fgd, fgd-balance) measures nodes against; null:
+  // learnt from the jobs submitted (sched::WorkloadLearner), as they arrive, and at a restart
+  // from the succeeded jobs in the store.
+  std::shared_ptr<const sched::WorkloadProfile> workload_profile;
   // Seconds between SIGTERM and SIGKILL when a job is cancelled or preempted (its checkpoint).
   double stop_grace_s = 10;
   // Fair-share policies: each queue's weight (its quota is its share of the cluster); a queue
@@ -307,6 +315,7 @@ class Controller {
   // made when it is first queued and kept while it waits or runs (a policy's key must not change
   // while a job waits). Mutable: QueuedOf makes them.
   sched::RuntimePredictor predictor_;
+  sched::WorkloadLearner workload_;  // unless options_.workload_profile is given
   mutable std::map<int64_t, sched::RuntimePrediction> predictions_;
   std::deque<double> prediction_relative_errors_;  // the last 1,000
   double prediction_abs_error_sum_ = 0;

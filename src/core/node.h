@@ -16,6 +16,11 @@ namespace gpufleet::core {
 // and fits `GpuMask`; MIG slices are GPU shares of their GPU, not GPUs of their own.
 inline constexpr int kMaxGpusPerNode = 32;
 
+// What a node that does not report its CPU or memory (an agent that does not say) is given: room
+// for any job. Policies that weigh a node's CPU against its GPUs leave such a node's CPU out.
+inline constexpr int64_t kUnreportedCpuMilli = int64_t{1} << 30;
+inline constexpr int64_t kUnreportedMemoryMib = int64_t{1} << 40;
+
 struct NodeSpec {
   std::string name;
   int64_t cpu_milli = 0;

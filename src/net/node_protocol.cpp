@@ -158,6 +158,8 @@ std::string ToJson(const Heartbeat& b) {
             {"node_epoch", b.node_epoch},
             {"gpus", b.gpus},
             {"gpu_model", b.gpu_model},
+            {"cpu_milli", b.cpu_milli},
+            {"memory_mib", b.memory_mib},
             {"simulated", b.simulated},
             {"limits", b.limits},
             {"limits_why", b.limits_why},
@@ -208,6 +210,8 @@ core::Result<Heartbeat> ParseHeartbeat(const std::string& body) {
     b.node_epoch = CheckedInt(j, "node_epoch", 0, kMaxId, 0);
     b.gpus = static_cast<int>(CheckedInt(Field(j, "gpus"), "gpus", 0, core::kMaxGpusPerNode));
     b.gpu_model = CheckedString(j, "gpu_model", 128, "");
+    b.cpu_milli = CheckedInt(j, "cpu_milli", 0, int64_t{1} << 40, 0);
+    b.memory_mib = CheckedInt(j, "memory_mib", 0, int64_t{1} << 40, 0);
     b.simulated = CheckedBool(j, "simulated", false);
     b.limits = CheckedString(j, "limits", 16, "none");
     if (b.limits != "none" && b.limits != "cgroup-v1" && b.limits != "cgroup-v2") {

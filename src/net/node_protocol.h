@@ -59,6 +59,10 @@ struct Heartbeat {
   int64_t node_epoch = 0;  // as the last reply gave it; 0 at first contact
   int gpus = 0;
   std::string gpu_model;
+  // What jobs may ask of the node's host, for placement: milli-CPUs and MiB of memory (each 0:
+  // unknown, then jobs' CPU and memory requests are not counted against the node).
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
   bool simulated = false;
   // What the node enforces job limits and measures jobs with: "cgroup-v2", "cgroup-v1" or
   // "none" (agent/cgroup_limits.h), and why not cgroups when "none".

@@ -14,6 +14,8 @@ TEST(NodeProtocol, HeartbeatSurvivesARoundTripWithBinaryLogBytes) {
   beat.node_epoch = 12;
   beat.gpus = 8;
   beat.gpu_model = "H100-80GB";
+  beat.cpu_milli = 96000;
+  beat.memory_mib = 786432;
   beat.samples_json = R"({"gpus":[{"index":0}]})";
   ReportedJob job;
   job.id = 5;
@@ -42,6 +44,8 @@ TEST(NodeProtocol, HeartbeatSurvivesARoundTripWithBinaryLogBytes) {
   EXPECT_EQ(b.address, "127.0.0.7");
   EXPECT_EQ(b.node_epoch, 12);
   EXPECT_EQ(b.gpus, 8);
+  EXPECT_EQ(b.cpu_milli, 96000);
+  EXPECT_EQ(b.memory_mib, 786432);
   EXPECT_EQ(b.samples_json, R"({"gpus":[{"index":0}]})");
   ASSERT_EQ(b.jobs.size(), 1U);
   EXPECT_EQ(b.jobs[0].state, ReportedJob::State::kExited);

@@ -438,6 +438,21 @@ TEST(FgdBalanceTest, WholeGpuJobPrefersTheNodeItLeavesBalanced) {
   }
 }
 
+TEST(FgdBalanceTest, ANodeThatDoesNotReportItsCpuIsScoredAsFgdScoresIt) {
+  // A live agent that does not report its CPU gets core::kUnreportedCpuMilli: no balance to keep
+  // there, or whole-GPU jobs would be pushed to the emptiest such node.
+  const std::vector<JobSpec> jobs(4, Job().Cpu(8000).Gpus(1));
+  auto policy = MakePlacementPolicy("fgd-balance");
+  policy->Prepare(WorkloadProfile::Build(jobs, {}, 1.0));
+  auto fgd = MakePlacementPolicy("fgd");
+  fgd->Prepare(WorkloadProfile::Build(jobs, {}, 1.0));
+  ClusterSnapshot c({Node("unreported").Cpu(core::kUnreportedCpuMilli).Gpus(8)});
+  c.Allocate(0, Job().Cpu(8000).Gpus(2), 0b11);
+  core::Rng rng(0);
+  const JobSpec job = Job().Cpu(8000).Gpus(2);
+  EXPECT_DOUBLE_EQ(policy->Score(c.state(0), job, rng), fgd->Score(c.state(0), job, rng));
+}
+
 TEST(RandomFitTest, SpreadsOverFeasibleNodesAndGpus) {
   auto policy = Make("random");
   EXPECT_FALSE(policy->ScoreIsPure());

@@ -14,7 +14,7 @@ struct UpOptions {
   int simulated_gpus = -1;  // -1: NVML, falling back to simulated GPUs without a driver
   std::string nvml_library = "libnvidia-ml.so.1";
   std::string queue_policy = "priority-backfill";
-  std::string placement_policy = "gpupacking";
+  std::string placement_policy = "fgd-balance";
   double stop_grace_s = 10;
   std::vector<std::string> queue_weights;  // "NAME=WEIGHT" (fair-share policies)
   double lease_s = 10;                     // a silent remote agent's node is lost after this long

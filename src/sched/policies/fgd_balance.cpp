@@ -11,7 +11,8 @@
 //  - Jobs taking whole GPUs are scored as FGD scores them, minus up to kBalanceWeight points for
 //    the imbalance |surplus| they leave (normalised to a 128-core node).
 //  - GPU-sharing jobs are placed exactly as FGD places them (their CPU per GPU is small, and a
-//    balance term there measured worse).
+//    balance term there measured worse), and so are all GPU jobs on a node that does not report
+//    its CPU (a live agent that does not say: `core::kUnreportedCpuMilli`).
 // Everything is derived from the workload profile; nothing is tuned per trace. See
 // docs/placement/README.md for the measurements behind each choice, including what did not help.
 #include <cmath>
@@ -47,7 +48,8 @@ class FgdBalance final : public PlacementPolicy {
         cpu_per_gpu_milli_ * static_cast<double>(node.gpu_free_total - job.GpuDemandMilli());
     if (!job.UsesGpu()) return surplus;
     const double fgd = fgd_.Score(node, job, rng);
-    if (job.SharesGpu()) return fgd;
+    // A node that does not report its CPU has no balance to keep (its CPU is unbounded here).
+    if (job.SharesGpu() || node.cpu_free > core::kUnreportedCpuMilli / 2) return fgd;
     return fgd - kBalanceWeight * std::fabs(surplus) / kNodeCpuScale;
   }
 
