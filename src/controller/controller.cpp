@@ -8,8 +8,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 
+#include "controller/job_logs.h"
 #include "controller/settlement.h"
 #include "core/gpu_catalog.h"
 #include "core/job.h"
@@ -41,23 +41,6 @@ core::GpuMask MaskOf(const std::vector<int>& indices) {
   return mask;
 }
 
-// `cpu_milli` and `memory_mib` as the node reports them; 0: unknown.
-core::NodeSpec SpecOf(const std::string& name, int gpus, const std::string& model_name,
-                      std::string* catalog_name, int64_t cpu_milli = 0, int64_t memory_mib = 0) {
-  const core::GpuCatalog& catalog = core::GpuCatalog::Builtin();
-  core::NodeSpec node;
-  node.name = name;
-  node.num_gpus = gpus;
-  auto model = catalog.Find(model_name);
-  if (!model) model = catalog.Find("G2");
-  node.model = model.value_or(0);
-  *catalog_name = catalog.model(node.model).name;
-  // Unknown CPU and memory: room for any job.
-  node.cpu_milli = cpu_milli > 0 ? cpu_milli : core::kUnreportedCpuMilli;
-  node.memory_mib = memory_mib > 0 ? memory_mib : core::kUnreportedMemoryMib;
-  return node;
-}
-
 // What one rank of `job` takes on its node: its GPUs, and the job's CPU and memory (a CPU-only
 // rank, no GPU, still takes those).
 core::JobSpec RankSlice(const sched::QueuedJob& job, core::GpuMask gpus) {
@@ -75,12 +58,6 @@ core::JobSpec ShapeOf(const store::JobRecord& job) {
     shape.gpu_models = models.value();
   }
   return shape;
-}
-
-int64_t FileSize(const std::string& path) {
-  std::error_code ec;
-  const auto size = std::filesystem::file_size(path, ec);
-  return ec ? 0 : static_cast<int64_t>(size);
 }
 
 }  // namespace
@@ -118,23 +95,22 @@ Controller::Controller(store::Store& store, ControllerOptions options,
                        std::unique_ptr<sched::PlacementPolicy> placement_policy)
     : store_(store),
       options_(std::move(options)),
+      logs_(options_.data_dir),
       queue_policy_(std::move(queue_policy)),
       placement_policy_(std::move(placement_policy)),
+      // Node epochs only grow, across restarts too: they start at the system clock's reading
+      // (not options_.clock's) and are only compared for change.
+      nodes_(options_.local_node, NowMs()),
       scheduler_(*queue_policy_, *placement_policy_, /*allow_spread=*/false) {
   if (!options_.queue_weights.empty()) scheduler_.SetQueueWeights(options_.queue_weights);
   if (options_.workload_profile) placement_policy_->Prepare(*options_.workload_profile);
   // Node epochs only grow, across restarts too (they are only compared for change).
-  next_node_epoch_ = NowMs();  // the system clock (not options_.clock): restarts too
   RebuildClusterLocked();
 }
 
 Controller::~Controller() { Stop(); }
 
-std::string Controller::LogPath(int64_t id, int rank) const {
-  const std::string file = rank == 0 ? std::to_string(id) + ".log"
-                                     : std::to_string(id) + ".rank" + std::to_string(rank) + ".log";
-  return (std::filesystem::path(options_.data_dir) / "logs" / file).string();
-}
+std::string Controller::LogPath(int64_t id, int rank) const { return logs_.Path(id, rank); }
 
 sched::JobAsk Controller::AskOf(const store::JobRecord& job) {
   sched::JobAsk ask;
@@ -220,18 +196,6 @@ Controller::PredictorView Controller::Predictor() const {
     v.median_relative_error = errors[errors.size() / 2];
   }
   return v;
-}
-
-int Controller::NodeIndexLocked(const std::string& name) {
-  for (std::size_t n = 0; n < nodes_.size(); ++n) {
-    if (nodes_[n].name == name) return static_cast<int>(n);
-  }
-  NodeEntry entry;
-  entry.name = entry.spec.name = name;
-  entry.local = !options_.local_node.empty() && name == options_.local_node;
-  entry.epoch = next_node_epoch_++;
-  nodes_.push_back(std::move(entry));
-  return static_cast<int>(nodes_.size()) - 1;
 }
 
 void Controller::RebuildClusterLocked() {
@@ -461,18 +425,7 @@ core::Result<bool> Controller::Recover(int64_t now_ms) {
   }
   // Nodes registered before the restart: known sizes (submits are checked against them), one
   // lease to come back.
-  for (const store::NodeRecord& record : registry.value()) {
-    const int index = NodeIndexLocked(record.name);
-    NodeEntry& n = nodes_[index];
-    for (const store::GpuDrain& d : record.drains) n.drains[d.gpu] = d;
-    n.spec = SpecOf(record.name, record.gpus, record.gpu_model, &n.model_name);
-    n.known = true;
-    n.address = record.address;
-    n.simulated = record.simulated;
-    n.first_seen_ms = record.first_seen_ms;
-    n.pending_return = record.state != "LOST";
-    n.last_seen_ms = n.pending_return ? now_ms : 0;
-  }
+  for (const store::NodeRecord& record : registry.value()) nodes_.Restore(record, now_ms);
   for (const store::JobRecord& job : live.value()) {
     if (job.state == store::JobState::kPending) {
       waiting_[job.id] = job;
@@ -488,7 +441,7 @@ core::Result<bool> Controller::Recover(int64_t now_ms) {
       r.node = NodeIndexLocked(job.placement[k].node);
       r.gpus = MaskOf(job.placement[k].gpus);
       r.started = job.state == store::JobState::kRunning;
-      r.log_acked = FileSize(LogPath(job.id, static_cast<int>(k)));
+      r.log_acked = logs_.Size(job.id, static_cast<int>(k));
       if (!nodes_[r.node].alive) {
         nodes_[r.node].pending_return = true;  // its lease starts now
         nodes_[r.node].last_seen_ms = now_ms;
@@ -698,15 +651,7 @@ void Controller::UnplanLocked(int64_t id) {
 void Controller::LaunchLocked(int64_t id) {
   Active& a = active_.at(id);
   // A new placement's logs start afresh; an earlier attempt's are kept beside them.
-  if (a.job.epoch > 1) {
-    for (std::size_t k = 0; k < a.ranks.size(); ++k) {
-      const std::string path = LogPath(id, static_cast<int>(k));
-      if (FileSize(path) > 0) {
-        std::error_code ec;
-        std::filesystem::rename(path, path + ".attempt" + std::to_string(a.job.epoch - 1), ec);
-      }
-    }
-  }
+  logs_.KeepEarlierAttempt(id, static_cast<int>(a.ranks.size()), a.job.epoch);
   for (const Rank& r : a.ranks) TouchNodeLocked(r.node);  // its agent learns of it now
   ++stats_.started;
 }
@@ -894,21 +839,9 @@ void Controller::AccountUsageLocked(int node, const std::vector<net::GpuFigure>&
 }
 
 void Controller::PersistNodeLocked(int node, int64_t now_ms) {
-  const NodeEntry& n = nodes_[node];
-  store::NodeRecord record;
-  record.name = n.name;
-  record.address = n.address;
-  record.gpus = n.spec.num_gpus;
-  record.gpu_model = n.model_name;
-  record.simulated = n.simulated;
-  record.epoch = n.epoch;
-  for (const auto& [g, d] : n.drains) record.drains.push_back(d);
-  record.first_seen_ms = n.first_seen_ms;
-  record.last_seen_ms = n.alive ? now_ms : n.last_seen_ms;
-  record.state = n.alive ? "READY" : "LOST";
-  if (auto r = store_.PutNode(record); !r) {
+  if (auto r = store_.PutNode(nodes_.Record(node, now_ms)); !r) {
     ++stats_.store_errors;
-    std::fprintf(stderr, "gpufleet: cannot record node %s: %s\n", n.name.c_str(),
+    std::fprintf(stderr, "gpufleet: cannot record node %s: %s\n", nodes_[node].name.c_str(),
                  r.error().c_str());
   }
 }
@@ -916,8 +849,7 @@ void Controller::PersistNodeLocked(int node, int64_t now_ms) {
 void Controller::NodeLostLocked(int node, int64_t now_ms) {
   NodeEntry& n = nodes_[node];
   const bool was_alive = n.alive;  // an UNKNOWN node holds no allocation
-  n.alive = false;
-  n.epoch = next_node_epoch_++;
+  nodes_.Lose(node);
   ++stats_.nodes_lost;
   std::vector<int64_t> ids;
   for (auto& [id, a] : active_) {
@@ -960,36 +892,11 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
         "node: '" + beat.node + "' is the controller's own node; give the agent another --hostname",
         core::ErrorCode::kInvalid, "node"};
   }
-  bool rebuild = false;
   const bool busy = std::any_of(active_.begin(), active_.end(), [&](const auto& entry) {
     return std::any_of(entry.second.ranks.begin(), entry.second.ranks.end(),
                        [&](const Rank& r) { return r.node == index && !r.ended; });
   });
-  std::string catalog_name;
-  const core::NodeSpec reported =
-      SpecOf(n.name, beat.gpus, beat.gpu_model, &catalog_name, beat.cpu_milli, beat.memory_mib);
-  if (!n.known || (!busy && (n.spec.num_gpus != beat.gpus || n.model_name != beat.gpu_model ||
-                             n.spec.cpu_milli != reported.cpu_milli ||
-                             n.spec.memory_mib != reported.memory_mib))) {
-    n.spec = reported;
-    n.model_name = catalog_name;
-    n.known = true;
-    rebuild = true;
-  }
-  if (!n.alive) {
-    n.alive = true;
-    rebuild = true;
-  }
-  n.pending_return = false;
-  const std::string address = beat.address.empty() ? n.name : beat.address;
-  if (address != n.address || n.simulated != beat.simulated) rebuild = true;
-  n.address = address;
-  n.simulated = beat.simulated;
-  n.limits = beat.limits;
-  n.limits_why = beat.limits_why;
-  n.last_seen_ms = now_ms;
-  if (n.first_seen_ms == 0) n.first_seen_ms = now_ms;
-  if (!beat.samples_json.empty()) n.samples_json = beat.samples_json;  // agents send it 1/s
+  bool rebuild = nodes_.Heard(index, beat, busy, now_ms);
   if (!(beat.gpu_links == n.links)) {
     n.links = beat.gpu_links;
     if (!rebuild && !cluster_.SetGpuLinks(index, n.links).ok()) n.links = {};
@@ -1009,12 +916,9 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
     }
     Rank& r = it->second.ranks[rep.rank];
     if (!rep.log_data.empty() && rep.log_from == r.log_acked) {
-      const std::string path = LogPath(rep.id, rep.rank);
-      std::filesystem::create_directories(std::filesystem::path(path).parent_path());
-      std::ofstream out(path, std::ios::app | std::ios::binary);
-      out.write(rep.log_data.data(), static_cast<std::streamsize>(rep.log_data.size()));
-      out.flush();
-      if (out) r.log_acked += static_cast<int64_t>(rep.log_data.size());
+      if (logs_.Append(rep.id, rep.rank, rep.log_data)) {
+        r.log_acked += static_cast<int64_t>(rep.log_data.size());
+      }
     }
     r.log_total = rep.log_size;
     if (r.ended) continue;
@@ -1039,7 +943,11 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
   }
   AccountUsageLocked(index, beat.figures);
   UpdateHealthLocked(index, beat.figures, now_ms);
+  const std::size_t active_before = active_.size();
   for (int64_t id : touched) SettleLocked(id, now_ms);
+  // A pass is due when a job ended here (its GPUs are free); a report of jobs running on needs
+  // none, and waking one per beat kept the lock from the beat that reports a launch.
+  const bool freed = active_.size() < active_before;
   // What the reply implies (an ended job no longer listed, so the agent forgets it) must be
   // durable before the agent reads it.
   if (!FlushLocked(now_ms)) {
@@ -1084,7 +992,7 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
       reply.logs.push_back({id, static_cast<int>(k), r.log_acked});
     }
   }
-  if (!touched.empty()) {
+  if (freed) {
     woken_ = true;
     wake_.notify_all();
   }
@@ -1110,14 +1018,7 @@ void Controller::PassLocked(int64_t now_ms) {
     placement_policy_->Prepare(workload_.profile());
   }
   // 2. Remote nodes silent past their lease; ranks still draining their logs.
-  for (std::size_t n = 0; n < nodes_.size(); ++n) {
-    NodeEntry& node = nodes_[n];
-    if ((node.alive || node.pending_return) && node.last_seen_ms > 0 &&
-        now_ms - node.last_seen_ms > options_.lease_ms) {
-      node.pending_return = false;
-      NodeLostLocked(static_cast<int>(n), now_ms);
-    }
-  }
+  for (int n : nodes_.PastLease(now_ms, options_.lease_ms)) NodeLostLocked(n, now_ms);
   // Jobs past their time limit are stopped (SIGTERM, grace, SIGKILL) and end FAILED.
   for (auto& [id, a] : active_) {
     if (a.job.time_limit_s > 0 && !a.stopping && a.job.state == store::JobState::kRunning &&

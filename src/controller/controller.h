@@ -31,6 +31,8 @@
 #include "core/node.h"
 #include "core/result.h"
 #include "core/rng.h"
+#include "controller/job_logs.h"
+#include "controller/node_registry.h"
 #include "net/node_protocol.h"
 #include "sched/placement_policy.h"
 #include "sched/queue_policy.h"
@@ -185,35 +187,7 @@ class Controller {
   store::Store& store() { return store_; }
 
  private:
-  struct NodeEntry {
-    std::string name;
-    std::string address;
-    core::NodeSpec spec;
-    std::string model_name;
-    bool simulated = false;
-    bool local = false;  // ControllerOptions::local_node
-    std::string limits = "none", limits_why;
-    bool alive = false;  // heard from within the lease
-    bool known = false;  // its size is known (false: named by a recovered job only)
-    // Known from before a controller restart and not heard from since: it has one lease to
-    // come back (its jobs wait for it), then it is lost.
-    bool pending_return = false;
-    int64_t first_seen_ms = 0;
-    int64_t epoch = 0;  // bumped when declared lost
-    int64_t last_seen_ms = 0;
-    std::string samples_json;
-    uint64_t version = 0;        // bumped when what this node should run changes (wakes its agent)
-    int64_t last_figure_ms = 0;  // newest GPU figure counted into usage summaries
-    // Draining (see NodeView::drained). `unhealthy`: the agent's latest verdict by GPU; `acked`:
-    // the health reason an admin undrained, by GPU (placeable while it stays the same); `drains`:
-    // admin drains (kept in the store); `held`: by drained GPU, the milli-GPUs of each blocker
-    // the cluster snapshot holds on it, so that no placement takes what its jobs leave free.
-    std::map<int, std::string> unhealthy;
-    std::map<int, std::string> acked;
-    std::map<int, store::GpuDrain> drains;
-    std::map<int, std::vector<int>> held;
-    core::GpuLinks links;  // how its GPUs are connected, as its agent reported (may be empty)
-  };
+  using NodeEntry = RegisteredNode;
   struct Rank {
     int node = 0;
     core::GpuMask gpus = 0;
@@ -254,7 +228,7 @@ class Controller {
   sched::QueuedJob QueuedOf(const store::JobRecord& job) const;
   // What `job` asks of the cluster (sched::BuildQueuedJob's input).
   static sched::JobAsk AskOf(const store::JobRecord& job);
-  int NodeIndexLocked(const std::string& name);  // creates an UNKNOWN entry when new
+  int NodeIndexLocked(const std::string& name) { return nodes_.IndexOf(name); }
   void RebuildClusterLocked();
   // Placing a job takes three steps: plan (allocate, record SCHEDULED in the write buffer), then
   // after the buffer is committed launch it, or unplan it (back to the queue) when it is not.
@@ -298,11 +272,12 @@ class Controller {
 
   store::Store& store_;
   ControllerOptions options_;
+  JobLogs logs_;
   std::unique_ptr<sched::QueuePolicy> queue_policy_;
   std::unique_ptr<sched::PlacementPolicy> placement_policy_;
 
   mutable std::mutex mutex_;
-  std::vector<NodeEntry> nodes_;  // index = node index in `cluster_`; never shrinks
+  NodeRegistry nodes_;  // index = node index in `cluster_`; never shrinks
   core::ClusterSnapshot cluster_;
   sched::Scheduler scheduler_;
   core::Rng rng_{1};
@@ -321,7 +296,6 @@ class Controller {
   double prediction_abs_error_sum_ = 0;
   int64_t prediction_checked_ = 0;
   std::vector<store::TransitionRequest> writes_;
-  int64_t next_node_epoch_ = 1;
   // What submit validation needs of the nodes, under its own lock so that a submit never waits
   // for a scheduling pass.
   struct NodeSummary {

@@ -1,0 +1,46 @@
+#include "controller/job_logs.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace gpufleet::controller {
+namespace {
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(JobLogs, ChunksAppendPerRankAndAnEarlierRunIsKeptAside) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("gpufleet-job-logs-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  const JobLogs logs(dir.string());
+  EXPECT_EQ(logs.Path(7, 0), (dir / "logs" / "7.log").string());
+  EXPECT_EQ(logs.Path(7, 2), (dir / "logs" / "7.rank2.log").string());
+  EXPECT_EQ(logs.Size(7, 0), 0) << "no file yet";
+  ASSERT_TRUE(logs.Append(7, 0, "hello "));
+  ASSERT_TRUE(logs.Append(7, 0, std::string("w\0rld\n", 6)));
+  ASSERT_TRUE(logs.Append(7, 1, "rank one\n"));
+  EXPECT_EQ(logs.Size(7, 0), 12);
+  EXPECT_EQ(Read(logs.Path(7, 0)), std::string("hello w\0rld\n", 12));
+  logs.KeepEarlierAttempt(7, 2, /*epoch=*/1);  // the first run: nothing before it
+  EXPECT_EQ(logs.Size(7, 0), 12);
+  logs.KeepEarlierAttempt(7, 2, /*epoch=*/2);
+  EXPECT_EQ(logs.Size(7, 0), 0);
+  EXPECT_EQ(logs.Size(7, 1), 0);
+  EXPECT_EQ(Read(logs.Path(7, 0) + ".attempt1"), std::string("hello w\0rld\n", 12));
+  EXPECT_EQ(Read(logs.Path(7, 1) + ".attempt1"), "rank one\n");
+  std::filesystem::remove_all(dir);
+  const JobLogs unwritable("/proc/gpufleet-cannot-be-here");
+  EXPECT_FALSE(unwritable.Append(1, 0, "x"));
+}
+
+}  // namespace
+}  // namespace gpufleet::controller
