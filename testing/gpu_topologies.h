@@ -2,7 +2,10 @@
 // Link tables of three real 8-GPU machines, for placement tests and the gpuallocator comparison.
 // The same machines are played by the fake NVML scenarios in tests/fake_nvml/scenarios/, and the
 // probe test checks that reading those scenarios gives these tables.
+#include <initializer_list>
+
 #include "core/gpu_links.h"
+#include "core/node.h"
 
 namespace gpufleet::test {
 
@@ -21,5 +24,12 @@ core::GpuLinks PcieTwoSocketLinks();
 // PCIe as on a DGX A100: pairs (0,1), (2,3), (4,5), (6,7) under one switch tree (several
 // switches), GPUs 0-3 on socket 0 and 4-7 on socket 1.
 core::GpuLinks HgxA100NvSwitchLinks();
+
+// The mask of the GPUs listed.
+inline core::GpuMask Gpus(std::initializer_list<int> list) {
+  core::GpuMask m = 0;
+  for (int g : list) m |= core::GpuMask{1} << g;
+  return m;
+}
 
 }  // namespace gpufleet::test

@@ -14,11 +14,7 @@ namespace {
 
 using core::GpuMask;
 
-GpuMask Gpus(std::initializer_list<int> list) {
-  GpuMask m = 0;
-  for (int g : list) m |= 1u << g;
-  return m;
-}
+using test::Gpus;
 
 TEST(GpuAllocatorBestEffort, ReproducesThePublishedDgx1VoltaChoices) {
   const core::GpuLinks links = test::Dgx1V100Links();

@@ -17,11 +17,7 @@ namespace {
 
 using core::GpuMask;
 
-GpuMask Gpus(std::initializer_list<int> list) {
-  GpuMask m = 0;
-  for (int g : list) m |= 1u << g;
-  return m;
-}
+using test::Gpus;
 constexpr GpuMask kAll8 = 0xFF;
 
 struct Case {
