@@ -266,6 +266,7 @@ int RunAgent(const AgentOptions& options) {
 
   const bool clean = net::ServeUntilStopSignal(server.http(), stop_signals);
   stop_beats = true;
+  if (node_agent) node_agent->Interrupt();  // a beat launching many jobs stops launching
   if (beats.joinable()) beats.join();  // jobs keep running: a restarted agent re-adopts them
   sampler.Stop();
   if (!clean) {

@@ -18,6 +18,8 @@ namespace gpufleet::agent {
 namespace {
 
 using nlohmann::json;
+// Assignments launched per beat at most; the rest go at the next beat, which follows at once.
+constexpr int kLaunchesPerBeat = 16;
 
 int64_t FileSize(const std::string& path) {
   std::error_code ec;
@@ -90,6 +92,8 @@ void NodeAgent::Persist(const Held& h) const {
                   {"stopped", h.stopped},
                   {"exit_code", h.exit_code},
                   {"reason", h.reason},
+                  {"stop_sent", h.stop_sent},
+                  {"stop_grace_s", h.stop_grace_s},
                   {"usage", net::HostUsageJson(h.usage)}};
   const std::string path = RecordPath(h.id);
   const std::string tmp = path + ".tmp";
@@ -159,6 +163,8 @@ core::Result<bool> NodeAgent::Recover() {
     h.stopped = j.value("stopped", false);
     h.exit_code = j.value("exit_code", 0);
     h.reason = j.value("reason", std::string());
+    h.stop_sent = j.value("stop_sent", false);
+    h.stop_grace_s = j.value("stop_grace_s", 0.0);
     try {
       if (j.contains("usage")) h.usage = net::ParseHostUsageJson(j.at("usage"), "usage");
     } catch (const std::exception&) {
@@ -175,6 +181,8 @@ core::Result<bool> NodeAgent::Recover() {
       }
       if (h.ended) Persist(h);
     }
+    // Being stopped when the agent went down: its SIGKILL timer went with it; arm it again.
+    if (!h.ended && h.stop_sent) runner_.Stop(h.id, h.stop_grace_s);
     held_[h.id] = std::move(h);
   }
   // Job cgroups this agent holds no record of (their job was settled, then the agent stopped
@@ -289,6 +297,7 @@ bool NodeAgent::Apply(const net::HeartbeatReply& reply) {
   node_epoch_ = reply.node_epoch;
   lease_ms_ = reply.lease_ms;
   std::set<std::pair<int64_t, int64_t>> listed;  // (id, epoch)
+  int launched = 0;
   for (const net::Assignment& a : reply.assignments) {
     listed.emplace(a.id, a.epoch);
     auto it = held_.find(a.id);
@@ -297,6 +306,8 @@ bool NodeAgent::Apply(const net::HeartbeatReply& reply) {
       if (a.stop && !h.ended && !h.stop_sent) {
         runner_.Stop(h.id, a.grace_s);
         h.stop_sent = true;
+        h.stop_grace_s = a.grace_s;
+        Persist(h);  // so that its end is reported as stopped after an agent restart too
         changed = true;
       }
       continue;
@@ -314,7 +325,14 @@ bool NodeAgent::Apply(const net::HeartbeatReply& reply) {
       h.ended = h.stopped = true;
       h.reason = "stopped before it started";
     } else {
+      // Stopping: launch nothing more. A storm: the next beat (at once) launches the rest, after
+      // this one's starts are reported, so the store hears of starts as they happen.
+      if (interrupted_.load() || launched >= kLaunchesPerBeat) {
+        changed = true;
+        continue;
+      }
       Launch(a);
+      ++launched;
       changed = true;
       continue;
     }
@@ -342,6 +360,8 @@ bool NodeAgent::Apply(const net::HeartbeatReply& reply) {
                      static_cast<long long>(id), static_cast<long long>(h.epoch));
         runner_.Stop(id, options_.fence_grace_s);
         h.stop_sent = true;
+        h.stop_grace_s = options_.fence_grace_s;
+        Persist(h);
         changed = true;
       }
       continue;

@@ -14,6 +14,7 @@
 // stopped here, because the controller is about to requeue them elsewhere. Their shims watch the
 // same deadline, so this holds even while the agent is dead or frozen. Other jobs keep running
 // through a controller outage (they are never run again elsewhere).
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -73,6 +74,9 @@ class NodeAgent {
   // when the controller could not be reached or refused the heartbeat (jobs keep running either
   // way).
   core::Result<bool> Beat(int64_t now_ms);
+  // Makes a Beat under way launch nothing more (what it has not launched stays unrecorded here,
+  // so the controller's next agent launches it), for a prompt stop. Any thread may call it.
+  void Interrupt() { interrupted_ = true; }
   // Blocks until a job here ends, `wake_fd` (an eventfd, or -1) is readable, or `timeout_ms`
   // has passed; drains `wake_fd`. For an agent that beats when there is news, not on a timer.
   void WaitForNews(int timeout_ms, int wake_fd = -1) const;
@@ -95,7 +99,8 @@ class NodeAgent {
     bool stopped = false;
     int exit_code = 0;
     std::string reason;
-    bool stop_sent = false;
+    bool stop_sent = false;  // recorded: a restarted agent reports its end as stopped
+    double stop_grace_s = 0;
     int64_t log_acked = -1;  // -1: not known yet (the controller says in its next reply)
     core::HostUsage usage;   // the latest sample; once ended, its final usage
     int64_t usage_ms = 0;    // when `usage` was sampled (running jobs: at most once a second)
@@ -128,6 +133,7 @@ class NodeAgent {
   int64_t samples_sent_ms_ = 0;  // when the GPU document was last sent
   int64_t lease_written_ms_ = 0;  // the deadline last written to the lease file
   bool logs_pending_ = false;    // the last report left log bytes unshipped
+  std::atomic<bool> interrupted_{false};
 };
 
 }  // namespace gpufleet::agent

@@ -313,11 +313,13 @@ int RunUp(const UpOptions& o) {
   const bool clean = net::ServeUntilStopSignal(api.http(), stop_signals);
   stop_beats = true;
   if (beats.joinable()) {
+    node->Interrupt();               // a beat launching a storm of jobs stops launching
     options.on_local_node_change();  // wakes the agent's wait
     beats.join();
   }
   ctl.Stop();
-  ::close(local_news);
+  // `local_news` stays open: a heartbeat handler still finishing may write to it, and the
+  // process exits once this returns.
   if (sampler) sampler->Stop();
   std::fprintf(stderr, "%s: stopped\n", self);
   return clean ? 0 : 1;
