@@ -86,7 +86,9 @@ class UpServer : public ::testing::Test {
     const std::string log = data + ".up.log";
     pid_ = e2e::Spawn(args, log);
     ASSERT_GT(pid_, 0);
-    for (int i = 0; i < 200 && !std::filesystem::exists(dir_ / "server"); ++i) {
+    // Up to 30 s: a restart recovers every job of the store first (10,000 after a launch storm,
+    // slow under the sanitizers beside another test).
+    for (int i = 0; i < 1200 && !std::filesystem::exists(dir_ / "server"); ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(25));
     }
     url_ = Slurp((dir_ / "server").string());
