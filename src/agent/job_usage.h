@@ -8,6 +8,9 @@
 //    that lived and ended between two samples is missed.
 //  - On cgroup v1, I/O bytes are the larger of blkio's and the sum of /proc/PID/io over the job's
 //    processes: recent kernels count v1 blkio only on devices that have a throttle rule.
+//  - I/O stall (`io_blocked_us`) is estimated on every source: a sample that finds one of the
+//    job's processes in D state (uninterruptible sleep, mostly I/O) adds the time since the last
+//    sample. cgroup v2 also gives real I/O pressure (PSI); v1 and /proc have only this.
 //  - Without a cgroup, CPU time, memory (resident set) and I/O bytes are summed over the
 //    processes of the job's process group from /proc, with the same caveat; the peak is the
 //    largest sum seen at a sample; throttling, OOM kills and pressure are not measured.
@@ -43,6 +46,8 @@ class JobUsageMeter {
     PerProcess retired;  // sums over processes that have ended
     bool saw_schedstat = false, saw_io = false;
     int64_t peak_rss_bytes = 0;
+    int64_t blocked_us = 0;  // estimated time with a process in D state
+    int64_t sampled_us = 0;  // steady clock at the previous sample (0: none yet)
     core::HostUsage last;
   };
   const CgroupLimits* cgroups_;

@@ -11,6 +11,7 @@ constexpr std::array<std::string_view, kUsageFigures> kFigureNames = {
     "cpu_wait_us",      "memory_current_bytes",    "memory_peak_bytes",
     "io_read_bytes",    "io_write_bytes",          "oom_kills",
     "cpu_pressure_some_us", "io_pressure_some_us", "memory_pressure_some_us",
+    "io_blocked_us",
 };
 
 constexpr std::array<std::string_view, 4> kSourceNames = {"", "cgroup-v2", "cgroup-v1", "proc"};

@@ -35,6 +35,9 @@ enum class UsageFigure {
   kCpuPressureSomeUs,     // PSI: time some of its tasks stalled on CPU (v2 only)
   kIoPressureSomeUs,      // ... on I/O
   kMemoryPressureSomeUs,  // ... on memory
+  kIoBlockedUs,           // time some process of the job sat in uninterruptible sleep (D state,
+                          // mostly waiting on I/O), estimated from /proc at each usage sample:
+                          // where no PSI is, the stand-in for io pressure
   kCount,
 };
 constexpr std::size_t kUsageFigures = static_cast<std::size_t>(UsageFigure::kCount);
