@@ -1,10 +1,12 @@
 #include "agent/node_agent.h"
 
 #include <poll.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -49,6 +51,37 @@ std::vector<net::GpuFigure> FiguresOf(const std::vector<gpu::GpuSample>& samples
     if (s.fb_used_bytes.has_value()) {
       f.mem_used_mib = static_cast<int64_t>(s.fb_used_bytes.value >> 20);
     }
+    if (s.mem_util_pct.has_value()) f.membw_pct = s.mem_util_pct.value;
+    if (s.fb_total_bytes.has_value()) {
+      f.mem_total_mib = static_cast<int64_t>(s.fb_total_bytes.value >> 20);
+    }
+    if (s.pcie_rx_kbps.has_value() || s.pcie_tx_kbps.has_value()) {
+      const double kbps = (s.pcie_rx_kbps.has_value() ? s.pcie_rx_kbps.value : 0.0) +
+                          (s.pcie_tx_kbps.has_value() ? s.pcie_tx_kbps.value : 0.0);
+      f.pcie_mb_s = kbps * 1024.0 / 1e6;  // NVML's PCIe figures are KB/s (1024 bytes)
+    }
+    if (s.power_mw.has_value()) f.power_w = s.power_mw.value / 1000.0;
+    if (s.power_limit_mw.has_value()) f.power_limit_w = s.power_limit_mw.value / 1000.0;
+    if (s.sm_clock_mhz.has_value()) f.sm_clock_mhz = s.sm_clock_mhz.value;
+    if (s.clock_event_reasons.has_value()) {
+      f.clock_reasons = static_cast<int64_t>(s.clock_event_reasons.value & ((uint64_t{1} << 40) - 1));
+    }
+    if (s.processes.has_value()) {
+      for (const gpu::GpuProcess& p : s.processes.value) {
+        if (p.job_id.empty() || !p.sm_util_pct.has_value()) continue;
+        char* end = nullptr;
+        const long long id = std::strtoll(p.job_id.c_str(), &end, 10);
+        if (id <= 0 || *end != '\0') continue;
+        auto it = std::find_if(f.job_sm.begin(), f.job_sm.end(),
+                               [&](const auto& e) { return e.first == id; });
+        if (it == f.job_sm.end()) {
+          if (f.job_sm.size() >= 64) continue;
+          f.job_sm.emplace_back(id, 0.0);
+          it = f.job_sm.end() - 1;
+        }
+        it->second = std::min(100.0, it->second + p.sm_util_pct.value);
+      }
+    }
     f.healthy = s.health.healthy;
     for (const std::string& why : s.health.reasons) {
       f.health_reason += (f.health_reason.empty() ? "" : "; ") + why;
@@ -69,7 +102,15 @@ NodeAgent::NodeAgent(NodeAgentOptions options, std::unique_ptr<net::ControllerLi
         RunAsPolicy policy = options_.run_as;
         policy.node_name = options_.node_name;
         return policy;
-      }()) {}
+      }()) {
+  // What jobs may ask of this host (placement counts --cpus and --memory against it; the advisor
+  // measures jobs without limits against it): the CPUs this process may run on, and its memory.
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  if (sched_getaffinity(0, sizeof cpus, &cpus) == 0) host_cpu_milli_ = CPU_COUNT(&cpus) * 1000;
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0) host_memory_mib_ = static_cast<int64_t>(pages) * page >> 20;
+}
 
 // Jobs keep running: a restarted agent re-adopts them (and their cgroups).
 NodeAgent::~NodeAgent() { cgroups_.RemoveJobsCgroupIfEmpty(); }
@@ -240,6 +281,8 @@ net::Heartbeat NodeAgent::Report(int64_t now_ms) {
   beat.node_epoch = node_epoch_;
   beat.gpus = options_.gpus;
   beat.gpu_model = options_.gpu_model;
+  beat.cpu_milli = host_cpu_milli_;
+  beat.memory_mib = host_memory_mib_;
   beat.simulated = options_.simulated;
   beat.gpu_links = options_.gpu_links;
   beat.limits = std::string(cgroups_.Kind());

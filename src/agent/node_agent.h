@@ -131,6 +131,7 @@ class NodeAgent {
   bool outage_reported_ = false;
   bool self_fenced_ = false;
   int64_t samples_sent_ms_ = 0;  // when the GPU document was last sent
+  int64_t host_cpu_milli_ = 0, host_memory_mib_ = 0;  // reported with each beat (0: unknown)
   int64_t lease_written_ms_ = 0;  // the deadline last written to the lease file
   bool logs_pending_ = false;    // the last report left log bytes unshipped
   std::atomic<bool> interrupted_{false};

@@ -93,6 +93,24 @@ void ClientCli::Register(CLI::App& app) {
   show_cmd->add_option("id", job_id_, "job id")->required();
   add_client_flags(show_cmd, job_client_);
   show_cmd->callback([this] { std::exit(Guarded([&] { return RunShow(job_client_, job_id_); })); });
+  CLI::App* advise_cmd = app.add_subcommand(
+      "advise", "What holds a job back: findings with evidence, waste and advice");
+  advise_cmd->add_option("id", advise_.id, "job id")->required();
+  advise_cmd->add_flag("--sizing", advise_.sizing,
+                       "also estimate run time and cost on each GPU model, 1..N GPUs, own "
+                       "hardware, cloud on-demand and spot");
+  advise_cmd->add_option("--deadline", advise_.deadline,
+                         "with --sizing: the cheapest option that finishes within this, e.g. 24h");
+  add_client_flags(advise_cmd, advise_.client);
+  advise_cmd->callback([this] { std::exit(Guarded([&] { return RunAdvise(advise_); })); });
+  CLI::App* report_cmd = app.add_subcommand(
+      "report", "GPU-hours allocated and used, the waste ranking, top findings, idle reclaims");
+  report_cmd->add_option("--since", report_.since, "jobs ended within this, e.g. 7d or 24h")
+      ->capture_default_str();
+  report_cmd->add_option("--by", report_.by, "group by user, queue or model")
+      ->capture_default_str();
+  add_client_flags(report_cmd, report_.client);
+  report_cmd->callback([this] { std::exit(Guarded([&] { return RunReport(report_); })); });
   CLI::App* cancel_cmd =
       app.add_subcommand("cancel", "Cancel a job (running: SIGTERM, grace, SIGKILL)");
   cancel_cmd->add_option("id", job_id_, "job id")->required();

@@ -3,6 +3,7 @@
 // by `gpufleet` (which runs them itself) and `gpufleet-full` (which runs every command).
 #include <cstdint>
 
+#include "cli/advise_commands.h"
 #include "cli/client_commands.h"
 
 namespace CLI {
@@ -26,6 +27,8 @@ class ClientCli {
   JobsOptions jobs_;
   ClientOptions job_client_;
   AdminOptions admin_;
+  AdviseOptions advise_;
+  ReportOptions report_;
   int64_t job_id_ = 0;
   bool follow_ = false;
 };

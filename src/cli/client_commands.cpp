@@ -14,6 +14,9 @@
 #include <random>
 #include <thread>
 
+#include "cli/advise_commands.h"
+#include "cli/client_http.h"
+#include "core/duration.h"
 #include "net/http_client.h"
 
 namespace gpufleet::cli {
@@ -48,58 +51,7 @@ std::optional<int64_t> ParseMemoryMib(const std::string& text) {
   return static_cast<int64_t>(mib + 0.5);
 }
 
-// "90", "90s", "30m", "2h", "1d" or "H:MM:SS" / "MM:SS"; nothing when malformed or not positive.
-std::optional<int64_t> ParseDurationSeconds(const std::string& text) {
-  if (text.find(':') != std::string::npos) {
-    int64_t total = 0;
-    std::size_t start = 0;
-    int parts = 0;
-    while (start <= text.size()) {
-      const std::size_t colon = text.find(':', start);
-      const std::string part =
-          text.substr(start, colon == std::string::npos ? colon : colon - start);
-      if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos ||
-          part.size() > 9) {
-        return std::nullopt;
-      }
-      total = total * 60 + std::stoll(part);
-      ++parts;
-      if (colon == std::string::npos) break;
-      start = colon + 1;
-    }
-    if (parts > 3 || total <= 0 || total > 366 * 86400) return std::nullopt;
-    return total;
-  }
-  std::size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-  const std::string unit = text.substr(used);
-  double scale = 1;
-  if (unit == "m") {
-    scale = 60;
-  } else if (unit == "h") {
-    scale = 3600;
-  } else if (unit == "d") {
-    scale = 86400;
-  } else if (!unit.empty() && unit != "s") {
-    return std::nullopt;
-  }
-  const double seconds = value * scale;
-  if (!(seconds >= 1) || seconds > 366.0 * 86400) return std::nullopt;
-  return static_cast<int64_t>(seconds + 0.5);
-}
-
 void (*https_handoff)() = nullptr;
-
-struct Connection {
-  std::string url;
-  std::string token;
-  std::optional<net::HttpClient> http;
-};
 
 std::string FirstLine(const std::string& path) {
   std::ifstream in(path);
@@ -108,7 +60,8 @@ std::string FirstLine(const std::string& path) {
   return line;
 }
 
-// Finds the server and token; prints what to do and returns nothing when it cannot.
+}  // namespace
+
 std::optional<Connection> Connect(const ClientOptions& o) {
   Connection c;
   const std::string data_dir = DataDir(o.data_dir);
@@ -146,7 +99,6 @@ std::optional<Connection> Connect(const ClientOptions& o) {
   return c;
 }
 
-// The response's JSON body, or nothing after printing the error. `what` names the action.
 std::optional<json> Check(const core::Result<net::HttpReply>& r, const Connection& c,
                           const char* what) {
   if (!r) {
@@ -178,7 +130,6 @@ std::optional<json> Check(const core::Result<net::HttpReply>& r, const Connectio
   return body;
 }
 
-// `text` as one query-string value: every byte but [A-Za-z0-9-._~] percent-encoded.
 std::string QueryValue(const std::string& text) {
   static const char* hex = "0123456789ABCDEF";
   std::string out;
@@ -194,13 +145,14 @@ std::string QueryValue(const std::string& text) {
   return out;
 }
 
-// A value for a table cell: "-" for none, control characters escaped (Printable).
 std::string Cell(const json& v) {
   if (v.is_null()) return "-";
   if (v.is_string()) return v.get<std::string>().empty() ? "-" : Printable(v.get<std::string>());
   return Printable(v.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
+namespace {
+using nlohmann::json;
 }  // namespace
 
 std::string Printable(std::string_view text) {
@@ -253,7 +205,7 @@ int RunSubmit(const SubmitOptions& o) {
   if (o.restartable) body["restartable"] = true;
   if (o.cpus > 0) body["cpus"] = o.cpus;
   if (!o.time_limit.empty()) {
-    const auto seconds = ParseDurationSeconds(o.time_limit);
+    const auto seconds = core::ParseDurationSeconds(o.time_limit);
     if (!seconds) {
       std::fprintf(stderr,
                    "gpufleet submit: --time-limit '%s': give seconds, 90m, 2h, 1d or H:MM:SS\n",
@@ -392,6 +344,12 @@ int RunShow(const ClientOptions& client, int64_t id) {
     }
     std::printf("%-12s %s\n", Printable(key).c_str(), Cell(value).c_str());
   }
+  // What the advisor says of it (a server without the advisor answers 404: nothing shown).
+  if (auto advice = c->http->Get("/v1/jobs/" + std::to_string(id) + "/advice");
+      advice && advice.value().status == 200) {
+    const json body = json::parse(advice.value().body, nullptr, false);
+    if (body.is_object()) PrintFindings(body);
+  }
   if (answer->contains("events") && (*answer)["events"].is_array()) {
     std::printf("history\n");
     for (const json& e : (*answer)["events"]) {
@@ -527,7 +485,7 @@ int RunTokenCreate(const AdminOptions& o) {
   if (!c) return 1;
   json body = json::object();
   if (o.join) {
-    const auto seconds = ParseDurationSeconds(o.ttl);
+    const auto seconds = core::ParseDurationSeconds(o.ttl);
     if (!seconds || *seconds < 1) {
       std::fprintf(stderr, "gpufleet token create: --ttl '%s': give a duration like 15m, 1h, 2d\n",
                    o.ttl.c_str());

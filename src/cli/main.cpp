@@ -202,6 +202,15 @@ int main(int argc, char** argv) {
                     "the highest job priority non-admin users may set: N for all of them, "
                     "USER=N for one (default 0: users can only lower their priority)");
   };
+  auto add_idle_flags = [](CLI::App* cmd, server::UpOptions& o) {
+    cmd->add_option("--idle-timeout", o.idle_timeout,
+                    "stop a running job whose GPUs all stay idle (below 2% SM) this long, e.g. "
+                    "30m: warned at 80% of it, then cancelled with the reason \"idle for 30 "
+                    "min\" (default off)");
+    cmd->add_option("--idle-timeout-queue", o.queue_idle_timeouts,
+                    "QUEUE=DURATION: that queue's own idle timeout (0: its jobs are exempt), "
+                    "e.g. interactive=4h (repeatable)");
+  };
   agent::AgentOptions agent_options;
   CLI::App* agent_cmd = app.add_subcommand("agent", cli::FullCommandDescription("agent"));
   agent_cmd->add_option("--listen", agent_options.listen, "HOST:PORT to serve on (port 0: any)")
@@ -331,6 +340,7 @@ int main(int argc, char** argv) {
   add_run_as_flags(up_cmd, up.run_as_maps, up.allow_root_jobs);
   add_log_limit_flag(up_cmd, up.log_limit_mib);
   add_priority_flag(up_cmd, up.max_priorities);
+  add_idle_flags(up_cmd, up);
   add_tls_flags(up_cmd, up);
   up_cmd->callback([&] { std::exit(server::RunUp(WithDataDir(up))); });
 
@@ -363,6 +373,7 @@ int main(int argc, char** argv) {
                    "and PENDING again when restartable")
       ->capture_default_str();
   add_priority_flag(controller_cmd, controller_opts.max_priorities);
+  add_idle_flags(controller_cmd, controller_opts);
   add_tls_flags(controller_cmd, controller_opts);
   controller_cmd->callback([&] { std::exit(server::RunUp(WithDataDir(controller_opts))); });
 

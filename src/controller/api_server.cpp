@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "controller/admin_routes.h"
+#include "controller/advice_routes.h"
 #include "controller/api_common.h"
 #include "controller/auth.h"
 #include "controller/submit_request.h"
@@ -401,6 +402,7 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
                     "application/json");
   });
   AddAdminRoutes(server, impl.controller, options.ca_sha256);
+  AddAdviceRoutes(server, impl.controller);
   server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");
   });
@@ -436,6 +438,29 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
     metric("gpufleet_controller_jobs_stopped_unhealthy_gpu_total", "counter",
            "Jobs stopped because a GPU of theirs became unhealthy (requeued if restartable).",
            s.health_stops);
+    metric("gpufleet_controller_idle_warnings_total", "counter",
+           "Jobs warned that their GPUs have been idle for most of the idle timeout.",
+           s.idle_warnings);
+    metric("gpufleet_controller_idle_reclaims_total", "counter",
+           "Jobs stopped because their GPUs stayed idle past the idle timeout.", s.idle_reclaims);
+    auto real = [&](const char* name, const char* help, double value) {
+      char text[64];
+      std::snprintf(text, sizeof text, "%.6g", value);
+      out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " counter\n" +
+             name + " " + text + "\n";
+    };
+    real("gpufleet_fleet_gpu_hours_allocated_total",
+         "GPU-hours allocated to jobs that ended since the controller started.", s.gpu_h_allocated);
+    real("gpufleet_fleet_gpu_hours_used_total",
+         "Of those, GPU-hours of SM activity (allocated x mean SM utilization).", s.gpu_h_used);
+    out += "# HELP gpufleet_job_gpu_efficiency_pct A running job's mean SM utilization so far.\n"
+           "# TYPE gpufleet_job_gpu_efficiency_pct gauge\n";
+    for (const ControllerStats::JobEfficiency& e : s.running_efficiency) {
+      char text[64];
+      std::snprintf(text, sizeof text, "%.1f", e.sm_pct);
+      out += "gpufleet_job_gpu_efficiency_pct{job=\"" + std::to_string(e.id) + "\",user=\"" +
+             e.user + "\"} " + text + "\n";
+    }
     metric("gpufleet_controller_http_requests_total", "counter", "HTTP requests received.",
            impl.requests.load());
     res.set_content(out, "text/plain; version=0.0.4");

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "advise/advisor.h"
 #include "controller/job_logs.h"
 #include "controller/settlement.h"
 #include "core/gpu_catalog.h"
@@ -464,6 +465,15 @@ core::Result<bool> Controller::Recover(int64_t now_ms) {
       }
       continue;
     }
+    if (job.state == store::JobState::kRunning && job.start_ms > 0) {
+      auto stored = store_.GetJobUsage(job.id);
+      if (stored && stored.value()) {
+        if (auto series = advise::DecodeUsage(stored.value()->series); series) {
+          a.usage.emplace(advise::UsageSeriesBuilder::Resume(job.start_ms, series.value()));
+          a.usage_flushed_ms = now_ms;
+        }
+      }
+    }
     // A victim caught in its grace period is stopped again (its timer to SIGKILL was lost).
     a.preempting = job.preempting;
     const bool stop_again = job.preempting;
@@ -705,6 +715,7 @@ void Controller::SettleLocked(int64_t id, int64_t now_ms) {
   job.timed_out = a.timed_out;
   job.restartable = a.job.restartable;
   job.health_stop = a.health_stop;
+  job.idle_stop = a.idle_stop;
   job.time_limit_s = a.job.time_limit_s;
   job.memory_mib = a.job.memory_mib;
   job.queue_policy = options_.queue_policy;
@@ -778,6 +789,11 @@ void Controller::EndLocked(int64_t id, store::JobState to, std::optional<int> ex
     done.attained_gpu_s = a.job.attained_gpu_s;
     done.preempting = false;
   }
+  if (a.usage) {
+    usage_writes_.push_back(UsageRecordLocked(a, now_ms, /*ended=*/true));
+    stats_.gpu_h_allocated += usage_writes_.back().gpu_h_alloc;
+    stats_.gpu_h_used += usage_writes_.back().gpu_h_used;
+  }
   WriteLocked(id, from, to, std::move(done));
   ++stats_.finished;
   if (to == store::JobState::kSucceeded && a.job.start_ms > 0) {
@@ -816,7 +832,60 @@ void Controller::RequeueLocked(const store::JobRecord& job, store::JobState from
   waiting_[job.id] = std::move(queued);
 }
 
-void Controller::AccountUsageLocked(int node, const std::vector<net::GpuFigure>& figures) {
+namespace {
+
+// SM below this in every sample of a job's GPUs counts as idle for the idle reclaim.
+constexpr double kIdleSmPct = 2;
+// Running jobs whose series are written in one pass, at most (the rest wait for the next).
+constexpr std::size_t kUsageFlushesPerPass = 256;
+
+advise::GpuReading ReadingOf(const net::GpuFigure& f, int64_t job_id, bool shared) {
+  advise::GpuReading r;
+  r.index = f.index;
+  r.sm_pct = f.util_pct;
+  if (shared) {
+    r.own_sm_pct = 0;  // a share with no process of its own seen is idle
+    for (const auto& [id, sm] : f.job_sm) {
+      if (id == job_id) r.own_sm_pct = sm;
+    }
+  }
+  r.membw_pct = f.membw_pct;
+  r.mem_used_mib = f.mem_used_mib;
+  r.mem_total_mib = f.mem_total_mib;
+  r.pcie_mb_s = f.pcie_mb_s;
+  r.power_w = f.power_w;
+  r.power_limit_w = f.power_limit_w;
+  r.has_reasons = f.clock_reasons >= 0;
+  r.clock_event_reasons = r.has_reasons ? static_cast<uint64_t>(f.clock_reasons) : 0;
+  return r;
+}
+
+std::string FormatMinutes(int64_t ms) {
+  const int64_t minutes = ms / 60'000;
+  if (minutes >= 60 && minutes % 60 == 0) return std::to_string(minutes / 60) + " h";
+  if (minutes >= 1) return std::to_string(minutes) + " min";
+  return std::to_string(ms / 1000) + " s";
+}
+
+}  // namespace
+
+advise::UsageSeriesBuilder* Controller::UsageOfLocked(Active& a) {
+  if (a.job.state != store::JobState::kRunning || a.job.start_ms <= 0) return nullptr;
+  if (!a.usage) {
+    // What its CPU and memory figures are measured against: its limits, else its first node's.
+    int64_t cpu = a.job.cpu_milli, mem = a.job.memory_mib;
+    if (!a.ranks.empty()) {
+      const core::NodeSpec& spec = nodes_[a.ranks[0].node].spec;
+      if (cpu <= 0 && spec.cpu_milli < core::kUnreportedCpuMilli) cpu = spec.cpu_milli;
+      if (mem <= 0 && spec.memory_mib < core::kUnreportedMemoryMib) mem = spec.memory_mib;
+    }
+    a.usage.emplace(a.job.start_ms, cpu, mem);
+  }
+  return &*a.usage;
+}
+
+void Controller::AccountUsageLocked(int node, const std::vector<net::GpuFigure>& figures,
+                                    int64_t now_ms) {
   int64_t newest = 0;
   for (const net::GpuFigure& f : figures) newest = std::max(newest, f.sample_ms);
   if (newest <= nodes_[node].last_figure_ms) return;  // already counted (or none)
@@ -824,7 +893,10 @@ void Controller::AccountUsageLocked(int node, const std::vector<net::GpuFigure>&
   for (auto& [id, a] : active_) {
     for (Rank& r : a.ranks) {
       if (r.node != node || !r.started || r.ended) continue;
+      advise::UsageSeriesBuilder* series = UsageOfLocked(a);
+      const bool shared = a.job.gpu_milli < 1000;
       int64_t mem = 0;
+      bool measured = false, busy = false;
       for (const net::GpuFigure& f : figures) {
         if (f.index < 0 || f.index >= 32 || !(r.gpus & (1u << f.index))) continue;
         if (f.util_pct >= 0) {
@@ -832,9 +904,157 @@ void Controller::AccountUsageLocked(int node, const std::vector<net::GpuFigure>&
           ++r.gpu_samples;
         }
         if (f.mem_used_mib > 0) mem += f.mem_used_mib;
+        const advise::GpuReading reading = ReadingOf(f, id, shared);
+        const double sm = reading.own_sm_pct >= 0 ? reading.own_sm_pct : reading.sm_pct;
+        if (sm >= 0) {
+          measured = true;
+          if (sm >= kIdleSmPct) busy = true;
+        }
+        // Sample times are the controller's: agents' clocks may differ from it.
+        if (series != nullptr) series->AddGpu(nodes_[node].name, reading, now_ms);
       }
       r.mem_peak_mib = std::max(r.mem_peak_mib, mem);
+      if (busy) {
+        a.idle_since_ms = 0;
+        a.idle_warned = false;
+      } else if (measured && a.idle_since_ms == 0 && a.job.state == store::JobState::kRunning) {
+        a.idle_since_ms = now_ms;
+      }
     }
+  }
+}
+
+store::JobUsageRecord Controller::UsageRecordLocked(Active& a, int64_t now_ms, bool ended) {
+  store::JobUsageRecord record;
+  record.job_id = a.job.id;
+  record.updated_ms = now_ms;
+  const advise::JobUsage usage = a.usage->Snapshot();
+  record.series = advise::EncodeUsage(usage);
+  if (!a.ranks.empty()) record.gpu_model = nodes_[a.ranks[0].node].model_name;
+  const double hours = static_cast<double>(std::max<int64_t>(0, now_ms - a.job.start_ms)) / 3.6e6;
+  const int gpus = a.queued.total_gpus;
+  record.gpu_h_alloc = hours * gpus;
+  int64_t samples = 0;
+  double sm = 0;
+  for (const advise::GpuTotal& g : usage.gpus) {
+    samples += g.samples;
+    sm += g.sm_sum;
+  }
+  if (samples > 0) record.gpu_h_used = record.gpu_h_alloc * sm / static_cast<double>(samples) / 100;
+  if (ended) {
+    advise::JobFacts facts;
+    facts.gpus = gpus;
+    facts.nodes = static_cast<int>(a.ranks.size());
+    facts.cpu_milli = a.job.cpu_milli;
+    facts.memory_mib = a.job.memory_mib;
+    facts.gpu_model = record.gpu_model;
+    facts.run_ms = now_ms - a.job.start_ms;
+    facts.ended = true;
+    std::string findings;
+    for (const advise::Finding& f : advise::Advise(usage, facts)) {
+      char waste[32];
+      std::snprintf(waste, sizeof waste, "%.3f", f.waste_gpu_h);
+      findings += (findings.empty() ? "" : ",") + std::string(advise::FindingKindName(f.kind)) +
+                  ":" + std::string(advise::SeverityName(f.severity)) + ":" + waste;
+    }
+    record.findings = findings;
+  }
+  return record;
+}
+
+void Controller::FlushUsageLocked(int64_t now_ms) {
+  std::vector<store::JobUsageRecord> records = std::move(usage_writes_);
+  usage_writes_.clear();
+  for (auto& [id, a] : active_) {
+    if (records.size() >= kUsageFlushesPerPass) break;
+    if (!a.usage || now_ms - a.usage_flushed_ms < options_.usage_flush_ms) continue;
+    a.usage_flushed_ms = now_ms;
+    records.push_back(UsageRecordLocked(a, now_ms, /*ended=*/false));
+  }
+  if (records.empty()) return;
+  if (auto r = store_.PutJobUsage(records); !r) {
+    ++stats_.store_errors;
+    std::fprintf(stderr, "gpufleet: cannot record usage series: %s\n", r.error().c_str());
+  }
+}
+
+core::Result<std::optional<Controller::JobUsageView>> Controller::Usage(
+    const store::JobRecord& job) {
+  JobUsageView view;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = active_.find(job.id);
+    if (it != active_.end() && it->second.usage) {
+      Active& a = it->second;
+      const int64_t now_ms = Now();
+      const store::JobUsageRecord record = UsageRecordLocked(a, now_ms, /*ended=*/false);
+      view.usage = a.usage->Snapshot();
+      view.live = true;
+      view.gpu_h_alloc = record.gpu_h_alloc;
+      view.gpu_h_used = record.gpu_h_used;
+      view.facts.gpus = a.queued.total_gpus;
+      view.facts.nodes = static_cast<int>(a.ranks.size());
+      view.facts.gpu_model = record.gpu_model;
+      view.facts.run_ms = now_ms - a.job.start_ms;
+    }
+  }
+  if (!view.live) {
+    auto stored = store_.GetJobUsage(job.id);
+    if (!stored) return core::Error{stored.error(), core::ErrorCode::kUnavailable};
+    if (!stored.value()) return std::optional<JobUsageView>();
+    auto series = advise::DecodeUsage(stored.value()->series);
+    if (!series) return core::Error{"job " + std::to_string(job.id) + ": " + series.error()};
+    view.usage = std::move(series).value();
+    view.gpu_h_alloc = stored.value()->gpu_h_alloc;
+    view.gpu_h_used = stored.value()->gpu_h_used;
+    view.facts.gpu_model = stored.value()->gpu_model;
+    int gpus = 0;
+    for (const store::RankPlacement& r : job.placement) gpus += static_cast<int>(r.gpus.size());
+    view.facts.gpus = gpus > 0 ? gpus : job.gpus * std::max(1, job.nodes);
+    view.facts.nodes = std::max<int>(1, static_cast<int>(job.placement.size()));
+    const int64_t end = job.end_ms > 0 ? job.end_ms : stored.value()->updated_ms;
+    view.facts.run_ms = job.start_ms > 0 ? std::max<int64_t>(0, end - job.start_ms) : 0;
+    view.facts.ended = job.end_ms > 0;
+  }
+  view.facts.cpu_milli = job.cpu_milli;
+  view.facts.memory_mib = job.memory_mib;
+  return std::optional<JobUsageView>(std::move(view));
+}
+
+int64_t Controller::IdleTimeoutMs(const store::JobRecord& job) const {
+  auto it = options_.queue_idle_timeout_ms.find(job.queue);
+  return it != options_.queue_idle_timeout_ms.end() ? it->second : options_.idle_timeout_ms;
+}
+
+void Controller::ReclaimIdleLocked(int64_t now_ms) {
+  if (options_.idle_timeout_ms <= 0 && options_.queue_idle_timeout_ms.empty()) return;
+  std::vector<std::pair<int64_t, std::string>> events;
+  for (auto& [id, a] : active_) {
+    if (a.stopping || a.idle_since_ms <= 0 || a.job.state != store::JobState::kRunning) continue;
+    const int64_t timeout = IdleTimeoutMs(a.job);
+    if (timeout <= 0) continue;
+    const int64_t idle_ms = now_ms - a.idle_since_ms;
+    if (idle_ms >= timeout) {
+      a.idle_stop = "idle for " + FormatMinutes(timeout) +
+                    " (every GPU below " + std::to_string(static_cast<int>(kIdleSmPct)) +
+                    "% SM; the idle timeout)";
+      ++stats_.idle_reclaims;
+      events.emplace_back(id, "idle reclaim");
+      StopRanksLocked(a);
+    } else if (!a.idle_warned && idle_ms >= timeout / 5 * 4) {
+      a.idle_warned = true;
+      ++stats_.idle_warnings;
+      events.emplace_back(id, "idle warning");
+    }
+  }
+  for (const auto& [id, what] : events) {
+    const Active& a = active_.at(id);
+    const std::string detail =
+        what == "idle reclaim"
+            ? a.idle_stop
+            : "its GPUs have been idle for " + FormatMinutes(now_ms - a.idle_since_ms) +
+                  "; it is stopped after " + FormatMinutes(IdleTimeoutMs(a.job)) + " idle";
+    if (auto r = store_.Audit(id, "", what, detail, now_ms); !r) ++stats_.store_errors;
   }
 }
 
@@ -922,7 +1142,10 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
     }
     r.log_total = rep.log_size;
     if (r.ended) continue;
-    if (rep.usage.measured()) r.host_usage = rep.usage;
+    if (rep.usage.measured()) {
+      r.host_usage = rep.usage;
+      if (auto* series = UsageOfLocked(it->second)) series->AddHost(rep.rank, rep.usage, now_ms);
+    }
     r.started = true;
     r.pid = rep.pid;
     r.pid_start = rep.pid_start;
@@ -941,7 +1164,7 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
       if (r.node == index && r.ended) touched.push_back(id);  // waiting on its log
     }
   }
-  AccountUsageLocked(index, beat.figures);
+  AccountUsageLocked(index, beat.figures, now_ms);
   UpdateHealthLocked(index, beat.figures, now_ms);
   const std::size_t active_before = active_.size();
   for (int64_t id : touched) SettleLocked(id, now_ms);
@@ -1027,6 +1250,7 @@ void Controller::PassLocked(int64_t now_ms) {
       StopRanksLocked(a);
     }
   }
+  ReclaimIdleLocked(now_ms);
   std::vector<int64_t> draining;
   for (const auto& [id, a] : active_) {
     for (const Rank& r : a.ranks) {
@@ -1036,6 +1260,7 @@ void Controller::PassLocked(int64_t now_ms) {
   for (int64_t id : draining) SettleLocked(id, now_ms);
   // Ends and requeues so far are committed before any placement is.
   FlushLocked(now_ms);
+  FlushUsageLocked(now_ms);
   // 3. Schedule and start.
   std::vector<int64_t> placed;
   std::vector<int64_t> victims;  // marked PREEMPTING in the write buffer, signalled once committed
@@ -1180,6 +1405,16 @@ ControllerStats Controller::Stats() const {
         ++out.gpus_drained_health;
       }
     }
+  }
+  for (const auto& [id, a] : active_) {
+    if (!a.usage) continue;
+    int64_t samples = 0;
+    double sm = 0;
+    for (const advise::GpuTotal& g : a.usage->Snapshot().gpus) {
+      samples += g.samples;
+      sm += g.sm_sum;
+    }
+    if (samples > 0) out.running_efficiency.push_back({id, a.job.user, sm / samples});
   }
   return out;
 }

@@ -27,6 +27,8 @@
 #include <utility>
 #include <vector>
 
+#include "advise/advisor.h"
+#include "advise/usage_series.h"
 #include "core/cluster.h"
 #include "core/node.h"
 #include "core/result.h"
@@ -76,6 +78,16 @@ struct ControllerOptions {
   // A remote node silent for this long is lost: its jobs become LOST (and PENDING again when
   // restartable), and whatever it still runs of them is stopped when it returns.
   int64_t lease_ms = 10000;
+  // Idle reclaim (Run:ai's idle GPU timeout): a running job whose GPUs all stay idle (SM below
+  // kIdleSmPct in every sample) this long is first warned, at 80% of it (an event and a metric),
+  // then stopped like a cancel and ends CANCELLED, "idle for 30 min". 0: off. A queue named in
+  // `queue_idle_timeout_ms` has that timeout instead (0 there: the queue is exempt), so only the
+  // admin who starts the controller can exempt jobs, by queue.
+  int64_t idle_timeout_ms = 0;
+  std::map<std::string, int64_t> queue_idle_timeout_ms;
+  // A running job's usage series is written to the store at least this often (and when it ends):
+  // a controller restart loses at most this much of it.
+  int64_t usage_flush_ms = 5 * 60'000;
   // Milliseconds since the epoch, for what the controller times itself (submits, launches, the
   // passes of its own thread); empty: the system clock. Tests drive a fake one with RunOnce.
   std::function<int64_t()> clock;
@@ -121,6 +133,17 @@ struct ControllerStats {
   int64_t gpus_drained_health = 0;  // now: GPUs drained because their agent says unhealthy
   int64_t gpus_drained_admin = 0;   // now: GPUs an admin drained
   int64_t health_stops = 0;         // jobs stopped because a GPU of theirs became unhealthy
+  int64_t idle_warnings = 0;        // jobs warned that their GPUs are idle
+  int64_t idle_reclaims = 0;        // jobs stopped by the idle reclaim
+  // GPU-hours of ended jobs: allocated, and of those used (allocated x mean SM utilization).
+  double gpu_h_allocated = 0, gpu_h_used = 0;
+  // Running jobs' GPU efficiency so far (mean SM % over their GPU-samples), by job.
+  struct JobEfficiency {
+    int64_t id = 0;
+    std::string user;
+    double sm_pct = 0;
+  };
+  std::vector<JobEfficiency> running_efficiency;
 };
 
 class Controller {
@@ -182,6 +205,15 @@ class Controller {
   // Ends admin drains of those GPUs, and accepts their present health problem: an unhealthy GPU
   // is placed on again until its agent reports a different problem (which drains it again).
   core::Result<std::vector<int>> Undrain(const std::string& node, int gpu);
+  // Job `job`'s usage series and what the advisor knows of it: live while it runs, else as stored
+  // when it ended (or last flushed); nothing when it was never measured.
+  struct JobUsageView {
+    advise::JobUsage usage;
+    advise::JobFacts facts;
+    bool live = false;
+    double gpu_h_alloc = 0, gpu_h_used = 0;
+  };
+  core::Result<std::optional<JobUsageView>> Usage(const store::JobRecord& job);
   // Where the controller keeps rank `rank`'s log of job `id` (rank 0: what `logs` shows).
   std::string LogPath(int64_t id, int rank = 0) const;
   store::Store& store() { return store_; }
@@ -218,6 +250,14 @@ class Controller {
     bool timed_out = false;   // stopped at its time limit
     bool preempting = false;  // stopped to make room for a job the queue policy ranks higher
     std::string health_stop;  // stopped because a GPU of its became unhealthy: why
+    // Its usage series (from its start; resumed from the store after a restart), when last
+    // written, and the idle reclaim's view: since when every sample of its GPUs was idle (0:
+    // busy, or not measured yet) and whether it was warned.
+    std::optional<advise::UsageSeriesBuilder> usage;
+    int64_t usage_flushed_ms = 0;
+    int64_t idle_since_ms = 0;
+    bool idle_warned = false;
+    std::string idle_stop;  // stopped by the idle reclaim: why
   };
 
   Controller(store::Store& store, ControllerOptions options,
@@ -265,8 +305,19 @@ class Controller {
   void NodeLostLocked(int node, int64_t now_ms);
   // Records node `node` in the store's registry (on registration, return, loss: not per beat).
   void PersistNodeLocked(int node, int64_t now_ms);
-  // Counts `figures` (newer than the node's last) into the running ranks on `node`.
-  void AccountUsageLocked(int node, const std::vector<net::GpuFigure>& figures);
+  // Counts `figures` (newer than the node's last) into the running ranks on `node`: their usage
+  // summaries, their jobs' usage series and the idle reclaim's view.
+  void AccountUsageLocked(int node, const std::vector<net::GpuFigure>& figures, int64_t now_ms);
+  // Job `a`'s usage series builder, made at its start (nullptr while it is not running yet).
+  advise::UsageSeriesBuilder* UsageOfLocked(Active& a);
+  // The stored form of `a`'s usage so far, advised when `ended`.
+  store::JobUsageRecord UsageRecordLocked(Active& a, int64_t now_ms, bool ended);
+  // Writes the series of running jobs not written for options_.usage_flush_ms (a bounded number
+  // per pass), then those queued by ended jobs.
+  void FlushUsageLocked(int64_t now_ms);
+  // Warns and stops jobs whose GPUs stayed idle past their idle timeout.
+  void ReclaimIdleLocked(int64_t now_ms);
+  int64_t IdleTimeoutMs(const store::JobRecord& job) const;
   // `job`, ended in state `from` (LOST or PREEMPTED), back to PENDING and into the queue.
   void RequeueLocked(const store::JobRecord& job, store::JobState from, const std::string& why);
 
@@ -296,6 +347,7 @@ class Controller {
   double prediction_abs_error_sum_ = 0;
   int64_t prediction_checked_ = 0;
   std::vector<store::TransitionRequest> writes_;
+  std::vector<store::JobUsageRecord> usage_writes_;  // ended jobs' series, written by the next pass
   // What submit validation needs of the nodes, under its own lock so that a submit never waits
   // for a scheduling pass.
   struct NodeSummary {

@@ -34,6 +34,17 @@ class FakeAgent {
     beat.gpu_model = "G2";
     beat.node_epoch = node_epoch_;
     beat.gpu_links = links;
+    if (sm_pct >= 0) {
+      for (int g = 0; g < gpus_; ++g) {
+        net::GpuFigure f;
+        f.index = g;
+        f.sample_ms = now_ms;
+        f.util_pct = sm_pct;
+        f.mem_used_mib = 100;
+        f.mem_total_mib = 80000;
+        beat.figures.push_back(f);
+      }
+    }
     for (const auto& [id, job] : jobs_) {
       net::ReportedJob r;
       r.id = id;
@@ -64,6 +75,7 @@ class FakeAgent {
   // Reports (job, epoch) as running, as an agent still holding an older placement would.
   void Pretend(int64_t id, int64_t epoch) { jobs_[id] = Job{epoch}; }
   core::GpuLinks links;  // sent with each beat (empty: none)
+  double sm_pct = -1;     // every GPU's SM utilization sent with each beat (-1: no figures)
 
  private:
   struct Job {
@@ -317,6 +329,79 @@ TEST_F(ControllerTest, AJobThatCanNeverFitIsRefusedAtSubmitNamingTheField) {
   refused = ctl.Submit(big);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.failure().field, "nodes");
+}
+
+TEST_F(ControllerTest, TheIdleReclaimWarnsThenStopsAJobWhoseGpusStayIdleAndLeavesABusyOneAlone) {
+  ControllerOptions options;
+  options.idle_timeout_ms = 10 * 60'000;
+  Controller& ctl = Make(options);
+  FakeAgent idle("idle", 1), busy("busy", 1);
+  idle.sm_pct = 0;
+  busy.sm_pct = 85;
+  ASSERT_TRUE(idle.Beat(ctl, now_ms_).ok());
+  ASSERT_TRUE(busy.Beat(ctl, now_ms_).ok());
+  const int64_t a = Submit(1), b = Submit(1);
+  Step({&idle, &busy});
+  ASSERT_EQ(Job(a).state, store::JobState::kRunning);
+  ASSERT_EQ(Job(b).state, store::JobState::kRunning);
+  bool warned_before_stop = false;
+  for (int s = 0; s < 11 * 60 && Job(a).state == store::JobState::kRunning; s += 5) {
+    now_ms_ += 5'000;  // beats within the 10 s lease
+    Step({&idle, &busy});
+    auto events = store_->Events(Job(a).node == "idle" ? a : b);
+    ASSERT_TRUE(events.ok());
+    for (const store::JobEvent& e : events.value()) {
+      if (e.what == "idle warning" && Job(a).state == store::JobState::kRunning) {
+        warned_before_stop = true;
+      }
+    }
+  }
+  ctl.RunOnce(now_ms_);
+  const int64_t idle_job = Job(a).node == "idle" ? a : b;
+  const int64_t busy_job = idle_job == a ? b : a;
+  EXPECT_TRUE(warned_before_stop);
+  EXPECT_EQ(Job(idle_job).state, store::JobState::kCancelled);
+  EXPECT_EQ(Job(idle_job).reason.rfind("idle for 10 min", 0), 0u) << Job(idle_job).reason;
+  EXPECT_EQ(Job(busy_job).state, store::JobState::kRunning);
+  EXPECT_EQ(ctl.Stats().idle_reclaims, 1);
+
+  // The idle job's series is kept after it ended: about ten one-minute buckets at 0% SM.
+  auto view = ctl.Usage(Job(idle_job));
+  ASSERT_TRUE(view.ok()) << view.error();
+  ASSERT_TRUE(view.value().has_value());
+  EXPECT_FALSE(view.value()->live);
+  EXPECT_GE(view.value()->usage.buckets.size(), 9u);
+  EXPECT_EQ(view.value()->usage.buckets.front().sm_mean, 0);
+  EXPECT_NEAR(view.value()->gpu_h_alloc, 10.0 / 60, 0.02);
+  EXPECT_EQ(view.value()->gpu_h_used, 0);
+  // The busy one's is live.
+  auto live = ctl.Usage(Job(busy_job));
+  ASSERT_TRUE(live.ok() && live.value().has_value());
+  EXPECT_TRUE(live.value()->live);
+  EXPECT_NEAR(live.value()->usage.buckets.back().sm_mean, 85, 0.5);
+}
+
+TEST_F(ControllerTest, AQueueMayBeExemptFromTheIdleReclaim) {
+  ControllerOptions options;
+  options.idle_timeout_ms = 5 * 60'000;
+  options.queue_idle_timeout_ms["interactive"] = 0;
+  Controller& ctl = Make(options);
+  FakeAgent idle("idle", 1);
+  idle.sm_pct = 0;
+  ASSERT_TRUE(idle.Beat(ctl, now_ms_).ok());
+  store::JobRecord job;
+  job.user = "ada";
+  job.argv = {"jupyter"};
+  job.queue = "interactive";
+  auto id = ctl.Submit(job);
+  ASSERT_TRUE(id.ok());
+  Step({&idle});
+  for (int s = 0; s < 8 * 60; s += 5) {
+    now_ms_ += 5'000;
+    Step({&idle});
+  }
+  EXPECT_EQ(Job(id.value()).state, store::JobState::kRunning);
+  EXPECT_EQ(ctl.Stats().idle_reclaims, 0);
 }
 
 }  // namespace

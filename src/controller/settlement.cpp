@@ -56,6 +56,11 @@ Settlement Settle(const std::vector<RankStanding>& ranks, const JobStanding& job
     out.end = JobState::kCancelled;
     out.exit_code = code;
     out.reason = "cancelled while running";
+  } else if (!job.idle_stop.empty() && !finished_first && !failed_on_its_own) {
+    // Reclaimed: its GPUs stayed idle past the idle timeout. Stopped like a cancel.
+    out.end = JobState::kCancelled;
+    out.exit_code = code;
+    out.reason = job.idle_stop;
   } else if (!job.health_stop.empty() && !finished_first) {
     // Stopped because a GPU of its became unhealthy: it runs again elsewhere when it may.
     out.end = job.restartable ? JobState::kLost : JobState::kFailed;

@@ -33,6 +33,7 @@ struct JobStanding {
   bool timed_out = false;   // stopped at its time limit
   bool restartable = false;
   std::string health_stop;  // stopped because a GPU of its became unhealthy: why ("" : not)
+  std::string idle_stop;    // stopped by the idle reclaim: why ("idle for 30 min"; "" : not)
   int64_t time_limit_s = 0;
   int64_t memory_mib = 0;   // its memory limit (0: none), for the OOM reason
   std::string queue_policy;

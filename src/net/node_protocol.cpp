@@ -146,6 +146,18 @@ std::string ToJson(const Heartbeat& b) {
   for (const GpuFigure& f : b.figures) {
     json fig = {
         {"index", f.index}, {"t", f.sample_ms}, {"util", f.util_pct}, {"mem", f.mem_used_mib}};
+    if (f.membw_pct >= 0) fig["membw"] = f.membw_pct;
+    if (f.mem_total_mib >= 0) fig["memtot"] = f.mem_total_mib;
+    if (f.pcie_mb_s >= 0) fig["pcie"] = f.pcie_mb_s;
+    if (f.power_w >= 0) fig["pw"] = f.power_w;
+    if (f.power_limit_w >= 0) fig["pwlim"] = f.power_limit_w;
+    if (f.sm_clock_mhz >= 0) fig["clk"] = f.sm_clock_mhz;
+    if (f.clock_reasons >= 0) fig["reasons"] = f.clock_reasons;
+    if (!f.job_sm.empty()) {
+      json per_job = json::array();
+      for (const auto& [id, sm] : f.job_sm) per_job.push_back(json::array({id, sm}));
+      fig["jobs"] = std::move(per_job);
+    }
     if (!f.healthy) {
       fig["ok"] = false;
       fig["why"] = f.health_reason;
@@ -227,6 +239,21 @@ core::Result<Heartbeat> ParseHeartbeat(const std::string& body) {
       g.sample_ms = CheckedInt(f, "t", 0, kMaxId, 0);
       g.util_pct = CheckedNumber(f, "util", -1, 100, -1);
       g.mem_used_mib = CheckedInt(f, "mem", -1, int64_t{1} << 40, -1);
+      g.membw_pct = CheckedNumber(f, "membw", -1, 100, -1);
+      g.mem_total_mib = CheckedInt(f, "memtot", -1, int64_t{1} << 40, -1);
+      g.pcie_mb_s = CheckedNumber(f, "pcie", -1, 1e7, -1);
+      g.power_w = CheckedNumber(f, "pw", -1, 1e5, -1);
+      g.power_limit_w = CheckedNumber(f, "pwlim", -1, 1e5, -1);
+      g.sm_clock_mhz = CheckedInt(f, "clk", -1, 100000, -1);
+      g.clock_reasons = CheckedInt(f, "reasons", -1, int64_t{1} << 40, -1);
+      for (const json& pair : Array(f, "jobs", false)) {
+        if (!pair.is_array() || pair.size() != 2) {
+          throw InputFieldError("figures[].jobs[]", "must be [job id, SM %]");
+        }
+        if (g.job_sm.size() >= 64) throw InputFieldError("figures[].jobs", "more than 64 jobs");
+        const int64_t id = CheckedInt(pair[0], "figures[].jobs[][0]", 1, kMaxId);
+        g.job_sm.emplace_back(id, CheckedNumber(pair[1], "figures[].jobs[][1]", 0, 100));
+      }
       g.healthy = CheckedBool(f, "ok", true);
       if (!g.healthy) g.health_reason = CheckedString(f, "why", 1024, "");
       b.figures.push_back(g);

@@ -48,6 +48,16 @@ struct GpuFigure {
       0;  // when the agent read it (wall clock); a repeated sample is not counted twice
   double util_pct = -1;  // -1: unknown
   int64_t mem_used_mib = -1;
+  // For the advisor (advise/usage_series.h); each -1 when not read.
+  double membw_pct = -1;       // memory-bandwidth utilization
+  int64_t mem_total_mib = -1;
+  double pcie_mb_s = -1;       // rx + tx
+  double power_w = -1, power_limit_w = -1;
+  int64_t sm_clock_mhz = -1;
+  int64_t clock_reasons = -1;  // nvmlClocksEventReason* bits
+  // SM % of each gpufleet job's own processes on this GPU (from NVML's per-process utilization):
+  // what a job used of a shared GPU. On the wire "jobs": [[id, sm], ...].
+  std::vector<std::pair<int64_t, double>> job_sm;
   // The agent's health verdict (gpu/health.h): an unhealthy GPU is drained by the controller.
   bool healthy = true;
   std::string health_reason;  // why not, when unhealthy ("XID 79 (...)"; reasons joined by "; ")

@@ -17,6 +17,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "agent/node_agent.h"
@@ -26,6 +27,7 @@
 #include "controller/auth.h"
 #include "controller/controller.h"
 #include "controller/in_process_link.h"
+#include "core/duration.h"
 #include "gpu/gpu_probe.h"
 #include "gpu/sampler.h"
 #include "gpu/topology_links.h"
@@ -220,6 +222,30 @@ int RunUp(const UpOptions& o) {
       return 2;
     }
     options.queue_weights[kv.substr(0, eq)] = weight;
+  }
+  // Idle reclaim: "30m", "2h", ...; "0" or "off" for none.
+  auto idle_ms = [](const std::string& text) -> std::optional<int64_t> {
+    if (text.empty() || text == "0" || text == "off") return 0;
+    auto seconds = core::ParseDurationSeconds(text);
+    if (!seconds || *seconds < 60) return std::nullopt;
+    return *seconds * 1000;
+  };
+  if (auto ms = idle_ms(o.idle_timeout)) {
+    options.idle_timeout_ms = *ms;
+  } else {
+    std::fprintf(stderr, "%s: --idle-timeout '%s': expected a duration of at least 1 min, such "
+                 "as 30m or 2h (0: off)\n", self, o.idle_timeout.c_str());
+    return 2;
+  }
+  for (const std::string& kv : o.queue_idle_timeouts) {
+    const std::size_t eq = kv.find('=');
+    const auto ms = eq == std::string::npos ? std::nullopt : idle_ms(kv.substr(eq + 1));
+    if (eq == std::string::npos || eq == 0 || !ms || kv.substr(eq + 1).empty()) {
+      std::fprintf(stderr, "%s: --idle-timeout-queue '%s': expected QUEUE=DURATION (at least "
+                   "1 min, or 0 for exempt)\n", self, kv.c_str());
+      return 2;
+    }
+    options.queue_idle_timeout_ms[kv.substr(0, eq)] = *ms;
   }
   for (const std::string& text : o.max_priorities) {
     const std::size_t eq = text.find('=');

@@ -19,7 +19,7 @@
 namespace gpufleet::store {
 namespace {
 
-constexpr int kSchemaVersion = 9;
+constexpr int kSchemaVersion = 10;
 
 constexpr const char* kSchemaV1 = R"sql(
 CREATE TABLE jobs(
@@ -101,6 +101,16 @@ CREATE TABLE job_ranks(job_id INTEGER NOT NULL, rank INTEGER NOT NULL, node TEXT
   gpus TEXT NOT NULL DEFAULT '[]', PRIMARY KEY(job_id, rank)) WITHOUT ROWID;
 )sql";
 
+// Version 10: each job's usage series and advice summary (advise/, issue 13), apart from the jobs
+// table so that job listings never read them.
+constexpr const char* kSchemaV10 = R"sql(
+CREATE TABLE job_usage(job_id INTEGER PRIMARY KEY, series BLOB NOT NULL,
+  findings TEXT NOT NULL DEFAULT '', gpu_model TEXT NOT NULL DEFAULT '',
+  gpu_h_alloc REAL NOT NULL DEFAULT 0, gpu_h_used REAL NOT NULL DEFAULT 0,
+  updated_ms INTEGER NOT NULL DEFAULT 0);
+CREATE INDEX jobs_by_end ON jobs(end_ms) WHERE end_ms > 0;
+)sql";
+
 constexpr const char* kJobColumns =
     "id,user,name,queue,priority,gpus,gpu_milli,gpu_type,nodes,argv,env,workdir,state,submit_ms,"
     "start_ms,end_ms,exit_code,"
@@ -168,6 +178,14 @@ class Statement {
     sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
   }
   void BindNull(int i) { sqlite3_bind_null(stmt_, i); }
+  void BindBlob(int i, const std::string& v) {
+    sqlite3_bind_blob(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  }
+  std::string Blob(int col) {
+    const void* p = sqlite3_column_blob(stmt_, col);
+    const int n = sqlite3_column_bytes(stmt_, col);
+    return p == nullptr ? std::string() : std::string(static_cast<const char*>(p), n);
+  }
   int Step() { return sqlite3_step(stmt_); }
   int64_t Int(int col) { return sqlite3_column_int64(stmt_, col); }
   double Double(int col) { return sqlite3_column_double(stmt_, col); }
@@ -290,7 +308,7 @@ class SqliteStore final : public Store {
     // Each step runs in its own transaction and records its version, so an interrupted upgrade
     // resumes where it stopped.
     const char* steps[] = {kSchemaV1, kSchemaV2, kSchemaV3, kSchemaV4, kSchemaV5,
-                           kSchemaV6, kSchemaV7, kSchemaV8, kSchemaV9};
+                           kSchemaV6, kSchemaV7, kSchemaV8, kSchemaV9, kSchemaV10};
     for (int v = version; v < kSchemaVersion; ++v) {
       if (auto r = Exec("BEGIN IMMEDIATE"); !r) return r;
       const std::string record =
@@ -452,6 +470,80 @@ class SqliteStore final : public Store {
     int rc;
     while ((rc = s.Step()) == SQLITE_ROW) {
       out.push_back({s.Int(0), s.Int(1), s.Text(2), s.Text(3), s.Text(4)});
+    }
+    if (rc != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
+    return out;
+  }
+
+  core::Result<bool> PutJobUsage(const std::vector<JobUsageRecord>& records) override {
+    if (records.empty()) return true;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto r = Exec("BEGIN IMMEDIATE"); !r) {
+      return core::Error{r.error(), core::ErrorCode::kUnavailable};
+    }
+    for (const JobUsageRecord& u : records) {
+      Statement s(cache_,
+                  "INSERT OR REPLACE INTO job_usage(job_id,series,findings,gpu_model,gpu_h_alloc,"
+                  "gpu_h_used,updated_ms) VALUES(?,?,?,?,?,?,?)");
+      s.Bind(1, u.job_id);
+      s.BindBlob(2, u.series);
+      s.Bind(3, u.findings);
+      s.Bind(4, u.gpu_model);
+      s.BindDouble(5, u.gpu_h_alloc);
+      s.BindDouble(6, u.gpu_h_used);
+      s.Bind(7, u.updated_ms);
+      if (s.Step() != SQLITE_DONE) {
+        auto e = Error(sqlite3_errmsg(db_));
+        Exec("ROLLBACK");
+        return e;
+      }
+    }
+    if (auto r = Exec("COMMIT"); !r) return core::Error{r.error(), core::ErrorCode::kUnavailable};
+    return true;
+  }
+
+  core::Result<std::optional<JobUsageRecord>> GetJobUsage(int64_t job_id) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Statement s(cache_,
+                "SELECT job_id,series,findings,gpu_model,gpu_h_alloc,gpu_h_used,updated_ms "
+                "FROM job_usage WHERE job_id=?");
+    s.Bind(1, job_id);
+    const int rc = s.Step();
+    if (rc == SQLITE_DONE) return std::optional<JobUsageRecord>();
+    if (rc != SQLITE_ROW) return Error(sqlite3_errmsg(db_));
+    JobUsageRecord u;
+    u.job_id = s.Int(0);
+    u.series = s.Blob(1);
+    u.findings = s.Text(2);
+    u.gpu_model = s.Text(3);
+    u.gpu_h_alloc = s.Double(4);
+    u.gpu_h_used = s.Double(5);
+    u.updated_ms = s.Int(6);
+    return std::optional<JobUsageRecord>(std::move(u));
+  }
+
+  core::Result<std::vector<JobReportRow>> ReportRows(int64_t since_ms) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Statement s(cache_,
+                "SELECT j.id,j.user,j.queue,u.gpu_model,j.state,j.end_ms,j.reason,u.gpu_h_alloc,"
+                "u.gpu_h_used,u.findings FROM jobs j JOIN job_usage u ON u.job_id=j.id "
+                "WHERE j.end_ms>0 AND j.end_ms>=? ORDER BY j.id");
+    s.Bind(1, since_ms);
+    std::vector<JobReportRow> out;
+    int rc;
+    while ((rc = s.Step()) == SQLITE_ROW) {
+      JobReportRow r;
+      r.id = s.Int(0);
+      r.user = s.Text(1);
+      r.queue = s.Text(2);
+      r.gpu_model = s.Text(3);
+      r.state = ParseState(s.Text(4)).value_or(JobState::kFailed);
+      r.end_ms = s.Int(5);
+      r.reason = s.Text(6);
+      r.gpu_h_alloc = s.Double(7);
+      r.gpu_h_used = s.Double(8);
+      r.findings = s.Text(9);
+      out.push_back(std::move(r));
     }
     if (rc != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
     return out;

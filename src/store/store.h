@@ -112,6 +112,29 @@ struct JobFilter {
   int limit = 100;
 };
 
+// A job's usage series (advise/usage_series.h, its stored bytes) and, once advised, a summary of
+// its findings, kept after the job ends for `advise` and `report`.
+struct JobUsageRecord {
+  int64_t job_id = 0;
+  std::string series;       // advise::EncodeUsage bytes
+  std::string findings;     // "kind:severity:waste_gpu_h" joined by ',' ("" : not advised yet)
+  std::string gpu_model;    // the model of its (first node's) GPUs
+  double gpu_h_alloc = 0;   // GPU-hours allocated so far
+  double gpu_h_used = 0;    // of those, GPU-hours of SM activity (allocated x mean SM)
+  int64_t updated_ms = 0;
+};
+
+// One ended job for the fleet report: its identity and its usage summary (no series).
+struct JobReportRow {
+  int64_t id = 0;
+  std::string user, queue, gpu_model;
+  JobState state = JobState::kPending;
+  int64_t end_ms = 0;
+  std::string reason;
+  double gpu_h_alloc = 0, gpu_h_used = 0;
+  std::string findings;
+};
+
 struct JobEvent {
   int64_t job_id = 0;  // 0: an admin action, not about one job (the audit log)
   int64_t time_ms = 0;
@@ -195,6 +218,12 @@ class Store {
   virtual core::Result<std::vector<bool>> TransitionAll(
       const std::vector<TransitionRequest>& requests, int64_t now_ms) = 0;
   virtual core::Result<std::vector<JobEvent>> Events(int64_t job_id) = 0;
+  // Usage series: `PutJobUsage` adds or replaces each record by job id, in one transaction;
+  // `GetJobUsage` reads one (none: never measured). `ReportRows` lists the jobs that ended at or
+  // after `since_ms` with a usage record, in id order.
+  virtual core::Result<bool> PutJobUsage(const std::vector<JobUsageRecord>& records) = 0;
+  virtual core::Result<std::optional<JobUsageRecord>> GetJobUsage(int64_t job_id) = 0;
+  virtual core::Result<std::vector<JobReportRow>> ReportRows(int64_t since_ms) = 0;
   // The node registry: `PutNode` adds or replaces a node by name (keeping its first_seen_ms);
   // `Nodes` lists them by name.
   virtual core::Result<bool> PutNode(const NodeRecord& node) = 0;

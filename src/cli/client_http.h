@@ -1,0 +1,29 @@
+#pragma once
+// What every client command shares: finding the server and token, checking an answer, and
+// printing values safely. Internal to src/cli.
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "cli/client_commands.h"
+#include "net/http_client.h"
+
+namespace gpufleet::cli {
+
+struct Connection {
+  std::string url;
+  std::string token;
+  std::optional<net::HttpClient> http;
+};
+
+// Finds the server and token; prints what to do and returns nothing when it cannot.
+std::optional<Connection> Connect(const ClientOptions& o);
+// The response's JSON body, or nothing after printing the error. `what` names the action.
+std::optional<nlohmann::json> Check(const core::Result<net::HttpReply>& r, const Connection& c,
+                                    const char* what);
+// `text` as one query-string value: every byte but [A-Za-z0-9-._~] percent-encoded.
+std::string QueryValue(const std::string& text);
+// A value for a table cell: "-" for none, control characters escaped (Printable).
+std::string Cell(const nlohmann::json& v);
+
+}  // namespace gpufleet::cli

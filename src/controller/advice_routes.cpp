@@ -1,0 +1,270 @@
+#include "controller/advice_routes.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "advise/advisor.h"
+#include "controller/api_common.h"
+#include "core/duration.h"
+
+namespace gpufleet::controller {
+namespace {
+
+using api::Dump;
+using api::Fail;
+using api::json;
+
+// The job `id_text` names, when the caller (a user) may see it; else answers and returns none.
+std::optional<store::JobRecord> CallersJob(Controller& controller, const httplib::Request& req,
+                                           httplib::Response& res, bool* admin = nullptr) {
+  auto caller = api::Authenticate(controller.store(), req, res, NowMs());
+  if (!caller) return std::nullopt;
+  if (caller->kind != store::TokenKind::kUser) {
+    Fail(res, 403, "only users read jobs");
+    return std::nullopt;
+  }
+  if (admin != nullptr) *admin = caller->admin;
+  const std::string id_text = req.matches[1];
+  auto id = api::ParseId(id_text);
+  if (!id) {
+    Fail(res, 400, "job id '" + id_text + "' is not a number", "id");
+    return std::nullopt;
+  }
+  auto job = controller.store().GetJob(*id);
+  if (!job) {
+    Fail(res, 503, job.error());
+    return std::nullopt;
+  }
+  if (!job.value() || (!caller->admin && job.value()->user != caller->name)) {
+    Fail(res, 404, "no job " + id_text);  // another user's job does not exist for you
+    return std::nullopt;
+  }
+  return *job.value();
+}
+
+double Round(double v, double step) { return std::round(v / step) * step; }
+
+json Figure(float v) { return v < 0 ? json(nullptr) : json(Round(v, 0.1)); }
+
+json UsageJson(const store::JobRecord& job, const Controller::JobUsageView& view) {
+  const advise::JobUsage& u = view.usage;
+  json buckets = json::array();
+  // Figures never measured in any bucket: the source cannot give them.
+  std::map<std::string, bool> seen;
+  for (const advise::UsageBucket& b : u.buckets) {
+    const std::pair<const char*, float> figures[] = {
+        {"sm_mean", b.sm_mean},
+        {"sm_min", b.sm_min},
+        {"sm_max", b.sm_max},
+        {"membw_pct", b.membw_pct},
+        {"fb_used_pct", b.fb_used_pct},
+        {"pcie_mb_s", b.pcie_mb_s},
+        {"power_pct", b.power_pct},
+        {"throttled_pct", b.throttled_pct},
+        {"active_gpus", b.active_gpus},
+        {"cpu_used_pct", b.cpu_used_pct},
+        {"cpu_throttled_pct", b.cpu_throttled_pct},
+        {"cpu_pressure_pct", b.cpu_pressure_pct},
+        {"io_pressure_pct", b.io_pressure_pct},
+        {"mem_pressure_pct", b.mem_pressure_pct},
+        {"mem_used_pct", b.mem_used_pct},
+        {"io_mb_s", b.io_mb_s},
+    };
+    json row = {{"start_s", b.start_ms / 1000}};
+    for (const auto& [name, value] : figures) {
+      row[name] = Figure(value);
+      seen[name] = seen[name] || value >= 0;
+    }
+    buckets.push_back(std::move(row));
+  }
+  json missing = json::array();
+  for (const auto& [name, any] : seen) {
+    if (!any) missing.push_back(name);
+  }
+  json gpus = json::array();
+  for (const advise::GpuTotal& g : u.gpus) {
+    gpus.push_back({{"node", g.node},
+                    {"index", g.index},
+                    {"samples", g.samples},
+                    {"sm_mean", g.samples > 0 ? json(Round(g.sm_mean(), 0.1)) : json(nullptr)},
+                    {"busy_samples", g.busy_samples},
+                    {"mem_peak_mib", g.mem_peak_mib},
+                    {"mem_total_mib", g.mem_total_mib}});
+  }
+  return {{"id", job.id},
+          {"state", std::string(store::StateName(job.state))},
+          {"live", view.live},
+          {"bucket_s", advise::kBucketMs / 1000},
+          {"host_source", std::string(core::UsageSourceName(u.host_source))},
+          {"cpu_alloc_milli", u.cpu_alloc_milli},
+          {"mem_alloc_mib", u.mem_alloc_mib},
+          {"oom_kills", u.oom_kills},
+          {"gpu_h_alloc", Round(view.gpu_h_alloc, 0.001)},
+          {"gpu_h_used", Round(view.gpu_h_used, 0.001)},
+          {"missing", std::move(missing)},
+          {"buckets", std::move(buckets)},
+          {"gpus", std::move(gpus)}};
+}
+
+json FindingJson(const advise::Finding& f) {
+  json evidence = json::array();
+  for (const advise::Evidence& e : f.evidence) {
+    evidence.push_back({{"figure", e.figure},
+                        {"value", Round(e.value, 0.01)},
+                        {"unit", e.unit},
+                        {"from_s", e.from_ms / 1000},
+                        {"to_s", e.to_ms / 1000}});
+  }
+  json out = {{"kind", std::string(advise::FindingKindName(f.kind))},
+              {"severity", std::string(advise::SeverityName(f.severity))},
+              {"summary", f.summary},
+              {"waste_gpu_h", Round(f.waste_gpu_h, 0.001)},
+              {"evidence", std::move(evidence)},
+              {"advice", f.advice},
+              {"for_admins", f.for_admins}};
+  if (!f.node.empty()) out["node"] = f.node;
+  return out;
+}
+
+// A stored findings summary ("kind:severity:waste,...") as (kind, waste) pairs.
+std::vector<std::pair<std::string, double>> SummaryFindings(const std::string& text) {
+  std::vector<std::pair<std::string, double>> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    const std::size_t a = item.find(':');
+    const std::size_t b = a == std::string::npos ? a : item.find(':', a + 1);
+    if (b == std::string::npos) continue;
+    out.emplace_back(item.substr(0, a), std::strtod(item.c_str() + b + 1, nullptr));
+  }
+  return out;
+}
+
+}  // namespace
+
+json FleetReport(const std::vector<store::JobReportRow>& rows, const std::string& by) {
+  struct Group {
+    int64_t jobs = 0;
+    double alloc = 0, used = 0, waste = 0;
+    int64_t idle_reclaims = 0;
+  };
+  std::map<std::string, Group> groups;
+  std::map<std::string, std::pair<int64_t, double>> kinds;  // finding -> (jobs, waste)
+  Group total;
+  for (const store::JobReportRow& r : rows) {
+    const std::string& key = by == "queue" ? r.queue : by == "model" ? r.gpu_model : r.user;
+    Group& g = groups[key.empty() ? "-" : key];
+    const bool reclaimed = r.state == store::JobState::kCancelled && r.reason.rfind("idle for", 0) == 0;
+    double waste = 0;
+    for (const auto& [kind, w] : SummaryFindings(r.findings)) {
+      if (kind == "efficient") continue;
+      auto& k = kinds[kind];
+      ++k.first;
+      k.second += w;
+      waste += w;
+    }
+    for (Group* x : {&g, &total}) {
+      ++x->jobs;
+      x->alloc += r.gpu_h_alloc;
+      x->used += r.gpu_h_used;
+      x->waste += waste;
+      x->idle_reclaims += reclaimed ? 1 : 0;
+    }
+  }
+  auto group_json = [](const std::string& name, const Group& g) {
+    return json{{"name", name},
+                {"jobs", g.jobs},
+                {"gpu_h_alloc", Round(g.alloc, 0.01)},
+                {"gpu_h_used", Round(g.used, 0.01)},
+                {"used_pct", g.alloc > 0 ? Round(100 * g.used / g.alloc, 0.1) : 0.0},
+                {"waste_gpu_h", Round(g.waste, 0.01)},
+                {"idle_reclaims", g.idle_reclaims}};
+  };
+  std::vector<std::pair<std::string, Group>> ranked(groups.begin(), groups.end());
+  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+    const double wa = a.second.alloc - a.second.used, wb = b.second.alloc - b.second.used;
+    return wa != wb ? wa > wb : a.first < b.first;
+  });
+  json ranking = json::array();
+  for (const auto& [name, g] : ranked) ranking.push_back(group_json(name, g));
+  std::vector<std::pair<std::string, std::pair<int64_t, double>>> top(kinds.begin(), kinds.end());
+  std::sort(top.begin(), top.end(), [](const auto& a, const auto& b) {
+    return a.second.second != b.second.second ? a.second.second > b.second.second
+                                              : a.first < b.first;
+  });
+  json findings = json::array();
+  for (const auto& [kind, k] : top) {
+    findings.push_back({{"kind", kind}, {"jobs", k.first}, {"waste_gpu_h", Round(k.second, 0.01)}});
+  }
+  return {{"by", by},
+          {"total", group_json("total", total)},
+          {"ranking", std::move(ranking)},
+          {"top_findings", std::move(findings)}};
+}
+
+void AddAdviceRoutes(net::HttpServer& server, Controller& controller) {
+  server.Get(R"(/v1/jobs/([^/]+)/usage)",
+             [&controller](const httplib::Request& req, httplib::Response& res) {
+               auto job = CallersJob(controller, req, res);
+               if (!job) return;
+               auto view = controller.Usage(*job);
+               if (!view) return Fail(res, view.failure());
+               if (!view.value()) {
+                 return Fail(res, 404, "job " + std::to_string(job->id) + " has no usage series");
+               }
+               res.set_content(Dump(UsageJson(*job, *view.value())), "application/json");
+             });
+  server.Get(R"(/v1/jobs/([^/]+)/advice)",
+             [&controller](const httplib::Request& req, httplib::Response& res) {
+               auto job = CallersJob(controller, req, res);
+               if (!job) return;
+               auto view = controller.Usage(*job);
+               if (!view) return Fail(res, view.failure());
+               json findings = json::array();
+               json out = {{"id", job->id}, {"state", std::string(store::StateName(job->state))}};
+               if (view.value()) {
+                 for (const advise::Finding& f :
+                      advise::Advise(view.value()->usage, view.value()->facts)) {
+                   findings.push_back(FindingJson(f));
+                 }
+                 out["live"] = view.value()->live;
+                 out["gpu_h_alloc"] = Round(view.value()->gpu_h_alloc, 0.001);
+                 out["gpu_h_used"] = Round(view.value()->gpu_h_used, 0.001);
+                 out["minutes"] = view.value()->usage.buckets.size();
+               } else {
+                 out["note"] = "no usage measured for this job (it has not run, or ran before "
+                               "usage series were kept)";
+               }
+               out["findings"] = std::move(findings);
+               res.set_content(Dump(out), "application/json");
+             });
+  server.Get("/v1/report", [&controller](const httplib::Request& req, httplib::Response& res) {
+    auto caller = api::Authenticate(controller.store(), req, res, NowMs());
+    if (!caller) return;
+    if (caller->kind != store::TokenKind::kUser) return Fail(res, 403, "only users read reports");
+    int64_t since_s = 7 * 86400;
+    if (req.has_param("since")) {
+      auto s = core::ParseDurationSeconds(req.get_param_value("since"));
+      if (!s) return Fail(res, 400, "since: a duration such as 7d, 24h or 30m", "since");
+      since_s = *s;
+    }
+    const std::string by = req.has_param("by") ? req.get_param_value("by") : "user";
+    if (by != "user" && by != "queue" && by != "model") {
+      return Fail(res, 400, "by: one of user, queue, model", "by");
+    }
+    auto rows = controller.store().ReportRows(NowMs() - since_s * 1000);
+    if (!rows) return Fail(res, 503, rows.error());
+    if (!caller->admin) {  // a user's report covers their own jobs only
+      std::erase_if(rows.value(),
+                    [&](const store::JobReportRow& r) { return r.user != caller->name; });
+    }
+    json out = FleetReport(rows.value(), by);
+    out["since_s"] = since_s;
+    out["scope"] = caller->admin ? "fleet" : "user " + caller->name;
+    res.set_content(Dump(out), "application/json");
+  });
+}
+
+}  // namespace gpufleet::controller

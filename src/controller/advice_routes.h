@@ -1,0 +1,25 @@
+#pragma once
+// The advisor's HTTP API (issue 13), for a job's owner or an admin:
+//   GET /v1/jobs/<id>/usage     the job's usage series (one-minute buckets, per-GPU totals)
+//   GET /v1/jobs/<id>/advice    the advisor's findings: kind, severity, waste_gpu_h, evidence,
+//                               advice
+//   GET /v1/report?since=7d&by=user|queue|model
+//                               GPU-hours allocated and used, the waste ranking, the top findings
+//                               and idle reclaims of jobs that ended since then (a non-admin sees
+//                               only their own jobs)
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "controller/controller.h"
+#include "net/http_server.h"
+
+namespace gpufleet::controller {
+
+void AddAdviceRoutes(net::HttpServer& server, Controller& controller);
+
+// The fleet report over `rows` (jobs ended since the report's start), grouped by `by` ("user",
+// "queue" or "model"), as the JSON `GET /v1/report` answers. Pure, for the report benchmark.
+nlohmann::json FleetReport(const std::vector<store::JobReportRow>& rows, const std::string& by);
+
+}  // namespace gpufleet::controller

@@ -1,0 +1,13 @@
+#pragma once
+// Durations as users type them on the command line and in query strings.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace gpufleet::core {
+
+// "90", "90s", "30m", "2h", "1d" or "H:MM:SS" / "MM:SS" in seconds (at most 366 days); nothing
+// when malformed or not positive.
+std::optional<int64_t> ParseDurationSeconds(const std::string& text);
+
+}  // namespace gpufleet::core
