@@ -87,7 +87,8 @@ core::Result<PriceTable> ParsePriceTable(std::string_view text) {
     const std::string where = "GPU prices line " + std::to_string(line_no);
     if (!header_seen) {
       header_seen = true;
-      if (line != kHeader) return core::Error{where + ": expected header '" + std::string(kHeader) + "'"};
+      if (line != kHeader)
+        return core::Error{where + ": expected header '" + std::string(kHeader) + "'"};
       continue;
     }
     std::vector<std::string_view> f = Split(line, ',');
@@ -113,7 +114,8 @@ core::Result<PriceTable> ParsePriceTable(std::string_view text) {
     auto tdp = ParseNumber(f[6]);
     if (!tdp || *tdp < 0) return core::Error{where + ", column tdp_w: not a non-negative number"};
     row.tdp_w = *tdp;
-    if (f[7] != "yes" && f[7] != "no") return core::Error{where + ", column placeholder: not yes or no"};
+    if (f[7] != "yes" && f[7] != "no")
+      return core::Error{where + ", column placeholder: not yes or no"};
     row.placeholder = f[7] == "yes";
     row.date = f[8];
     row.source = f[9];

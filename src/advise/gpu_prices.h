@@ -20,11 +20,11 @@ std::string_view PriceKindName(PriceKind kind);
 struct PriceRow {
   std::string model;  // a GPU catalog name (core::GpuCatalog), as written in the table
   PriceKind kind = PriceKind::kOnDemand;
-  std::string provider;  // "aws", "gcp", "azure", "market", ...
-  std::string offer;     // instance type and region, or the card
-  int gpus = 1;          // GPUs in one instance (1 for a purchase)
-  double usd = 0;        // per instance-hour; for a purchase, the price of one GPU
-  double tdp_w = 0;      // board power, purchase rows only
+  std::string provider;      // "aws", "gcp", "azure", "market", ...
+  std::string offer;         // instance type and region, or the card
+  int gpus = 1;              // GPUs in one instance (1 for a purchase)
+  double usd = 0;            // per instance-hour; for a purchase, the price of one GPU
+  double tdp_w = 0;          // board power, purchase rows only
   bool placeholder = false;  // no public source was found for `usd`
   std::string date, source, note;
   double usd_per_gpu_hour() const { return usd / gpus; }

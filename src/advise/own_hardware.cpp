@@ -74,9 +74,9 @@ core::Result<OwnHardware> ParseOwnHardware(std::string_view text) {
     size_t k = 0;
     while (k < kKeys.size() && kKeys[k].name != name) ++k;
     if (k == kKeys.size()) {
-      return core::Error{where + ": unknown key '" + std::string(name) + "' (known: " +
-                             KnownKeys() + ")",
-                         core::ErrorCode::kInvalid, std::string(name)};
+      return core::Error{
+          where + ": unknown key '" + std::string(name) + "' (known: " + KnownKeys() + ")",
+          core::ErrorCode::kInvalid, std::string(name)};
     }
     const Key& key = kKeys[k];
     const std::string at = where + ", key '" + std::string(key.name) + "'";

@@ -12,12 +12,12 @@ namespace gpufleet::advise {
 
 // Defaults are those of data/own_hardware.example.conf: examples to replace with a site's own.
 struct OwnHardware {
-  double lifetime_years = 4;             // the purchase is written off over this many years
+  double lifetime_years = 4;  // the purchase is written off over this many years
   double electricity_usd_per_kwh = 0.12;
-  double pue = 1.4;                      // facility power / IT power (cooling, conversion losses)
-  double ops_share = 0.10;               // yearly operations (staff, support, space) / purchase
-  double utilization_target = 0.6;       // share of the hours a GPU is used; spreads fixed costs
-  double server_overhead_usd_per_gpu = 4000;  // the host (CPUs, memory, network, rack) per GPU
+  double pue = 1.4;                 // facility power / IT power (cooling, conversion losses)
+  double ops_share = 0.10;          // yearly operations (staff, support, space) / purchase
+  double utilization_target = 0.6;  // share of the hours a GPU is used; spreads fixed costs
+  double server_overhead_usd_per_gpu = 4000;   // the host (CPUs, memory, network, rack) per GPU
   double server_overhead_watts_per_gpu = 150;  // the host's power per GPU
   bool operator==(const OwnHardware&) const = default;
 };

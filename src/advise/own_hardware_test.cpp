@@ -58,15 +58,18 @@ struct BadCase {
 
 TEST(OwnHardware, ErrorsNameTheKeyAndLine) {
   const BadCase cases[] = {
-      {"pue = 1.2\nlifetime_years = 3\npue = 0.5\n", "pue", "line 3, key 'pue': already set on line 1"},
+      {"pue = 1.2\nlifetime_years = 3\npue = 0.5\n", "pue",
+       "line 3, key 'pue': already set on line 1"},
       {"# x\npue = 0.5\n", "pue", "line 2, key 'pue': 0.5 is out of range (1 to 5)"},
-      {"lifetime_years = 0\n", "lifetime_years", "line 1, key 'lifetime_years': 0 is out of range (above 0"},
+      {"lifetime_years = 0\n", "lifetime_years",
+       "line 1, key 'lifetime_years': 0 is out of range (above 0"},
       {"\n\nutilization_target = 1.5\n", "utilization_target", "line 3, key 'utilization_target'"},
       {"ops_share = ten\n", "ops_share", "line 1, key 'ops_share': 'ten' is not a number"},
       {"ops_share =\n", "ops_share", "line 1, key 'ops_share': '' is not a number"},
       {"pue = inf\n", "pue", "line 1, key 'pue': 'inf' is not a number"},
       {"pue = 1.2x\n", "pue", "line 1, key 'pue'"},
-      {"pue = 1.2\ngpu_price = 3\n", "gpu_price", "line 2: unknown key 'gpu_price' (known: lifetime_years"},
+      {"pue = 1.2\ngpu_price = 3\n", "gpu_price",
+       "line 2: unknown key 'gpu_price' (known: lifetime_years"},
       {"pue 1.2\n", "", "line 1: expected 'key = value'"},
   };
   for (const BadCase& c : cases) {

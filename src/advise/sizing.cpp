@@ -49,8 +49,8 @@ bool Before(const SizingOption& a, const SizingOption& b) {
 }
 
 std::string Describe(const SizingOption& o) {
-  return std::to_string(o.gpus) + " x " + o.model + " " + o.where + " (" + o.offer + "): " +
-         Fixed(o.est_hours, 2) + " h, $" + Fixed(o.cost_usd, 2);
+  return std::to_string(o.gpus) + " x " + o.model + " " + o.where + " (" + o.offer +
+         "): " + Fixed(o.est_hours, 2) + " h, $" + Fixed(o.cost_usd, 2);
 }
 
 core::Error Invalid(const std::string& field, const std::string& what) {
@@ -103,15 +103,16 @@ std::optional<double> EstimateScalingEfficiency(const JobUsage& usage) {
   return sum / measured / most;
 }
 
-core::Result<Sizing> Size(const SizingRequest& request, const core::GpuCatalog& catalog,
-                          const PriceTable& prices, const OwnHardware& own,
-                          const SizingOptions& options) {
+namespace {
+
+std::optional<core::Error> Validate(const SizingRequest& request, const core::GpuCatalog& catalog,
+                                    const SizingOptions& options) {
   if (!std::isfinite(request.gpu_hours) || request.gpu_hours <= 0)
     return Invalid("gpu_hours", "not a positive number");
   if (request.gpus < 1 || request.gpus > kMaxGpus)
     return Invalid("gpus", "not from 1 to " + std::to_string(kMaxGpus));
-  const auto measured_id = catalog.Find(request.model);
-  if (!measured_id) return Invalid("model", "unknown GPU model '" + request.model + "'");
+  if (!catalog.Find(request.model))
+    return Invalid("model", "unknown GPU model '" + request.model + "'");
   if (std::isnan(request.sm_mean_pct)) return Invalid("sm_mean_pct", "not a number");
   if (request.scaling_efficiency &&
       !(std::isfinite(*request.scaling_efficiency) && *request.scaling_efficiency > 0))
@@ -125,51 +126,14 @@ core::Result<Sizing> Size(const SizingRequest& request, const core::GpuCatalog& 
     return Invalid("assumed_parallel_fraction", "not from 0 to 1");
   if (!(std::isfinite(options.spot_extra_time) && options.spot_extra_time >= 0))
     return Invalid("spot_extra_time", "not a non-negative number");
+  return std::nullopt;
+}
 
-  Sizing out;
-  auto& notes = out.assumptions;
-  const core::GpuModel& measured = catalog.model(*measured_id);
-  const double run_hours = request.gpu_hours / request.gpus;
-  notes.push_back("Work: " + Fixed(request.gpu_hours, 2) + " GPU-hours measured on " +
-                  std::to_string(request.gpus) + " x " + measured.name + ", so " +
-                  Fixed(run_hours, 2) + " h wall time.");
-
-  double p = options.assumed_parallel_fraction;
-  if (request.gpus >= 2 && request.scaling_efficiency) {
-    p = FitParallelFraction(*request.scaling_efficiency, request.gpus);
-    notes.push_back("Scaling (Amdahl): speedup(n) = 1 / ((1 - p) + p / n), p = " + Fixed(p, 3) +
-                    ", fitted to the measured efficiency " +
-                    Fixed(*request.scaling_efficiency, 2) + " at " +
-                    std::to_string(request.gpus) + " GPUs (speedup " +
-                    Fixed(AmdahlSpeedup(p, request.gpus), 2) +
-                    "). Communication that grows with n is not modeled: more GPUs than measured "
-                    "are likely slower than this.");
-  } else {
-    notes.push_back("Scaling (Amdahl): speedup(n) = 1 / ((1 - p) + p / n), p = " + Fixed(p, 3) +
-                    " assumed, not measured (" +
-                    (request.gpus < 2 ? std::string("the job ran on one GPU")
-                                      : std::string("no scaling efficiency given")) +
-                    "): check it with a run on more GPUs.");
-  }
-
-  double sm = request.sm_mean_pct;
-  if (sm < 0) {
-    sm = 100;
-    notes.push_back("Device speed: SM utilization unknown, taken as 100%: all of the run time "
-                    "scales with the GPU's speed.");
-  } else {
-    sm = std::min(sm, 100.0);
-    notes.push_back("Device speed: only the busy share of the run (mean SM " + Fixed(sm, 0) +
-                    "%) scales with the GPU's relative speed from the GPU catalog (V100 = 1.0, " +
-                    measured.name + " = " + Fixed(measured.relative_speed, 2) +
-                    "); the rest (input pipeline, host) keeps its time on any GPU.");
-  }
-  const double busy = sm / 100.0;
-  const double single_gpu_hours = run_hours * AmdahlSpeedup(p, request.gpus);
-
-  // Prices by catalog model, in catalog order.
+// The price rows by catalog model, in catalog order; the names of rows' models not in the catalog
+// go to `unknown`.
+std::vector<ModelPrices> GroupPrices(const core::GpuCatalog& catalog, const PriceTable& prices,
+                                     std::vector<std::string>& unknown) {
   std::vector<ModelPrices> by_model;
-  std::vector<std::string> unknown;
   for (const PriceRow& row : prices.rows) {
     auto id = catalog.Find(row.model);
     if (!id) {
@@ -197,52 +161,109 @@ core::Result<Sizing> Size(const SizingRequest& request, const core::GpuCatalog& 
   }
   std::sort(by_model.begin(), by_model.end(),
             [](const ModelPrices& a, const ModelPrices& b) { return a.id < b.id; });
+  return by_model;
+}
 
-  const int max_gpus = std::max(options.max_gpus, request.gpus);
-  std::vector<std::string> placeholders;
-  for (const ModelPrices& m : by_model) {
-    const core::GpuModel& model = catalog.model(m.id);
-    const double one_gpu =
-        single_gpu_hours * (busy * measured.relative_speed / model.relative_speed + (1 - busy));
-    std::optional<OwnGpuHourCost> own_cost;
-    if (m.purchase) own_cost = OwnCostPerGpuHour(m.purchase->usd, m.purchase->tdp_w, own);
-    for (int n = 1; n <= max_gpus; ++n) {
-      const double hours = one_gpu / AmdahlSpeedup(p, n);
-      if (own_cost) {
-        out.options.push_back(SizingOption{model.name, n, hours, hours * n * own_cost->at_target,
-                                           "own", "own " + m.purchase->offer,
-                                           m.purchase->placeholder});
-      }
-      if (auto o = CheapestRental(m.on_demand, model.name, n, hours, "on-demand"))
-        out.options.push_back(std::move(*o));
-      if (auto o = CheapestRental(m.spot, model.name, n, hours * (1 + options.spot_extra_time),
-                                  "spot"))
-        out.options.push_back(std::move(*o));
-    }
-    if (own_cost && !m.on_demand.empty()) {
-      double cheapest = m.on_demand.front()->usd_per_gpu_hour();
-      for (const PriceRow* row : m.on_demand) cheapest = std::min(cheapest, row->usd_per_gpu_hour());
-      out.break_even.push_back(BreakEven{model.name, cheapest, own_cost->fixed_usd_per_year,
-                                         own_cost->power_usd_per_hour,
-                                         BreakEvenUtilization(*own_cost, cheapest)});
-    }
-    auto note_placeholder = [&](const PriceRow* row) {
-      if (row->placeholder)
-        placeholders.push_back(model.name + " " + std::string(PriceKindName(row->kind)) + " " +
-                               row->provider + " " + row->offer);
-    };
-    if (m.purchase) note_placeholder(m.purchase);
-    for (const PriceRow* row : m.on_demand) note_placeholder(row);
-    for (const PriceRow* row : m.spot) note_placeholder(row);
+// The job's work and how it scales, as the options need them; says how in `notes`.
+struct Work {
+  double single_gpu_hours = 0;  // on one GPU of the measured model
+  double busy = 1;              // share of the run that scales with device speed
+  double parallel_fraction = 0;
+  double measured_speed = 1;
+};
+
+Work DescribeWork(const SizingRequest& request, const core::GpuModel& measured,
+                  const SizingOptions& options, std::vector<std::string>& notes) {
+  Work work;
+  work.measured_speed = measured.relative_speed;
+  const double run_hours = request.gpu_hours / request.gpus;
+  notes.push_back("Work: " + Fixed(request.gpu_hours, 2) + " GPU-hours measured on " +
+                  std::to_string(request.gpus) + " x " + measured.name + ", so " +
+                  Fixed(run_hours, 2) + " h wall time.");
+  double p = options.assumed_parallel_fraction;
+  if (request.gpus >= 2 && request.scaling_efficiency) {
+    p = FitParallelFraction(*request.scaling_efficiency, request.gpus);
+    notes.push_back("Scaling (Amdahl): speedup(n) = 1 / ((1 - p) + p / n), p = " + Fixed(p, 3) +
+                    ", fitted to the measured efficiency " + Fixed(*request.scaling_efficiency, 2) +
+                    " at " + std::to_string(request.gpus) + " GPUs (speedup " +
+                    Fixed(AmdahlSpeedup(p, request.gpus), 2) +
+                    "). Communication that grows with n is not modeled: more GPUs than measured "
+                    "are likely slower than this.");
+  } else {
+    notes.push_back("Scaling (Amdahl): speedup(n) = 1 / ((1 - p) + p / n), p = " + Fixed(p, 3) +
+                    " assumed, not measured (" +
+                    (request.gpus < 2 ? std::string("the job ran on one GPU")
+                                      : std::string("no scaling efficiency given")) +
+                    "): check it with a run on more GPUs.");
   }
-  std::sort(out.options.begin(), out.options.end(), Before);
+  work.parallel_fraction = p;
+  double sm = request.sm_mean_pct;
+  if (sm < 0) {
+    sm = 100;
+    notes.push_back(
+        "Device speed: SM utilization unknown, taken as 100%: all of the run time "
+        "scales with the GPU's speed.");
+  } else {
+    sm = std::min(sm, 100.0);
+    notes.push_back("Device speed: only the busy share of the run (mean SM " + Fixed(sm, 0) +
+                    "%) scales with the GPU's relative speed from the GPU catalog (V100 = 1.0, " +
+                    measured.name + " = " + Fixed(measured.relative_speed, 2) +
+                    "); the rest (input pipeline, host) keeps its time on any GPU.");
+  }
+  work.busy = sm / 100.0;
+  work.single_gpu_hours = run_hours * AmdahlSpeedup(p, request.gpus);
+  return work;
+}
 
-  notes.push_back("Cloud: list prices per instance-hour from the price table (each row has its "
-                  "source and date); whole instances are billed, so n GPUs of an 8-GPU instance "
-                  "pay for 8. Storage, network egress, minimum terms and taxes are not counted.");
-  notes.push_back("Spot: prices vary by the hour, region and zone, and the table holds one "
-                  "reading each, some old; preemptions add " +
-                  Fixed(options.spot_extra_time * 100, 0) + "% to the run time.");
+// Adds the options on `m` for 1..max_gpus GPUs, its break-even, and its placeholder rows.
+void SizeModel(const ModelPrices& m, const core::GpuModel& model, const Work& work, int max_gpus,
+               const OwnHardware& own, const SizingOptions& options, Sizing& out,
+               std::vector<std::string>& placeholders) {
+  const double one_gpu = work.single_gpu_hours *
+                         (work.busy * work.measured_speed / model.relative_speed + (1 - work.busy));
+  std::optional<OwnGpuHourCost> own_cost;
+  if (m.purchase) own_cost = OwnCostPerGpuHour(m.purchase->usd, m.purchase->tdp_w, own);
+  for (int n = 1; n <= max_gpus; ++n) {
+    const double hours = one_gpu / AmdahlSpeedup(work.parallel_fraction, n);
+    if (own_cost) {
+      out.options.push_back(SizingOption{model.name, n, hours, hours * n * own_cost->at_target,
+                                         "own", "own " + m.purchase->offer,
+                                         m.purchase->placeholder});
+    }
+    if (auto o = CheapestRental(m.on_demand, model.name, n, hours, "on-demand"))
+      out.options.push_back(std::move(*o));
+    if (auto o =
+            CheapestRental(m.spot, model.name, n, hours * (1 + options.spot_extra_time), "spot"))
+      out.options.push_back(std::move(*o));
+  }
+  if (own_cost && !m.on_demand.empty()) {
+    double cheapest = m.on_demand.front()->usd_per_gpu_hour();
+    for (const PriceRow* row : m.on_demand) cheapest = std::min(cheapest, row->usd_per_gpu_hour());
+    out.break_even.push_back(BreakEven{model.name, cheapest, own_cost->fixed_usd_per_year,
+                                       own_cost->power_usd_per_hour,
+                                       BreakEvenUtilization(*own_cost, cheapest)});
+  }
+  auto note_placeholder = [&](const PriceRow* row) {
+    if (row->placeholder)
+      placeholders.push_back(model.name + " " + std::string(PriceKindName(row->kind)) + " " +
+                             row->provider + " " + row->offer);
+  };
+  if (m.purchase) note_placeholder(m.purchase);
+  for (const PriceRow* row : m.on_demand) note_placeholder(row);
+  for (const PriceRow* row : m.spot) note_placeholder(row);
+}
+
+void DescribeCosts(const OwnHardware& own, const SizingOptions& options,
+                   const std::vector<std::string>& placeholders,
+                   const std::vector<std::string>& unknown, std::vector<std::string>& notes) {
+  notes.push_back(
+      "Cloud: list prices per instance-hour from the price table (each row has its "
+      "source and date); whole instances are billed, so n GPUs of an 8-GPU instance "
+      "pay for 8. Storage, network egress, minimum terms and taxes are not counted.");
+  notes.push_back(
+      "Spot: prices vary by the hour, region and zone, and the table holds one "
+      "reading each, some old; preemptions add " +
+      Fixed(options.spot_extra_time * 100, 0) + "% to the run time.");
   notes.push_back(
       "Own: per GPU-hour used = (purchase + $" + Fixed(own.server_overhead_usd_per_gpu, 0) +
       " server share) x (1 / " + Fixed(own.lifetime_years, 1) + " years + " +
@@ -252,8 +273,9 @@ core::Result<Sizing> Size(const SizingRequest& request, const core::GpuCatalog& 
       " x $" + Fixed(own.electricity_usd_per_kwh, 3) +
       "/kWh, power at full board power while the job runs. The hardware is assumed to be there "
       "and used at the target utilization by other jobs too, not bought for this job alone.");
-  notes.push_back("Break-even: owning beats on-demand above utilization u = fixed cost a year / "
-                  "(8760 h x (cheapest on-demand price per GPU-hour - power cost per hour)).");
+  notes.push_back(
+      "Break-even: owning beats on-demand above utilization u = fixed cost a year / "
+      "(8760 h x (cheapest on-demand price per GPU-hour - power cost per hour)).");
   if (!placeholders.empty()) {
     std::string line = "Placeholder prices (no public source found; replace them):";
     for (size_t i = 0; i < placeholders.size(); ++i)
@@ -265,45 +287,67 @@ core::Result<Sizing> Size(const SizingRequest& request, const core::GpuCatalog& 
     for (size_t i = 0; i < unknown.size(); ++i) line += (i == 0 ? " " : ", ") + unknown[i];
     notes.push_back(line + ".");
   }
+}
 
+// Picks the cheapest option within the deadline (options are sorted cheapest first).
+void Recommend(const std::optional<double>& deadline_hours, Sizing& out) {
+  auto& notes = out.assumptions;
   if (out.options.empty()) {
-    out.deadline_met = !request.deadline_hours;
+    out.deadline_met = !deadline_hours;
     notes.push_back("No GPU model of the catalog has a price: nothing to compare.");
-    return out;
+    return;
   }
   for (const SizingOption& o : out.options) {
-    if (!request.deadline_hours || o.est_hours <= *request.deadline_hours * (1 + 1e-12)) {
+    if (!deadline_hours || o.est_hours <= *deadline_hours * (1 + 1e-12)) {
       out.recommended = o;
       break;
     }
   }
-  if (request.deadline_hours) {
+  if (!deadline_hours) {
+    notes.push_back("No deadline: the cheapest option is " + Describe(*out.recommended) + ".");
+  } else if (out.recommended) {
+    notes.push_back("Deadline " + Fixed(*deadline_hours, 2) +
+                    " h: the cheapest option that meets it is " + Describe(*out.recommended) + ".");
+  } else {
     const SizingOption& quickest = *std::min_element(
         out.options.begin(), out.options.end(), [](const SizingOption& a, const SizingOption& b) {
           return std::tie(a.est_hours, a.cost_usd) < std::tie(b.est_hours, b.cost_usd);
         });
-    if (out.recommended) {
-      notes.push_back("Deadline " + Fixed(*request.deadline_hours, 2) +
-                      " h: the cheapest option that meets it is " + Describe(*out.recommended) +
-                      ".");
-    } else {
-      out.deadline_met = false;
-      notes.push_back("Deadline " + Fixed(*request.deadline_hours, 2) +
-                      " h: no option meets it; the quickest is " + Describe(quickest) + ".");
-    }
-  } else {
-    notes.push_back("No deadline: the cheapest option is " + Describe(*out.recommended) + ".");
+    out.deadline_met = false;
+    notes.push_back("Deadline " + Fixed(*deadline_hours, 2) +
+                    " h: no option meets it; the quickest is " + Describe(quickest) + ".");
   }
   if (out.recommended && out.recommended->placeholder_price)
     notes.push_back("The recommended option rests on a placeholder price: check it first.");
+}
+
+}  // namespace
+
+core::Result<Sizing> Size(const SizingRequest& request, const core::GpuCatalog& catalog,
+                          const PriceTable& prices, const OwnHardware& own,
+                          const SizingOptions& options) {
+  if (auto error = Validate(request, catalog, options)) return std::move(*error);
+  Sizing out;
+  const core::GpuModel& measured = catalog.model(*catalog.Find(request.model));
+  const Work work = DescribeWork(request, measured, options, out.assumptions);
+  std::vector<std::string> unknown, placeholders;
+  const int max_gpus = std::max(options.max_gpus, request.gpus);
+  for (const ModelPrices& m : GroupPrices(catalog, prices, unknown))
+    SizeModel(m, catalog.model(m.id), work, max_gpus, own, options, out, placeholders);
+  std::sort(out.options.begin(), out.options.end(), Before);
+  DescribeCosts(own, options, placeholders, unknown, out.assumptions);
+  Recommend(request.deadline_hours, out);
   return out;
 }
 
 std::string SizingToJson(const Sizing& sizing) {
   auto option = [](const SizingOption& o) {
-    return nlohmann::json{{"model", o.model},         {"gpus", o.gpus},
-                          {"est_hours", o.est_hours}, {"cost", o.cost_usd},
-                          {"where", o.where},         {"offer", o.offer},
+    return nlohmann::json{{"model", o.model},
+                          {"gpus", o.gpus},
+                          {"est_hours", o.est_hours},
+                          {"cost", o.cost_usd},
+                          {"where", o.where},
+                          {"offer", o.offer},
                           {"placeholder_price", o.placeholder_price}};
   };
   nlohmann::json j;

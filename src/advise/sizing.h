@@ -29,9 +29,9 @@ namespace gpufleet::advise {
 
 // What the job used, as measured.
 struct SizingRequest {
-  double gpu_hours = 0;  // GPUs held x wall hours, as the job ran
-  std::string model;     // the GPU model it ran on, a catalog name or alias
-  int gpus = 1;          // GPUs it ran on
+  double gpu_hours = 0;     // GPUs held x wall hours, as the job ran
+  std::string model;        // the GPU model it ran on, a catalog name or alias
+  int gpus = 1;             // GPUs it ran on
   double sm_mean_pct = -1;  // mean SM utilization over its GPUs, %; -1: unknown (taken as 100)
   // speedup at `gpus` / `gpus`, e.g. from EstimateScalingEfficiency; none (or a 1-GPU job):
   // SizingOptions::assumed_parallel_fraction is used instead.
@@ -74,7 +74,7 @@ struct Sizing {
   // meets it, and `deadline_met` is false.
   std::optional<SizingOption> recommended;
   bool deadline_met = true;
-  std::vector<BreakEven> break_even;  // per model with a purchase and an on-demand price
+  std::vector<BreakEven> break_even;     // per model with a purchase and an on-demand price
   std::vector<std::string> assumptions;  // one line each, for the user to check
 };
 
