@@ -83,9 +83,10 @@ TEST_F(CgroupLimitsTest, ReadsAV2JobsFiguresAndSaysWhichAreMissing) {
   EXPECT_EQ(u.get(F::kIoReadBytes), 1100);
   EXPECT_EQ(u.get(F::kIoWriteBytes), 2200);
   EXPECT_EQ(u.get(F::kCpuPressureSomeUs), 12345);
-  // No io.pressure or memory.pressure file here; run-queue wait is not a cgroup figure.
+  // No io.pressure or memory.pressure file here; run-queue wait and I/O stall are not cgroup
+  // figures (agent/job_usage.h adds them from /proc).
   EXPECT_EQ(u.Missing(), (std::vector<std::string>{"cpu_wait_us", "io_pressure_some_us",
-                                                   "memory_pressure_some_us"}));
+                                                   "memory_pressure_some_us", "io_blocked_us"}));
   EXPECT_EQ(limits.Processes(7), (std::vector<pid_t>{101, 102}));
 }
 
@@ -145,7 +146,7 @@ TEST_F(CgroupLimitsTest, OnV1ItLimitsAndMeasuresInEachHierarchy) {
   EXPECT_EQ(u.get(F::kIoWriteBytes), 532);
   EXPECT_EQ(u.Missing(), (std::vector<std::string>{"cpu_wait_us", "cpu_pressure_some_us",
                                                    "io_pressure_some_us",
-                                                   "memory_pressure_some_us"}))
+                                                   "memory_pressure_some_us", "io_blocked_us"}))
       << "v1 has no per-cgroup PSI";
   EXPECT_EQ(limits.Processes(9), std::vector<pid_t>{55});
 

@@ -76,6 +76,9 @@ int RunAdvise(const AdviseOptions& o) {
   }
   std::printf("job %lld (%s)\n", static_cast<long long>(o.id), Cell((*answer)["state"]).c_str());
   PrintFindings(*answer);
+  if (answer->contains("sizing_error")) {
+    std::printf("sizing       not possible: %s\n", Cell((*answer)["sizing_error"]).c_str());
+  }
   if (answer->contains("sizing") && (*answer)["sizing"].is_array()) {
     std::printf("sizing\n  %-22s %5s %10s %12s  %s\n", "MODEL", "GPUS", "HOURS", "COST USD",
                 "WHERE");

@@ -3,9 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "advise/advisor.h"
+#include "advise/gpu_prices.h"
+#include "advise/own_hardware.h"
+#include "advise/sizing.h"
 #include "controller/api_common.h"
 #include "core/duration.h"
 
@@ -142,6 +146,28 @@ std::vector<std::pair<std::string, double>> SummaryFindings(const std::string& t
   return out;
 }
 
+// The sizing answer (advise/sizing.h) for the job's measured use, into `out`: "sizing",
+// "recommended", "deadline_met", "break_even", "assumptions"; or "sizing_error".
+void AddSizing(const Controller::JobUsageView& view, std::optional<double> deadline_h, json& out) {
+  advise::SizingRequest request;
+  request.gpu_hours = view.gpu_h_alloc;
+  request.model = view.facts.gpu_model;
+  request.gpus = std::max(1, view.facts.gpus);
+  if (view.gpu_h_alloc > 0) request.sm_mean_pct = 100.0 * view.gpu_h_used / view.gpu_h_alloc;
+  request.scaling_efficiency = advise::EstimateScalingEfficiency(view.usage);
+  request.deadline_hours = deadline_h;
+  // Own hardware at the documented defaults (data/own_hardware.example.conf says what they are).
+  auto sized = advise::Size(request, core::GpuCatalog::Builtin(), advise::BuiltinPriceTable(),
+                            advise::OwnHardware{});
+  if (!sized) {
+    out["sizing_error"] = sized.error();
+    return;
+  }
+  const json answer = json::parse(advise::SizingToJson(sized.value()), nullptr, false);
+  if (!answer.is_object()) return;
+  for (const auto& [key, value] : answer.items()) out[key] = value;
+}
+
 }  // namespace
 
 json FleetReport(const std::vector<store::JobReportRow>& rows, const std::string& by) {
@@ -233,6 +259,18 @@ void AddAdviceRoutes(net::HttpServer& server, Controller& controller) {
                  out["gpu_h_alloc"] = Round(view.value()->gpu_h_alloc, 0.001);
                  out["gpu_h_used"] = Round(view.value()->gpu_h_used, 0.001);
                  out["minutes"] = view.value()->usage.buckets.size();
+                 if (req.has_param("sizing") && req.get_param_value("sizing") != "0") {
+                   std::optional<double> deadline_h;
+                   if (req.has_param("deadline_s")) {
+                     auto s = api::ParseId(req.get_param_value("deadline_s"));
+                     if (!s || *s <= 0) {
+                       return Fail(res, 400, "deadline_s must be a positive integer",
+                                   "deadline_s");
+                     }
+                     deadline_h = static_cast<double>(*s) / 3600.0;
+                   }
+                   AddSizing(*view.value(), deadline_h, out);
+                 }
                } else {
                  out["note"] = "no usage measured for this job (it has not run, or ran before "
                                "usage series were kept)";

@@ -43,7 +43,7 @@ TEST(HostUsageTest, TextFormRoundTripsAndRefusesWhatItDidNotWrite) {
   EXPECT_EQ(back.get(UsageFigure::kCpuThrottledPeriods), 6);
   EXPECT_FALSE(back.has(UsageFigure::kCpuThrottledUs));
   for (const char* bad : {"cgroup-v3 1", "proc 1 x", "proc -2", "proc 1  2", " 1",
-                          "proc 1 1 1 1 1 1 1 1 1 1 1 1 1"}) {
+                          "proc 1 1 1 1 1 1 1 1 1 1 1 1 1 1"}) {
     EXPECT_FALSE(HostUsageFromText(bad, back)) << bad;
     EXPECT_FALSE(back.measured()) << bad;
   }

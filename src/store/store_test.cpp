@@ -352,7 +352,7 @@ TEST_F(StoreTest, SchemaNineMovesOldPlacementsIntoRankRows) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open((dir_ / "gpufleet.db").string().c_str(), &db), SQLITE_OK);
   const std::string v8 =
-      "DROP TABLE job_ranks;"
+      "DROP TABLE job_ranks;DROP TABLE job_usage;DROP INDEX jobs_by_end;"
       "ALTER TABLE jobs ADD COLUMN node TEXT NOT NULL DEFAULT '';"
       "ALTER TABLE jobs ADD COLUMN gpu_indices TEXT NOT NULL DEFAULT '[]';"
       "UPDATE jobs SET node='a,b', gpu_indices='[0,1,2,3]' WHERE id=" + std::to_string(multi) +
@@ -403,6 +403,40 @@ TEST(StoreStates, TransitionTable) {
     EXPECT_TRUE(IsTerminal(s));
     EXPECT_EQ(ParseState(StateName(s)), s);
   }
+}
+
+TEST_F(StoreTest, KeepsUsageSeriesAndListsEndedJobsForTheReport) {
+  const int64_t ended = store_->SubmitJob(Job("alice")).value();
+  const int64_t running = store_->SubmitJob(Job("bob")).value();
+  ASSERT_TRUE(store_->Transition(ended, JobState::kPending, JobState::kScheduled, {}, 1).value());
+  ASSERT_TRUE(store_->Transition(ended, JobState::kScheduled, JobState::kRunning, {}, 2).value());
+  JobUpdate done;
+  done.end_ms = 5000;
+  done.reason = "idle for 30 min";
+  ASSERT_TRUE(store_->Transition(ended, JobState::kRunning, JobState::kCancelled, done, 5000).value());
+  std::string bytes("\x01\x02\x00\xff binary", 12);
+  ASSERT_TRUE(store_->PutJobUsage({{ended, bytes, "idle:warning:0.500", "H100", 0.5, 0.0, 5000},
+                                   {running, "x", "", "A100", 1.0, 0.7, 4000}})
+                  .ok());
+  auto got = store_->GetJobUsage(ended);
+  ASSERT_TRUE(got.ok() && got.value().has_value());
+  EXPECT_EQ(got.value()->series, bytes);  // binary-safe
+  EXPECT_EQ(got.value()->findings, "idle:warning:0.500");
+  EXPECT_DOUBLE_EQ(got.value()->gpu_h_alloc, 0.5);
+  EXPECT_FALSE(store_->GetJobUsage(999).value().has_value());
+  // Replaced by job id.
+  ASSERT_TRUE(store_->PutJobUsage({{ended, "y", "", "H100", 0.6, 0.1, 6000}}).ok());
+  EXPECT_EQ(store_->GetJobUsage(ended).value()->series, "y");
+  // Only ended jobs since the start of the report are listed.
+  auto rows = store_->ReportRows(4000);
+  ASSERT_TRUE(rows.ok()) << rows.error();
+  ASSERT_EQ(rows.value().size(), 1u);
+  EXPECT_EQ(rows.value()[0].id, ended);
+  EXPECT_EQ(rows.value()[0].user, "alice");
+  EXPECT_EQ(rows.value()[0].state, JobState::kCancelled);
+  EXPECT_EQ(rows.value()[0].reason, "idle for 30 min");
+  EXPECT_EQ(rows.value()[0].gpu_model, "H100");
+  EXPECT_TRUE(store_->ReportRows(6000).value().empty());
 }
 
 }  // namespace
