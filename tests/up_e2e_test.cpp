@@ -1280,4 +1280,89 @@ TEST(UpCommand, RefusesAnOracleQueuePolicyLive) {
 }
 
 }  // namespace
+// `up` on a fake NVML with GPU 0 idle (0% SM) and GPU 1 busy (90%), an idle timeout of one
+// minute: issue 13's idle reclaim end to end, and the usage and advice endpoints.
+class IdleServer : public UpServer {
+ protected:
+  void SetUp() override {
+    scenario_ = std::filesystem::temp_directory_path() /
+                ("gpufleet-idle-" + std::to_string(::getpid()) + ".json");
+    std::ofstream(scenario_) << R"({"gpus": [
+      {"name": "NVIDIA H100 80GB HBM3", "memory_total_mib": 81559, "power_limit_w": 700,
+       "timeline": [{"t": 0, "gpu_util": 0, "mem_util": 0, "memory_used_mib": 500, "power_w": 70}]},
+      {"name": "NVIDIA H100 80GB HBM3", "memory_total_mib": 81559, "power_limit_w": 700,
+       "timeline": [{"t": 0, "gpu_util": 90, "mem_util": 40, "memory_used_mib": 60000,
+                     "power_w": 600, "pcie_rx_kbps": 100000, "pcie_tx_kbps": 50000}]}]})";
+    setenv("FAKE_NVML_SCENARIO", scenario_.c_str(), 1);
+    gpu_args = {"--nvml-library", FAKE_NVML_FULL};
+    extra_up_args = {"--idle-timeout", "1m"};
+    UpServer::SetUp();
+    gpu_args = {"--simulated-gpus", "4"};
+    extra_up_args.clear();
+  }
+  void TearDown() override {
+    UpServer::TearDown();
+    unsetenv("FAKE_NVML_SCENARIO");
+    std::filesystem::remove(scenario_);
+  }
+  std::filesystem::path scenario_;
+};
+
+TEST_F(IdleServer, AJobWhoseGpuStaysIdleIsWarnedThenStoppedAndABusyOneRunsOn) {
+  auto id_of = [](const std::string& out) { return json::parse(out)["id"].get<int64_t>(); };
+  const int64_t idle = id_of(Cli("submit --json -- sleep 300"));
+  ASSERT_EQ(WaitFor(idle, "RUNNING")["gpu_indices"], json::array({0})) << "the lowest free GPU";
+  const int64_t busy = id_of(Cli("submit --json -- sleep 300"));
+  ASSERT_EQ(WaitFor(busy, "RUNNING")["gpu_indices"], json::array({1}));
+  // Warned at 48 s (80% of the minute), stopped at 60 s, CANCELLED with the reason.
+  const json ended = WaitFor(idle, "CANCELLED", 120);
+  EXPECT_EQ(ended["reason"].get<std::string>().rfind("idle for 1 min", 0), 0u) << ended.dump();
+  bool warned = false;
+  for (const json& e : ended["events"]) warned = warned || e["what"] == "idle warning";
+  EXPECT_TRUE(warned) << ended.dump();
+  EXPECT_EQ(json::parse(Cli("show --json " + std::to_string(busy)))["state"], "RUNNING");
+  auto metrics = Http("").Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_NE(metrics->body.find("gpufleet_controller_idle_reclaims_total 1"), std::string::npos);
+  EXPECT_NE(metrics->body.find("gpufleet_job_gpu_efficiency_pct{job=\"" +
+                               std::to_string(busy) + "\""),
+            std::string::npos)
+      << metrics->body;
+
+  // The series of each: the idle one at 0% SM, kept after it ended; the busy one live at 90%.
+  const json idle_usage = json::parse(Http(token_).Get("/v1/jobs/" + std::to_string(idle) +
+                                                       "/usage")->body);
+  ASSERT_TRUE(idle_usage.contains("buckets")) << idle_usage.dump();
+  EXPECT_FALSE(idle_usage["live"].get<bool>());
+  ASSERT_GE(idle_usage["buckets"].size(), 1u);
+  EXPECT_EQ(idle_usage["buckets"][0]["sm_mean"], 0.0);
+  EXPECT_EQ(idle_usage["gpus"][0]["index"], 0);
+  const json busy_usage = json::parse(Http(token_).Get("/v1/jobs/" + std::to_string(busy) +
+                                                       "/usage")->body);
+  EXPECT_TRUE(busy_usage["live"].get<bool>());
+  EXPECT_NEAR(busy_usage["buckets"][0]["sm_mean"].get<double>(), 90, 0.5);
+  EXPECT_NEAR(busy_usage["buckets"][0]["power_pct"].get<double>(), 600.0 / 7, 0.5);
+  // Advice answers with findings in the interface's shape, and `advise` prints them.
+  const json advice = json::parse(Cli("advise --json " + std::to_string(busy)));
+  ASSERT_TRUE(advice["findings"].is_array()) << advice.dump();
+  ASSERT_FALSE(advice["findings"].empty()) << advice.dump();
+  for (const char* key : {"kind", "severity", "waste_gpu_h", "evidence", "advice"}) {
+    EXPECT_TRUE(advice["findings"][0].contains(key)) << key;
+  }
+  EXPECT_NE(Cli("show " + std::to_string(busy)).find("advice"), std::string::npos);
+  // Another user sees neither.
+  const std::string alice = json::parse(Cli("users add alice --json"))["token"];
+  EXPECT_EQ(Http(alice).Get("/v1/jobs/" + std::to_string(busy) + "/usage")->status, 404);
+  EXPECT_EQ(Http(alice).Get("/v1/jobs/" + std::to_string(busy) + "/advice")->status, 404);
+  // The report counts the reclaim; alice's covers only her (no) jobs.
+  const json report = json::parse(Cli("report --json --since 1h"));
+  EXPECT_EQ(report["total"]["idle_reclaims"], 1) << report.dump();
+  EXPECT_EQ(report["total"]["jobs"], 1);
+  const json hers = json::parse(Http(alice).Get("/v1/report?since=1h")->body);
+  EXPECT_EQ(hers["total"]["jobs"], 0);
+  EXPECT_EQ(Http(alice).Get("/v1/report?since=forever")->status, 400);
+  EXPECT_EQ(Http(alice).Get("/v1/report?by=color")->status, 400);
+  Cli("cancel " + std::to_string(busy));
+}
+
 }  // namespace gpufleet
