@@ -210,6 +210,9 @@ int main(int argc, char** argv) {
     cmd->add_option("--idle-timeout-queue", o.queue_idle_timeouts,
                     "QUEUE=DURATION: that queue's own idle timeout (0: its jobs are exempt), "
                     "e.g. interactive=4h (repeatable)");
+    cmd->add_option("--own-hardware", o.own_hardware,
+                    "what owning GPUs costs, for `advise --sizing`: a key = value file like "
+                    "data/own_hardware.example.conf (default: that file's values)");
   };
   agent::AgentOptions agent_options;
   CLI::App* agent_cmd = app.add_subcommand("agent", cli::FullCommandDescription("agent"));

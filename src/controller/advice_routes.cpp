@@ -148,7 +148,8 @@ std::vector<std::pair<std::string, double>> SummaryFindings(const std::string& t
 
 // The sizing answer (advise/sizing.h) for the job's measured use, into `out`: "sizing",
 // "recommended", "deadline_met", "break_even", "assumptions"; or "sizing_error".
-void AddSizing(const Controller::JobUsageView& view, std::optional<double> deadline_h, json& out) {
+void AddSizing(const Controller::JobUsageView& view, std::optional<double> deadline_h,
+               const advise::OwnHardware& own, json& out) {
   advise::SizingRequest request;
   request.gpu_hours = view.gpu_h_alloc;
   request.model = view.facts.gpu_model;
@@ -156,9 +157,8 @@ void AddSizing(const Controller::JobUsageView& view, std::optional<double> deadl
   if (view.gpu_h_alloc > 0) request.sm_mean_pct = 100.0 * view.gpu_h_used / view.gpu_h_alloc;
   request.scaling_efficiency = advise::EstimateScalingEfficiency(view.usage);
   request.deadline_hours = deadline_h;
-  // Own hardware at the documented defaults (data/own_hardware.example.conf says what they are).
-  auto sized = advise::Size(request, core::GpuCatalog::Builtin(), advise::BuiltinPriceTable(),
-                            advise::OwnHardware{});
+  auto sized =
+      advise::Size(request, core::GpuCatalog::Builtin(), advise::BuiltinPriceTable(), own);
   if (!sized) {
     out["sizing_error"] = sized.error();
     return;
@@ -269,7 +269,7 @@ void AddAdviceRoutes(net::HttpServer& server, Controller& controller) {
                      }
                      deadline_h = static_cast<double>(*s) / 3600.0;
                    }
-                   AddSizing(*view.value(), deadline_h, out);
+                   AddSizing(*view.value(), deadline_h, controller.options().own_hardware, out);
                  }
                } else {
                  out["note"] = "no usage measured for this job (it has not run, or ran before "

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "advise/advisor.h"
+#include "advise/own_hardware.h"
 #include "advise/usage_series.h"
 #include "core/cluster.h"
 #include "core/node.h"
@@ -88,6 +89,9 @@ struct ControllerOptions {
   // A running job's usage series is written to the store at least this often (and when it ends):
   // a controller restart loses at most this much of it.
   int64_t usage_flush_ms = 5 * 60'000;
+  // What owning GPUs costs, for `advise --sizing` (--own-hardware FILE; defaults otherwise, see
+  // data/own_hardware.example.conf).
+  advise::OwnHardware own_hardware;
   // Milliseconds since the epoch, for what the controller times itself (submits, launches, the
   // passes of its own thread); empty: the system clock. Tests drive a fake one with RunOnce.
   std::function<int64_t()> clock;
@@ -217,6 +221,7 @@ class Controller {
   // Where the controller keeps rank `rank`'s log of job `id` (rank 0: what `logs` shows).
   std::string LogPath(int64_t id, int rank = 0) const;
   store::Store& store() { return store_; }
+  const ControllerOptions& options() const { return options_; }
 
  private:
   using NodeEntry = RegisteredNode;

@@ -18,8 +18,10 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <sstream>
 #include <thread>
 
+#include "advise/own_hardware.h"
 #include "agent/node_agent.h"
 #include "agent/run_as.h"
 #include "agent/sample_json.h"
@@ -246,6 +248,19 @@ int RunUp(const UpOptions& o) {
       return 2;
     }
     options.queue_idle_timeout_ms[kv.substr(0, eq)] = *ms;
+  }
+  if (!o.own_hardware.empty()) {
+    std::ifstream in(o.own_hardware);
+    std::stringstream text;
+    text << in.rdbuf();
+    auto own = in ? advise::ParseOwnHardware(text.str())
+                  : core::Result<advise::OwnHardware>(core::Error{"cannot read it"});
+    if (!own) {
+      std::fprintf(stderr, "%s: --own-hardware %s: %s\n", self, o.own_hardware.c_str(),
+                   own.error().c_str());
+      return 2;
+    }
+    options.own_hardware = own.value();
   }
   for (const std::string& text : o.max_priorities) {
     const std::size_t eq = text.find('=');

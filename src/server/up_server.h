@@ -19,6 +19,7 @@ struct UpOptions {
   std::vector<std::string> queue_weights;  // "NAME=WEIGHT" (fair-share policies)
   std::string idle_timeout;                      // "30m" ("" or "0": off)
   std::vector<std::string> queue_idle_timeouts;  // "QUEUE=DURATION" ("QUEUE=0": exempt)
+  std::string own_hardware;  // advise --sizing's cost of owning GPUs, a key = value file ("": defaults)
   double lease_s = 10;                     // a silent remote agent's node is lost after this long
   bool controller_only = false;  // `gpufleet controller`: no local node; agents join over HTTP
   std::string advertise = "127.0.0.1";      // the local node's address for multi-node jobs
