@@ -103,14 +103,16 @@ Evidence Ev(std::string figure, double value, std::string unit, int64_t from, in
 
 // ---- idle and unused GPUs ----
 
-std::optional<Finding> FindIdle(const JobView& v, const AdviseOptions& o) {
+std::optional<Finding> FindIdle(const JobView& v) {
   const auto& bs = v.usage->buckets;
   int64_t idle_ms = 0, longest = 0, run = 0, from = 0, longest_from = 0, longest_to = 0;
+  double sm_sum = 0;
   for (std::size_t i = 0; i < bs.size(); ++i) {
     if (!v.idle[i]) {
       run = 0;
       continue;
     }
+    sm_sum += bs[i].sm_mean;
     if (run == 0) from = bs[i].start_ms;
     run += kBucketMs;
     idle_ms += kBucketMs;
@@ -128,7 +130,10 @@ std::optional<Finding> FindIdle(const JobView& v, const AdviseOptions& o) {
               Minutes(idle_ms) + " (longest stretch " + Minutes(longest) + "), " +
               GpuH(f.waste_gpu_h) + " allocated for nothing";
   f.evidence = {Ev("idle_minutes", static_cast<double>(idle_ms) / 60'000.0, "min", 0, v.end_ms),
-                Ev("sm_mean", o.idle_sm_pct, "% (at most)", longest_from, longest_to)};
+                Ev("longest_idle_minutes", static_cast<double>(longest) / 60'000.0, "min",
+                   longest_from, longest_to),
+                Ev("sm_mean", sm_sum / static_cast<double>(idle_ms / kBucketMs), "% (idle minutes)",
+                   0, v.end_ms)};
   f.advice = {
       "Release the GPUs when the work is done: end the job (or the notebook kernel) instead of "
       "leaving it open; run interactive exploration on a small or shared GPU.",
@@ -262,12 +267,12 @@ Finding StarvedFinding(FindingKind kind, const Starved& s, const JobView& v,
                   " of its allocation, throttled " +
                   Pct(std::max(0.0, Starved::Mean(s.cpu_throttled, s.n_throttle))) +
                   " of the time: the input pipeline cannot keep up";
-      const int workers = std::max(2, static_cast<int>(std::lround(cores)) - 1);
+      // Each loader worker wants a core of its own; ask for at least 4, or twice the present.
+      const double ask = std::max(4.0, std::ceil(2 * cores));
       f.advice = {
-          "Give the DataLoader more workers (`num_workers` up to the cores you have, " +
-              std::to_string(workers) + " here) and ask for more CPUs (`--cpus " +
-              Fmt("%.0f", std::max(4.0, 2 * cores)) +
-              "`); set `pin_memory=True` and `prefetch_factor=4`.",
+          "Ask for more CPUs (`--cpus " + Fmt("%.0f", ask) +
+              "`) and give the DataLoader a worker per core less one (`num_workers=" +
+              Fmt("%.0f", ask - 1) + "`), with `pin_memory=True` and `prefetch_factor=4`.",
           "Move decoding and augmentation to the GPU (NVIDIA DALI, or torchvision.transforms.v2 "
           "on CUDA tensors) so the CPU only reads bytes."};
       break;
@@ -536,7 +541,7 @@ std::vector<Finding> Advise(const JobUsage& usage, const JobFacts& facts,
   auto keep = [&](std::optional<Finding> f) {
     if (f) out.push_back(std::move(*f));
   };
-  keep(FindIdle(v, options));
+  keep(FindIdle(v));
   keep(FindUnused(v));
   keep(FindOom(v));
   const auto starved = StarvedByCause(v, options);

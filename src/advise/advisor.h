@@ -38,30 +38,30 @@ std::string_view SeverityName(Severity severity);  // "info", "warning", "critic
 struct Evidence {
   std::string figure;  // e.g. "sm_mean", "cpu_used_pct" (the UsageBucket field names)
   double value = 0;
-  std::string unit;    // "%", "MB/s", "GPUs", "min", ...
+  std::string unit;                // "%", "MB/s", "GPUs", "min", ...
   int64_t from_ms = 0, to_ms = 0;  // since the job's start
 };
 
 struct Finding {
   FindingKind kind = FindingKind::kEfficient;
   Severity severity = Severity::kInfo;
-  std::string summary;            // one line, with the key figures
+  std::string summary;  // one line, with the key figures
   std::vector<Evidence> evidence;
-  double waste_gpu_h = 0;         // GPU-hours this costs (allocated but not used for it)
+  double waste_gpu_h = 0;           // GPU-hours this costs (allocated but not used for it)
   std::vector<std::string> advice;  // one or two concrete steps
-  bool for_admins = false;        // a node problem (throttling, a slow node), not the user's
-  std::string node;               // the node it names, when it names one
+  bool for_admins = false;          // a node problem (throttling, a slow node), not the user's
+  std::string node;                 // the node it names, when it names one
 };
 
 // What the advisor knows of the job besides its usage.
 struct JobFacts {
-  int gpus = 0;                   // GPUs allocated, all nodes
+  int gpus = 0;  // GPUs allocated, all nodes
   int nodes = 1;
-  int64_t cpu_milli = 0;          // CPU asked (0: none asked)
-  int64_t memory_mib = 0;         // memory asked (0: none asked)
-  int64_t node_cpu_milli = 0;     // CPUs of one of its nodes (0: unknown)
-  std::string gpu_model;          // as the catalog names it, "" when unknown
-  int64_t run_ms = 0;             // how long it ran (so far)
+  int64_t cpu_milli = 0;       // CPU asked (0: none asked)
+  int64_t memory_mib = 0;      // memory asked (0: none asked)
+  int64_t node_cpu_milli = 0;  // CPUs of one of its nodes (0: unknown)
+  std::string gpu_model;       // as the catalog names it, "" when unknown
+  int64_t run_ms = 0;          // how long it ran (so far)
   bool ended = false;
 };
 

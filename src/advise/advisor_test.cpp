@@ -3,13 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <cstdio>
 #include <map>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "advise/usage_json.h"
@@ -97,45 +97,50 @@ struct Case {
 std::vector<Case> Cases() {
   std::vector<Case> cases;
   cases.push_back({"healthy", Job{}, FindingKind::kEfficient});
-  cases.push_back({"notebook left open", Job{.minutes = 90, .edit = [](UsageBucket& b) {
-                     if (b.start_ms >= 20 * kBucketMs) b.sm_mean = b.sm_min = b.sm_max = 0, b.active_gpus = 0;
-                   }},
+  cases.push_back({"notebook left open",
+                   Job{.minutes = 90,
+                       .edit =
+                           [](UsageBucket& b) {
+                             if (b.start_ms >= 20 * kBucketMs)
+                               b.sm_mean = b.sm_min = b.sm_max = 0, b.active_gpus = 0;
+                           }},
                    FindingKind::kIdle});
-  cases.push_back({"one of four GPUs", Job{.gpus = 4,
-                                           .edit = [](UsageBucket& b) { b.sm_mean = 22, b.active_gpus = 1; },
-                                           .gpu_sm = [](int g) { return g == 0 ? 88.0 : 0.0; }},
+  cases.push_back({"one of four GPUs",
+                   Job{.gpus = 4,
+                       .edit = [](UsageBucket& b) { b.sm_mean = 22, b.active_gpus = 1; },
+                       .gpu_sm = [](int g) { return g == 0 ? 88.0 : 0.0; }},
                    FindingKind::kUnusedGpus});
-  cases.push_back({"CPU-bound loader", Job{.gpus = 2, .edit = [](UsageBucket& b) {
-                     b.sm_mean = 30, b.sm_min = 0, b.sm_max = 95;
-                     b.cpu_used_pct = 98, b.cpu_throttled_pct = 60;
-                   }},
+  cases.push_back({"CPU-bound loader",
+                   Job{.gpus = 2,
+                       .edit =
+                           [](UsageBucket& b) {
+                             b.sm_mean = 30, b.sm_min = 0, b.sm_max = 95;
+                             b.cpu_used_pct = 98, b.cpu_throttled_pct = 60;
+                           }},
                    FindingKind::kInputBoundCpu});
-  cases.push_back({"I/O-bound loader", Job{.edit = [](UsageBucket& b) {
-                     b.sm_mean = 20, b.cpu_used_pct = 10, b.io_pressure_pct = 70;
-                   }},
-                   FindingKind::kInputBoundIo});
-  cases.push_back({"PCIe-bound", Job{.edit = [](UsageBucket& b) {
-                     b.sm_mean = 35, b.pcie_mb_s = 12'000;
-                   }},
+  cases.push_back(
+      {"I/O-bound loader",
+       Job{.edit =
+               [](UsageBucket& b) { b.sm_mean = 20, b.cpu_used_pct = 10, b.io_pressure_pct = 70; }},
+       FindingKind::kInputBoundIo});
+  cases.push_back({"PCIe-bound",
+                   Job{.edit = [](UsageBucket& b) { b.sm_mean = 35, b.pcie_mb_s = 12'000; }},
                    FindingKind::kTransferBound});
-  cases.push_back({"small batch", Job{.edit = [](UsageBucket& b) {
-                     b.sm_mean = 45, b.fb_used_pct = 12;
-                   }},
+  cases.push_back({"small batch",
+                   Job{.edit = [](UsageBucket& b) { b.sm_mean = 45, b.fb_used_pct = 12; }},
                    FindingKind::kUnderBatched});
-  cases.push_back({"GPU memory full", Job{.edit = [](UsageBucket& b) {
-                     b.sm_mean = 30, b.fb_used_pct = 99;
-                   }},
+  cases.push_back({"GPU memory full",
+                   Job{.edit = [](UsageBucket& b) { b.sm_mean = 30, b.fb_used_pct = 99; }},
                    FindingKind::kMemoryBound});
   cases.push_back({"OOM kill", Job{.oom_kills = 2}, FindingKind::kMemoryBound});
-  cases.push_back({"power capped", Job{.gpus = 4,
-                                       .edit = [](UsageBucket& b) { b.throttled_pct = 60; }},
+  cases.push_back({"power capped",
+                   Job{.gpus = 4, .edit = [](UsageBucket& b) { b.throttled_pct = 60; }},
                    FindingKind::kThrottled});
-  cases.push_back({"slow node", Job{.gpus = 8, .nodes = 2,
-                                    .gpu_sm = [](int g) { return g < 4 ? 88.0 : 50.0; }},
+  cases.push_back({"slow node",
+                   Job{.gpus = 8, .nodes = 2, .gpu_sm = [](int g) { return g < 4 ? 88.0 : 50.0; }},
                    FindingKind::kImbalance});
-  cases.push_back({"8 CPUs for 1", Job{.edit = [](UsageBucket& b) {
-                     b.cpu_used_pct = 8, b.mem_used_pct = 5;
-                   }},
+  cases.push_back({"8 CPUs for 1",
+                   Job{.edit = [](UsageBucket& b) { b.cpu_used_pct = 8, b.mem_used_pct = 5; }},
                    FindingKind::kOverRequestedHost});
   return cases;
 }
@@ -144,8 +149,8 @@ TEST(Advisor, NamesTheBottleneckOfEachScenarioFirst) {
   for (const Case& c : Cases()) {
     const auto findings = Advise(Make(c.job), Facts(c.job));
     ASSERT_FALSE(findings.empty()) << c.name;
-    EXPECT_EQ(FindingKindName(findings[0].kind), FindingKindName(c.top)) << c.name << ": "
-                                                                           << findings[0].summary;
+    EXPECT_EQ(FindingKindName(findings[0].kind), FindingKindName(c.top))
+        << c.name << ": " << findings[0].summary;
     for (const Finding& f : findings) {
       EXPECT_FALSE(f.summary.empty()) << c.name;
       EXPECT_GE(f.waste_gpu_h, 0) << c.name;
@@ -267,9 +272,7 @@ TEST(Advisor, UnexplainedLowUseIsNotCalledEfficientWork) {
   EXPECT_NE(findings[0].summary.find("No bottleneck"), std::string::npos);
 }
 
-TEST(Advisor, NoUsageNoFinding) {
-  EXPECT_TRUE(Advise(JobUsage{}, JobFacts{}).empty());
-}
+TEST(Advisor, NoUsageNoFinding) { EXPECT_TRUE(Advise(JobUsage{}, JobFacts{}).empty()); }
 
 TEST(Advisor, OverRequestSuggestsWhatToAsk) {
   Job job{.edit = [](UsageBucket& b) { b.cpu_used_pct = 10, b.mem_used_pct = 4; }};
@@ -303,7 +306,9 @@ TEST(UsageJson, RoundTrips) {
   ASSERT_TRUE(facts.ok());
   EXPECT_EQ(facts.value().gpus, 2);
   EXPECT_FALSE(UsageFromJson("[1]").ok());
-  EXPECT_FALSE(UsageFromJson(R"({"host_source":"cgroup-v1","bucket_fields":["x"],"buckets":[],"gpus":[]})").ok());
+  EXPECT_FALSE(
+      UsageFromJson(R"({"host_source":"cgroup-v1","bucket_fields":["x"],"buckets":[],"gpus":[]})")
+          .ok());
 }
 
 // ---- The labelled suite (src/advise/testdata, made by bench/advise_suite_record.cpp) ----
@@ -316,7 +321,8 @@ struct Labelled {
 
 std::vector<Labelled> ReadSuite() {
   std::vector<Labelled> out;
-  const std::filesystem::path dir = std::filesystem::path(GPUFLEET_SOURCE_DIR) / "src/advise/testdata";
+  const std::filesystem::path dir =
+      std::filesystem::path(GPUFLEET_SOURCE_DIR) / "src/advise/testdata";
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (entry.path().extension() != ".json") continue;
     std::ifstream in(entry.path());
@@ -335,7 +341,8 @@ std::vector<Labelled> ReadSuite() {
     l.usage = std::move(usage).value();
     out.push_back(std::move(l));
   }
-  std::sort(out.begin(), out.end(), [](const Labelled& a, const Labelled& b) { return a.file < b.file; });
+  std::sort(out.begin(), out.end(),
+            [](const Labelled& a, const Labelled& b) { return a.file < b.file; });
   return out;
 }
 
@@ -382,13 +389,70 @@ TEST(AdvisorSuite, DiagnosesTheLabelledSuite) {
     }
     std::printf("\n");
   }
-  std::printf("series %zu, kinds %zu, top finding right %d (%.1f%%), false alarms %d of %d healthy\n",
-              suite.size(), confusion.size(), right, 100.0 * right / suite.size(), false_alarms,
-              healthy);
+  std::printf(
+      "series %zu, kinds %zu, top finding right %d (%.1f%%), false alarms %d of %d healthy\n",
+      suite.size(), confusion.size(), right, 100.0 * right / suite.size(), false_alarms, healthy);
   EXPECT_GE(confusion.size(), 8u);
   EXPECT_GE(right, 0.95 * static_cast<double>(suite.size()));
   ASSERT_GT(healthy, 0);
   EXPECT_LE(false_alarms, 0.05 * healthy);
+}
+
+// How the suite fares with one threshold moved: right top findings, and false alarms.
+std::pair<int, int> Score(const std::vector<Labelled>& suite, const AdviseOptions& options,
+                          std::string* missed = nullptr) {
+  int right = 0, false_alarms = 0;
+  for (const Labelled& l : suite) {
+    const auto findings = Advise(l.usage, l.facts, options);
+    if (findings.empty()) continue;
+    const std::string top(FindingKindName(findings[0].kind));
+    right += top == l.label ? 1 : 0;
+    false_alarms += l.label == "efficient" && top != "efficient" ? 1 : 0;
+    if (top != l.label && missed != nullptr) *missed += " " + l.file;
+  }
+  return {right, false_alarms};
+}
+
+// Not a pass/fail check: shows how far each threshold can move before the suite notices (the
+// table in docs/advise.md). A threshold fitted to the suite would fall off at once.
+TEST(AdvisorSuite, ThresholdSensitivity) {
+  const std::vector<Labelled> suite = ReadSuite();
+  ASSERT_FALSE(suite.empty());
+  struct Knob {
+    const char* name;
+    double AdviseOptions::*field;
+  };
+  const Knob knobs[] = {
+      {"idle_sm_pct", &AdviseOptions::idle_sm_pct},
+      {"good_sm_pct", &AdviseOptions::good_sm_pct},
+      {"min_waste_share", &AdviseOptions::min_waste_share},
+      {"cpu_saturated_pct", &AdviseOptions::cpu_saturated_pct},
+      {"cpu_throttled_pct", &AdviseOptions::cpu_throttled_pct},
+      {"cpu_pressure_pct", &AdviseOptions::cpu_pressure_pct},
+      {"io_stall_pct", &AdviseOptions::io_stall_pct},
+      {"pcie_high_mb_s", &AdviseOptions::pcie_high_mb_s},
+      {"gpu_mem_full_pct", &AdviseOptions::gpu_mem_full_pct},
+      {"gpu_mem_small_pct", &AdviseOptions::gpu_mem_small_pct},
+      {"throttled_share_pct", &AdviseOptions::throttled_share_pct},
+      {"imbalance_ratio", &AdviseOptions::imbalance_ratio},
+      {"over_cpu_used_pct", &AdviseOptions::over_cpu_used_pct},
+  };
+  std::printf(
+      "| threshold | default | x0.75: right / false alarms | x1.25: right / false alarms |\n");
+  std::printf("|---|---|---|---|\n");
+  for (const Knob& k : knobs) {
+    AdviseOptions lo, hi;
+    lo.*(k.field) *= 0.75;
+    hi.*(k.field) *= 1.25;
+    if (std::string(k.name) == "gpu_mem_full_pct") hi.*(k.field) = 99.5;  // 100% is the ceiling
+    std::string missed;
+    const auto [lr, lf] = Score(suite, lo, &missed);
+    const auto [hr, hf] = Score(suite, hi, &missed);
+    if (!missed.empty()) std::printf("  %s missed:%s\n", k.name, missed.c_str());
+    std::printf("| %s | %g | %d / %d | %d / %d |\n", k.name, AdviseOptions{}.*(k.field), lr, lf, hr,
+                hf);
+  }
+  std::printf("(of %zu series)\n", suite.size());
 }
 
 }  // namespace

@@ -32,7 +32,9 @@ constexpr Field kFields[] = {
     {"io_mb_s", &UsageBucket::io_mb_s},
 };
 
-double TwoDecimals(float v) { return v < 0 ? -1.0 : std::round(static_cast<double>(v) * 100) / 100; }
+double TwoDecimals(float v) {
+  return v < 0 ? -1.0 : std::round(static_cast<double>(v) * 100) / 100;
+}
 
 }  // namespace
 
