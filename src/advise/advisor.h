@@ -69,7 +69,7 @@ struct JobFacts {
 struct AdviseOptions {
   // Idle: every GPU of the job at about 0% SM for a stretch this long. NVML reads 0% on an idle
   // GPU; 2% leaves room for a monitoring kernel now and then. Ten minutes is past any checkpoint
-  // save or evaluation pause of a training loop, and what Run:ai-style idle timeouts start at.
+  // save, evaluation pass or start-up load of a training loop: what is left is a job nobody drives.
   int64_t idle_min_ms = 10 * 60'000;
   double idle_sm_pct = 2;
   // A GPU counts as used over the job's life when at least this share of its samples were busy
