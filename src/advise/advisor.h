@@ -26,13 +26,16 @@ enum class FindingKind {
   kOverRequestedHost,  // CPU or memory asked far above what the job used
   kEfficient,          // nothing wrong
 };
-// "idle", "unused_gpus", "input_bound_cpu", "input_bound_io", "transfer_bound", "under_batched",
-// "memory_bound", "throttled", "imbalance", "over_requested_host", "efficient".
+// The kind's name as reports, JSON and the labelled suite spell it: "idle", "unused_gpus",
+// "input_bound_cpu", "input_bound_io", "transfer_bound", "under_batched", "memory_bound",
+// "throttled", "imbalance", "over_requested_host", "efficient".
 std::string_view FindingKindName(FindingKind kind);
+// Sets `out` to the kind FindingKindName calls `name`; false (and `out` untouched) for any other.
 bool ParseFindingKind(std::string_view name, FindingKind& out);
 
 enum class Severity { kInfo, kWarning, kCritical };
-std::string_view SeverityName(Severity severity);  // "info", "warning", "critical"
+// The severity's name: "info", "warning" or "critical".
+std::string_view SeverityName(Severity severity);
 
 // One figure behind a finding, over the span it covers.
 struct Evidence {
