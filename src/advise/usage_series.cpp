@@ -176,7 +176,9 @@ JobUsage UsageSeriesBuilder::Snapshot() const {
     const bool v2 = out.host_source == core::UsageSource::kCgroupV2;
     if (const double cpu = Share(a.delta, a.delta_wall, UsageFigure::kCpuUsageUs);
         cpu >= 0 && out.cpu_alloc_milli > 0) {
-      b.cpu_used_pct = Round(100.0 * cpu * 1000.0 / static_cast<double>(out.cpu_alloc_milli));
+      // `cpu` is the mean over ranks; the allocation is the job's, all ranks together.
+      b.cpu_used_pct =
+          Round(100.0 * ranks * cpu * 1000.0 / static_cast<double>(out.cpu_alloc_milli));
     }
     if (const double t = Share(a.delta, a.delta_wall, UsageFigure::kCpuThrottledUs); t >= 0) {
       b.cpu_throttled_pct = Round(std::min(100.0, 100.0 * t));

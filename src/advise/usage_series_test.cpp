@@ -82,6 +82,21 @@ TEST(UsageSeriesBuilder, SkipsCounterResetsAndSamplesBeforeTheStart) {
   EXPECT_EQ(u.buckets[0].mem_used_pct, -1);  // no memory allocation to compare with
 }
 
+TEST(UsageSeriesBuilder, AddsTheCpuOfAllRanksAgainstTheJobsAllocation) {
+  // Two ranks, each one CPU busy, of a job allowed 2 CPUs in all: 100%; the I/O adds up too.
+  UsageSeriesBuilder b(0, /*cpu_alloc_milli=*/2000, /*mem_alloc_mib=*/1024);
+  for (int s = 0; s < 60; ++s) {
+    for (int rank = 0; rank < 2; ++rank) {
+      b.AddHost(rank, Host(s * 1'000'000LL, 0, s * 5'000'000LL, 256LL << 20), s * 1000);
+    }
+  }
+  const JobUsage u = b.Snapshot();
+  ASSERT_EQ(u.buckets.size(), 1u);
+  EXPECT_NEAR(u.buckets[0].cpu_used_pct, 100, 0.5);
+  EXPECT_NEAR(u.buckets[0].io_mb_s, 10, 0.1);
+  EXPECT_NEAR(u.buckets[0].mem_used_pct, 25, 0.1);  // the largest rank's, of one rank's limit
+}
+
 TEST(UsageSeries, EncodesWithinOneKilobyteAnHourAndDecodesWhatItEncoded) {
   // A 1-GPU hour costs under 1 KB; each GPU adds a fixed ~20 bytes, however long the job.
   UsageSeriesBuilder one(0, 1000, 1024);
