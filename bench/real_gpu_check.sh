@@ -4,7 +4,9 @@
 #  2. run the agent on the real driver for about 60 s while gpu_load runs (100% for 30 s, then
 #     about 50%), with GPUFLEET_JOB_ID set so its job attribution can be checked;
 #  3. every 10 s, put the agent's view next to `nvidia-smi --query-gpu` and
-#     `--query-compute-apps`; print which NVML symbols resolved.
+#     `--query-compute-apps`; print which NVML symbols resolved;
+#  4. the advisor: an input-starved and a well-fed CUDA load (bench/advise_load.cu) through `up`,
+#     and what `gpufleet advise` says of each (about 4 minutes).
 # Usage: bash bench/real_gpu_check.sh [OUT_DIR]   (default: $OUT, else bench/results/real-gpu)
 # Everything printed also goes to OUT_DIR/real_gpu_check.txt; commit that file.
 set -uo pipefail
@@ -54,3 +56,35 @@ echo "== gpu_load was pid $load; health:"
 grep -E '^gpufleet_gpu_(healthy|health_reason)' "$out/metrics.txt"
 echo "== top --once"
 ./build/gpufleet top --once
+
+# 4. The advisor on the real GPU (issue 13): `up` on the real driver runs an input-starved load
+#    (4 host threads preparing each batch, under --cpus 1) and a well-fed one side by side on GPU
+#    shares for about 200 s (three whole one-minute buckets), then says what holds each back.
+#    Expected: the starved one's top finding is input_bound_cpu, the fed one's efficient.
+echo "== advisor: an input-starved and a well-fed CUDA load through up (about 4 min)"
+kill $agent $load 2>/dev/null
+nvcc -O2 -o "$out/advise_load" bench/advise_load.cu || exit 1
+load_bin=$(cd "$out" && pwd)/advise_load
+up_dir=$(mktemp -d)
+./build/gpufleet up --data-dir "$up_dir" --listen "127.0.0.1:$((port + 1))" --allow-root-jobs \
+  >"$out/up.log" 2>&1 &
+up=$!
+trap 'kill $up 2>/dev/null; kill $agent $load 2>/dev/null' EXIT
+for _ in $(seq 100); do [ -s "$up_dir/server" ] && break; sleep 0.2; done
+g() { ./build/gpufleet "$@" --data-dir "$up_dir"; }
+starved=$(g submit --json --gpu-share 0.5 --cpus 1 --name starved -- "$load_bin" starved 200 | sed -n 's/.*"id": *\([0-9]*\).*/\1/p')
+fed=$(g submit --json --gpu-share 0.5 --cpus 2 --name fed -- "$load_bin" fed 200 | sed -n 's/.*"id": *\([0-9]*\).*/\1/p')
+echo "jobs: starved=$starved fed=$fed"
+sleep 215
+for id in $starved $fed; do
+  g show "$id"
+  g advise "$id" --json >"$out/advice-$id.json"
+  echo "top finding of job $id: $(python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["findings"]; print(f[0]["kind"] if f else "none")' "$out/advice-$id.json")"
+  g advise "$id" --sizing --deadline 2h || true
+done
+curl -s "127.0.0.1:$((port + 1))/v1/jobs/$starved/usage" -H "Authorization: Bearer $(cat "$up_dir/token")" \
+  >"$out/usage-starved.json"
+echo "expected: job $starved input_bound_cpu, job $fed efficient"
+kill $up 2>/dev/null
+wait $up 2>/dev/null
+rm -rf "$up_dir"
