@@ -100,6 +100,8 @@ class UsageSeriesBuilder {
 
   // The series so far, the open bucket included.
   JobUsage Snapshot() const;
+  // The per-GPU totals so far (cheap: no bucket is copied).
+  const std::vector<GpuTotal>& gpu_totals() const { return usage_.gpus; }
 
  private:
   // Running sums of one bucket. Host shares (pressure, throttling) are means over ranks of

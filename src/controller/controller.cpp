@@ -843,8 +843,11 @@ advise::GpuReading ReadingOf(const net::GpuFigure& f, int64_t job_id, bool share
   advise::GpuReading r;
   r.index = f.index;
   r.sm_pct = f.util_pct;
-  if (shared) {
-    r.own_sm_pct = 0;  // a share with no process of its own seen is idle
+  // On a shared GPU, the job's own processes' SM where the node reads per-process utilization
+  // (some job's figure is there): none of its own listed means idle. Where no job's figure is
+  // there (unsupported, or nothing ran), the device's SM stands in: never less than the job's.
+  if (shared && !f.job_sm.empty()) {
+    r.own_sm_pct = 0;
     for (const auto& [id, sm] : f.job_sm) {
       if (id == job_id) r.own_sm_pct = sm;
     }
@@ -1410,7 +1413,7 @@ ControllerStats Controller::Stats() const {
     if (!a.usage) continue;
     int64_t samples = 0;
     double sm = 0;
-    for (const advise::GpuTotal& g : a.usage->Snapshot().gpus) {
+    for (const advise::GpuTotal& g : a.usage->gpu_totals()) {
       samples += g.samples;
       sm += g.sm_sum;
     }

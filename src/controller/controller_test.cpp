@@ -42,6 +42,7 @@ class FakeAgent {
         f.util_pct = sm_pct;
         f.mem_used_mib = 100;
         f.mem_total_mib = 80000;
+        f.job_sm = job_sm;
         beat.figures.push_back(f);
       }
     }
@@ -76,6 +77,7 @@ class FakeAgent {
   void Pretend(int64_t id, int64_t epoch) { jobs_[id] = Job{epoch}; }
   core::GpuLinks links;  // sent with each beat (empty: none)
   double sm_pct = -1;     // every GPU's SM utilization sent with each beat (-1: no figures)
+  std::vector<std::pair<int64_t, double>> job_sm;  // per-job SM sent with each GPU's figure
 
  private:
   struct Job {
@@ -402,6 +404,38 @@ TEST_F(ControllerTest, AQueueMayBeExemptFromTheIdleReclaim) {
   }
   EXPECT_EQ(Job(id.value()).state, store::JobState::kRunning);
   EXPECT_EQ(ctl.Stats().idle_reclaims, 0);
+}
+
+TEST_F(ControllerTest, AGpuShareIsJudgedByItsOwnProcessesWhereTheNodeReadsThemElseByTheDevice) {
+  ControllerOptions options;
+  options.idle_timeout_ms = 2 * 60'000;
+  Controller& ctl = Make(options);
+  FakeAgent a("a", 1);
+  a.sm_pct = 80;  // the device is busy
+  ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
+  store::JobRecord share;
+  share.user = "ada";
+  share.argv = {"train"};
+  share.gpus = 1;
+  share.gpu_milli = 500;
+  auto id = ctl.Submit(share);
+  ASSERT_TRUE(id.ok()) << id.error();
+  Step({&a});
+  ASSERT_EQ(Job(id.value()).state, store::JobState::kRunning);
+  // No per-process figures: the busy device keeps it from being reclaimed.
+  for (int s = 0; s < 3 * 60; s += 5) {
+    now_ms_ += 5'000;
+    Step({&a});
+  }
+  EXPECT_EQ(Job(id.value()).state, store::JobState::kRunning);
+  // Per-process figures that list only another job: its own share is idle, and it is reclaimed.
+  a.job_sm = {{id.value() + 1000, 80.0}};
+  for (int s = 0; s < 3 * 60 && Job(id.value()).state == store::JobState::kRunning; s += 5) {
+    now_ms_ += 5'000;
+    Step({&a});
+  }
+  ctl.RunOnce(now_ms_);
+  EXPECT_EQ(Job(id.value()).state, store::JobState::kCancelled);
 }
 
 }  // namespace
