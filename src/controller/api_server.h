@@ -5,6 +5,8 @@
 //   GET  /v1/jobs/<id>            one job
 //   POST /v1/jobs/<id>/cancel     cancel
 //   GET  /v1/jobs/<id>/logs?offset=N   the log from byte N (headers: X-Log-Size, X-Job-State)
+//   GET  /v1/jobs/<id>/usage, /advice[?sizing=1&deadline_s=N], GET /v1/report?since=&by=
+//                                 the advisor (controller/advice_routes.h)
 //   GET  /v1/nodes                nodes: READY, LOST (missed its lease) or UNKNOWN
 //   GET  /v1/gpus                 every node's latest GPU samples, as its agent sent them
 //   POST /v1/agent/heartbeat      an agent's heartbeat (admin token); see net/node_protocol.h
