@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "core/check.h"
+#include "core/text.h"
 
 namespace gpufleet::advise {
 
@@ -15,26 +16,6 @@ namespace {
 constexpr std::string_view kHeader =
     "model,kind,provider,offer,gpus,usd,tdp_w,placeholder,date,source,note";
 constexpr int kFields = 11;
-
-std::vector<std::string_view> Split(std::string_view text, char sep) {
-  std::vector<std::string_view> out;
-  size_t start = 0;
-  while (true) {
-    size_t pos = text.find(sep, start);
-    out.push_back(text.substr(start, pos == std::string_view::npos ? pos : pos - start));
-    if (pos == std::string_view::npos) break;
-    start = pos + 1;
-  }
-  return out;
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r'))
-    s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
-    s.remove_suffix(1);
-  return s;
-}
 
 bool ParseKind(std::string_view s, PriceKind& out) {
   for (PriceKind kind : {PriceKind::kOnDemand, PriceKind::kSpot, PriceKind::kPurchase}) {
@@ -80,9 +61,9 @@ core::Result<PriceTable> ParsePriceTable(std::string_view text) {
   PriceTable table;
   int line_no = 0;
   bool header_seen = false;
-  for (std::string_view raw : Split(text, '\n')) {
+  for (std::string_view raw : core::SplitText(text, '\n')) {
     ++line_no;
-    const std::string_view line = Trim(raw);
+    const std::string_view line = core::TrimText(raw);
     if (line.empty() || line.front() == '#') continue;
     const std::string where = "GPU prices line " + std::to_string(line_no);
     if (!header_seen) {
@@ -91,12 +72,12 @@ core::Result<PriceTable> ParsePriceTable(std::string_view text) {
         return core::Error{where + ": expected header '" + std::string(kHeader) + "'"};
       continue;
     }
-    std::vector<std::string_view> f = Split(line, ',');
+    std::vector<std::string_view> f = core::SplitText(line, ',');
     if (f.size() != kFields) {
       return core::Error{where + ": expected " + std::to_string(kFields) + " fields, got " +
                          std::to_string(f.size())};
     }
-    for (auto& field : f) field = Trim(field);
+    for (auto& field : f) field = core::TrimText(field);
     PriceRow row;
     row.model = f[0];
     if (row.model.empty()) return core::Error{where + ", column model: empty"};

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <system_error>
 
+#include "core/text.h"
+
 namespace gpufleet::advise {
 
 namespace {
@@ -25,14 +27,6 @@ constexpr std::array<Key, 7> kKeys = {{
     {"server_overhead_usd_per_gpu", &OwnHardware::server_overhead_usd_per_gpu, 0, 1e7, false},
     {"server_overhead_watts_per_gpu", &OwnHardware::server_overhead_watts_per_gpu, 0, 1e5, false},
 }};
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r'))
-    s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
-    s.remove_suffix(1);
-  return s;
-}
 
 std::string Number(double v) {
   char buf[64];
@@ -63,14 +57,14 @@ core::Result<OwnHardware> ParseOwnHardware(std::string_view text) {
     start = end + 1;
     ++line_no;
     if (size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
-    line = Trim(line);
+    line = core::TrimText(line);
     if (line.empty()) continue;
     const std::string where = "own hardware line " + std::to_string(line_no);
     size_t eq = line.find('=');
     if (eq == std::string_view::npos)
       return core::Error{where + ": expected 'key = value'", core::ErrorCode::kInvalid};
-    const std::string_view name = Trim(line.substr(0, eq));
-    const std::string_view value = Trim(line.substr(eq + 1));
+    const std::string_view name = core::TrimText(line.substr(0, eq));
+    const std::string_view value = core::TrimText(line.substr(eq + 1));
     size_t k = 0;
     while (k < kKeys.size() && kKeys[k].name != name) ++k;
     if (k == kKeys.size()) {

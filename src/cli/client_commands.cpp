@@ -24,32 +24,6 @@ namespace {
 
 using nlohmann::json;
 
-// "512M", "16G", "1T" or a plain number of MiB; nothing when malformed or not positive.
-std::optional<int64_t> ParseMemoryMib(const std::string& text) {
-  std::size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-  std::string unit = text.substr(used);
-  if (!unit.empty() && (unit.back() == 'B' || unit.back() == 'b')) unit.pop_back();
-  if (!unit.empty() && (unit.back() == 'i')) unit.pop_back();
-  double scale = 1;
-  if (unit == "K" || unit == "k") {
-    scale = 1.0 / 1024;
-  } else if (unit == "G" || unit == "g") {
-    scale = 1024;
-  } else if (unit == "T" || unit == "t") {
-    scale = 1024.0 * 1024;
-  } else if (!unit.empty() && unit != "M" && unit != "m") {
-    return std::nullopt;
-  }
-  const double mib = value * scale;
-  if (!(mib >= 1) || mib > 1e12) return std::nullopt;
-  return static_cast<int64_t>(mib + 0.5);
-}
 
 void (*https_handoff)() = nullptr;
 
@@ -215,7 +189,7 @@ int RunSubmit(const SubmitOptions& o) {
     body["time_limit_s"] = *seconds;
   }
   if (!o.memory.empty()) {
-    const auto mib = ParseMemoryMib(o.memory);
+    const auto mib = core::ParseMemoryMib(o.memory);
     if (!mib) {
       std::fprintf(stderr, "gpufleet submit: --memory '%s': give MiB, or a size like 512M, 16G\n",
                    o.memory.c_str());

@@ -20,32 +20,12 @@ using api::Dump;
 using api::Fail;
 using api::json;
 
-// The job `id_text` names, when the caller (a user) may see it; else answers and returns none.
+// The job the path names, when the caller (a user) may see it; else answers and returns none.
 std::optional<store::JobRecord> CallersJob(Controller& controller, const httplib::Request& req,
-                                           httplib::Response& res, bool* admin = nullptr) {
-  auto caller = api::Authenticate(controller.store(), req, res, NowMs());
-  if (!caller) return std::nullopt;
-  if (caller->kind != store::TokenKind::kUser) {
-    Fail(res, 403, "only users read jobs");
-    return std::nullopt;
-  }
-  if (admin != nullptr) *admin = caller->admin;
-  const std::string id_text = req.matches[1];
-  auto id = api::ParseId(id_text);
-  if (!id) {
-    Fail(res, 400, "job id '" + id_text + "' is not a number", "id");
-    return std::nullopt;
-  }
-  auto job = controller.store().GetJob(*id);
-  if (!job) {
-    Fail(res, 503, job.error());
-    return std::nullopt;
-  }
-  if (!job.value() || (!caller->admin && job.value()->user != caller->name)) {
-    Fail(res, 404, "no job " + id_text);  // another user's job does not exist for you
-    return std::nullopt;
-  }
-  return *job.value();
+                                           httplib::Response& res) {
+  auto user = api::AuthenticateUser(controller.store(), req, res, NowMs());
+  if (!user) return std::nullopt;
+  return api::VisibleJob(controller.store(), req.matches[1], *user, res);
 }
 
 double Round(double v, double step) { return std::round(v / step) * step; }
@@ -279,9 +259,8 @@ void AddAdviceRoutes(net::HttpServer& server, Controller& controller) {
                res.set_content(Dump(out), "application/json");
              });
   server.Get("/v1/report", [&controller](const httplib::Request& req, httplib::Response& res) {
-    auto caller = api::Authenticate(controller.store(), req, res, NowMs());
+    auto caller = api::AuthenticateUser(controller.store(), req, res, NowMs());
     if (!caller) return;
-    if (caller->kind != store::TokenKind::kUser) return Fail(res, 403, "only users read reports");
     int64_t since_s = 7 * 86400;
     if (req.has_param("since")) {
       auto s = core::ParseDurationSeconds(req.get_param_value("since"));

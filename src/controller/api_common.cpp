@@ -90,4 +90,34 @@ bool ValidName(const std::string& name) {
   return true;
 }
 
+std::optional<store::UserRecord> AuthenticateUser(store::Store& store, const httplib::Request& req,
+                                                  httplib::Response& res, int64_t now_ms) {
+  auto caller = Authenticate(store, req, res, now_ms);
+  if (!caller) return std::nullopt;
+  if (caller->kind != store::TokenKind::kUser) {
+    Fail(res, 403, "a node or join credential cannot use the user API");
+    return std::nullopt;
+  }
+  return store::UserRecord{caller->name, caller->admin};
+}
+
+std::optional<store::JobRecord> VisibleJob(store::Store& store, const std::string& id_text,
+                                           const store::UserRecord& user, httplib::Response& res) {
+  auto id = ParseId(id_text);
+  if (!id) {
+    Fail(res, 400, "job id '" + id_text + "' is not a number", "id");
+    return std::nullopt;
+  }
+  auto job = store.GetJob(*id);
+  if (!job) {
+    Fail(res, 503, job.error());
+    return std::nullopt;
+  }
+  if (!job.value() || (!user.admin && job.value()->user != user.name)) {
+    Fail(res, 404, "no job " + id_text);  // another user's job does not exist for you
+    return std::nullopt;
+  }
+  return *job.value();
+}
+
 }  // namespace gpufleet::controller::api

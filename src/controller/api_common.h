@@ -37,6 +37,15 @@ struct Caller {
 std::optional<Caller> Authenticate(store::Store& store, const httplib::Request& req,
                                    httplib::Response& res, int64_t now_ms);
 
+// The caller's user, or nothing after answering 401 (no valid token) or 403 (a node or join
+// credential, which acts only in the agent protocol).
+std::optional<store::UserRecord> AuthenticateUser(store::Store& store, const httplib::Request& req,
+                                                  httplib::Response& res, int64_t now_ms);
+// Job `id_text` if it exists and `user` may see it (their own, or any for an admin); else answers
+// 400 (not a number), 404 (no such job, or another user's: it does not exist for them) or 503.
+std::optional<store::JobRecord> VisibleJob(store::Store& store, const std::string& id_text,
+                                           const store::UserRecord& user, httplib::Response& res);
+
 // Valid user and node names: 1-64 of [A-Za-z0-9._@-], not starting with '-' or '.'.
 bool ValidName(const std::string& name);
 

@@ -100,37 +100,14 @@ struct ApiServer::Impl {
   net::HttpServer server;
   std::atomic<int64_t> requests{0};
 
-  // The caller's user, or nothing after answering 401 (no valid token) or 403 (a node or join
-  // credential, which acts only in the agent protocol).
   std::optional<store::UserRecord> Authenticate(const httplib::Request& req,
                                                 httplib::Response& res) {
-    auto caller = api::Authenticate(controller.store(), req, res, NowMs());
-    if (!caller) return std::nullopt;
-    if (caller->kind != store::TokenKind::kUser) {
-      Fail(res, 403, "a node or join credential cannot use the user API");
-      return std::nullopt;
-    }
-    return store::UserRecord{caller->name, caller->admin};
+    return api::AuthenticateUser(controller.store(), req, res, NowMs());
   }
-  // The job if it exists and the caller may see it; else answers 404.
   std::optional<store::JobRecord> VisibleJob(const std::string& id_text,
                                              const store::UserRecord& user,
                                              httplib::Response& res) {
-    auto id = ParseId(id_text);
-    if (!id) {
-      Fail(res, 400, "job id '" + id_text + "' is not a number", "id");
-      return std::nullopt;
-    }
-    auto job = controller.store().GetJob(*id);
-    if (!job) {
-      Fail(res, 503, job.error());
-      return std::nullopt;
-    }
-    if (!job.value() || (!user.admin && job.value()->user != user.name)) {
-      Fail(res, 404, "no job " + id_text);  // another user's job does not exist for you
-      return std::nullopt;
-    }
-    return *job.value();
+    return api::VisibleJob(controller.store(), id_text, user, res);
   }
 };
 

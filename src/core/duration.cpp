@@ -3,6 +3,19 @@
 #include <stdexcept>
 
 namespace gpufleet::core {
+namespace {
+
+// The number `text` starts with (as std::stod reads it) and how many characters it took.
+bool LeadingNumber(const std::string& text, double& value, std::size_t& used) {
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
 
 std::optional<int64_t> ParseDurationSeconds(const std::string& text) {
   if (text.find(':') != std::string::npos) {
@@ -27,11 +40,7 @@ std::optional<int64_t> ParseDurationSeconds(const std::string& text) {
   }
   std::size_t used = 0;
   double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
+  if (!LeadingNumber(text, value, used)) return std::nullopt;
   const std::string unit = text.substr(used);
   double scale = 1;
   if (unit == "m") {
@@ -46,6 +55,28 @@ std::optional<int64_t> ParseDurationSeconds(const std::string& text) {
   const double seconds = value * scale;
   if (!(seconds >= 1) || seconds > 366.0 * 86400) return std::nullopt;
   return static_cast<int64_t>(seconds + 0.5);
+}
+
+std::optional<int64_t> ParseMemoryMib(const std::string& text) {
+  std::size_t used = 0;
+  double value = 0;
+  if (!LeadingNumber(text, value, used)) return std::nullopt;
+  std::string unit = text.substr(used);
+  if (!unit.empty() && (unit.back() == 'B' || unit.back() == 'b')) unit.pop_back();
+  if (!unit.empty() && (unit.back() == 'i')) unit.pop_back();
+  double scale = 1;
+  if (unit == "K" || unit == "k") {
+    scale = 1.0 / 1024;
+  } else if (unit == "G" || unit == "g") {
+    scale = 1024;
+  } else if (unit == "T" || unit == "t") {
+    scale = 1024.0 * 1024;
+  } else if (!unit.empty() && unit != "M" && unit != "m") {
+    return std::nullopt;
+  }
+  const double mib = value * scale;
+  if (!(mib >= 1) || mib > 1e12) return std::nullopt;
+  return static_cast<int64_t>(mib + 0.5);
 }
 
 }  // namespace gpufleet::core

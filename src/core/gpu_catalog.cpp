@@ -3,31 +3,13 @@
 #include <charconv>
 #include <cmath>
 
+#include "core/text.h"
+
 namespace gpufleet::core {
 
 extern const char* const kBuiltinGpuCatalogCsv;  // generated from data/gpu_catalog.csv
 
 namespace {
-
-std::vector<std::string_view> Split(std::string_view text, char sep) {
-  std::vector<std::string_view> out;
-  size_t start = 0;
-  while (true) {
-    size_t pos = text.find(sep, start);
-    out.push_back(text.substr(start, pos == std::string_view::npos ? pos : pos - start));
-    if (pos == std::string_view::npos) break;
-    start = pos + 1;
-  }
-  return out;
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r'))
-    s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
-    s.remove_suffix(1);
-  return s;
-}
 
 std::optional<double> ParseNonNegative(std::string_view s) {
   double v = 0;
@@ -51,9 +33,9 @@ Result<GpuCatalog> GpuCatalog::Parse(std::string_view text) {
   GpuCatalog catalog;
   int line_no = 0;
   bool header_seen = false;
-  for (std::string_view raw : Split(text, '\n')) {
+  for (std::string_view raw : SplitText(text, '\n')) {
     ++line_no;
-    std::string_view line = Trim(raw);
+    std::string_view line = TrimText(raw);
     if (line.empty() || line.front() == '#') continue;
     if (!header_seen) {
       header_seen = true;
@@ -63,22 +45,22 @@ Result<GpuCatalog> GpuCatalog::Parse(std::string_view text) {
       }
       continue;
     }
-    auto fields = Split(line, ',');
+    auto fields = SplitText(line, ',');
     const std::string where = "GPU catalog line " + std::to_string(line_no);
     if (fields.size() != 4)
       return Error{where + ": expected 4 fields, got " + std::to_string(fields.size())};
     GpuModel model;
-    for (std::string_view alias : Split(fields[0], '|')) {
-      alias = Trim(alias);
+    for (std::string_view alias : SplitText(fields[0], '|')) {
+      alias = TrimText(alias);
       if (alias.empty()) return Error{where + ": empty model name"};
       if (catalog.Find(alias))
         return Error{where + ": duplicate model name '" + std::string(alias) + "'"};
       model.aliases.emplace_back(alias);
     }
     model.name = model.aliases.front();
-    auto mem = ParseNonNegative(Trim(fields[1]));
-    auto speed = ParseNonNegative(Trim(fields[2]));
-    auto price = ParseNonNegative(Trim(fields[3]));
+    auto mem = ParseNonNegative(TrimText(fields[1]));
+    auto speed = ParseNonNegative(TrimText(fields[2]));
+    auto price = ParseNonNegative(TrimText(fields[3]));
     if (!mem) return Error{where + ", column memory_gib: not a non-negative number"};
     if (!speed || *speed <= 0)
       return Error{where + ", column relative_speed: not a positive number"};
@@ -103,11 +85,11 @@ std::optional<ModelId> GpuCatalog::Find(std::string_view name) const {
 }
 
 Result<ModelSet> GpuCatalog::ParseSpec(std::string_view spec) const {
-  spec = Trim(spec);
+  spec = TrimText(spec);
   if (spec.empty()) return ModelSet::All();
   ModelSet set;
-  for (std::string_view name : Split(spec, '|')) {
-    name = Trim(name);
+  for (std::string_view name : SplitText(spec, '|')) {
+    name = TrimText(name);
     auto id = Find(name);
     if (!id) return Error{"unknown GPU model '" + std::string(name) + "'"};
     set.Add(*id);
