@@ -63,9 +63,8 @@ const std::set<std::string> kPreHopperExceptions = {
     "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_PROF_DRAM_ACTIVE"};
 
 // dcgm-exporter's label set on a GPU series (no Kubernetes pod mapping, no MIG).
-const std::set<std::string> kDcgmLabels = {"gpu",       "UUID",     "pci_bus_id",
-                                           "device",    "modelName", "Hostname",
-                                           "DCGM_FI_DRIVER_VERSION"};
+const std::set<std::string> kDcgmLabels = {
+    "gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname", "DCGM_FI_DRIVER_VERSION"};
 
 // GPU 0: a Hopper with every feature. GPU 1: an A100 (no GPM). GPU 2: a Hopper whose driver lacks
 // the video engines, the NVLink counters and vGPU, and has GPM turned off: each switch of the fake.
@@ -97,7 +96,8 @@ struct Series {
 };
 
 // Parses the exposition's sample lines (label values here never hold quotes or commas).
-std::vector<Series> ParseSamples(const std::string& text, std::map<std::string, std::string>* types) {
+std::vector<Series> ParseSamples(const std::string& text,
+                                 std::map<std::string, std::string>* types) {
   std::vector<Series> out;
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {

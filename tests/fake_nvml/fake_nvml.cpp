@@ -482,7 +482,7 @@ nvmlReturn_t NvLinkThroughput(const Gpu& gpu, double now, unsigned field, unsign
   if (active == 0) return NVML_ERROR_NOT_SUPPORTED;
   if (scope != NVML_NVLINK_SCOPE_ALL_LINKS && !scope_active) return NVML_ERROR_NOT_SUPPORTED;
   const Integrated what = field == NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX ? Integrated::kNvlinkTxKib
-                                                                          : Integrated::kNvlinkRxKib;
+                                                                         : Integrated::kNvlinkRxKib;
   unsigned long long kib = ToUll(gpu.IntegralOf(what, now));
   if (scope != NVML_NVLINK_SCOPE_ALL_LINKS) kib /= active;
   out->valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
@@ -1047,8 +1047,7 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetDecoderUtilization(nvmlDevice_t devic
   return fake_nvml::DoCodecUtilization(device, utilization, samplingPeriodUs, false);
 }
 
-FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetActiveVgpus(nvmlDevice_t device,
-                                                       unsigned int* vgpuCount,
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetActiveVgpus(nvmlDevice_t device, unsigned int* vgpuCount,
                                                        nvmlVgpuInstance_t* vgpuInstances) {
   FAKE_ENTRY();
   auto& s = St();
@@ -1440,8 +1439,8 @@ static_assert(
 static_assert(
     kSame<decltype(&nvmlDeviceGetDecoderUtilization), api::NvmlDeviceGetCodecUtilizationFn>);
 static_assert(kSame<decltype(&nvmlDeviceGetActiveVgpus), api::NvmlDeviceGetActiveVgpusFn>);
-static_assert(kSame<decltype(&nvmlVgpuInstanceGetLicenseStatus),
-                    api::NvmlVgpuInstanceGetLicenseStatusFn>);
+static_assert(
+    kSame<decltype(&nvmlVgpuInstanceGetLicenseStatus), api::NvmlVgpuInstanceGetLicenseStatusFn>);
 #if !FAKE_NVML_LEGACY
 static_assert(kSame<decltype(&nvmlInit_v2), api::NvmlInitFn>);
 static_assert(kSame<decltype(&nvmlDeviceGetCount_v2), api::NvmlDeviceGetCountFn>);

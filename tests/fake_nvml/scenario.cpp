@@ -213,13 +213,30 @@ void ParseTimeline(const json& j, const std::string& path, Gpu* gpu) {
   for (std::size_t i = 0; i < j.size(); ++i) {
     const json& e = j[i];
     std::string p = Index(path, i);
-    CheckObject(
-        e, p,
-        {"t", "gpu_util", "mem_util", "memory_used_mib", "temperature_c", "memory_temperature_c",
-         "power_w", "sm_clock_mhz", "mem_clock_mhz", "clocks_event_reasons", "pcie_tx_kbps",
-         "pcie_rx_kbps", "pcie_replay", "ecc_corrected", "ecc_uncorrected", "sm_activity",
-         "gr_engine_active", "tensor_active", "dram_active", "encoder_util", "decoder_util",
-         "nvlink_tx_kibps", "nvlink_rx_kibps"});
+    CheckObject(e, p,
+                {"t",
+                 "gpu_util",
+                 "mem_util",
+                 "memory_used_mib",
+                 "temperature_c",
+                 "memory_temperature_c",
+                 "power_w",
+                 "sm_clock_mhz",
+                 "mem_clock_mhz",
+                 "clocks_event_reasons",
+                 "pcie_tx_kbps",
+                 "pcie_rx_kbps",
+                 "pcie_replay",
+                 "ecc_corrected",
+                 "ecc_uncorrected",
+                 "sm_activity",
+                 "gr_engine_active",
+                 "tensor_active",
+                 "dram_active",
+                 "encoder_util",
+                 "decoder_util",
+                 "nvlink_tx_kibps",
+                 "nvlink_rx_kibps"});
     TimelinePoint pt = prev;
     pt.t = Number(Require(e, p, "t"), Key(p, "t"));
     if (i == 0 && pt.t != 0) Fail(Key(p, "t"), "the first timeline entry must have t = 0");
@@ -289,11 +306,11 @@ void ParseProcesses(const json& j, const std::string& path, Gpu* gpu) {
 }
 
 Gpu ParseGpu(const json& j, const std::string& p, std::size_t index) {
-  CheckObject(j, p,
-              {"name", "uuid", "pci_bus_id", "memory_total_mib", "memory_reserved_mib",
-               "power_limit_w", "not_supported", "timeline", "processes", "retired_pages",
-               "remapped_rows", "mig_mode", "mig_devices", "nvlinks", "gpm_supported",
-               "vgpu_instances"});
+  CheckObject(
+      j, p,
+      {"name", "uuid", "pci_bus_id", "memory_total_mib", "memory_reserved_mib", "power_limit_w",
+       "not_supported", "timeline", "processes", "retired_pages", "remapped_rows", "mig_mode",
+       "mig_devices", "nvlinks", "gpm_supported", "vgpu_instances"});
   Gpu gpu;
   gpu.name = "NVIDIA H100 80GB HBM3";
   if (const json* v = Find(j, "name")) gpu.name = String(*v, Key(p, "name"));

@@ -138,7 +138,7 @@ struct Gpu {
   std::vector<NvLink> nvlinks;
   bool gpm_supported = false;
   std::vector<VgpuInstance> vgpu_instances;  // empty: no vGPU manager on this GPU
-  double lost_at = kForever;  // earliest faults.gpu_lost time for this GPU
+  double lost_at = kForever;                 // earliest faults.gpu_lost time for this GPU
 
   // Integrals of the timeline from t=0, one per timeline entry (at that entry's t).
   std::vector<double> energy_j_at;
