@@ -72,7 +72,10 @@ std::uint64_t FieldValueAsU64(const nvmlFieldValue_t& field) {
     case NVML_VALUE_TYPE_SIGNED_INT:
       return field.value.siVal < 0 ? 0 : static_cast<std::uint64_t>(field.value.siVal);
     case NVML_VALUE_TYPE_DOUBLE:
-      return field.value.dVal < 0 ? 0 : static_cast<std::uint64_t>(field.value.dVal);
+      // NaN and negatives read as 0, values past 2^64 saturate (a cast would be undefined).
+      if (!(field.value.dVal > 0)) return 0;
+      if (field.value.dVal >= 1.8e19) return ~std::uint64_t{0};
+      return static_cast<std::uint64_t>(field.value.dVal);
     default:
       return field.value.uiVal;
   }
