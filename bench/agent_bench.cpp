@@ -31,21 +31,37 @@ std::vector<gpu::GpuSample> Samples(int gpus, int processes) {
     s.uuid = "GPU-5e1c7a52-0d3b-4f60-9a51-7b2f0c1d9e0" + std::to_string(i);
     s.name = "NVIDIA H100 80GB HBM3";
     s.pci_bus_id = "00000000:18:00.0";
-    for (auto* r :
-         {&s.gpu_util_pct, &s.mem_util_pct, &s.temperature_c, &s.memory_temperature_c, &s.power_mw,
-          &s.power_limit_mw, &s.sm_clock_mhz, &s.mem_clock_mhz, &s.pcie_tx_kbps, &s.pcie_rx_kbps,
-          &s.pcie_replay_count, &s.retired_pages_single_bit, &s.retired_pages_double_bit,
-          &s.remapped_rows_correctable, &s.remapped_rows_uncorrectable, &s.remapped_rows_failure,
-          &s.mig_mode}) {
+    for (auto* r : {&s.gpu_util_pct,
+                    &s.mem_util_pct,
+                    &s.temperature_c,
+                    &s.memory_temperature_c,
+                    &s.power_mw,
+                    &s.power_limit_mw,
+                    &s.sm_clock_mhz,
+                    &s.mem_clock_mhz,
+                    &s.pcie_tx_kbps,
+                    &s.pcie_rx_kbps,
+                    &s.pcie_replay_count,
+                    &s.retired_pages_single_bit,
+                    &s.retired_pages_double_bit,
+                    &s.remapped_rows_correctable,
+                    &s.remapped_rows_uncorrectable,
+                    &s.remapped_rows_failure,
+                    &s.mig_mode,
+                    &s.encoder_util_pct,
+                    &s.decoder_util_pct,
+                    &s.vgpu_license_status}) {
       r->Set(static_cast<std::uint32_t>(40 + i));
     }
     for (auto* r :
          {&s.fb_total_bytes, &s.fb_used_bytes, &s.fb_free_bytes, &s.fb_reserved_bytes, &s.energy_mj,
           &s.clock_event_reasons, &s.ecc_corrected_volatile, &s.ecc_uncorrected_volatile,
-          &s.ecc_corrected_total, &s.ecc_uncorrected_total}) {
+          &s.ecc_corrected_total, &s.ecc_uncorrected_total, &s.nvlink_tx_kib, &s.nvlink_rx_kib}) {
       r->Set(123456789ULL * static_cast<std::uint64_t>(i + 1));
     }
-    s.sm_activity.Set(0.875);
+    for (auto* r : {&s.sm_activity, &s.gr_engine_activity, &s.tensor_activity, &s.dram_activity}) {
+      r->Set(0.875);
+    }
     std::vector<gpu::GpuProcess> procs;
     for (int p = 0; p < processes; ++p) {
       gpu::GpuProcess proc;

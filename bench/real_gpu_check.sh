@@ -6,7 +6,9 @@
 #  3. every 10 s, put the agent's view next to `nvidia-smi --query-gpu` and
 #     `--query-compute-apps`; print which NVML symbols resolved;
 #  4. the advisor: an input-starved and a well-fed CUDA load (bench/advise_load.cu) through `up`,
-#     and what `gpufleet advise` says of each (about 4 minutes).
+#     and what `gpufleet advise` says of each (about 4 minutes);
+#  5. dcgm-exporter parity (issue 21): the new counters next to `nvidia-smi dmon -s pucvmet` and
+#     `nvidia-smi nvlink -gt d` (about 30 s).
 # Usage: bash bench/real_gpu_check.sh [OUT_DIR]   (default: $OUT, else bench/results/real-gpu)
 # Everything printed also goes to OUT_DIR/real_gpu_check.txt; commit that file.
 set -uo pipefail
@@ -88,3 +90,32 @@ echo "expected: job $starved input_bound_cpu, job $fed efficient"
 kill $up 2>/dev/null
 wait $up 2>/dev/null
 rm -rf "$up_dir"
+
+# 5. dcgm-exporter parity (issue 21): encoder/decoder, GPM ratios, PCIe bytes and the NVLink data
+#    counter as the agent exports them, next to what nvidia-smi reads from the same driver.
+echo "== dcgm-exporter parity: the new counters against nvidia-smi dmon and nvlink (about 30 s)"
+GPUFLEET_JOB_ID=dcgm-parity "$out/gpu_load" 25 2048 &
+load5=$!
+./build/gpufleet agent --listen "127.0.0.1:$((port + 2))" --interval 1 >"$out/agent5.log" 2>&1 &
+agent5=$!
+trap 'kill $agent5 $load5 2>/dev/null' EXIT
+sleep 4
+nvidia-smi dmon -s pucvmet -c 5 | tee "$out/dmon.txt"
+curl -sf "127.0.0.1:$((port + 2))/metrics" -o "$out/metrics-dcgm.txt"
+nvidia-smi nvlink -gt d >"$out/nvlink.txt" 2>&1
+curl -sf "127.0.0.1:$((port + 2))/metrics" -o "$out/metrics-dcgm-after.txt"
+for gpu in $(nvidia-smi --query-gpu=index --format=csv,noheader); do
+  m() { sed -n "s/^$1{gpu=\"$gpu\",.*} \(.*\)$/\1/p" "$out/metrics-dcgm.txt" | head -1; }
+  echo "agent gpu $gpu: enc % $(m DCGM_FI_DEV_ENC_UTIL), dec % $(m DCGM_FI_DEV_DEC_UTIL)" \
+    "(dmon enc/dec); PCIe tx/rx bytes/s $(m DCGM_FI_PROF_PCIE_TX_BYTES)/$(m DCGM_FI_PROF_PCIE_RX_BYTES)" \
+    "(dmon txpci/rxpci are MB/s); GR engine $(m DCGM_FI_PROF_GR_ENGINE_ACTIVE), SM active" \
+    "$(m DCGM_FI_PROF_SM_ACTIVE), tensor $(m DCGM_FI_PROF_PIPE_TENSOR_ACTIVE), DRAM" \
+    "$(m DCGM_FI_PROF_DRAM_ACTIVE) (dmon sm/mem are %); vGPU license $(m DCGM_FI_DEV_VGPU_LICENSE_STATUS)"
+  smi_kib=$(awk -v g="$gpu" '/^GPU /{cur=($2==g":")} cur && /Data (Tx|Rx):/{s+=$(NF-1)} END{print s+0}' "$out/nvlink.txt")
+  echo "NVLink data KiB: nvidia-smi nvlink -gt d sums to $smi_kib; agent DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL" \
+    "$(m DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL) before,"\
+    "$(sed -n "s/^DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL{gpu=\"$gpu\",.*} \(.*\)$/\1/p" "$out/metrics-dcgm-after.txt") after"
+done
+echo "fields this GPU and driver do not support (gpufleet_gpu_field_supported 0):"
+grep '^gpufleet_gpu_field_supported{.*} 0$' "$out/metrics-dcgm.txt" | sed 's/.*field="\([^"]*\)".*/  \1/'
+kill $agent5 $load5 2>/dev/null

@@ -28,6 +28,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)gpu.At(t);
       (void)gpu.EnergyJoules(t);
       (void)gpu.SmActivityIntegral(t);
+      for (std::size_t k = 0; k < fake_nvml::kIntegratedCount; ++k) {
+        GPUFLEET_CHECK(!std::isnan(gpu.IntegralOf(static_cast<fake_nvml::Integrated>(k), t)));
+      }
     }
   }
   for (size_t i = 1; i < scenario.xid_events.size(); ++i) {

@@ -105,4 +105,58 @@ echo "PromQL process 4242 GPU memory (MiB): $answer"
 case "$answer" in *'"38000"]'*) ;; *) fail "process 4242's GPU memory is not 38000 MiB" ;; esac
 answer=$(query 'count(up{job="gpufleet-agent"} == 1)')
 case "$answer" in *'"1"]'*) ;; *) fail "the scrape target is not up: $answer" ;; esac
-echo "PASS: Prometheus scraped the agent and answered PromQL"
+
+# dcgm-exporter's published Grafana dashboard, "NVIDIA DCGM Exporter Dashboard" (grafana.com
+# dashboard 12239; grafana/dcgm-exporter-dashboard.json in github.com/NVIDIA/dcgm-exporter): the
+# expression of each of its 8 panels and of its 2 variable queries, written out here by hand,
+# with Grafana's variables as the dashboard's "All" renders them ($Hostname: this node, $gpu: every
+# GPU). Each must return data: GPUs 0 and 1 of the sample scenario are Hopper (GPM), so the
+# profiling panels have data too. Older revisions of the dashboard drew "GPU Utilization" from
+# DCGM_FI_DEV_GPU_UTIL; that expression is checked as well.
+sel='Hostname=~"ci-node", gpu=~"0|1|2"'
+panels=(
+  "GPU Temperature|max(DCGM_FI_DEV_GPU_TEMP{$sel}) by (Hostname, gpu, uuid)"
+  "GPU Avg. Temp|avg(DCGM_FI_DEV_GPU_TEMP{$sel})"
+  "GPU Power Usage|max(DCGM_FI_DEV_POWER_USAGE{$sel}) by (Hostname, gpu, uuid)"
+  "GPU Power Total|sum(max(DCGM_FI_DEV_POWER_USAGE{$sel}) by (gpu))"
+  "GPU SM Clocks|max(DCGM_FI_DEV_SM_CLOCK{$sel} * 1000000) by (Hostname, UUID, gpu)"
+  "GPU Utilization|max(DCGM_FI_PROF_GR_ENGINE_ACTIVE{$sel}) by (Hostname, gpu, GPU_I_ID, GPU_I_PROFILE)"
+  "GPU Utilization (older revisions)|max(DCGM_FI_DEV_GPU_UTIL{$sel}) by (Hostname, gpu)"
+  "Tensor Core Utilization|max(DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{$sel}) by (Hostname, gpu, GPU_I_ID, GPU_I_PROFILE)"
+  "GPU Framebuffer Mem Used|max(DCGM_FI_DEV_FB_USED{$sel}) by (Hostname, gpu, GPU_I_ID, GPU_I_PROFILE)"
+)
+# GPM's ratios need two samples: wait for the first profiling series before asking.
+for _ in $(seq 40); do
+  case "$(query 'DCGM_FI_PROF_PIPE_TENSOR_ACTIVE' || true)" in *'"result":[{'*) break ;; esac
+  sleep 0.5
+done
+for panel in "${panels[@]}"; do
+  title=${panel%%|*}
+  expr=${panel#*|}
+  answer=$(query "$expr" || true)
+  case "$answer" in
+    *'"result":[{'*) echo "dashboard panel \"$title\": $(echo "$answer" | grep -o '"value":\[[^]]*\]' | head -3 | tr '\n' ' ')" ;;
+    *) fail "dashboard panel \"$title\" has no data: $expr -> $answer" ;;
+  esac
+done
+# The two variable queries: label_values(DCGM_FI_DEV_FB_FREE, Hostname) and
+# label_values(DCGM_FI_DEV_FB_FREE{Hostname=~"$Hostname"}, gpu), which Grafana asks of the label
+# values API.
+label_values() {
+  curl -sf --get "http://127.0.0.1:$prom_port/api/v1/label/$1/values" --data-urlencode "match[]=$2"
+}
+answer=$(label_values Hostname 'DCGM_FI_DEV_FB_FREE')
+echo "variable Hostname: $answer"
+case "$answer" in *'"data":["ci-node"]'*) ;; *) fail "variable Hostname: $answer" ;; esac
+answer=$(label_values gpu 'DCGM_FI_DEV_FB_FREE{Hostname=~"ci-node"}')
+echo "variable gpu: $answer"
+case "$answer" in *'"data":["0","1","2"]'*) ;; *) fail "variable gpu: $answer" ;; esac
+# dcgm-exporter's default list also puts the driver version on every series as a label.
+answer=$(query 'count(DCGM_FI_DEV_GPU_UTIL{DCGM_FI_DRIVER_VERSION="550.54.15"})')
+case "$answer" in *'"3"]'*) ;; *) fail "DCGM_FI_DRIVER_VERSION label: $answer" ;; esac
+# GPU 2 (an A100 without GPM): no made-up tensor activity, and a series that says why.
+answer=$(query 'gpufleet_gpu_field_supported{gpu="2",field="DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"}')
+case "$answer" in *'"0"]'*) ;; *) fail "GPU 2 should say tensor activity is unsupported: $answer" ;; esac
+answer=$(query 'count(DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{gpu="2"})')
+case "$answer" in *'"result":[]'*) ;; *) fail "GPU 2 exports a tensor activity: $answer" ;; esac
+echo "PASS: Prometheus scraped the agent and answered PromQL, every dcgm-exporter dashboard panel included"

@@ -107,6 +107,16 @@ TEST(NvmlProbe, ReadsEveryFieldFromTheFullLibrary) {
   gpu::GpuSample second = probe.Sample(0, 2.5);
   ASSERT_TRUE(second.sm_activity.has_value());
   EXPECT_NEAR(second.sm_activity.value, 0.885, 1e-9);
+  EXPECT_NEAR(second.gr_engine_activity.value, 0.97, 1e-9);
+  EXPECT_NEAR(second.tensor_activity.value, 0.615, 1e-9);
+  EXPECT_NEAR(second.dram_activity.value, 0.42, 1e-9);
+  EXPECT_EQ(fake.call_count("nvmlGpmMetricsGet"), 1U) << "one request for every GPM metric";
+  EXPECT_EQ(second.encoder_util_pct.value, 12U);
+  EXPECT_EQ(second.decoder_util_pct.value, 30U);
+  // 2,000,000 KiB/s sent and 1,000,000 received from scenario second 1 on.
+  EXPECT_EQ(second.nvlink_tx_kib.value, 3'000'000U);
+  EXPECT_EQ(second.nvlink_rx_kib.value, 1'500'000U);
+  EXPECT_EQ(s.vgpu_license_status.value, 1U);
   EXPECT_GT(second.energy_mj.value, s.energy_mj.value);
   EXPECT_EQ(second.processes.value[0].sm_util_pct.value, 90U);
   gpu::GpuSample again = probe.Sample(0, 2.6);
@@ -121,6 +131,10 @@ TEST(NvmlProbe, ReadsEveryFieldFromTheFullLibrary) {
   EXPECT_EQ(mig.mig_devices[0].memory_total_bytes.value, 19968 * kMiB);
   EXPECT_EQ(mig.memory_temperature_c.status, gpu::ReadStatus::kNotSupported);
   EXPECT_EQ(mig.sm_activity.status, gpu::ReadStatus::kNotSupported);
+  EXPECT_EQ(mig.tensor_activity.status, gpu::ReadStatus::kNotSupported);
+  EXPECT_EQ(mig.nvlink_tx_kib.status, gpu::ReadStatus::kNotSupported);
+  EXPECT_EQ(mig.vgpu_license_status.status, gpu::ReadStatus::kNotSupported) << "bare metal";
+  EXPECT_TRUE(mig.encoder_util_pct.has_value());
   EXPECT_TRUE(mig.nvlinks.empty());
 
   const gpu::GpuTopology topology = probe.Topology();
@@ -234,6 +248,8 @@ TEST(NvmlProbe, LegacyLibraryUsesTheOldSymbols) {
   EXPECT_EQ(s.processes.value[1].pid, 4343U);
   EXPECT_EQ(s.processes.value[1].used_memory_bytes.value, 2000 * kMiB);
   EXPECT_EQ(s.sm_activity.status, gpu::ReadStatus::kNotSupported);
+  EXPECT_EQ(s.dram_activity.status, gpu::ReadStatus::kNotSupported);
+  EXPECT_EQ(s.encoder_util_pct.value, 12U) << "an old entry point: in the legacy library too";
 }
 
 TEST(NvmlProbe, MalformedScenarioFallsBackToSimulatedWithAClearNotice) {

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <map>
+#include <optional>
 
 namespace gpufleet::agent {
 namespace {
@@ -92,6 +93,24 @@ class FamilyWriter {
     for (std::size_t i = 0; i < gpu_labels_.size(); ++i) Line(name, gpu_labels_[i], value(i));
   }
 
+  // A family whose value for GPU i is `value(i)`, a std::optional: GPUs without one (and lost
+  // GPUs) are left out, and so is the header when no GPU has a value.
+  template <typename F>
+  void Optional(const char* name, const char* type, const char* help,
+                const std::vector<GpuSample>& samples, F value) {
+    bool header = false;
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+      if (samples[i].lost) continue;
+      const auto v = value(i);
+      if (!v.has_value()) continue;
+      if (!header) {
+        Header(name, type, help);
+        header = true;
+      }
+      Line(name, gpu_labels_[i], *v);
+    }
+  }
+
   template <typename V>
   void Line(const char* name, const std::string& labels, V value) {
     out_ += name;
@@ -111,6 +130,42 @@ auto Identity = [](auto v) { return static_cast<std::uint64_t>(v); };
 auto ToMiB = [](std::uint64_t bytes) { return static_cast<std::uint64_t>(bytes / (1024 * 1024)); };
 auto MilliToUnit = [](auto v) { return static_cast<double>(v) / 1000.0; };
 auto AsDouble = [](double v) { return v; };
+auto KibPerSecondToBytes = [](std::uint32_t kb) { return std::uint64_t{kb} * 1024; };
+
+template <auto Member>
+gpu::ReadStatus StatusOf(const GpuSample& s) {
+  return (s.*Member).status;
+}
+
+// The figures of dcgm-exporter's default counter list (plus DCGM_FI_PROF_SM_ACTIVE) whose support
+// depends on the GPU or the driver, each with the reading its series comes from.
+struct FieldSupport {
+  const char* field;
+  gpu::ReadStatus (*status)(const GpuSample&);
+};
+constexpr FieldSupport kFieldSupport[] = {
+    {"DCGM_FI_DEV_SM_CLOCK", StatusOf<&GpuSample::sm_clock_mhz>},
+    {"DCGM_FI_DEV_MEM_CLOCK", StatusOf<&GpuSample::mem_clock_mhz>},
+    {"DCGM_FI_DEV_MEMORY_TEMP", StatusOf<&GpuSample::memory_temperature_c>},
+    {"DCGM_FI_DEV_GPU_TEMP", StatusOf<&GpuSample::temperature_c>},
+    {"DCGM_FI_DEV_POWER_USAGE", StatusOf<&GpuSample::power_mw>},
+    {"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", StatusOf<&GpuSample::energy_mj>},
+    {"DCGM_FI_DEV_PCIE_REPLAY_COUNTER", StatusOf<&GpuSample::pcie_replay_count>},
+    {"DCGM_FI_DEV_GPU_UTIL", StatusOf<&GpuSample::gpu_util_pct>},
+    {"DCGM_FI_DEV_MEM_COPY_UTIL", StatusOf<&GpuSample::mem_util_pct>},
+    {"DCGM_FI_DEV_ENC_UTIL", StatusOf<&GpuSample::encoder_util_pct>},
+    {"DCGM_FI_DEV_DEC_UTIL", StatusOf<&GpuSample::decoder_util_pct>},
+    {"DCGM_FI_DEV_FB_RESERVED", StatusOf<&GpuSample::fb_reserved_bytes>},
+    {"DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", StatusOf<&GpuSample::nvlink_tx_kib>},
+    {"DCGM_FI_DEV_VGPU_LICENSE_STATUS", StatusOf<&GpuSample::vgpu_license_status>},
+    {"DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", StatusOf<&GpuSample::remapped_rows_correctable>},
+    {"DCGM_FI_PROF_GR_ENGINE_ACTIVE", StatusOf<&GpuSample::gr_engine_activity>},
+    {"DCGM_FI_PROF_SM_ACTIVE", StatusOf<&GpuSample::sm_activity>},
+    {"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", StatusOf<&GpuSample::tensor_activity>},
+    {"DCGM_FI_PROF_DRAM_ACTIVE", StatusOf<&GpuSample::dram_activity>},
+    {"DCGM_FI_PROF_PCIE_TX_BYTES", StatusOf<&GpuSample::pcie_tx_kbps>},
+    {"DCGM_FI_PROF_PCIE_RX_BYTES", StatusOf<&GpuSample::pcie_rx_kbps>},
+};
 
 }  // namespace
 
@@ -140,6 +195,12 @@ void RenderMetrics(const std::vector<GpuSample>& samples, const MetricsContext& 
     l += "\",Hostname=\"";
     AppendEscaped(l, context.hostname);
     l += '"';
+    // dcgm-exporter's default list has the driver version as a label on every series.
+    if (!context.driver_version.empty()) {
+      l += ",DCGM_FI_DRIVER_VERSION=\"";
+      AppendEscaped(l, context.driver_version);
+      l += '"';
+    }
     labels.push_back(std::move(l));
   }
   FamilyWriter w(out, labels);
@@ -202,9 +263,41 @@ void RenderMetrics(const std::vector<GpuSample>& samples, const MetricsContext& 
            &GpuSample::remapped_rows_uncorrectable, Identity);
   w.Family("DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed.",
            samples, &GpuSample::remapped_rows_failure, Identity);
+  w.Family("DCGM_FI_DEV_ENC_UTIL", "gauge", "Encoder utilization (in %).", samples,
+           &GpuSample::encoder_util_pct, Identity);
+  w.Family("DCGM_FI_DEV_DEC_UTIL", "gauge", "Decoder utilization (in %).", samples,
+           &GpuSample::decoder_util_pct, Identity);
+  // NVML's NVLink data counters, transmitted plus received over every link, in KiB.
+  w.Optional("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "counter",
+             "Total number of NVLink bandwidth counters for all lanes.", samples,
+             [&](std::size_t i) -> std::optional<std::uint64_t> {
+               const GpuSample& s = samples[i];
+               if (!s.nvlink_tx_kib.has_value() || !s.nvlink_rx_kib.has_value()) return {};
+               return s.nvlink_tx_kib.value + s.nvlink_rx_kib.value;
+             });
+  w.Family("DCGM_FI_DEV_VGPU_LICENSE_STATUS", "gauge", "vGPU License status", samples,
+           &GpuSample::vgpu_license_status, Identity);
+  w.Family("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge", "Ratio of time the graphics engine is active.",
+           samples, &GpuSample::gr_engine_activity, AsDouble);
   w.Family("DCGM_FI_PROF_SM_ACTIVE", "gauge",
            "The ratio of cycles an SM has at least 1 warp assigned (0 to 1).", samples,
            &GpuSample::sm_activity, AsDouble);
+  w.Family("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge",
+           "Ratio of cycles the tensor (HMMA) pipe is active.", samples,
+           &GpuSample::tensor_activity, AsDouble);
+  w.Family("DCGM_FI_PROF_DRAM_ACTIVE", "gauge",
+           "Ratio of cycles the device memory interface is active sending or receiving data.",
+           samples, &GpuSample::dram_activity, AsDouble);
+  // From nvmlDeviceGetPcieThroughput (every GPU since Maxwell), not DCGM's profiling module: the
+  // driver's KB/s over its last 20 ms window, in bytes per second.
+  w.Family("DCGM_FI_PROF_PCIE_TX_BYTES", "gauge",
+           "The rate of data transmitted over the PCIe bus - including both protocol headers and "
+           "data payloads - in bytes per second.",
+           samples, &GpuSample::pcie_tx_kbps, KibPerSecondToBytes);
+  w.Family("DCGM_FI_PROF_PCIE_RX_BYTES", "gauge",
+           "The rate of data received over the PCIe bus - including both protocol headers and "
+           "data payloads - in bytes per second.",
+           samples, &GpuSample::pcie_rx_kbps, KibPerSecondToBytes);
 
   // XID: dcgm-exporter reports the value of the last XID seen (0 when none).
   w.EveryGpu("DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered.",
@@ -213,10 +306,10 @@ void RenderMetrics(const std::vector<GpuSample>& samples, const MetricsContext& 
   // Our own per-GPU series.
   w.Family("gpufleet_gpu_pcie_tx_bytes_per_second", "gauge",
            "PCIe transmit throughput over the driver's last 20 ms window.", samples,
-           &GpuSample::pcie_tx_kbps, [](std::uint32_t kb) { return std::uint64_t{kb} * 1024; });
+           &GpuSample::pcie_tx_kbps, KibPerSecondToBytes);
   w.Family("gpufleet_gpu_pcie_rx_bytes_per_second", "gauge",
            "PCIe receive throughput over the driver's last 20 ms window.", samples,
-           &GpuSample::pcie_rx_kbps, [](std::uint32_t kb) { return std::uint64_t{kb} * 1024; });
+           &GpuSample::pcie_rx_kbps, KibPerSecondToBytes);
   w.Family("gpufleet_gpu_mig_mode", "gauge", "1 when MIG mode is enabled.", samples,
            &GpuSample::mig_mode, Identity);
   w.EveryGpu("gpufleet_gpu_xid_events_total", "counter", "XID events seen since the agent started.",
@@ -237,6 +330,23 @@ void RenderMetrics(const std::vector<GpuSample>& samples, const MetricsContext& 
       AppendEscaped(l, reason);
       l += '"';
       w.Line("gpufleet_gpu_health_reason", l, std::uint64_t{1});
+    }
+  }
+  // Why a dcgm-exporter series is absent: 0 when the GPU or driver does not support it (NVML
+  // answered NOT_SUPPORTED, or the entry point is missing), 1 when it does. Fields not read yet
+  // (GPM's first sample) and lost GPUs have no line.
+  w.Header("gpufleet_gpu_field_supported", "gauge",
+           "1 when the GPU and driver support a dcgm-exporter field, 0 when not.");
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    if (samples[i].lost) continue;
+    for (const FieldSupport& f : kFieldSupport) {
+      const gpu::ReadStatus status = f.status(samples[i]);
+      if (status == gpu::ReadStatus::kMissing) continue;
+      std::string l = labels[i] + ",field=\"";
+      l += f.field;
+      l += '"';
+      w.Line("gpufleet_gpu_field_supported", l,
+             std::uint64_t{status != gpu::ReadStatus::kNotSupported});
     }
   }
   w.EveryGpu("gpufleet_gpu_lost", "gauge", "1 when the driver reports the GPU as lost.",

@@ -1,10 +1,11 @@
 #pragma once
 // Renders GPU samples in the Prometheus text exposition format (version 0.0.4), with
 // dcgm-exporter's metric names, units and labels (`gpu`, `UUID`, `pci_bus_id`, `device`,
-// `modelName`, `Hostname`), so Grafana dashboards built for dcgm-exporter work unchanged. Our own
-// series are prefixed `gpufleet_`: health, per-process and per-job GPU memory and SM%, agent info.
-// A figure the GPU does not support is left out, as dcgm-exporter does; a lost GPU keeps only its
-// health series, since its other readings would be stale.
+// `modelName`, `Hostname`, `DCGM_FI_DRIVER_VERSION`), so Grafana dashboards built for dcgm-exporter
+// work unchanged. Our own series are prefixed `gpufleet_`: health, per-process and per-job GPU
+// memory and SM%, field support, agent info. A figure the GPU does not support is left out, as
+// dcgm-exporter does, and `gpufleet_gpu_field_supported` says so; a lost GPU keeps only its health
+// series, since its other readings would be stale.
 #include <cstdint>
 #include <string>
 #include <vector>

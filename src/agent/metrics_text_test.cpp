@@ -34,7 +34,8 @@ TEST(MetricsText, DcgmNamesLabelsAndUnits) {
   RenderMetrics({Sample(0)}, {"node-a", "nvml", "550.54", "0.1.0", 7}, out);
   const std::string labels =
       "{gpu=\"0\",UUID=\"GPU-0\",pci_bus_id=\"00000000:18:00.0\",device=\"nvidia0\","
-      "modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"node-a\"}";
+      "modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"node-a\","
+      "DCGM_FI_DRIVER_VERSION=\"550.54\"}";
   EXPECT_NE(out.find("# TYPE DCGM_FI_DEV_GPU_UTIL gauge\nDCGM_FI_DEV_GPU_UTIL" + labels + " 87\n"),
             std::string::npos)
       << out;
@@ -88,6 +89,29 @@ TEST(MetricsText, ProcessAndJobSeries) {
   ASSERT_EQ(job_sm.size(), 1U);
   EXPECT_NE(job_sm[0].find("} 55"), std::string::npos);
   EXPECT_NE(out.find("user=\"bob \\\"the\\\" builder\""), std::string::npos) << "escaped";
+}
+
+TEST(MetricsText, DcgmProfilingNamesAndFieldSupport) {
+  gpu::GpuSample s = Sample(0);
+  s.pcie_tx_kbps.Set(1000);
+  s.tensor_activity.Set(0.5);
+  s.encoder_util_pct.status = gpu::ReadStatus::kNotSupported;
+  s.nvlink_tx_kib.Set(30);
+  s.nvlink_rx_kib.Set(12);
+  std::string out;
+  RenderMetrics({s}, {"h", "nvml", "", "", 0}, out);
+  EXPECT_NE(out.find("# TYPE DCGM_FI_PROF_PCIE_TX_BYTES gauge\nDCGM_FI_PROF_PCIE_TX_BYTES{"),
+            std::string::npos);
+  EXPECT_EQ(LinesStartingWith(out, "DCGM_FI_PROF_PCIE_TX_BYTES{")[0].substr(
+                LinesStartingWith(out, "DCGM_FI_PROF_PCIE_TX_BYTES{")[0].rfind(' ') + 1),
+            "1024000");
+  EXPECT_EQ(out.find("DCGM_FI_DRIVER_VERSION="), std::string::npos) << "no driver: no label";
+  EXPECT_NE(out.find("# TYPE DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL counter\n"), std::string::npos);
+  EXPECT_NE(out.find("Hostname=\"h\"} 42\n"), std::string::npos) << "NVLink: tx + rx";
+  EXPECT_EQ(out.find("DCGM_FI_DEV_ENC_UTIL{"), std::string::npos);
+  EXPECT_NE(out.find("field=\"DCGM_FI_DEV_ENC_UTIL\"} 0\n"), std::string::npos);
+  EXPECT_NE(out.find("field=\"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE\"} 1\n"), std::string::npos);
+  EXPECT_EQ(out.find("field=\"DCGM_FI_DEV_DEC_UTIL\""), std::string::npos) << "never read";
 }
 
 TEST(MetricsText, EscapesLabelValues) {

@@ -99,7 +99,17 @@ struct GpuSample {
   Reading<std::uint32_t> remapped_rows_uncorrectable;
   Reading<std::uint32_t> remapped_rows_pending;
   Reading<std::uint32_t> remapped_rows_failure;
-  Reading<double> sm_activity;  // GPM SM activity, 0..1 (Hopper and later)
+  Reading<double> sm_activity;         // GPM SM activity, 0..1 (Hopper and later)
+  Reading<double> gr_engine_activity;  // GPM graphics/compute engine activity, 0..1 (idem)
+  Reading<double> tensor_activity;     // GPM any-tensor-pipe activity, 0..1 (idem)
+  Reading<double> dram_activity;       // GPM DRAM bandwidth utilization, 0..1 (idem)
+  Reading<std::uint32_t> encoder_util_pct;
+  Reading<std::uint32_t> decoder_util_pct;
+  Reading<std::uint64_t> nvlink_tx_kib;  // NVLink data sent, all links, since the driver loaded
+  Reading<std::uint64_t> nvlink_rx_kib;  // NVLink data received, idem
+  // 1 when every active vGPU instance on this GPU is licensed, 0 when one is not; not supported
+  // when the GPU hosts no vGPU instance (bare metal, or no vGPU manager).
+  Reading<std::uint32_t> vgpu_license_status;
   Reading<std::uint32_t> mig_mode;
   std::vector<MigDevice> mig_devices;
   std::vector<NvLinkState> nvlinks;  // only links the driver reports

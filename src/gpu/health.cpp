@@ -1,6 +1,8 @@
 #include "gpu/health.h"
 
 #include <algorithm>
+#include <string>
+#include <utility>
 
 #include "gpu/nvml_api.h"
 
@@ -76,6 +78,8 @@ bool IsCriticalXid(std::uint64_t xid) {
 void SanitizeSample(GpuSample& s, const GpuSample* previous) {
   ClampPercent(s.gpu_util_pct, "gpu_util_pct", s);
   ClampPercent(s.mem_util_pct, "mem_util_pct", s);
+  ClampPercent(s.encoder_util_pct, "encoder_util_pct", s);
+  ClampPercent(s.decoder_util_pct, "decoder_util_pct", s);
   if (s.processes.has_value()) {
     for (GpuProcess& p : s.processes.value) {
       ClampPercent(p.sm_util_pct, "process sm_util_pct", s);
@@ -88,11 +92,18 @@ void SanitizeSample(GpuSample& s, const GpuSample* previous) {
     s.fb_used_bytes.value = s.fb_total_bytes.value;
     s.fb_used_bytes.status = ReadStatus::kClamped;
   }
-  if (s.sm_activity.has_value() && (s.sm_activity.value < 0 || s.sm_activity.value > 1)) {
-    s.flags.push_back("sm_activity " + std::to_string(s.sm_activity.value) +
-                      " is out of range; clamped to [0, 1]");
-    s.sm_activity.value = std::clamp(s.sm_activity.value, 0.0, 1.0);
-    s.sm_activity.status = ReadStatus::kClamped;
+  const std::pair<Reading<double>*, const char*> ratios[] = {
+      {&s.sm_activity, "sm_activity"},
+      {&s.gr_engine_activity, "gr_engine_activity"},
+      {&s.tensor_activity, "tensor_activity"},
+      {&s.dram_activity, "dram_activity"}};
+  for (const auto& [ratio, name] : ratios) {
+    if (ratio->has_value() && (ratio->value < 0 || ratio->value > 1)) {
+      s.flags.push_back(std::string(name) + " " + std::to_string(ratio->value) +
+                        " is out of range; clamped to [0, 1]");
+      ratio->value = std::clamp(ratio->value, 0.0, 1.0);
+      ratio->status = ReadStatus::kClamped;
+    }
   }
   for (Reading<std::uint32_t>* temp : {&s.temperature_c, &s.memory_temperature_c}) {
     if (temp->has_value() && temp->value > 200) {

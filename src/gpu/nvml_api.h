@@ -148,8 +148,13 @@ struct nvmlEventData_t {
   unsigned int computeInstanceId;
 };
 
-// Field values (used for the memory temperature, which has no dedicated getter).
+// Field values: the memory temperature, which has no dedicated getter, and the NVLink data
+// counters (cumulative KiB since the driver loaded; scopeId is a link number, or
+// NVML_NVLINK_SCOPE_ALL_LINKS for the sum over every link).
 inline constexpr unsigned int NVML_FI_DEV_MEMORY_TEMP = 82;
+inline constexpr unsigned int NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX = 138;
+inline constexpr unsigned int NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX = 139;
+inline constexpr unsigned int NVML_NVLINK_SCOPE_ALL_LINKS = 0xFFFFFFFFU;
 inline constexpr unsigned int NVML_VALUE_TYPE_DOUBLE = 0;
 inline constexpr unsigned int NVML_VALUE_TYPE_UNSIGNED_INT = 1;
 inline constexpr unsigned int NVML_VALUE_TYPE_UNSIGNED_LONG = 2;
@@ -174,7 +179,10 @@ struct nvmlFieldValue_t {
   nvmlValue_t value;
 };
 
-// GPM (Hopper and later): SM activity from two samples taken apart in time.
+// GPM (Hopper and later): activity ratios from two samples taken apart in time, each in percent.
+// GRAPHICS_UTIL is dcgm-exporter's DCGM_FI_PROF_GR_ENGINE_ACTIVE, SM_UTIL its SM_ACTIVE,
+// ANY_TENSOR_UTIL its PIPE_TENSOR_ACTIVE and DRAM_BW_UTIL its DRAM_ACTIVE.
+inline constexpr unsigned int NVML_GPM_METRIC_GRAPHICS_UTIL = 1;
 inline constexpr unsigned int NVML_GPM_METRIC_SM_UTIL = 2;
 inline constexpr unsigned int NVML_GPM_METRIC_SM_OCCUPANCY = 3;
 inline constexpr unsigned int NVML_GPM_METRIC_ANY_TENSOR_UTIL = 5;
@@ -203,6 +211,9 @@ struct nvmlGpmMetricsGet_t {
   nvmlGpmSample_t sample2;
   nvmlGpmMetric_t metrics[NVML_GPM_METRIC_MAX];
 };
+
+// vGPU (a host running NVIDIA's vGPU manager): instances are plain numbers.
+using nvmlVgpuInstance_t = unsigned int;
 
 }  // extern "C"
 
@@ -261,6 +272,12 @@ using NvmlGpmSampleAllocFn = nvmlReturn_t (*)(nvmlGpmSample_t*);
 using NvmlGpmSampleFreeFn = nvmlReturn_t (*)(nvmlGpmSample_t);
 using NvmlGpmSampleGetFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlGpmSample_t);
 using NvmlGpmMetricsGetFn = nvmlReturn_t (*)(nvmlGpmMetricsGet_t*);
+// nvmlDeviceGetEncoderUtilization / nvmlDeviceGetDecoderUtilization: percent, sampling period (us).
+using NvmlDeviceGetCodecUtilizationFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*,
+                                                         unsigned int*);
+using NvmlDeviceGetActiveVgpusFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*,
+                                                    nvmlVgpuInstance_t*);
+using NvmlVgpuInstanceGetLicenseStatusFn = nvmlReturn_t (*)(nvmlVgpuInstance_t, unsigned int*);
 }
 
 }  // namespace gpufleet::gpu

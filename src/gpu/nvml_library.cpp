@@ -104,6 +104,10 @@ core::Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::Open(const std::string& 
   Resolve(handle, {"nvmlGpmSampleFree"}, f.gpm_sample_free, r);
   Resolve(handle, {"nvmlGpmSampleGet"}, f.gpm_sample_get, r);
   Resolve(handle, {"nvmlGpmMetricsGet"}, f.gpm_metrics_get, r);
+  Resolve(handle, {"nvmlDeviceGetEncoderUtilization"}, f.device_get_encoder_utilization, r);
+  Resolve(handle, {"nvmlDeviceGetDecoderUtilization"}, f.device_get_decoder_utilization, r);
+  Resolve(handle, {"nvmlDeviceGetActiveVgpus"}, f.device_get_active_vgpus, r);
+  Resolve(handle, {"nvmlVgpuInstanceGetLicenseStatus"}, f.vgpu_instance_get_license_status, r);
 
   if (f.init == nullptr || f.device_get_count == nullptr ||
       f.device_get_handle_by_index == nullptr) {

@@ -57,6 +57,10 @@ struct NvmlFunctions {
   NvmlGpmSampleFreeFn gpm_sample_free = nullptr;
   NvmlGpmSampleGetFn gpm_sample_get = nullptr;
   NvmlGpmMetricsGetFn gpm_metrics_get = nullptr;
+  NvmlDeviceGetCodecUtilizationFn device_get_encoder_utilization = nullptr;
+  NvmlDeviceGetCodecUtilizationFn device_get_decoder_utilization = nullptr;
+  NvmlDeviceGetActiveVgpusFn device_get_active_vgpus = nullptr;
+  NvmlVgpuInstanceGetLicenseStatusFn vgpu_instance_get_license_status = nullptr;
 };
 
 // True for the driver releases (535.43 to 535.86) whose nvmlDeviceGetComputeRunningProcesses_v3

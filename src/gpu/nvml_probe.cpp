@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 
 namespace gpufleet::gpu {
 namespace {
@@ -57,6 +58,27 @@ nvmlReturn_t ReadProcessList(nvmlReturn_t (*fn)(nvmlDevice_t, unsigned int*, Inf
   }
   capacity = buffer.size();
   return rc;
+}
+
+// A field value as an unsigned integer, whatever union member the driver chose.
+std::uint64_t FieldValueAsU64(const nvmlFieldValue_t& field) {
+  switch (field.valueType) {
+    case NVML_VALUE_TYPE_UNSIGNED_LONG_LONG:
+      return field.value.ullVal;
+    case NVML_VALUE_TYPE_UNSIGNED_LONG:
+      return field.value.ulVal;
+    case NVML_VALUE_TYPE_SIGNED_LONG_LONG:
+      return field.value.sllVal < 0 ? 0 : static_cast<std::uint64_t>(field.value.sllVal);
+    case NVML_VALUE_TYPE_SIGNED_INT:
+      return field.value.siVal < 0 ? 0 : static_cast<std::uint64_t>(field.value.siVal);
+    case NVML_VALUE_TYPE_DOUBLE:
+      // NaN and negatives read as 0, values past 2^64 saturate (a cast would be undefined).
+      if (!(field.value.dVal > 0)) return 0;
+      if (field.value.dVal >= 1.8e19) return ~std::uint64_t{0};
+      return static_cast<std::uint64_t>(field.value.dVal);
+    default:
+      return field.value.uiVal;
+  }
 }
 
 std::string CString(const char* text, std::size_t capacity) {
@@ -199,32 +221,7 @@ GpuSample NvmlProbe::Sample(int index, double now_s) {
     unsigned temp = 0;
     Record(s.temperature_c, f.device_get_temperature(h, NVML_TEMPERATURE_GPU, &temp), temp, s);
   }
-  if (f.device_get_field_values != nullptr) {
-    nvmlFieldValue_t field{};
-    field.fieldId = NVML_FI_DEV_MEMORY_TEMP;
-    nvmlReturn_t rc = f.device_get_field_values(h, 1, &field);
-    if (rc == NVML_SUCCESS) rc = field.nvmlReturn;
-    std::uint64_t value = 0;
-    switch (field.valueType) {
-      case NVML_VALUE_TYPE_UNSIGNED_INT:
-        value = field.value.uiVal;
-        break;
-      case NVML_VALUE_TYPE_UNSIGNED_LONG_LONG:
-        value = field.value.ullVal;
-        break;
-      case NVML_VALUE_TYPE_DOUBLE:
-        value = static_cast<std::uint64_t>(field.value.dVal);
-        break;
-      default:
-        value = field.value.uiVal;
-        break;
-    }
-    Record(s.memory_temperature_c, rc, value, s);
-    // Some GPUs report 0 when they have no memory sensor; that is not a temperature.
-    if (s.memory_temperature_c.has_value() && value == 0) {
-      s.memory_temperature_c.status = ReadStatus::kNotSupported;
-    }
-  }
+  ReadFieldValues(device, s);
   if (f.device_get_power_usage != nullptr) {
     unsigned mw = 0;
     Record(s.power_mw, f.device_get_power_usage(h, &mw), mw, s);
@@ -251,6 +248,7 @@ GpuSample NvmlProbe::Sample(int index, double now_s) {
     Record(s.pcie_rx_kbps, f.device_get_pcie_throughput(h, NVML_PCIE_UTIL_RX_BYTES, &kbps), kbps,
            s);
   }
+  ReadCodecs(device, s);
   if (f.device_get_pcie_replay_counter != nullptr) {
     unsigned replays = 0;
     Record(s.pcie_replay_count, f.device_get_pcie_replay_counter(h, &replays), replays, s);
@@ -288,6 +286,7 @@ GpuSample NvmlProbe::Sample(int index, double now_s) {
   s.remapped_rows_pending = device.slow.remapped_rows_pending;
   s.remapped_rows_failure = device.slow.remapped_rows_failure;
   s.mig_mode = device.slow.mig_mode;
+  s.vgpu_license_status = device.slow.vgpu_license_status;
   s.mig_devices = device.slow.mig_devices;
   s.nvlinks = device.slow.nvlinks;
   ++device.samples_taken;
@@ -374,31 +373,123 @@ void NvmlProbe::ReadProcessUtilization(Device& device, GpuSample& s) {
 }
 
 void NvmlProbe::ReadGpm(Device& device, GpuSample& s) {
+  // One request for every GPM figure: the driver computes them all from the same two samples.
+  struct Wanted {
+    unsigned id;
+    Reading<double> GpuSample::*field;
+  };
+  static constexpr Wanted kWanted[] = {
+      {NVML_GPM_METRIC_SM_UTIL, &GpuSample::sm_activity},
+      {NVML_GPM_METRIC_GRAPHICS_UTIL, &GpuSample::gr_engine_activity},
+      {NVML_GPM_METRIC_ANY_TENSOR_UTIL, &GpuSample::tensor_activity},
+      {NVML_GPM_METRIC_DRAM_BW_UTIL, &GpuSample::dram_activity},
+  };
   if (!device.gpm_supported) {
-    s.sm_activity.status = ReadStatus::kNotSupported;
+    for (const Wanted& w : kWanted) (s.*w.field).status = ReadStatus::kNotSupported;
     return;
   }
   const NvmlFunctions& f = lib_->fn();
   if (f.gpm_sample_get(device.handle, device.gpm_current) != NVML_SUCCESS) {
-    s.sm_activity.status = ReadStatus::kFailed;
+    for (const Wanted& w : kWanted) (s.*w.field).status = ReadStatus::kFailed;
     device.gpm_previous_valid = false;
     return;
   }
   if (device.gpm_previous_valid) {
-    // The struct is large (about 10 KB); keep it off the sampler's small stack frames.
-    auto request = std::make_unique<nvmlGpmMetricsGet_t>();
-    std::memset(request.get(), 0, sizeof(nvmlGpmMetricsGet_t));
+    // The struct is large (about 10 KB): allocated once per device and reused, off the stack.
+    if (device.gpm_request == nullptr) device.gpm_request = std::make_unique<nvmlGpmMetricsGet_t>();
+    nvmlGpmMetricsGet_t* request = device.gpm_request.get();
+    std::memset(request, 0, sizeof(nvmlGpmMetricsGet_t));
     request->version = NVML_GPM_METRICS_GET_VERSION;
-    request->numMetrics = 1;
+    request->numMetrics = static_cast<unsigned>(std::size(kWanted));
     request->sample1 = device.gpm_previous;
     request->sample2 = device.gpm_current;
-    request->metrics[0].metricId = NVML_GPM_METRIC_SM_UTIL;
-    nvmlReturn_t rc = f.gpm_metrics_get(request.get());
-    if (rc == NVML_SUCCESS) rc = request->metrics[0].nvmlReturn;
-    Record(s.sm_activity, rc, request->metrics[0].value / 100.0, s);
+    for (std::size_t i = 0; i < std::size(kWanted); ++i) {
+      request->metrics[i].metricId = kWanted[i].id;
+    }
+    const nvmlReturn_t rc = f.gpm_metrics_get(request);
+    for (std::size_t i = 0; i < std::size(kWanted); ++i) {
+      const nvmlReturn_t metric_rc = rc == NVML_SUCCESS ? request->metrics[i].nvmlReturn : rc;
+      Record(s.*kWanted[i].field, metric_rc, request->metrics[i].value / 100.0, s);
+    }
   }
   std::swap(device.gpm_previous, device.gpm_current);
   device.gpm_previous_valid = true;
+}
+
+void NvmlProbe::ReadFieldValues(Device& device, GpuSample& s) {
+  const NvmlFunctions& f = lib_->fn();
+  if (f.device_get_field_values == nullptr) {
+    for (auto* r : {&s.nvlink_tx_kib, &s.nvlink_rx_kib}) r->status = ReadStatus::kNotSupported;
+    return;
+  }
+  // One call for the three fields: each carries its own return code.
+  nvmlFieldValue_t fields[3] = {};
+  fields[0].fieldId = NVML_FI_DEV_MEMORY_TEMP;
+  fields[1].fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX;
+  fields[1].scopeId = NVML_NVLINK_SCOPE_ALL_LINKS;
+  fields[2].fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX;
+  fields[2].scopeId = NVML_NVLINK_SCOPE_ALL_LINKS;
+  const nvmlReturn_t rc = f.device_get_field_values(device.handle, 3, fields);
+  auto field_rc = [&](const nvmlFieldValue_t& field) {
+    return rc == NVML_SUCCESS ? field.nvmlReturn : rc;
+  };
+  const std::uint64_t memory_temp = FieldValueAsU64(fields[0]);
+  Record(s.memory_temperature_c, field_rc(fields[0]), memory_temp, s);
+  // Some GPUs report 0 when they have no memory sensor; that is not a temperature.
+  if (s.memory_temperature_c.has_value() && memory_temp == 0) {
+    s.memory_temperature_c.status = ReadStatus::kNotSupported;
+  }
+  const std::uint64_t tx = FieldValueAsU64(fields[1]);
+  const std::uint64_t rx = FieldValueAsU64(fields[2]);
+  Record(s.nvlink_tx_kib, field_rc(fields[1]), tx, s);
+  Record(s.nvlink_rx_kib, field_rc(fields[2]), rx, s);
+}
+
+void NvmlProbe::ReadCodecs(Device& device, GpuSample& s) {
+  const NvmlFunctions& f = lib_->fn();
+  unsigned pct = 0, period_us = 0;
+  if (f.device_get_encoder_utilization != nullptr) {
+    Record(s.encoder_util_pct, f.device_get_encoder_utilization(device.handle, &pct, &period_us),
+           pct, s);
+  } else {
+    s.encoder_util_pct.status = ReadStatus::kNotSupported;
+  }
+  pct = 0;
+  if (f.device_get_decoder_utilization != nullptr) {
+    Record(s.decoder_util_pct, f.device_get_decoder_utilization(device.handle, &pct, &period_us),
+           pct, s);
+  } else {
+    s.decoder_util_pct.status = ReadStatus::kNotSupported;
+  }
+}
+
+void NvmlProbe::ReadVgpuLicense(Device& device, GpuSample& s) {
+  const NvmlFunctions& f = lib_->fn();
+  Reading<std::uint32_t>& status = device.slow.vgpu_license_status;
+  if (f.device_get_active_vgpus == nullptr || f.vgpu_instance_get_license_status == nullptr) {
+    status.status = ReadStatus::kNotSupported;
+    return;
+  }
+  std::vector<nvmlVgpuInstance_t> instances(32);
+  unsigned count = static_cast<unsigned>(instances.size());
+  nvmlReturn_t rc = f.device_get_active_vgpus(device.handle, &count, instances.data());
+  if (rc == NVML_ERROR_INSUFFICIENT_SIZE) {
+    instances.resize(count);
+    rc = f.device_get_active_vgpus(device.handle, &count, instances.data());
+  }
+  if (rc == NVML_SUCCESS && count == 0) rc = NVML_ERROR_NOT_SUPPORTED;  // nothing to license
+  if (rc != NVML_SUCCESS) {
+    Record(status, rc, 0U, s);
+    return;
+  }
+  unsigned all_licensed = 1;
+  for (unsigned i = 0; i < std::min<std::size_t>(count, instances.size()); ++i) {
+    unsigned licensed = 0;
+    rc = f.vgpu_instance_get_license_status(instances[i], &licensed);
+    if (rc != NVML_SUCCESS) break;
+    if (licensed == 0) all_licensed = 0;
+  }
+  Record(status, rc, all_licensed, s);
 }
 
 void NvmlProbe::ReadSlowFields(Device& device, GpuSample& s) {
@@ -463,6 +554,7 @@ void NvmlProbe::ReadSlowFields(Device& device, GpuSample& s) {
     }
   }
   slow.nvlinks.clear();
+  ReadVgpuLicense(device, s);
   if (f.device_get_nvlink_state != nullptr) {
     for (unsigned link = 0; link < NVML_NVLINK_MAX_LINKS; ++link) {
       unsigned active = 0;

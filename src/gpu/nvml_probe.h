@@ -44,6 +44,7 @@ class NvmlProbe final : public GpuProbe {
     nvmlGpmSample_t gpm_previous = nullptr;
     nvmlGpmSample_t gpm_current = nullptr;
     bool gpm_previous_valid = false;
+    std::unique_ptr<nvmlGpmMetricsGet_t> gpm_request;  // reused: the struct is about 10 KB
     int samples_taken = 0;
     GpuSample slow;  // the slowly changing fields, as last read
   };
@@ -53,6 +54,9 @@ class NvmlProbe final : public GpuProbe {
   void ReadProcessUtilization(Device& device, GpuSample& sample);
   void ReadSlowFields(Device& device, GpuSample& sample);
   void ReadGpm(Device& device, GpuSample& sample);
+  void ReadFieldValues(Device& device, GpuSample& sample);
+  void ReadCodecs(Device& device, GpuSample& sample);
+  void ReadVgpuLicense(Device& device, GpuSample& sample);
 
   std::unique_ptr<NvmlLibrary> lib_;
   int slow_refresh_every_;

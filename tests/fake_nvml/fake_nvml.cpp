@@ -47,7 +47,7 @@ struct nvmlGpmSample_st {
   bool filled = false;
   unsigned gpu = 0;
   double t = 0;
-  double sm_integral = 0;
+  std::array<double, fake_nvml::kIntegratedCount> integrals{};  // at time t
 };
 
 namespace fake_nvml {
@@ -465,11 +465,83 @@ unsigned long long ToUll(double v) {
   return static_cast<unsigned long long>(v);
 }
 
+// An NVLink data counter (cumulative KiB) for one link or, with NVML_NVLINK_SCOPE_ALL_LINKS, all
+// of them; the total is shared equally by the active links. Not supported on a GPU without
+// active links, or one whose scenario says so.
+nvmlReturn_t NvLinkThroughput(const Gpu& gpu, double now, unsigned field, unsigned scope,
+                              nvmlFieldValue_t* out) {
+  if (gpu.Unsupported(Feature::kNvlink) || gpu.Unsupported(Feature::kNvlinkThroughput)) {
+    return NVML_ERROR_NOT_SUPPORTED;
+  }
+  unsigned active = 0;
+  bool scope_active = false;
+  for (const NvLink& l : gpu.nvlinks) {
+    active += l.active ? 1U : 0U;
+    if (l.link == scope && l.active) scope_active = true;
+  }
+  if (active == 0) return NVML_ERROR_NOT_SUPPORTED;
+  if (scope != NVML_NVLINK_SCOPE_ALL_LINKS && !scope_active) return NVML_ERROR_NOT_SUPPORTED;
+  const Integrated what = field == NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX ? Integrated::kNvlinkTxKib
+                                                                         : Integrated::kNvlinkRxKib;
+  unsigned long long kib = ToUll(gpu.IntegralOf(what, now));
+  if (scope != NVML_NVLINK_SCOPE_ALL_LINKS) kib /= active;
+  out->valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
+  out->value.ullVal = kib;
+  return NVML_SUCCESS;
+}
+
 #if !FAKE_NVML_LEGACY
-char g_sm_util_short[] = "sm_util";
-char g_sm_util_long[] = "SM utilization";
 char g_percent[] = "%";
+// The GPM metrics the fake serves, each the mean of a timeline value between two samples.
+struct GpmMetricInfo {
+  unsigned id;
+  Integrated value;
+  char* short_name;
+  char* long_name;
+};
+char g_gr_short[] = "gr_util";
+char g_gr_long[] = "Graphics utilization";
+char g_sm_short[] = "sm_util";
+char g_sm_long[] = "SM utilization";
+char g_tensor_short[] = "any_tensor_util";
+char g_tensor_long[] = "Any tensor utilization";
+char g_dram_short[] = "dram_bw_util";
+char g_dram_long[] = "DRAM bandwidth utilization";
+const GpmMetricInfo kGpmMetrics[] = {
+    {NVML_GPM_METRIC_GRAPHICS_UTIL, Integrated::kGrEngineActive, g_gr_short, g_gr_long},
+    {NVML_GPM_METRIC_SM_UTIL, Integrated::kSmActivity, g_sm_short, g_sm_long},
+    {NVML_GPM_METRIC_ANY_TENSOR_UTIL, Integrated::kTensorActive, g_tensor_short, g_tensor_long},
+    {NVML_GPM_METRIC_DRAM_BW_UTIL, Integrated::kDramActive, g_dram_short, g_dram_long},
+};
 #endif
+
+// Where a vGPU instance id lives: its GPU and its entry, or nullptr.
+const VgpuInstance* FindVgpu(const Scenario& scenario, unsigned id, unsigned* gpu) {
+  for (unsigned g = 0; g < scenario.gpus.size(); ++g) {
+    for (const VgpuInstance& v : scenario.gpus[g].vgpu_instances) {
+      if (v.id == id) {
+        *gpu = g;
+        return &v;
+      }
+    }
+  }
+  return nullptr;
+}
+
+nvmlReturn_t DoCodecUtilization(nvmlDevice_t device, unsigned* utilization, unsigned* period_us,
+                                bool encoder) {
+  State& s = St();
+  std::lock_guard<std::mutex> lock(s.mu);
+  Ctx c;
+  bool args_ok = utilization != nullptr && period_us != nullptr;
+  if (nvmlReturn_t r =
+          Open(s, device, args_ok, encoder ? Feature::kEncoder : Feature::kDecoder, &c)) {
+    return r;
+  }
+  *utilization = encoder ? c.Point().encoder_util : c.Point().decoder_util;
+  *period_us = 167'000;  // what current drivers report for both engines
+  return NVML_SUCCESS;
+}
 
 const char* ErrorText(nvmlReturn_t r) {
   switch (r) {
@@ -705,6 +777,11 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int 
     nvmlFieldValue_t& v = values[i];
     v.timestamp = timestamp;
     v.latencyUsec = 0;
+    if (v.fieldId == NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX ||
+        v.fieldId == NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX) {
+      v.nvmlReturn = fake_nvml::NvLinkThroughput(*c.gpu, c.now, v.fieldId, v.scopeId, &v);
+      continue;
+    }
     if (v.fieldId != NVML_FI_DEV_MEMORY_TEMP || c.gpu->Unsupported(Feature::kMemoryTemperature)) {
       v.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
       continue;
@@ -954,6 +1031,55 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(
   return NVML_SUCCESS;
 }
 
+// ---- Video engines and vGPU --------------------------------------------------------------------
+
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetEncoderUtilization(nvmlDevice_t device,
+                                                              unsigned int* utilization,
+                                                              unsigned int* samplingPeriodUs) {
+  FAKE_ENTRY();
+  return fake_nvml::DoCodecUtilization(device, utilization, samplingPeriodUs, true);
+}
+
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetDecoderUtilization(nvmlDevice_t device,
+                                                              unsigned int* utilization,
+                                                              unsigned int* samplingPeriodUs) {
+  FAKE_ENTRY();
+  return fake_nvml::DoCodecUtilization(device, utilization, samplingPeriodUs, false);
+}
+
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetActiveVgpus(nvmlDevice_t device, unsigned int* vgpuCount,
+                                                       nvmlVgpuInstance_t* vgpuInstances) {
+  FAKE_ENTRY();
+  auto& s = St();
+  std::lock_guard<std::mutex> lock(s.mu);
+  Ctx c;
+  if (nvmlReturn_t r = Open(s, device, vgpuCount != nullptr, Feature::kVgpu, &c)) return r;
+  // A GPU without vGPU instances has no vGPU manager here: the real driver says NOT_SUPPORTED.
+  if (c.gpu->vgpu_instances.empty()) return NVML_ERROR_NOT_SUPPORTED;
+  const auto needed = static_cast<unsigned>(c.gpu->vgpu_instances.size());
+  if (*vgpuCount < needed || vgpuInstances == nullptr) {
+    *vgpuCount = needed;
+    return NVML_ERROR_INSUFFICIENT_SIZE;
+  }
+  for (unsigned i = 0; i < needed; ++i) vgpuInstances[i] = c.gpu->vgpu_instances[i].id;
+  *vgpuCount = needed;
+  return NVML_SUCCESS;
+}
+
+FAKE_NVML_EXPORT nvmlReturn_t nvmlVgpuInstanceGetLicenseStatus(nvmlVgpuInstance_t vgpuInstance,
+                                                               unsigned int* licensed) {
+  FAKE_ENTRY();
+  auto& s = St();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (s.refcount == 0) return NVML_ERROR_UNINITIALIZED;
+  unsigned gpu = 0;
+  const fake_nvml::VgpuInstance* v = fake_nvml::FindVgpu(s.scenario, vgpuInstance, &gpu);
+  if (v == nullptr || licensed == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (fake_nvml::IsLost(s, gpu, fake_nvml::Now(s))) return NVML_ERROR_GPU_IS_LOST;
+  *licensed = v->licensed ? 1U : 0U;
+  return NVML_SUCCESS;
+}
+
 // ---- MIG
 // ------------------------------------------------------------------------------------------
 
@@ -1174,7 +1300,9 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, nvmlGpmSampl
   gpmSample->filled = true;
   gpmSample->gpu = c.index;
   gpmSample->t = c.now;
-  gpmSample->sm_integral = c.gpu->SmActivityIntegral(c.now);
+  for (std::size_t k = 0; k < fake_nvml::kIntegratedCount; ++k) {
+    gpmSample->integrals[k] = c.gpu->IntegralOf(static_cast<fake_nvml::Integrated>(k), c.now);
+  }
   return NVML_SUCCESS;
 }
 
@@ -1200,23 +1328,28 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* metricsGet)
   const fake_nvml::Gpu& gpu = s.scenario.gpus[a->gpu];
   if (b->t < a->t) std::swap(a, b);
   const double dt = b->t - a->t;
-  const double sm_util = dt > 0 ? (b->sm_integral - a->sm_integral) / dt : gpu.At(b->t).sm_activity;
   for (unsigned i = 0; i < metricsGet->numMetrics; ++i) {
     nvmlGpmMetric_t& m = metricsGet->metrics[i];
-    if (m.metricId == NVML_GPM_METRIC_SM_UTIL) {
-      m.nvmlReturn = NVML_SUCCESS;
-      m.value = sm_util;
-      m.metricInfo.shortName = fake_nvml::g_sm_util_short;
-      m.metricInfo.longName = fake_nvml::g_sm_util_long;
-      m.metricInfo.unit = fake_nvml::g_percent;
-    } else {
+    const fake_nvml::GpmMetricInfo* info = nullptr;
+    for (const fake_nvml::GpmMetricInfo& known : fake_nvml::kGpmMetrics) {
+      if (known.id == m.metricId) info = &known;
+    }
+    if (info == nullptr) {
       m.nvmlReturn =
           m.metricId < NVML_GPM_METRIC_MAX ? NVML_ERROR_NOT_SUPPORTED : NVML_ERROR_INVALID_ARGUMENT;
       m.value = 0;
       m.metricInfo.shortName = nullptr;
       m.metricInfo.longName = nullptr;
       m.metricInfo.unit = nullptr;
+      continue;
     }
+    const auto k = static_cast<std::size_t>(info->value);
+    m.nvmlReturn = NVML_SUCCESS;
+    m.value = dt > 0 ? (b->integrals[k] - a->integrals[k]) / dt
+                     : fake_nvml::IntegratedValue(gpu.At(b->t), info->value);
+    m.metricInfo.shortName = info->short_name;
+    m.metricInfo.longName = info->long_name;
+    m.metricInfo.unit = fake_nvml::g_percent;
   }
   return NVML_SUCCESS;
 }
@@ -1301,6 +1434,13 @@ static_assert(kSame<decltype(&nvmlEventSetCreate), api::NvmlEventSetCreateFn>);
 static_assert(kSame<decltype(&nvmlDeviceRegisterEvents), api::NvmlDeviceRegisterEventsFn>);
 static_assert(kSame<decltype(&nvmlEventSetWait), api::NvmlEventSetWaitFn>);
 static_assert(kSame<decltype(&nvmlEventSetFree), api::NvmlEventSetFreeFn>);
+static_assert(
+    kSame<decltype(&nvmlDeviceGetEncoderUtilization), api::NvmlDeviceGetCodecUtilizationFn>);
+static_assert(
+    kSame<decltype(&nvmlDeviceGetDecoderUtilization), api::NvmlDeviceGetCodecUtilizationFn>);
+static_assert(kSame<decltype(&nvmlDeviceGetActiveVgpus), api::NvmlDeviceGetActiveVgpusFn>);
+static_assert(
+    kSame<decltype(&nvmlVgpuInstanceGetLicenseStatus), api::NvmlVgpuInstanceGetLicenseStatusFn>);
 #if !FAKE_NVML_LEGACY
 static_assert(kSame<decltype(&nvmlInit_v2), api::NvmlInitFn>);
 static_assert(kSame<decltype(&nvmlDeviceGetCount_v2), api::NvmlDeviceGetCountFn>);

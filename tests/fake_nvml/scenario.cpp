@@ -45,7 +45,9 @@ constexpr std::array<std::string_view, kFeatureCount> kFeatureNames = {
     "pcie",          "ecc",         "retired_pages",
     "remapped_rows", "processes",   "process_utilization",
     "mig",           "nvlink",      "gpm",
-    "utilization",   "memory",      "events"};
+    "utilization",   "memory",      "events",
+    "encoder",       "decoder",     "nvlink_throughput",
+    "vgpu"};
 
 constexpr unsigned kMaxNvLinks = 18;  // NVML_NVLINK_MAX_LINKS
 
@@ -211,11 +213,30 @@ void ParseTimeline(const json& j, const std::string& path, Gpu* gpu) {
   for (std::size_t i = 0; i < j.size(); ++i) {
     const json& e = j[i];
     std::string p = Index(path, i);
-    CheckObject(
-        e, p,
-        {"t", "gpu_util", "mem_util", "memory_used_mib", "temperature_c", "memory_temperature_c",
-         "power_w", "sm_clock_mhz", "mem_clock_mhz", "clocks_event_reasons", "pcie_tx_kbps",
-         "pcie_rx_kbps", "pcie_replay", "ecc_corrected", "ecc_uncorrected", "sm_activity"});
+    CheckObject(e, p,
+                {"t",
+                 "gpu_util",
+                 "mem_util",
+                 "memory_used_mib",
+                 "temperature_c",
+                 "memory_temperature_c",
+                 "power_w",
+                 "sm_clock_mhz",
+                 "mem_clock_mhz",
+                 "clocks_event_reasons",
+                 "pcie_tx_kbps",
+                 "pcie_rx_kbps",
+                 "pcie_replay",
+                 "ecc_corrected",
+                 "ecc_uncorrected",
+                 "sm_activity",
+                 "gr_engine_active",
+                 "tensor_active",
+                 "dram_active",
+                 "encoder_util",
+                 "decoder_util",
+                 "nvlink_tx_kibps",
+                 "nvlink_rx_kibps"});
     TimelinePoint pt = prev;
     pt.t = Number(Require(e, p, "t"), Key(p, "t"));
     if (i == 0 && pt.t != 0) Fail(Key(p, "t"), "the first timeline entry must have t = 0");
@@ -240,9 +261,17 @@ void ParseTimeline(const json& j, const std::string& path, Gpu* gpu) {
     u32("pcie_replay", &pt.pcie_replay, 0xFFFFFFFFU);
     u64("ecc_corrected", &pt.ecc_corrected);
     u64("ecc_uncorrected", &pt.ecc_uncorrected);
-    if (const json* v = Find(e, "sm_activity")) {
-      pt.sm_activity = NumberIn(*v, Key(p, "sm_activity"), 0, 100);
-    }
+    auto number = [&](const char* key, double* dst, double max) {
+      if (const json* v = Find(e, key)) *dst = NumberIn(*v, Key(p, key), 0, max);
+    };
+    number("sm_activity", &pt.sm_activity, 100);
+    number("gr_engine_active", &pt.gr_engine_active, 100);
+    number("tensor_active", &pt.tensor_active, 100);
+    number("dram_active", &pt.dram_active, 100);
+    u32("encoder_util", &pt.encoder_util, 100);
+    u32("decoder_util", &pt.decoder_util, 100);
+    number("nvlink_tx_kibps", &pt.nvlink_tx_kibps, 1e12);
+    number("nvlink_rx_kibps", &pt.nvlink_rx_kibps, 1e12);
     if (pt.memory_used_mib + gpu->memory_reserved_mib > gpu->memory_total_mib) {
       Fail(Key(p, "memory_used_mib"),
            "memory_used_mib + memory_reserved_mib exceeds memory_total_mib (" +
@@ -277,10 +306,11 @@ void ParseProcesses(const json& j, const std::string& path, Gpu* gpu) {
 }
 
 Gpu ParseGpu(const json& j, const std::string& p, std::size_t index) {
-  CheckObject(j, p,
-              {"name", "uuid", "pci_bus_id", "memory_total_mib", "memory_reserved_mib",
-               "power_limit_w", "not_supported", "timeline", "processes", "retired_pages",
-               "remapped_rows", "mig_mode", "mig_devices", "nvlinks", "gpm_supported"});
+  CheckObject(
+      j, p,
+      {"name", "uuid", "pci_bus_id", "memory_total_mib", "memory_reserved_mib", "power_limit_w",
+       "not_supported", "timeline", "processes", "retired_pages", "remapped_rows", "mig_mode",
+       "mig_devices", "nvlinks", "gpm_supported", "vgpu_instances"});
   Gpu gpu;
   gpu.name = "NVIDIA H100 80GB HBM3";
   if (const json* v = Find(j, "name")) gpu.name = String(*v, Key(p, "name"));
@@ -399,20 +429,66 @@ Gpu ParseGpu(const json& j, const std::string& p, std::size_t index) {
       gpu.nvlinks.push_back(link);
     }
   }
-  if (const json* v = Find(j, "gpm_supported"))
+  if (const json* v = Find(j, "gpm_supported")) {
     gpu.gpm_supported = Bool(*v, Key(p, "gpm_supported"));
+  }
+  if (const json* v = Find(j, "vgpu_instances")) {
+    std::string vp = Key(p, "vgpu_instances");
+    Array(*v, vp);
+    for (std::size_t i = 0; i < v->size(); ++i) {
+      const json& e = (*v)[i];
+      std::string ep = Index(vp, i);
+      CheckObject(e, ep, {"id", "licensed"});
+      VgpuInstance instance;
+      instance.id = UInt32(Require(e, ep, "id"), Key(ep, "id"));
+      for (const VgpuInstance& other : gpu.vgpu_instances) {
+        if (other.id == instance.id) Fail(Key(ep, "id"), "duplicate vGPU instance id");
+      }
+      if (const json* w = Find(e, "licensed")) instance.licensed = Bool(*w, Key(ep, "licensed"));
+      gpu.vgpu_instances.push_back(instance);
+    }
+  }
 
   // Integrals of the step functions, exact at every entry's start.
   gpu.energy_j_at.assign(gpu.timeline.size(), 0.0);
   gpu.sm_activity_integral_at.assign(gpu.timeline.size(), 0.0);
+  gpu.integrals_at.assign(gpu.timeline.size(), {});
   for (std::size_t i = 1; i < gpu.timeline.size(); ++i) {
     double dt = gpu.timeline[i].t - gpu.timeline[i - 1].t;
-    gpu.energy_j_at[i] = gpu.energy_j_at[i - 1] + gpu.timeline[i - 1].power_w * dt;
-    gpu.sm_activity_integral_at[i] =
-        gpu.sm_activity_integral_at[i - 1] + gpu.timeline[i - 1].sm_activity * dt;
+    const TimelinePoint& before = gpu.timeline[i - 1];
+    gpu.energy_j_at[i] = gpu.energy_j_at[i - 1] + before.power_w * dt;
+    gpu.sm_activity_integral_at[i] = gpu.sm_activity_integral_at[i - 1] + before.sm_activity * dt;
+    for (std::size_t k = 0; k < kIntegratedCount; ++k) {
+      gpu.integrals_at[i][k] =
+          gpu.integrals_at[i - 1][k] + IntegratedValue(before, static_cast<Integrated>(k)) * dt;
+    }
   }
   return gpu;
 }
+
+}  // namespace
+
+double IntegratedValue(const TimelinePoint& pt, Integrated what) {
+  switch (what) {
+    case Integrated::kSmActivity:
+      return pt.sm_activity;
+    case Integrated::kGrEngineActive:
+      return pt.gr_engine_active;
+    case Integrated::kTensorActive:
+      return pt.tensor_active;
+    case Integrated::kDramActive:
+      return pt.dram_active;
+    case Integrated::kNvlinkTxKib:
+      return pt.nvlink_tx_kibps;
+    case Integrated::kNvlinkRxKib:
+      return pt.nvlink_rx_kibps;
+    case Integrated::kCount:
+      break;
+  }
+  return 0;
+}
+
+namespace {
 
 unsigned GpuIndex(const json& j, const std::string& path, std::size_t gpu_count) {
   unsigned index = UInt32(j, path);
@@ -484,6 +560,13 @@ double Gpu::SmActivityIntegral(double t) const {
   const TimelinePoint& pt = At(t);
   std::size_t i = static_cast<std::size_t>(&pt - timeline.data());
   return sm_activity_integral_at[i] + pt.sm_activity * (t - pt.t);
+}
+
+double Gpu::IntegralOf(Integrated what, double t) const {
+  if (t <= 0) return 0;
+  const TimelinePoint& pt = At(t);
+  std::size_t i = static_cast<std::size_t>(&pt - timeline.data());
+  return integrals_at[i][static_cast<std::size_t>(what)] + IntegratedValue(pt, what) * (t - pt.t);
 }
 
 Scenario ParseScenario(std::string_view text) {

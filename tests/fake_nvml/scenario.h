@@ -35,6 +35,10 @@ enum class Feature : std::size_t {
   kUtilization,
   kMemory,
   kEvents,
+  kEncoder,
+  kDecoder,
+  kNvlinkThroughput,
+  kVgpu,
   kCount,
 };
 inline constexpr std::size_t kFeatureCount = static_cast<std::size_t>(Feature::kCount);
@@ -57,8 +61,30 @@ struct TimelinePoint {
   unsigned pcie_replay = 0;
   unsigned long long ecc_corrected = 0;
   unsigned long long ecc_uncorrected = 0;
-  double sm_activity = 0;  // percent, 0..100
+  double sm_activity = 0;       // percent, 0..100
+  double gr_engine_active = 0;  // percent, 0..100: GPM's GRAPHICS_UTIL
+  double tensor_active = 0;     // percent, 0..100: GPM's ANY_TENSOR_UTIL
+  double dram_active = 0;       // percent, 0..100: GPM's DRAM_BW_UTIL
+  unsigned encoder_util = 0;    // percent
+  unsigned decoder_util = 0;    // percent
+  double nvlink_tx_kibps = 0;   // NVLink data sent per second, all links together, in KiB
+  double nvlink_rx_kibps = 0;   // idem, received
 };
+
+// The timeline values whose integrals the fake serves (GPM ratios, NVLink counters).
+enum class Integrated : std::size_t {
+  kSmActivity,
+  kGrEngineActive,
+  kTensorActive,
+  kDramActive,
+  kNvlinkTxKib,
+  kNvlinkRxKib,
+  kCount,
+};
+inline constexpr std::size_t kIntegratedCount = static_cast<std::size_t>(Integrated::kCount);
+
+// The value of `what` in one timeline entry (the rate whose integral the fake serves).
+double IntegratedValue(const TimelinePoint& pt, Integrated what);
 
 struct Process {
   unsigned pid = 0;
@@ -74,6 +100,11 @@ struct MigDevice {
   std::string name;
   unsigned long long memory_total_mib = 0;
   unsigned long long memory_used_mib = 0;
+};
+
+struct VgpuInstance {
+  unsigned id = 0;
+  bool licensed = true;
 };
 
 struct NvLink {
@@ -106,11 +137,14 @@ struct Gpu {
   std::vector<MigDevice> mig_devices;
   std::vector<NvLink> nvlinks;
   bool gpm_supported = false;
-  double lost_at = kForever;  // earliest faults.gpu_lost time for this GPU
+  std::vector<VgpuInstance> vgpu_instances;  // empty: no vGPU manager on this GPU
+  double lost_at = kForever;                 // earliest faults.gpu_lost time for this GPU
 
   // Integrals of the timeline from t=0, one per timeline entry (at that entry's t).
   std::vector<double> energy_j_at;
   std::vector<double> sm_activity_integral_at;
+  // Per timeline entry, the integral of each `Integrated` value from t=0 to that entry's t.
+  std::vector<std::array<double, kIntegratedCount>> integrals_at;
 
   [[nodiscard]] bool Unsupported(Feature f) const {
     return not_supported[static_cast<std::size_t>(f)];
@@ -121,6 +155,8 @@ struct Gpu {
   [[nodiscard]] double EnergyJoules(double t) const;
   // Integral of sm_activity (percent * seconds) from 0 to t.
   [[nodiscard]] double SmActivityIntegral(double t) const;
+  // Integral of the given timeline value from 0 to t (percent*seconds, or KiB for NVLink).
+  [[nodiscard]] double IntegralOf(Integrated what, double t) const;
 };
 
 struct XidEvent {
