@@ -57,9 +57,11 @@ class UpServer : public ::testing::Test {
     e2e::ReleaseJobCgroupsUnder(dir_.string());  // the jobs they left running, and cgroups
     e2e::ReleaseJobCgroups(dir_.string() + ".agent");  // an agent a test started beside
     if (mounted_) std::system(("umount '" + dir_.string() + "'").c_str());
-    // GPUFLEET_KEEP_TEST_DATA=1 keeps a failed test's data directory (store, logs) to look into.
+    // GPUFLEET_KEEP_TEST_DATA=1 keeps a failed test's data directory (store, logs) and the
+    // server's output beside it to look into.
     if (!(HasFailure() && std::getenv("GPUFLEET_KEEP_TEST_DATA") != nullptr)) {
       std::filesystem::remove_all(dir_);
+      std::filesystem::remove(dir_.string() + ".up.log");
     }
   }
   bool mounted_ = false;
