@@ -24,4 +24,19 @@ std::string_view TrimText(std::string_view s) {
   return s;
 }
 
+std::string FirstNonAsciiPosition(std::string_view text) {
+  int line = 1;
+  size_t line_start = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    if (byte == '\n') {
+      ++line;
+      line_start = i + 1;
+    } else if (byte >= 0x80) {
+      return std::to_string(line) + ":" + std::to_string(i - line_start + 1);
+    }
+  }
+  return "";
+}
+
 }  // namespace gpufleet::core

@@ -1,5 +1,6 @@
 #pragma once
 // Small text helpers for the hand-written parsers of CSV and key = value files.
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -9,5 +10,9 @@ namespace gpufleet::core {
 std::vector<std::string_view> SplitText(std::string_view text, char sep);
 // `text` without leading and trailing spaces, tabs and carriage returns.
 std::string_view TrimText(std::string_view text);
+// Where the first byte above 0x7f in `text` is, as "LINE:COLUMN" (both from 1), or "" when
+// `text` is plain ASCII. The TOML files are read as ASCII only: Debian 12's toml++ 3.3 reaches
+// __builtin_unreachable() on some non-ASCII input (marzer/tomlplusplus#190, #295).
+std::string FirstNonAsciiPosition(std::string_view text);
 
 }  // namespace gpufleet::core

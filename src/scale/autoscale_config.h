@@ -6,7 +6,7 @@
 //
 //   [[groups]]
 //   name = "a100-8"               # [a-z0-9-], at most 40 characters; unique
-//   gpu_model = "A100-80G"        # a GPU catalog name or alias
+//   gpu_model = "A100-80GB"       # a GPU catalog name or alias
 //   gpus = 8                      # 1..32 GPUs per node
 //   cpu_cores = 96
 //   memory_gib = 1152

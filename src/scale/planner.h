@@ -49,6 +49,13 @@ struct PlanInput {
   std::vector<ManagedNode> nodes;   // booting and ready nodes the autoscaler holds
   std::vector<WaitingJob> waiting;  // in any order
   int64_t now = 0;
+  // Per group: its spot capacity cannot be had now (the provider refused it lately). Empty: all
+  // available. Restartable jobs then wait for spot until `spot_fallback_s`, then take on-demand.
+  std::vector<uint8_t> spot_unavailable;
+  // Offerings (group, spot or not) are compared on estimates of at most this many new nodes,
+  // and only the winner is estimated in full; 0: every estimate in full (slower; the
+  // benchmark's baseline).
+  int probe_nodes = 16;
 };
 
 struct CreateOrder {

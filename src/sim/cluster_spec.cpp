@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/cluster.h"
+#include "core/text.h"
 #include "sim/openb_trace.h"
 
 namespace gpufleet::sim {
@@ -39,21 +40,9 @@ core::Result<bool> ReadInt(const toml::table& table, const std::string& origin,
 
 core::Result<ClusterSpec> ParseClusterToml(std::string_view text, const std::string& origin,
                                            const core::GpuCatalog& catalog) {
-  // toml++ 3.3 (Debian 12's) reaches __builtin_unreachable() on some non-ASCII text where it
-  // looks for whitespace (marzer/tomlplusplus#190, #295; found by fuzz/cluster_spec_fuzz). A
-  // spec needs no character beyond ASCII, so none reaches the parser.
-  int line = 1;
-  size_t line_start = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const auto byte = static_cast<unsigned char>(text[i]);
-    if (byte == '\n') {
-      ++line;
-      line_start = i + 1;
-    } else if (byte >= 0x80) {
-      return core::Error{origin + ":" + std::to_string(line) + ":" +
-                         std::to_string(i - line_start + 1) +
-                         ": non-ASCII character: a cluster spec must be plain ASCII"};
-    }
+  // A spec needs no character beyond ASCII, so none reaches the parser (see FirstNonAsciiPosition).
+  if (const std::string at = core::FirstNonAsciiPosition(text); !at.empty()) {
+    return core::Error{origin + ":" + at + ": non-ASCII character: a cluster spec must be plain ASCII"};
   }
   toml::table root;
   try {
