@@ -53,6 +53,7 @@ struct OpenedNode {
 OpenedNode OpenNode(const ProbeFlags& flags) {
   gpu::ProbeOptions options;
   options.simulated_gpus = flags.simulated_gpus;
+  options.simulated_model = flags.simulated_model;
   options.nvml_library = flags.nvml_library;
   OpenedNode node;
   node.opened = gpu::OpenProbe(options);

@@ -10,6 +10,7 @@ namespace gpufleet::agent {
 
 struct ProbeFlags {
   int simulated_gpus = -1;  // -1: NVML, falling back to simulated GPUs without a driver
+  std::string simulated_model;  // the simulated GPUs' model, a catalog name ("" : H100 80GB)
   std::string nvml_library = "libnvidia-ml.so.1";
   double interval_s = 1.0;
   std::string hostname;  // "" : $NODE_NAME, else gethostname()

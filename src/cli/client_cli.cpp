@@ -111,6 +111,14 @@ void ClientCli::Register(CLI::App& app) {
       ->capture_default_str();
   add_client_flags(report_cmd, report_.client);
   report_cmd->callback([this] { std::exit(Guarded([&] { return RunReport(report_); })); });
+  CLI::App* scale_cmd =
+      app.add_subcommand("scale", "The autoscaler (controller --autoscale FILE.toml)");
+  scale_cmd->require_subcommand(1);
+  CLI::App* scale_status_cmd = scale_cmd->add_subcommand(
+      "status", "Spend against the cap, each group's nodes, backoffs and the latest events");
+  add_client_flags(scale_status_cmd, scale_client_);
+  scale_status_cmd->callback(
+      [this] { std::exit(Guarded([&] { return RunScaleStatus(scale_client_); })); });
   CLI::App* cancel_cmd =
       app.add_subcommand("cancel", "Cancel a job (running: SIGTERM, grace, SIGKILL)");
   cancel_cmd->add_option("id", job_id_, "job id")->required();

@@ -29,6 +29,7 @@ class ClientCli {
   AdminOptions admin_;
   AdviseOptions advise_;
   ReportOptions report_;
+  ClientOptions scale_client_;
   int64_t job_id_ = 0;
   bool follow_ = false;
 };

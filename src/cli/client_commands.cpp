@@ -382,14 +382,27 @@ int RunNodes(const ClientOptions& client) {
     std::printf("%s\n", answer->dump(2).c_str());
     return 0;
   }
-  std::printf("%-12s %-7s %-5s %-5s %-28s %-10s %s\n", "NODE", "STATE", "GPUS", "FREE", "MODEL",
-              "LIMITS", "JOBS");
+  // Group and price: nodes the autoscaler holds; idle since: ready nodes running nothing.
+  std::printf("%-12s %-7s %-5s %-5s %-28s %-10s %-5s %-16s %-8s %s\n", "NODE", "STATE", "GPUS",
+              "FREE", "MODEL", "LIMITS", "JOBS", "GROUP", "PRICE/H", "IDLE SINCE (UTC)");
   for (const json& n : *answer) {
-    std::printf("%-12s %-7s %-5d %-5d %-28s %-10s %d%s\n", Cell(n["name"]).c_str(),
+    const json price = n.value("price_per_hour", json(nullptr));
+    char price_text[32] = "-";
+    if (price.is_number()) std::snprintf(price_text, sizeof price_text, "%.2f", price.get<double>());
+    std::string idle = "-";
+    if (const int64_t ms = n.value("idle_since_ms", int64_t{0}); ms > 0) {
+      const std::time_t t = static_cast<std::time_t>(ms / 1000);
+      std::tm tm{};
+      gmtime_r(&t, &tm);
+      char text[32];
+      std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", &tm);
+      idle = text;
+    }
+    std::printf("%-12s %-7s %-5d %-5d %-28s %-10s %-5d %-16s %-8s %s%s\n", Cell(n["name"]).c_str(),
                 Cell(n["state"]).c_str(), n["gpus"].get<int>(), n["free_gpus"].get<int>(),
                 Cell(n["gpu_model"]).c_str(), Cell(n.value("limits", json("none"))).c_str(),
-                n["running_jobs"].get<int>(),
-                n["simulated"].get<bool>() ? "  (SIMULATED GPUs)" : "");
+                n["running_jobs"].get<int>(), Cell(n.value("group", json(nullptr))).c_str(),
+                price_text, idle.c_str(), n["simulated"].get<bool>() ? "  (SIMULATED GPUs)" : "");
     if (n.contains("drained") && n["drained"].is_array()) {
       for (const json& d : n["drained"]) {
         std::printf("%-12s GPU %s drained (%s%s): %s\n", "", Cell(d["gpu"]).c_str(),

@@ -161,6 +161,14 @@ int main(int argc, char** argv) {
                     "use N simulated GPUs instead of NVML (0: none); without this flag, NVML is "
                     "used and simulated GPUs only when no driver is found")
         ->check(CLI::Range(0, 64));
+    cmd->add_option("--simulated-gpu-model", flags.simulated_model,
+                    "the model simulated GPUs report, a name of data/gpu_catalog.csv (default: "
+                    "H100 80GB)")
+        ->check([](const std::string& name) {
+          return core::GpuCatalog::Builtin().Find(name)
+                     ? std::string()
+                     : "unknown GPU model '" + name + "' (see data/gpu_catalog.csv)";
+        });
     cmd->add_option("--nvml-library", flags.nvml_library,
                     "NVML library to load (a path, or a name searched like dlopen does)")
         ->capture_default_str();
@@ -210,6 +218,9 @@ int main(int argc, char** argv) {
     cmd->add_option("--idle-timeout-queue", o.queue_idle_timeouts,
                     "QUEUE=DURATION: that queue's own idle timeout (0: its jobs are exempt), "
                     "e.g. interactive=4h (repeatable)");
+    cmd->add_option("--autoscale", o.autoscale,
+                    "grow and shrink the fleet from the queue: a TOML file of node groups, "
+                    "prices, limits and the provider (docs/scale.md)");
     cmd->add_option("--own-hardware", o.own_hardware,
                     "what owning GPUs costs, for `advise --sizing`: a key = value file like "
                     "data/own_hardware.example.conf (default: that file's values)");

@@ -18,6 +18,7 @@
 #include "controller/advice_routes.h"
 #include "controller/api_common.h"
 #include "controller/auth.h"
+#include "controller/scale_routes.h"
 #include "controller/submit_request.h"
 #include "core/gpu_catalog.h"
 #include "net/host_usage_json.h"
@@ -99,6 +100,7 @@ struct ApiServer::Impl {
   Controller& controller;
   net::HttpServer server;
   std::atomic<int64_t> requests{0};
+  std::atomic<const Autoscaler*> autoscaler{nullptr};
 
   std::optional<store::UserRecord> Authenticate(const httplib::Request& req,
                                                 httplib::Response& res) {
@@ -310,7 +312,14 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
                      {"running_jobs", n.running_jobs},
                      {"state", n.state},
                      {"epoch", n.epoch},
-                     {"last_seen_ms", n.last_seen_ms}});
+                     {"last_seen_ms", n.last_seen_ms},
+                     {"idle_since_ms", n.idle_since_ms}});
+      // The autoscaler's nodes: their group and price (null for nodes it does not hold).
+      const Autoscaler* a = impl.autoscaler.load();
+      const auto managed = a ? a->Managed(n.name) : std::nullopt;
+      out.back()["group"] = managed ? json(managed->group) : json(nullptr);
+      out.back()["spot"] = managed ? json(managed->spot) : json(nullptr);
+      out.back()["price_per_hour"] = managed ? json(managed->price_per_hour) : json(nullptr);
     }
     res.set_content(Dump(out), "application/json");
   });
@@ -380,6 +389,7 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
   });
   AddAdminRoutes(server, impl.controller, options.ca_sha256);
   AddAdviceRoutes(server, impl.controller);
+  AddScaleRoutes(server, impl.controller, impl.autoscaler);
   server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");
   });
@@ -440,6 +450,7 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
     }
     metric("gpufleet_controller_http_requests_total", "counter", "HTTP requests received.",
            impl.requests.load());
+    if (const Autoscaler* a = impl.autoscaler.load()) out += ScaleMetricsText(*a);
     res.set_content(out, "text/plain; version=0.0.4");
   });
   server.SetErrorHandler([](const httplib::Request& req, httplib::Response& res) {
@@ -458,5 +469,7 @@ core::Result<int> ApiServer::Bind(const net::ListenAddress& address) {
 }
 
 net::HttpServer& ApiServer::http() { return impl_->server; }
+
+void ApiServer::SetAutoscaler(const Autoscaler* autoscaler) { impl_->autoscaler = autoscaler; }
 
 }  // namespace gpufleet::controller

@@ -22,6 +22,8 @@
 
 namespace gpufleet::controller {
 
+class Autoscaler;
+
 struct ApiServerOptions {
   std::shared_ptr<net::TlsServerContext> tls;  // https when set
   std::string ca_sha256;  // the cluster CA's hash, appended to join tokens for agents to pin
@@ -35,6 +37,9 @@ class ApiServer {
   ApiServer& operator=(const ApiServer&) = delete;
 
   core::Result<int> Bind(const net::ListenAddress& address);  // port 0: any free port
+  // Serves the autoscaler's routes and metrics, and node groups and prices in /v1/nodes; call
+  // before the server serves (null: none, the default).
+  void SetAutoscaler(const Autoscaler* autoscaler);
   // The server, for Serve/Stop (net::HttpServer's contract).
   net::HttpServer& http();
 

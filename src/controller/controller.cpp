@@ -529,9 +529,13 @@ std::optional<core::Error> Controller::Unrunnable(const store::JobRecord& job) c
   }
   const sched::QueuedJob asked = sched::BuildQueuedJob(AskOf(job), sched::Estimates::kNone, {});
   std::lock_guard<std::mutex> lock(summary_mutex_);
-  if (summary_.nodes.empty()) return std::nullopt;  // no node yet: agents may still join
+  if (summary_.nodes.empty() && options_.growth_nodes.empty()) {
+    return std::nullopt;  // no node yet: agents may still join
+  }
+  std::vector<core::NodeSpec> nodes = summary_.nodes;
+  nodes.insert(nodes.end(), options_.growth_nodes.begin(), options_.growth_nodes.end());
   // The controller places a job on exactly as many nodes as it asks (no spreading).
-  return sched::NeverFits(asked, summary_.nodes, /*allow_spread=*/false, job.gpu_type);
+  return sched::NeverFits(asked, nodes, /*allow_spread=*/false, job.gpu_type);
 }
 
 int Controller::MaxUserPriority(const std::string& user) const {
@@ -1357,6 +1361,11 @@ void Controller::PassLocked(int64_t now_ms) {
     }
   }
   FlushLocked(now_ms);  // starts, ends, requeues: one commit
+  for (const auto& [id, a] : active_) {  // idle time starts when the last rank on a node ends
+    for (const Rank& r : a.ranks) {
+      if (!r.ended) nodes_[r.node].last_busy_ms = now_ms;
+    }
+  }
   stats_.waiting = static_cast<int64_t>(scheduler_.waiting());
   stats_.running = static_cast<int64_t>(active_.size());
 }
@@ -1383,7 +1392,7 @@ std::vector<NodeView> Controller::Nodes() const {
         v.drained.push_back({g, "health", n.unhealthy.at(g), "", 0});
       }
     }
-    v.state = n.alive ? "READY" : n.pending_return ? "UNKNOWN" : "LOST";
+    v.state = n.alive ? "READY" : n.pending_return ? "UNKNOWN" : n.retired ? "RETIRED" : "LOST";
     v.epoch = n.epoch;
     v.last_seen_ms = n.last_seen_ms;
     v.samples_json = n.samples_json;
@@ -1392,6 +1401,7 @@ std::vector<NodeView> Controller::Nodes() const {
         if (r.node == static_cast<int>(k) && !r.ended) ++v.running_jobs;
       }
     }
+    if (n.alive && v.running_jobs == 0) v.idle_since_ms = std::max(n.alive_since_ms, n.last_busy_ms);
     out.push_back(std::move(v));
   }
   return out;

@@ -37,6 +37,7 @@
 #include "controller/job_logs.h"
 #include "controller/node_registry.h"
 #include "net/node_protocol.h"
+#include "scale/planner.h"
 #include "sched/placement_policy.h"
 #include "sched/queue_policy.h"
 #include "sched/queued_job.h"
@@ -92,6 +93,9 @@ struct ControllerOptions {
   // What owning GPUs costs, for `advise --sizing` (--own-hardware FILE; defaults otherwise, see
   // data/own_hardware.example.conf).
   advise::OwnHardware own_hardware;
+  // Nodes the fleet may grow to (an autoscaler's groups, each `max` times): a job that fits them
+  // is not refused at submit for want of a node that exists now.
+  std::vector<core::NodeSpec> growth_nodes;
   // Milliseconds since the epoch, for what the controller times itself (submits, launches, the
   // passes of its own thread); empty: the system clock. Tests drive a fake one with RunOnce.
   std::function<int64_t()> clock;
@@ -117,7 +121,10 @@ struct NodeView {
     int64_t since_ms = 0;  // admin drains
   };
   std::vector<DrainedGpu> drained;
-  std::string state;  // READY, LOST, or UNKNOWN (named by a job, not heard from since a restart)
+  // READY, LOST, RETIRED (the autoscaler deleted it), or UNKNOWN (named by a job, not heard from
+  // since a restart)
+  std::string state;
+  int64_t idle_since_ms = 0;  // READY and running nothing since then; 0: busy or not ready
   int64_t epoch = 0;
   int64_t last_seen_ms = 0;  // 0: never
   int running_jobs = 0;
@@ -218,6 +225,29 @@ class Controller {
     double gpu_h_alloc = 0, gpu_h_used = 0;
   };
   core::Result<std::optional<JobUsageView>> Usage(const store::JobRecord& job);
+  // For the autoscaler (controller/autoscaler.h). What it plans from: the cluster as placement
+  // sees it, each node's name, and since when each alive node has run nothing (-1: busy or not
+  // alive), with the waiting jobs.
+  struct ScaleView {
+    core::ClusterSnapshot cluster;
+    std::vector<std::string> names;      // by node index
+    std::vector<uint8_t> alive;          // by node index
+    std::vector<int64_t> idle_since_ms;  // by node index
+    std::vector<scale::WaitingJob> waiting;
+  };
+  ScaleView ScaleSnapshot(int64_t now_ms) const;
+  // Retiring an idle node takes three steps. BeginRetire drains every GPU of node `name` when it
+  // is alive and runs nothing (false, changing nothing, when a job runs there: nothing can be
+  // placed on it in between, the check and the drain are under one lock); after the provider
+  // deleted the instance, FinishRetire marks it RETIRED (not alive, never expected back) and
+  // revokes its credentials; AbortRetire undrains it when the delete is given up.
+  core::Result<bool> BeginRetire(const std::string& name);
+  void FinishRetire(const std::string& name, int64_t now_ms);
+  void AbortRetire(const std::string& name);
+  // A spot notice for node `name`: every GPU is drained, and each restartable job running there
+  // is stopped (SIGTERM, the grace period, SIGKILL) and queued again, as a preempted one. Other
+  // jobs run on until the node goes. Returns how many jobs were stopped.
+  core::Result<int> Evacuate(const std::string& name, const std::string& reason);
   // Where the controller keeps rank `rank`'s log of job `id` (rank 0: what `logs` shows).
   std::string LogPath(int64_t id, int rank = 0) const;
   store::Store& store() { return store_; }

@@ -11,86 +11,13 @@
 #include <memory>
 #include <string>
 
+#include "controller/fake_agent.h"
 #include "store/store.h"
 
 namespace gpufleet::controller {
 namespace {
 
 constexpr int64_t kStartMs = 1'700'000'000'000;
-
-// A node agent as the controller sees one: it beats when told, runs what it is given until the
-// test ends a job, and stops a job at once when asked.
-class FakeAgent {
- public:
-  explicit FakeAgent(std::string name, int gpus = 4) : name_(std::move(name)), gpus_(gpus) {}
-
-  // One heartbeat at `now_ms`; the reply's new assignments start, jobs marked stop end stopped
-  // (exit 143), and jobs not listed any more are dropped (fenced, or settled).
-  core::Result<net::HeartbeatReply> Beat(Controller& ctl, int64_t now_ms,
-                                         bool in_process = false) {
-    net::Heartbeat beat;
-    beat.node = name_;
-    beat.gpus = gpus_;
-    beat.gpu_model = "G2";
-    beat.node_epoch = node_epoch_;
-    beat.gpu_links = links;
-    if (sm_pct >= 0) {
-      for (int g = 0; g < gpus_; ++g) {
-        net::GpuFigure f;
-        f.index = g;
-        f.sample_ms = now_ms;
-        f.util_pct = sm_pct;
-        f.mem_used_mib = 100;
-        f.mem_total_mib = 80000;
-        f.job_sm = job_sm;
-        beat.figures.push_back(f);
-      }
-    }
-    for (const auto& [id, job] : jobs_) {
-      net::ReportedJob r;
-      r.id = id;
-      r.epoch = job.epoch;
-      r.state = job.ended ? net::ReportedJob::State::kExited : net::ReportedJob::State::kRunning;
-      r.exit_code = job.exit_code;
-      r.stopped = job.stopped;
-      r.pid = 100 + id;
-      beat.jobs.push_back(r);
-    }
-    auto reply = ctl.Heartbeat(beat, now_ms, in_process);
-    if (!reply) return reply;
-    node_epoch_ = reply.value().node_epoch;
-    std::map<int64_t, Job> listed;
-    for (const net::Assignment& a : reply.value().assignments) {
-      auto held = jobs_.find(a.id);
-      Job job = held != jobs_.end() && held->second.epoch == a.epoch ? held->second : Job{a.epoch};
-      if (a.stop && !job.ended) job = Job{a.epoch, true, true, 143};
-      listed[a.id] = job;
-    }
-    jobs_ = std::move(listed);
-    return reply;
-  }
-  // The job ends with `code` (reported at the next beat).
-  void End(int64_t id, int code) { jobs_.at(id) = Job{jobs_.at(id).epoch, true, false, code}; }
-  bool Runs(int64_t id) const { return jobs_.count(id) > 0 && !jobs_.at(id).ended; }
-  bool Holds(int64_t id) const { return jobs_.count(id) > 0; }
-  // Reports (job, epoch) as running, as an agent still holding an older placement would.
-  void Pretend(int64_t id, int64_t epoch) { jobs_[id] = Job{epoch}; }
-  core::GpuLinks links;  // sent with each beat (empty: none)
-  double sm_pct = -1;     // every GPU's SM utilization sent with each beat (-1: no figures)
-  std::vector<std::pair<int64_t, double>> job_sm;  // per-job SM sent with each GPU's figure
-
- private:
-  struct Job {
-    int64_t epoch = 0;
-    bool ended = false;
-    bool stopped = false;
-    int exit_code = 0;
-  };
-  std::string name_;
-  int gpus_;
-  int64_t node_epoch_ = 0;
-  std::map<int64_t, Job> jobs_;
-};
 
 class ControllerTest : public ::testing::Test {
  protected:

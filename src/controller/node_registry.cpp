@@ -51,8 +51,10 @@ bool NodeRegistry::Heard(int i, const net::Heartbeat& beat, bool busy, int64_t n
   }
   if (!n.alive) {
     n.alive = true;
+    n.alive_since_ms = now_ms;
     changed = true;
   }
+  n.retired = false;
   n.pending_return = false;
   const std::string address = beat.address.empty() ? n.name : beat.address;
   if (address != n.address || n.simulated != beat.simulated) changed = true;
@@ -95,7 +97,7 @@ store::NodeRecord NodeRegistry::Record(int i, int64_t now_ms) const {
   for (const auto& [g, d] : n.drains) record.drains.push_back(d);
   record.first_seen_ms = n.first_seen_ms;
   record.last_seen_ms = n.alive ? now_ms : n.last_seen_ms;
-  record.state = n.alive ? "READY" : "LOST";
+  record.state = n.alive ? "READY" : n.retired ? "RETIRED" : "LOST";
   return record;
 }
 
@@ -107,7 +109,8 @@ void NodeRegistry::Restore(const store::NodeRecord& record, int64_t now_ms) {
   n.address = record.address;
   n.simulated = record.simulated;
   n.first_seen_ms = record.first_seen_ms;
-  n.pending_return = record.state != "LOST";
+  n.pending_return = record.state != "LOST" && record.state != "RETIRED";
+  n.retired = record.state == "RETIRED";
   n.last_seen_ms = n.pending_return ? now_ms : 0;
 }
 

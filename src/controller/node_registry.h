@@ -30,7 +30,13 @@ struct RegisteredNode {
   // Known from before a controller restart and not heard from since: it has one lease to come
   // back (its jobs wait for it), then it is lost.
   bool pending_return = false;
+  // The autoscaler retired it: its instance is deleted and its credentials revoked.
+  bool retired = false;
   int64_t first_seen_ms = 0;
+  // For idle time (the autoscaler's scale-down, `gpufleet nodes`): when it last became alive, and
+  // when a rank last ran on it (the controller's pass stamps it).
+  int64_t alive_since_ms = 0;
+  int64_t last_busy_ms = 0;
   int64_t epoch = 0;  // bumped when declared lost
   int64_t last_seen_ms = 0;
   std::string samples_json;

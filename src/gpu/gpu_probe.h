@@ -45,6 +45,9 @@ struct ProbeOptions {
   // -1: use NVML, and fall back to simulated GPUs when no driver is found. N >= 0: N simulated
   // GPUs (0: none), without trying NVML.
   int simulated_gpus = -1;
+  // The model simulated GPUs report: a GPU catalog name ("" : an H100 80GB); the memory is the
+  // catalog's. Checked by the caller (core::GpuCatalog::Find).
+  std::string simulated_model;
   // How many simulated GPUs to use when NVML is not available and none were asked for.
   int fallback_simulated_gpus = 4;
   // The library to dlopen; the plain soname searches the usual paths (and LD_LIBRARY_PATH).

@@ -10,12 +10,14 @@ namespace gpufleet::gpu {
 namespace {
 
 constexpr std::uint64_t kMiB = 1024ULL * 1024ULL;
-constexpr std::uint64_t kTotalMiB = 81559;  // an H100 80GB HBM3
 constexpr std::uint64_t kReservedMiB = 512;
 
 }  // namespace
 
-SimulatedProbe::SimulatedProbe(int gpu_count) : gpu_count_(gpu_count < 0 ? 0 : gpu_count) {}
+SimulatedProbe::SimulatedProbe(int gpu_count, std::string model, std::uint64_t memory_mib)
+    : gpu_count_(gpu_count < 0 ? 0 : gpu_count),
+      model_(std::move(model)),
+      total_mib_(std::max<std::uint64_t>(memory_mib, 2 * kReservedMiB)) {}
 
 GpuSample SimulatedProbe::Sample(int index, double now_s) {
   GpuSample s;
@@ -30,7 +32,7 @@ GpuSample SimulatedProbe::Sample(int index, double now_s) {
   s.uuid = text;
   std::snprintf(text, sizeof text, "00000000:%02X:00.0", 0x18 + 0x10 * index);
   s.pci_bus_id = text;
-  s.name = "SIMULATED NVIDIA H100 80GB HBM3";
+  s.name = "SIMULATED " + model_;
 
   // Each GPU follows its own slow wave, so a dashboard shows movement and differences.
   const double phase = now_s / 60.0 + index * 1.3;
@@ -38,11 +40,11 @@ GpuSample SimulatedProbe::Sample(int index, double now_s) {
   const auto util = static_cast<std::uint32_t>(std::lround(100.0 * load));
   s.gpu_util_pct.Set(util);
   s.mem_util_pct.Set(util / 2);
-  const std::uint64_t used_mib = static_cast<std::uint64_t>(load * 0.8 * kTotalMiB);
-  s.fb_total_bytes.Set(kTotalMiB * kMiB);
+  const std::uint64_t used_mib = static_cast<std::uint64_t>(load * 0.8 * total_mib_);
+  s.fb_total_bytes.Set(total_mib_ * kMiB);
   s.fb_reserved_bytes.Set(kReservedMiB * kMiB);
   s.fb_used_bytes.Set(used_mib * kMiB);
-  s.fb_free_bytes.Set((kTotalMiB - kReservedMiB - used_mib) * kMiB);
+  s.fb_free_bytes.Set((total_mib_ - kReservedMiB - used_mib) * kMiB);
   s.temperature_c.Set(static_cast<std::uint32_t>(32 + 40 * load));
   s.memory_temperature_c.Set(static_cast<std::uint32_t>(36 + 40 * load));
   const double watts = 70 + 600 * load;

@@ -2,6 +2,7 @@
 // `SimulatedProbe`: GPUs that do not exist, for machines without an NVIDIA driver. Their names
 // start with "SIMULATED" and every sample has `simulated` set, so no display can pass them off as
 // real. Readings are a deterministic function of the GPU index and the caller's clock.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -11,7 +12,9 @@ namespace gpufleet::gpu {
 
 class SimulatedProbe final : public GpuProbe {
  public:
-  explicit SimulatedProbe(int gpu_count);
+  // `model`: the name the GPUs report (after "SIMULATED "), with `memory_mib` each.
+  explicit SimulatedProbe(int gpu_count, std::string model = "NVIDIA H100 80GB HBM3",
+                          std::uint64_t memory_mib = 81559);
 
   std::string BackendName() const override { return "simulated"; }
   bool IsSimulated() const override { return true; }
@@ -24,6 +27,8 @@ class SimulatedProbe final : public GpuProbe {
 
  private:
   int gpu_count_;
+  std::string model_;
+  std::uint64_t total_mib_;
 };
 
 }  // namespace gpufleet::gpu

@@ -225,7 +225,7 @@ Plan PlanScaling(const PlanInput& input, const sched::PlacementPolicy& placement
   // 1. What the fleet has: free capacity on ready nodes, booting nodes as empty ones.
   std::vector<core::NodeSpec> booting;
   for (const ManagedNode& n : input.nodes) {
-    if (n.ready || n.group < 0 || n.group >= num_groups) continue;
+    if (n.ready || n.leaving || n.group < 0 || n.group >= num_groups) continue;
     booting.push_back(GroupNodeSpec(groups[n.group], n.name));
   }
   for (const auto& o : plan.create) {  // the floor's new nodes
@@ -401,7 +401,12 @@ Plan PlanScaling(const PlanInput& input, const sched::PlacementPolicy& placement
   // 3. Scale-down: idle past the unneeded time, not needed by a waiting job, above the floor.
   std::vector<int> keep = count;
   for (const ManagedNode& n : input.nodes) {
-    if (!n.ready || n.idle_since_s < 0 || n.group < 0 || n.group >= num_groups) continue;
+    if (n.leaving && n.group >= 0 && n.group < num_groups) --keep[n.group];
+  }
+  for (const ManagedNode& n : input.nodes) {
+    if (!n.ready || n.leaving || n.idle_since_s < 0 || n.group < 0 || n.group >= num_groups) {
+      continue;
+    }
     if (input.now - n.idle_since_s < policy.scale_down_unneeded_s) continue;
     if (n.cluster_index >= 0 && n.cluster_index < ready.size() &&
         needed_cluster_node[n.cluster_index]) {

@@ -32,6 +32,9 @@ struct ManagedNode {
   int group = -1;  // index into AutoscaleConfig::groups
   bool spot = false;
   bool ready = false;    // joined: it is `cluster_index` in the snapshot
+  // Being deleted (retiring, or under a spot notice): it costs and counts against its group's
+  // `max` until it is gone, but is no capacity and is not retired again.
+  bool leaving = false;
   int cluster_index = -1;
   int64_t idle_since_s = -1;  // ready and without a job since then; -1: busy or booting
 };

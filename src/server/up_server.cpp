@@ -22,6 +22,9 @@
 #include <thread>
 
 #include "advise/own_hardware.h"
+#include "cloud/provider.h"
+#include "controller/autoscaler.h"
+#include "scale/autoscale_config.h"
 #include "agent/node_agent.h"
 #include "agent/run_as.h"
 #include "agent/sample_json.h"
@@ -99,6 +102,7 @@ int RunUp(const UpOptions& o) {
   if (!PrepareDataDir(data_dir, self)) return 1;
   // https unless told otherwise or only this machine can connect (net/tls_identity.h).
   controller::ApiServerOptions api_options;
+  std::string ca_file;  // the cluster CA, for agents the autoscaler starts
   const bool tls = o.tls == "on" || (o.tls == "auto" && !IsLoopback(address.value().host));
   if (tls) {
     auto identity = net::EnsureTlsIdentity((std::filesystem::path(data_dir) / "tls").string(),
@@ -116,6 +120,7 @@ int RunUp(const UpOptions& o) {
     }
     api_options.tls = context.value();
     api_options.ca_sha256 = identity.value().ca_sha256;
+    ca_file = identity.value().ca_file;
     std::fprintf(stderr,
                  "%s: https with the cluster CA %s (sha256 %s): give it to users as "
                  "GPUFLEET_CA, or join agents with `gpufleet token create --join`\n",
@@ -281,6 +286,27 @@ int RunUp(const UpOptions& o) {
       options.user_max_priority[text.substr(0, eq)] = static_cast<int>(value);
     }
   }
+  std::optional<scale::AutoscaleConfig> autoscale;
+  if (!o.autoscale.empty()) {
+    std::ifstream in(o.autoscale);
+    std::stringstream text;
+    text << in.rdbuf();
+    auto config = in ? scale::ParseAutoscaleToml(text.str(), o.autoscale,
+                                                 core::GpuCatalog::Builtin(), true)
+                     : core::Result<scale::AutoscaleConfig>(core::Error{"cannot read it"});
+    if (!config) {
+      std::fprintf(stderr, "%s: --autoscale %s: %s\n", self, o.autoscale.c_str(),
+                   config.error().c_str());
+      return 2;
+    }
+    autoscale = std::move(config).value();
+    // Submits are checked against what the fleet may grow to, not only what it has now.
+    for (const scale::NodeGroup& g : autoscale->groups) {
+      for (int k = 0; k < std::min(g.max, 256); ++k) {
+        options.growth_nodes.push_back({g.name, g.cpu_milli, g.memory_mib, g.gpus, g.model});
+      }
+    }
+  }
   auto made = controller::Controller::Create(*store.value(), options);
   if (!made) {
     std::fprintf(stderr, "%s: %s\n", self, made.error().c_str());
@@ -335,8 +361,28 @@ int RunUp(const UpOptions& o) {
   const std::string url = std::string(api_options.tls ? "https://" : "http://") + url_host + ":" +
                           std::to_string(port.value());
   WritePrivate((std::filesystem::path(data_dir) / "server").string(), url + "\n");
+  std::unique_ptr<controller::Autoscaler> autoscaler;
+  if (autoscale) {
+    cloud::LocalProviderOptions local;
+    local.work_dir = (std::filesystem::path(data_dir) / "instances").string();
+    auto provider = cloud::MakeProvider(*autoscale, local);
+    if (!provider) {
+      std::fprintf(stderr, "%s: --autoscale %s: %s\n", self, o.autoscale.c_str(),
+                   provider.error().c_str());
+      return 2;
+    }
+    controller::AutoscalerOptions a;
+    a.config = *autoscale;
+    a.controller_url = url;
+    a.ca_sha256 = api_options.ca_sha256;
+    a.ca_file = ca_file;
+    autoscaler = std::make_unique<controller::Autoscaler>(*store.value(), ctl,
+                                                          std::move(provider).value(), a);
+    api.SetAutoscaler(autoscaler.get());
+  }
   if (sampler) sampler->Start();
   ctl.Start();
+  if (autoscaler) autoscaler->Start();
   std::atomic<bool> stop_beats{false};
   std::thread beats;
   // Well inside the lease, which the local node must keep like any other.
@@ -358,6 +404,7 @@ int RunUp(const UpOptions& o) {
     options.on_local_node_change();  // wakes the agent's wait
     beats.join();
   }
+  if (autoscaler) autoscaler->Stop();
   ctl.Stop();
   // `local_news` stays open: a heartbeat handler still finishing may write to it, and the
   // process exits once this returns.

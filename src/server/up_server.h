@@ -29,6 +29,7 @@ struct UpOptions {
   std::vector<std::string> max_priorities;  // "N" (every non-admin user) or "USER=N"
   std::string tls = "auto";                 // auto (on unless listening on loopback), on, off
   std::vector<std::string> tls_names;       // --tls-san: more names for the certificate
+  std::string autoscale;  // --autoscale FILE.toml: grow and shrink the fleet (scale/, cloud/)
 };
 // Serves until SIGINT or SIGTERM; returns the process's exit status (2: bad options).
 int RunUp(const UpOptions& options);

@@ -19,7 +19,7 @@
 namespace gpufleet::store {
 namespace {
 
-constexpr int kSchemaVersion = 10;
+constexpr int kSchemaVersion = 11;
 
 constexpr const char* kSchemaV1 = R"sql(
 CREATE TABLE jobs(
@@ -109,6 +109,14 @@ CREATE TABLE job_usage(job_id INTEGER PRIMARY KEY, series BLOB NOT NULL,
   gpu_h_alloc REAL NOT NULL DEFAULT 0, gpu_h_used REAL NOT NULL DEFAULT 0,
   updated_ms INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX jobs_by_end ON jobs(end_ms) WHERE end_ms > 0;
+)sql";
+
+// Version 11: the autoscaler's nodes (scale/, issue 14), kept so that a restarted controller
+// neither creates an instance twice nor leaves one orphaned.
+constexpr const char* kSchemaV11 = R"sql(
+CREATE TABLE scale_nodes(name TEXT PRIMARY KEY, grp TEXT NOT NULL, spot INTEGER NOT NULL,
+  state TEXT NOT NULL, created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL,
+  join_token_id TEXT NOT NULL DEFAULT '', detail TEXT NOT NULL DEFAULT '');
 )sql";
 
 constexpr const char* kJobColumns =
@@ -308,7 +316,7 @@ class SqliteStore final : public Store {
     // Each step runs in its own transaction and records its version, so an interrupted upgrade
     // resumes where it stopped.
     const char* steps[] = {kSchemaV1, kSchemaV2, kSchemaV3, kSchemaV4, kSchemaV5,
-                           kSchemaV6, kSchemaV7, kSchemaV8, kSchemaV9, kSchemaV10};
+                           kSchemaV6, kSchemaV7, kSchemaV8, kSchemaV9, kSchemaV10, kSchemaV11};
     for (int v = version; v < kSchemaVersion; ++v) {
       if (auto r = Exec("BEGIN IMMEDIATE"); !r) return r;
       const std::string record =
@@ -784,6 +792,54 @@ class SqliteStore final : public Store {
           if (g.gpu >= 0) n.drains.push_back(std::move(g));
         }
       }
+      out.push_back(std::move(n));
+    }
+    if (rc != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
+    return out;
+  }
+
+  core::Result<bool> PutScaleNode(const ScaleNodeRecord& n) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Statement s(cache_,
+                "INSERT OR REPLACE INTO scale_nodes(name,grp,spot,state,created_ms,updated_ms,"
+                "join_token_id,detail) VALUES(?,?,?,?,?,?,?,?)");
+    s.Bind(1, n.name);
+    s.Bind(2, n.group);
+    s.Bind(3, n.spot ? 1 : 0);
+    s.Bind(4, n.state);
+    s.Bind(5, n.created_ms);
+    s.Bind(6, n.updated_ms);
+    s.Bind(7, n.join_token_id);
+    s.Bind(8, n.detail);
+    if (s.Step() != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
+    return true;
+  }
+
+  core::Result<bool> DeleteScaleNode(const std::string& name) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Statement s(cache_, "DELETE FROM scale_nodes WHERE name=?");
+    s.Bind(1, name);
+    if (s.Step() != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
+    return sqlite3_changes(db_) > 0;
+  }
+
+  core::Result<std::vector<ScaleNodeRecord>> ScaleNodes() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Statement s(cache_,
+                "SELECT name,grp,spot,state,created_ms,updated_ms,join_token_id,detail FROM "
+                "scale_nodes ORDER BY name");
+    std::vector<ScaleNodeRecord> out;
+    int rc;
+    while ((rc = s.Step()) == SQLITE_ROW) {
+      ScaleNodeRecord n;
+      n.name = s.Text(0);
+      n.group = s.Text(1);
+      n.spot = s.Int(2) != 0;
+      n.state = s.Text(3);
+      n.created_ms = s.Int(4);
+      n.updated_ms = s.Int(5);
+      n.join_token_id = s.Text(6);
+      n.detail = s.Text(7);
       out.push_back(std::move(n));
     }
     if (rc != SQLITE_DONE) return Error(sqlite3_errmsg(db_));

@@ -165,6 +165,21 @@ struct NodeRecord {
   std::vector<GpuDrain> drains;  // by GPU index
 };
 
+// A node the autoscaler holds (or is creating or retiring), by instance name: written before
+// the provider is asked to create it, so that a controller killed meanwhile finds it again.
+struct ScaleNodeRecord {
+  std::string name;
+  std::string group;
+  bool spot = false;
+  // "creating" (asked of the provider), "booting" (the provider accepted it), "ready" (its agent
+  // joined), "retiring" (drained, being deleted), "interrupted" (a spot notice came).
+  std::string state;
+  int64_t created_ms = 0;
+  int64_t updated_ms = 0;
+  std::string join_token_id;  // TokenId of its join token ("" : none)
+  std::string detail;         // the last provider error, or why it is retiring
+};
+
 struct UserRecord {
   std::string name;
   bool admin = false;
@@ -228,6 +243,11 @@ class Store {
   // `Nodes` lists them by name.
   virtual core::Result<bool> PutNode(const NodeRecord& node) = 0;
   virtual core::Result<std::vector<NodeRecord>> Nodes() = 0;
+  // The autoscaler's nodes: `PutScaleNode` adds or replaces one by name; `DeleteScaleNode`
+  // removes it (false: there was none); `ScaleNodes` lists them by name.
+  virtual core::Result<bool> PutScaleNode(const ScaleNodeRecord& node) = 0;
+  virtual core::Result<bool> DeleteScaleNode(const std::string& name) = 0;
+  virtual core::Result<std::vector<ScaleNodeRecord>> ScaleNodes() = 0;
   // Users and their API tokens, stored as SHA-256 hashes.
   virtual core::Result<bool> PutUser(const std::string& name, const std::string& token_sha256,
                                      bool admin) = 0;

@@ -352,7 +352,7 @@ TEST_F(StoreTest, SchemaNineMovesOldPlacementsIntoRankRows) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open((dir_ / "gpufleet.db").string().c_str(), &db), SQLITE_OK);
   const std::string v8 =
-      "DROP TABLE job_ranks;DROP TABLE job_usage;DROP INDEX jobs_by_end;"
+      "DROP TABLE job_ranks;DROP TABLE job_usage;DROP INDEX jobs_by_end;DROP TABLE scale_nodes;"
       "ALTER TABLE jobs ADD COLUMN node TEXT NOT NULL DEFAULT '';"
       "ALTER TABLE jobs ADD COLUMN gpu_indices TEXT NOT NULL DEFAULT '[]';"
       "UPDATE jobs SET node='a,b', gpu_indices='[0,1,2,3]' WHERE id=" + std::to_string(multi) +
@@ -369,6 +369,39 @@ TEST_F(StoreTest, SchemaNineMovesOldPlacementsIntoRankRows) {
   j = *store_->GetJob(single).value();
   EXPECT_EQ(j.placement, (std::vector<RankPlacement>{{"local", {5}}}));
   EXPECT_TRUE(store_->GetJob(waiting).value()->placement.empty());
+}
+
+TEST_F(StoreTest, ScaleNodesAreReplacedByNameAndSurviveReopening) {
+  ScaleNodeRecord n;
+  n.name = "gf-v100-1";
+  n.group = "v100";
+  n.spot = true;
+  n.state = "creating";
+  n.created_ms = 5;
+  n.updated_ms = 5;
+  n.join_token_id = "abc";
+  ASSERT_TRUE(store_->PutScaleNode(n).value());
+  n.state = "booting";
+  n.updated_ms = 9;
+  n.detail = "accepted";
+  ASSERT_TRUE(store_->PutScaleNode(n).value());
+  ScaleNodeRecord other = n;
+  other.name = "gf-a100-1";
+  ASSERT_TRUE(store_->PutScaleNode(other).value());
+  store_.reset();
+  store_ = std::move(OpenSqliteStore(dir_.string())).value();
+  const auto nodes = store_->ScaleNodes().value();
+  ASSERT_EQ(nodes.size(), 2u);
+  EXPECT_EQ(nodes[0].name, "gf-a100-1");  // by name
+  EXPECT_EQ(nodes[1].state, "booting");
+  EXPECT_TRUE(nodes[1].spot);
+  EXPECT_EQ(nodes[1].created_ms, 5);
+  EXPECT_EQ(nodes[1].updated_ms, 9);
+  EXPECT_EQ(nodes[1].join_token_id, "abc");
+  EXPECT_EQ(nodes[1].detail, "accepted");
+  EXPECT_TRUE(store_->DeleteScaleNode("gf-v100-1").value());
+  EXPECT_FALSE(store_->DeleteScaleNode("gf-v100-1").value());
+  EXPECT_EQ(store_->ScaleNodes().value().size(), 1u);
 }
 
 TEST_F(StoreTest, NewerSchemaIsRefusedClearly) {

@@ -1,0 +1,396 @@
+#include "controller/autoscaler.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <random>
+
+#include "controller/auth.h"
+#include "sched/policy_registry.h"
+
+namespace gpufleet::controller {
+namespace {
+
+constexpr int64_t kFirstBackoffMs = 30'000;
+constexpr int64_t kMaxBackoffMs = 10 * 60'000;
+constexpr size_t kEventsKept = 100;
+
+// `gf-<group>-<8 hex digits>`: chosen before the provider is asked, unique by chance (2^32 per
+// group), and valid as a node, host and instance name.
+std::string NewInstanceName(const std::string& group) {
+  std::random_device rd;
+  char hex[9];
+  std::snprintf(hex, sizeof hex, "%08x", static_cast<unsigned>(rd()));
+  return "gf-" + group + "-" + hex;
+}
+
+int64_t BackoffMs(int failures) {
+  int64_t ms = kFirstBackoffMs;
+  for (int i = 1; i < failures && ms < kMaxBackoffMs; ++i) ms *= 2;
+  return std::min(ms, kMaxBackoffMs);
+}
+
+}  // namespace
+
+Autoscaler::Autoscaler(store::Store& store, Controller& controller,
+                       std::unique_ptr<cloud::Provider> provider, AutoscalerOptions options)
+    : store_(store),
+      controller_(controller),
+      provider_(std::move(provider)),
+      options_(std::move(options)),
+      // The estimate packs as the scheduler's default placement does.
+      placement_(sched::MakePlacementPolicy(controller.options().placement_policy)) {
+  if (!placement_) placement_ = sched::MakePlacementPolicy("bestfit");
+  status_.provider = std::string(provider_->Kind());
+  for (const scale::NodeGroup& g : options_.config.groups) {
+    GroupStatus gs;
+    gs.name = g.name;
+    status_.groups.push_back(gs);
+  }
+  spot_out_until_ms_.assign(options_.config.groups.size(), 0);
+}
+
+Autoscaler::~Autoscaler() { Stop(); }
+
+int64_t Autoscaler::Now() const { return options_.clock ? options_.clock() : NowMs(); }
+
+void Autoscaler::Start() {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void Autoscaler::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(wake_mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Autoscaler::Loop() {
+  const auto interval = std::chrono::seconds(options_.config.policy.scan_interval_s);
+  std::unique_lock<std::mutex> lock(wake_mutex_);
+  while (!stop_) {
+    lock.unlock();
+    RunOnce(Now());
+    lock.lock();
+    wake_.wait_for(lock, interval, [this] { return stop_; });
+  }
+}
+
+void Autoscaler::EventLocked(int64_t now_ms, const std::string& what, const std::string& detail) {
+  status_.events.push_back({now_ms, what, detail});
+  while (status_.events.size() > kEventsKept) status_.events.pop_front();
+  (void)store_.Audit(0, "autoscaler", what, detail, now_ms);
+}
+
+void Autoscaler::Fail(int group, bool spot, const std::string& what, const std::string& error,
+                      int64_t now_ms) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++status_.provider_errors;
+  std::string detail = error;
+  if (group >= 0) {
+    GroupStatus& gs = status_.groups[group];
+    ++gs.failures;
+    const int64_t wait = BackoffMs(gs.failures);
+    gs.backoff_until_ms = now_ms + wait;
+    gs.last_error = error;
+    if (spot) spot_out_until_ms_[group] = now_ms + wait;
+    detail += "; group " + gs.name + " backs off for " + std::to_string(wait / 1000) + " s" +
+              (spot ? " (its spot capacity counts as unavailable meanwhile)" : "");
+  } else {
+    const int64_t wait = BackoffMs(++list_failures_);
+    list_backoff_until_ms_ = now_ms + wait;
+    detail += "; the next pass in " + std::to_string(wait / 1000) + " s";
+  }
+  EventLocked(now_ms, what + " failed", detail);
+}
+
+bool Autoscaler::Put(store::ScaleNodeRecord record, int64_t now_ms) {
+  record.updated_ms = now_ms;
+  auto r = store_.PutScaleNode(record);
+  if (!r) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    EventLocked(now_ms, "store error", "node " + record.name + ": " + r.error());
+    return false;
+  }
+  return true;
+}
+
+bool Autoscaler::Reconcile(int64_t now_ms, const Controller::ScaleView& view) {
+  auto listed = provider_->List();
+  if (!listed) {
+    Fail(-1, false, "provider list", listed.error(), now_ms);
+    return false;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    list_failures_ = 0;
+  }
+  auto records = store_.ScaleNodes();
+  if (!records) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    EventLocked(now_ms, "store error", records.error());
+    return false;
+  }
+  std::map<std::string, const cloud::Instance*> instances;
+  for (const cloud::Instance& i : listed.value()) instances[i.name] = &i;
+  std::map<std::string, int> node_index;
+  for (size_t k = 0; k < view.names.size(); ++k) node_index[view.names[k]] = static_cast<int>(k);
+  const scale::AutoscaleConfig& config = options_.config;
+  for (store::ScaleNodeRecord rec : records.value()) {
+    auto inst = instances.find(rec.name);
+    const bool present = inst != instances.end();
+    if (present) instances.erase(inst);
+    const int g = config.FindGroup(rec.group);
+    if (rec.state == "retiring") {  // a delete that failed or was cut short: again
+      RetireNode(rec, now_ms);
+      continue;
+    }
+    if (!present) {
+      if (rec.state == "creating" &&
+          now_ms - rec.updated_ms <= config.provider.timeout_s * 1000 + 5000) {
+        continue;  // a create may still be on its way (the provider's timeout has not passed)
+      }
+      (void)store_.DeleteScaleNode(rec.name);
+      if (!rec.join_token_id.empty()) (void)store_.RevokeToken(rec.join_token_id);
+      std::lock_guard<std::mutex> lock(mutex_);
+      EventLocked(now_ms, rec.state == "creating" ? "create never completed" : "instance gone",
+                  "node " + rec.name + " (" + rec.state +
+                      ") is not in the provider's list; its record is dropped");
+      continue;
+    }
+    const cloud::Instance& i = *inst->second;
+    auto at = node_index.find(rec.name);
+    const bool joined = at != node_index.end() && view.alive[at->second];
+    if (rec.state == "creating") {  // the create went through before a restart: adopt it
+      rec.state = "booting";
+      Put(rec, now_ms);
+      std::lock_guard<std::mutex> lock(mutex_);
+      EventLocked(now_ms, "adopted", "node " + rec.name + " was created before a restart");
+    }
+    if (rec.state == "booting" && joined) {
+      rec.state = "ready";
+      rec.detail.clear();
+      Put(rec, now_ms);
+      std::lock_guard<std::mutex> lock(mutex_);
+      EventLocked(now_ms, "joined", "node " + rec.name + " of group " + rec.group);
+    }
+    if (rec.state == "booting" && g >= 0 &&
+        now_ms - rec.created_ms > config.groups[g].boot_s * 1000 + options_.join_timeout_ms) {
+      Fail(g, rec.spot, "join of " + rec.name,
+           "its agent did not join within boot_s + " +
+               std::to_string(options_.join_timeout_ms / 1000) + " s; deleting it",
+           now_ms);
+      rec.state = "retiring";
+      rec.detail = "did not join";
+      Put(rec, now_ms);
+      RetireNode(rec, now_ms);
+      continue;
+    }
+    if (i.interruption_at_s > 0 && rec.state != "interrupted") {
+      auto moved = controller_.Evacuate(rec.name, "spot interruption notice: the provider takes "
+                                                  "the node at " +
+                                                      std::to_string(i.interruption_at_s));
+      rec.state = "interrupted";
+      rec.detail = "spot notice for " + std::to_string(i.interruption_at_s);
+      Put(rec, now_ms);
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++status_.interruptions;
+      EventLocked(now_ms, "spot interruption",
+                  "node " + rec.name + ": " +
+                      (moved ? std::to_string(moved.value()) + " restartable job(s) requeued"
+                             : moved.error()));
+    } else if (rec.state == "interrupted" && joined && view.idle_since_ms[at->second] >= 0) {
+      RetireNode(rec, now_ms);  // empty already: no need to wait for the provider to take it
+    }
+  }
+  for (const auto& [name, inst] : instances) {  // never recorded, or given up on: orphans
+    auto deleted = provider_->Delete(name);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (deleted) {
+      ++status_.orphans_deleted;
+      EventLocked(now_ms, "orphan deleted", "instance " + name + " had no record");
+    } else {
+      ++status_.provider_errors;
+      EventLocked(now_ms, "orphan delete failed", "instance " + name + ": " + deleted.error());
+    }
+  }
+  return true;
+}
+
+void Autoscaler::CreateNode(int group, bool spot, int64_t now_ms) {
+  const scale::NodeGroup& g = options_.config.groups[group];
+  const std::string name = NewInstanceName(g.name);
+  auto secret = NewToken();
+  if (!secret) {
+    Fail(group, spot, "create " + name, secret.error(), now_ms);
+    return;
+  }
+  store::TokenRecord token;
+  token.sha256 = Sha256Hex(secret.value());
+  token.kind = store::TokenKind::kJoin;
+  token.node = name;  // good for this node name only
+  token.created_ms = now_ms;
+  token.expires_ms = now_ms + g.boot_s * 1000 + options_.join_timeout_ms;
+  token.created_by = "autoscaler";
+  store::ScaleNodeRecord rec;
+  rec.name = name;
+  rec.group = g.name;
+  rec.spot = spot;
+  rec.state = "creating";
+  rec.created_ms = now_ms;
+  rec.join_token_id = store::TokenId(token.sha256);
+  // The record first: whatever happens after, a restarted controller knows this name.
+  if (!Put(rec, now_ms)) return;
+  if (auto added = store_.AddToken(token); !added) {
+    (void)store_.DeleteScaleNode(name);
+    Fail(group, spot, "create " + name, "join token: " + added.error(), now_ms);
+    return;
+  }
+  cloud::JoinInfo join;
+  join.controller_url = options_.controller_url;
+  join.join_token =
+      secret.value() + (options_.ca_sha256.empty() ? std::string() : "." + options_.ca_sha256);
+  join.ca_file = options_.ca_file;
+  auto created = provider_->Create(g, name, spot, join);
+  if (!created) {
+    Fail(group, spot, std::string("create ") + (spot ? "spot " : "") + name, created.error(),
+         now_ms);
+    (void)provider_->Delete(name);  // whatever part of it may exist
+    (void)store_.DeleteScaleNode(name);
+    (void)store_.RevokeToken(rec.join_token_id);
+    return;
+  }
+  rec.state = "booting";
+  Put(rec, Now());
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++status_.created;
+  status_.groups[group].failures = 0;
+  status_.groups[group].last_error.clear();
+  EventLocked(now_ms, "created",
+              "node " + name + " of group " + g.name + (spot ? " (spot)" : " (on-demand)"));
+}
+
+void Autoscaler::RetireNode(const store::ScaleNodeRecord& record, int64_t now_ms) {
+  store::ScaleNodeRecord rec = record;
+  if (rec.state != "retiring") {
+    auto begun = controller_.BeginRetire(rec.name);
+    if (begun && !begun.value()) return;  // a job started there meanwhile: keep it
+    // Not known to the controller (never joined): nothing to drain.
+    rec.state = "retiring";
+    if (rec.detail.empty()) rec.detail = "idle past the unneeded time";
+    if (!Put(rec, now_ms)) {
+      controller_.AbortRetire(rec.name);
+      return;
+    }
+  }
+  const int g = options_.config.FindGroup(rec.group);
+  auto deleted = provider_->Delete(rec.name);
+  if (!deleted) {
+    Fail(g, false, "delete " + rec.name, deleted.error(), now_ms);
+    return;  // still "retiring": the next pass tries again
+  }
+  controller_.FinishRetire(rec.name, now_ms);
+  (void)store_.DeleteScaleNode(rec.name);
+  if (!rec.join_token_id.empty()) (void)store_.RevokeToken(rec.join_token_id);
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++status_.retired;
+  EventLocked(now_ms, "retired", "node " + rec.name + " of group " + rec.group + ": " + rec.detail);
+}
+
+void Autoscaler::RunOnce(int64_t now_ms) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (now_ms < list_backoff_until_ms_) return;  // the provider failed lately
+    ++status_.passes;
+    status_.last_pass_ms = now_ms;
+  }
+  Controller::ScaleView view = controller_.ScaleSnapshot(now_ms);
+  if (!Reconcile(now_ms, view)) return;
+  auto records = store_.ScaleNodes();
+  if (!records) return;
+  const scale::AutoscaleConfig& config = options_.config;
+  std::map<std::string, int> node_index;
+  for (size_t k = 0; k < view.names.size(); ++k) node_index[view.names[k]] = static_cast<int>(k);
+  scale::PlanInput in;
+  in.groups = &config.groups;
+  in.policy = config.policy;
+  in.cluster = &view.cluster;
+  in.now = now_ms / 1000;
+  in.waiting = std::move(view.waiting);
+  std::vector<int64_t> backoff_until(config.groups.size(), 0);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    in.spot_unavailable.assign(config.groups.size(), 0);
+    for (size_t g = 0; g < config.groups.size(); ++g) {
+      in.spot_unavailable[g] = spot_out_until_ms_[g] > now_ms;
+      backoff_until[g] = status_.groups[g].backoff_until_ms;
+    }
+  }
+  for (const store::ScaleNodeRecord& rec : records.value()) {
+    scale::ManagedNode m;
+    m.name = rec.name;
+    m.group = config.FindGroup(rec.group);
+    m.spot = rec.spot;
+    m.leaving = rec.state == "retiring" || rec.state == "interrupted";
+    auto at = node_index.find(rec.name);
+    if (rec.state == "ready" && at != node_index.end() && view.alive[at->second]) {
+      m.ready = true;
+      m.cluster_index = at->second;
+      const int64_t idle = view.idle_since_ms[at->second];
+      m.idle_since_s = idle >= 0 ? idle / 1000 : -1;
+    } else if (rec.state == "ready") {
+      m.leaving = true;  // joined once, silent now: the controller's lease decides its fate
+    }
+    in.nodes.push_back(std::move(m));
+  }
+  const scale::Plan plan = scale::PlanScaling(in, *placement_, rng_);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    status_.unservable = plan.unservable;
+    status_.capped = plan.capped;
+  }
+  for (const std::string& name : plan.retire) {
+    for (const store::ScaleNodeRecord& rec : records.value()) {
+      if (rec.name == name) RetireNode(rec, now_ms);
+    }
+  }
+  for (const scale::CreateOrder& order : plan.create) {
+    if (backoff_until[order.group] > now_ms) continue;  // failing lately: wait
+    for (int k = 0; k < order.count; ++k) CreateNode(order.group, order.spot, now_ms);
+  }
+  // What the status shows: the records as they are now.
+  auto after = store_.ScaleNodes();
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (after) status_.nodes = after.value();
+  status_.spend_per_hour = 0;
+  for (GroupStatus& gs : status_.groups) gs.creating = gs.booting = gs.ready = gs.retiring = 0;
+  for (const store::ScaleNodeRecord& rec : status_.nodes) {
+    const int g = config.FindGroup(rec.group);
+    if (g < 0) continue;
+    status_.spend_per_hour += config.groups[g].Price(rec.spot);
+    GroupStatus& gs = status_.groups[g];
+    if (rec.state == "creating") ++gs.creating;
+    if (rec.state == "booting") ++gs.booting;
+    if (rec.state == "ready") ++gs.ready;
+    if (rec.state == "retiring" || rec.state == "interrupted") ++gs.retiring;
+  }
+}
+
+Autoscaler::Status Autoscaler::GetStatus() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return status_;
+}
+
+std::optional<Autoscaler::NodeInfo> Autoscaler::Managed(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const store::ScaleNodeRecord& rec : status_.nodes) {
+    if (rec.name != name) continue;
+    const int g = options_.config.FindGroup(rec.group);
+    if (g < 0) return std::nullopt;
+    return NodeInfo{rec.group, rec.spot, options_.config.groups[g].Price(rec.spot)};
+  }
+  return std::nullopt;
+}
+
+}  // namespace gpufleet::controller

@@ -1,0 +1,325 @@
+// The autoscaler's shell, driven by hand over a fake clock: a fake provider, fake agents
+// (controller/fake_agent.h) and a store in a temporary directory. tests/scale_e2e_test.cpp runs
+// the same paths with real processes on the `local` provider.
+#include "controller/autoscaler.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "controller/fake_agent.h"
+
+namespace gpufleet::controller {
+namespace {
+
+constexpr int64_t kStartMs = 1'700'000'000'000;
+
+// Instances in memory; every call is counted; `fail_create` makes creates fail.
+class FakeProvider : public cloud::Provider {
+ public:
+  struct State {
+    std::map<std::string, cloud::Instance> instances;
+    int creates = 0, deletes = 0, lists = 0;
+    bool fail_create = false;
+    std::vector<std::string> tokens;  // join tokens given to creates
+  };
+  explicit FakeProvider(std::shared_ptr<State> state) : state_(std::move(state)) {}
+  std::string_view Kind() const override { return "fake"; }
+  core::Result<bool> Create(const scale::NodeGroup& group, const std::string& name, bool spot,
+                            const cloud::JoinInfo& join) override {
+    ++state_->creates;
+    if (state_->fail_create) return core::Error{"quota exceeded for " + group.name};
+    state_->tokens.push_back(join.join_token);
+    state_->instances[name] = cloud::Instance{name, group.name, spot, "pending", 0};
+    return true;
+  }
+  core::Result<bool> Delete(const std::string& name) override {
+    ++state_->deletes;
+    state_->instances.erase(name);
+    return true;
+  }
+  core::Result<std::vector<cloud::Instance>> List() override {
+    ++state_->lists;
+    std::vector<cloud::Instance> out;
+    for (const auto& [name, i] : state_->instances) out.push_back(i);
+    return out;
+  }
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+class AutoscalerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("gpufleet-autoscaler-test-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    store_ = std::move(store::OpenSqliteStore(dir_.string())).value();
+    scale::NodeGroup g;
+    g.name = "g2-4";
+    g.model_name = "G2";
+    g.model = *core::GpuCatalog::Builtin().Find("G2");
+    g.gpus = 4;
+    g.cpu_milli = 0;  // the fake agents report no CPU or memory: room for any job
+    g.memory_mib = 0;
+    g.price_per_hour = 10;
+    g.spot_price_per_hour = 3;
+    g.max = 8;
+    g.boot_s = 60;
+    config_.groups = {g};
+    config_.policy.scale_down_unneeded_s = 600;
+    config_.policy.spot_fallback_s = 0;  // restartable jobs may take on-demand at once
+    config_.provider.kind = "fake";
+  }
+  void TearDown() override {
+    scaler_.reset();
+    ctl_.reset();
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  Controller& MakeController() {
+    ControllerOptions options;
+    options.data_dir = dir_.string();
+    options.clock = [this] { return now_ms_; };
+    for (const auto& g : config_.groups) {
+      for (int k = 0; k < g.max; ++k) {
+        options.growth_nodes.push_back({g.name, g.cpu_milli, g.memory_mib, g.gpus, g.model});
+      }
+    }
+    ctl_ = std::move(Controller::Create(*store_, options)).value();
+    EXPECT_TRUE(ctl_->Recover(now_ms_).ok());
+    return *ctl_;
+  }
+  Autoscaler& MakeScaler() {
+    AutoscalerOptions o;
+    o.config = config_;
+    o.controller_url = "http://127.0.0.1:1";
+    o.clock = [this] { return now_ms_; };
+    scaler_ = std::make_unique<Autoscaler>(*store_, *ctl_, std::make_unique<FakeProvider>(cloud_), o);
+    return *scaler_;
+  }
+  int64_t Submit(int gpus, int nodes = 1, bool restartable = false) {
+    store::JobRecord job;
+    job.user = "ada";
+    job.argv = {"train"};
+    job.gpus = gpus;
+    job.nodes = nodes;
+    job.restartable = restartable;
+    auto id = ctl_->Submit(job);
+    EXPECT_TRUE(id.ok()) << id.error();
+    return id.ok() ? id.value() : 0;
+  }
+  store::JobRecord Job(int64_t id) { return *store_->GetJob(id).value(); }
+  std::set<std::string> Instances() const {
+    std::set<std::string> names;
+    for (const auto& [name, i] : cloud_->instances) names.insert(name);
+    return names;
+  }
+  std::string NodeState(const std::string& name) {
+    for (const NodeView& n : ctl_->Nodes()) {
+      if (n.name == name) return n.state;
+    }
+    return "";
+  }
+
+  std::filesystem::path dir_;
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<Controller> ctl_;
+  std::unique_ptr<Autoscaler> scaler_;
+  std::shared_ptr<FakeProvider::State> cloud_ = std::make_shared<FakeProvider::State>();
+  scale::AutoscaleConfig config_;
+  int64_t now_ms_ = kStartMs;
+};
+
+TEST_F(AutoscalerTest, AGangOnAnEmptyFleetGetsItsNodesWhichJoinRunItAndAreRetiredWhenUnneeded) {
+  Controller& ctl = MakeController();
+  Autoscaler& scaler = MakeScaler();
+  const int64_t id = Submit(4, 2);  // 2 nodes x 4 GPUs: refused without growth_nodes
+  ctl.RunOnce(now_ms_);
+  scaler.RunOnce(now_ms_);
+  ASSERT_EQ(Instances().size(), 2u);
+  EXPECT_EQ(cloud_->creates, 2);
+  // Another pass while they boot buys nothing more.
+  now_ms_ += 10'000;
+  scaler.RunOnce(now_ms_);
+  EXPECT_EQ(cloud_->creates, 2);
+  for (const auto& rec : store_->ScaleNodes().value()) EXPECT_EQ(rec.state, "booting");
+  // They join; the job runs on both and ends.
+  std::vector<std::unique_ptr<FakeAgent>> agents;
+  for (const std::string& name : Instances()) agents.push_back(std::make_unique<FakeAgent>(name));
+  now_ms_ += 50'000;
+  for (auto& a : agents) ASSERT_TRUE(a->Beat(ctl, now_ms_).ok());
+  scaler.RunOnce(now_ms_);
+  for (const auto& rec : store_->ScaleNodes().value()) EXPECT_EQ(rec.state, "ready");
+  ctl.RunOnce(now_ms_);
+  for (auto& a : agents) ASSERT_TRUE(a->Beat(ctl, now_ms_).ok());
+  for (auto& a : agents) EXPECT_TRUE(a->Runs(id));
+  for (auto& a : agents) a->End(id, 0);
+  for (auto& a : agents) ASSERT_TRUE(a->Beat(ctl, now_ms_).ok());
+  ctl.RunOnce(now_ms_);
+  EXPECT_EQ(Job(id).state, store::JobState::kSucceeded);
+  // Idle, but not for the unneeded time yet: kept.
+  now_ms_ += 300'000;
+  for (auto& a : agents) ASSERT_TRUE(a->Beat(ctl, now_ms_).ok());
+  ctl.RunOnce(now_ms_);
+  scaler.RunOnce(now_ms_);
+  EXPECT_EQ(Instances().size(), 2u);
+  now_ms_ += 301'000;
+  for (auto& a : agents) ASSERT_TRUE(a->Beat(ctl, now_ms_).ok());
+  scaler.RunOnce(now_ms_);
+  EXPECT_TRUE(Instances().empty());
+  EXPECT_TRUE(store_->ScaleNodes().value().empty());
+  for (auto& a : agents) (void)a;
+  for (const NodeView& n : ctl.Nodes()) EXPECT_EQ(n.state, "RETIRED") << n.name;
+  const Autoscaler::Status s = scaler.GetStatus();
+  EXPECT_EQ(s.created, 2);
+  EXPECT_EQ(s.retired, 2);
+  EXPECT_DOUBLE_EQ(s.spend_per_hour, 0);
+  // Each create got its own join token, bound to that node's name.
+  ASSERT_EQ(cloud_->tokens.size(), 2u);
+  EXPECT_NE(cloud_->tokens[0], cloud_->tokens[1]);
+}
+
+TEST_F(AutoscalerTest, AJobStartingOnANodeBeingRetiredIsNotPossibleAndABusyNodeIsKept) {
+  Controller& ctl = MakeController();
+  Autoscaler& scaler = MakeScaler();
+  const int64_t first = Submit(4);
+  ctl.RunOnce(now_ms_);
+  scaler.RunOnce(now_ms_);
+  ASSERT_EQ(Instances().size(), 1u);
+  FakeAgent a(*Instances().begin());
+  ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
+  scaler.RunOnce(now_ms_);
+  ctl.RunOnce(now_ms_);
+  ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
+  ASSERT_TRUE(a.Runs(first));
+  now_ms_ += 3'600'000;  // busy for an hour: never unneeded
+  ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
+  ctl.RunOnce(now_ms_);
+  scaler.RunOnce(now_ms_);
+  EXPECT_EQ(Instances().size(), 1u);
+  EXPECT_TRUE(ctl.BeginRetire(*Instances().begin()).ok());
+  EXPECT_FALSE(ctl.BeginRetire(*Instances().begin()).value()) << "busy: not drained";
+}
+
+TEST_F(AutoscalerTest, ARestartedControllerAdoptsWhatItCreatedAndDeletesOrphans) {
+  MakeController();
+  // What a controller killed mid-create leaves: a record, and the instance it asked for.
+  store::ScaleNodeRecord rec;
+  rec.name = "gf-g2-4-0000abcd";
+  rec.group = "g2-4";
+  rec.state = "creating";
+  rec.created_ms = rec.updated_ms = now_ms_ - 1000;
+  ASSERT_TRUE(store_->PutScaleNode(rec).value());
+  cloud_->instances[rec.name] = cloud::Instance{rec.name, "g2-4", false, "pending", 0};
+  // And an instance it never recorded (its record lost, or another process's leftover).
+  cloud_->instances["gf-g2-4-orphan01"] = cloud::Instance{"gf-g2-4-orphan01", "g2-4", false, "running", 0};
+  Autoscaler& scaler = MakeScaler();
+  const int64_t id = Submit(4);
+  ctl_->RunOnce(now_ms_);
+  scaler.RunOnce(now_ms_);
+  EXPECT_EQ(Instances(), std::set<std::string>{rec.name}) << "adopted, orphan deleted";
+  EXPECT_EQ(cloud_->creates, 0) << "the adopted node is for the waiting job: no duplicate";
+  EXPECT_EQ(store_->ScaleNodes().value().at(0).state, "booting");
+  EXPECT_EQ(scaler.GetStatus().orphans_deleted, 1);
+  EXPECT_EQ(Job(id).state, store::JobState::kPending);
+}
+
+TEST_F(AutoscalerTest, ACreateThatNeverHappenedIsDroppedAfterTheProviderTimeout) {
+  MakeController();
+  store::ScaleNodeRecord rec;
+  rec.name = "gf-g2-4-0000dead";
+  rec.group = "g2-4";
+  rec.state = "creating";
+  rec.created_ms = rec.updated_ms = now_ms_;
+  ASSERT_TRUE(store_->PutScaleNode(rec).value());
+  Autoscaler& scaler = MakeScaler();
+  scaler.RunOnce(now_ms_);
+  EXPECT_EQ(store_->ScaleNodes().value().size(), 1u) << "the create may still be on its way";
+  now_ms_ += (config_.provider.timeout_s + 10) * 1000;
+  scaler.RunOnce(now_ms_);
+  EXPECT_TRUE(store_->ScaleNodes().value().empty());
+}
+
+TEST_F(AutoscalerTest, AFailingProviderBacksOffVisiblyAndLosesNoJob) {
+  MakeController();
+  cloud_->fail_create = true;
+  Autoscaler& scaler = MakeScaler();
+  const int64_t id = Submit(4);
+  ctl_->RunOnce(now_ms_);
+  scaler.RunOnce(now_ms_);
+  EXPECT_EQ(cloud_->creates, 1);
+  Autoscaler::Status s = scaler.GetStatus();
+  EXPECT_EQ(s.provider_errors, 1);
+  ASSERT_FALSE(s.events.empty());
+  EXPECT_NE(s.events.back().what.find("failed"), std::string::npos);
+  EXPECT_NE(s.events.back().detail.find("quota exceeded"), std::string::npos);
+  EXPECT_GT(s.groups[0].backoff_until_ms, now_ms_);
+  EXPECT_TRUE(store_->ScaleNodes().value().empty()) << "a failed create leaves no record";
+  // Within the backoff nothing is asked; after it, again (and the wait doubles on failure).
+  now_ms_ += 10'000;
+  scaler.RunOnce(now_ms_);
+  EXPECT_EQ(cloud_->creates, 1);
+  now_ms_ += 25'000;
+  scaler.RunOnce(now_ms_);
+  EXPECT_EQ(cloud_->creates, 2);
+  EXPECT_GE(scaler.GetStatus().groups[0].backoff_until_ms - now_ms_, 60'000);
+  EXPECT_EQ(Job(id).state, store::JobState::kPending);
+  // The store's audit log has the events too.
+  bool logged = false;
+  for (const auto& e : store_->Events(0).value()) logged = logged || e.actor == "autoscaler";
+  EXPECT_TRUE(logged);
+}
+
+TEST_F(AutoscalerTest, TheSpendCapIsNeverExceeded) {
+  config_.policy.max_spend_per_hour = 25;  // two on-demand nodes
+  MakeController();
+  Autoscaler& scaler = MakeScaler();
+  for (int i = 0; i < 5; ++i) Submit(4);
+  ctl_->RunOnce(now_ms_);
+  for (int pass = 0; pass < 5; ++pass) {
+    scaler.RunOnce(now_ms_);
+    EXPECT_LE(scaler.GetStatus().spend_per_hour, 25.0);
+    now_ms_ += 10'000;
+  }
+  EXPECT_EQ(Instances().size(), 2u);
+  EXPECT_EQ(scaler.GetStatus().capped.size(), 3u);
+}
+
+TEST_F(AutoscalerTest, ASpotNoticeRequeuesRestartableJobsAndDrainsTheNode) {
+  config_.policy.spot_fallback_s = 3600;
+  MakeController();
+  Autoscaler& scaler = MakeScaler();
+  const int64_t id = Submit(4, 1, /*restartable=*/true);
+  ctl_->RunOnce(now_ms_);
+  scaler.RunOnce(now_ms_);
+  ASSERT_EQ(Instances().size(), 1u);
+  const std::string name = *Instances().begin();
+  EXPECT_TRUE(cloud_->instances[name].spot) << "restartable jobs go to spot capacity first";
+  FakeAgent a(name);
+  ASSERT_TRUE(a.Beat(*ctl_, now_ms_).ok());
+  scaler.RunOnce(now_ms_);
+  ctl_->RunOnce(now_ms_);
+  ASSERT_TRUE(a.Beat(*ctl_, now_ms_).ok());
+  ASSERT_TRUE(a.Runs(id));
+  cloud_->instances[name].interruption_at_s = now_ms_ / 1000 + 120;
+  now_ms_ += 1000;
+  scaler.RunOnce(now_ms_);
+  ASSERT_TRUE(a.Beat(*ctl_, now_ms_).ok());  // told to stop: stops (exit 143)
+  ASSERT_TRUE(a.Beat(*ctl_, now_ms_).ok());
+  ctl_->RunOnce(now_ms_);
+  EXPECT_EQ(Job(id).state, store::JobState::kPending) << "requeued after the notice";
+  EXPECT_EQ(scaler.GetStatus().interruptions, 1);
+  // Nothing new lands on the node, and it is deleted now that it is empty.
+  scaler.RunOnce(now_ms_);
+  EXPECT_EQ(cloud_->instances.count(name), 0u);
+}
+
+}  // namespace
+}  // namespace gpufleet::controller
