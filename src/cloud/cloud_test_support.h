@@ -19,8 +19,8 @@ class ScratchDir {
  public:
   ScratchDir() {
     const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") +
-                          "/gpufleet-cloud-test-XXXXXX";
+    std::string pattern =
+        std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/gpufleet-cloud-test-XXXXXX";
     path_ = ::mkdtemp(pattern.data()) != nullptr ? pattern : "";
   }
   ~ScratchDir() {

@@ -128,9 +128,10 @@ struct ChildPlan {
     while (::clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, nullptr) == EINTR) {
     }
   }
-  if (!l.cwd.empty() && ::chdir(l.cwd.c_str()) != 0) ::_exit(126);
-  const int started = ::open(l.started_path.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  const int started =
+      ::open(l.started_path.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (started >= 0) ::close(started);
+  if (!l.cwd.empty() && ::chdir(l.cwd.c_str()) != 0) ::_exit(126);
   ::execve(plan.argv[0], plan.argv, plan.envp);
   const int err = errno;
   static const char kMsg[] = "gpufleet local provider: cannot execute the agent program, errno ";
@@ -194,8 +195,8 @@ core::Result<ProcessId> LaunchDetached(const DetachedLaunch& launch) {
   ::close(sync[0]);
   const auto id = ParsePidFile(text);
   if (!id) {
-    return core::Error{"the detached process for " + launch.argv[0] +
-                           " did not start (see " + launch.log_path + ")",
+    return core::Error{"the detached process for " + launch.argv[0] + " did not start (see " +
+                           launch.log_path + ")",
                        core::ErrorCode::kInternal};
   }
   return ProcessId{id->pid, StartTicks(id->pid)};

@@ -44,9 +44,10 @@ core::Result<std::string> ExecProvider::Call(const std::vector<std::string>& arg
   if (!outcome) return core::Error{what + ": " + outcome.error(), outcome.failure().code};
   const ProgramOutcome& o = outcome.value();
   if (o.timed_out) {
-    return core::Error{what + ": timed out after " + std::to_string(timeout_s_) +
-                           " s (killed with its process group; [provider] timeout_s sets the limit)",
-                       core::ErrorCode::kUnavailable};
+    return core::Error{
+        what + ": timed out after " + std::to_string(timeout_s_) +
+            " s (killed with its process group; [provider] timeout_s sets the limit)",
+        core::ErrorCode::kUnavailable};
   }
   if (!o.Succeeded()) {
     const std::string how = o.signal != 0 ? "killed by signal " + std::to_string(o.signal)
@@ -63,8 +64,9 @@ core::Result<bool> ExecProvider::Create(const scale::NodeGroup& group, const std
   if (auto ok = CheckName(name, "name"); !ok) return ok;
   if (auto ok = CheckName(group.name, "group"); !ok) return ok;
   for (const auto& [value, field] :
-       {std::pair{&join.controller_url, "controller_url"}, std::pair{&join.join_token, "join_token"},
-        std::pair{&join.ca_file, "ca_file"}, std::pair{&group.model_name, "gpu_model"}}) {
+       {std::pair{&join.controller_url, "controller_url"},
+        std::pair{&join.join_token, "join_token"}, std::pair{&join.ca_file, "ca_file"},
+        std::pair{&group.model_name, "gpu_model"}}) {
     if (auto ok = CheckEnvValue(*value, field); !ok) return ok;
   }
   std::vector<std::string> args = {"create", "--group", group.name, "--name", name};

@@ -107,10 +107,11 @@ TEST(ExecProviderTest, CreateListDelete) {
 
 TEST(ExecProviderTest, FailureQuotesTheFirstLinesOfStderr) {
   ScratchDir dir;
-  ExecProvider provider(dir.Script("cloud.sh", "#!/bin/sh\n"
-                                               "echo 'InsufficientInstanceCapacity: none left' >&2\n"
-                                               "printf 'try\\033[31m later\\n\\n' >&2\n"
-                                               "exit 3\n"),
+  ExecProvider provider(dir.Script("cloud.sh",
+                                   "#!/bin/sh\n"
+                                   "echo 'InsufficientInstanceCapacity: none left' >&2\n"
+                                   "printf 'try\\033[31m later\\n\\n' >&2\n"
+                                   "exit 3\n"),
                         10);
   auto created = provider.Create(Group(), "n1", false, Join());
   ASSERT_FALSE(created.ok());
@@ -150,10 +151,10 @@ TEST(ExecProviderTest, TimeoutEscalatesToSigkill) {
 
 TEST(ExecProviderTest, MalformedListNamesTheField) {
   ScratchDir dir;
-  ExecProvider provider(
-      dir.Script("cloud.sh", "#!/bin/sh\necho '{\"instances\": [{\"name\": \"a\", \"group\": "
-                             "\"g\", \"spot\": \"yes\", \"state\": \"running\"}]}'\n"),
-      10);
+  ExecProvider provider(dir.Script("cloud.sh",
+                                   "#!/bin/sh\necho '{\"instances\": [{\"name\": \"a\", \"group\": "
+                                   "\"g\", \"spot\": \"yes\", \"state\": \"running\"}]}'\n"),
+                        10);
   auto list = provider.List();
   ASSERT_FALSE(list.ok());
   EXPECT_EQ(list.failure().field, "instances[0].spot");
@@ -171,8 +172,7 @@ TEST(ExecProviderTest, CreateReplyMustNameTheInstance) {
 
 TEST(ExecProviderTest, BadNamesNeverReachTheScript) {
   ScratchDir dir;
-  ExecProvider provider(dir.Script("cloud.sh", "#!/bin/sh\ntouch \"$(dirname \"$0\")/ran\"\n"),
-                        10);
+  ExecProvider provider(dir.Script("cloud.sh", "#!/bin/sh\ntouch \"$(dirname \"$0\")/ran\"\n"), 10);
   EXPECT_EQ(provider.Delete("--all").failure().field, "name");
   scale::NodeGroup bad = Group();
   bad.name = "a;b";

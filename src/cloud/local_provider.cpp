@@ -85,6 +85,12 @@ int64_t NowS() {
 
 LocalProvider::LocalProvider(LocalProviderOptions options) : options_(std::move(options)) {
   if (options_.gpufleet_binary.empty()) options_.gpufleet_binary = SelfExe();
+  // The agent runs in its instance's folder: every path it is given must not depend on ours.
+  std::error_code ec;
+  if (!options_.work_dir.empty()) {
+    const fs::path absolute = fs::absolute(options_.work_dir, ec);
+    if (!ec) options_.work_dir = absolute.lexically_normal().string();
+  }
 }
 
 std::string LocalProvider::Dir(const std::string& name) const {
@@ -144,12 +150,13 @@ core::Result<bool> LocalProvider::Create(const scale::NodeGroup& group, const st
   // short before the launch (no pid file) is launched now.
   if (fs::exists(dir + "/pid", ec)) return true;
   fs::create_directories(options_.work_dir, ec);
-  if (ec) return core::Error{"cannot create " + options_.work_dir + ": " + ec.message(),
-                             core::ErrorCode::kInternal};
+  if (ec)
+    return core::Error{"cannot create " + options_.work_dir + ": " + ec.message(),
+                       core::ErrorCode::kInternal};
   if (auto made = MakeDir(dir); !made) return made;
   if (auto made = MakeDir(dir + "/agent"); !made) return made;
-  const nlohmann::json record = {{"name", name},       {"group", group.name},
-                                 {"spot", spot},       {"gpus", group.gpus},
+  const nlohmann::json record = {{"name", name},           {"group", group.name},
+                                 {"spot", spot},           {"gpus", group.gpus},
                                  {"created_at_s", NowS()}, {"boot_s", group.boot_s}};
   if (auto written = WriteFileAtomically(dir + "/instance.json", record.dump() + "\n"); !written) {
     return written;
@@ -183,8 +190,8 @@ core::Result<bool> LocalProvider::Delete(const std::string& name) {
     }
   }
   fs::remove_all(dir, ec);
-  if (ec) return core::Error{"cannot remove " + dir + ": " + ec.message(),
-                             core::ErrorCode::kInternal};
+  if (ec)
+    return core::Error{"cannot remove " + dir + ": " + ec.message(), core::ErrorCode::kInternal};
   return true;
 }
 
@@ -230,8 +237,9 @@ core::Result<std::vector<Instance>> LocalProvider::List() {
   std::error_code ec;
   if (!fs::exists(options_.work_dir, ec)) return instances;
   fs::directory_iterator it(options_.work_dir, ec);
-  if (ec) return core::Error{"cannot list " + options_.work_dir + ": " + ec.message(),
-                             core::ErrorCode::kInternal};
+  if (ec)
+    return core::Error{"cannot list " + options_.work_dir + ": " + ec.message(),
+                       core::ErrorCode::kInternal};
   for (const auto& entry : it) {
     const std::string name = entry.path().filename().string();
     // Not an instance: another file, or a folder whose Create stopped before its record.

@@ -140,6 +140,16 @@ TEST(LocalProviderTest, MissingBinaryEndsTheInstance) {
   ASSERT_TRUE(provider.Delete("n0").ok());
 }
 
+// The agent runs in its instance's folder, so a relative work directory is made absolute first.
+TEST(LocalProviderTest, AgentPathsAreAbsolute) {
+  LocalProvider provider({"/bin/true", "relative/work"});
+  const auto argv = provider.AgentArgv(Group(0), "n0", Join());
+  ASSERT_EQ(argv.size(), 14u);
+  EXPECT_EQ(argv[10], "--data-dir");
+  EXPECT_EQ(argv[11].front(), '/');
+  EXPECT_NE(argv[11].find("/relative/work/n0/agent"), std::string::npos);
+}
+
 TEST(LocalProviderTest, RejectsBadInput) {
   ScratchDir scratch;
   LocalProvider provider({"/bin/true", scratch.path()});

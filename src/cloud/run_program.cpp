@@ -7,9 +7,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <algorithm>
 #include <cstring>
 #include <optional>
 
@@ -68,7 +68,8 @@ void Drain(Stream (&streams)[2], int wait_ms, std::size_t cap) {
     const ssize_t got = ::read(fds[i].fd, buf, sizeof buf);
     if (got > 0) {
       std::string& sink = *which[i]->sink;
-      if (sink.size() < cap) sink.append(buf, std::min(static_cast<std::size_t>(got), cap - sink.size()));
+      if (sink.size() < cap)
+        sink.append(buf, std::min(static_cast<std::size_t>(got), cap - sink.size()));
     } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
       which[i]->fd.Close();
     }
@@ -118,8 +119,8 @@ core::Result<ProgramOutcome> RunProgram(const ProgramRun& run) {
   posix_spawnattr_setsigmask(&attrs, &none);
   posix_spawnattr_setsigdefault(&attrs, &all);
   posix_spawnattr_setpgroup(&attrs, 0);
-  posix_spawnattr_setflags(&attrs, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                       POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setflags(&attrs,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   std::vector<char*> argv = CStrings(run.argv);
   std::vector<char*> envp = CStrings(run.env);
   pid_t pid = -1;
