@@ -267,6 +267,13 @@ int main(int argc, char** argv) {
       }
     }
     if (!agent_options.controller_url.empty()) {
+      // The join token may come in the environment, out of sight of `ps` (the local provider,
+      // cloud-init scripts): GPUFLEET_JOIN_TOKEN, used once, like --join-token.
+      if (agent_options.join_token.empty()) {
+        if (const char* env = std::getenv("GPUFLEET_JOIN_TOKEN"); env != nullptr) {
+          agent_options.join_token = env;
+        }
+      }
       const std::string data = cli::DataDir("");
       std::string token;
       if (const char* env = std::getenv("GPUFLEET_TOKEN"); env != nullptr) token = env;
