@@ -46,6 +46,7 @@ class FakeAgent {
       r.exit_code = job.exit_code;
       r.stopped = job.stopped;
       r.pid = 100 + id;
+      r.rank = job.rank;
       beat.jobs.push_back(r);
     }
     auto reply = ctl.Heartbeat(beat, now_ms, in_process);
@@ -56,13 +57,16 @@ class FakeAgent {
       auto held = jobs_.find(a.id);
       Job job = held != jobs_.end() && held->second.epoch == a.epoch ? held->second : Job{a.epoch};
       if (a.stop && !job.ended) job = Job{a.epoch, true, true, 143};
+      job.rank = a.rank;
       listed[a.id] = job;
     }
     jobs_ = std::move(listed);
     return reply;
   }
   // The job ends with `code` (reported at the next beat).
-  void End(int64_t id, int code) { jobs_.at(id) = Job{jobs_.at(id).epoch, true, false, code}; }
+  void End(int64_t id, int code) {
+    jobs_.at(id) = Job{jobs_.at(id).epoch, true, false, code, jobs_.at(id).rank};
+  }
   bool Runs(int64_t id) const { return jobs_.count(id) > 0 && !jobs_.at(id).ended; }
   bool Holds(int64_t id) const { return jobs_.count(id) > 0; }
   // Reports (job, epoch) as running, as an agent still holding an older placement would.
@@ -77,6 +81,7 @@ class FakeAgent {
     bool ended = false;
     bool stopped = false;
     int exit_code = 0;
+    int rank = 0;  // which of the job's nodes this is
   };
   std::string name_;
   int gpus_;
