@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <exception>
 
+#include "cli/scale_commands.h"
+
 namespace gpufleet::cli {
 namespace {
 

@@ -190,7 +190,7 @@ TEST(ExecProviderTest, MissingScript) {
 
 TEST(MakeProviderTest, ChecksTheProviderKeys) {
   scale::AutoscaleConfig config;
-  LocalProviderOptions local{"", "/nonexistent-work-dir"};
+  LocalProviderOptions local{"", "/nonexistent-work-dir", {}};
   config.provider.kind = "exec";
   EXPECT_EQ(MakeProvider(config, local).failure().field, "script");
   config.provider.script = "/bin/true";

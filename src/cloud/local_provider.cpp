@@ -116,7 +116,11 @@ std::vector<std::string> LocalProvider::AgentArgv(const scale::NodeGroup& group,
                                    "--data-dir",
                                    Dir(name) + "/agent",
                                    "--listen",
-                                   "127.0.0.1:0"};
+                                   "127.0.0.1:0",
+                                   // Every instance is on this machine: its peers reach it here.
+                                   "--advertise-address",
+                                   "127.0.0.1"};
+  argv.insert(argv.end(), options_.extra_agent_args.begin(), options_.extra_agent_args.end());
   if (!join.ca_file.empty()) {
     argv.push_back("--ca");
     argv.push_back(join.ca_file);

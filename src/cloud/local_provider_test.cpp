@@ -53,7 +53,7 @@ std::string StateOf(LocalProvider& provider, const std::string& name) {
 TEST(LocalProviderTest, BootsAfterTheDelayAndDeleteStopsEverything) {
   ScratchDir scratch;
   const std::string work = scratch.path() + "/instances";
-  LocalProvider provider({scratch.Script("fake-agent", kFakeAgent), work});
+  LocalProvider provider({scratch.Script("fake-agent", kFakeAgent), work, {}});
   provider.set_stop_grace_ms(1000);
   const auto start = std::chrono::steady_clock::now();
   auto created = provider.Create(Group(1), "h100-4-0", true, Join());
@@ -76,7 +76,7 @@ TEST(LocalProviderTest, BootsAfterTheDelayAndDeleteStopsEverything) {
   EXPECT_EQ(Slurp(dir + "/args"),
             "agent\n--controller\nhttp://127.0.0.1:9\n--hostname\n"
             "h100-4-0\n--simulated-gpus\n4\n--simulated-gpu-model\nH100\n--data-dir\n" +
-                dir + "/agent\n--listen\n127.0.0.1:0\n");
+                dir + "/agent\n--listen\n127.0.0.1:0\n--advertise-address\n127.0.0.1\n");
   EXPECT_EQ(Slurp(dir + "/gpufleet-env"), "GPUFLEET_JOIN_TOKEN=join-secret\n");
 
   // A spot interruption notice: the file's mtime + 120 s.
@@ -105,10 +105,10 @@ TEST(LocalProviderTest, StateSurvivesANewProvider) {
   const std::string work = scratch.path() + "/instances";
   const std::string agent_binary = scratch.Script("fake-agent", kFakeAgent);
   {
-    LocalProvider first({agent_binary, work});
+    LocalProvider first({agent_binary, work, {}});
     ASSERT_TRUE(first.Create(Group(0), "h100-4-1", false, Join()).ok());
   }
-  LocalProvider second({agent_binary, work});
+  LocalProvider second({agent_binary, work, {}});
   second.set_stop_grace_ms(1000);
   ASSERT_TRUE(WaitFor([&] { return StateOf(second, "h100-4-1") == "running"; }, 3000));
   // Create is idempotent: the same name does not start a second agent.
@@ -123,7 +123,7 @@ TEST(LocalProviderTest, AnAgentThatEndsIsStopping) {
   ScratchDir scratch;
   const std::string work = scratch.path() + "/instances";
   LocalProvider provider(
-      {scratch.Script("fake-agent", "#!/bin/sh\necho cannot join >&2\nexit 1\n"), work});
+      {scratch.Script("fake-agent", "#!/bin/sh\necho cannot join >&2\nexit 1\n"), work, {}});
   ASSERT_TRUE(provider.Create(Group(0), "h100-4-2", false, Join()).ok());
   ASSERT_TRUE(WaitFor([&] { return StateOf(provider, "h100-4-2") == "stopping"; }, 3000));
   EXPECT_NE(Slurp(work + "/h100-4-2/agent.log").find("cannot join"), std::string::npos);
@@ -134,7 +134,7 @@ TEST(LocalProviderTest, AnAgentThatEndsIsStopping) {
 TEST(LocalProviderTest, MissingBinaryEndsTheInstance) {
   ScratchDir scratch;
   const std::string work = scratch.path() + "/instances";
-  LocalProvider provider({scratch.path() + "/no-such-agent", work});
+  LocalProvider provider({scratch.path() + "/no-such-agent", work, {}});
   ASSERT_TRUE(provider.Create(Group(0), "n0", false, Join()).ok());
   ASSERT_TRUE(WaitFor([&] { return StateOf(provider, "n0") == "stopping"; }, 3000));
   EXPECT_NE(Slurp(work + "/n0/agent.log").find("cannot execute"), std::string::npos);
@@ -143,7 +143,7 @@ TEST(LocalProviderTest, MissingBinaryEndsTheInstance) {
 
 // The agent runs in its instance's folder, so a relative work directory is made absolute first.
 TEST(LocalProviderTest, AgentPathsAreAbsolute) {
-  LocalProvider provider({"/bin/true", "relative/work"});
+  LocalProvider provider({"/bin/true", "relative/work", {}});
   const auto argv = provider.AgentArgv(Group(0), "n0", Join());
   ASSERT_EQ(argv.size(), 14u);
   EXPECT_EQ(argv[10], "--data-dir");
@@ -153,7 +153,7 @@ TEST(LocalProviderTest, AgentPathsAreAbsolute) {
 
 TEST(LocalProviderTest, RejectsBadInput) {
   ScratchDir scratch;
-  LocalProvider provider({"/bin/true", scratch.path()});
+  LocalProvider provider({"/bin/true", scratch.path(), {}});
   EXPECT_EQ(provider.Create(Group(0), "../x", false, Join()).failure().field, "name");
   EXPECT_EQ(provider.Delete("..").failure().field, "name");
   scale::NodeGroup none = Group(0);

@@ -54,6 +54,8 @@ class Provider {
 struct LocalProviderOptions {
   std::string gpufleet_binary;  // the agent's executable ("" : this process's /proc/self/exe)
   std::string work_dir;         // each instance gets <work_dir>/<name>/ (data dir, log)
+  // More agent flags, e.g. --allow-root-jobs when the controller itself was given it.
+  std::vector<std::string> extra_agent_args;
 };
 
 // The provider `config` names. Errors name the [provider] key at fault.

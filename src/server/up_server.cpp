@@ -365,6 +365,7 @@ int RunUp(const UpOptions& o) {
   if (autoscale) {
     cloud::LocalProviderOptions local;
     local.work_dir = (std::filesystem::path(data_dir) / "instances").string();
+    if (o.allow_root_jobs) local.extra_agent_args.push_back("--allow-root-jobs");
     auto provider = cloud::MakeProvider(*autoscale, local);
     if (!provider) {
       std::fprintf(stderr, "%s: --autoscale %s: %s\n", self, o.autoscale.c_str(),
