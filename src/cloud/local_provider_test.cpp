@@ -145,7 +145,7 @@ TEST(LocalProviderTest, MissingBinaryEndsTheInstance) {
 TEST(LocalProviderTest, AgentPathsAreAbsolute) {
   LocalProvider provider({"/bin/true", "relative/work", {}});
   const auto argv = provider.AgentArgv(Group(0), "n0", Join());
-  ASSERT_EQ(argv.size(), 14u);
+  ASSERT_EQ(argv.size(), 16u);
   EXPECT_EQ(argv[10], "--data-dir");
   EXPECT_EQ(argv[11].front(), '/');
   EXPECT_NE(argv[11].find("/relative/work/n0/agent"), std::string::npos);
