@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
 namespace gpufleet::scale {
 namespace {
 
@@ -107,6 +110,18 @@ TEST(AutoscaleConfig, MissingPiecesAreNamed) {
   EXPECT_NE(Parse(no_boot).error().find("boot_s"), std::string::npos);
   EXPECT_NE(Parse("x = \"\xc3\xa9\"").error().find("non-ASCII"), std::string::npos);
   EXPECT_NE(Parse("[[groups]\n").error().find("malformed"), std::string::npos);
+}
+
+TEST(AutoscaleConfig, TheShippedExamplesParse) {
+  for (const char* name : {"local.example.toml", "exec.example.toml"}) {
+    const std::string path = std::string(GPUFLEET_SOURCE_DIR) + "/data/autoscale/" + name;
+    std::ifstream in(path);
+    ASSERT_TRUE(in) << path;
+    std::stringstream text;
+    text << in.rdbuf();
+    auto c = Parse(text.str());
+    EXPECT_TRUE(c.ok()) << path << ": " << c.error();
+  }
 }
 
 }  // namespace
