@@ -55,6 +55,9 @@ sim::TimeSimConfig ConfigFor(const SimRunOptions& o, const scale::AutoscaleConfi
   config.spread_slowdown = o.spread_slowdown;
   config.seed = o.seed;
   config.autoscale.config = autoscale;
+  // On a fleet that can grow, a job that fits one node waits for one (a boot) instead of running
+  // spread and slower on fragments, as a Kubernetes pod does; the planner estimates the same way.
+  if (autoscale != nullptr) config.allow_spread = false;
   config.autoscale.jobs_restartable = !o.not_restartable;
   config.autoscale.spot_interruptions_per_node_hour = o.spot_interruptions_per_node_hour;
   config.autoscale.checkpoint_interval_s = o.checkpoint_interval_s;

@@ -124,7 +124,8 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
     ask.cpu_milli_per_gpu = jobs[i].cpu_milli_per_gpu;
     ask.memory_mib_per_gpu = jobs[i].memory_mib_per_gpu;
     if (auto why = sched::NeverFits(sched::BuildQueuedJob(ask, sched::Estimates::kNone, {}),
-                                    spec.nodes, config.allow_spread)) {
+                                    spec.nodes,
+                                    config.allow_spread || jobs[i].num_gpus > max_node_gpus)) {
       return core::Error{"job " + std::to_string(jobs[i].id) + " on cluster " + spec.name + ": " +
                          why->message};
     }
@@ -197,6 +198,11 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
     ask.cpu_milli_per_gpu = t.cpu_milli_per_gpu;
     ask.memory_mib_per_gpu = t.memory_mib_per_gpu;
     ask.gpu_models = t.gpu_models;
+    // Without spreading, a job larger than a node that whole nodes can hold runs as a gang of
+    // whole nodes (a multi-node training job's workers) and waits for them, never on fragments.
+    if (!config.allow_spread && t.num_gpus > max_node_gpus && t.num_gpus % max_node_gpus == 0) {
+      ask.nodes = t.num_gpus / max_node_gpus;
+    }
     ask.submit_s = t.submit_s;
     ask.queue = t.vc;
     sched::JobRunTime run_time;

@@ -82,6 +82,9 @@ struct FleetStats {
 
 struct TimeSimConfig {
   double spread_slowdown = 1.5;  // run-time factor for a job spread over more nodes than needed
+  // A job that one node could hold may run spread over several (and slower) rather than wait.
+  // A job larger than any node is always spread over the fewest nodes; without spreading, one
+  // whose GPUs fill whole nodes of the largest size waits for that many whole nodes.
   bool allow_spread = true;
   double preemption_overhead_s = 60;  // checkpoint and restart cost added to a preempted job
   uint64_t seed = 1;
