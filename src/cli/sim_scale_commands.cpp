@@ -123,11 +123,11 @@ void PrintFleet(const SimRunOptions& o, const Replay& r) {
     std::puts(j.dump(2).c_str());
     return;
   }
-  std::printf("policy %s (placement %s) on the fleet of %s: %lld jobs, %lld finished, %lld "
-              "unfinished\n",
-              o.policy.c_str(), o.placement.c_str(), o.autoscale.c_str(),
-              static_cast<long long>(s.jobs), static_cast<long long>(s.finished),
-              static_cast<long long>(s.unfinished));
+  std::printf(
+      "policy %s (placement %s) on the fleet of %s: %lld jobs, %lld finished, %lld "
+      "unfinished\n",
+      o.policy.c_str(), o.placement.c_str(), o.autoscale.c_str(), static_cast<long long>(s.jobs),
+      static_cast<long long>(s.finished), static_cast<long long>(s.unfinished));
   std::printf("cost $%.0f (spot $%.0f); GPU-hours bought %.0f, used %.0f (used/bought %.3f)\n",
               f.cost_usd, f.spot_cost_usd, bought_h, used_h, bought_h > 0 ? used_h / bought_h : 0);
   std::printf("JCT avg %.0f s, p50 %.0f s, p99 %.0f s; queueing avg %.0f s\n", s.avg_jct_s,
@@ -136,11 +136,12 @@ void PrintFleet(const SimRunOptions& o, const Replay& r) {
               static_cast<long long>(f.nodes_created), static_cast<long long>(f.spot_nodes_created),
               static_cast<long long>(f.nodes_retired), static_cast<long long>(f.peak_nodes),
               f.peak_spend_per_hour);
-  std::printf("spot interruptions %lld at %.2g per node-hour (%lld job runs stopped), GPU-hours "
-              "lost %.1f (checkpoint every %lld s)\n",
-              static_cast<long long>(f.interruptions), o.spot_interruptions_per_node_hour,
-              static_cast<long long>(f.jobs_interrupted), f.gpu_s_lost / 3600,
-              static_cast<long long>(o.checkpoint_interval_s));
+  std::printf(
+      "spot interruptions %lld at %.2g per node-hour (%lld job runs stopped), GPU-hours "
+      "lost %.1f (checkpoint every %lld s)\n",
+      static_cast<long long>(f.interruptions), o.spot_interruptions_per_node_hour,
+      static_cast<long long>(f.jobs_interrupted), f.gpu_s_lost / 3600,
+      static_cast<long long>(o.checkpoint_interval_s));
   std::printf("(simulated in %.2f s, %lld planner calls, %lld scheduler calls)\n", r.seconds,
               static_cast<long long>(f.planner_calls),
               static_cast<long long>(r.result.scheduler_calls));
@@ -176,8 +177,9 @@ int RunSimRunAutoscaled(const SimRunOptions& o, const sched::QueuePolicy& queue_
 
 int RunSimCostSweep(const SimCompareOptions& o) {
   if (o.policies.size() > 1) {
-    std::fprintf(stderr, "error: --policies: the cost sweep (--static, --autoscale) runs every "
-                         "point under one queue policy; give at most one\n");
+    std::fprintf(stderr,
+                 "error: --policies: the cost sweep (--static, --autoscale) runs every "
+                 "point under one queue policy; give at most one\n");
     return 2;
   }
   const std::string policy = o.policies.empty() ? "priority" : o.policies.front();
@@ -229,17 +231,17 @@ int RunSimCostSweep(const SimCompareOptions& o) {
       cluster.nodes.push_back(node);
       cluster.nodes.back().name = "s" + std::to_string(i);
     }
-    auto r = RunReplay(*inputs, cluster, *queue_policy, *placement, ConfigFor(o.run, nullptr),
-                       false);
+    auto r =
+        RunReplay(*inputs, cluster, *queue_policy, *placement, ConfigFor(o.run, nullptr), false);
     if (!r) return 2;
-    points.push_back(sim::StaticCostPoint(cluster.name, n, node.num_gpus, price, r->result,
-                                          r->seconds));
+    points.push_back(
+        sim::StaticCostPoint(cluster.name, n, node.num_gpus, price, r->result, r->seconds));
     std::fprintf(stderr, "%s: %.2f s\n", cluster.name.c_str(), r->seconds);
   }
   for (size_t i = 0; i < configs.size(); ++i) {
     const std::string label = std::filesystem::path(o.autoscale_files[i]).stem().string();
-    auto r = RunReplay(*inputs, {}, *queue_policy, *placement, ConfigFor(o.run, &configs[i]),
-                       false);
+    auto r =
+        RunReplay(*inputs, {}, *queue_policy, *placement, ConfigFor(o.run, &configs[i]), false);
     if (!r) return 2;
     points.push_back(sim::FleetCostPoint(label, r->result, r->seconds));
     std::fprintf(stderr, "%s: %.2f s\n", label.c_str(), r->seconds);

@@ -270,7 +270,8 @@ Plan PlanScaling(const PlanInput& input, const sched::PlacementPolicy& placement
       bool ok = need <= groups[g].max;
       if (ok) {
         std::vector<core::NodeSpec> specs(static_cast<size_t>(need), one);
-        ok = !sched::NeverFits(*example[c], specs, NeedsSpread(groups[g], *example[c])).has_value();
+        const bool spread = NeedsSpread(groups[g], *example[c]);
+        ok = !sched::NeverFits(*example[c], specs, spread).has_value();
       }
       fits[g][c] = ok;
     }
@@ -291,7 +292,9 @@ Plan PlanScaling(const PlanInput& input, const sched::PlacementPolicy& placement
     // A job without a node count that no one node holds is spread over the fewest nodes (what
     // `PlaceGang` does for it); judge it that way.
     bool spread = false;
-    for (int g = 0; g < num_groups; ++g) spread = spread || NeedsSpread(groups[g], candidates[i].job->job);
+    for (int g = 0; g < num_groups && !spread; ++g) {
+      spread = NeedsSpread(groups[g], candidates[i].job->job);
+    }
     auto why = sched::NeverFits(candidates[i].job->job, specs, spread);
     plan.unservable.emplace_back(candidates[i].job->job.id,
                                  why ? why->message : "no group's max allows its nodes");

@@ -46,17 +46,17 @@ std::string CostTable(const std::vector<CostPoint>& points) {
   for (const CostPoint& p : points) {
     const JctSummary& s = p.summary;
     char line[640];
-    std::snprintf(line, sizeof line,
-                  "| %s | %d | %.0f | %.0f | %.0f | %.3f | %.2f | %.2f | %.3f | %lld | %s | %s | "
-                  "%s | %s | %.2f |\n",
-                  p.label.c_str(), p.nodes, p.cost_usd, p.gpu_h_bought, p.gpu_h_used,
-                  p.gpu_h_bought > 0 ? p.gpu_h_used / p.gpu_h_bought : 0.0, s.avg_jct_s / 3600,
-                  s.p99_jct_s / 3600, s.avg_queue_s / 3600, static_cast<long long>(s.unfinished),
-                  p.autoscaled ? std::to_string(p.fleet.nodes_created).c_str() : "-",
-                  p.autoscaled ? std::to_string(p.fleet.interruptions).c_str() : "-",
-                  p.autoscaled ? std::to_string(std::lround(p.fleet.gpu_s_lost / 3600)).c_str()
-                               : "-",
-                  p.autoscaled ? std::to_string(p.fleet.planner_calls).c_str() : "-", p.seconds);
+    std::snprintf(
+        line, sizeof line,
+        "| %s | %d | %.0f | %.0f | %.0f | %.3f | %.2f | %.2f | %.3f | %lld | %s | %s | "
+        "%s | %s | %.2f |\n",
+        p.label.c_str(), p.nodes, p.cost_usd, p.gpu_h_bought, p.gpu_h_used,
+        p.gpu_h_bought > 0 ? p.gpu_h_used / p.gpu_h_bought : 0.0, s.avg_jct_s / 3600,
+        s.p99_jct_s / 3600, s.avg_queue_s / 3600, static_cast<long long>(s.unfinished),
+        p.autoscaled ? std::to_string(p.fleet.nodes_created).c_str() : "-",
+        p.autoscaled ? std::to_string(p.fleet.interruptions).c_str() : "-",
+        p.autoscaled ? std::to_string(std::lround(p.fleet.gpu_s_lost / 3600)).c_str() : "-",
+        p.autoscaled ? std::to_string(p.fleet.planner_calls).c_str() : "-", p.seconds);
     out += line;
   }
   return out;
@@ -70,16 +70,16 @@ std::string CostCsv(const std::vector<CostPoint>& points) {
   for (const CostPoint& p : points) {
     const JctSummary& s = p.summary;
     char line[512];
-    std::snprintf(line, sizeof line,
-                  "%s,%d,%d,%.2f,%.2f,%.2f,%.1f,%.1f,%.1f,%lld,%lld,%lld,%lld,%lld,%.2f,%lld,%.3f\n",
-                  p.label.c_str(), p.autoscaled ? 1 : 0, p.nodes, p.cost_usd, p.gpu_h_bought,
-                  p.gpu_h_used, s.avg_jct_s, s.p99_jct_s, s.avg_queue_s,
-                  static_cast<long long>(s.unfinished),
-                  static_cast<long long>(p.fleet.nodes_created),
-                  static_cast<long long>(p.fleet.nodes_retired),
-                  static_cast<long long>(p.fleet.spot_nodes_created),
-                  static_cast<long long>(p.fleet.interruptions), p.fleet.gpu_s_lost / 3600,
-                  static_cast<long long>(p.fleet.planner_calls), p.seconds);
+    std::snprintf(
+        line, sizeof line,
+        "%s,%d,%d,%.2f,%.2f,%.2f,%.1f,%.1f,%.1f,%lld,%lld,%lld,%lld,%lld,%.2f,%lld,%.3f\n",
+        p.label.c_str(), p.autoscaled ? 1 : 0, p.nodes, p.cost_usd, p.gpu_h_bought, p.gpu_h_used,
+        s.avg_jct_s, s.p99_jct_s, s.avg_queue_s, static_cast<long long>(s.unfinished),
+        static_cast<long long>(p.fleet.nodes_created),
+        static_cast<long long>(p.fleet.nodes_retired),
+        static_cast<long long>(p.fleet.spot_nodes_created),
+        static_cast<long long>(p.fleet.interruptions), p.fleet.gpu_s_lost / 3600,
+        static_cast<long long>(p.fleet.planner_calls), p.seconds);
     out += line;
   }
   return out;

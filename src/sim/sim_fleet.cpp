@@ -90,9 +90,7 @@ void SimFleet::Start(core::ClusterSnapshot& cluster, int64_t start) {
   changed_ = true;
 }
 
-int64_t SimFleet::NextEventTime() const {
-  return events_.empty() ? INT64_MAX : events_.top().time;
-}
+int64_t SimFleet::NextEventTime() const { return events_.empty() ? INT64_MAX : events_.top().time; }
 
 void SimFleet::Create(int group, bool spot, int64_t now) {
   const scale::NodeGroup& g = config_.groups[group];
@@ -198,8 +196,8 @@ void SimFleet::Wake(int64_t at) {
 
 void SimFleet::AfterSchedule(core::ClusterSnapshot& cluster,
                              const std::function<std::vector<scale::WaitingJob>()>& waiting,
-                             bool any_waiting, int64_t now,
-                             const sched::PlacementPolicy& placement, core::Rng& rng) {
+                             bool any_waiting, int64_t now, const sched::PlacementPolicy& placement,
+                             core::Rng& rng) {
   const int64_t unneeded = config_.policy.scale_down_unneeded_s;
   for (int slot : live_) {
     Slot& s = slots_[slot];
@@ -218,8 +216,8 @@ void SimFleet::AfterSchedule(core::ClusterSnapshot& cluster,
   if (!changed_) return;
   bool below_min = false;
   for (size_t g = 0; g < config_.groups.size() && !below_min; ++g) {
-    below_min = config_.groups[g].max - static_cast<int>(free_slots_[g].size()) <
-                config_.groups[g].min;
+    below_min =
+        config_.groups[g].max - static_cast<int>(free_slots_[g].size()) < config_.groups[g].min;
   }
   if (!any_waiting && !idle_expired_ && !below_min) {
     changed_ = false;  // nothing to buy or retire: no pass needed

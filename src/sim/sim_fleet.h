@@ -26,9 +26,9 @@
 
 #include "core/cluster.h"
 #include "core/rng.h"
-#include "sched/placement_policy.h"
 #include "scale/autoscale_config.h"
 #include "scale/planner.h"
+#include "sched/placement_policy.h"
 #include "sim/time_sim.h"
 
 namespace gpufleet::sim {
@@ -40,8 +40,7 @@ ClusterSpec FleetClusterSpec(const scale::AutoscaleConfig& config);
 class SimFleet {
  public:
   // `config` must outlive the fleet and hold at least one group.
-  SimFleet(const scale::AutoscaleConfig& config, const AutoscaleSimOptions& options,
-           uint64_t seed);
+  SimFleet(const scale::AutoscaleConfig& config, const AutoscaleSimOptions& options, uint64_t seed);
 
   // Blocks every slot of `cluster` (built from `FleetClusterSpec`), then creates each group's
   // `min` on-demand nodes, ready at `start`.
@@ -107,7 +106,8 @@ class SimFleet {
   void Unblock(core::ClusterSnapshot& cluster, int slot);
   void Create(int group, bool spot, int64_t now);
   void EndLifetime(int slot, int64_t now);
-  void Plan(core::ClusterSnapshot& cluster, std::vector<scale::WaitingJob> waiting, int64_t now, const sched::PlacementPolicy& placement, core::Rng& rng);
+  void Plan(core::ClusterSnapshot& cluster, std::vector<scale::WaitingJob> waiting, int64_t now,
+            const sched::PlacementPolicy& placement, core::Rng& rng);
   void Wake(int64_t at);
 
   const scale::AutoscaleConfig& config_;

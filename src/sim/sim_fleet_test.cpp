@@ -30,7 +30,8 @@ scale::AutoscaleConfig Fleet(int min = 0, int max = 4) {
 }
 
 TimeSimResult Replay(const std::vector<TraceJob>& jobs, const scale::AutoscaleConfig& fleet,
-                     double interruptions = 0, uint64_t seed = 1, const std::string& policy = "fifo") {
+                     double interruptions = 0, uint64_t seed = 1,
+                     const std::string& policy = "fifo") {
   auto queue = sched::MakeQueuePolicy(policy);
   auto placement = sched::MakePlacementPolicy("bestfit");
   TimeSimConfig config;
@@ -119,7 +120,8 @@ TEST(SimFleetTest, SameSeedSameReplay) {
   scale::AutoscaleConfig fleet = Fleet(0, 6);
   fleet.groups[0].spot_price_per_hour = 2.4;
   std::vector<TraceJob> jobs;
-  for (int i = 0; i < 40; ++i) jobs.push_back({i, i * 97, 600 + (i * 7919) % 5000, 1 << (i % 4), "a"});
+  for (int i = 0; i < 40; ++i)
+    jobs.push_back({i, i * 97, 600 + (i * 7919) % 5000, 1 << (i % 4), "a"});
   const auto a = Replay(jobs, fleet, 1.0, 7, "priority");
   const auto b = Replay(jobs, fleet, 1.0, 7, "priority");
   EXPECT_EQ(a.decision_log, b.decision_log);
@@ -136,6 +138,23 @@ TEST(SimFleetTest, JobLargerThanTheFleetCanGrowIsAnError) {
   config.autoscale.config = &fleet;
   auto r = RunTimeSim({{1, 0, 10, 24, "a"}}, ClusterSpec{}, *queue, *placement, config, false);
   EXPECT_FALSE(r.ok());
+}
+
+TEST(SimFleetTest, WithoutSpreadingAJobOfWholeNodesGetsWholeNodesAndRunsAtFullSpeed) {
+  // A 1-GPU job holds 1 GPU of node A when a 16-GPU job arrives: without spreading it does not
+  // take A's 7 free GPUs plus a new node (1.5x slower), it waits for 2 new whole nodes.
+  auto queue = sched::MakeQueuePolicy("priority");
+  auto placement = sched::MakePlacementPolicy("bestfit");
+  const scale::AutoscaleConfig fleet = Fleet(/*min=*/1, /*max=*/4);
+  TimeSimConfig config;
+  config.allow_spread = false;
+  config.autoscale.config = &fleet;
+  auto r = RunTimeSim({{1, 0, 5000, 1, "a"}, {2, 10, 1000, 16, "a"}}, ClusterSpec{}, *queue,
+                      *placement, config, false);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r.value().jobs[1].start_s, 110);    // two nodes bought at 10, booted at 110
+  EXPECT_EQ(r.value().jobs[1].finish_s, 1110);  // full speed
+  EXPECT_EQ(r.value().fleet.nodes_created, 3);
 }
 
 }  // namespace

@@ -100,8 +100,8 @@ std::string RenderSvgLineChart(const PlotSpec& spec, const std::vector<PlotSerie
       const double cy = std::fmin(std::fmax(Y(y), top), top + ph);
       points += Num(cx) + "," + Num(cy) + " ";
       if (style.markers) {
-        marks += "<circle cx=\"" + Num(cx) + "\" cy=\"" + Num(cy) + "\" r=\"4.5\" fill=\"" +
-                 color + "\"/>\n";
+        marks += "<circle cx=\"" + Num(cx) + "\" cy=\"" + Num(cy) + "\" r=\"4.5\" fill=\"" + color +
+                 "\"/>\n";
       }
       if (i < style.labels.size() && !style.labels[i].empty()) {
         marks += "<text x=\"" + Num(cx + 7) + "\" y=\"" + Num(cy - 7) + "\" font-size=\"11\">" +

@@ -1,6 +1,6 @@
 #pragma once
-// A dependency-free SVG line (or scatter) chart, for the simulator's reports (allocation vs. arrived demand,
-// JCT CDFs). Pure: it returns the document as a string.
+// A dependency-free SVG line (or scatter) chart, for the simulator's reports (allocation vs.
+// arrived demand, JCT CDFs). Pure: it returns the document as a string.
 
 #include <string>
 #include <vector>

@@ -101,7 +101,8 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
   if (autoscale != nullptr && autoscale->groups.empty()) {
     return core::Error{"autoscale: no node groups"};
   }
-  const ClusterSpec fleet_spec = autoscale != nullptr ? FleetClusterSpec(*autoscale) : ClusterSpec{};
+  const ClusterSpec fleet_spec =
+      autoscale != nullptr ? FleetClusterSpec(*autoscale) : ClusterSpec{};
   const ClusterSpec& spec = autoscale != nullptr ? fleet_spec : given_cluster;
   core::ClusterSnapshot cluster(spec.nodes);
   std::unique_ptr<SimFleet> fleet;
@@ -123,9 +124,9 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
     ask.gpu_models = jobs[i].gpu_models;
     ask.cpu_milli_per_gpu = jobs[i].cpu_milli_per_gpu;
     ask.memory_mib_per_gpu = jobs[i].memory_mib_per_gpu;
-    if (auto why = sched::NeverFits(sched::BuildQueuedJob(ask, sched::Estimates::kNone, {}),
-                                    spec.nodes,
-                                    config.allow_spread || jobs[i].num_gpus > max_node_gpus)) {
+    if (auto why =
+            sched::NeverFits(sched::BuildQueuedJob(ask, sched::Estimates::kNone, {}), spec.nodes,
+                             config.allow_spread || jobs[i].num_gpus > max_node_gpus)) {
       return core::Error{"job " + std::to_string(jobs[i].id) + " on cluster " + spec.name + ": " +
                          why->message};
     }
@@ -248,9 +249,8 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
     const TraceJob& t = jobs[index_of.at(id)];
     const double ran = stop(id, now);
     const int64_t every = config.autoscale.checkpoint_interval_s;
-    const double kept = every > 0 ? std::floor(ran / static_cast<double>(every)) *
-                                        static_cast<double>(every)
-                                  : 0.0;
+    const double kept =
+        every > 0 ? std::floor(ran / static_cast<double>(every)) * static_cast<double>(every) : 0.0;
     work_left[id] = std::max(0.0, act.remaining - kept * act.rate) + config.preemption_overhead_s;
     attained[id] += static_cast<double>(t.num_gpus) * ran;
     lost_gpu_s += static_cast<double>(t.num_gpus) * (ran - kept + config.preemption_overhead_s);

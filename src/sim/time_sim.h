@@ -70,11 +70,11 @@ struct FleetStats {
   double spot_cost_usd = 0;  // the spot nodes' part of it
   double gpu_s_bought = 0;   // sum over nodes of lifetime x GPUs
   int64_t nodes_created = 0, spot_nodes_created = 0, nodes_retired = 0;
-  int64_t peak_nodes = 0;              // booting and ready nodes held at once, at most
-  double peak_spend_per_hour = 0;      // the hourly price of the nodes held, at most
-  int64_t interruptions = 0;           // spot nodes reclaimed
-  int64_t jobs_interrupted = 0;        // job runs stopped by an interruption
-  double gpu_s_lost = 0;               // progress since the last checkpoint, plus restart cost
+  int64_t peak_nodes = 0;          // booting and ready nodes held at once, at most
+  double peak_spend_per_hour = 0;  // the hourly price of the nodes held, at most
+  int64_t interruptions = 0;       // spot nodes reclaimed
+  int64_t jobs_interrupted = 0;    // job runs stopped by an interruption
+  double gpu_s_lost = 0;           // progress since the last checkpoint, plus restart cost
   int64_t planner_calls = 0;
   // Nodes held over time: (time, nodes from then on), one point per change.
   std::vector<std::pair<int64_t, int>> nodes_over_time;

@@ -1,8 +1,8 @@
-#include "sim/time_sim.h"
-
 #include <algorithm>
 #include <cmath>
 #include <map>
+
+#include "sim/time_sim.h"
 
 // The replay's summaries (JCT percentiles, fairness, utilization); the engine is time_sim.cpp.
 namespace gpufleet::sim {
@@ -74,10 +74,9 @@ JctSummary Summarize(const TimeSimResult& result) {
   if (!s.vc_slowdown.empty()) {
     s.jain_index = jain_sum * jain_sum / (static_cast<double>(s.vc_slowdown.size()) * jain_sq);
   }
-  const double capacity =
-      result.fleet.enabled
-          ? result.fleet.gpu_s_bought
-          : static_cast<double>(result.total_gpus) * static_cast<double>(result.makespan_s);
+  const double capacity = result.fleet.enabled ? result.fleet.gpu_s_bought
+                                               : static_cast<double>(result.total_gpus) *
+                                                     static_cast<double>(result.makespan_s);
   s.utilization = capacity > 0 ? result.busy_gpu_s / capacity : 0;
   return s;
 }
