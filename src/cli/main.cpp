@@ -126,7 +126,28 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--json", run.json, "print one JSON object");
   run_cmd->add_option("--decisions", run.decisions_path,
                       "write every start and finish to this CSV");
-  run_cmd->callback([&] { std::exit(cli::RunSimRun(run)); });
+  // Autoscaled replays (docs/scale.md), shared by `sim run` and the cost sweep of `sim compare`.
+  auto add_fleet_flags = [](CLI::App* cmd, cli::SimRunOptions& o) {
+    cmd->add_option("--spot-interruptions-per-node-hour", o.spot_interruptions_per_node_hour,
+                    "spot interruptions, a Poisson rate per spot node-hour (default: AWS Spot "
+                    "Instance Advisor's >20%/month bucket, see docs/scale.md)")
+        ->capture_default_str();
+    cmd->add_option("--checkpoint-interval", o.checkpoint_interval_s,
+                    "seconds between a running job's checkpoints; an interrupted job redoes the "
+                    "work since its last one (0: none)")
+        ->capture_default_str();
+    cmd->add_flag("--not-restartable", o.not_restartable,
+                  "trace jobs may not use spot nodes (default: all restartable, DL training "
+                  "with checkpoints)");
+  };
+  run_cmd->add_option("--autoscale", run.autoscale,
+                      "FILE.toml: replay on a fleet the autoscaler buys from these node groups "
+                      "(boot delays included; [provider] not needed; not with --cluster)");
+  add_fleet_flags(run_cmd, run);
+  run_cmd->callback([&] {
+    run.cluster_given = run_cmd->count("--cluster") > 0;
+    std::exit(cli::RunSimRun(run));
+  });
 
   cli::SimCompareOptions compare;
   CLI::App* compare_cmd = sim->add_subcommand(
@@ -153,6 +174,17 @@ int main(int argc, char** argv) {
                           "replay the trace K times over on a K times larger cluster");
   compare_cmd->add_option("--out", compare.out_dir, "write the table, a CSV and plots here");
   compare_cmd->add_option("--threads", compare.threads, "worker threads (0: all cores)");
+  compare_cmd
+      ->add_option("--static", compare.static_sizes,
+                   "cost sweep: static clusters of these node counts, e.g. 32,64,128")
+      ->delimiter(',');
+  compare_cmd
+      ->add_option("--autoscale", compare.autoscale_files,
+                   "cost sweep: one autoscaled point per FILE.toml (labelled by its stem)")
+      ->delimiter(',');
+  compare_cmd->add_option("--seed", compare.run.seed, "seed for randomized policies")
+      ->capture_default_str();
+  add_fleet_flags(compare_cmd, compare.run);
   compare_cmd->callback([&] { std::exit(cli::RunSimCompare(compare)); });
 
   // Flags shared by the commands that read this machine's GPUs.

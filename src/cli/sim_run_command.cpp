@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "cli/file_output.h"
+#include "cli/sim_scale_commands.h"
 #include "core/gpu_catalog.h"
 #include "sched/policy_registry.h"
 #include "sched/queue_policy.h"
@@ -19,15 +20,8 @@
 
 namespace gpufleet::cli {
 
-namespace {
-
-struct Inputs {
-  std::vector<sim::TraceJob> jobs;
-  sim::ClusterSpec cluster;
-};
-
 // Reads the trace and the cluster the options name; prints the error and returns nothing.
-std::optional<Inputs> LoadInputs(const SimRunOptions& o) {
+std::optional<SimInputs> LoadSimInputs(const SimRunOptions& o) {
   if (!(o.spread_slowdown >= 1.0)) {
     std::fprintf(stderr, "error: --spread-slowdown must be at least 1\n");
     return std::nullopt;
@@ -49,7 +43,7 @@ std::optional<Inputs> LoadInputs(const SimRunOptions& o) {
   if (!trace.value().note.empty()) {
     std::fprintf(stderr, "note: %s\n", trace.value().note.c_str());
   }
-  Inputs in;
+  SimInputs in;
   in.cluster = std::move(cluster).value();
   in.jobs = std::move(trace.value().jobs);
   if (o.replicate < 1 || o.replicate > 64) {
@@ -59,8 +53,6 @@ std::optional<Inputs> LoadInputs(const SimRunOptions& o) {
   sim::ReplicateTrace(o.replicate, &in.jobs, &in.cluster);
   return in;
 }
-
-}  // namespace
 
 int RunSimRun(const SimRunOptions& o) {
   auto queue_policy = sched::MakeQueuePolicy(o.policy);
@@ -75,7 +67,8 @@ int RunSimRun(const SimRunOptions& o) {
                  o.placement.c_str(), sched::PlacementPolicyNames().c_str());
     return 2;
   }
-  auto inputs = LoadInputs(o);
+  if (!o.autoscale.empty()) return RunSimRunAutoscaled(o, *queue_policy, *placement);
+  auto inputs = LoadSimInputs(o);
   if (!inputs) return 2;
   const std::vector<sim::TraceJob>& jobs = inputs->jobs;
   // A GPU-only cluster: pods carry no CPU or memory, so placement sees GPUs alone.
@@ -149,7 +142,8 @@ int RunSimRun(const SimRunOptions& o) {
 }
 
 int RunSimCompare(const SimCompareOptions& o) {
-  auto inputs = LoadInputs(o.run);
+  if (!o.static_sizes.empty() || !o.autoscale_files.empty()) return RunSimCostSweep(o);
+  auto inputs = LoadSimInputs(o.run);
   if (!inputs) return 2;
   std::vector<std::string> policies = o.policies;
   if (policies.empty()) {

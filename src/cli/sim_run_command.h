@@ -1,6 +1,8 @@
 #pragma once
 // `gpufleet sim run`: replays a job trace through the shared scheduler on a simulated cluster
-// and reports job completion times, queueing, utilization. Returns the process exit code.
+// (or, with `--autoscale FILE.toml`, on a fleet the autoscaler's planner buys and retires) and
+// reports job completion times, queueing, utilization, and for a fleet its cost. Returns the
+// process exit code.
 
 #include <cstdint>
 #include <string>
@@ -20,6 +22,16 @@ struct SimRunOptions {
   uint64_t seed = 1;
   bool json = false;
   std::string decisions_path;
+  // Autoscaled replays (`sim/sim_fleet.h`): the groups and policy come from this file (its
+  // [provider] is not needed); `--cluster` must then not be given.
+  std::string autoscale;
+  bool cluster_given = false;  // --cluster was on the command line
+  // Poisson rate of spot interruptions. Default: AWS Spot Instance Advisor's worst bucket
+  // (">20%" of capacity reclaimed in the trailing month), read as 20% of nodes interrupted per
+  // 730-hour month: -ln(0.8) / 730 = 3.1e-4 per node-hour (docs/scale.md).
+  double spot_interruptions_per_node_hour = 3.0e-4;
+  int64_t checkpoint_interval_s = 1800;  // an interrupted job redoes the work since its last one
+  bool not_restartable = false;          // trace jobs may not run on spot nodes
 };
 int RunSimRun(const SimRunOptions& options);
 
@@ -29,6 +41,12 @@ struct SimCompareOptions {
   std::vector<std::string> policies;
   std::string out_dir;
   int threads = 0;
+  // The cost sweep (`docs/scale.md`), when either is given: static clusters of these sizes (the
+  // node shape and price of the first autoscale file's first group, else philly-512's 8 x V100M32
+  // at the catalog's price), and one autoscaled point per file. One queue policy for every point
+  // (`policies`: at most one; default `priority`).
+  std::vector<int> static_sizes;
+  std::vector<std::string> autoscale_files;
 };
 int RunSimCompare(const SimCompareOptions& options);
 

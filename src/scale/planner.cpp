@@ -129,6 +129,12 @@ int64_t NodesNeededBound(const NodeGroup& g, const sched::QueuedJob& job) {
   return (job.total_gpus + g.gpus - 1) / g.gpus;
 }
 
+// A job without a node count that asks more whole GPUs than one node of `g` has: `PlaceGang`
+// spreads it over the fewest nodes (allowed or not), so whether it fits is judged that way.
+bool NeedsSpread(const NodeGroup& g, const sched::QueuedJob& job) {
+  return job.nodes <= 1 && job.gpu_milli >= core::kGpuMilli && job.total_gpus > g.gpus;
+}
+
 struct Offering {
   int group;
   bool spot;
@@ -264,7 +270,8 @@ Plan PlanScaling(const PlanInput& input, const sched::PlacementPolicy& placement
       bool ok = need <= groups[g].max;
       if (ok) {
         std::vector<core::NodeSpec> specs(static_cast<size_t>(need), one);
-        ok = !sched::NeverFits(*example[c], specs, false).has_value();
+        const bool spread = NeedsSpread(groups[g], *example[c]);
+        ok = !sched::NeverFits(*example[c], specs, spread).has_value();
       }
       fits[g][c] = ok;
     }
@@ -282,7 +289,13 @@ Plan PlanScaling(const PlanInput& input, const sched::PlacementPolicy& placement
                                             std::max(1, groups[g].max));
       for (int64_t n = 0; n < k; ++n) specs.push_back(GroupNodeSpec(groups[g], groups[g].name));
     }
-    auto why = sched::NeverFits(candidates[i].job->job, specs, false);
+    // A job without a node count that no one node holds is spread over the fewest nodes (what
+    // `PlaceGang` does for it); judge it that way.
+    bool spread = false;
+    for (int g = 0; g < num_groups && !spread; ++g) {
+      spread = NeedsSpread(groups[g], candidates[i].job->job);
+    }
+    auto why = sched::NeverFits(candidates[i].job->job, specs, spread);
     plan.unservable.emplace_back(candidates[i].job->job.id,
                                  why ? why->message : "no group's max allows its nodes");
     serve(i);  // nothing to buy for it

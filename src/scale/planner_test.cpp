@@ -80,6 +80,19 @@ TEST_F(PlannerTest, GangOnEmptyFleetBuysAllItsNodesInOneGroup) {
   EXPECT_DOUBLE_EQ(p.spend_per_hour_after, 48.0);
 }
 
+TEST_F(PlannerTest, JobWithoutANodeCountLargerThanANodeBuysTheFewestNodes) {
+  // A trace job asks 24 GPUs and no node count: the scheduler spreads it over the fewest nodes,
+  // so the planner buys 3 of 8 GPUs (it used to call it unservable).
+  const std::vector<NodeGroup> groups = {Group("v100-8", "V100M32", 8, 24.0, 10)};
+  const Plan p = Run(groups, {Job(1, 24)});
+  EXPECT_TRUE(p.unservable.empty());
+  ASSERT_EQ(p.create.size(), 1u);
+  EXPECT_EQ(p.create[0].count, 3);
+  // More than the group's max can ever hold stays unservable.
+  const std::vector<NodeGroup> small = {Group("v100-8", "V100M32", 8, 24.0, 2)};
+  EXPECT_EQ(Run(small, {Job(1, 24)}).unservable.size(), 1u);
+}
+
 TEST_F(PlannerTest, GangIsAllOrNothingUnderMaxAndSpendCap) {
   std::vector<NodeGroup> groups = {Group("v100-8", "V100M32", 8, 24.0, 1)};
   Plan p = Run(groups, {Job(1, 16, 2)});

@@ -50,7 +50,9 @@ constexpr const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "
 
 }  // namespace
 
-std::string RenderSvgLineChart(const PlotSpec& spec, const std::vector<PlotSeries>& series) {
+std::string RenderSvgLineChart(const PlotSpec& spec, const std::vector<PlotSeries>& series,
+                               const std::vector<PlotMarks>& marks_of) {
+  static const PlotMarks kLine;
   const double left = 70, right = 200, top = 40, bottom = 55;
   const double pw = spec.width - left - right, ph = spec.height - top - bottom;
   const double xspan = spec.x_max > spec.x_min ? spec.x_max - spec.x_min : 1;
@@ -89,16 +91,28 @@ std::string RenderSvgLineChart(const PlotSpec& spec, const std::vector<PlotSerie
   // Series and legend.
   for (size_t s = 0; s < series.size(); ++s) {
     const char* color = kColors[s % (sizeof kColors / sizeof kColors[0])];
-    std::string points;
+    const PlotMarks& style = s < marks_of.size() ? marks_of[s] : kLine;
+    std::string points, marks;
     for (size_t i = 0; i < series[s].x.size() && i < series[s].y.size(); ++i) {
       const double x = series[s].x[i], y = series[s].y[i];
       if (std::isnan(x) || std::isnan(y) || x < spec.x_min || x > spec.x_max) continue;
       const double cx = X(x);
       const double cy = std::fmin(std::fmax(Y(y), top), top + ph);
       points += Num(cx) + "," + Num(cy) + " ";
+      if (style.markers) {
+        marks += "<circle cx=\"" + Num(cx) + "\" cy=\"" + Num(cy) + "\" r=\"4.5\" fill=\"" + color +
+                 "\"/>\n";
+      }
+      if (i < style.labels.size() && !style.labels[i].empty()) {
+        marks += "<text x=\"" + Num(cx + 7) + "\" y=\"" + Num(cy - 7) + "\" font-size=\"11\">" +
+                 Escape(style.labels[i]) + "</text>\n";
+      }
     }
-    svg += "<polyline fill=\"none\" stroke=\"" + std::string(color) +
-           "\" stroke-width=\"1.8\" points=\"" + points + "\"/>\n";
+    if (style.line) {
+      svg += "<polyline fill=\"none\" stroke=\"" + std::string(color) +
+             "\" stroke-width=\"1.8\" points=\"" + points + "\"/>\n";
+    }
+    svg += marks;
     const double ly = top + 14 + 20.0 * static_cast<double>(s);
     svg += "<line x1=\"" + Num(left + pw + 12) + "\" y1=\"" + Num(ly) + "\" x2=\"" +
            Num(left + pw + 36) + "\" y2=\"" + Num(ly) + "\" stroke=\"" + color +

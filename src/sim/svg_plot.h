@@ -1,6 +1,6 @@
 #pragma once
-// A dependency-free SVG line chart, for the simulator's reports (allocation vs. arrived demand,
-// JCT CDFs). Pure: it returns the document as a string.
+// A dependency-free SVG line (or scatter) chart, for the simulator's reports (allocation vs.
+// arrived demand, JCT CDFs). Pure: it returns the document as a string.
 
 #include <string>
 #include <vector>
@@ -13,6 +13,13 @@ struct PlotSeries {
   std::vector<double> y;  // NaN points are skipped
 };
 
+// How one series is drawn; without one, a line without dots or labels.
+struct PlotMarks {
+  bool line = true;                 // join the points
+  bool markers = false;             // a dot at each point
+  std::vector<std::string> labels;  // optional: a text beside each point (by index)
+};
+
 struct PlotSpec {
   std::string title;
   std::string x_label;
@@ -21,6 +28,8 @@ struct PlotSpec {
   int width = 960, height = 600;
 };
 
-std::string RenderSvgLineChart(const PlotSpec& spec, const std::vector<PlotSeries>& series);
+// `marks[s]`, when present, says how series `s` is drawn.
+std::string RenderSvgLineChart(const PlotSpec& spec, const std::vector<PlotSeries>& series,
+                               const std::vector<PlotMarks>& marks = {});
 
 }  // namespace gpufleet::sim

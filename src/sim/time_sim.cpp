@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <queue>
 #include <set>
 #include <tuple>
@@ -16,6 +17,7 @@
 #include "sched/queued_job.h"
 #include "sched/runtime_predictor.h"
 #include "sched/schedule.h"
+#include "sim/sim_fleet.h"
 
 namespace gpufleet::sim {
 
@@ -88,12 +90,26 @@ struct Active {
 
 }  // namespace
 
-core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs, const ClusterSpec& spec,
+core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
+                                       const ClusterSpec& given_cluster,
                                        const sched::QueuePolicy& queue_policy,
                                        const sched::PlacementPolicy& placement_policy,
                                        const TimeSimConfig& config, bool log_decisions) {
   const core::GpuCatalog& catalog = core::GpuCatalog::Builtin();
+  // An autoscaled replay runs on a snapshot of every group's `max` nodes, most of them blocked.
+  const scale::AutoscaleConfig* autoscale = config.autoscale.config;
+  if (autoscale != nullptr && autoscale->groups.empty()) {
+    return core::Error{"autoscale: no node groups"};
+  }
+  const ClusterSpec fleet_spec =
+      autoscale != nullptr ? FleetClusterSpec(*autoscale) : ClusterSpec{};
+  const ClusterSpec& spec = autoscale != nullptr ? fleet_spec : given_cluster;
   core::ClusterSnapshot cluster(spec.nodes);
+  std::unique_ptr<SimFleet> fleet;
+  if (autoscale != nullptr) {
+    fleet = std::make_unique<SimFleet>(*autoscale, config.autoscale, config.seed);
+    fleet->Start(cluster, jobs.empty() ? 0 : jobs.front().submit_s);
+  }
   TimeSimResult result;
   result.policy = std::string(queue_policy.Name());
   result.total_gpus = cluster.total_gpus();
@@ -108,8 +124,9 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs, const 
     ask.gpu_models = jobs[i].gpu_models;
     ask.cpu_milli_per_gpu = jobs[i].cpu_milli_per_gpu;
     ask.memory_mib_per_gpu = jobs[i].memory_mib_per_gpu;
-    if (auto why = sched::NeverFits(sched::BuildQueuedJob(ask, sched::Estimates::kNone, {}),
-                                    spec.nodes, config.allow_spread)) {
+    if (auto why =
+            sched::NeverFits(sched::BuildQueuedJob(ask, sched::Estimates::kNone, {}), spec.nodes,
+                             config.allow_spread || jobs[i].num_gpus > max_node_gpus)) {
       return core::Error{"job " + std::to_string(jobs[i].id) + " on cluster " + spec.name + ": " +
                          why->message};
     }
@@ -182,6 +199,11 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs, const 
     ask.cpu_milli_per_gpu = t.cpu_milli_per_gpu;
     ask.memory_mib_per_gpu = t.memory_mib_per_gpu;
     ask.gpu_models = t.gpu_models;
+    // Without spreading, a job larger than a node that whole nodes can hold runs as a gang of
+    // whole nodes (a multi-node training job's workers) and waits for them, never on fragments.
+    if (!config.allow_spread && t.num_gpus > max_node_gpus && t.num_gpus % max_node_gpus == 0) {
+      ask.nodes = t.num_gpus / max_node_gpus;
+    }
     ask.submit_s = t.submit_s;
     ask.queue = t.vc;
     sched::JobRunTime run_time;
@@ -191,7 +213,13 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs, const 
     run_time.waiting_since_s = now;
     return sched::BuildQueuedJob(ask, queue_policy.estimates(), run_time);
   };
-  auto enqueue = [&](const TraceJob& t, int64_t now) { scheduler.Enqueue(queued_of(t, now)); };
+  // The waiting jobs, for the autoscaler's planner (autoscaled replays only).
+  std::unordered_map<sched::JobId, sched::QueuedJob> waiting_jobs;
+  auto enqueue = [&](const TraceJob& t, int64_t now) {
+    sched::QueuedJob q = queued_of(t, now);
+    if (fleet) waiting_jobs[t.id] = q;
+    scheduler.Enqueue(std::move(q));
+  };
   // Takes `id` off the cluster at `now`; returns the GPU-seconds it ran since its start.
   auto stop = [&](sched::JobId id, int64_t now) {
     const size_t slot = running_slot.at(id);
@@ -212,10 +240,38 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs, const 
     return ran;
   };
 
+  // Work lost to spot interruptions: the progress since the job's last checkpoint is redone, and
+  // the restart costs the preemption overhead.
+  double lost_gpu_s = 0;
+  int64_t jobs_interrupted = 0;
+  auto interrupt = [&](sched::JobId id, int64_t now) {
+    const Active act = active.at(id);
+    const TraceJob& t = jobs[index_of.at(id)];
+    const double ran = stop(id, now);
+    const int64_t every = config.autoscale.checkpoint_interval_s;
+    const double kept =
+        every > 0 ? std::floor(ran / static_cast<double>(every)) * static_cast<double>(every) : 0.0;
+    work_left[id] = std::max(0.0, act.remaining - kept * act.rate) + config.preemption_overhead_s;
+    attained[id] += static_cast<double>(t.num_gpus) * ran;
+    lost_gpu_s += static_cast<double>(t.num_gpus) * (ran - kept + config.preemption_overhead_s);
+    ++jobs_interrupted;
+    active.erase(id);
+    log(now, "interrupt", id, "");
+    enqueue(t, now);
+  };
+  auto fleet_pending = [&] {
+    return fleet && scheduler.waiting() > 0 && fleet->NextEventTime() != INT64_MAX;
+  };
+
   size_t next = 0;
-  while (next < jobs.size() || !events.empty()) {
-    int64_t now = events.empty() ? jobs[next].submit_s : events.top().time;
+  while (next < jobs.size() || !events.empty() || fleet_pending()) {
+    int64_t now = INT64_MAX;
+    if (!events.empty()) now = events.top().time;
     if (next < jobs.size()) now = std::min(now, jobs[next].submit_s);
+    // The fleet's events matter only while some job is still to run.
+    if (fleet && (next < jobs.size() || !active.empty() || scheduler.waiting() > 0)) {
+      now = std::min(now, fleet->NextEventTime());
+    }
     // Completions (and class changes) at `now`.
     while (!events.empty() && events.top().time == now) {
       const Event ev = events.top();
@@ -228,6 +284,23 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs, const 
       predictor.Observe(done.vc, done.num_gpus, static_cast<double>(done.duration_s));
       log(now, "finish", ev.id, "");
       active.erase(act);
+      if (fleet) fleet->MarkChanged();
+    }
+    // Boots, wake-ups and spot interruptions at `now`.
+    if (fleet) {
+      for (const int node : fleet->Advance(cluster, now)) {
+        std::vector<sched::JobId> victims;
+        for (const sched::RunningJob& r : running) {
+          for (const auto& a : r.placement) {
+            if (a.node == node) {
+              victims.push_back(r.job.id);
+              break;
+            }
+          }
+        }
+        for (const sched::JobId id : victims) interrupt(id, now);
+        fleet->Remove(cluster, node, now);
+      }
     }
     // Arrivals at `now`.
     for (; next < jobs.size() && jobs[next].submit_s == now; ++next) {
@@ -241,6 +314,7 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs, const 
       work_left[t.id] = static_cast<double>(t.duration_s);
       attained[t.id] = 0;
       enqueue(t, now);
+      if (fleet) fleet->MarkChanged();
     }
     if (scheduler.waiting() > 0) {
       scheduler.PromoteStarved(now);
@@ -290,6 +364,7 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs, const 
           if (at < act.finish_s) events.push(Event{at, 1, t.id, act.epoch});
         }
         scheduler.Remove(t.id);
+        waiting_jobs.erase(t.id);
         if (result.jobs[i].start_s < 0) result.jobs[i].start_s = now;
         log(now, "start", t.id, where);
         active.emplace(t.id, act);
@@ -302,114 +377,39 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs, const 
       const int64_t at = std::max(now + 1, static_cast<int64_t>(std::ceil(promote)));
       if (wakes.insert(at).second) events.push(Event{at, 1, -1, 0});
     }
-    const int busy =
-        static_cast<int>((cluster.used_gpu_milli() + core::kGpuMilli - 1) / core::kGpuMilli);
+    if (fleet) {
+      auto waiting_now = [&] {
+        std::vector<scale::WaitingJob> out;
+        out.reserve(waiting_jobs.size());
+        for (const auto& [id, q] : waiting_jobs) {
+          out.push_back({q, config.autoscale.jobs_restartable});
+        }
+        // Hash order is not a stable order: the planner sorts, but ties must not depend on it.
+        std::sort(out.begin(), out.end(),
+                  [](const auto& a, const auto& b) { return a.job.id < b.job.id; });
+        return out;
+      };
+      fleet->AfterSchedule(cluster, waiting_now, scheduler.waiting() > 0, now, placement_policy,
+                           rng);
+    }
+    const int64_t job_milli = cluster.used_gpu_milli() - (fleet ? fleet->blocked_gpu_milli() : 0);
+    const int busy = static_cast<int>((job_milli + core::kGpuMilli - 1) / core::kGpuMilli);
     if (result.busy_gpus.empty() || result.busy_gpus.back().second != busy) {
       result.busy_gpus.emplace_back(now, busy);
     }
-    if (events.empty() && next == jobs.size() && scheduler.waiting() > 0) break;  // stuck
+    if (events.empty() && next == jobs.size() && scheduler.waiting() > 0 && !fleet_pending()) {
+      break;  // stuck
+    }
   }
   int64_t last = 0;
   for (const auto& o : result.jobs) last = std::max(last, o.finish_s);
   result.makespan_s = jobs.empty() ? 0 : last - jobs.front().submit_s;
+  if (fleet) {
+    result.fleet = fleet->Finish(last);
+    result.fleet.gpu_s_lost = lost_gpu_s;
+    result.fleet.jobs_interrupted = jobs_interrupted;
+  }
   return result;
-}
-
-namespace {
-
-double Percentile(const std::vector<double>& sorted, double q) {
-  if (sorted.empty()) return 0;
-  const double pos = q * static_cast<double>(sorted.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(pos));
-  const size_t hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
-}
-
-}  // namespace
-
-JctSummary Summarize(const TimeSimResult& result) {
-  JctSummary s;
-  s.jobs = static_cast<int64_t>(result.jobs.size());
-  std::vector<double> jct;
-  double queue_sum = 0;
-  int64_t started = 0;
-  for (const auto& o : result.jobs) {
-    if (o.start_s >= 0) {
-      queue_sum += static_cast<double>(o.start_s - o.submit_s);
-      ++started;
-    }
-    if (o.finish_s >= 0) jct.push_back(static_cast<double>(o.finish_s - o.submit_s));
-  }
-  s.finished = static_cast<int64_t>(jct.size());
-  s.unfinished = s.jobs - s.finished;
-  std::sort(jct.begin(), jct.end());
-  double sum = 0;
-  for (double v : jct) sum += v;
-  s.avg_jct_s = jct.empty() ? 0 : sum / static_cast<double>(jct.size());
-  s.p50_jct_s = Percentile(jct, 0.50);
-  s.p95_jct_s = Percentile(jct, 0.95);
-  s.p99_jct_s = Percentile(jct, 0.99);
-  s.avg_queue_s = started == 0 ? 0 : queue_sum / static_cast<double>(started);
-  std::vector<double> rel;
-  double abs_sum = 0;
-  for (const auto& o : result.jobs) {
-    if (std::isnan(o.predicted_s)) continue;
-    const double err = std::fabs(o.predicted_s - static_cast<double>(o.duration_s));
-    abs_sum += err;
-    rel.push_back(err / static_cast<double>(std::max<int64_t>(o.duration_s, 1)));
-  }
-  s.predicted_jobs = static_cast<int64_t>(rel.size());
-  if (!rel.empty()) {
-    std::sort(rel.begin(), rel.end());
-    s.prediction_median_rel_error = Percentile(rel, 0.5);
-    s.prediction_mae_s = abs_sum / static_cast<double>(rel.size());
-  }
-  std::map<std::string, std::pair<double, int64_t>> by_vc;  // (sum of slowdowns, jobs)
-  for (const auto& o : result.jobs) {
-    if (o.finish_s < 0) continue;
-    auto& [sum_slowdown, n] = by_vc[o.vc];
-    sum_slowdown += static_cast<double>(o.finish_s - o.submit_s) /
-                    static_cast<double>(std::max<int64_t>(o.duration_s, 1));
-    ++n;
-  }
-  double jain_sum = 0, jain_sq = 0;
-  for (const auto& [vc, acc] : by_vc) {
-    const double mean = acc.first / static_cast<double>(acc.second);
-    s.vc_slowdown.emplace_back(vc, mean);
-    jain_sum += mean;
-    jain_sq += mean * mean;
-  }
-  if (!s.vc_slowdown.empty()) {
-    s.jain_index = jain_sum * jain_sum / (static_cast<double>(s.vc_slowdown.size()) * jain_sq);
-  }
-  const double capacity =
-      static_cast<double>(result.total_gpus) * static_cast<double>(result.makespan_s);
-  s.utilization = capacity > 0 ? result.busy_gpu_s / capacity : 0;
-  return s;
-}
-
-std::vector<double> HourlyUtilization(const TimeSimResult& result) {
-  std::vector<double> hours;
-  if (result.busy_gpus.empty() || result.total_gpus == 0) return hours;
-  const int64_t start = result.jobs.empty() ? 0 : result.jobs.front().submit_s;
-  const int64_t end = start + result.makespan_s;
-  const size_t n = static_cast<size_t>((end - start + 3599) / 3600);
-  std::vector<double> busy_s(n, 0.0);
-  for (size_t i = 0; i < result.busy_gpus.size(); ++i) {
-    int64_t from = result.busy_gpus[i].first;
-    const int64_t to = i + 1 < result.busy_gpus.size() ? result.busy_gpus[i + 1].first : end;
-    const int gpus = result.busy_gpus[i].second;
-    while (from < to) {
-      const size_t h = static_cast<size_t>((from - start) / 3600);
-      if (h >= n) break;
-      const int64_t hour_end = start + static_cast<int64_t>(h + 1) * 3600;
-      const int64_t upto = std::min(to, hour_end);
-      busy_s[h] += static_cast<double>(gpus) * static_cast<double>(upto - from);
-      from = upto;
-    }
-  }
-  for (double& b : busy_s) b /= 3600.0 * static_cast<double>(result.total_gpus);
-  return busy_s;
 }
 
 }  // namespace gpufleet::sim

@@ -20,6 +20,10 @@
 #include "sched/placement_policy.h"
 #include "sched/queue_policy.h"
 
+namespace gpufleet::scale {
+struct AutoscaleConfig;
+}
+
 namespace gpufleet::sim {
 
 struct TraceJob {
@@ -45,14 +49,49 @@ core::Result<ClusterSpec> NamedCluster(std::string_view name, const core::GpuCat
 // new ids) on `factor` times the nodes. For measuring how the replay's cost grows.
 void ReplicateTrace(int factor, std::vector<TraceJob>* jobs, ClusterSpec* cluster);
 
+// Replaying on an autoscaled fleet instead of a fixed cluster (see `sim/sim_fleet.h`).
+struct AutoscaleSimOptions {
+  // The groups and policy; null: a fixed cluster. Must outlive the replay.
+  const scale::AutoscaleConfig* config = nullptr;
+  // Trace jobs may run on spot nodes (DL training that checkpoints); false: none may, and the
+  // planner buys them on-demand nodes only.
+  bool jobs_restartable = true;
+  // Spot interruptions: a Poisson process of this many per spot node-hour (0: none).
+  double spot_interruptions_per_node_hour = 0;
+  // A running job checkpoints every this many seconds of its run; an interrupted job loses the
+  // progress since its last checkpoint (0: no checkpoints, the whole run is lost).
+  int64_t checkpoint_interval_s = 1800;
+};
+
+// What an autoscaled fleet bought, and what interruptions cost (zero for a fixed cluster).
+struct FleetStats {
+  bool enabled = false;
+  double cost_usd = 0;       // sum over nodes of lifetime (booting included) x price
+  double spot_cost_usd = 0;  // the spot nodes' part of it
+  double gpu_s_bought = 0;   // sum over nodes of lifetime x GPUs
+  int64_t nodes_created = 0, spot_nodes_created = 0, nodes_retired = 0;
+  int64_t peak_nodes = 0;          // booting and ready nodes held at once, at most
+  double peak_spend_per_hour = 0;  // the hourly price of the nodes held, at most
+  int64_t interruptions = 0;       // spot nodes reclaimed
+  int64_t jobs_interrupted = 0;    // job runs stopped by an interruption
+  double gpu_s_lost = 0;           // progress since the last checkpoint, plus restart cost
+  int64_t planner_calls = 0;
+  // Nodes held over time: (time, nodes from then on), one point per change.
+  std::vector<std::pair<int64_t, int>> nodes_over_time;
+};
+
 struct TimeSimConfig {
   double spread_slowdown = 1.5;  // run-time factor for a job spread over more nodes than needed
+  // A job that one node could hold may run spread over several (and slower) rather than wait.
+  // A job larger than any node is always spread over the fewest nodes; without spreading, one
+  // whose GPUs fill whole nodes of the largest size waits for that many whole nodes.
   bool allow_spread = true;
   double preemption_overhead_s = 60;  // checkpoint and restart cost added to a preempted job
   uint64_t seed = 1;
   // Fair-share policies: each VC's weight. Empty: each VC's share of the trace's total GPU-time
   // (what an administrator would set from last period's usage).
   std::map<std::string, double> queue_weights;
+  AutoscaleSimOptions autoscale;
 };
 
 // Each VC's share of the GPU-time of `jobs` (num_gpus x duration), for fair-share weights.
@@ -80,10 +119,15 @@ struct TimeSimResult {
   std::string decision_log;  // "time,event,job,nodes" lines, when asked for
   // Busy GPUs over time: (time, GPUs allocated from then on), one point per change.
   std::vector<std::pair<int64_t, int>> busy_gpus;
+  FleetStats fleet;  // autoscaled replays only
 };
 
 // Replays `jobs` (sorted by submit time) on `cluster`. A job asking more GPUs than the cluster
 // has is an error, never a job that waits forever. `log_decisions` fills `decision_log`.
+// With `config.autoscale.config` set, `cluster` is not used: the jobs run on the autoscaled fleet
+// of that config (every group's `max` nodes is the most it can hold), starting from each group's
+// `min` nodes at the first submit; the replay ends at the last finish, and `fleet` says what was
+// bought. `busy_gpus` then counts job GPUs only.
 core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
                                        const ClusterSpec& cluster,
                                        const sched::QueuePolicy& queue_policy,
@@ -94,7 +138,7 @@ struct JctSummary {
   int64_t jobs = 0, finished = 0, unfinished = 0;
   double avg_jct_s = 0, p50_jct_s = 0, p95_jct_s = 0, p99_jct_s = 0;
   double avg_queue_s = 0;
-  double utilization = 0;  // busy GPU-seconds / (GPUs x makespan)
+  double utilization = 0;  // busy GPU-seconds / (GPUs x makespan); a fleet's: / GPU-s bought
   // Run-time predictions (policies that use them): how far off they were from the truth.
   int64_t predicted_jobs = 0;
   double prediction_median_rel_error = 0;  // median |predicted - true| / true
