@@ -71,8 +71,9 @@ set -eu
 systemctl is-active --quiet gpufleet-agent && exit 0
 $ca_line
 systemd-run --unit=gpufleet-agent --property=Restart=on-failure \\
+  --setenv=GPUFLEET_JOIN_TOKEN=$(printf '%q' "$GPUFLEET_JOIN_TOKEN") \\
   /usr/local/bin/gpufleet agent --controller $(printf '%q' "$GPUFLEET_CONTROLLER_URL") \\
-  --join-token $(printf '%q' "$GPUFLEET_JOIN_TOKEN") --hostname $(printf '%q' "$name") \\
+  --hostname $(printf '%q' "$name") \\
   --data-dir /var/lib/gpufleet/agent $ca_flag
 SCRIPT
 }
