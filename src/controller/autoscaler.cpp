@@ -175,6 +175,24 @@ bool Autoscaler::Reconcile(int64_t now_ms, const Controller::ScaleView& view) {
       std::lock_guard<std::mutex> lock(mutex_);
       EventLocked(now_ms, "joined", "node " + rec.name + " of group " + rec.group);
     }
+    // A ready node whose agent went silent (the controller's lease already lost it and requeued
+    // its restartable jobs) is given the join timeout to come back, then deleted: it costs money.
+    if (rec.state == "ready" && !joined) {
+      const int64_t since = silent_since_ms_.emplace(rec.name, now_ms).first->second;
+      if (now_ms - since > options_.join_timeout_ms) {
+        silent_since_ms_.erase(rec.name);
+        Fail(g, rec.spot, "agent of " + rec.name,
+             "silent for " + std::to_string(options_.join_timeout_ms / 1000) + " s; deleting it",
+             now_ms);
+        rec.state = "retiring";
+        rec.detail = "agent silent";
+        Put(rec, now_ms);
+        RetireNode(rec, now_ms);
+        continue;
+      }
+    } else {
+      silent_since_ms_.erase(rec.name);
+    }
     if (rec.state == "booting" && g >= 0 &&
         now_ms - rec.created_ms > config.groups[g].boot_s * 1000 + options_.join_timeout_ms) {
       Fail(g, rec.spot, "join of " + rec.name,

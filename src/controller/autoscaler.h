@@ -114,6 +114,7 @@ class Autoscaler {
   mutable std::mutex mutex_;  // guards status_ and the backoffs; never held over a provider call
   Status status_;
   std::vector<int64_t> spot_out_until_ms_;  // by group
+  std::map<std::string, int64_t> silent_since_ms_;  // ready nodes whose agent is not alive
   int list_failures_ = 0;                    // the provider's list, failing in a row
   int64_t list_backoff_until_ms_ = 0;
 

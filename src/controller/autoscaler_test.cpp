@@ -286,6 +286,28 @@ TEST_F(AutoscalerTest, AFailingProviderBacksOffVisiblyAndLosesNoJob) {
   EXPECT_TRUE(logged);
 }
 
+TEST_F(AutoscalerTest, ANodeWhoseAgentFallsSilentIsDeletedAfterTheJoinTimeout) {
+  MakeController();
+  Autoscaler& scaler = MakeScaler();
+  Submit(4);
+  ctl_->RunOnce(now_ms_);
+  scaler.RunOnce(now_ms_);
+  ASSERT_EQ(Instances().size(), 1u);
+  const std::string name = *Instances().begin();
+  FakeAgent a(name);
+  ASSERT_TRUE(a.Beat(*ctl_, now_ms_).ok());
+  scaler.RunOnce(now_ms_);
+  ASSERT_EQ(Records().at(0).state, "ready");
+  now_ms_ += 60'000;  // silent past the lease: LOST
+  ctl_->RunOnce(now_ms_);
+  scaler.RunOnce(now_ms_);
+  // It may come back within the join timeout; the waiting job gets a node of its own meanwhile.
+  EXPECT_EQ(Instances().count(name), 1u);
+  now_ms_ += 11 * 60'000;
+  scaler.RunOnce(now_ms_);
+  EXPECT_EQ(Instances().count(name), 0u) << "silent too long: deleted, no longer paid for";
+}
+
 TEST_F(AutoscalerTest, TheSpendCapIsNeverExceeded) {
   config_.policy.max_spend_per_hour = 25;  // two on-demand nodes
   MakeController();
