@@ -140,7 +140,8 @@ bool Autoscaler::Reconcile(int64_t now_ms, const Controller::ScaleView& view) {
   for (store::ScaleNodeRecord rec : records.value()) {
     auto inst = instances.find(rec.name);
     const bool present = inst != instances.end();
-    if (present) instances.erase(inst);
+    const cloud::Instance* listed_as = present ? inst->second : nullptr;
+    if (present) instances.erase(inst);  // what is left after the loop are orphans
     const int g = config.FindGroup(rec.group);
     if (rec.state == "retiring") {  // a delete that failed or was cut short: again
       RetireNode(rec, now_ms);
@@ -159,7 +160,7 @@ bool Autoscaler::Reconcile(int64_t now_ms, const Controller::ScaleView& view) {
                       ") is not in the provider's list; its record is dropped");
       continue;
     }
-    const cloud::Instance& i = *inst->second;
+    const cloud::Instance& i = *listed_as;
     auto at = node_index.find(rec.name);
     const bool joined = at != node_index.end() && view.alive[at->second];
     if (rec.state == "creating") {  // the create went through before a restart: adopt it
