@@ -219,8 +219,9 @@ bool Autoscaler::Reconcile(int64_t now_ms, const Controller::ScaleView& view) {
                   "node " + rec.name + ": " +
                       (moved ? std::to_string(moved.value()) + " restartable job(s) requeued"
                              : moved.error()));
-    } else if (rec.state == "interrupted" && joined && view.idle_since_ms[at->second] >= 0) {
-      RetireNode(rec, now_ms);  // empty already: no need to wait for the provider to take it
+    } else if ((rec.state == "interrupted" || rec.state == "draining") && joined &&
+               view.idle_since_ms[at->second] >= 0) {
+      RetireNode(rec, now_ms);  // empty now: no need to wait for the unneeded time
     }
   }
   for (const auto& [name, inst] : instances) {  // never recorded, or given up on: orphans
@@ -337,6 +338,7 @@ void Autoscaler::RunOnce(int64_t now_ms) {
   in.cluster = &view.cluster;
   in.now = now_ms / 1000;
   in.waiting = std::move(view.waiting);
+  if (config.policy.consolidation) in.running = std::move(view.running);
   std::vector<int64_t> backoff_until(config.groups.size(), 0);
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -351,7 +353,7 @@ void Autoscaler::RunOnce(int64_t now_ms) {
     m.name = rec.name;
     m.group = config.FindGroup(rec.group);
     m.spot = rec.spot;
-    m.leaving = rec.state == "retiring" || rec.state == "interrupted";
+    m.leaving = rec.state == "retiring" || rec.state == "interrupted" || rec.state == "draining";
     auto at = node_index.find(rec.name);
     if (rec.state == "ready" && at != node_index.end() && view.alive[at->second]) {
       m.ready = true;
@@ -374,6 +376,26 @@ void Autoscaler::RunOnce(int64_t now_ms) {
       if (rec.name == name) RetireNode(rec, now_ms);
     }
   }
+  // Consolidation: the node's jobs (all restartable) are stopped with their grace period and
+  // requeued; the next passes retire it once it is empty.
+  for (const scale::Plan::Consolidation& c : plan.consolidate) {
+    for (store::ScaleNodeRecord rec : records.value()) {
+      if (rec.name != c.node || rec.state != "ready") continue;
+      auto moved = controller_.Evacuate(
+          rec.name, "consolidation: its jobs fit on other nodes; it is retired once empty");
+      if (!moved) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        EventLocked(now_ms, "consolidation failed", "node " + rec.name + ": " + moved.error());
+        continue;
+      }
+      rec.state = "draining";
+      rec.detail = "consolidation: " + std::to_string(moved.value()) + " job(s) moved";
+      Put(rec, now_ms);
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++status_.consolidations;
+      EventLocked(now_ms, "consolidating", "node " + rec.name + ": " + rec.detail);
+    }
+  }
   for (const scale::CreateOrder& order : plan.create) {
     if (backoff_until[order.group] > now_ms) continue;  // failing lately: wait
     for (int k = 0; k < order.count; ++k) CreateNode(order.group, order.spot, now_ms);
@@ -392,7 +414,9 @@ void Autoscaler::RunOnce(int64_t now_ms) {
     if (rec.state == "creating") ++gs.creating;
     if (rec.state == "booting") ++gs.booting;
     if (rec.state == "ready") ++gs.ready;
-    if (rec.state == "retiring" || rec.state == "interrupted") ++gs.retiring;
+    if (rec.state == "retiring" || rec.state == "interrupted" || rec.state == "draining") {
+      ++gs.retiring;
+    }
   }
 }
 

@@ -76,6 +76,7 @@ class Autoscaler {
     int64_t last_pass_ms = 0;
     double spend_per_hour = 0;  // of every recorded node
     int64_t created = 0, retired = 0, orphans_deleted = 0, provider_errors = 0, interruptions = 0;
+    int64_t consolidations = 0;  // nodes emptied to be retired (their jobs fit elsewhere)
     std::vector<GroupStatus> groups;
     std::vector<store::ScaleNodeRecord> nodes;
     std::vector<std::pair<int64_t, std::string>> unservable;  // job, why

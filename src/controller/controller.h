@@ -234,6 +234,10 @@ class Controller {
     std::vector<uint8_t> alive;          // by node index
     std::vector<int64_t> idle_since_ms;  // by node index
     std::vector<scale::WaitingJob> waiting;
+    // The jobs running now (not being stopped), with their expected remaining run time (from the
+    // run-time prediction made when each was queued; NaN when none) and what a move costs them
+    // (the stop grace period and a restart), for consolidation.
+    std::vector<scale::RunningJobView> running;
   };
   ScaleView ScaleSnapshot(int64_t now_ms) const;
   // Retiring an idle node takes three steps. BeginRetire drains every GPU of node `name` when it

@@ -2,13 +2,13 @@
 // retiring idle nodes, and draining a node under a spot notice. Kept apart from controller.cpp,
 // which is about jobs.
 #include <algorithm>
+#include <cmath>
 
 #include "controller/controller.h"
 
 namespace gpufleet::controller {
 
 Controller::ScaleView Controller::ScaleSnapshot(int64_t now_ms) const {
-  (void)now_ms;
   std::lock_guard<std::mutex> lock(mutex_);
   ScaleView view;
   view.cluster = cluster_;
@@ -24,6 +24,21 @@ Controller::ScaleView Controller::ScaleSnapshot(int64_t now_ms) const {
     view.alive.push_back(n.alive ? 1 : 0);
     view.idle_since_ms.push_back(n.alive && !busy[k] ? std::max(n.alive_since_ms, n.last_busy_ms)
                                                      : -1);
+  }
+  for (const auto& [id, a] : active_) {
+    if (a.stopping || a.job.state != store::JobState::kRunning) continue;
+    scale::RunningJobView r;
+    r.run.job = a.queued;
+    r.run.started_s = a.job.start_ms / 1000;
+    for (const Rank& rank : a.ranks) r.run.placement.push_back({rank.node, rank.gpus});
+    r.restartable = a.job.restartable;
+    if (auto p = predictions_.find(id); p != predictions_.end() && p->second.samples > 0 &&
+                                              !std::isnan(p->second.seconds)) {
+      const double ran_s = static_cast<double>(now_ms - a.job.start_ms) / 1000.0;
+      r.expected_remaining_s = std::max(0.0, p->second.seconds - ran_s);
+    }
+    r.restart_overhead_s = options_.stop_grace_s + 60;
+    view.running.push_back(std::move(r));
   }
   for (const auto& [id, job] : waiting_) {
     scale::WaitingJob w;

@@ -68,6 +68,7 @@ json StatusJson(const Autoscaler& autoscaler, bool admin) {
               {"orphans_deleted", s.orphans_deleted},
               {"provider_errors", s.provider_errors},
               {"interruptions", s.interruptions},
+              {"consolidations", s.consolidations},
               {"groups", std::move(groups)},
               {"nodes", std::move(nodes)},
               {"events", std::move(events)},
@@ -129,6 +130,8 @@ std::string ScaleMetricsText(const Autoscaler& autoscaler) {
           s.provider_errors);
   counter("gpufleet_autoscaler_spot_interruptions_total", "Spot interruption notices handled.",
           s.interruptions);
+  counter("gpufleet_autoscaler_consolidations_total",
+          "Nodes emptied (their restartable jobs moved) to be retired.", s.consolidations);
   out += "# HELP gpufleet_autoscaler_group_backoff Whether a group is backing off after failures.\n"
          "# TYPE gpufleet_autoscaler_group_backoff gauge\n";
   for (const Autoscaler::GroupStatus& g : s.groups) {

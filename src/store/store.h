@@ -172,7 +172,8 @@ struct ScaleNodeRecord {
   std::string group;
   bool spot = false;
   // "creating" (asked of the provider), "booting" (the provider accepted it), "ready" (its agent
-  // joined), "retiring" (drained, being deleted), "interrupted" (a spot notice came).
+  // joined), "retiring" (drained, being deleted), "interrupted" (a spot notice came), "draining"
+  // (consolidation: its jobs are being moved; retired once empty).
   std::string state;
   int64_t created_ms = 0;
   int64_t updated_ms = 0;
