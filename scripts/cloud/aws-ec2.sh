@@ -33,6 +33,8 @@ if [ -r "$env_file" ]; then . "$env_file"; fi
 fleet=${FLEET:-gpufleet}
 
 die() { echo "aws-ec2.sh: $*" >&2; exit 1; }
+# shellcheck source=scripts/cloud/agent-boot.sh
+. "$(dirname "${BASH_SOURCE[0]}")/agent-boot.sh"
 command -v aws >/dev/null || die "the AWS CLI (aws) is not installed"
 command -v jq >/dev/null || die "jq is not installed"
 
@@ -56,38 +58,9 @@ ids_of() {
     | jq -r '.Reservations[].Instances[].InstanceId'
 }
 
-# The boot script: runs the agent as a systemd unit, so that it restarts (with the node
-# credential it saved at the join) and outlives cloud-init.
-user_data() {
-  local name=$1 ca_line="" ca_flag=""
-  if [ -n "${GPUFLEET_CA_FILE:-}" ]; then
-    [ -r "$GPUFLEET_CA_FILE" ] || die "GPUFLEET_CA_FILE $GPUFLEET_CA_FILE is not readable"
-    ca_line="mkdir -p /etc/gpufleet && printf '%s\\n' $(printf '%q' "$(cat "$GPUFLEET_CA_FILE")") > /etc/gpufleet/controller-ca.pem"
-    ca_flag="--ca /etc/gpufleet/controller-ca.pem"
-  fi
-  cat <<SCRIPT
-#!/bin/bash
-set -eu
-$ca_line
-systemd-run --unit=gpufleet-agent --property=Restart=on-failure \\
-  --setenv=GPUFLEET_JOIN_TOKEN=$(printf '%q' "$GPUFLEET_JOIN_TOKEN") \\
-  /usr/local/bin/gpufleet agent --controller $(printf '%q' "$GPUFLEET_CONTROLLER_URL") \\
-  --hostname $(printf '%q' "$name") \\
-  --data-dir /var/lib/gpufleet/agent $ca_flag
-SCRIPT
-}
-
 cmd_create() {
-  local group="" name="" spot=false
-  while [ $# -gt 0 ]; do
-    case "$1" in
-      --group) group=$2; shift 2 ;;
-      --name) name=$2; shift 2 ;;
-      --spot) spot=true; shift ;;
-      *) die "create: unknown argument '$1'" ;;
-    esac
-  done
-  if [ -z "$group" ] || [ -z "$name" ]; then die "create: --group and --name are required"; fi
+  local group name spot
+  parse_create_args "$@"
   : "${EC2_AMI:?set EC2_AMI}" "${EC2_SUBNET:?set EC2_SUBNET}"
   : "${EC2_SECURITY_GROUPS:?set EC2_SECURITY_GROUPS}"
   : "${GPUFLEET_CONTROLLER_URL:?}" "${GPUFLEET_JOIN_TOKEN:?}"
@@ -97,7 +70,7 @@ cmd_create() {
   type=$(instance_type "$group")
   data=$(mktemp)
   trap 'rm -f "$data"' EXIT
-  user_data "$name" > "$data"
+  agent_boot_script "$name" > "$data"
   local args=(--image-id "$EC2_AMI" --instance-type "$type" --count 1
               --subnet-id "$EC2_SUBNET" --user-data "file://$data"
               --tag-specifications

@@ -36,6 +36,8 @@ if [ -r "$env_file" ]; then . "$env_file"; fi
 fleet=${FLEET:-gpufleet}
 
 die() { echo "gcp-compute.sh: $*" >&2; exit 1; }
+# shellcheck source=scripts/cloud/agent-boot.sh
+. "$(dirname "${BASH_SOURCE[0]}")/agent-boot.sh"
 command -v gcloud >/dev/null || die "the Google Cloud CLI (gcloud) is not installed"
 command -v jq >/dev/null || die "jq is not installed"
 : "${GCE_PROJECT:?set GCE_PROJECT}" "${GCE_ZONE:?set GCE_ZONE}"
@@ -57,38 +59,9 @@ exists() {
           --filter="name=$1 AND zone:$GCE_ZONE AND labels.gpufleet-fleet=$fleet")" ]
 }
 
-startup_script() {
-  local name=$1 ca_line="" ca_flag=""
-  if [ -n "${GPUFLEET_CA_FILE:-}" ]; then
-    [ -r "$GPUFLEET_CA_FILE" ] || die "GPUFLEET_CA_FILE $GPUFLEET_CA_FILE is not readable"
-    ca_line="mkdir -p /etc/gpufleet && printf '%s\\n' $(printf '%q' "$(cat "$GPUFLEET_CA_FILE")") > /etc/gpufleet/controller-ca.pem"
-    ca_flag="--ca /etc/gpufleet/controller-ca.pem"
-  fi
-  # Runs at every boot: a restarted agent uses the node credential it saved at the join.
-  cat <<SCRIPT
-#!/bin/bash
-set -eu
-systemctl is-active --quiet gpufleet-agent && exit 0
-$ca_line
-systemd-run --unit=gpufleet-agent --property=Restart=on-failure \\
-  --setenv=GPUFLEET_JOIN_TOKEN=$(printf '%q' "$GPUFLEET_JOIN_TOKEN") \\
-  /usr/local/bin/gpufleet agent --controller $(printf '%q' "$GPUFLEET_CONTROLLER_URL") \\
-  --hostname $(printf '%q' "$name") \\
-  --data-dir /var/lib/gpufleet/agent $ca_flag
-SCRIPT
-}
-
 cmd_create() {
-  local group="" name="" spot=false
-  while [ $# -gt 0 ]; do
-    case "$1" in
-      --group) group=$2; shift 2 ;;
-      --name) name=$2; shift 2 ;;
-      --spot) spot=true; shift ;;
-      *) die "create: unknown argument '$1'" ;;
-    esac
-  done
-  if [ -z "$group" ] || [ -z "$name" ]; then die "create: --group and --name are required"; fi
+  local group name spot
+  parse_create_args "$@"
   [[ "$name" =~ ^[a-z]([-a-z0-9]*[a-z0-9])?$ ]] ||
     die "create: '$name' is no Compute Engine instance name (a letter first, no '-' last)"
   : "${GPUFLEET_CONTROLLER_URL:?}" "${GPUFLEET_JOIN_TOKEN:?}"
@@ -98,7 +71,7 @@ cmd_create() {
   machine=$(machine_type "$group")
   script=$(mktemp)
   trap 'rm -f "$script"' EXIT
-  startup_script "$name" > "$script"
+  agent_boot_script "$name" > "$script"
   # shellcheck disable=SC2206  # the flags machine_type printed, a word each
   local args=($machine
               --network="${GCE_NETWORK:-default}"

@@ -34,6 +34,8 @@ if [ -r "$env_file" ]; then . "$env_file"; fi
 fleet=${FLEET:-gpufleet}
 
 die() { echo "huawei-ecs.sh: $*" >&2; exit 1; }
+# shellcheck source=scripts/cloud/agent-boot.sh
+. "$(dirname "${BASH_SOURCE[0]}")/agent-boot.sh"
 command -v hcloud >/dev/null || die "KooCLI (hcloud) is not installed"
 command -v jq >/dev/null || die "jq is not installed"
 : "${ECS_REGION:?set ECS_REGION}"
@@ -59,36 +61,9 @@ ids_of() {
     | select((.tags // []) | index("gpufleet-name=" + $n)) | select(.status != "DELETED") | .id'
 }
 
-user_data() {
-  local name=$1 ca_line="" ca_flag=""
-  if [ -n "${GPUFLEET_CA_FILE:-}" ]; then
-    [ -r "$GPUFLEET_CA_FILE" ] || die "GPUFLEET_CA_FILE $GPUFLEET_CA_FILE is not readable"
-    ca_line="mkdir -p /etc/gpufleet && printf '%s\\n' $(printf '%q' "$(cat "$GPUFLEET_CA_FILE")") > /etc/gpufleet/controller-ca.pem"
-    ca_flag="--ca /etc/gpufleet/controller-ca.pem"
-  fi
-  cat <<SCRIPT
-#!/bin/bash
-set -eu
-$ca_line
-systemd-run --unit=gpufleet-agent --property=Restart=on-failure \\
-  --setenv=GPUFLEET_JOIN_TOKEN=$(printf '%q' "$GPUFLEET_JOIN_TOKEN") \\
-  /usr/local/bin/gpufleet agent --controller $(printf '%q' "$GPUFLEET_CONTROLLER_URL") \\
-  --hostname $(printf '%q' "$name") \\
-  --data-dir /var/lib/gpufleet/agent $ca_flag
-SCRIPT
-}
-
 cmd_create() {
-  local group="" name="" spot=false
-  while [ $# -gt 0 ]; do
-    case "$1" in
-      --group) group=$2; shift 2 ;;
-      --name) name=$2; shift 2 ;;
-      --spot) spot=true; shift ;;
-      *) die "create: unknown argument '$1'" ;;
-    esac
-  done
-  if [ -z "$group" ] || [ -z "$name" ]; then die "create: --group and --name are required"; fi
+  local group name spot
+  parse_create_args "$@"
   : "${ECS_IMAGE:?set ECS_IMAGE}" "${ECS_VPC:?set ECS_VPC}" "${ECS_SUBNET:?set ECS_SUBNET}"
   : "${GPUFLEET_CONTROLLER_URL:?}" "${GPUFLEET_JOIN_TOKEN:?}"
   # Idempotent: a retry after a timeout must not buy a second server.
@@ -98,7 +73,7 @@ cmd_create() {
   request=$(mktemp)
   data=$(mktemp)
   trap 'rm -f "$request" "$data"' EXIT
-  user_data "$name" | base64 -w0 > "$data"
+  agent_boot_script "$name" | base64 -w0 > "$data"
   jq -n --arg name "$name" --arg group "$group" --arg fleet "$fleet" --arg flavor "$(flavor "$group")" \
         --arg image "$ECS_IMAGE" --arg vpc "$ECS_VPC" --arg subnet "$ECS_SUBNET" \
         --arg sg "${ECS_SECURITY_GROUP:-}" --arg az "${ECS_AZ:-}" --argjson spot "$spot" \

@@ -182,13 +182,7 @@ bool Autoscaler::Reconcile(int64_t now_ms, const Controller::ScaleView& view) {
       const int64_t since = silent_since_ms_.emplace(rec.name, now_ms).first->second;
       if (now_ms - since > options_.join_timeout_ms) {
         silent_since_ms_.erase(rec.name);
-        Fail(g, rec.spot, "agent of " + rec.name,
-             "silent for " + std::to_string(options_.join_timeout_ms / 1000) + " s; deleting it",
-             now_ms);
-        rec.state = "retiring";
-        rec.detail = "agent silent";
-        Put(rec, now_ms);
-        RetireNode(rec, now_ms);
+        GiveUp(rec, g, "agent of " + rec.name, "agent silent", now_ms);
         continue;
       }
     } else {
@@ -196,14 +190,7 @@ bool Autoscaler::Reconcile(int64_t now_ms, const Controller::ScaleView& view) {
     }
     if (rec.state == "booting" && g >= 0 &&
         now_ms - rec.created_ms > config.groups[g].boot_s * 1000 + options_.join_timeout_ms) {
-      Fail(g, rec.spot, "join of " + rec.name,
-           "its agent did not join within boot_s + " +
-               std::to_string(options_.join_timeout_ms / 1000) + " s; deleting it",
-           now_ms);
-      rec.state = "retiring";
-      rec.detail = "did not join";
-      Put(rec, now_ms);
-      RetireNode(rec, now_ms);
+      GiveUp(rec, g, "join of " + rec.name, "did not join", now_ms);
       continue;
     }
     if (i.interruption_at_s > 0 && rec.state != "interrupted") {
@@ -236,6 +223,17 @@ bool Autoscaler::Reconcile(int64_t now_ms, const Controller::ScaleView& view) {
     }
   }
   return true;
+}
+
+void Autoscaler::GiveUp(store::ScaleNodeRecord rec, int group, const std::string& what,
+                        const std::string& why, int64_t now_ms) {
+  Fail(group, rec.spot, what,
+       why + " within " + std::to_string(options_.join_timeout_ms / 1000) + " s; deleting it",
+       now_ms);
+  rec.state = "retiring";
+  rec.detail = why;
+  Put(rec, now_ms);
+  RetireNode(rec, now_ms);
 }
 
 void Autoscaler::CreateNode(int group, bool spot, int64_t now_ms) {

@@ -103,6 +103,10 @@ class Autoscaler {
   bool Reconcile(int64_t now_ms, const Controller::ScaleView& view);
   void CreateNode(int group, bool spot, int64_t now_ms);
   void RetireNode(const store::ScaleNodeRecord& record, int64_t now_ms);
+  // A node that did not join, or whose agent fell silent, past the join timeout: an event, a
+  // backoff for its group, and its deletion (it costs money and serves nothing).
+  void GiveUp(store::ScaleNodeRecord record, int group, const std::string& what,
+              const std::string& why, int64_t now_ms);
   bool Put(store::ScaleNodeRecord record, int64_t now_ms);
 
   store::Store& store_;
