@@ -116,6 +116,9 @@ void PrintFleet(const SimRunOptions& o, const Replay& r) {
     j["interruptions"] = f.interruptions;
     j["jobs_interrupted"] = f.jobs_interrupted;
     j["gpu_hours_lost"] = f.gpu_s_lost / 3600;
+    j["consolidations"] = f.consolidations;
+    j["jobs_moved"] = f.jobs_moved;
+    j["gpu_hours_lost_moves"] = f.gpu_s_lost_moves / 3600;
     j["preemptions"] = r.result.preemptions;
     j["planner_calls"] = f.planner_calls;
     j["scheduler_calls"] = r.result.scheduler_calls;
@@ -142,6 +145,9 @@ void PrintFleet(const SimRunOptions& o, const Replay& r) {
       static_cast<long long>(f.interruptions), o.spot_interruptions_per_node_hour,
       static_cast<long long>(f.jobs_interrupted), f.gpu_s_lost / 3600,
       static_cast<long long>(o.checkpoint_interval_s));
+  std::printf("consolidations %lld (%lld job runs moved), GPU-hours lost to moves %.1f\n",
+              static_cast<long long>(f.consolidations), static_cast<long long>(f.jobs_moved),
+              f.gpu_s_lost_moves / 3600);
   std::printf("(simulated in %.2f s, %lld planner calls, %lld scheduler calls)\n", r.seconds,
               static_cast<long long>(f.planner_calls),
               static_cast<long long>(r.result.scheduler_calls));

@@ -151,7 +151,8 @@ core::Result<NodeGroup> ReadGroup(const toml::table& t, const std::string& origi
 core::Result<ScalePolicy> ReadPolicy(const toml::table& t, const std::string& origin) {
   if (auto ok = OnlyKeys(t, origin, "policy.",
                          {"scale_up_delay_s", "scale_down_unneeded_s", "max_spend_per_hour",
-                          "expander", "spot_fallback_s", "scan_interval_s"});
+                          "expander", "spot_fallback_s", "scan_interval_s", "consolidation",
+                          "consolidation_min_saving_s"});
       !ok) {
     return core::Error{ok.error()};
   }
@@ -163,8 +164,16 @@ core::Result<ScalePolicy> ReadPolicy(const toml::table& t, const std::string& or
                     ReadNumber(t, origin, "max_spend_per_hour", 0.0, 1e9, p.max_spend_per_hour),
                     ReadString(t, origin, "expander", expander),
                     ReadInt(t, origin, "spot_fallback_s", 0, 7 * 86400, p.spot_fallback_s),
-                    ReadInt(t, origin, "scan_interval_s", 1, 3600, p.scan_interval_s)}) {
+                    ReadInt(t, origin, "scan_interval_s", 1, 3600, p.scan_interval_s),
+                    ReadBool(t, origin, "consolidation", p.consolidation),
+                    ReadInt(t, origin, "consolidation_min_saving_s", 0, 7 * 86400,
+                            p.consolidation_min_saving_s)}) {
     if (!read.ok()) return core::Error{read.error()};
+  }
+  if (t.contains("consolidation_min_saving_s") && !p.consolidation) {
+    return core::Error{Where(origin, *t.get("consolidation_min_saving_s"),
+                             "consolidation_min_saving_s") +
+                       ": set without consolidation = true (it would do nothing)"};
   }
   if (t.contains("expander")) {
     if (expander == "cheapest") {

@@ -24,6 +24,10 @@
 //   expander = "cheapest"         # "cheapest" | "least-waste" | "priority"
 //   spot_fallback_s = 600         # a restartable job waits this long for spot, then on-demand
 //   scan_interval_s = 10          # how often the controller runs a planning pass
+//   consolidation = false         # move restartable jobs off under-used nodes to retire them
+//   consolidation_min_saving_s = 600   # only with consolidation: a node is emptied when that
+//                                 # saves at least this many seconds of its price, net of the
+//                                 # moved jobs' restart cost
 //
 //   [provider]
 //   kind = "exec"                 # "exec" | "local"
@@ -76,6 +80,12 @@ struct ScalePolicy {
   Expander expander = Expander::kCheapest;
   int64_t spot_fallback_s = 600;
   int64_t scan_interval_s = 10;
+  // Consolidation (as Karpenter's): the restartable jobs of an under-used node are stopped with
+  // their grace period (they checkpoint) and requeued onto other ready nodes' free room, and the
+  // node is retired once empty, when its saved price beats the move's restart cost by
+  // `consolidation_min_saving_s` seconds of that price.
+  bool consolidation = false;
+  int64_t consolidation_min_saving_s = 600;
 };
 
 struct ProviderConfig {

@@ -37,6 +37,8 @@ priority = 3
 scale_down_unneeded_s = 300
 max_spend_per_hour = 500
 expander = "least-waste"
+consolidation = true
+consolidation_min_saving_s = 900
 
 [provider]
 kind = "exec"
@@ -64,6 +66,8 @@ TEST(AutoscaleConfig, ReadsGroupsPolicyAndProvider) {
   EXPECT_EQ(c.value().policy.scale_down_unneeded_s, 300);
   EXPECT_EQ(c.value().policy.expander, Expander::kLeastWaste);
   EXPECT_DOUBLE_EQ(c.value().policy.max_spend_per_hour, 500);
+  EXPECT_TRUE(c.value().policy.consolidation);
+  EXPECT_EQ(c.value().policy.consolidation_min_saving_s, 900);
   EXPECT_EQ(c.value().provider.kind, "exec");
   EXPECT_EQ(c.value().provider.timeout_s, 60);
   EXPECT_EQ(c.value().FindGroup("a100-8"), 1);
@@ -87,6 +91,9 @@ TEST(AutoscaleConfig, BadInputNamesTheField) {
       {{"script = \"/opt/cloud.sh\"", "script = \"cloud.sh\""}, "provider.script"},
       {{"max_spend_per_hour = 500", "max_spend_per_hour = 10"}, "max_spend_per_hour"},
       {{"boot_s = 240", "boot_s = 2.5"}, "boot_s"},
+      {{"consolidation = true", "consolidation = 1"}, "consolidation"},
+      {{"consolidation = true", "consolidation = false"}, "consolidation_min_saving_s"},
+      {{"saving_s = 900", "saving_s = -1"}, "consolidation_min_saving_s"},
   };
   for (const auto& [edit, field] : cases) {
     std::string text = kGood;
@@ -97,6 +104,16 @@ TEST(AutoscaleConfig, BadInputNamesTheField) {
     ASSERT_FALSE(c.ok()) << edit.second;
     EXPECT_NE(c.error().find(field), std::string::npos) << c.error();
   }
+}
+
+TEST(AutoscaleConfig, ConsolidationIsOffByDefault) {
+  std::string text = kGood;
+  text.erase(text.find("consolidation = true"),
+             text.find("[provider]") - text.find("consolidation = true"));
+  auto c = Parse(text);
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_FALSE(c.value().policy.consolidation);
+  EXPECT_EQ(c.value().policy.consolidation_min_saving_s, 600);
 }
 
 TEST(AutoscaleConfig, MissingPiecesAreNamed) {
@@ -121,6 +138,19 @@ TEST(AutoscaleConfig, TheShippedExamplesParse) {
     text << in.rdbuf();
     auto c = Parse(text.str());
     EXPECT_TRUE(c.ok()) << path << ": " << c.error();
+  }
+  // The simulator's (no provider).
+  for (const char* name : {"philly-ca-baseline.toml", "philly-gpufleet.toml",
+                           "philly-gpufleet-spot.toml", "philly-gpufleet-consolidate.toml"}) {
+    const std::string path = std::string(GPUFLEET_SOURCE_DIR) + "/data/autoscale/" + name;
+    std::ifstream in(path);
+    ASSERT_TRUE(in) << path;
+    std::stringstream text;
+    text << in.rdbuf();
+    auto c = Parse(text.str(), /*provider=*/false);
+    ASSERT_TRUE(c.ok()) << path << ": " << c.error();
+    EXPECT_EQ(c.value().policy.consolidation,
+              std::string(name).find("consolidate") != std::string::npos);
   }
 }
 

@@ -7,6 +7,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "scale/consolidation.h"
 #include "sched/gang_placement.h"
 #include "sched/placer.h"
 #include "sched/queued_job.h"
@@ -245,8 +246,9 @@ Plan PlanScaling(const PlanInput& input, const sched::PlacementPolicy& placement
     served[i] = 1;
     --info[candidates[i].cls].left;
   };
+  // What the fleet has once the waiting jobs that fit it are placed (consolidation reads it).
+  core::ClusterSnapshot have = WithExtraNodes(ready, booting);
   {
-    core::ClusterSnapshot have = WithExtraNodes(ready, booting);
     // A spot node is for restartable jobs only; the snapshot cannot say so per node, so the
     // estimate is optimistic there (the scheduler decides for real).
     const std::vector<uint8_t> all(classes, 1);
@@ -429,6 +431,25 @@ Plan PlanScaling(const PlanInput& input, const sched::PlacementPolicy& placement
     --keep[n.group];
     plan.retire.push_back(n.name);
     spend -= groups[n.group].Price(n.spot);
+  }
+
+  // 4. Consolidation: busy nodes whose jobs can move to other ready nodes' free room.
+  if (policy.consolidation && !input.running.empty()) {
+    ConsolidationContext ctx;
+    ctx.groups = &groups;
+    ctx.policy = &policy;
+    ctx.nodes = &input.nodes;
+    ctx.running = &input.running;
+    ctx.retiring = &plan.retire;
+    ctx.now = input.now;
+    ctx.ready_nodes = ready.size();
+    ctx.needed = &needed_cluster_node;
+    plan.consolidate = PlanConsolidation(ctx, std::move(have), keep, placement_policy, rng);
+    for (const Plan::Consolidation& c : plan.consolidate) {
+      for (const ManagedNode& n : input.nodes) {
+        if (n.name == c.node) spend -= groups[n.group].Price(n.spot);
+      }
+    }
   }
   plan.spend_per_hour_after = spend;
   return plan;

@@ -14,15 +14,21 @@
 //
 // Scale-down: a ready node idle for `scale_down_unneeded_s`, that the estimate did not need for a
 // waiting job, is retired, never taking its group below `min`.
+//
+// Consolidation (`policy.consolidation`, see `scale/consolidation.h`): a busy node whose jobs are
+// all restartable and all fit on other ready nodes' free room (after the waiting jobs' share) is
+// emptied when that saves money; its jobs are stopped with their grace period and requeued, and
+// the caller retires the node once it is idle.
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "core/cluster.h"
 #include "core/rng.h"
+#include "scale/autoscale_config.h"
 #include "sched/placement_policy.h"
 #include "sched/queue_types.h"
-#include "scale/autoscale_config.h"
 
 namespace gpufleet::scale {
 
@@ -31,7 +37,7 @@ struct ManagedNode {
   std::string name;
   int group = -1;  // index into AutoscaleConfig::groups
   bool spot = false;
-  bool ready = false;    // joined: it is `cluster_index` in the snapshot
+  bool ready = false;  // joined: it is `cluster_index` in the snapshot
   // Being deleted (retiring, or under a spot notice): it costs and counts against its group's
   // `max` until it is gone, but is no capacity and is not retired again.
   bool leaving = false;
@@ -42,6 +48,18 @@ struct ManagedNode {
 struct WaitingJob {
   sched::QueuedJob job;  // `waiting_since_s` is when it (re)entered the queue
   bool restartable = false;
+};
+
+// A job running on a ready node, for consolidation.
+struct RunningJobView {
+  sched::RunningJob run;  // `run.placement` in indices of `PlanInput::cluster`
+  bool restartable = false;
+  // Seconds of run left, when known; NaN: unknown, and then taken to be the run's age
+  // (`now - run.started_s`: for heavy-tailed run times the remaining run grows with the age).
+  double expected_remaining_s = std::numeric_limits<double>::quiet_NaN();
+  // Seconds of its GPUs' time one move costs it: the checkpoint in its grace period and the
+  // restart, plus any work lost.
+  double restart_overhead_s = 60;
 };
 
 struct PlanInput {
@@ -59,6 +77,8 @@ struct PlanInput {
   // and only the winner is estimated in full; 0: every estimate in full (slower; the
   // benchmark's baseline).
   int probe_nodes = 16;
+  // Consolidation only (read when `policy.consolidation`): the jobs running on the ready nodes.
+  std::vector<RunningJobView> running;
 };
 
 struct CreateOrder {
@@ -71,12 +91,19 @@ struct CreateOrder {
 struct Plan {
   std::vector<CreateOrder> create;
   std::vector<std::string> retire;  // names of managed nodes
+  // Nodes to empty now: each job named is stopped with its grace period and requeued; the
+  // caller retires the node as soon as it is idle (it is no longer capacity from now on).
+  struct Consolidation {
+    std::string node;
+    std::vector<sched::JobId> jobs;
+  };
+  std::vector<Consolidation> consolidate;
   // Waiting jobs no group can ever hold (with the field at fault), and jobs that would fit a
   // group but wait because of its `max` or the spend cap.
   std::vector<std::pair<sched::JobId, std::string>> unservable;
   std::vector<sched::JobId> capped;
   double spend_per_hour = 0;        // of the nodes held, before this plan
-  double spend_per_hour_after = 0;  // after it
+  double spend_per_hour_after = 0;  // after it (the consolidated nodes retired)
   int64_t estimates = 0;            // group estimates made (for benchmarks)
 };
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "sched/policy_registry.h"
+#include "sched/queued_job.h"
 
 namespace gpufleet::scale {
 namespace {
@@ -249,6 +250,128 @@ TEST_F(PlannerTest, ManyJobsPackOntoFewNodes) {
   for (int i = 0; i < 40; ++i) jobs.push_back(Job(i + 1, 2));
   const Plan p = Run(groups, jobs);
   EXPECT_EQ(Created(p, "v100-8", groups), 10);  // 80 GPUs on 8-GPU nodes
+}
+
+// A fleet of ready 8-GPU nodes "n0".."n<k-1>" of group 0, with restartable jobs placed on them.
+class ConsolidationTest : public PlannerTest {
+ protected:
+  void SetUp() override {
+    policy.consolidation = true;
+    policy.consolidation_min_saving_s = 600;
+  }
+  void Fleet(int k) {
+    std::vector<core::NodeSpec> specs;
+    for (int i = 0; i < k; ++i) {
+      core::NodeSpec spec;
+      spec.name = "n" + std::to_string(i);
+      spec.cpu_milli = groups[0].cpu_milli;
+      spec.memory_mib = groups[0].memory_mib;
+      spec.num_gpus = 8;
+      spec.model = groups[0].model;
+      specs.push_back(spec);
+      ManagedNode m;
+      m.name = spec.name;
+      m.group = 0;
+      m.ready = true;
+      m.cluster_index = i;
+      nodes.push_back(m);
+    }
+    cluster = core::ClusterSnapshot(specs);
+  }
+  // Job `id` of `gpus` GPUs on node `node`'s lowest free GPUs, running since `started`.
+  void Running(sched::JobId id, int node, int gpus, bool restartable = true, int64_t started = 0) {
+    RunningJobView v;
+    v.run.job = Job(id, gpus).job;
+    core::GpuMask mask = 0;
+    for (int g = 0, n = 0; g < 8 && n < gpus; ++g) {
+      if (cluster.state(node).gpu_free[g] == core::kGpuMilli) {
+        mask |= core::GpuMask{1} << g;
+        ++n;
+      }
+    }
+    v.run.placement = {{node, mask}};
+    v.run.started_s = started;
+    v.restartable = restartable;
+    cluster.Allocate(node, sched::SliceSpec(v.run.job, gpus), mask);
+    running.push_back(v);
+  }
+  Plan Consolidate(std::vector<WaitingJob> waiting = {}, int64_t now = 10000) {
+    PlanInput in;
+    in.groups = &groups;
+    in.policy = policy;
+    in.cluster = &cluster;
+    in.nodes = nodes;
+    in.waiting = std::move(waiting);
+    in.running = running;
+    in.now = now;
+    core::Rng rng(1);
+    return PlanScaling(in, *placement, rng);
+  }
+  std::vector<NodeGroup> groups = {Group("v100-8", "V100M32", 8, 24.0, 10)};
+  core::ClusterSnapshot cluster;
+  std::vector<ManagedNode> nodes;
+  std::vector<RunningJobView> running;
+};
+
+TEST_F(ConsolidationTest, NodeWhoseJobsFitElsewhereIsEmptied) {
+  Fleet(2);
+  Running(1, 0, 1);
+  Running(2, 1, 4);
+  const Plan p = Consolidate();
+  ASSERT_EQ(p.consolidate.size(), 1u);
+  EXPECT_EQ(p.consolidate[0].node, "n0");
+  EXPECT_EQ(p.consolidate[0].jobs, std::vector<sched::JobId>{1});
+  EXPECT_DOUBLE_EQ(p.spend_per_hour_after, 24.0);
+  policy.consolidation = false;  // off: nothing moves
+  EXPECT_TRUE(Consolidate().consolidate.empty());
+}
+
+TEST_F(ConsolidationTest, NotWhenAJobIsNotRestartable) {
+  Fleet(2);
+  Running(1, 0, 1);
+  Running(2, 0, 1, /*restartable=*/false);
+  Running(3, 1, 4, /*restartable=*/false);
+  EXPECT_TRUE(Consolidate().consolidate.empty());
+}
+
+TEST_F(ConsolidationTest, NotWhenTheJobsFitOnlyOnABootingNode) {
+  Fleet(2);
+  Running(1, 0, 1);
+  Running(2, 1, 8);
+  ManagedNode booting;
+  booting.name = "n9";
+  booting.group = 0;
+  nodes.push_back(booting);
+  EXPECT_TRUE(Consolidate().consolidate.empty());
+}
+
+TEST_F(ConsolidationTest, NotBelowTheGroupsMin) {
+  Fleet(2);
+  Running(1, 0, 1);
+  Running(2, 1, 4);
+  groups[0].min = 2;
+  EXPECT_TRUE(Consolidate().consolidate.empty());
+}
+
+TEST_F(ConsolidationTest, PicksTheEmptierNode) {
+  Fleet(3);
+  Running(1, 0, 2);
+  Running(2, 1, 1);
+  Running(3, 2, 4);
+  const Plan p = Consolidate();  // one node per pass on a fleet of 3
+  ASSERT_EQ(p.consolidate.size(), 1u);
+  EXPECT_EQ(p.consolidate[0].node, "n1");
+}
+
+TEST_F(ConsolidationTest, NotWhenTheSavingIsTooSmallOrAWaitingJobNeedsTheRoom) {
+  Fleet(2);
+  Running(1, 0, 1, true, /*started=*/9700);  // 300 s old: expected to end soon
+  Running(2, 1, 4, true, /*started=*/9700);
+  EXPECT_TRUE(Consolidate().consolidate.empty());
+  running[0].expected_remaining_s = 7200;  // known to run 2 h more
+  EXPECT_EQ(Consolidate().consolidate.size(), 1u);
+  // A waiting 4-GPU job takes n1's free room: n0's job has nowhere to go.
+  EXPECT_TRUE(Consolidate({Job(7, 4, 0, "", false, 9990)}).consolidate.empty());
 }
 
 }  // namespace

@@ -41,21 +41,23 @@ std::string CostTable(const std::vector<CostPoint>& points) {
   std::string out =
       "| point | nodes (static; peak) | cost ($) | GPU-h bought | GPU-h used | used/bought | "
       "avg JCT (h) | p99 JCT (h) | avg queue (h) | unfinished | nodes created | interruptions | "
-      "GPU-h lost | planner calls | replay (s) |\n"
-      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+      "GPU-h lost | consolidations | GPU-h lost moves | planner calls | replay (s) |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const CostPoint& p : points) {
     const JctSummary& s = p.summary;
     char line[640];
     std::snprintf(
         line, sizeof line,
         "| %s | %d | %.0f | %.0f | %.0f | %.3f | %.2f | %.2f | %.3f | %lld | %s | %s | "
-        "%s | %s | %.2f |\n",
+        "%s | %s | %s | %s | %.2f |\n",
         p.label.c_str(), p.nodes, p.cost_usd, p.gpu_h_bought, p.gpu_h_used,
         p.gpu_h_bought > 0 ? p.gpu_h_used / p.gpu_h_bought : 0.0, s.avg_jct_s / 3600,
         s.p99_jct_s / 3600, s.avg_queue_s / 3600, static_cast<long long>(s.unfinished),
         p.autoscaled ? std::to_string(p.fleet.nodes_created).c_str() : "-",
         p.autoscaled ? std::to_string(p.fleet.interruptions).c_str() : "-",
         p.autoscaled ? std::to_string(std::lround(p.fleet.gpu_s_lost / 3600)).c_str() : "-",
+        p.autoscaled ? std::to_string(p.fleet.consolidations).c_str() : "-",
+        p.autoscaled ? std::to_string(std::lround(p.fleet.gpu_s_lost_moves / 3600)).c_str() : "-",
         p.autoscaled ? std::to_string(p.fleet.planner_calls).c_str() : "-", p.seconds);
     out += line;
   }
@@ -66,20 +68,23 @@ std::string CostCsv(const std::vector<CostPoint>& points) {
   std::string out =
       "point,autoscaled,nodes,cost_usd,gpu_hours_bought,gpu_hours_used,avg_jct_s,p99_jct_s,"
       "avg_queue_s,unfinished,nodes_created,nodes_retired,spot_nodes_created,interruptions,"
-      "gpu_hours_lost,planner_calls,replay_s\n";
+      "gpu_hours_lost,planner_calls,replay_s,consolidations,jobs_moved,gpu_hours_lost_moves\n";
   for (const CostPoint& p : points) {
     const JctSummary& s = p.summary;
     char line[512];
     std::snprintf(
         line, sizeof line,
-        "%s,%d,%d,%.2f,%.2f,%.2f,%.1f,%.1f,%.1f,%lld,%lld,%lld,%lld,%lld,%.2f,%lld,%.3f\n",
+        "%s,%d,%d,%.2f,%.2f,%.2f,%.1f,%.1f,%.1f,%lld,%lld,%lld,%lld,%lld,%.2f,%lld,%.3f,%lld,%lld,"
+        "%.2f\n",
         p.label.c_str(), p.autoscaled ? 1 : 0, p.nodes, p.cost_usd, p.gpu_h_bought, p.gpu_h_used,
         s.avg_jct_s, s.p99_jct_s, s.avg_queue_s, static_cast<long long>(s.unfinished),
         static_cast<long long>(p.fleet.nodes_created),
         static_cast<long long>(p.fleet.nodes_retired),
         static_cast<long long>(p.fleet.spot_nodes_created),
         static_cast<long long>(p.fleet.interruptions), p.fleet.gpu_s_lost / 3600,
-        static_cast<long long>(p.fleet.planner_calls), p.seconds);
+        static_cast<long long>(p.fleet.planner_calls), p.seconds,
+        static_cast<long long>(p.fleet.consolidations), static_cast<long long>(p.fleet.jobs_moved),
+        p.fleet.gpu_s_lost_moves / 3600);
     out += line;
   }
   return out;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <tuple>
+#include <utility>
 
 #include "core/check.h"
 
@@ -196,6 +197,7 @@ void SimFleet::Wake(int64_t at) {
 
 void SimFleet::AfterSchedule(core::ClusterSnapshot& cluster,
                              const std::function<std::vector<scale::WaitingJob>()>& waiting,
+                             const std::function<std::vector<scale::RunningJobView>()>& running,
                              bool any_waiting, int64_t now, const sched::PlacementPolicy& placement,
                              core::Rng& rng) {
   const int64_t unneeded = config_.policy.scale_down_unneeded_s;
@@ -219,7 +221,8 @@ void SimFleet::AfterSchedule(core::ClusterSnapshot& cluster,
     below_min =
         config_.groups[g].max - static_cast<int>(free_slots_[g].size()) < config_.groups[g].min;
   }
-  if (!any_waiting && !idle_expired_ && !below_min) {
+  const bool consolidate = config_.policy.consolidation && completed_;
+  if (!any_waiting && !idle_expired_ && !below_min && !consolidate) {
     changed_ = false;  // nothing to buy or retire: no pass needed
     return;
   }
@@ -228,11 +231,34 @@ void SimFleet::AfterSchedule(core::ClusterSnapshot& cluster,
     Wake(due);
     return;
   }
-  Plan(cluster, waiting(), now, placement, rng);
+  Plan(cluster, waiting(),
+       config_.policy.consolidation ? running() : std::vector<scale::RunningJobView>{}, now,
+       placement, rng);
+}
+
+std::vector<scale::Plan::Consolidation> SimFleet::TakeConsolidations() {
+  return std::exchange(consolidate_, {});
+}
+
+void SimFleet::Consolidated(core::ClusterSnapshot& cluster, const std::string& name, int64_t now,
+                            int64_t drain_s) {
+  const int slot = slot_of_.at(name);
+  const Slot& s = slots_[slot];
+  GPUFLEET_CHECK(s.state == State::kReady);
+  const scale::NodeGroup& g = config_.groups[s.group];
+  const double drain = static_cast<double>(std::max<int64_t>(0, drain_s));
+  stats_.cost_usd += drain / 3600.0 * g.Price(s.spot);
+  if (s.spot) stats_.spot_cost_usd += drain / 3600.0 * g.Price(s.spot);
+  stats_.gpu_s_bought += drain * g.gpus;
+  Remove(cluster, slot, now);
+  ++stats_.nodes_retired;
+  ++stats_.consolidations;
+  events_.push({now, EventKind::kWake, -1, 0});
 }
 
 void SimFleet::Plan(core::ClusterSnapshot& cluster, std::vector<scale::WaitingJob> waiting,
-                    int64_t now, const sched::PlacementPolicy& placement, core::Rng& rng) {
+                    std::vector<scale::RunningJobView> running, int64_t now,
+                    const sched::PlacementPolicy& placement, core::Rng& rng) {
   scale::PlanInput in;
   in.groups = &config_.groups;
   in.policy = config_.policy;
@@ -251,11 +277,14 @@ void SimFleet::Plan(core::ClusterSnapshot& cluster, std::vector<scale::WaitingJo
     in.nodes.push_back(std::move(n));
   }
   in.waiting = std::move(waiting);
-  const scale::Plan plan = scale::PlanScaling(in, placement, rng);
+  in.running = std::move(running);
+  scale::Plan plan = scale::PlanScaling(in, placement, rng);
   ++stats_.planner_calls;
   last_plan_s_ = now;
   changed_ = false;
   idle_expired_ = false;
+  completed_ = false;
+  consolidate_ = std::move(plan.consolidate);
   for (const scale::CreateOrder& o : plan.create) {
     for (int k = 0; k < o.count; ++k) Create(o.group, o.spot, now);
   }

@@ -10,7 +10,9 @@
 // again. Each group starts with its `min` nodes ready. Planning (`scale::PlanScaling`, the
 // function the controller calls) runs at most once per `policy.scan_interval_s` of simulated
 // time, and only when something changed: an arrival, a completion, a boot, an interruption, or an
-// idle node reaching its unneeded time (a wake-up event is scheduled for that).
+// idle node reaching its unneeded time (a wake-up event is scheduled for that). With
+// `policy.consolidation`, a completion alone makes a pass due, and the nodes it empties are
+// retired as soon as the caller has moved their jobs off (`TakeConsolidations`, `Consolidated`).
 //
 // Cost: each node is charged its price (spot or on-demand) from creation to retirement (booting
 // included), or to the end of the replay. Spot nodes are interrupted as a Poisson process of
@@ -60,16 +62,35 @@ class SimFleet {
 
   // Something the planner should see happened (an arrival or a completion).
   void MarkChanged() { changed_ = true; }
+  // A job finished: with consolidation on, a node may have become worth emptying, so a planning
+  // pass is due even when nothing waits.
+  void MarkCompletion() {
+    changed_ = true;
+    completed_ = true;
+  }
 
   // After the scheduler's pass at `now`: notes which ready nodes are idle (and schedules the
   // wake-up at the end of their unneeded time), then runs a planning pass if one is due and
   // carries out its orders (creations boot from `now`; retirements block their slots at `now`).
   // `waiting` returns the jobs the scheduler left waiting (called only for a pass);
-  // `any_waiting` says whether there are any.
+  // `any_waiting` says whether there are any. `running` returns the running jobs (called only for
+  // a pass with consolidation on).
   void AfterSchedule(core::ClusterSnapshot& cluster,
                      const std::function<std::vector<scale::WaitingJob>()>& waiting,
+                     const std::function<std::vector<scale::RunningJobView>()>& running,
                      bool any_waiting, int64_t now, const sched::PlacementPolicy& placement,
                      core::Rng& rng);
+
+  // The nodes the last planning pass chose to empty (consolidation), each once. The caller stops
+  // every job named (each checkpoints within its grace period and is requeued), then calls
+  // `Consolidated` for the node.
+  std::vector<scale::Plan::Consolidation> TakeConsolidations();
+
+  // Retires node `name`, emptied by consolidation at `now`. It is paid for `drain_s` more (the
+  // grace period in which its jobs checkpointed), and a wake-up at `now` lets the scheduler place
+  // the moved jobs at once.
+  void Consolidated(core::ClusterSnapshot& cluster, const std::string& name, int64_t now,
+                    int64_t drain_s);
 
   // Whether slot `slot` holds a spot node now.
   bool IsSpot(int slot) const { return slots_[slot].spot; }
@@ -106,7 +127,8 @@ class SimFleet {
   void Unblock(core::ClusterSnapshot& cluster, int slot);
   void Create(int group, bool spot, int64_t now);
   void EndLifetime(int slot, int64_t now);
-  void Plan(core::ClusterSnapshot& cluster, std::vector<scale::WaitingJob> waiting, int64_t now,
+  void Plan(core::ClusterSnapshot& cluster, std::vector<scale::WaitingJob> waiting,
+            std::vector<scale::RunningJobView> running, int64_t now,
             const sched::PlacementPolicy& placement, core::Rng& rng);
   void Wake(int64_t at);
 
@@ -121,7 +143,9 @@ class SimFleet {
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   int64_t blocked_gpu_milli_ = 0;
   bool changed_ = true;
-  bool idle_expired_ = false;  // some idle node reached its unneeded time
+  bool idle_expired_ = false;                            // some idle node reached its unneeded time
+  bool completed_ = false;                               // a job finished since the last pass
+  std::vector<scale::Plan::Consolidation> consolidate_;  // chosen by the last pass, not yet taken
   int64_t last_plan_s_ = INT64_MIN / 2;
   int64_t wake_at_ = -1;  // the pending planning wake-up, if any
   int live_count_ = 0;

@@ -116,6 +116,35 @@ TEST(SimFleetTest, SpotInterruptionRequeuesTheJobAndCountsLostWork) {
   EXPECT_DOUBLE_EQ(r.fleet.spot_cost_usd, r.fleet.cost_usd);
 }
 
+TEST(SimFleetTest, ConsolidationMovesALongJobOffAnUnderUsedNodeAndRetiresIt) {
+  // Jobs 1 (7 GPUs, 1,000 s) and 2 (1 GPU, 20,000 s) share node A (created at 0, ready at 100).
+  // Job 3 (4 GPUs) arrives at 500 and buys node B (ready at 600; runs 600..20,600). When job 1
+  // ends at 1,100, job 2 has run 1,000 s (its expected remaining run, the run time being unknown)
+  // against a move cost of 60 s x 1 GPU / 8 GPUs of A's price: A is emptied, job 2 restarts on B
+  // at once with 19,000 + 60 s of work left (it kept its progress), and A is paid until 1,160.
+  const std::vector<TraceJob> jobs = {
+      {1, 0, 1000, 7, "a"}, {2, 0, 20000, 1, "a"}, {3, 500, 20000, 4, "a"}};
+  scale::AutoscaleConfig fleet = Fleet();
+  const auto plain = Replay(jobs, fleet);
+  EXPECT_EQ(plain.fleet.consolidations, 0);
+  // Without consolidation, A lives until job 2 ends (20,100) plus its unneeded time (300 s).
+  EXPECT_NEAR(plain.fleet.cost_usd, (20400.0 + 20100.0) / 3600 * 8, 1e-9);
+
+  fleet.policy.consolidation = true;
+  const auto r = Replay(jobs, fleet);
+  EXPECT_EQ(r.fleet.nodes_created, 2);
+  EXPECT_EQ(r.fleet.consolidations, 1);
+  EXPECT_EQ(r.fleet.nodes_retired, 1);
+  EXPECT_EQ(r.fleet.jobs_moved, 1);
+  EXPECT_DOUBLE_EQ(r.fleet.gpu_s_lost_moves, 60.0);
+  EXPECT_NE(r.decision_log.find("1100,move,2,"), std::string::npos);
+  EXPECT_NE(r.decision_log.find("1100,start,2,"), std::string::npos);
+  EXPECT_EQ(r.jobs[1].finish_s, 1100 + 19000 + 60);
+  EXPECT_EQ(r.jobs[2].finish_s, 20600);
+  EXPECT_NEAR(r.fleet.cost_usd, (1160.0 + 20100.0) / 3600 * 8, 1e-9);
+  EXPECT_DOUBLE_EQ(r.fleet.gpu_s_bought, (1160.0 + 20100.0) * 8);
+}
+
 TEST(SimFleetTest, SameSeedSameReplay) {
   scale::AutoscaleConfig fleet = Fleet(0, 6);
   fleet.groups[0].spot_price_per_hour = 2.4;

@@ -259,6 +259,22 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
     log(now, "interrupt", id, "");
     enqueue(t, now);
   };
+  // A consolidation move: the job gets its grace period, so it checkpoints and keeps all its
+  // progress; the move costs the restart overhead only.
+  int64_t jobs_moved = 0;
+  double moved_lost_gpu_s = 0;
+  auto move_off = [&](sched::JobId id, int64_t now) {
+    const Active act = active.at(id);
+    const TraceJob& t = jobs[index_of.at(id)];
+    const double ran = stop(id, now);
+    work_left[id] = std::max(0.0, act.remaining - ran * act.rate) + config.preemption_overhead_s;
+    attained[id] += static_cast<double>(t.num_gpus) * ran;
+    moved_lost_gpu_s += static_cast<double>(t.num_gpus) * config.preemption_overhead_s;
+    ++jobs_moved;
+    active.erase(id);
+    log(now, "move", id, "");
+    enqueue(t, now);
+  };
   auto fleet_pending = [&] {
     return fleet && scheduler.waiting() > 0 && fleet->NextEventTime() != INT64_MAX;
   };
@@ -284,7 +300,7 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
       predictor.Observe(done.vc, done.num_gpus, static_cast<double>(done.duration_s));
       log(now, "finish", ev.id, "");
       active.erase(act);
-      if (fleet) fleet->MarkChanged();
+      if (fleet) fleet->MarkCompletion();
     }
     // Boots, wake-ups and spot interruptions at `now`.
     if (fleet) {
@@ -389,8 +405,25 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
                   [](const auto& a, const auto& b) { return a.job.id < b.job.id; });
         return out;
       };
-      fleet->AfterSchedule(cluster, waiting_now, scheduler.waiting() > 0, now, placement_policy,
-                           rng);
+      auto running_now = [&] {
+        std::vector<scale::RunningJobView> out;
+        out.reserve(running.size());
+        for (const sched::RunningJob& r : running) {
+          scale::RunningJobView v;
+          v.run = r;
+          v.restartable = config.autoscale.jobs_restartable;
+          v.restart_overhead_s = config.preemption_overhead_s;  // run time left: unknown
+          out.push_back(std::move(v));
+        }
+        return out;
+      };
+      fleet->AfterSchedule(cluster, waiting_now, running_now, scheduler.waiting() > 0, now,
+                           placement_policy, rng);
+      for (const scale::Plan::Consolidation& c : fleet->TakeConsolidations()) {
+        for (const sched::JobId id : c.jobs) move_off(id, now);
+        fleet->Consolidated(cluster, c.node, now,
+                            static_cast<int64_t>(std::ceil(config.preemption_overhead_s)));
+      }
     }
     const int64_t job_milli = cluster.used_gpu_milli() - (fleet ? fleet->blocked_gpu_milli() : 0);
     const int busy = static_cast<int>((job_milli + core::kGpuMilli - 1) / core::kGpuMilli);
@@ -408,6 +441,8 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
     result.fleet = fleet->Finish(last);
     result.fleet.gpu_s_lost = lost_gpu_s;
     result.fleet.jobs_interrupted = jobs_interrupted;
+    result.fleet.jobs_moved = jobs_moved;
+    result.fleet.gpu_s_lost_moves = moved_lost_gpu_s;
   }
   return result;
 }

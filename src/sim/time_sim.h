@@ -75,6 +75,12 @@ struct FleetStats {
   int64_t interruptions = 0;       // spot nodes reclaimed
   int64_t jobs_interrupted = 0;    // job runs stopped by an interruption
   double gpu_s_lost = 0;           // progress since the last checkpoint, plus restart cost
+  // Consolidation (`policy.consolidation`): nodes emptied and retired, job runs moved off them,
+  // and the GPU-seconds those moves cost (each moved job checkpoints in its grace period, so it
+  // loses only the restart overhead, `TimeSimConfig::preemption_overhead_s`).
+  int64_t consolidations = 0;
+  int64_t jobs_moved = 0;
+  double gpu_s_lost_moves = 0;
   int64_t planner_calls = 0;
   // Nodes held over time: (time, nodes from then on), one point per change.
   std::vector<std::pair<int64_t, int>> nodes_over_time;
