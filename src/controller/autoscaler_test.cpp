@@ -87,6 +87,7 @@ class AutoscalerTest : public ::testing::Test {
     ControllerOptions options;
     options.data_dir = dir_.string();
     options.clock = [this] { return now_ms_; };
+    options.lease_ms = lease_ms_;
     for (const auto& g : config_.groups) {
       for (int k = 0; k < g.max; ++k) {
         options.growth_nodes.push_back({g.name, g.cpu_milli, g.memory_mib, g.gpus, g.model});
@@ -143,6 +144,7 @@ class AutoscalerTest : public ::testing::Test {
   std::shared_ptr<FakeProvider::State> cloud_ = std::make_shared<FakeProvider::State>();
   scale::AutoscaleConfig config_;
   int64_t now_ms_ = kStartMs;
+  int64_t lease_ms_ = 10000;
 };
 
 TEST_F(AutoscalerTest, AGangOnAnEmptyFleetGetsItsNodesWhichJoinRunItAndAreRetiredWhenUnneeded) {
@@ -306,6 +308,52 @@ TEST_F(AutoscalerTest, ANodeWhoseAgentFallsSilentIsDeletedAfterTheJoinTimeout) {
   now_ms_ += 11 * 60'000;
   scaler.RunOnce(now_ms_);
   EXPECT_EQ(Instances().count(name), 0u) << "silent too long: deleted, no longer paid for";
+}
+
+TEST_F(AutoscalerTest, ConsolidationMovesARestartableJobOffAnUnderUsedNodeAndRetiresIt) {
+  config_.policy.consolidation = true;
+  lease_ms_ = 24 * 3'600'000;  // the test jumps an hour between beats
+  MakeController();
+  Autoscaler& scaler = MakeScaler();
+  FakeAgent fixed("fixed");  // a node the autoscaler does not hold, with 2 of 4 GPUs busy later
+  ASSERT_TRUE(fixed.Beat(*ctl_, now_ms_).ok());
+  const int64_t stays = Submit(2), ends = Submit(2);
+  ctl_->RunOnce(now_ms_);
+  ASSERT_TRUE(fixed.Beat(*ctl_, now_ms_).ok());
+  ASSERT_TRUE(fixed.Beat(*ctl_, now_ms_).ok());
+  ASSERT_TRUE(fixed.Runs(stays) && fixed.Runs(ends));
+  const int64_t moved = Submit(2, 1, /*restartable=*/true);
+  ctl_->RunOnce(now_ms_);
+  scaler.RunOnce(now_ms_);
+  ASSERT_EQ(Instances().size(), 1u);
+  const std::string name = *Instances().begin();
+  FakeAgent bought(name);
+  ASSERT_TRUE(bought.Beat(*ctl_, now_ms_).ok());
+  scaler.RunOnce(now_ms_);
+  ctl_->RunOnce(now_ms_);
+  ASSERT_TRUE(bought.Beat(*ctl_, now_ms_).ok());
+  ASSERT_TRUE(bought.Beat(*ctl_, now_ms_).ok());
+  ASSERT_TRUE(bought.Runs(moved));
+  // An hour on, room frees on the fixed node: the bought node's only job fits there.
+  now_ms_ += 3'600'000;
+  fixed.End(ends, 0);
+  ASSERT_TRUE(fixed.Beat(*ctl_, now_ms_).ok());
+  ASSERT_TRUE(bought.Beat(*ctl_, now_ms_).ok());
+  ctl_->RunOnce(now_ms_);
+  scaler.RunOnce(now_ms_);
+  EXPECT_EQ(scaler.GetStatus().consolidations, 1);
+  EXPECT_EQ(Records().at(0).state, "draining");
+  ASSERT_TRUE(bought.Beat(*ctl_, now_ms_).ok());  // told to stop: stops
+  ASSERT_TRUE(bought.Beat(*ctl_, now_ms_).ok());
+  ctl_->RunOnce(now_ms_);  // ends PREEMPTED, requeued, placed on the fixed node
+  ctl_->RunOnce(now_ms_);
+  ASSERT_TRUE(fixed.Beat(*ctl_, now_ms_).ok());
+  ASSERT_TRUE(fixed.Beat(*ctl_, now_ms_).ok());
+  EXPECT_TRUE(fixed.Runs(moved)) << "moved to the node with room";
+  ASSERT_TRUE(bought.Beat(*ctl_, now_ms_).ok());
+  scaler.RunOnce(now_ms_);
+  EXPECT_TRUE(Instances().empty()) << "the emptied node is retired at once";
+  EXPECT_TRUE(fixed.Runs(stays));
 }
 
 TEST_F(AutoscalerTest, TheSpendCapIsNeverExceeded) {
