@@ -91,6 +91,18 @@ void ClientCli::Register(CLI::App& app) {
   add_client_flags(jobs_cmd, jobs_.client);
   jobs_cmd->callback([this] { std::exit(Guarded([&] { return RunJobs(jobs_); })); });
 
+  CLI::App* queue_cmd = app.add_subcommand(
+      "queue", "The queue's summary; --explain: why each waiting job waits, in scheduler order");
+  queue_cmd->add_flag("--explain", queue_.explain,
+                      "each waiting job's position and reason (others' jobs without id, user or "
+                      "name unless you are an admin)");
+  queue_cmd->add_flag("--mine", queue_.mine, "with --explain: only your jobs");
+  queue_cmd->add_option("--limit", queue_.limit, "with --explain: the first so many jobs")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  add_client_flags(queue_cmd, queue_.client);
+  queue_cmd->callback([this] { std::exit(Guarded([&] { return RunQueue(queue_); })); });
+
   CLI::App* show_cmd = app.add_subcommand("show", "Show one job");
   show_cmd->add_option("id", job_id_, "job id")->required();
   add_client_flags(show_cmd, job_client_);

@@ -5,6 +5,7 @@
 
 #include "cli/advise_commands.h"
 #include "cli/client_commands.h"
+#include "cli/queue_commands.h"
 
 namespace CLI {
 class App;
@@ -30,6 +31,7 @@ class ClientCli {
   AdviseOptions advise_;
   ReportOptions report_;
   ClientOptions scale_client_;
+  QueueOptions queue_;
   int64_t job_id_ = 0;
   bool follow_ = false;
 };

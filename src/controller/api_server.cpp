@@ -18,6 +18,7 @@
 #include "controller/advice_routes.h"
 #include "controller/api_common.h"
 #include "controller/auth.h"
+#include "controller/queue_routes.h"
 #include "controller/scale_routes.h"
 #include "controller/submit_request.h"
 #include "core/gpu_catalog.h"
@@ -387,6 +388,7 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
                           {"free_gpus", free_gpus}}),
                     "application/json");
   });
+  AddQueueRoutes(server, impl.controller);
   AddAdminRoutes(server, impl.controller, options.ca_sha256);
   AddAdviceRoutes(server, impl.controller);
   AddScaleRoutes(server, impl.controller, impl.autoscaler);

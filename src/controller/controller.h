@@ -39,6 +39,7 @@
 #include "net/node_protocol.h"
 #include "scale/planner.h"
 #include "sched/placement_policy.h"
+#include "sched/explain.h"
 #include "sched/queue_policy.h"
 #include "sched/queued_job.h"
 #include "sched/runtime_predictor.h"
@@ -225,6 +226,22 @@ class Controller {
     double gpu_h_alloc = 0, gpu_h_used = 0;
   };
   core::Result<std::optional<JobUsageView>> Usage(const store::JobRecord& job);
+  // Why each waiting job waits (`sched::ExplainQueue`), in the scheduler's order, with whose job
+  // it is (the API hides other users' jobs' names from non-admins). Takes the controller's lock
+  // for the whole of it: the decisions a pass would make now (`Schedule` on a copy of the
+  // random generator: nothing changes) and the explanation; for 10,000 waiting jobs on 1,000
+  // nodes tens of milliseconds (sched/explain_test), during which passes and heartbeats wait.
+  // Running jobs end by their time limit, or by their predicted run time where the predictor has
+  // learnt the class (not its fixed prior).
+  struct QueueExplanation {
+    sched::Explanation why;
+    std::string user;
+    std::string name;
+    std::string queue;
+    int gpus = 0;   // per node
+    int nodes = 1;
+  };
+  std::vector<QueueExplanation> ExplainQueue(int64_t now_ms) const;
   // For the autoscaler (controller/autoscaler.h). What it plans from: the cluster as placement
   // sees it, each node's name, and since when each alive node has run nothing (-1: busy or not
   // alive), with the waiting jobs.

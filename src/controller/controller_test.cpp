@@ -90,6 +90,40 @@ TEST_F(ControllerTest, AJobRunsOnAnAgentAndSucceedsWhenItReportsExitZero) {
   EXPECT_FALSE(a.Holds(id)) << "a settled job is no longer listed, so the agent forgets it";
 }
 
+TEST_F(ControllerTest, AJobThatCannotFitIsExplainedByTheRunningJobWhoseEndFreesIt) {
+  Controller& ctl = Make();
+  FakeAgent a("a");  // 4 GPUs
+  ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
+  const int64_t big = Submit(3, /*time_limit_s=*/2400);
+  Step({&a});
+  ASSERT_TRUE(a.Runs(big));
+  const int64_t waiting = Submit(2);
+  for (int second = 0; second < 60; second += 5) {  // a minute into its 40; beats keep the lease
+    now_ms_ += 5000;
+    Step({&a});
+  }
+  EXPECT_FALSE(a.Runs(waiting));
+  const std::vector<Controller::QueueExplanation> why = ctl.ExplainQueue(now_ms_);
+  ASSERT_EQ(why.size(), 1u);
+  EXPECT_EQ(why[0].why.id, waiting);
+  EXPECT_EQ(why[0].why.position, 1);
+  EXPECT_EQ(why[0].user, "ada");
+  EXPECT_EQ(why[0].why.kind, sched::WaitKind::kNoFitNow);
+  EXPECT_EQ(why[0].why.fits_after_job, big);
+  EXPECT_EQ(why[0].why.fits_after_s, 2340);
+  EXPECT_EQ(why[0].why.reason,
+            "needs 2 GPUs on one node: no node has 2 free now (at most 1); "
+            "would fit after job " +
+                std::to_string(big) + " ends (time limit in 39 min)");
+  // Explaining changes nothing: the next pass still places nothing, and then the job starts
+  // once the big one ends.
+  a.End(big, 0);
+  Step({&a});
+  Step({&a});
+  EXPECT_TRUE(a.Runs(waiting));
+  EXPECT_TRUE(ctl.ExplainQueue(now_ms_).empty());
+}
+
 TEST_F(ControllerTest, ANonZeroExitFailsTheJobWithItsCode) {
   Controller& ctl = Make();
   FakeAgent a("a");

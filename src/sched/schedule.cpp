@@ -43,6 +43,13 @@ bool Scheduler::Remove(JobId id) {
   return true;
 }
 
+std::vector<QueuedJob> Scheduler::Waiting() const {
+  std::vector<QueuedJob> out;
+  out.reserve(order_.size());
+  for (const auto& [entry, job] : order_) out.push_back(job);
+  return out;
+}
+
 void Scheduler::PromoteStarved(int64_t now) {
   while (!promotions_.empty() && promotions_.begin()->first <= static_cast<double>(now)) {
     const JobId id = promotions_.begin()->second;

@@ -34,6 +34,12 @@ class Scheduler {
   // Removes a waiting job (started, cancelled); false when it is not waiting.
   bool Remove(JobId id);
   size_t waiting() const { return order_.size(); }
+  // The waiting jobs in the policy's order (a copy: O(waiting)). Under a fair-share policy this is
+  // the order within each queue merged by key; queues themselves are served by share.
+  std::vector<QueuedJob> Waiting() const;
+  // What `SetQueueWeights` was given (empty, 1.0 without a call).
+  const std::map<std::string, double>& queue_weights() const { return queue_weights_; }
+  double default_queue_weight() const { return default_queue_weight_; }
 
   // Fair share (`QueuePolicy::FairShare()`): each queue's weight. A queue's quota is its weight's
   // share of the cluster, over all queues named here or seen waiting or running; a queue not
