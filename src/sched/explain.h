@@ -87,7 +87,7 @@ struct Explanation {
 // One explanation per waiting job, in the order of `input.waiting`. Cost: one placement test per
 // distinct job shape, plus the bounded "fits after" searches (each up to one release and a
 // local fit test per running job, a placement only where room appeared): 10,000 waiting jobs
-// over 1,000 nodes take milliseconds (bench in explain_test).
+// over 1,000 nodes take tens of milliseconds (bench/explain_bench.cpp).
 std::vector<Explanation> ExplainQueue(const ExplainInput& input, core::Rng& rng);
 
 }  // namespace gpufleet::sched

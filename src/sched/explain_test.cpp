@@ -228,7 +228,8 @@ TEST_F(ExplainTest, NamesOfKindsAndBasesAreStable) {
 
 // Bounded cost: 10,000 waiting jobs of many shapes over 1,000 full nodes. Prints the time (the
 // wall clock is read only to report it; the bound is loose so that sanitizer builds pass).
-TEST_F(ExplainTest, TenThousandJobsOverAThousandNodesAreExplainedQuickly) {
+// The fleet-scale case of bench/explain_bench.cpp (which times it), checked for what it says.
+TEST_F(ExplainTest, TenThousandJobsOverAThousandNodesAreAllExplained) {
   std::vector<core::NodeSpec> nodes = test::Replicate(Node().Gpus(8), 1000);
   core::ClusterSnapshot c(nodes);
   std::vector<ExplainRunning> running;
@@ -247,19 +248,14 @@ TEST_F(ExplainTest, TenThousandJobsOverAThousandNodesAreExplainedQuickly) {
     q.cpu_milli_per_gpu = 500 * (j % 40);  // 200 distinct shapes
     jobs.push_back(q);
   }
-  const auto start = std::chrono::steady_clock::now();
   auto e = Explain("priority", c, jobs, running);
-  const double ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  std::printf(
-      "[ explain  ] 10000 waiting jobs, 1000 nodes, 5000 running: %.1f ms (schedule pass "
-      "included)\n",
-      ms);
   ASSERT_EQ(e.size(), 10000u);
   int with_fits_after = 0;
-  for (const Explanation& x : e) with_fits_after += x.fits_after_job.has_value();
+  for (size_t i = 0; i < e.size(); ++i) {
+    EXPECT_EQ(e[i].position, static_cast<int>(i) + 1);
+    with_fits_after += e[i].fits_after_job.has_value();
+  }
   EXPECT_GT(with_fits_after, 0);
-  EXPECT_LT(ms, 10000);
 }
 
 }  // namespace
