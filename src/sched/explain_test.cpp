@@ -2,8 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include <chrono>
-#include <cstdio>
 
 #include "sched/policy_registry.h"
 #include "sched/schedule.h"
