@@ -50,8 +50,10 @@ SimFleet::SimFleet(const scale::AutoscaleConfig& config, const AutoscaleSimOptio
   stats_.enabled = true;
 }
 
-void SimFleet::Block(core::ClusterSnapshot& cluster, int slot) {
-  const core::NodeSpec& spec = cluster.spec(slot);
+namespace {
+
+// Everything node `spec` has, as one allocation: what holds a slot with no ready node in it.
+std::pair<core::JobSpec, core::GpuMask> WholeNode(const core::NodeSpec& spec) {
   core::JobSpec all;
   all.cpu_milli = spec.cpu_milli;
   all.memory_mib = spec.memory_mib;
@@ -59,21 +61,21 @@ void SimFleet::Block(core::ClusterSnapshot& cluster, int slot) {
   all.gpu_milli = core::kGpuMilli;
   const core::GpuMask mask =
       spec.num_gpus >= 32 ? ~core::GpuMask{0} : (core::GpuMask{1} << spec.num_gpus) - 1;
+  return {all, mask};
+}
+
+}  // namespace
+
+void SimFleet::Block(core::ClusterSnapshot& cluster, int slot) {
+  const auto [all, mask] = WholeNode(cluster.spec(slot));
   cluster.Allocate(slot, all, mask);
-  blocked_gpu_milli_ += int64_t{spec.num_gpus} * core::kGpuMilli;
+  blocked_gpu_milli_ += all.GpuDemandMilli();
 }
 
 void SimFleet::Unblock(core::ClusterSnapshot& cluster, int slot) {
-  const core::NodeSpec& spec = cluster.spec(slot);
-  core::JobSpec all;
-  all.cpu_milli = spec.cpu_milli;
-  all.memory_mib = spec.memory_mib;
-  all.num_gpu = spec.num_gpus;
-  all.gpu_milli = core::kGpuMilli;
-  const core::GpuMask mask =
-      spec.num_gpus >= 32 ? ~core::GpuMask{0} : (core::GpuMask{1} << spec.num_gpus) - 1;
+  const auto [all, mask] = WholeNode(cluster.spec(slot));
   cluster.Release(slot, all, mask);
-  blocked_gpu_milli_ -= int64_t{spec.num_gpus} * core::kGpuMilli;
+  blocked_gpu_milli_ -= all.GpuDemandMilli();
 }
 
 void SimFleet::Start(core::ClusterSnapshot& cluster, int64_t start) {
