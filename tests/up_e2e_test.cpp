@@ -369,6 +369,47 @@ TEST_F(UpServer, JobListingsEscapeControlCharacters) {
   EXPECT_EQ(shown.find('\x1b'), std::string::npos) << shown;
 }
 
+// Why jobs wait (GET /v1/queue/explain), read by another user: every position and reason, but the
+// id, user, name and command only of the caller's own jobs; no token, a node's or a join token's
+// gets nothing.
+TEST_F(UpServer, QueueExplainShowsOthersJobsWithoutTheirIdentity) {
+  const int64_t blocker = RunBlocker();  // the admin's, holding all 4 GPUs
+  ASSERT_GT(blocker, 0);
+  auto admin = Http(token_);
+  auto r = admin.Post("/v1/jobs", R"({"argv":["sleep","1"],"gpus":2,"name":"admins-secret-name"})",
+                      "application/json");
+  ASSERT_TRUE(r && r->status == 201);
+  const std::string bob = json::parse(Cli("users add bob --json"))["token"].get<std::string>();
+  r = Http(bob).Post("/v1/jobs", R"({"argv":["sleep","1"],"gpus":1,"name":"bobs-job"})",
+                     "application/json");
+  ASSERT_TRUE(r && r->status == 201);
+  auto seen = Http(bob).Get("/v1/queue/explain");
+  ASSERT_TRUE(seen && seen->status == 200);
+  EXPECT_EQ(seen->body.find("admins-secret-name"), std::string::npos) << seen->body;
+  EXPECT_EQ(seen->body.find("\"user\":\"admin\""), std::string::npos) << seen->body;
+  const json explained = json::parse(seen->body);
+  ASSERT_EQ(explained["jobs"].size(), 2u) << seen->body;
+  for (const json& j : explained["jobs"]) {
+    EXPECT_FALSE(j["reason"].get<std::string>().empty());
+    if (j["mine"].get<bool>()) {
+      EXPECT_EQ(j["name"], "bobs-job");
+    } else {
+      EXPECT_TRUE(j["id"].is_null() && j["user"].is_null() && j["name"].is_null()) << j.dump();
+    }
+  }
+  // The admin sees both, named.
+  const std::string all = admin.Get("/v1/queue/explain")->body;
+  EXPECT_NE(all.find("admins-secret-name"), std::string::npos);
+  EXPECT_NE(all.find("bobs-job"), std::string::npos);
+  // No credential, or a join token, reads nothing.
+  EXPECT_EQ(Http("").Get("/v1/queue/explain")->status, 401);
+  const std::string join =
+      json::parse(Cli("token create --join --ttl 10m --json"))["token"].get<std::string>();
+  EXPECT_NE(Http(join).Get("/v1/queue/explain")->status, 200);
+  EXPECT_NE(Http(join).Get("/v1/scale")->status, 200);
+  admin.Post("/v1/jobs/" + std::to_string(blocker) + "/cancel", "", "application/json");
+}
+
 // Users, tokens and per-node credentials (security finding 7 and "Users"): an admin adds a user
 // and a join token; an agent trades the join token for its node's own credential, which acts as
 // that node only; revoking it and removing the user cut them off; the audit log names who did
