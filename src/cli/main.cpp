@@ -172,7 +172,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   compare_cmd->add_option("--replicate", compare.run.replicate,
                           "replay the trace K times over on a K times larger cluster");
-  compare_cmd->add_option("--out", compare.out_dir, "write the table, a CSV and plots here");
+  compare_cmd->add_option("--out", compare.out_dir, "write the table, a CSV, plots and index.html here");
   compare_cmd->add_option("--threads", compare.threads, "worker threads (0: all cores)");
   compare_cmd
       ->add_option("--static", compare.static_sizes,
@@ -253,6 +253,9 @@ int main(int argc, char** argv) {
     cmd->add_option("--autoscale", o.autoscale,
                     "grow and shrink the fleet from the queue: a TOML file of node groups, "
                     "prices, limits and the provider (docs/scale.md)");
+    cmd->add_option("--ui-dir", o.ui_dir,
+                    "serve the web dashboard (/ui/) from this directory (a checkout's web/), "
+                    "read at each request, instead of the copy built in (development)");
     cmd->add_option("--own-hardware", o.own_hardware,
                     "what owning GPUs costs, for `advise --sizing`: a key = value file like "
                     "data/own_hardware.example.conf (default: that file's values)");

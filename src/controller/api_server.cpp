@@ -20,6 +20,9 @@
 #include "controller/auth.h"
 #include "controller/queue_routes.h"
 #include "controller/scale_routes.h"
+#include "controller/event_hub.h"
+#include "controller/ui_routes.h"
+#include "controller/ui_sessions.h"
 #include "controller/submit_request.h"
 #include "core/gpu_catalog.h"
 #include "net/host_usage_json.h"
@@ -99,6 +102,8 @@ struct ApiServer::Impl {
                                       .reserved_threads = kAgentThreads,
                                       .tls = o.tls}) {}
   Controller& controller;
+  UiSessions sessions;
+  EventHub events{controller};
   net::HttpServer server;
   std::atomic<int64_t> requests{0};
   std::atomic<const Autoscaler*> autoscaler{nullptr};
@@ -120,19 +125,30 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
   net::HttpServer& server = impl.server;
   // Before any body byte is read, /v1 requests need a known credential of any kind (handlers
   // check whose it is and what it may do); /healthz and /metrics stay open.
-  server.SetAuthHook([&impl](const httplib::Request& req, httplib::Response& res) {
+  server.SetAuthHook([&impl](httplib::Request& req, httplib::Response& res) {
     if (req.path.rfind("/v1/", 0) == 0) {
+      // The dashboard's session cookie stands for its token (with a CSRF check); agents'
+      // paths take bearer tokens only.
+      if (req.path.rfind("/v1/agent/", 0) != 0 &&
+          !AdmitSession(impl.sessions, req, res, NowMs())) {
+        return false;
+      }
       return api::Authenticate(impl.controller.store(), req, res, NowMs()).has_value();
     }
-    // The open endpoints take no body: nothing is read for anyone without a token.
+    // Logging in and out of the dashboard take a small body; nothing else outside /v1 does:
+    // nothing is read for anyone without a token.
+    if (req.method == "POST" && (req.path == "/ui/login" || req.path == "/ui/logout")) {
+      return true;
+    }
     if (req.method != "GET" && req.method != "HEAD") {
       Fail(res, 405, "only GET and HEAD outside /v1");
       return false;
     }
     return true;
   });
-  server.SetPreRoutingHandler([&impl](const httplib::Request&, httplib::Response&) {
+  server.SetPreRoutingHandler([&impl](const httplib::Request&, httplib::Response& res) {
     ++impl.requests;
+    res.set_header("X-Content-Type-Options", "nosniff");
     return httplib::Server::HandlerResponse::Unhandled;
   });
 
@@ -177,12 +193,46 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
       Fail(res, 403, "only admins list other users' jobs", "user");
       return;
     }
-    if (req.has_param("state")) {
+    if (req.has_param("state") && !req.get_param_value("state").empty()) {
       filter.state = store::ParseState(req.get_param_value("state"));
       if (!filter.state) {
         Fail(res, 400, "unknown state '" + req.get_param_value("state") + "'", "state");
         return;
       }
+    }
+    for (const char* name : {"queue", "gpu_type"}) {
+      if (!req.has_param(name)) continue;
+      const std::string value = req.get_param_value(name);
+      if (value.size() > 64) {
+        Fail(res, 400, std::string(name) + ": at most 64 characters", name);
+        return;
+      }
+      (std::string_view(name) == "queue" ? filter.queue : filter.gpu_type) = value;
+    }
+    if (req.has_param("sort")) {
+      auto key = store::ParseSortKey(req.get_param_value("sort"));
+      if (!key) {
+        Fail(res, 400,
+             "sort: one of id, submit, start, end, gpus, user, state, queue, priority", "sort");
+        return;
+      }
+      filter.sort = *key;
+    }
+    if (req.has_param("order")) {
+      const std::string order = req.get_param_value("order");
+      if (order != "asc" && order != "desc") {
+        Fail(res, 400, "order: asc or desc", "order");
+        return;
+      }
+      filter.descending = order == "desc";
+    }
+    if (req.has_param("offset")) {
+      auto v = ParseId(req.get_param_value("offset"));
+      if (!v || *v < 0 || *v > 100'000'000) {
+        Fail(res, 400, "offset must be a non-negative integer", "offset");
+        return;
+      }
+      filter.offset = *v;
     }
     for (const char* name : {"after", "limit"}) {
       if (!req.has_param(name)) continue;
@@ -205,6 +255,14 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
     if (!jobs) {
       Fail(res, 503, jobs.error());
       return;
+    }
+    if (req.has_param("total") && req.get_param_value("total") != "0") {
+      auto total = impl.controller.store().CountJobs(filter);
+      if (!total) {
+        Fail(res, 503, total.error());
+        return;
+      }
+      res.set_header("X-Total-Count", std::to_string(total.value()));
     }
     json out = json::array();
     for (const store::JobRecord& j : jobs.value()) out.push_back(JobJson(j));
@@ -389,6 +447,14 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
                     "application/json");
   });
   AddQueueRoutes(server, impl.controller);
+  {
+    auto assets = ui::AssetSet::Embedded();
+    if (!options.ui_dir.empty()) {
+      if (auto from_dir = ui::AssetSet::FromDirectory(options.ui_dir)) assets = from_dir;
+    }
+    AddUiRoutes(server, UiRouteContext{impl.controller, impl.sessions, impl.events, assets,
+                                       options.tls != nullptr});
+  }
   AddAdminRoutes(server, impl.controller, options.ca_sha256);
   AddAdviceRoutes(server, impl.controller);
   AddScaleRoutes(server, impl.controller, impl.autoscaler);

@@ -1,7 +1,8 @@
 #pragma once
 // `ApiServer`: the controller's HTTP/JSON API, under /v1, with bearer-token auth.
 //   POST /v1/jobs                 submit; 201 {"id": N} once committed
-//   GET  /v1/jobs?user=&state=&after=&limit=   list (users see their own; admins anyone's)
+//   GET  /v1/jobs?user=&state=&queue=&gpu_type=&sort=&order=&offset=&after=&limit=&total=1
+//                                 list (users see their own; admins anyone's)
 //   GET  /v1/jobs/<id>            one job
 //   POST /v1/jobs/<id>/cancel     cancel
 //   GET  /v1/jobs/<id>/logs?offset=N   the log from byte N (headers: X-Log-Size, X-Job-State)
@@ -11,6 +12,7 @@
 //   GET  /v1/gpus                 every node's latest GPU samples, as its agent sent them
 //   POST /v1/agent/heartbeat      an agent's heartbeat (admin token); see net/node_protocol.h
 //   GET  /v1/queue, GET /healthz (no auth), GET /metrics (no auth)
+//   GET  /ui/, /v1/fleet, /v1/queues, /v1/events (SSE) ...: the dashboard (controller/ui_routes.h)
 // Errors are JSON {"error": ..., "field": ...}: 400 for a bad field (named), 401 without a valid
 // token, 404 for a job that does not exist or is not the caller's, 413 for bodies over 1 MiB.
 #include <memory>
@@ -27,6 +29,9 @@ class Autoscaler;
 struct ApiServerOptions {
   std::shared_ptr<net::TlsServerContext> tls;  // https when set
   std::string ca_sha256;  // the cluster CA's hash, appended to join tokens for agents to pin
+  // Serve the dashboard's files from this directory, read at each request, instead of the
+  // compiled-in copy (development; "": the compiled-in copy).
+  std::string ui_dir;
 };
 
 class ApiServer {

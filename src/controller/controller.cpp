@@ -113,6 +113,54 @@ Controller::~Controller() { Stop(); }
 
 std::string Controller::LogPath(int64_t id, int rank) const { return logs_.Path(id, rank); }
 
+void Controller::SetEvents(ControllerEvents* events) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  events_ = events;
+}
+
+std::vector<Controller::GpuSeries> Controller::JobGpuSeries(const store::JobRecord& job) const {
+  std::vector<GpuSeries> out;
+  if (job.start_ms <= 0) return out;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const store::RankPlacement& rank : job.placement) {
+    for (int g : rank.gpus) {
+      out.push_back({rank.node, g, gpu_history_.Get(rank.node, g, job.start_ms, job.end_ms)});
+    }
+  }
+  return out;
+}
+
+std::vector<Controller::QueueNow> Controller::Queues() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::map<std::string, QueueNow> queues;
+  auto entry = [&](const std::string& name) -> QueueNow& {
+    QueueNow& q = queues[name];
+    if (q.name.empty()) {
+      q.name = name;
+      auto w = options_.queue_weights.find(name);
+      q.weight = w != options_.queue_weights.end() ? w->second : 1.0;
+    }
+    return q;
+  };
+  for (const auto& [name, weight] : options_.queue_weights) entry(name);
+  auto gpus_of = [](const store::JobRecord& j) {
+    return j.gpu_milli < 1000 ? j.gpu_milli / 1000.0 : static_cast<double>(j.gpus) * std::max(1, j.nodes);
+  };
+  for (const auto& [id, a] : active_) {
+    QueueNow& q = entry(a.job.queue);
+    ++q.running;
+    q.gpus_allocated += gpus_of(a.job);
+  }
+  for (const auto& [id, j] : waiting_) {
+    QueueNow& q = entry(j.queue);
+    ++q.waiting;
+    q.gpus_waiting += gpus_of(j);
+  }
+  std::vector<QueueNow> out;
+  for (auto& [name, q] : queues) out.push_back(std::move(q));
+  return out;
+}
+
 sched::JobAsk Controller::AskOf(const store::JobRecord& job) {
   sched::JobAsk ask;
   ask.id = job.id;
@@ -393,7 +441,10 @@ core::Result<bool> Controller::Recover(int64_t now_ms) {
   // The run-time history: SUCCEEDED jobs, learnt in the order they ended, each predicted first
   // (so the predictor's measured error covers the history too). At most the last 100,000.
   std::vector<store::JobRecord> history;
-  for (store::JobFilter page{"", store::JobState::kSucceeded, 0, 1000};;) {
+  store::JobFilter page;
+  page.state = store::JobState::kSucceeded;
+  page.limit = 1000;
+  for (;;) {
     auto got = store_.ListJobs(page);
     if (!got) return core::Error{got.error()};
     if (got.value().empty()) break;
@@ -559,6 +610,10 @@ core::Result<int64_t> Controller::Submit(store::JobRecord job) {
     }
   }
   {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (events_ != nullptr) events_->JobChanged(job.id, store::JobState::kPending, job.submit_ms);
+  }
+  {
     std::lock_guard<std::mutex> lock(inbox_mutex_);
     inbox_.push_back(std::move(job));
   }
@@ -579,6 +634,7 @@ core::Result<store::JobState> Controller::Cancel(int64_t id, int64_t now_ms) {
     update.reason = "cancelled while waiting";
     auto r = store_.Transition(id, state, store::JobState::kCancelled, update, now_ms);
     if (!r) return core::Error{r.error()};
+    if (r.value() && events_ != nullptr) events_->JobChanged(id, store::JobState::kCancelled, now_ms);
     scheduler_.Remove(id);
     waiting_.erase(id);
     requeued_at_s_.erase(id);
@@ -678,9 +734,13 @@ void Controller::WriteLocked(int64_t id, store::JobState from, store::JobState t
 bool Controller::FlushLocked(int64_t now_ms, std::vector<int64_t>* refused) {
   if (writes_.empty()) return true;
   auto done = store_.TransitionAll(writes_, now_ms);
-  if (done && refused != nullptr) {
+  if (done) {
     for (std::size_t k = 0; k < writes_.size(); ++k) {
-      if (!done.value()[k]) refused->push_back(writes_[k].id);
+      if (!done.value()[k]) {
+        if (refused != nullptr) refused->push_back(writes_[k].id);
+      } else if (events_ != nullptr) {
+        events_->JobChanged(writes_[k].id, writes_[k].to, now_ms);
+      }
     }
   }
   writes_.clear();
@@ -1145,6 +1205,7 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
     if (!rep.log_data.empty() && rep.log_from == r.log_acked) {
       if (logs_.Append(rep.id, rep.rank, rep.log_data)) {
         r.log_acked += static_cast<int64_t>(rep.log_data.size());
+        if (events_ != nullptr && rep.rank == 0) events_->LogGrew(rep.id, r.log_acked);
       }
     }
     r.log_total = rep.log_size;
@@ -1173,6 +1234,11 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
   }
   AccountUsageLocked(index, beat.figures, now_ms);
   UpdateHealthLocked(index, beat.figures, now_ms);
+  for (const net::GpuFigure& f : beat.figures) {
+    gpu_history_.Add(n.name, f.index, f.sample_ms > 0 ? f.sample_ms : now_ms, f.util_pct,
+                     static_cast<double>(f.mem_used_mib));
+  }
+  if (events_ != nullptr) events_->NodeReported(n.name);
   const std::size_t active_before = active_.size();
   for (int64_t id : touched) SettleLocked(id, now_ms);
   // A pass is due when a job ended here (its GPUs are free); a report of jobs running on needs
@@ -1402,6 +1468,26 @@ std::vector<NodeView> Controller::Nodes() const {
       }
     }
     if (n.alive && v.running_jobs == 0) v.idle_since_ms = std::max(n.alive_since_ms, n.last_busy_ms);
+    v.gpus_now.resize(static_cast<std::size_t>(std::max(0, n.spec.num_gpus)));
+    for (int g = 0; g < n.spec.num_gpus; ++g) {
+      NodeView::GpuNow& now = v.gpus_now[static_cast<std::size_t>(g)];
+      if (g < static_cast<int>(n.latest.size())) {
+        now.util_pct = n.latest[g].util_pct;
+        now.mem_used_mib = n.latest[g].mem_used_mib;
+        now.mem_total_mib = n.latest[g].mem_total_mib;
+      }
+      now.healthy = n.unhealthy.find(g) == n.unhealthy.end();
+    }
+    for (const auto& [id, a] : active_) {
+      for (const Rank& r : a.ranks) {
+        if (r.node != static_cast<int>(k) || r.ended) continue;
+        for (int g : MaskIndices(r.gpus)) {
+          if (g < 0 || g >= static_cast<int>(v.gpus_now.size())) continue;
+          v.gpus_now[static_cast<std::size_t>(g)].job = id;
+          v.gpus_now[static_cast<std::size_t>(g)].job_user = a.job.user;
+        }
+      }
+    }
     out.push_back(std::move(v));
   }
   return out;

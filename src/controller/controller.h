@@ -34,6 +34,7 @@
 #include "core/node.h"
 #include "core/result.h"
 #include "core/rng.h"
+#include "controller/gpu_history.h"
 #include "controller/job_logs.h"
 #include "controller/node_registry.h"
 #include "net/node_protocol.h"
@@ -130,6 +131,30 @@ struct NodeView {
   int64_t last_seen_ms = 0;  // 0: never
   int running_jobs = 0;
   std::string samples_json;  // the agent's latest GPU document, or ""
+  // Each GPU now (by index): its latest figures (-1: none yet), its health, and the job holding
+  // it (0: none; under GPU sharing, one of them).
+  struct GpuNow {
+    double util_pct = -1;
+    int64_t mem_used_mib = -1, mem_total_mib = -1;
+    bool healthy = true;
+    int64_t job = 0;
+    std::string job_user;
+  };
+  std::vector<GpuNow> gpus_now;
+};
+
+// What the controller tells the dashboard's live stream (controller/event_hub.h). Called under
+// the controller's lock, so an implementation only records and returns: it must not block or
+// call the controller.
+class ControllerEvents {
+ public:
+  virtual ~ControllerEvents() = default;
+  // Job `id` entered `state` (PENDING at submit, then every committed change).
+  virtual void JobChanged(int64_t id, store::JobState state, int64_t time_ms) = 0;
+  // Node `name`'s agent reported (its GPU figures may have changed).
+  virtual void NodeReported(const std::string& name) = 0;
+  // The controller holds `size` bytes of job `id`'s (rank 0) log now.
+  virtual void LogGrew(int64_t id, int64_t size) = 0;
 };
 
 struct ControllerStats {
@@ -269,6 +294,27 @@ class Controller {
   // is stopped (SIGTERM, the grace period, SIGKILL) and queued again, as a preempted one. Other
   // jobs run on until the node goes. Returns how many jobs were stopped.
   core::Result<int> Evacuate(const std::string& name, const std::string& reason);
+  // Who hears of job, node and log changes (null: nobody); set and cleared under the lock, so
+  // once SetEvents(nullptr) returns no call is under way.
+  void SetEvents(ControllerEvents* events);
+  // Each GPU of job `job` (as placed) with its samples while the job ran, as far as the
+  // controller still holds them (GpuHistory: the last hour, in memory).
+  struct GpuSeries {
+    std::string node;
+    int index = 0;
+    GpuHistory::Series series;
+  };
+  std::vector<GpuSeries> JobGpuSeries(const store::JobRecord& job) const;
+  // Each queue with jobs waiting or running, or with a weight: its fair-share weight and what it
+  // holds and waits for now.
+  struct QueueNow {
+    std::string name;
+    double weight = 1;
+    int running = 0, waiting = 0;
+    double gpus_allocated = 0;  // GPUs its running jobs hold (shares as fractions)
+    double gpus_waiting = 0;    // GPUs its waiting jobs ask for
+  };
+  std::vector<QueueNow> Queues() const;
   // Where the controller keeps rank `rank`'s log of job `id` (rank 0: what `logs` shows).
   std::string LogPath(int64_t id, int rank = 0) const;
   store::Store& store() { return store_; }
@@ -380,6 +426,8 @@ class Controller {
   store::Store& store_;
   ControllerOptions options_;
   JobLogs logs_;
+  GpuHistory gpu_history_;            // under mutex_
+  ControllerEvents* events_ = nullptr;  // under mutex_
   std::unique_ptr<sched::QueuePolicy> queue_policy_;
   std::unique_ptr<sched::PlacementPolicy> placement_policy_;
 

@@ -1,5 +1,7 @@
 #include "controller/node_registry.h"
 
+#include <algorithm>
+
 #include "core/gpu_catalog.h"
 
 namespace gpufleet::controller {
@@ -65,6 +67,11 @@ bool NodeRegistry::Heard(int i, const net::Heartbeat& beat, bool busy, int64_t n
   n.last_seen_ms = now_ms;
   if (n.first_seen_ms == 0) n.first_seen_ms = now_ms;
   if (!beat.samples_json.empty()) n.samples_json = beat.samples_json;  // agents send it 1/s
+  for (const net::GpuFigure& f : beat.figures) {
+    if (f.index < 0 || f.index >= std::max(beat.gpus, 1)) continue;
+    if (static_cast<int>(n.latest.size()) <= f.index) n.latest.resize(f.index + 1);
+    n.latest[f.index] = {f.util_pct, f.mem_used_mib, f.mem_total_mib};
+  }
   return changed;
 }
 

@@ -40,6 +40,12 @@ struct RegisteredNode {
   int64_t epoch = 0;  // bumped when declared lost
   int64_t last_seen_ms = 0;
   std::string samples_json;
+  // Each GPU's latest figures, by index (-1: none yet).
+  struct GpuFigures {
+    double util_pct = -1;
+    int64_t mem_used_mib = -1, mem_total_mib = -1;
+  };
+  std::vector<GpuFigures> latest;
   uint64_t version = 0;        // bumped when what this node should run changes (wakes its agent)
   int64_t last_figure_ms = 0;  // newest GPU figure counted into usage summaries
   // Draining (see NodeView::drained). `unhealthy`: the agent's latest verdict by GPU; `acked`:

@@ -5,10 +5,14 @@
 namespace gpufleet::net {
 
 void Router::Add(std::string method, const std::string& pattern, Handler handler) {
-  routes_.push_back({std::move(method), std::regex(pattern), std::move(handler)});
+  routes_.push_back({std::move(method), std::regex(pattern), std::move(handler), nullptr});
 }
 
-bool Router::Admit(const httplib::Request& req, httplib::Response& res) const {
+void Router::AddStream(std::string method, const std::string& pattern, StreamHandler handler) {
+  routes_.push_back({std::move(method), std::regex(pattern), nullptr, std::move(handler)});
+}
+
+bool Router::Admit(httplib::Request& req, httplib::Response& res) const {
   if (pre_routing_ && pre_routing_(req, res) == httplib::Server::HandlerResponse::Handled) {
     return true;
   }
@@ -18,7 +22,8 @@ bool Router::Admit(const httplib::Request& req, httplib::Response& res) const {
   return true;
 }
 
-void Router::Handle(httplib::Request& req, httplib::Response& res) const {
+void Router::Handle(httplib::Request& req, httplib::Response& res,
+                    std::shared_ptr<EventStream>* stream) const {
   if (req.path.size() > kMaxRoutedPath) {
     // libstdc++'s regex_match recurses once per character: a long path must not reach it.
     res.status = 414;
@@ -29,7 +34,14 @@ void Router::Handle(httplib::Request& req, httplib::Response& res) const {
   const std::string method = req.method == "HEAD" ? "GET" : req.method;
   for (const Route& route : routes_) {
     if (route.method == method && std::regex_match(req.path, req.matches, route.pattern)) {
-      route.handler(req, res);
+      if (route.handler) {
+        route.handler(req, res);
+      } else if (stream != nullptr) {
+        *stream = route.stream_handler(req, res);
+      } else {
+        res.status = 500;
+        ErrorAnswer(req, res, "a streamed answer is not available here");
+      }
       return;
     }
   }

@@ -64,11 +64,13 @@ struct Job {
 struct Completion {
   uint64_t conn_id = 0;
   std::unique_ptr<Exchange> ex;  // set when the auth hook passed: the body is read next
-  std::string bytes;             // else the answer
+  std::string bytes;             // else the answer (the head only for a stream)
   bool close = false;
+  std::shared_ptr<EventStream> stream;  // a streamed answer's body
 };
 
-enum class ConnState { kHead, kAuth, kBody, kHandling, kWriting, kLinger };
+// kStreaming: the answer is an EventStream's, sent as it comes, until either side closes it.
+enum class ConnState { kHead, kAuth, kBody, kHandling, kWriting, kStreaming, kLinger };
 
 struct Conn {
   uint64_t id = 0;
@@ -99,6 +101,7 @@ struct Conn {
   Clock::time_point write_progress;
   Clock::time_point linger_until;
   std::size_t linger_bytes = 0;
+  std::shared_ptr<EventStream> stream;  // kStreaming
 };
 
 std::string AddressText(const sockaddr_storage& addr, int& port) {
@@ -161,6 +164,7 @@ struct HttpServer::Impl {
   std::unique_ptr<WorkerPool<Job>> reserved_pool;
   std::mutex completions_mutex;
   std::vector<Completion> completions;
+  std::vector<uint64_t> streams_ready;  // connections whose stream has bytes or closed
 
   // --- I/O thread only -------------------------------------------------------------------------
   std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns;
@@ -195,7 +199,7 @@ struct HttpServer::Impl {
         PostCompletion(std::move(done));
         return;
       }
-      if (!answered) router.Handle(ex.req, ex.res);
+      if (!answered) router.Handle(ex.req, ex.res, &done.stream);
     } catch (const std::exception& e) {
       ex.res = httplib::Response();
       ex.res.status = 500;
@@ -205,6 +209,16 @@ struct HttpServer::Impl {
       ex.res = httplib::Response();
       ex.res.status = 500;
       ex.res.set_content(wire::ErrorJson("internal error"), "application/json");
+    }
+    if (done.stream && (ex.head_only || ex.res.status >= 300)) {
+      done.stream->Detach();  // HEAD, or a handler that also answered an error: no stream
+      done.stream.reset();
+    }
+    if (done.stream) {
+      done.close = true;
+      done.bytes = wire::FormatStreamHead(ex.res);
+      PostCompletion(std::move(done));
+      return;
     }
     // Answered before its body was read: the connection cannot carry another request.
     done.close = !ex.framing.keep_alive || job.stage == Stage::kAuth;
@@ -225,7 +239,7 @@ struct HttpServer::Impl {
     if (c.closed) return;
     uint32_t want = 0;
     if (c.state == ConnState::kHead || c.state == ConnState::kBody ||
-        c.state == ConnState::kLinger) {
+        c.state == ConnState::kStreaming || c.state == ConnState::kLinger) {
       want |= EPOLLIN;
     }
     if (c.out_pos < c.out.size()) want |= EPOLLOUT;
@@ -243,6 +257,10 @@ struct HttpServer::Impl {
   void Close(Conn& c) {
     if (c.closed) return;
     c.closed = true;
+    if (c.stream) {
+      c.stream->Detach();
+      c.stream.reset();
+    }
     epoll_ctl(epoll_fd, EPOLL_CTL_DEL, c.fd, nullptr);
     c.ssl.reset();
     close(c.fd);
@@ -536,7 +554,13 @@ struct HttpServer::Impl {
       return;
     }
     if (c.ssl && c.state != ConnState::kLinger) {
-      if (ReadTls(c)) Advance(c);
+      if (ReadTls(c)) {
+        if (c.state == ConnState::kStreaming) {
+          c.in.clear();  // a streamed answer's client has nothing more to say
+        } else {
+          Advance(c);
+        }
+      }
       return;
     }
     char buffer[kReadChunk];
@@ -546,7 +570,7 @@ struct HttpServer::Impl {
       Close(c);
       return;
     }
-    if (c.state == ConnState::kLinger) {
+    if (c.state == ConnState::kLinger || c.state == ConnState::kStreaming) {
       c.linger_bytes += static_cast<std::size_t>(n);
       if (c.linger_bytes > kMaxLingerBytes) Close(c);
       return;
@@ -643,7 +667,9 @@ struct HttpServer::Impl {
       auto it = conns.find(done.conn_id);
       if (it == conns.end() || it->second->closed) continue;
       Conn& c = *it->second;
-      if (done.ex) {
+      if (done.stream) {
+        StartStream(c, std::move(done));
+      } else if (done.ex) {
         // The auth hook passed: read the body now, its wait not counted against the deadline.
         c.ex = std::move(done.ex);
         c.deadline += Clock::now() - c.paused_at;
@@ -652,6 +678,58 @@ struct HttpServer::Impl {
       } else {
         QueueAnswer(c, std::move(done.bytes), done.close);
       }
+    }
+  }
+
+  // A streamed answer: its head goes now, its body as the stream's holder sends it.
+  void StartStream(Conn& c, Completion done) {
+    c.ex.reset();
+    c.state = ConnState::kStreaming;
+    c.linger_bytes = 0;
+    c.stream = std::move(done.stream);
+    c.out += done.bytes;
+    c.write_progress = Clock::now();
+    const uint64_t id = c.id;
+    c.stream->Attach([this, id] {
+      {
+        std::lock_guard<std::mutex> lock(completions_mutex);
+        streams_ready.push_back(id);
+      }
+      Wake();
+    });
+    Flush(c);
+  }
+
+  // Moves what streams have to send onto their connections.
+  void DrainStreams() {
+    std::vector<uint64_t> ready;
+    {
+      std::lock_guard<std::mutex> lock(completions_mutex);
+      ready.swap(streams_ready);
+    }
+    for (uint64_t id : ready) {
+      auto it = conns.find(id);
+      if (it == conns.end() || it->second->closed || !it->second->stream) continue;
+      Conn& c = *it->second;
+      bool ended = false;
+      std::string bytes = c.stream->Take(ended);
+      if (c.out.size() - c.out_pos + bytes.size() > EventStream::kMaxPending) {
+        Close(c);  // the client does not read
+        continue;
+      }
+      c.out += bytes;
+      if (ended) {
+        c.stream->Detach();
+        c.stream.reset();
+        c.state = ConnState::kWriting;
+        c.close_after = true;
+        if (c.out_pos == c.out.size()) {
+          FinishAnswer(c);
+          continue;
+        }
+      }
+      if (c.out_pos == c.out.size() - bytes.size()) c.write_progress = Clock::now();
+      Flush(c);
     }
   }
 
@@ -681,6 +759,12 @@ struct HttpServer::Impl {
           break;
         case ConnState::kWriting:
           if (now - c.write_progress >= std::chrono::seconds(options.io_timeout_s)) Close(c);
+          break;
+        case ConnState::kStreaming:  // only while something waits to be sent
+          if (c.out_pos < c.out.size() &&
+              now - c.write_progress >= std::chrono::seconds(options.io_timeout_s)) {
+            Close(c);
+          }
           break;
         case ConnState::kLinger:
           if (now >= c.linger_until) Close(c);
@@ -767,6 +851,7 @@ struct HttpServer::Impl {
         }
       }
       DrainCompletions();
+      DrainStreams();
       if (!stopping && stop_flag.load()) BeginStop();
       const auto now = Clock::now();
       if (now >= next_tick) {
@@ -791,6 +876,9 @@ void HttpServer::Post(const std::string& pattern, Handler handler) {
 }
 void HttpServer::Put(const std::string& pattern, Handler handler) {
   impl_->router.Add("PUT", pattern, std::move(handler));
+}
+void HttpServer::GetStream(const std::string& pattern, StreamHandler handler) {
+  impl_->router.AddStream("GET", pattern, std::move(handler));
 }
 void HttpServer::Delete(const std::string& pattern, Handler handler) {
   impl_->router.Add("DELETE", pattern, std::move(handler));
@@ -878,6 +966,9 @@ bool HttpServer::Serve() {
   // Queued requests are dropped (their connections are gone); running handlers finish.
   impl.user_pool.reset();
   impl.reserved_pool.reset();
+  for (Completion& done : impl.completions) {
+    if (done.stream) done.stream->Detach();
+  }
   impl.completions.clear();
   if (impl.listen_fd >= 0) {
     close(impl.listen_fd);

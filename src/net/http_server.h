@@ -79,6 +79,7 @@ class HttpServer {
   // Returns false after filling the answer (a 401, unless it sets another status >= 400).
   using AuthHook = Router::AuthHook;
   using PreRoutingHandler = Router::PreRoutingHandler;
+  using StreamHandler = Router::StreamHandler;
 
   explicit HttpServer(const HttpServerOptions& options);
   ~HttpServer();
@@ -93,6 +94,10 @@ class HttpServer {
   void Post(const std::string& pattern, Handler handler);
   void Put(const std::string& pattern, Handler handler);
   void Delete(const std::string& pattern, Handler handler);
+  // A GET route whose answer streams (Server-Sent Events): the handler's stream is sent after
+  // `res`'s status and headers, without a length, until either side closes it. Its connection
+  // then carries nothing else; it costs no worker while open. HEAD gets the head only.
+  void GetStream(const std::string& pattern, StreamHandler handler);
   // Called for the answers the server makes itself (404, 405, 400, 408, 411, 413, 415, 431,
   // 505...) with `res.status` set and an empty body; a body it leaves empty becomes
   // {"error": "<what went wrong>"}. Runs on the I/O thread for errors found while reading a

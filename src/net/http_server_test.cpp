@@ -13,7 +13,9 @@
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 namespace gpufleet::net {
 namespace {
@@ -523,6 +525,101 @@ TEST(HttpServer, BindServeAndStopKeepTheirContract) {
   EXPECT_EQ(r->body, "pong6");
   v6.Stop();
   serving.join();
+}
+
+// Reads from `fd` until `text` has arrived (or the read times out); returns all it read.
+std::string ReadUntil(int fd, const std::string& text, std::string got = "") {
+  char buffer[4096];
+  while (got.find(text) == std::string::npos) {
+    const ssize_t n = recv(fd, buffer, sizeof buffer, 0);
+    if (n <= 0) break;
+    got.append(buffer, static_cast<std::size_t>(n));
+  }
+  return got;
+}
+
+TEST(HttpServer, StreamsSendAsTheyComeHoldNoWorkerAndEndWhenTheClientLeaves) {
+  std::mutex mutex;
+  std::vector<std::shared_ptr<EventStream>> streams;
+  HttpServerOptions options;
+  options.threads = 1;  // a held stream must not hold the only worker
+  Served served(options, [&](HttpServer& server) {
+    server.GetStream("/events", [&](const httplib::Request& req, httplib::Response& res)
+                                    -> std::shared_ptr<EventStream> {
+      if (req.has_param("deny")) {
+        res.status = 403;
+        res.set_content("{\"error\":\"no\"}", "application/json");
+        return nullptr;
+      }
+      res.set_header("Content-Type", "text/event-stream");
+      auto stream = std::make_shared<EventStream>();
+      stream->Send(": hello\n\n");  // before the server attaches it: kept
+      std::lock_guard<std::mutex> lock(mutex);
+      streams.push_back(stream);
+      return stream;
+    });
+  });
+  auto count = [&] {
+    std::lock_guard<std::mutex> lock(mutex);
+    return streams.size();
+  };
+  const int a = Connect(served.port());
+  const int b = Connect(served.port());
+  ASSERT_GE(a, 0);
+  ASSERT_GE(b, 0);
+  ASSERT_TRUE(SendAll(a, "GET /events HTTP/1.1\r\nHost: x\r\n\r\n"));
+  ASSERT_TRUE(SendAll(b, "GET /events HTTP/1.1\r\nHost: x\r\n\r\n"));
+  std::string got_a = ReadUntil(a, ": hello\n\n");
+  EXPECT_EQ(StatusOf(got_a), 200);
+  EXPECT_NE(got_a.find("text/event-stream"), std::string::npos);
+  EXPECT_EQ(got_a.find("Content-Length"), std::string::npos);
+  EXPECT_NE(ReadUntil(b, ": hello\n\n").find(": hello"), std::string::npos);
+  // Two streams open on one worker, and plain requests are still answered.
+  httplib::Client client("127.0.0.1", served.port());
+  auto ping = client.Get("/ping");
+  ASSERT_TRUE(ping);
+  EXPECT_EQ(ping->body, "pong");
+  ASSERT_EQ(count(), 2u);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    EXPECT_TRUE(streams[0]->Send("event: x\ndata: 1\n\n"));
+  }
+  EXPECT_NE(ReadUntil(a, "data: 1\n\n").find("event: x"), std::string::npos);
+  // A handler that answers an error instead is a plain answer.
+  auto denied = client.Get("/events?deny=1");
+  ASSERT_TRUE(denied);
+  EXPECT_EQ(denied->status, 403);
+  // The client leaves: the stream closes, and its sender learns it.
+  close(a);
+  std::shared_ptr<EventStream> first;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    first = streams[0];
+  }
+  const auto start = Clock::now();
+  while (!first->closed() && SecondsSince(start) < 5) std::this_thread::sleep_for(milliseconds(5));
+  EXPECT_TRUE(first->closed());
+  EXPECT_FALSE(first->Send("data: late\n\n"));
+  // The sender closes: what was sent goes, then the connection ends.
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    streams[1]->Send("data: last\n\n");
+    streams[1]->Close();
+  }
+  EXPECT_NE(ReadToEnd(b).find("data: last"), std::string::npos);
+  close(b);
+}
+
+TEST(EventStream, AClientThatDoesNotReadIsCutOffNotBuffered) {
+  EventStream stream;
+  const std::string chunk(64 * 1024, 'x');
+  int sent = 0;
+  while (stream.Send(chunk) && sent < 1000) ++sent;
+  EXPECT_EQ(sent, static_cast<int>(EventStream::kMaxPending / chunk.size()));
+  EXPECT_TRUE(stream.closed());
+  bool ended = false;
+  EXPECT_TRUE(stream.Take(ended).empty());
+  EXPECT_TRUE(ended);
 }
 
 TEST(ConnectionLimitKey, CountsIpv4AddressesAndIpv6Slash64s) {

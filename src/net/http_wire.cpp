@@ -362,23 +362,39 @@ std::string ErrorJson(const std::string& message) {
                                                  nlohmann::json::error_handler_t::replace);
 }
 
-std::string FormatResponse(const httplib::Response& res, bool head_only, bool keep_alive) {
-  const int status = res.status <= 0 ? 200 : res.status;
-  std::string out;
-  out.reserve(256 + (head_only ? 0 : res.body.size()));
-  out += "HTTP/1.1 " + std::to_string(status) + " " + Reason(status) + "\r\n";
+namespace {
+// A handler's headers, less those the framing decides and any with a line break (which would
+// split the answer).
+void AppendHeaders(const httplib::Response& res, std::string& out) {
   for (const auto& [name, value] : res.headers) {
     if (IEquals(name, "Content-Length") || IEquals(name, "Transfer-Encoding") ||
         IEquals(name, "Connection")) {
       continue;
     }
-    // A handler's header with a line break would split the answer: drop it.
     if (name.find_first_of("\r\n") != std::string::npos ||
         value.find_first_of("\r\n") != std::string::npos) {
       continue;
     }
     out += name + ": " + value + "\r\n";
   }
+}
+}  // namespace
+
+std::string FormatStreamHead(const httplib::Response& res) {
+  const int status = res.status <= 0 ? 200 : res.status;
+  std::string out = "HTTP/1.1 " + std::to_string(status) + " " + Reason(status) + "\r\n";
+  AppendHeaders(res, out);
+  if (!res.has_header("Cache-Control")) out += "Cache-Control: no-store\r\n";
+  out += "X-Accel-Buffering: no\r\nConnection: close\r\n\r\n";
+  return out;
+}
+
+std::string FormatResponse(const httplib::Response& res, bool head_only, bool keep_alive) {
+  const int status = res.status <= 0 ? 200 : res.status;
+  std::string out;
+  out.reserve(256 + (head_only ? 0 : res.body.size()));
+  out += "HTTP/1.1 " + std::to_string(status) + " " + Reason(status) + "\r\n";
+  AppendHeaders(res, out);
   const bool bodiless = status < 200 || status == 204 || status == 304;
   if (!bodiless) out += "Content-Length: " + std::to_string(res.body.size()) + "\r\n";
   out += keep_alive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";

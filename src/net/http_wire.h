@@ -71,5 +71,8 @@ std::string ErrorJson(const std::string& message);
 // Content-Length, Connection, then the body unless `head_only`. A status of -1 (httplib's "not
 // set") is sent as 200.
 std::string FormatResponse(const httplib::Response& res, bool head_only, bool keep_alive);
+// The head of a streamed answer (HttpServer::GetStream): `res`'s status and headers, no length,
+// no caching, and Connection: close (the body ends when the connection does).
+std::string FormatStreamHead(const httplib::Response& res);
 
 }  // namespace gpufleet::net::wire

@@ -102,6 +102,13 @@ int RunUp(const UpOptions& o) {
   if (!PrepareDataDir(data_dir, self)) return 1;
   // https unless told otherwise or only this machine can connect (net/tls_identity.h).
   controller::ApiServerOptions api_options;
+  if (!o.ui_dir.empty()) {
+    if (!std::filesystem::is_directory(o.ui_dir)) {
+      std::fprintf(stderr, "%s: --ui-dir: '%s' is not a directory\n", self, o.ui_dir.c_str());
+      return 2;
+    }
+    api_options.ui_dir = o.ui_dir;
+  }
   std::string ca_file;  // the cluster CA, for agents the autoscaler starts
   const bool tls = o.tls == "on" || (o.tls == "auto" && !IsLoopback(address.value().host));
   if (tls) {

@@ -30,6 +30,7 @@ struct UpOptions {
   std::string tls = "auto";                 // auto (on unless listening on loopback), on, off
   std::vector<std::string> tls_names;       // --tls-san: more names for the certificate
   std::string autoscale;  // --autoscale FILE.toml: grow and shrink the fleet (scale/, cloud/)
+  std::string ui_dir;     // --ui-dir DIR: serve the dashboard's files from DIR (development)
 };
 // Serves until SIGINT or SIGTERM; returns the process's exit status (2: bad options).
 int RunUp(const UpOptions& options);

@@ -413,17 +413,58 @@ class SqliteStore final : public Store {
 
   core::Result<std::vector<JobRecord>> ListJobs(const JobFilter& f) override {
     std::lock_guard<std::mutex> lock(mutex_);
-    std::string sql = std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id > ?";
+    const char* column = SortColumn(f.sort);
+    const char* dir = f.descending ? " DESC" : " ASC";
+    std::string sql = std::string("SELECT ") + kJobColumns + " FROM jobs" + FilterWhere(f) +
+                      " ORDER BY " + column + dir;
+    if (f.sort != JobFilter::SortKey::kId) sql += std::string(", id") + dir;
+    sql += " LIMIT ? OFFSET ?";
+    Statement s(cache_, sql.c_str());
+    const int i = BindFilter(s, f);
+    s.Bind(i, std::max(1, std::min(f.limit, 10000)));
+    s.Bind(i + 1, std::max<int64_t>(0, f.offset));
+    return Rows(s);
+  }
+
+  core::Result<int64_t> CountJobs(const JobFilter& f) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Statement s(cache_, ("SELECT COUNT(*) FROM jobs" + FilterWhere(f)).c_str());
+    BindFilter(s, f);
+    if (s.Step() != SQLITE_ROW) return Error(sqlite3_errmsg(db_));
+    return s.Int(0);
+  }
+
+  static const char* SortColumn(JobFilter::SortKey key) {
+    switch (key) {
+      case JobFilter::SortKey::kId: return "id";
+      case JobFilter::SortKey::kSubmit: return "submit_ms";
+      case JobFilter::SortKey::kStart: return "start_ms";
+      case JobFilter::SortKey::kEnd: return "end_ms";
+      case JobFilter::SortKey::kGpus: return "gpus";
+      case JobFilter::SortKey::kUser: return "user";
+      case JobFilter::SortKey::kState: return "state";
+      case JobFilter::SortKey::kQueue: return "queue";
+      case JobFilter::SortKey::kPriority: return "priority";
+    }
+    return "id";
+  }
+  static std::string FilterWhere(const JobFilter& f) {
+    std::string sql = " WHERE id > ?";
     if (!f.user.empty()) sql += " AND user = ?";
     if (f.state) sql += " AND state = ?";
-    sql += " ORDER BY id LIMIT ?";
-    Statement s(cache_, sql.c_str());
+    if (!f.queue.empty()) sql += " AND queue = ?";
+    if (!f.gpu_type.empty()) sql += " AND gpu_type = ?";
+    return sql;
+  }
+  // Binds FilterWhere's parameters; returns the next parameter's index.
+  static int BindFilter(Statement& s, const JobFilter& f) {
     int i = 1;
     s.Bind(i++, f.after_id);
     if (!f.user.empty()) s.Bind(i++, f.user);
     if (f.state) s.Bind(i++, std::string(StateName(*f.state)));
-    s.Bind(i, std::max(1, std::min(f.limit, 10000)));
-    return Rows(s);
+    if (!f.queue.empty()) s.Bind(i++, f.queue);
+    if (!f.gpu_type.empty()) s.Bind(i++, f.gpu_type);
+    return i;
   }
 
   core::Result<std::vector<JobRecord>> LiveJobs() override {
@@ -1062,6 +1103,18 @@ std::string_view TokenKindName(TokenKind kind) {
 }
 
 std::string TokenId(const std::string& sha256) { return sha256.substr(0, 12); }
+
+std::optional<JobFilter::SortKey> ParseSortKey(std::string_view name) {
+  using K = JobFilter::SortKey;
+  static const std::pair<std::string_view, K> kKeys[] = {
+      {"id", K::kId},       {"submit", K::kSubmit}, {"start", K::kStart},
+      {"end", K::kEnd},     {"gpus", K::kGpus},     {"user", K::kUser},
+      {"state", K::kState}, {"queue", K::kQueue},   {"priority", K::kPriority}};
+  for (const auto& [text, key] : kKeys) {
+    if (text == name) return key;
+  }
+  return std::nullopt;
+}
 
 core::Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& data_dir) {
   std::error_code ec;

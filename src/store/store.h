@@ -105,12 +105,22 @@ struct TransitionRequest {
   JobUpdate update;
 };
 
+// Which jobs ListJobs and CountJobs take, and in which order.
 struct JobFilter {
   std::string user;  // "" : every user
   std::optional<JobState> state;
+  std::string queue;     // "" : every queue
+  std::string gpu_type;  // "" : any
   int64_t after_id = 0;  // pagination: ids greater than this
-  int limit = 100;
+  // The order: kId by default; ties are broken by id, in the same direction.
+  enum class SortKey { kId, kSubmit, kStart, kEnd, kGpus, kUser, kState, kQueue, kPriority };
+  SortKey sort = SortKey::kId;
+  bool descending = false;
+  int64_t offset = 0;  // skips this many, after the order (paging by page number)
+  int limit = 100;     // 1..10000
 };
+// The sort key named `name` (id, submit, start, end, gpus, user, state, queue, priority).
+std::optional<JobFilter::SortKey> ParseSortKey(std::string_view name);
 
 // A job's usage series (advise/usage_series.h, its stored bytes) and, once advised, a summary of
 // its findings, kept after the job ends for `advise` and `report`.
@@ -220,6 +230,8 @@ class Store {
   virtual core::Result<std::optional<JobRecord>> GetJob(int64_t id) = 0;
   // In id order.
   virtual core::Result<std::vector<JobRecord>> ListJobs(const JobFilter& filter) = 0;
+  // How many jobs the filter takes (its order, offset and limit aside).
+  virtual core::Result<int64_t> CountJobs(const JobFilter& filter) = 0;
   // Jobs in any of the live states (PENDING, SCHEDULED, RUNNING), in id order: what a restarted
   // controller rebuilds its queue from.
   virtual core::Result<std::vector<JobRecord>> LiveJobs() = 0;

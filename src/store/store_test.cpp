@@ -242,6 +242,42 @@ TEST_F(StoreTest, ListFiltersAndPages) {
   EXPECT_EQ(store_->LiveJobs().value().size(), 4U);
 }
 
+TEST_F(StoreTest, ListSortsByAnyKeyFiltersByQueueAndModelAndCounts) {
+  for (int i = 0; i < 6; ++i) {
+    JobRecord j = Job(i % 2 ? "bob" : "alice");
+    j.gpus = 1 + (i * 5) % 7;  // 1, 6, 4, 2, 7, 5
+    j.queue = i < 3 ? "team-a" : "team-b";
+    j.gpu_type = i % 3 == 0 ? "H100" : "A100";
+    store_->SubmitJob(j);
+  }
+  JobFilter by_gpus;
+  by_gpus.sort = JobFilter::SortKey::kGpus;
+  by_gpus.descending = true;
+  std::vector<int> gpus;
+  for (const JobRecord& j : store_->ListJobs(by_gpus).value()) gpus.push_back(j.gpus);
+  EXPECT_EQ(gpus, (std::vector<int>{7, 6, 5, 4, 2, 1}));
+  by_gpus.offset = 2;
+  by_gpus.limit = 2;
+  gpus.clear();
+  for (const JobRecord& j : store_->ListJobs(by_gpus).value()) gpus.push_back(j.gpus);
+  EXPECT_EQ(gpus, (std::vector<int>{5, 4}));
+  EXPECT_EQ(store_->CountJobs(by_gpus).value(), 6);  // order, offset and limit aside
+  JobFilter team_b_a100;
+  team_b_a100.queue = "team-b";
+  team_b_a100.gpu_type = "A100";
+  const auto listed = store_->ListJobs(team_b_a100).value();
+  ASSERT_EQ(listed.size(), 2U);
+  for (const JobRecord& j : listed) {
+    EXPECT_EQ(j.queue, "team-b");
+    EXPECT_EQ(j.gpu_type, "A100");
+  }
+  EXPECT_EQ(store_->CountJobs(team_b_a100).value(), 2);
+  team_b_a100.user = "bob";
+  EXPECT_EQ(store_->CountJobs(team_b_a100).value(), 1);
+  EXPECT_EQ(ParseSortKey("submit"), JobFilter::SortKey::kSubmit);
+  EXPECT_FALSE(ParseSortKey("id; DROP TABLE jobs"));
+}
+
 TEST_F(StoreTest, CommittedJobsSurviveReopening) {
   const int64_t id = store_->SubmitJob(Job("alice")).value();
   ASSERT_TRUE(store_->PutUser("alice", "hash-a", false).value());

@@ -1,0 +1,72 @@
+#pragma once
+// `EventHub`: the live stream of `GET /v1/events` (Server-Sent Events). The controller tells it
+// of job, node and log changes (ControllerEvents: it only records them, under the controller's
+// lock); its own thread turns them into events (job and log changes within `kTick`, node
+// reports about once a second), and sends each open stream
+// what its viewer may see: an admin everything, a user their own jobs and logs and every node
+// with other users' jobs unnamed. A node reporting many times within a tick is one event; with
+// no stream open, nothing is built. A `: ping` comment every `kPing` keeps idle streams open
+// through proxies and finds departed clients.
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "controller/controller.h"
+#include "net/event_stream.h"
+#include "store/store.h"
+
+namespace gpufleet::controller {
+
+class EventHub final : public ControllerEvents {
+ public:
+  static constexpr std::chrono::milliseconds kTick{250};
+  static constexpr std::chrono::seconds kPing{15};
+  static constexpr std::size_t kMaxStreams = 2000;
+
+  // Registers with `controller` (SetEvents) and starts the thread.
+  explicit EventHub(Controller& controller);
+  // Unregisters, stops the thread and closes every stream.
+  ~EventHub() override;
+  EventHub(const EventHub&) = delete;
+  EventHub& operator=(const EventHub&) = delete;
+
+  // A new stream for `viewer`; null when kMaxStreams are open.
+  std::shared_ptr<net::EventStream> Subscribe(const store::UserRecord& viewer);
+  std::size_t streams() const;
+
+  void JobChanged(int64_t id, store::JobState state, int64_t time_ms) override;
+  void NodeReported(const std::string& name) override;
+  void LogGrew(int64_t id, int64_t size) override;
+
+ private:
+  struct Subscriber {
+    std::shared_ptr<net::EventStream> stream;
+    store::UserRecord viewer;
+  };
+  struct JobChange {
+    int64_t id;
+    store::JobState state;
+    int64_t time_ms;
+  };
+  void Loop();
+  void Publish(std::vector<JobChange> jobs, std::set<std::string> nodes,
+               std::vector<std::pair<int64_t, int64_t>> logs, bool ping);
+
+  Controller& controller_;
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  std::vector<Subscriber> subscribers_;
+  std::vector<JobChange> jobs_;
+  std::set<std::string> nodes_;
+  std::vector<std::pair<int64_t, int64_t>> logs_;  // (job, size)
+  std::thread thread_;
+};
+
+}  // namespace gpufleet::controller

@@ -1,0 +1,234 @@
+#include "controller/ui_routes.h"
+
+#include <cmath>
+
+#include "controller/api_common.h"
+#include "controller/auth.h"
+#include "controller/fleet_json.h"
+#include "net/json_input.h"
+
+namespace gpufleet::controller {
+namespace {
+
+using api::Dump;
+using api::Fail;
+using nlohmann::json;
+
+// No inline script or style, nothing from elsewhere, no framing: what the dashboard's own files
+// need and nothing more (uPlot sets element.style from script, which CSP allows).
+constexpr const char* kContentSecurityPolicy =
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; "
+    "frame-ancestors 'none'";
+
+// (X-Content-Type-Options: nosniff goes on every answer, from the API server's pre-routing.)
+void SecurityHeaders(httplib::Response& res) {
+  res.set_header("Content-Security-Policy", kContentSecurityPolicy);
+  res.set_header("Referrer-Policy", "no-referrer");
+  res.set_header("X-Frame-Options", "DENY");
+  res.set_header("Cross-Origin-Opener-Policy", "same-origin");
+}
+
+std::string SessionCookie(const std::string& value, int64_t max_age_s, bool secure) {
+  return std::string(kSessionCookie) + "=" + value + "; Path=/; HttpOnly; SameSite=Strict; Max-Age=" +
+         std::to_string(max_age_s) + (secure ? "; Secure" : "");
+}
+
+std::optional<std::string> SessionId(const httplib::Request& req) {
+  if (!req.has_header("Cookie")) return std::nullopt;
+  return CookieValue(req.get_header_value("Cookie"), kSessionCookie);
+}
+
+bool StateChanging(const std::string& method) { return method != "GET" && method != "HEAD"; }
+
+// The session's user, when its token is still a user's (a revoked token ends its sessions).
+std::optional<store::UserRecord> SessionUser(Controller& controller, const UiSessions::Session& s) {
+  auto user = controller.store().UserByToken(Sha256Hex(s.token));
+  if (!user || !user.value()) return std::nullopt;
+  return *user.value();
+}
+
+}  // namespace
+
+bool AdmitSession(UiSessions& sessions, httplib::Request& req, httplib::Response& res,
+                  int64_t now_ms) {
+  if (req.has_header("Authorization")) return true;  // a bearer token speaks for itself
+  auto id = SessionId(req);
+  if (!id) return true;  // no credential at all: the API answers 401 itself
+  auto session = sessions.Find(*id, now_ms);
+  if (!session) {
+    Fail(res, 401, "your dashboard session has ended: log in again");
+    return false;
+  }
+  if (StateChanging(req.method) &&
+      !ConstantTimeEquals(req.get_header_value("X-CSRF-Token"), session->csrf)) {
+    Fail(res, 403, "X-CSRF-Token: missing or not this session's", "X-CSRF-Token");
+    return false;
+  }
+  req.set_header("Authorization", "Bearer " + session->token);
+  return true;
+}
+
+void AddUiRoutes(net::HttpServer& server, const UiRouteContext& context) {
+  Controller& controller = context.controller;
+  UiSessions& sessions = context.sessions;
+  EventHub& events = context.events;
+  const bool secure = context.secure_cookie;
+
+  server.Post("/ui/login", [&controller, &sessions, secure](const httplib::Request& req,
+                                                             httplib::Response& res) {
+    SecurityHeaders(res);
+    // Only JSON: a cross-site form cannot send it without a CORS preflight, which fails.
+    if (req.get_header_value("Content-Type").rfind("application/json", 0) != 0) {
+      return Fail(res, 415, "Content-Type: log in with a JSON body {\"token\": \"...\"}",
+                  "Content-Type");
+    }
+    auto body = json::parse(req.body, nullptr, false);
+    if (body.is_discarded() || !body.is_object() || !body.contains("token") ||
+        !body["token"].is_string()) {
+      return Fail(res, 400, "token: a JSON string is required", "token");
+    }
+    std::string token = body["token"].get<std::string>();
+    if (token.empty() || token.size() > 256) {
+      return Fail(res, 400, "token: 1 to 256 characters", "token");
+    }
+    auto user = controller.store().UserByToken(Sha256Hex(token));
+    if (!user) return Fail(res, 503, user.error());
+    if (!user.value()) {
+      return Fail(res, 401, "token: not a user's token (node and join tokens cannot log in)",
+                  "token");
+    }
+    auto opened = sessions.Open(std::move(token), NowMs());
+    if (!opened) return Fail(res, opened.failure());
+    res.set_header("Set-Cookie",
+                   SessionCookie(opened.value().id, UiSessions::kLifetimeMs / 1000, secure));
+    res.set_header("Cache-Control", "no-store");
+    res.set_content(Dump({{"user", user.value()->name},
+                          {"admin", user.value()->admin},
+                          {"csrf", opened.value().csrf}}),
+                    "application/json");
+  });
+  server.Get("/ui/session", [&controller, &sessions](const httplib::Request& req,
+                                                      httplib::Response& res) {
+    SecurityHeaders(res);
+    res.set_header("Cache-Control", "no-store");
+    // Not logged in is an answer, not an error: a page asks this before it shows anything.
+    json out = {{"user", nullptr}, {"admin", false}, {"csrf", nullptr}};
+    if (auto id = SessionId(req)) {
+      if (auto session = sessions.Find(*id, NowMs())) {
+        if (auto user = SessionUser(controller, *session)) {
+          out = {{"user", user->name}, {"admin", user->admin}, {"csrf", session->csrf}};
+        } else {
+          sessions.End(*id);
+        }
+      }
+    }
+    res.set_content(Dump(out), "application/json");
+  });
+  server.Post("/ui/logout", [&sessions, secure](const httplib::Request& req,
+                                                httplib::Response& res) {
+    SecurityHeaders(res);
+    if (auto id = SessionId(req)) {
+      auto session = sessions.Find(*id, NowMs());
+      if (session && !ConstantTimeEquals(req.get_header_value("X-CSRF-Token"), session->csrf)) {
+        return Fail(res, 403, "X-CSRF-Token: missing or not this session's", "X-CSRF-Token");
+      }
+      sessions.End(*id);
+    }
+    res.set_header("Set-Cookie", SessionCookie("", 0, secure));
+    res.set_content(Dump({{"user", nullptr}}), "application/json");
+  });
+  server.Get("/ui", [](const httplib::Request&, httplib::Response& res) {
+    res.status = 308;
+    res.set_header("Location", "/ui/");
+  });
+  server.Get(R"(/ui/(.*))", [assets = context.assets](const httplib::Request& req,
+                                                       httplib::Response& res) {
+    SecurityHeaders(res);
+    auto asset = assets->Find(req.matches[1].str());
+    if (!asset) return Fail(res, 404, "no such dashboard file: " + req.path);
+    res.set_header("ETag", asset->etag);
+    // Revalidated each time (an upgraded controller serves new files at once); a match costs
+    // a 304 without the body.
+    res.set_header("Cache-Control", "no-cache");
+    if (req.get_header_value("If-None-Match") == asset->etag) {
+      res.status = 304;
+      return;
+    }
+    res.set_content(asset->body, asset->content_type);
+  });
+
+  server.Get("/v1/fleet", [&controller](const httplib::Request& req, httplib::Response& res) {
+    auto user = api::AuthenticateUser(controller.store(), req, res, NowMs());
+    if (!user) return;
+    res.set_content(Dump(FleetJson(controller.Nodes(), controller.Stats(), *user, NowMs())),
+                    "application/json");
+  });
+  server.Get("/v1/queues", [&controller](const httplib::Request& req, httplib::Response& res) {
+    auto user = api::AuthenticateUser(controller.store(), req, res, NowMs());
+    if (!user) return;
+    int gpus = 0;
+    for (const NodeView& n : controller.Nodes()) {
+      if (n.state == "READY") gpus += n.gpus;
+    }
+    const std::vector<Controller::QueueNow> queues = controller.Queues();
+    double weights = 0;
+    for (const Controller::QueueNow& q : queues) weights += q.weight;
+    json out = json::array();
+    for (const Controller::QueueNow& q : queues) {
+      const double share = weights > 0 ? q.weight / weights : 0;
+      out.push_back({{"name", q.name},
+                     {"weight", q.weight},
+                     {"share_pct", std::round(share * 1000) / 10},
+                     {"quota_gpus", std::round(share * gpus * 10) / 10},
+                     {"gpus_allocated", std::round(q.gpus_allocated * 10) / 10},
+                     {"gpus_waiting", std::round(q.gpus_waiting * 10) / 10},
+                     {"running", q.running},
+                     {"waiting", q.waiting}});
+    }
+    res.set_content(Dump({{"policy", controller.options().queue_policy},
+                          {"gpus", gpus},
+                          {"queues", std::move(out)}}),
+                    "application/json");
+  });
+  server.Get(R"(/v1/jobs/([^/]+)/gpus)",
+             [&controller](const httplib::Request& req, httplib::Response& res) {
+               auto user = api::AuthenticateUser(controller.store(), req, res, NowMs());
+               if (!user) return;
+               auto job = api::VisibleJob(controller.store(), req.matches[1], *user, res);
+               if (!job) return;
+               json series = json::array();
+               for (const Controller::GpuSeries& g : controller.JobGpuSeries(*job)) {
+                 json util = json::array(), mem = json::array();
+                 for (std::size_t k = 0; k < g.series.t_ms.size(); ++k) {
+                   const double u = g.series.util_pct[k], m = g.series.mem_used_mib[k];
+                   util.push_back(u < 0 ? json(nullptr) : json(std::round(u * 10) / 10));
+                   mem.push_back(m < 0 ? json(nullptr) : json(std::llround(m)));
+                 }
+                 series.push_back({{"node", g.node},
+                                   {"index", g.index},
+                                   {"t_ms", g.series.t_ms},
+                                   {"util_pct", std::move(util)},
+                                   {"mem_used_mib", std::move(mem)}});
+               }
+               res.set_content(Dump({{"id", job->id},
+                                     {"state", std::string(store::StateName(job->state))},
+                                     {"series", std::move(series)}}),
+                               "application/json");
+             });
+  server.GetStream("/v1/events", [&controller, &events](const httplib::Request& req,
+                                                         httplib::Response& res)
+                                     -> std::shared_ptr<net::EventStream> {
+    auto user = api::AuthenticateUser(controller.store(), req, res, NowMs());
+    if (!user) return nullptr;
+    auto stream = events.Subscribe(*user);
+    if (!stream) {
+      Fail(res, 503, "too many open event streams; try again later");
+      return nullptr;
+    }
+    res.set_header("Content-Type", "text/event-stream; charset=utf-8");
+    return stream;
+  });
+}
+
+}  // namespace gpufleet::controller

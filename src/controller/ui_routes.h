@@ -1,0 +1,36 @@
+#pragma once
+// The web dashboard's routes (docs/dashboard.md): its files under /ui/ with a strict
+// Content-Security-Policy, cookie sessions (POST /ui/login, GET /ui/session, POST /ui/logout),
+// and the API it needs beyond the CLI's: GET /v1/fleet, GET /v1/queues, GET /v1/jobs/<id>/gpus,
+// and the live stream GET /v1/events. Internal to src/controller.
+#include <memory>
+
+#include "controller/controller.h"
+#include "controller/event_hub.h"
+#include "controller/ui_sessions.h"
+#include "net/http_server.h"
+#include "ui/assets.h"
+
+namespace gpufleet::controller {
+
+// The session cookie's name.
+inline constexpr const char* kSessionCookie = "gf_session";
+
+struct UiRouteContext {
+  Controller& controller;
+  UiSessions& sessions;
+  EventHub& events;
+  std::shared_ptr<const ui::AssetSet> assets;
+  bool secure_cookie = false;  // over TLS: the cookie is marked Secure
+};
+
+void AddUiRoutes(net::HttpServer& server, const UiRouteContext& context);
+
+// For the API's auth hook: when a /v1 request has no Authorization header but a session cookie,
+// puts the session's credential in its place (the routes then see a bearer token as from the
+// CLI). A state-changing method must carry the session's CSRF token in X-CSRF-Token. Returns
+// false after answering 401 (no such session) or 403 (a missing or wrong CSRF token).
+bool AdmitSession(UiSessions& sessions, httplib::Request& req, httplib::Response& res,
+                  int64_t now_ms);
+
+}  // namespace gpufleet::controller

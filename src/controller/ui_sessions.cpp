@@ -1,0 +1,72 @@
+#include "controller/ui_sessions.h"
+
+#include <algorithm>
+
+#include "controller/auth.h"
+
+namespace gpufleet::controller {
+
+core::Result<UiSessions::Opened> UiSessions::Open(std::string token, int64_t now_ms) {
+  auto id = NewToken();
+  if (!id) return id.failure();
+  auto csrf = NewToken();
+  if (!csrf) return csrf.failure();
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::erase_if(sessions_, [&](const auto& s) { return s.second.expires_ms <= now_ms; });
+  if (sessions_.size() >= kMaxSessions) {
+    auto first = std::min_element(sessions_.begin(), sessions_.end(), [](const auto& a, const auto& b) {
+      return a.second.expires_ms < b.second.expires_ms;
+    });
+    sessions_.erase(first);
+  }
+  sessions_[Sha256Hex(id.value())] = Session{std::move(token), csrf.value(), now_ms + kLifetimeMs};
+  return Opened{id.value(), csrf.value()};
+}
+
+std::optional<UiSessions::Session> UiSessions::Find(std::string_view id, int64_t now_ms) {
+  if (id.empty() || id.size() > 128) return std::nullopt;
+  const std::string key = Sha256Hex(std::string(id));
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = sessions_.find(key);
+  if (it == sessions_.end()) return std::nullopt;
+  if (it->second.expires_ms <= now_ms) {
+    sessions_.erase(it);
+    return std::nullopt;
+  }
+  return it->second;
+}
+
+void UiSessions::End(std::string_view id) {
+  const std::string key = Sha256Hex(std::string(id));
+  std::lock_guard<std::mutex> lock(mutex_);
+  sessions_.erase(key);
+}
+
+std::optional<std::string> CookieValue(std::string_view header, std::string_view name) {
+  std::size_t pos = 0;
+  while (pos < header.size()) {
+    std::size_t end = header.find(';', pos);
+    if (end == std::string_view::npos) end = header.size();
+    std::string_view pair = header.substr(pos, end - pos);
+    while (!pair.empty() && pair.front() == ' ') pair.remove_prefix(1);
+    const std::size_t eq = pair.find('=');
+    if (eq != std::string_view::npos && pair.substr(0, eq) == name) {
+      std::string_view value = pair.substr(eq + 1);
+      while (!value.empty() && value.back() == ' ') value.remove_suffix(1);
+      return std::string(value);
+    }
+    pos = end + 1;
+  }
+  return std::nullopt;
+}
+
+bool ConstantTimeEquals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (std::size_t k = 0; k < a.size(); ++k) {
+    diff |= static_cast<unsigned char>(a[k] ^ b[k]);
+  }
+  return diff == 0;
+}
+
+}  // namespace gpufleet::controller

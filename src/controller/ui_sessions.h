@@ -1,0 +1,50 @@
+#pragma once
+// Dashboard sessions: a browser logs in once with an API token and then holds only a random
+// session id in an HttpOnly, SameSite=Strict cookie. Each session has its own CSRF token, which
+// state-changing requests must echo in a header. Sessions live in the controller's memory: they
+// end at logout, after `kLifetimeMs`, or at a restart (the user logs in again); the token stays
+// in memory only, so revoking it ends its sessions at their next request.
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/result.h"
+
+namespace gpufleet::controller {
+
+class UiSessions {
+ public:
+  static constexpr int64_t kLifetimeMs = 12LL * 3600 * 1000;
+  // Sessions at most; a new one beyond it ends the one that expires first.
+  static constexpr std::size_t kMaxSessions = 10000;
+
+  struct Session {
+    std::string token;  // the API token it stands for
+    std::string csrf;
+    int64_t expires_ms = 0;
+  };
+  struct Opened {
+    std::string id;  // for the cookie
+    std::string csrf;
+  };
+  // A new session for the holder of `token` (already checked to be a user's), or an error when
+  // the system has no randomness.
+  core::Result<Opened> Open(std::string token, int64_t now_ms);
+  // The live session with this id (expired ones are forgotten).
+  std::optional<Session> Find(std::string_view id, int64_t now_ms);
+  void End(std::string_view id);
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, Session> sessions_;  // by SHA-256 of the id
+};
+
+// The value of cookie `name` in a Cookie header ("a=1; gf_session=x"), if present.
+std::optional<std::string> CookieValue(std::string_view header, std::string_view name);
+// Compares in time that depends only on the lengths (for CSRF tokens).
+bool ConstantTimeEquals(std::string_view a, std::string_view b);
+
+}  // namespace gpufleet::controller
