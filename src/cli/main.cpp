@@ -172,7 +172,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   compare_cmd->add_option("--replicate", compare.run.replicate,
                           "replay the trace K times over on a K times larger cluster");
-  compare_cmd->add_option("--out", compare.out_dir, "write the table, a CSV, plots and index.html here");
+  compare_cmd->add_option("--out", compare.out_dir,
+                          "write the table, a CSV, plots and index.html here");
   compare_cmd->add_option("--threads", compare.threads, "worker threads (0: all cores)");
   compare_cmd
       ->add_option("--static", compare.static_sizes,

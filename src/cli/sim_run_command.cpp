@@ -14,6 +14,7 @@
 #include "sched/policy_registry.h"
 #include "sched/queue_policy.h"
 #include "sim/cluster_spec.h"
+#include "sim/compare_html.h"
 #include "sim/job_trace.h"
 #include "sim/time_sim.h"
 #include "sim/time_sim_report.h"
@@ -163,14 +164,22 @@ int RunSimCompare(const SimCompareOptions& o) {
               o.run.placement.c_str(), table.c_str());
   if (!o.out_dir.empty()) {
     const std::filesystem::path dir(o.out_dir);
+    const sim::CompareContext context{.trace = o.run.trace,
+                                      .cluster = o.run.cluster,
+                                      .placement = o.run.placement,
+                                      .policy = "",
+                                      .jobs = static_cast<int64_t>(inputs->jobs.size())};
     bool ok = WriteTextFile((dir / "compare-table.md").string(), table) &&
               WriteTextFile((dir / "compare.csv").string(), sim::CompareCsv(runs.value()));
     for (const auto& [name, svg] : sim::ComparePlots(runs.value())) {
       ok = ok && WriteTextFile((dir / name).string(), svg);
     }
+    ok =
+        ok && WriteTextFile((dir / "index.html").string(), sim::CompareHtml(context, runs.value()));
     if (!ok) return 1;
-    std::printf("wrote %s/compare-table.md, compare.csv, jct-cdf.svg, utilization.svg\n",
-                o.out_dir.c_str());
+    std::printf(
+        "wrote %s/compare-table.md, compare.csv, jct-cdf.svg, utilization.svg, index.html\n",
+        o.out_dir.c_str());
   }
   return 0;
 }

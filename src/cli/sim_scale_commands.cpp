@@ -12,6 +12,7 @@
 #include "core/gpu_catalog.h"
 #include "scale/autoscale_config.h"
 #include "sched/policy_registry.h"
+#include "sim/compare_html.h"
 #include "sim/cost_sweep.h"
 
 namespace gpufleet::cli {
@@ -260,12 +261,21 @@ int RunSimCostSweep(const SimCompareOptions& o) {
     const std::filesystem::path dir(o.out_dir);
     const std::string title = "Cost against average JCT (" + policy + ", " +
                               std::to_string(inputs->jobs.size()) + " jobs)";
+    char node_text[160];
+    std::snprintf(node_text, sizeof node_text, "%d x %s at $%.2f/h", node.num_gpus,
+                  catalog.model(node.model).name.c_str(), price);
+    const sim::CompareContext context{.trace = o.run.trace,
+                                      .cluster = node_text,
+                                      .placement = o.run.placement,
+                                      .policy = policy,
+                                      .jobs = static_cast<int64_t>(inputs->jobs.size())};
     if (!WriteTextFile((dir / "cost-table.md").string(), table) ||
         !WriteTextFile((dir / "cost.csv").string(), sim::CostCsv(points)) ||
-        !WriteTextFile((dir / "cost-jct.svg").string(), sim::CostPlot(points, title))) {
+        !WriteTextFile((dir / "cost-jct.svg").string(), sim::CostPlot(points, title)) ||
+        !WriteTextFile((dir / "index.html").string(), sim::CostSweepHtml(context, points))) {
       return 1;
     }
-    std::printf("wrote %s/cost-table.md, cost.csv, cost-jct.svg\n", o.out_dir.c_str());
+    std::printf("wrote %s/cost-table.md, cost.csv, cost-jct.svg, index.html\n", o.out_dir.c_str());
   }
   return 0;
 }

@@ -123,6 +123,7 @@ std::string CostPlot(const std::vector<CostPoint>& points, const std::string& ti
     PlotMarks dot;
     dot.line = false;
     dot.markers = true;
+    dot.labels = {p.label};  // named beside the dot too: colour is not the only key
     marks.push_back(std::move(dot));
   }
   for (const PlotSeries& s : series) {

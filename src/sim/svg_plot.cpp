@@ -1,5 +1,6 @@
 #include "sim/svg_plot.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -47,8 +48,32 @@ double NiceStep(double span, int target) {
 
 constexpr const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
                                    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+// Okabe-Ito and Tol hues darkened where needed: each has 3.4:1 to 12:1 contrast on white.
+constexpr const char* kDistinctColors[] = {"#0072B2", "#D55E00", "#117733", "#882255", "#332288",
+                                           "#996600", "#AA4499", "#444444", "#006D77", "#C2185B"};
+constexpr const char* kDashes[] = {"",    "9 4",          "2 3", "9 3 2 3",  "14 4",
+                                   "4 4", "14 3 2 3 2 3", "2 7", "18 4 5 4", "6 2"};
+
+// The root element: a viewBox so that it scales when inlined, and the title as its accessible
+// name.
+std::string SvgOpen(int width, int height, const std::string& title) {
+  const std::string w = std::to_string(width), h = std::to_string(height);
+  return "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + w + "\" height=\"" + h +
+         "\" viewBox=\"0 0 " + w + " " + h +
+         "\" role=\"img\" font-family=\"sans-serif\" font-size=\"12\">\n<title>" + Escape(title) +
+         "</title>\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+}
 
 }  // namespace
+
+PlotMarks DistinctLine(size_t index) {
+  constexpr size_t kColorCount = sizeof kDistinctColors / sizeof kDistinctColors[0];
+  constexpr size_t kDashCount = sizeof kDashes / sizeof kDashes[0];
+  PlotMarks marks;
+  marks.color = kDistinctColors[index % kColorCount];
+  marks.dash = kDashes[index % kDashCount];
+  return marks;
+}
 
 std::string RenderSvgLineChart(const PlotSpec& spec, const std::vector<PlotSeries>& series,
                                const std::vector<PlotMarks>& marks_of) {
@@ -60,10 +85,7 @@ std::string RenderSvgLineChart(const PlotSpec& spec, const std::vector<PlotSerie
   auto X = [&](double x) { return left + (x - spec.x_min) / xspan * pw; };
   auto Y = [&](double y) { return top + ph - (y - spec.y_min) / yspan * ph; };
 
-  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
-                    std::to_string(spec.width) + "\" height=\"" + std::to_string(spec.height) +
-                    "\" font-family=\"sans-serif\" font-size=\"12\">\n";
-  svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  std::string svg = SvgOpen(spec.width, spec.height, spec.title);
   svg += "<text x=\"" + Num(left + pw / 2) +
          "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" + Escape(spec.title) + "</text>\n";
   // Grid and ticks.
@@ -90,8 +112,12 @@ std::string RenderSvgLineChart(const PlotSpec& spec, const std::vector<PlotSerie
          ") rotate(-90)\" text-anchor=\"middle\">" + Escape(spec.y_label) + "</text>\n";
   // Series and legend.
   for (size_t s = 0; s < series.size(); ++s) {
-    const char* color = kColors[s % (sizeof kColors / sizeof kColors[0])];
     const PlotMarks& style = s < marks_of.size() ? marks_of[s] : kLine;
+    const std::string color = style.color.empty()
+                                  ? std::string(kColors[s % (sizeof kColors / sizeof kColors[0])])
+                                  : Escape(style.color);
+    const std::string dash =
+        style.dash.empty() ? "" : " stroke-dasharray=\"" + Escape(style.dash) + "\"";
     std::string points, marks;
     for (size_t i = 0; i < series[s].x.size() && i < series[s].y.size(); ++i) {
       const double x = series[s].x[i], y = series[s].y[i];
@@ -109,17 +135,57 @@ std::string RenderSvgLineChart(const PlotSpec& spec, const std::vector<PlotSerie
       }
     }
     if (style.line) {
-      svg += "<polyline fill=\"none\" stroke=\"" + std::string(color) +
-             "\" stroke-width=\"1.8\" points=\"" + points + "\"/>\n";
+      svg += "<polyline fill=\"none\" stroke=\"" + color + "\"" + dash +
+             " stroke-width=\"1.8\" points=\"" + points + "\"/>\n";
     }
     svg += marks;
     const double ly = top + 14 + 20.0 * static_cast<double>(s);
     svg += "<line x1=\"" + Num(left + pw + 12) + "\" y1=\"" + Num(ly) + "\" x2=\"" +
-           Num(left + pw + 36) + "\" y2=\"" + Num(ly) + "\" stroke=\"" + color +
-           "\" stroke-width=\"2.5\"/>\n";
-    svg += "<text x=\"" + Num(left + pw + 42) + "\" y=\"" + Num(ly + 4) + "\">" +
+           Num(left + pw + 48) + "\" y2=\"" + Num(ly) + "\" stroke=\"" + color + "\"" +
+           (style.line ? dash : "") + " stroke-width=\"2.5\"/>\n";
+    svg += "<text x=\"" + Num(left + pw + 54) + "\" y=\"" + Num(ly + 4) + "\">" +
            Escape(series[s].name) + "</text>\n";
   }
+  svg += "</svg>\n";
+  return svg;
+}
+
+std::string RenderSvgBarChart(const PlotSpec& spec, const std::vector<Bar>& bars) {
+  // Labels and values are measured at about 7 px a character (12 px sans-serif).
+  size_t label_chars = 4, value_chars = 4;
+  double max = 0;
+  for (const Bar& b : bars) {
+    label_chars = std::max(label_chars, b.label.size());
+    value_chars = std::max(value_chars, b.value_text.size());
+    if (std::isfinite(b.value)) max = std::max(max, b.value);
+  }
+  const double left = 12 + 7.0 * static_cast<double>(std::min<size_t>(label_chars, 32));
+  const double right = 16 + 7.0 * static_cast<double>(std::min<size_t>(value_chars, 24));
+  const double top = 40, row = 24, bar = 16, bottom = 40;
+  const int height = static_cast<int>(top + row * static_cast<double>(bars.size()) + bottom);
+  const double pw = std::max(120.0, spec.width - left - right);
+  const int width = static_cast<int>(left + pw + right);
+  const double scale = max > 0 ? pw / max : 0;
+
+  std::string svg = SvgOpen(width, height, spec.title);
+  svg +=
+      "<text x=\"" + Num(left) + "\" y=\"22\" font-size=\"15\">" + Escape(spec.title) + "</text>\n";
+  for (size_t i = 0; i < bars.size(); ++i) {
+    const Bar& b = bars[i];
+    const double y = top + row * static_cast<double>(i);
+    const double w = std::isfinite(b.value) && b.value > 0 ? b.value * scale : 0;
+    svg += "<text x=\"" + Num(left - 8) + "\" y=\"" + Num(y + bar - 4) + "\" text-anchor=\"end\">" +
+           Escape(b.label) + "</text>\n";
+    svg += "<rect x=\"" + Num(left) + "\" y=\"" + Num(y) + "\" width=\"" + Num(w) + "\" height=\"" +
+           Num(bar) + "\" fill=\"" + kDistinctColors[0] + "\"/>\n";
+    svg += "<text x=\"" + Num(left + w + 6) + "\" y=\"" + Num(y + bar - 4) + "\">" +
+           Escape(b.value_text) + "</text>\n";
+  }
+  const double axis_y = top + row * static_cast<double>(bars.size());
+  svg += "<line x1=\"" + Num(left) + "\" y1=\"" + Num(top - 4) + "\" x2=\"" + Num(left) +
+         "\" y2=\"" + Num(axis_y) + "\" stroke=\"#333\"/>\n";
+  svg += "<text x=\"" + Num(left) + "\" y=\"" + Num(axis_y + 22) + "\">" + Escape(spec.x_label) +
+         "</text>\n";
   svg += "</svg>\n";
   return svg;
 }

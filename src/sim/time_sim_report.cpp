@@ -49,11 +49,16 @@ core::Result<std::vector<PolicyRun>> ComparePolicies(const std::vector<TraceJob>
   return runs;
 }
 
-std::string CompareTable(const std::vector<PolicyRun>& runs) {
+const PolicyRun* BaselineRun(const std::vector<PolicyRun>& runs) {
   const PolicyRun* base = runs.empty() ? nullptr : &runs.front();
   for (const auto& r : runs) {
     if (r.policy == "fifo") base = &r;
   }
+  return base;
+}
+
+std::string CompareTable(const std::vector<PolicyRun>& runs) {
+  const PolicyRun* base = BaselineRun(runs);
   std::string out =
       "| policy | jobs | avg JCT (h) | p50 (h) | p95 (h) | p99 (h) | avg queue (h) | makespan (d) "
       "| "
@@ -99,6 +104,8 @@ std::string CompareCsv(const std::vector<PolicyRun>& runs) {
 
 std::vector<std::pair<std::string, std::string>> ComparePlots(const std::vector<PolicyRun>& runs) {
   std::vector<std::pair<std::string, std::string>> plots;
+  std::vector<PlotMarks> lines;
+  for (size_t i = 0; i < runs.size(); ++i) lines.push_back(DistinctLine(i));
   // JCT CDF on a log10 axis of hours: x = log10(JCT in hours).
   std::vector<PlotSeries> cdf;
   for (const auto& r : runs) {
@@ -125,7 +132,7 @@ std::vector<std::pair<std::string, std::string>> ComparePlots(const std::vector<
   spec.x_max = 4;
   spec.y_min = 0;
   spec.y_max = 100;
-  plots.emplace_back("jct-cdf.svg", RenderSvgLineChart(spec, cdf));
+  plots.emplace_back("jct-cdf.svg", RenderSvgLineChart(spec, cdf, lines));
   // Hourly utilization, smoothed to days.
   std::vector<PlotSeries> util;
   double days = 1;
@@ -148,7 +155,7 @@ std::vector<std::pair<std::string, std::string>> ComparePlots(const std::vector<
   spec.y_label = "GPUs busy (%)";
   spec.x_min = 0;
   spec.x_max = days;
-  plots.emplace_back("utilization.svg", RenderSvgLineChart(spec, util));
+  plots.emplace_back("utilization.svg", RenderSvgLineChart(spec, util, lines));
   return plots;
 }
 

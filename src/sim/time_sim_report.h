@@ -25,11 +25,15 @@ core::Result<std::vector<PolicyRun>> ComparePolicies(const std::vector<TraceJob>
                                                      const std::string& placement,
                                                      const TimeSimConfig& config, int threads);
 
+// The run the ratios compare against: FIFO's, else the first; null when there is none.
+const PolicyRun* BaselineRun(const std::vector<PolicyRun>& runs);
+
 // Markdown: one row per policy, times in hours, and avg/p99 JCT as ratios to FIFO's (or to the
 // first policy's when FIFO is not among them).
 std::string CompareTable(const std::vector<PolicyRun>& runs);
 std::string CompareCsv(const std::vector<PolicyRun>& runs);
-// (file name, SVG): the JCT CDF of every policy, and hourly GPU utilization.
+// (file name, SVG): the JCT CDF of every policy, and hourly GPU utilization; each policy's line
+// has its own colour and dash pattern (`DistinctLine`).
 std::vector<std::pair<std::string, std::string>> ComparePlots(const std::vector<PolicyRun>& runs);
 
 }  // namespace gpufleet::sim
