@@ -34,10 +34,13 @@ jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 # two-node PyTorch DDP job across network namespaces (python3-torch, iproute2).
 packages=(build-essential cmake pkg-config libcli11-dev nlohmann-json3-dev libgtest-dev
           libbenchmark-dev libsqlite3-dev libcpp-httplib-dev libtomlplusplus-dev libssl-dev)
-# clang-14 and libFuzzer build the fuzz targets (scripts/fuzz.sh, fuzz/README.md).
+# clang-14 and libFuzzer build the fuzz targets (scripts/fuzz.sh, fuzz/README.md). The web
+# dashboard's tests drive Debian's chromium headless (tests/ui/).
 if [ "$tests" = ON ]; then
-  packages+=(prometheus tmux curl clang-14 libfuzzer-14-dev python3-torch iproute2)
+  packages+=(prometheus tmux curl clang-14 libfuzzer-14-dev python3-torch iproute2 chromium)
 fi
+# npm fetches uPlot (compiled into the binary for the dashboard) and puppeteer-core (its tests).
+if ! command -v npm >/dev/null 2>&1; then packages+=(npm); fi
 if command -v dpkg-query >/dev/null 2>&1; then
   missing=()
   for p in "${packages[@]}"; do
@@ -62,6 +65,16 @@ if command -v dpkg-query >/dev/null 2>&1; then
   fi
 else
   echo "== No dpkg-query: not a Debian system; assuming these are installed: ${packages[*]}"
+fi
+
+# --- npm packages: web/node_modules ---------------------------------------------------------------
+# Exactly what web/package-lock.json pins; skipped when already installed from this lock file.
+if [ ! -f web/node_modules/.package-lock.json ] ||
+   [ web/package-lock.json -nt web/node_modules/.package-lock.json ]; then
+  echo "== npm packages: installing web/package-lock.json"
+  npm ci --prefix web --no-audit --no-fund --loglevel=error
+else
+  echo "== npm packages: already installed"
 fi
 
 # --- Release tree: build/ ------------------------------------------------------------------------

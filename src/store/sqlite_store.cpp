@@ -19,7 +19,7 @@
 namespace gpufleet::store {
 namespace {
 
-constexpr int kSchemaVersion = 11;
+constexpr int kSchemaVersion = 12;
 
 constexpr const char* kSchemaV1 = R"sql(
 CREATE TABLE jobs(
@@ -117,6 +117,14 @@ constexpr const char* kSchemaV11 = R"sql(
 CREATE TABLE scale_nodes(name TEXT PRIMARY KEY, grp TEXT NOT NULL, spot INTEGER NOT NULL,
   state TEXT NOT NULL, created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL,
   join_token_id TEXT NOT NULL DEFAULT '', detail TEXT NOT NULL DEFAULT '');
+)sql";
+
+// Version 12: the dashboard's jobs list (issue 15) filters by queue and GPU model and sorts by
+// submit time over 100,000 jobs; these keep a page from sorting the whole table.
+constexpr const char* kSchemaV12 = R"sql(
+CREATE INDEX jobs_by_queue ON jobs(queue, id);
+CREATE INDEX jobs_by_gpu_type ON jobs(gpu_type, id);
+CREATE INDEX jobs_by_submit ON jobs(submit_ms, id);
 )sql";
 
 constexpr const char* kJobColumns =
@@ -316,7 +324,8 @@ class SqliteStore final : public Store {
     // Each step runs in its own transaction and records its version, so an interrupted upgrade
     // resumes where it stopped.
     const char* steps[] = {kSchemaV1, kSchemaV2, kSchemaV3, kSchemaV4, kSchemaV5,
-                           kSchemaV6, kSchemaV7, kSchemaV8, kSchemaV9, kSchemaV10, kSchemaV11};
+                           kSchemaV6, kSchemaV7, kSchemaV8, kSchemaV9, kSchemaV10, kSchemaV11,
+                           kSchemaV12};
     for (int v = version; v < kSchemaVersion; ++v) {
       if (auto r = Exec("BEGIN IMMEDIATE"); !r) return r;
       const std::string record =

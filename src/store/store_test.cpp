@@ -254,12 +254,14 @@ TEST_F(StoreTest, ListSortsByAnyKeyFiltersByQueueAndModelAndCounts) {
   by_gpus.sort = JobFilter::SortKey::kGpus;
   by_gpus.descending = true;
   std::vector<int> gpus;
-  for (const JobRecord& j : store_->ListJobs(by_gpus).value()) gpus.push_back(j.gpus);
+  const std::vector<JobRecord> sorted = store_->ListJobs(by_gpus).value();
+  for (const JobRecord& j : sorted) gpus.push_back(j.gpus);
   EXPECT_EQ(gpus, (std::vector<int>{7, 6, 5, 4, 2, 1}));
   by_gpus.offset = 2;
   by_gpus.limit = 2;
   gpus.clear();
-  for (const JobRecord& j : store_->ListJobs(by_gpus).value()) gpus.push_back(j.gpus);
+  const std::vector<JobRecord> paged = store_->ListJobs(by_gpus).value();
+  for (const JobRecord& j : paged) gpus.push_back(j.gpus);
   EXPECT_EQ(gpus, (std::vector<int>{5, 4}));
   EXPECT_EQ(store_->CountJobs(by_gpus).value(), 6);  // order, offset and limit aside
   JobFilter team_b_a100;

@@ -1,0 +1,187 @@
+// The web dashboard's server side end to end, through a real `gpufleet up` (docs/dashboard.md):
+// the session cookie and its CSRF token, the files under /ui/ with their security headers, what
+// the fleet view and the live event stream show a non-admin, and the jobs list's paging. The
+// pages themselves are tested in Chromium (tests/ui/ui_test.mjs).
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "e2e_up_server.h"
+
+namespace gpufleet::e2e {
+namespace {
+
+using json = nlohmann::json;
+
+struct Login {
+  std::string cookie;  // "gf_session=..."
+  std::string csrf;
+};
+
+class UiServer : public UpServer {
+ protected:
+  Login LogIn(const std::string& token) {
+    auto r = Http("").Post("/ui/login", json{{"token", token}}.dump(), "application/json");
+    EXPECT_TRUE(r && r->status == 200) << (r ? r->body : "no answer");
+    if (!r || r->status != 200) return {};
+    const std::string set_cookie = r->get_header_value("Set-Cookie");
+    EXPECT_NE(set_cookie.find("HttpOnly"), std::string::npos) << set_cookie;
+    EXPECT_NE(set_cookie.find("SameSite=Strict"), std::string::npos) << set_cookie;
+    return {set_cookie.substr(0, set_cookie.find(';')), json::parse(r->body)["csrf"]};
+  }
+  httplib::Headers With(const Login& login, bool csrf) {
+    httplib::Headers h{{"Cookie", login.cookie}};
+    if (csrf) h.emplace("X-CSRF-Token", login.csrf);
+    return h;
+  }
+  // Reads the event stream with `headers` for about `seconds` while `meanwhile` runs; returns
+  // what came.
+  std::string ReadEvents(const httplib::Headers& headers, double seconds,
+                         const std::function<void()>& meanwhile) {
+    std::string got;
+    const auto until = std::chrono::steady_clock::now() +
+                       std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+    std::thread reader([&] {
+      httplib::Client c(url_);
+      c.set_read_timeout(static_cast<time_t>(seconds), 0);
+      // Node events come every second, so the stream never goes quiet: stop at the deadline.
+      c.Get("/v1/events", headers, [&](const char* data, size_t n) {
+        got.append(data, n);
+        return std::chrono::steady_clock::now() < until;
+      });
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    meanwhile();
+    reader.join();
+    return got;
+  }
+};
+
+TEST_F(UiServer, ACookieSessionActsAsItsTokenAndStateChangesNeedItsCsrfToken) {
+  const Login admin = LogIn(token_);
+  ASSERT_FALSE(admin.cookie.empty());
+  auto c = Http("");
+  auto session = c.Get("/ui/session", With(admin, false));
+  ASSERT_TRUE(session && session->status == 200);
+  EXPECT_EQ(json::parse(session->body)["csrf"], admin.csrf);
+  EXPECT_TRUE(json::parse(c.Get("/ui/session")->body)["user"].is_null());  // not logged in
+  EXPECT_EQ(c.Get("/v1/jobs", With(admin, false))->status, 200);
+  const std::string job = R"({"argv":["sleep","1"],"gpus":1})";
+  // A submit with the cookie alone is what a cross-site form would send: refused.
+  auto forged = c.Post("/v1/jobs", With(admin, false), job, "application/json");
+  ASSERT_TRUE(forged);
+  EXPECT_EQ(forged->status, 403);
+  EXPECT_NE(forged->body.find("X-CSRF-Token"), std::string::npos);
+  httplib::Headers wrong = With(admin, false);
+  wrong.emplace("X-CSRF-Token", std::string(admin.csrf.size(), '0'));
+  EXPECT_EQ(c.Post("/v1/jobs", wrong, job, "application/json")->status, 403);
+  EXPECT_EQ(c.Post("/v1/jobs", With(admin, true), job, "application/json")->status, 201);
+  // Login wants JSON (a form post cannot log a victim in) and a user's token.
+  EXPECT_EQ(c.Post("/ui/login", "token=" + token_, "application/x-www-form-urlencoded")->status,
+            415);
+  EXPECT_EQ(c.Post("/ui/login", R"({"token":"not-a-token"})", "application/json")->status, 401);
+  EXPECT_EQ(c.Post("/ui/login", R"({"token":7})", "application/json")->status, 400);
+  // Logout needs the CSRF token too, then the cookie reads nothing.
+  EXPECT_EQ(c.Post("/ui/logout", With(admin, false), "", "application/json")->status, 403);
+  EXPECT_EQ(c.Post("/ui/logout", With(admin, true), "", "application/json")->status, 200);
+  EXPECT_EQ(c.Get("/v1/jobs", With(admin, false))->status, 401);
+  EXPECT_EQ(c.Get("/v1/jobs", httplib::Headers{{"Cookie", "gf_session=guess"}})->status, 401);
+}
+
+TEST_F(UiServer, RevokingAUsersTokenEndsTheirSessions) {
+  const json added = json::parse(Cli("users add carol --json"));
+  const Login carol = LogIn(added["token"].get<std::string>());
+  auto c = Http("");
+  EXPECT_EQ(c.Get("/v1/jobs", With(carol, false))->status, 200);
+  Cli("users remove carol");
+  EXPECT_EQ(c.Get("/v1/jobs", With(carol, false))->status, 401);
+  EXPECT_TRUE(json::parse(c.Get("/ui/session", With(carol, false))->body)["user"].is_null());
+}
+
+TEST_F(UiServer, FilesComeWithAStrictPolicyAndNothingOutsideTheDashboardIsServed) {
+  auto c = Http("");
+  auto page = c.Get("/ui/");
+  ASSERT_TRUE(page && page->status == 200);
+  const std::string csp = page->get_header_value("Content-Security-Policy");
+  EXPECT_NE(csp.find("script-src 'self'"), std::string::npos) << csp;
+  EXPECT_EQ(csp.find("unsafe-inline"), std::string::npos) << csp;
+  EXPECT_NE(csp.find("frame-ancestors 'none'"), std::string::npos) << csp;
+  EXPECT_EQ(page->get_header_value("X-Content-Type-Options"), "nosniff");
+  EXPECT_EQ(page->body.find("<script>"), std::string::npos) << "inline script in index.html";
+  EXPECT_EQ(page->body.find("style=\""), std::string::npos) << "inline style in index.html";
+  auto again = c.Get("/ui/", httplib::Headers{{"If-None-Match", page->get_header_value("ETag")}});
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->status, 304);
+  auto uplot = c.Get("/ui/vendor/uPlot.esm.js");
+  ASSERT_TRUE(uplot && uplot->status == 200);
+  EXPECT_EQ(uplot->get_header_value("Content-Type"), "text/javascript; charset=utf-8");
+  for (const char* bad : {"/ui/../CMakeLists.txt", "/ui/%2e%2e/CMakeLists.txt", "/ui/node_modules/uplot/package.json",
+                          "/ui//etc/passwd", "/ui/nothing.js"}) {
+    auto r = c.Get(bad);
+    ASSERT_TRUE(r) << bad;
+    EXPECT_EQ(r->status, 404) << bad;
+  }
+  EXPECT_EQ(c.Post("/ui/", "x", "text/plain")->status, 405);
+  auto bare = Http(token_).Get("/ui");
+  ASSERT_TRUE(bare);
+  EXPECT_EQ(bare->status, 308);
+  EXPECT_EQ(bare->get_header_value("Location"), "/ui/");
+}
+
+TEST_F(UiServer, ANonAdminSeesOnlyTheirOwnJobsInTheFleetAndTheEventStream) {
+  const int64_t blocker = RunBlocker();  // the admin's job on all 4 GPUs
+  ASSERT_GT(blocker, 0);
+  const json added = json::parse(Cli("users add dave --json"));
+  const std::string dave = added["token"].get<std::string>();
+  const json fleet = json::parse(Http(dave).Get("/v1/fleet")->body);
+  ASSERT_EQ(fleet["nodes"].size(), 1u) << fleet.dump();
+  for (const json& g : fleet["nodes"][0]["gpus"]) {
+    EXPECT_TRUE(g["busy"].get<bool>());
+    EXPECT_TRUE(g["job"].is_null()) << g.dump();  // the admin's job is not named to dave
+  }
+  EXPECT_EQ(fleet["totals"]["gpus_allocated"], 4);
+  const json admin_fleet = json::parse(Http(token_).Get("/v1/fleet")->body);
+  EXPECT_EQ(admin_fleet["nodes"][0]["gpus"][0]["job"], blocker);
+
+  int64_t daves_job = 0;
+  const std::string seen = ReadEvents({{"Authorization", "Bearer " + dave}}, 3, [&] {
+    auto r = Http(dave).Post("/v1/jobs", R"({"argv":["sleep","1"],"gpus":1,"name":"d"})",
+                             "application/json");
+    ASSERT_TRUE(r && r->status == 201);
+    daves_job = json::parse(r->body)["id"].get<int64_t>();
+    Http(token_).Post("/v1/jobs", R"({"argv":["sleep","1"],"gpus":1})", "application/json");
+  });
+  EXPECT_NE(seen.find("event: job\ndata: {\"id\":" + std::to_string(daves_job)),
+            std::string::npos) << seen;
+  EXPECT_NE(seen.find("event: node"), std::string::npos) << seen;
+  EXPECT_EQ(seen.find("\"user\":\"root\""), std::string::npos) << seen;
+  EXPECT_EQ(seen.find("\"job\":" + std::to_string(blocker)), std::string::npos) << seen;
+  // No credential: no stream.
+  EXPECT_EQ(Http("").Get("/v1/events")->status, 401);
+  Http(token_).Post("/v1/jobs/" + std::to_string(blocker) + "/cancel", "", "application/json");
+}
+
+TEST_F(UiServer, TheJobsListSortsFiltersPagesAndCounts) {
+  auto admin = Http(token_);
+  for (int i = 0; i < 5; ++i) {
+    const json job = {{"argv", {"true"}}, {"gpus", 1 + i % 3},
+                      {"queue", i % 2 ? "team-a" : "team-b"}};
+    ASSERT_EQ(admin.Post("/v1/jobs", job.dump(), "application/json")->status, 201);
+  }
+  auto r = admin.Get("/v1/jobs?user=*&sort=gpus&order=desc&limit=2&offset=1&total=1");
+  ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "");
+  EXPECT_EQ(r->get_header_value("X-Total-Count"), "5");
+  const json page = json::parse(r->body);
+  ASSERT_EQ(page.size(), 2u);
+  EXPECT_GE(page[0]["gpus"].get<int>(), page[1]["gpus"].get<int>());
+  r = admin.Get("/v1/jobs?user=*&queue=team-a&total=1");
+  EXPECT_EQ(r->get_header_value("X-Total-Count"), "2");
+  for (const char* bad : {"sort=name", "order=up", "offset=-1", "offset=x"}) {
+    auto e = admin.Get(std::string("/v1/jobs?") + bad);
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->status, 400) << bad;
+    EXPECT_TRUE(json::parse(e->body).contains("field")) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace gpufleet::e2e
