@@ -83,15 +83,9 @@ void AddUiRoutes(net::HttpServer& server, const UiRouteContext& context) {
       return Fail(res, 415, "Content-Type: log in with a JSON body {\"token\": \"...\"}",
                   "Content-Type");
     }
-    auto body = json::parse(req.body, nullptr, false);
-    if (body.is_discarded() || !body.is_object() || !body.contains("token") ||
-        !body["token"].is_string()) {
-      return Fail(res, 400, "token: a JSON string is required", "token");
-    }
-    std::string token = body["token"].get<std::string>();
-    if (token.empty() || token.size() > 256) {
-      return Fail(res, 400, "token: 1 to 256 characters", "token");
-    }
+    auto parsed = ParseLoginRequest(req.body);
+    if (!parsed) return Fail(res, parsed.failure());
+    std::string token = std::move(parsed).value();
     auto user = controller.store().UserByToken(Sha256Hex(token));
     if (!user) return Fail(res, 503, user.error());
     if (!user.value()) {

@@ -1,6 +1,7 @@
 #include "controller/ui_sessions.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "controller/auth.h"
 
@@ -40,6 +41,19 @@ void UiSessions::End(std::string_view id) {
   const std::string key = Sha256Hex(std::string(id));
   std::lock_guard<std::mutex> lock(mutex_);
   sessions_.erase(key);
+}
+
+core::Result<std::string> ParseLoginRequest(std::string_view body) {
+  auto doc = nlohmann::json::parse(body, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("token") ||
+      !doc["token"].is_string()) {
+    return core::Error{"token: a JSON string is required", core::ErrorCode::kInvalid, "token"};
+  }
+  std::string token = doc["token"].get<std::string>();
+  if (token.empty() || token.size() > 256) {
+    return core::Error{"token: 1 to 256 characters", core::ErrorCode::kInvalid, "token"};
+  }
+  return token;
 }
 
 std::optional<std::string> CookieValue(std::string_view header, std::string_view name) {

@@ -42,6 +42,9 @@ class UiSessions {
   std::map<std::string, Session> sessions_;  // by SHA-256 of the id
 };
 
+// The token of a dashboard login body, `{"token": "..."}` (1-256 characters), or an error naming
+// the field.
+core::Result<std::string> ParseLoginRequest(std::string_view body);
 // The value of cookie `name` in a Cookie header ("a=1; gf_session=x"), if present.
 std::optional<std::string> CookieValue(std::string_view header, std::string_view name);
 // Compares in time that depends only on the lengths (for CSRF tokens).
