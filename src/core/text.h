@@ -15,4 +15,8 @@ std::string_view TrimText(std::string_view text);
 // __builtin_unreachable() on some non-ASCII input (marzer/tomlplusplus#190, #295).
 std::string FirstNonAsciiPosition(std::string_view text);
 
+// `text` with &, <, >, " and ' as character references: safe inside HTML or XML text and
+// quoted attribute values.
+std::string HtmlEscape(std::string_view text);
+
 }  // namespace gpufleet::core

@@ -1,5 +1,7 @@
 #include "sim/compare_html.h"
 
+#include "core/text.h"
+
 #include <cmath>
 #include <cstdio>
 #include <initializer_list>
@@ -64,13 +66,13 @@ std::string Table(const std::string& caption, const std::vector<Column>& columns
                   const std::vector<Row>& rows) {
   // A keyboard user can focus the scrolling region to scroll a table wider than the window.
   std::string out = "<div class=\"scroll\" role=\"region\" tabindex=\"0\" aria-label=\"" +
-                    HtmlEscape(caption) + "\">\n<table>\n<caption>" + HtmlEscape(caption) +
+                    core::HtmlEscape(caption) + "\">\n<table>\n<caption>" + core::HtmlEscape(caption) +
                     "</caption>\n<thead>\n<tr>";
-  for (const Column& c : columns) out += "<th scope=\"col\">" + HtmlEscape(c.header) + "</th>";
+  for (const Column& c : columns) out += "<th scope=\"col\">" + core::HtmlEscape(c.header) + "</th>";
   out += "</tr>\n</thead>\n<tbody>\n";
   for (const Row& r : rows) {
-    out += "<tr><th scope=\"row\">" + HtmlEscape(r.name) + "</th>";
-    for (const std::string& cell : r.cells) out += "<td>" + HtmlEscape(cell) + "</td>";
+    out += "<tr><th scope=\"row\">" + core::HtmlEscape(r.name) + "</th>";
+    for (const std::string& cell : r.cells) out += "<td>" + core::HtmlEscape(cell) + "</td>";
     out += "</tr>\n";
   }
   out += "</tbody>\n</table>\n</div>\n";
@@ -79,7 +81,7 @@ std::string Table(const std::string& caption, const std::vector<Column>& columns
 
 // `svg` comes from `svg_plot.h`, which escapes every text it draws.
 std::string Figure(const std::string& svg, const std::string& caption) {
-  return "<figure>\n" + svg + "<figcaption>" + HtmlEscape(caption) + "</figcaption>\n</figure>\n";
+  return "<figure>\n" + svg + "<figcaption>" + core::HtmlEscape(caption) + "</figcaption>\n</figure>\n";
 }
 
 // One bar per name, each labelled with its value.
@@ -120,7 +122,7 @@ std::string BarFigures(const std::vector<T>& items, const std::vector<std::strin
 }
 
 std::string Page(const std::string& title, const std::string& body) {
-  return std::string(kHead) + "<title>" + HtmlEscape(title) + "</title>\n" + kStyle +
+  return std::string(kHead) + "<title>" + core::HtmlEscape(title) + "</title>\n" + kStyle +
          "</head>\n<body>\n<main>\n" + body +
          "</main>\n<footer>Written by <code>gpufleet sim compare</code>. Static page: no script, "
          "nothing loaded from elsewhere.</footer>\n</body>\n</html>\n";
@@ -128,41 +130,15 @@ std::string Page(const std::string& title, const std::string& body) {
 
 }  // namespace
 
-std::string HtmlEscape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 std::string CompareHtml(const CompareContext& context, const std::vector<PolicyRun>& runs) {
   const PolicyRun* base = BaselineRun(runs);
   const std::string base_name = base ? base->policy : "-";
-  std::string body = "<h1>Queue policies compared on " + HtmlEscape(context.trace) + "</h1>\n";
-  body += "<p>" + std::to_string(context.jobs) + " jobs on " + HtmlEscape(context.cluster) +
-          ", placement " + HtmlEscape(context.placement) + ", " + std::to_string(runs.size()) +
+  std::string body = "<h1>Queue policies compared on " + core::HtmlEscape(context.trace) + "</h1>\n";
+  body += "<p>" + std::to_string(context.jobs) + " jobs on " + core::HtmlEscape(context.cluster) +
+          ", placement " + core::HtmlEscape(context.placement) + ", " + std::to_string(runs.size()) +
           " queue policies. Times in hours, makespan in days; the ratios are to " +
-          HtmlEscape(base_name) + "&#39;s (below 1: better).</p>\n";
+          core::HtmlEscape(base_name) + "&#39;s (below 1: better).</p>\n";
 
   const std::vector<Column> columns = {{"policy"},
                                        {"jobs"},
@@ -237,10 +213,10 @@ std::string CompareHtml(const CompareContext& context, const std::vector<PolicyR
 
 std::string CostSweepHtml(const CompareContext& context, const std::vector<CostPoint>& points) {
   std::string body =
-      "<h1>Cost against job completion time on " + HtmlEscape(context.trace) + "</h1>\n";
+      "<h1>Cost against job completion time on " + core::HtmlEscape(context.trace) + "</h1>\n";
   body += "<p>" + std::to_string(context.jobs) + " jobs, queue policy " +
-          HtmlEscape(context.policy) + ", placement " + HtmlEscape(context.placement) +
-          "; the static clusters are built of one node type (" + HtmlEscape(context.cluster) +
+          core::HtmlEscape(context.policy) + ", placement " + core::HtmlEscape(context.placement) +
+          "; the static clusters are built of one node type (" + core::HtmlEscape(context.cluster) +
           "), the autoscaled fleets are named by their files. Times in hours, money in "
           "dollars.</p>\n";
   const std::vector<Column> columns = {

@@ -24,9 +24,6 @@ struct CompareContext {
   int64_t jobs = 0;
 };
 
-// `&`, `<`, `>`, `"` and `'` as character references: safe in text and in quoted attributes.
-std::string HtmlEscape(std::string_view text);
-
 // Queue policies compared: the table of `CompareTable` (one row per policy), a bar chart per
 // headline metric, and the JCT CDF and utilization plots of `ComparePlots`.
 std::string CompareHtml(const CompareContext& context, const std::vector<PolicyRun>& runs);

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "core/text.h"
 #include "testing/builders.h"
 
 namespace gpufleet::sim {
@@ -55,9 +56,9 @@ void ExpectSelfContained(const std::string& html) {
 }
 
 TEST(CompareHtmlTest, EscapesEveryMarkupCharacter) {
-  EXPECT_EQ(HtmlEscape("<a href=\"x\">O'Neil & co</a>"),
+  EXPECT_EQ(core::HtmlEscape("<a href=\"x\">O'Neil & co</a>"),
             "&lt;a href=&quot;x&quot;&gt;O&#39;Neil &amp; co&lt;/a&gt;");
-  EXPECT_EQ(HtmlEscape("plain-name_1.csv"), "plain-name_1.csv");
+  EXPECT_EQ(core::HtmlEscape("plain-name_1.csv"), "plain-name_1.csv");
 }
 
 TEST(CompareHtmlTest, TableHasARowPerPolicyWithHeadersAndValues) {

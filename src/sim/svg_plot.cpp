@@ -4,31 +4,12 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/text.h"
+
 namespace gpufleet::sim {
 namespace {
 
-std::string Escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
+std::string Escape(const std::string& text) { return core::HtmlEscape(text); }
 
 std::string Num(double v) {
   char buf[32];
