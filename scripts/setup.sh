@@ -28,16 +28,19 @@ done
 jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 
 # --- Debian packages -----------------------------------------------------------------------------
-# libgtest-dev pulls in googletest; libsqlite3-dev is the store; libssl-dev is TLS (its static
+# libgtest-dev pulls in googletest; libsqlite3-dev is the embedded store, libpq-dev the client of
+# PostgreSQL (a fleet's store); libssl-dev is TLS (its static
 # libraries go into the `gpufleet` client). The test suite
 # also drives a real Prometheus (prometheus, promtool), `top` in tmux, and curl, and runs a real
 # two-node PyTorch DDP job across network namespaces (python3-torch, iproute2).
 packages=(build-essential cmake pkg-config libcli11-dev nlohmann-json3-dev libgtest-dev
-          libbenchmark-dev libsqlite3-dev libcpp-httplib-dev libtomlplusplus-dev libssl-dev)
+          libbenchmark-dev libsqlite3-dev libpq-dev libcpp-httplib-dev libtomlplusplus-dev libssl-dev)
 # clang-14 and libFuzzer build the fuzz targets (scripts/fuzz.sh, fuzz/README.md). The web
-# dashboard's tests drive Debian's chromium headless (tests/ui/).
+# dashboard's tests drive Debian's chromium headless (tests/ui/). The store's tests and the
+# fail-over test start their own PostgreSQL 15 (initdb, pg_ctl) in a temporary directory.
 if [ "$tests" = ON ]; then
-  packages+=(prometheus tmux curl clang-14 libfuzzer-14-dev python3-torch iproute2 chromium)
+  packages+=(prometheus tmux curl clang-14 libfuzzer-14-dev python3-torch iproute2 chromium
+             postgresql)
 fi
 # npm fetches uPlot (compiled into the binary for the dashboard) and puppeteer-core (its tests).
 if ! command -v npm >/dev/null 2>&1; then packages+=(npm); fi

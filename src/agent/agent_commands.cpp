@@ -30,6 +30,7 @@
 #include "gpu/gpu_probe.h"
 #include "gpu/sampler.h"
 #include "gpu/topology_links.h"
+#include "net/failover_client.h"
 #include "net/http_client.h"
 #include "net/private_file.h"
 #include "net/tls.h"
@@ -108,7 +109,9 @@ core::Result<std::string> NodeCredential(const AgentOptions& options, const std:
           "controller's CA hash, as `gpufleet token create --join` printed it"};
     }
   }
-  auto client = net::HttpClient::ForUrl(options.controller_url);
+  // Several controllers: the join goes to the leader (never re-sent once the outcome is unknown:
+  // the join token is good for one join).
+  auto client = net::FailoverHttpClient::ForUrls(options.controller_url);
   if (!client) return core::Error{"--controller: " + client.error()};
   if (client.value().tls()) {
     if (trust.empty()) trust.pin_sha256 = pin;

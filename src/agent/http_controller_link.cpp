@@ -1,5 +1,7 @@
 #include "agent/http_controller_link.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -14,14 +16,22 @@ HttpControllerLink::HttpControllerLink(std::string url, std::string token, net::
 
 core::Result<net::HeartbeatReply> HttpControllerLink::Exchange(const net::Heartbeat& beat) {
   if (!client_) {
-    auto made = net::HttpClient::ForUrl(url_);
+    auto made = net::FailoverHttpClient::ForUrls(url_);
     if (!made) return core::Error{"bad controller URL " + made.error()};
     client_.emplace(std::move(made).value());
     client_->SetTrust(trust_);
     client_->SetBearerToken(token_);
     client_->SetTimeouts(2000, 5000 + static_cast<int>(long_poll_ms_));
+    // With several controllers, a beat looks for the leader for up to one period (the wait
+    // before the next beat anyway), then reports the outage; the agent's jobs run on meanwhile.
+    net::FailoverPolicy policy;
+    policy.deadline_ms = static_cast<int>(std::clamp<int64_t>(long_poll_ms_, 1000, 15000));
+    client_->SetPolicy(policy);
   }
-  auto res = client_->Post("/v1/agent/heartbeat", net::ToJson(beat), "application/json");
+  // Repeatable: the heartbeat protocol is level-triggered, the same beat applied twice changes
+  // nothing (net/node_protocol.h), so a beat whose answer was lost may go to the next controller.
+  auto res = client_->Post("/v1/agent/heartbeat", net::ToJson(beat), "application/json",
+                           net::Repeatable::kYes);
   if (!res) {
     return core::Error{"cannot reach the controller at " + url_ + " (" + res.error() + ")"};
   }

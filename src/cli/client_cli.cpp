@@ -40,8 +40,9 @@ void ClientCli::Register(CLI::App& app) {
   // Flags every client command shares.
   auto add_client_flags = [](CLI::App* cmd, ClientOptions& client) {
     cmd->add_option("--server", client.server,
-                    "server URL (default: $GPUFLEET_SERVER, else what `gpufleet up` wrote in "
-                    "the data directory)");
+                    "server URL, or the comma-separated URLs of controllers sharing one store "
+                    "(requests follow the leader) (default: $GPUFLEET_SERVER, likewise one URL "
+                    "or a list, else what `gpufleet up` wrote in the data directory)");
     cmd->add_option("--data-dir", client.data_dir,
                     "the data directory of `gpufleet up` (for its server and token files)");
     cmd->add_option("--ca", client.ca_file,

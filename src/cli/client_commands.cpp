@@ -17,6 +17,7 @@
 #include "cli/advise_commands.h"
 #include "cli/client_http.h"
 #include "core/duration.h"
+#include "net/failover_client.h"
 #include "net/http_client.h"
 
 namespace gpufleet::cli {
@@ -53,7 +54,7 @@ std::optional<Connection> Connect(const ClientOptions& o) {
   }
   if (const char* env = std::getenv("GPUFLEET_TOKEN"); env != nullptr) c.token = env;
   if (c.token.empty()) c.token = FirstLine(data_dir + "/token");
-  auto http = net::HttpClient::ForUrl(c.url);
+  auto http = net::FailoverHttpClient::ForUrls(c.url);
   if (!http) {
     std::fprintf(stderr, "gpufleet: bad server URL %s\n", http.error().c_str());
     return std::nullopt;
@@ -75,6 +76,11 @@ std::optional<Connection> Connect(const ClientOptions& o) {
 
 std::optional<json> Check(const core::Result<net::HttpReply>& r, const Connection& c,
                           const char* what) {
+  if (!r && c.http && c.http->size() > 1) {
+    // The error names each server and what it said (standbys' words made printable there).
+    std::fprintf(stderr, "gpufleet: %s: %s\n", what, Printable(r.error()).c_str());
+    return std::nullopt;
+  }
   if (!r) {
     std::fprintf(stderr,
                  "gpufleet: %s: no answer from the server at %s (%s): is `gpufleet up` running?\n",
@@ -216,10 +222,15 @@ int RunSubmit(const SubmitOptions& o) {
                 static_cast<unsigned>(std::random_device{}()));
   body["client_token"] = token;
   const std::string request = body.dump();
-  auto r = c->http->Post("/v1/jobs", request);
-  for (int retry = 0; retry < 5 && (!r || r.value().status == 503); ++retry) {
+  // Repeatable thanks to the token: after a lost answer the next controller tried (or the same
+  // one) returns the job the first one made. Several servers: the client follows the leader and
+  // retries until its deadline itself, so only a busy leader's 503 is retried here.
+  const bool one_server = c->http->size() == 1;
+  auto r = c->http->Post("/v1/jobs", request, "application/json", net::Repeatable::kYes);
+  for (int retry = 0; retry < 5 && ((!r && one_server) || (r && r.value().status == 503));
+       ++retry) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200 << retry));
-    r = c->http->Post("/v1/jobs", request);
+    r = c->http->Post("/v1/jobs", request, "application/json", net::Repeatable::kYes);
   }
   auto answer = Check(r, *c, "submit");
   if (!answer) return 1;

@@ -6,14 +6,15 @@
 #include <string>
 
 #include "cli/client_commands.h"
+#include "net/failover_client.h"
 #include "net/http_client.h"
 
 namespace gpufleet::cli {
 
 struct Connection {
-  std::string url;
+  std::string url;  // as given: one URL, or several comma-separated (the leader is followed)
   std::string token;
-  std::optional<net::HttpClient> http;
+  std::optional<net::FailoverHttpClient> http;
 };
 
 // Finds the server and token; prints what to do and returns nothing when it cannot.

@@ -237,6 +237,14 @@ int main(int argc, char** argv) {
     cmd->add_option("--tls-san", o.tls_names,
                     "a further DNS name or IP address agents and users reach the server at, for "
                     "its certificate (repeatable; this machine's names and addresses are in it)");
+    cmd->add_option("--store", o.store,
+                    "where the fleet's state lives: postgresql://USER@HOST/DB (or a libpq "
+                    "connection string) to share it between controllers, one leading and the "
+                    "others standing by (docs/cluster.md); default: SQLite in the data directory");
+    cmd->add_option("--leader-lease", o.leader_lease_s,
+                    "seconds a leading controller's lease lasts without renewal (shared store): "
+                    "a standby takes over this long after the leader dies")
+        ->capture_default_str();
   };
   auto add_priority_flag = [](CLI::App* cmd, std::vector<std::string>& values) {
     cmd->add_option("--max-priority", values,
@@ -271,7 +279,8 @@ int main(int argc, char** argv) {
   std::string agent_token_file;
   agent_cmd->add_option("--controller", agent_options.controller_url,
                         "join this controller (http://HOST:PORT of `gpufleet controller` or "
-                        "`gpufleet up`) and run the jobs it places here");
+                        "`gpufleet up`) and run the jobs it places here; or the comma-separated "
+                        "URLs of controllers sharing one store: heartbeats follow the leader");
   agent_cmd->add_option("--token-file", agent_token_file,
                         "file holding the controller's admin token (default: $GPUFLEET_TOKEN, "
                         "else the token file in the data directory)");

@@ -1,4 +1,5 @@
 #include "controller/api_server.h"
+#include "controller/standby.h"
 
 #include <httplib.h>
 #include <sys/socket.h>
@@ -146,9 +147,16 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
     }
     return true;
   });
-  server.SetPreRoutingHandler([&impl](const httplib::Request&, httplib::Response& res) {
+  server.SetPreRoutingHandler([&impl, options](const httplib::Request& req,
+                                               httplib::Response& res) {
     ++impl.requests;
     res.set_header("X-Content-Type-Options", "nosniff");
+    // A controller whose lease ran out acts on nothing: it answers as a standby at once, before
+    // any other controller can have taken over (server/leader_lease.h).
+    if (options.leading && req.path != "/healthz" && !options.leading()) {
+      AnswerStandby(res, options.leader ? options.leader() : store::LeaderInfo{});
+      return httplib::Server::HandlerResponse::Handled;
+    }
     return httplib::Server::HandlerResponse::Unhandled;
   });
 
@@ -458,8 +466,10 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
   AddAdminRoutes(server, impl.controller, options.ca_sha256);
   AddAdviceRoutes(server, impl.controller);
   AddScaleRoutes(server, impl.controller, impl.autoscaler);
-  server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("ok\n", "text/plain");
+  server.Get("/healthz", [options](const httplib::Request&, httplib::Response& res) {
+    const bool leading = !options.leading || options.leading();
+    res.set_content(HealthJson(leading, options.leader ? options.leader() : store::LeaderInfo{}),
+                    "application/json");
   });
   server.Get("/metrics", [&impl](const httplib::Request&, httplib::Response& res) {
     const ControllerStats s = impl.controller.Stats();

@@ -11,10 +11,12 @@
 //   GET  /v1/nodes                nodes: READY, LOST (missed its lease) or UNKNOWN
 //   GET  /v1/gpus                 every node's latest GPU samples, as its agent sent them
 //   POST /v1/agent/heartbeat      an agent's heartbeat (admin token); see net/node_protocol.h
-//   GET  /v1/queue, GET /healthz (no auth), GET /metrics (no auth)
+//   GET  /v1/queue, GET /metrics (no auth)
+//   GET  /healthz (no auth): {"status": "ok", "role": "leader"|"standby", "leader", "epoch"}
 //   GET  /ui/, /v1/fleet, /v1/queues, /v1/events (SSE) ...: the dashboard (controller/ui_routes.h)
 // Errors are JSON {"error": ..., "field": ...}: 400 for a bad field (named), 401 without a valid
 // token, 404 for a job that does not exist or is not the caller's, 413 for bodies over 1 MiB.
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -32,6 +34,11 @@ struct ApiServerOptions {
   // Serve the dashboard's files from this directory, read at each request, instead of the
   // compiled-in copy (development; "": the compiled-in copy).
   std::string ui_dir;
+  // Leadership among controllers sharing a store (server/leader_lease.h): while `leading` says
+  // no, every request but /healthz gets the standby's 503 naming `leader` (controller/standby.h).
+  // Unset: this controller always leads (one machine's SQLite store).
+  std::function<bool()> leading;
+  std::function<store::LeaderInfo()> leader;
 };
 
 class ApiServer {

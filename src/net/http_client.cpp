@@ -98,6 +98,7 @@ HttpClient& HttpClient::operator=(HttpClient&& other) noexcept {
     read_ms_ = other.read_ms_;
     fd_ = other.fd_;
     reusable_ = other.reusable_;
+    last_failure_ = other.last_failure_;
     buffer_ = std::move(other.buffer_);
     other.fd_ = -1;
     other.reusable_ = false;
@@ -199,6 +200,7 @@ core::Result<HttpReply> HttpClient::Send(const std::string& method, const std::s
 
   // A kept-alive connection the server closed meanwhile fails before any answer arrives; then
   // (and only then) the request is sent once more on a new connection.
+  last_failure_ = Failure::kNotSent;
   for (int attempt = 0;; ++attempt) {
     const bool reused = fd_ >= 0 && reusable_;
     if (!reused) {
@@ -218,7 +220,7 @@ core::Result<HttpReply> HttpClient::Send(const std::string& method, const std::s
       }
       sent += static_cast<std::size_t>(n);
     }
-    if (send_failed) {
+    if (send_failed) {  // the server has not seen the request's end: it cannot act on it
       const core::Error error = Errno("cannot send the request");
       Close();
       if (reused && attempt == 0) continue;
@@ -231,7 +233,10 @@ core::Result<HttpReply> HttpClient::Send(const std::string& method, const std::s
       // Only a connection the server had closed: never after a timeout, when the server may
       // still be working on the request.
       if (reused && attempt == 0 && closed_unanswered) continue;
+      last_failure_ = Failure::kUnknown;
+      return reply;
     }
+    last_failure_ = Failure::kNone;
     return reply;
   }
 }

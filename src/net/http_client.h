@@ -9,7 +9,8 @@
 // Contract: one request at a time. The connection is kept alive between requests and opened
 // again, once, when the server has closed it in between. Bodies may come with Content-Length,
 // chunked, or up to the close of the connection. Errors name what failed (resolving, connecting,
-// sending, reading, a malformed answer) and why.
+// sending, reading, a malformed answer) and why; last_failure() says whether the server can have
+// acted on a request that failed (net/failover_client.h re-sends on that ground).
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -72,6 +73,9 @@ class HttpClient {
   static core::Result<HttpClient> ForUrl(const std::string& url);
   // Whether the URL was https.
   bool tls() const { return tls_; }
+  // The URL's host (without [] for IPv6) and port, as parsed.
+  const std::string& host() const { return host_; }
+  const std::string& port() const { return port_; }
   // What an https connection trusts (net/tls.h); unused for http.
   void SetTrust(TlsTrust trust) { trust_ = std::move(trust); }
   // After a request over https: the PEM of the CA the server's certificate was verified against
@@ -100,6 +104,16 @@ class HttpClient {
   core::Result<HttpReply> Send(const std::string& method, const std::string& path,
                                const std::string& body, const std::string& content_type);
 
+  // How the last request failed, when it did.
+  enum class Failure {
+    kNone,     // it was answered (whatever the status)
+    kNotSent,  // resolving, connecting or the TLS handshake failed, or the connection failed
+               // before the whole request had left (or closed unanswered on a kept-alive
+               // connection): the server cannot have acted on it
+    kUnknown,  // the whole request was sent and no (complete) answer came: it may have been done
+  };
+  Failure last_failure() const { return last_failure_; }
+
  private:
   HttpClient(std::string host, std::string port, bool tls)
       : host_(std::move(host)), port_(std::move(port)), tls_(tls) {}
@@ -119,6 +133,7 @@ class HttpClient {
   int read_ms_ = 30000;
   int fd_ = -1;
   bool reusable_ = false;  // the open connection may carry another request
+  Failure last_failure_ = Failure::kNone;
   std::string buffer_;     // bytes read past the previous answer
 };
 

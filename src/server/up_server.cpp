@@ -32,6 +32,7 @@
 #include "controller/auth.h"
 #include "controller/controller.h"
 #include "controller/in_process_link.h"
+#include "controller/standby.h"
 #include "core/duration.h"
 #include "gpu/gpu_probe.h"
 #include "gpu/sampler.h"
@@ -40,6 +41,7 @@
 #include "net/private_file.h"
 #include "net/tls.h"
 #include "net/tls_identity.h"
+#include "server/leader_lease.h"
 #include "store/store.h"
 
 namespace gpufleet::server {
@@ -84,9 +86,49 @@ bool PrepareDataDir(const std::string& data_dir, const char* self) {
   return true;
 }
 
+// RunUpOnce's status when this controller lost the lead: RunUp stands by again.
+constexpr int kLostTheLead = -100;
+
+std::string ControllerUrl(const net::ListenAddress& address, int port, bool tls) {
+  // A wildcard address is reached at loopback from here (and loopback is in the certificate).
+  std::string url_host = address.host;
+  if (url_host == "0.0.0.0" || url_host.empty()) url_host = "127.0.0.1";
+  if (url_host == "::") url_host = "::1";
+  if (url_host.find(':') != std::string::npos) url_host = "[" + url_host + "]";
+  return std::string(tls ? "https://" : "http://") + url_host + ":" + std::to_string(port);
+}
+
+// This controller's id in the leader lease: its host, process and a random part, so that a
+// restarted controller is a new holder.
+std::string HolderId() {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  uint64_t random = 0;
+  if (std::ifstream in("/dev/urandom", std::ios::binary); in) {
+    in.read(reinterpret_cast<char*>(&random), sizeof random);
+  }
+  char tail[32];
+  std::snprintf(tail, sizeof tail, "%08x", static_cast<unsigned>(random));
+  return std::string(host) + ":" + std::to_string(::getpid()) + ":" + tail;
+}
+
+int RunUpOnce(const UpOptions& o);
+
 }  // namespace
 
 int RunUp(const UpOptions& o) {
+  for (int lost = 0;; ++lost) {
+    const int status = RunUpOnce(o);
+    if (status != kLostTheLead) return status;
+    // Stands by again; a controller that keeps losing its lead (an overloaded store) waits a
+    // little more each time, up to 5 s.
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(5000, 100 * (1 << std::min(lost, 6)))));
+  }
+}
+
+namespace {
+
+int RunUpOnce(const UpOptions& o) {
   const char* self = o.controller_only ? "gpufleet controller" : "gpufleet up";
   if (!(o.lease_s >= 0.2)) {
     std::fprintf(stderr, "%s: --lease must be at least 0.2 seconds\n", self);
@@ -139,10 +181,74 @@ int RunUp(const UpOptions& o) {
                  self, address.value().host.c_str());
   }
 
-  auto store = store::OpenSqliteStore(data_dir);
+  const bool shared_store = store::IsPostgresUri(o.store);
+  if (!o.store.empty() && !shared_store) {
+    std::fprintf(stderr,
+                 "%s: --store '%s': expected postgresql://USER@HOST/DB or a libpq connection "
+                 "string (host=... dbname=...); leave it out for SQLite in the data directory\n",
+                 self, o.store.c_str());
+    return 2;
+  }
+  if (!(o.leader_lease_s >= 0.5 && o.leader_lease_s <= 600)) {
+    std::fprintf(stderr, "%s: --leader-lease must be between 0.5 and 600 seconds\n", self);
+    return 2;
+  }
+  if (shared_store && address.value().port == 0) {
+    std::fprintf(stderr,
+                 "%s: --listen needs a port with a shared store: standbys and clients name "
+                 "this controller by it\n", self);
+    return 2;
+  }
+  auto store = shared_store ? store::OpenPostgresStore(o.store) : store::OpenSqliteStore(data_dir);
+  // A shared database that is down (restarting, unreachable) is waited for, with backoff, as
+  // long as it takes: a controller that gives up would leave the fleet without a standby.
+  for (int64_t backoff_ms = 250; !store && shared_store;
+       backoff_ms = std::min<int64_t>(backoff_ms * 2, 5000)) {
+    std::fprintf(stderr, "%s: %s; retrying in %.2g s\n", self, store.error().c_str(),
+                 static_cast<double>(backoff_ms) / 1000);
+    const timespec wait{backoff_ms / 1000, (backoff_ms % 1000) * 1000000};
+    if (::sigtimedwait(&stop_signals, nullptr, &wait) > 0) {
+      std::fprintf(stderr, "%s: stopped (waiting for the store)\n", self);
+      return 0;
+    }
+    store = store::OpenPostgresStore(o.store);
+  }
   if (!store) {
     std::fprintf(stderr, "%s: %s\n", self, store.error().c_str());
     return 1;
+  }
+  // Leadership: a SQLite store has one controller, which leads at once. Controllers sharing a
+  // PostgreSQL store stand by, answering 503 naming the leader, until the lease is theirs.
+  LeaderLeaseOptions lease_options;
+  lease_options.holder = HolderId();
+  lease_options.url = ControllerUrl(address.value(), address.value().port, api_options.tls != nullptr);
+  lease_options.lease_ms = static_cast<int64_t>(o.leader_lease_s * 1000);
+  LeaderLease lease(*store.value(), lease_options);
+  auto say = [self](const std::string& what) {
+    std::fprintf(stderr, "%s: %s\n", self, what.c_str());
+  };
+  if (!shared_store) {
+    if (!lease.WaitToLead(say)) return 1;
+  } else {
+    controller::StandbyServer standby([&lease] { return lease.Known(); }, api_options.tls);
+    if (auto bound = standby.Bind(address.value()); !bound) {
+      std::fprintf(stderr, "%s: %s\n", self, bound.error().c_str());
+      return 1;
+    }
+    std::atomic<bool> led{false};
+    std::thread waiter([&] {
+      led = lease.WaitToLead(say);
+      standby.http().Stop();
+    });
+    net::ServeUntilStopSignal(standby.http(), stop_signals);
+    lease.Cancel();
+    waiter.join();
+    if (!led) {
+      std::fprintf(stderr, "%s: stopped (standing by)\n", self);
+      return 0;
+    }
+    std::fprintf(stderr, "%s: leading (epoch %lld); taking over the fleet\n", self,
+                 static_cast<long long>(lease.epoch()));
   }
   // This machine's GPUs: their number and model are all the scheduler needs here.
   int gpus = 0;
@@ -354,19 +460,17 @@ int RunUp(const UpOptions& o) {
       return 1;
     }
   }
+  if (shared_store) {
+    api_options.leading = [&lease] { return lease.Leading(); };
+    api_options.leader = [&lease] { return lease.Known(); };
+  }
   controller::ApiServer api(ctl, api_options);
   auto port = api.Bind(address.value());
   if (!port) {
     std::fprintf(stderr, "%s: %s\n", self, port.error().c_str());
     return 1;
   }
-  // A wildcard address is reached at loopback from here (and loopback is in the certificate).
-  std::string url_host = address.value().host;
-  if (url_host == "0.0.0.0" || url_host.empty()) url_host = "127.0.0.1";
-  if (url_host == "::") url_host = "::1";
-  if (url_host.find(':') != std::string::npos) url_host = "[" + url_host + "]";
-  const std::string url = std::string(api_options.tls ? "https://" : "http://") + url_host + ":" +
-                          std::to_string(port.value());
+  const std::string url = ControllerUrl(address.value(), port.value(), api_options.tls != nullptr);
   WritePrivate((std::filesystem::path(data_dir) / "server").string(), url + "\n");
   std::unique_ptr<controller::Autoscaler> autoscaler;
   if (autoscale) {
@@ -405,6 +509,19 @@ int RunUp(const UpOptions& o) {
       }
     });
   }
+  // Losing the lead stops serving; the controller then stands by again (RunUp).
+  std::mutex lost_mutex;
+  std::string lost_why;
+  if (shared_store) {
+    lease.StartRenewing([&](const std::string& why) {
+      {
+        std::lock_guard<std::mutex> lock(lost_mutex);
+        lost_why = why;
+      }
+      std::fprintf(stderr, "%s: lost the lead: %s; standing down\n", self, why.c_str());
+      api.http().Stop();
+    });
+  }
   const bool clean = net::ServeUntilStopSignal(api.http(), stop_signals);
   stop_beats = true;
   if (beats.joinable()) {
@@ -417,8 +534,19 @@ int RunUp(const UpOptions& o) {
   // `local_news` stays open: a heartbeat handler still finishing may write to it, and the
   // process exits once this returns.
   if (sampler) sampler->Stop();
+  {
+    std::lock_guard<std::mutex> lock(lost_mutex);
+    if (!lost_why.empty()) {
+      std::fprintf(stderr, "%s: stood down; standing by again\n", self);
+      lease.StopAndResign();
+      return kLostTheLead;
+    }
+  }
+  lease.StopAndResign();  // after the last write: a standby takes over at once
   std::fprintf(stderr, "%s: stopped\n", self);
   return clean ? 0 : 1;
 }
+
+}  // namespace
 
 }  // namespace gpufleet::server

@@ -31,8 +31,14 @@ struct UpOptions {
   std::vector<std::string> tls_names;       // --tls-san: more names for the certificate
   std::string autoscale;  // --autoscale FILE.toml: grow and shrink the fleet (scale/, cloud/)
   std::string ui_dir;     // --ui-dir DIR: serve the dashboard's files from DIR (development)
+  // --store: "" keeps the fleet's state in SQLite in the data directory; a postgresql:// URI (or
+  // libpq key=value string) keeps it in PostgreSQL, where several controllers may share it: one
+  // leads, the others stand by and take over when its lease (`leader_lease_s`) runs out.
+  std::string store;
+  double leader_lease_s = 3;
 };
-// Serves until SIGINT or SIGTERM; returns the process's exit status (2: bad options).
+// Serves until SIGINT or SIGTERM; returns the process's exit status (2: bad options). With a
+// shared store it stands by until it leads, and stands by again if it loses the lead.
 int RunUp(const UpOptions& options);
 
 }  // namespace gpufleet::server

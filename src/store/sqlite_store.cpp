@@ -389,6 +389,20 @@ class SqliteStore final : public Store {
   // queued job in a single transaction, so many submits share one fsync. Each caller returns
   // only after the transaction holding its job has committed, and a failed transaction fails
   // every job in it (none of them was committed).
+  // One machine's store has one controller: it always leads, and nothing fences it.
+  core::Result<std::optional<int64_t>> TryLead(const std::string& holder, const std::string& url,
+                                               int64_t) override {
+    std::lock_guard<std::mutex> lock(lead_mutex_);
+    leader_ = LeaderInfo{holder, url, 1, 0};
+    return std::optional<int64_t>(1);
+  }
+  core::Result<bool> RenewLead(int64_t epoch, int64_t) override { return epoch == 1; }
+  core::Result<bool> ResignLead(int64_t) override { return true; }
+  core::Result<LeaderInfo> Leader() override {
+    std::lock_guard<std::mutex> lock(lead_mutex_);
+    return leader_;
+  }
+
   core::Result<int64_t> SubmitJob(const JobRecord& job) override {
     PendingSubmit me{&job, std::nullopt};
     std::unique_lock<std::mutex> queue_lock(queue_mutex_);
@@ -1095,6 +1109,8 @@ class SqliteStore final : public Store {
   std::condition_variable queue_cv_;
   std::vector<PendingSubmit*> submit_queue_;
   bool leader_active_ = false;
+  std::mutex lead_mutex_;
+  LeaderInfo leader_;
 };
 
 }  // namespace

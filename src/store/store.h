@@ -221,9 +221,35 @@ struct TokenRecord {
   std::string created_by;
 };
 
+// Who leads the controllers that share a store (see Store::TryLead).
+struct LeaderInfo {
+  std::string holder;  // the leading controller's id ("" : nobody ever led)
+  std::string url;     // where it serves its API
+  int64_t epoch = 0;   // bumped at each change of leader; fences the former one
+  int64_t expires_in_ms = 0;  // its lease runs out this long from now (<= 0: expired)
+};
+
 class Store {
  public:
   virtual ~Store() = default;
+
+  // Leadership among controllers that share this store: a lease kept in the store itself, timed
+  // by the store's clock, so controllers' clocks need not agree.
+  // `TryLead` takes the lease for `lease_ms` when nobody holds an unexpired one and returns the
+  // new epoch (one more than the last); it returns nullopt when another controller holds it.
+  // From then on every write of this Store checks, in its own transaction, that the lease's epoch
+  // is still this one, and fails with ErrorCode::kUnavailable ("fenced") when it is not: a
+  // paused former leader that wakes up cannot write. `RenewLead` extends the lease of `epoch`
+  // (false: the lease has passed to another epoch, and writes are fenced from now on);
+  // `ResignLead` lets it expire now, so a standby takes over at once. `Leader` says who holds it.
+  // A SQLite store is one machine's: it has a single controller, which always leads (epoch 1).
+  virtual core::Result<std::optional<int64_t>> TryLead(const std::string& holder,
+                                                       const std::string& url,
+                                                       int64_t lease_ms) = 0;
+  virtual core::Result<bool> RenewLead(int64_t epoch, int64_t lease_ms) = 0;
+  virtual core::Result<bool> ResignLead(int64_t epoch) = 0;
+  virtual core::Result<LeaderInfo> Leader() = 0;
+
   // Records a new PENDING job and returns its id, after the commit. A job whose non-empty
   // `client_token` the same user already used is not added again: its existing id is returned.
   virtual core::Result<int64_t> SubmitJob(const JobRecord& job) = 0;
@@ -297,5 +323,15 @@ class Store {
 // Opens (creating when needed) `<data_dir>/gpufleet.db`: WAL mode, full sync on commit, schema
 // migrated to the current version. Errors name the path and what to do.
 core::Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& data_dir);
+
+// Connects to PostgreSQL (`conninfo`: a postgresql:// URI or a libpq key=value string) and
+// migrates its schema to the current version. Errors name the server and what to do, never the
+// password. A broken connection is re-established on a later call: each call that meets it fails
+// with ErrorCode::kUnavailable, and a write whose commit was not confirmed is reported as failed
+// (callers retry with their idempotency token).
+core::Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& conninfo);
+
+// Whether `text` (of --store) names a PostgreSQL database rather than a SQLite data directory.
+bool IsPostgresUri(std::string_view text);
 
 }  // namespace gpufleet::store

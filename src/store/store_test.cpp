@@ -4,29 +4,149 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <random>
 #include <set>
+#include <sstream>
 #include <thread>
+
+#include "store/pg_test_server.h"
 
 namespace gpufleet::store {
 namespace {
 
-class StoreTest : public ::testing::Test {
+// The PostgreSQL server every PostgreSQL test of this binary shares: started on first use (by
+// the first such test), stopped when the binary exits. Each test gets a database of its own.
+struct SharedPg {
+  std::unique_ptr<PgTestServer> server;
+  std::string error;         // why there is no server
+  bool unavailable = false;  // PostgreSQL is not installed here (else: it failed to start)
+  std::mutex mutex;
+  int databases = 0;
+};
+
+SharedPg& Pg() {
+  static SharedPg* shared = [] {
+    auto* pg = new SharedPg;
+    if (auto why = PgTestServer::Unavailable()) {
+      pg->error = *why;
+      pg->unavailable = true;
+      return pg;
+    }
+    // No fsync: the tests check what the store does, not how fast the disk syncs (a commit is
+    // still written before it is confirmed, so it survives a crash of the server).
+    PgTestServer::Options options;
+    options.fsync = false;
+    options.settings = {{"shared_buffers", "'16MB'"}};
+    pg->server = std::make_unique<PgTestServer>(options);
+    if (!pg->server->Start(&pg->error)) pg->server.reset();
+    return pg;
+  }();
+  return *shared;
+}
+
+// The server's destructor stops it and removes its directory when the binary exits (the shared
+// state itself is never destroyed, so that no test's thread outlives it).
+struct PgCleanup {
+  ~PgCleanup() {
+    // Only when a test started it.
+    if (started) Pg().server.reset();
+  }
+  bool started = false;
+};
+PgCleanup pg_cleanup;
+
+// Under CI (CI set and not "false"), a missing PostgreSQL fails the PostgreSQL tests.
+bool InCi() {
+  const char* ci = std::getenv("CI");
+  return ci != nullptr && *ci != '\0' && std::string(ci) != "false";
+}
+
+template <typename T>
+void ExpectFenced(const core::Result<T>& result, const std::string& what) {
+  ASSERT_FALSE(result.ok()) << what << " succeeded on a store whose leadership has passed on";
+  EXPECT_EQ(result.failure().code, core::ErrorCode::kUnavailable) << what << ": "
+                                                                   << result.error();
+  EXPECT_NE(result.error().find("fenced"), std::string::npos) << what << ": " << result.error();
+}
+
+// What the tests share: a store of either backend, and jobs to put in it.
+class StoreFixture : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("gpufleet-store-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    auto store = OpenSqliteStore(dir_.string());
-    ASSERT_TRUE(store.ok()) << store.error();
-    store_ = std::move(store).value();
+  // Opens a fresh store of `backend` ("sqlite": a data directory of the test's own;
+  // "postgresql": a database of the test's own on the shared server) into store_, and, when
+  // `lead`, takes the lease (every write of a PostgreSQL store is fenced by it). Skips (or
+  // fails, under CI) when PostgreSQL is not installed.
+  void OpenBackend(const std::string& backend, bool lead) {
+    backend_ = backend;
+    if (backend == "sqlite") {
+      std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+      std::replace(name.begin(), name.end(), '/', '-');
+      dir_ = std::filesystem::temp_directory_path() /
+             ("gpufleet-store-" + std::to_string(::getpid()) + "-" + name);
+      std::filesystem::remove_all(dir_);
+    } else {
+      SharedPg& pg = Pg();
+      std::lock_guard<std::mutex> lock(pg.mutex);
+      if (pg.server == nullptr) {
+        if (!pg.unavailable) FAIL() << "PostgreSQL did not start: " << pg.error;
+        if (!InCi()) GTEST_SKIP() << pg.error;
+        FAIL() << "CI is set, and the PostgreSQL tests must run there: " << pg.error;
+      }
+      pg_cleanup.started = true;
+      server_ = pg.server.get();
+      std::string error;
+      // A test that stopped the server and failed before starting it again.
+      ASSERT_TRUE(server_->Start(&error)) << error;
+      const std::string db = "t_" + std::to_string(++pg.databases);
+      ASSERT_TRUE(server_->CreateDatabase(db, &error)) << error;
+      conninfo_ = server_->ConnInfo(db);
+    }
+    store_ = Connect();
+    ASSERT_NE(store_, nullptr);
+    if (lead) Lead();
+  }
+  // Another store on the same data: a second connection to the database, or (SQLite) the
+  // data directory opened again. nullptr (with a failure) when it does not open.
+  std::unique_ptr<Store> Connect() {
+    auto store = backend_ == "sqlite" ? OpenSqliteStore(dir_.string())
+                                      : OpenPostgresStore(conninfo_);
+    if (!store.ok()) {
+      ADD_FAILURE() << "cannot open the " << backend_ << " store: " << store.error();
+      return nullptr;
+    }
+    return std::move(store).value();
+  }
+  void Lead() {
+    auto epoch = store_->TryLead("test", "", 60000);
+    ASSERT_TRUE(epoch.ok()) << epoch.error();
+    ASSERT_TRUE(epoch.value().has_value()) << "a fresh store's lease is free";
+    epoch_ = *epoch.value();
+  }
+  // Closes store_ (resigning its lease) and opens it again on the same data.
+  void Reopen() {
+    if (epoch_ != 0) {
+      auto resigned = store_->ResignLead(epoch_);
+      ASSERT_TRUE(resigned.ok()) << resigned.error();
+      epoch_ = 0;
+    }
+    store_.reset();
+    store_ = Connect();
+    ASSERT_NE(store_, nullptr);
+    Lead();
   }
   void TearDown() override {
     store_.reset();
-    std::filesystem::remove_all(dir_);
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+    if (server_ != nullptr && !server_->running()) {
+      std::string error;
+      EXPECT_TRUE(server_->Start(&error)) << error;
+    }
   }
   JobRecord Job(const std::string& user) {
     JobRecord j;
@@ -39,11 +159,38 @@ class StoreTest : public ::testing::Test {
     j.submit_ms = 1000;
     return j;
   }
-  std::filesystem::path dir_;
+  std::string backend_;
+  std::filesystem::path dir_;          // sqlite
+  PgTestServer* server_ = nullptr;     // postgresql
+  std::string conninfo_;               // postgresql
   std::unique_ptr<Store> store_;
+  int64_t epoch_ = 0;
 };
 
-TEST_F(StoreTest, SubmitThenGetRoundTrips) {
+// The store's contract, over both backends.
+class StoreTest : public StoreFixture, public ::testing::WithParamInterface<std::string> {
+ protected:
+  void SetUp() override { OpenBackend(GetParam(), /*lead=*/true); }
+};
+INSTANTIATE_TEST_SUITE_P(Backends, StoreTest, ::testing::Values("sqlite", "postgresql"),
+                         [](const ::testing::TestParamInfo<std::string>& param) {
+                           return param.param;
+                         });
+
+// What only a SQLite store has: its file, rewritten here as older versions left it.
+class SqliteStoreTest : public StoreFixture {
+ protected:
+  void SetUp() override { OpenBackend("sqlite", /*lead=*/true); }
+};
+
+// What only a PostgreSQL store has: several controllers sharing it, and a server that can go
+// away. store_ is open but does not lead.
+class PgStoreTest : public StoreFixture {
+ protected:
+  void SetUp() override { OpenBackend("postgresql", /*lead=*/false); }
+};
+
+TEST_P(StoreTest, SubmitThenGetRoundTrips) {
   auto id = store_->SubmitJob(Job("alice"));
   ASSERT_TRUE(id.ok()) << id.error();
   auto got = store_->GetJob(id.value());
@@ -59,7 +206,7 @@ TEST_F(StoreTest, SubmitThenGetRoundTrips) {
   EXPECT_FALSE(store_->GetJob(999).value().has_value());
 }
 
-TEST_F(StoreTest, ClientTokenMakesSubmitIdempotent) {
+TEST_P(StoreTest, ClientTokenMakesSubmitIdempotent) {
   JobRecord job = Job("alice");
   job.client_token = "retry-1";
   const int64_t first = store_->SubmitJob(job).value();
@@ -72,7 +219,7 @@ TEST_F(StoreTest, ClientTokenMakesSubmitIdempotent) {
   EXPECT_EQ(store_->ListJobs({}).value().size(), 3U);
 }
 
-TEST_F(StoreTest, ConcurrentSubmitsAreGroupCommittedAndAllKept) {
+TEST_P(StoreTest, ConcurrentSubmitsAreGroupCommittedAndAllKept) {
   std::vector<std::thread> threads;
   std::mutex mutex;
   std::set<int64_t> ids;
@@ -100,7 +247,7 @@ TEST_F(StoreTest, ConcurrentSubmitsAreGroupCommittedAndAllKept) {
   EXPECT_EQ(store_->ListJobs(all).value().size(), 800U);
 }
 
-TEST_F(StoreTest, TransitionsAreCompareAndSetAndLogged) {
+TEST_P(StoreTest, TransitionsAreCompareAndSetAndLogged) {
   const int64_t id = store_->SubmitJob(Job("alice")).value();
   JobUpdate placed;
   placed.placement = std::vector<RankPlacement>{{"local", {2, 3}}};
@@ -146,7 +293,7 @@ TEST_F(StoreTest, TransitionsAreCompareAndSetAndLogged) {
   EXPECT_EQ(events[3].what, "RUNNING->SUCCEEDED");
 }
 
-TEST_F(StoreTest, TransitionAllCommitsTogetherAndReportsEachCompareAndSet) {
+TEST_P(StoreTest, TransitionAllCommitsTogetherAndReportsEachCompareAndSet) {
   const int64_t a = store_->SubmitJob(Job("alice")).value();
   const int64_t b = store_->SubmitJob(Job("bob")).value();
   JobUpdate placed;
@@ -173,7 +320,7 @@ TEST_F(StoreTest, TransitionAllCommitsTogetherAndReportsEachCompareAndSet) {
   EXPECT_TRUE(store_->TransitionAll({}, 300).value().empty());
 }
 
-TEST_F(StoreTest, LimitsAndRestartableRoundTrip) {
+TEST_P(StoreTest, LimitsAndRestartableRoundTrip) {
   JobRecord j = Job("carol");
   j.restartable = true;
   j.cpu_milli = 2500;
@@ -184,7 +331,7 @@ TEST_F(StoreTest, LimitsAndRestartableRoundTrip) {
   EXPECT_EQ(got.memory_mib, 4096);
 }
 
-TEST_F(StoreTest, NodeRegistryUpsertsByNameAndKeepsFirstSeen) {
+TEST_P(StoreTest, NodeRegistryUpsertsByNameAndKeepsFirstSeen) {
   NodeRecord n;
   n.name = "gpu-b";
   n.address = "gpu-b";
@@ -221,7 +368,7 @@ TEST_F(StoreTest, NodeRegistryUpsertsByNameAndKeepsFirstSeen) {
   EXPECT_EQ(nodes[1].drains[1].gpu, 5);
 }
 
-TEST_F(StoreTest, ListFiltersAndPages) {
+TEST_P(StoreTest, ListFiltersAndPages) {
   for (int i = 0; i < 5; ++i) store_->SubmitJob(Job(i % 2 ? "bob" : "alice"));
   const int64_t first = store_->ListJobs({}).value().front().id;
   store_->Transition(first, JobState::kPending, JobState::kCancelled, {}, 5);
@@ -242,7 +389,7 @@ TEST_F(StoreTest, ListFiltersAndPages) {
   EXPECT_EQ(store_->LiveJobs().value().size(), 4U);
 }
 
-TEST_F(StoreTest, ListSortsByAnyKeyFiltersByQueueAndModelAndCounts) {
+TEST_P(StoreTest, ListSortsByAnyKeyFiltersByQueueAndModelAndCounts) {
   for (int i = 0; i < 6; ++i) {
     JobRecord j = Job(i % 2 ? "bob" : "alice");
     j.gpus = 1 + (i * 5) % 7;  // 1, 6, 4, 2, 7, 5
@@ -280,21 +427,18 @@ TEST_F(StoreTest, ListSortsByAnyKeyFiltersByQueueAndModelAndCounts) {
   EXPECT_FALSE(ParseSortKey("id; DROP TABLE jobs"));
 }
 
-TEST_F(StoreTest, CommittedJobsSurviveReopening) {
+TEST_P(StoreTest, CommittedJobsSurviveReopening) {
   const int64_t id = store_->SubmitJob(Job("alice")).value();
   ASSERT_TRUE(store_->PutUser("alice", "hash-a", false).value());
-  store_.reset();
-  auto reopened = OpenSqliteStore(dir_.string());
-  ASSERT_TRUE(reopened.ok()) << reopened.error();
-  EXPECT_EQ(reopened.value()->GetJob(id).value()->user, "alice");
-  auto user = reopened.value()->UserByToken("hash-a").value();
+  ASSERT_NO_FATAL_FAILURE(Reopen());
+  EXPECT_EQ(store_->GetJob(id).value()->user, "alice");
+  auto user = store_->UserByToken("hash-a").value();
   ASSERT_TRUE(user.has_value());
   EXPECT_EQ(user->name, "alice");
-  EXPECT_FALSE(reopened.value()->UserByToken("nope").value().has_value());
-  store_ = std::move(reopened).value();
+  EXPECT_FALSE(store_->UserByToken("nope").value().has_value());
 }
 
-TEST_F(StoreTest, UsersHaveSeveralTokensThatCanBeRevokedOneByOne) {
+TEST_P(StoreTest, UsersHaveSeveralTokensThatCanBeRevokedOneByOne) {
   TokenRecord first;
   first.sha256 = std::string(64, 'a');
   ASSERT_TRUE(store_->AddUser("carol", false, first).ok());
@@ -318,7 +462,7 @@ TEST_F(StoreTest, UsersHaveSeveralTokensThatCanBeRevokedOneByOne) {
   EXPECT_FALSE(store_->RemoveUser("carol").value());
 }
 
-TEST_F(StoreTest, AJoinTokenIsExchangedOnceAndOnlyBeforeItExpires) {
+TEST_P(StoreTest, AJoinTokenIsExchangedOnceAndOnlyBeforeItExpires) {
   TokenRecord join;
   join.sha256 = std::string(64, 'c');
   join.kind = TokenKind::kJoin;
@@ -350,7 +494,7 @@ TEST_F(StoreTest, AJoinTokenIsExchangedOnceAndOnlyBeforeItExpires) {
   EXPECT_FALSE(store_->TokenBySha256(std::string(64, 'd')).value().has_value());
 }
 
-TEST_F(StoreTest, AuditEventsNameTheirActor) {
+TEST_P(StoreTest, AuditEventsNameTheirActor) {
   ASSERT_TRUE(store_->Audit(0, "root", "user added", "carol", 1000).ok());
   const auto events = store_->Events(0).value();
   ASSERT_EQ(events.size(), 1U);
@@ -360,7 +504,7 @@ TEST_F(StoreTest, AuditEventsNameTheirActor) {
   EXPECT_EQ(store_->Events(id).value().at(0).actor, "alice");
 }
 
-TEST_F(StoreTest, APlacementIsOneRowPerRankAndAnEmptyOneUnplacesTheJob) {
+TEST_P(StoreTest, APlacementIsOneRowPerRankAndAnEmptyOneUnplacesTheJob) {
   const int64_t id = store_->SubmitJob(Job("alice")).value();
   JobUpdate placed;
   placed.placement = std::vector<RankPlacement>{{"n2", {0, 1}}, {"n1", {4, 5}}};
@@ -381,7 +525,7 @@ TEST_F(StoreTest, APlacementIsOneRowPerRankAndAnEmptyOneUnplacesTheJob) {
   EXPECT_TRUE(j.gpu_indices.empty());
 }
 
-TEST_F(StoreTest, SchemaNineMovesOldPlacementsIntoRankRows) {
+TEST_F(SqliteStoreTest, SchemaNineMovesOldPlacementsIntoRankRows) {
   const int64_t multi = store_->SubmitJob(Job("alice")).value();
   const int64_t single = store_->SubmitJob(Job("bob")).value();
   const int64_t waiting = store_->SubmitJob(Job("carol")).value();
@@ -410,7 +554,7 @@ TEST_F(StoreTest, SchemaNineMovesOldPlacementsIntoRankRows) {
   EXPECT_TRUE(store_->GetJob(waiting).value()->placement.empty());
 }
 
-TEST_F(StoreTest, ScaleNodesAreReplacedByNameAndSurviveReopening) {
+TEST_P(StoreTest, ScaleNodesAreReplacedByNameAndSurviveReopening) {
   ScaleNodeRecord n;
   n.name = "gf-v100-1";
   n.group = "v100";
@@ -427,8 +571,7 @@ TEST_F(StoreTest, ScaleNodesAreReplacedByNameAndSurviveReopening) {
   ScaleNodeRecord other = n;
   other.name = "gf-a100-1";
   ASSERT_TRUE(store_->PutScaleNode(other).value());
-  store_.reset();
-  store_ = std::move(OpenSqliteStore(dir_.string())).value();
+  ASSERT_NO_FATAL_FAILURE(Reopen());
   const auto nodes = store_->ScaleNodes().value();
   ASSERT_EQ(nodes.size(), 2u);
   EXPECT_EQ(nodes[0].name, "gf-a100-1");  // by name
@@ -443,7 +586,7 @@ TEST_F(StoreTest, ScaleNodesAreReplacedByNameAndSurviveReopening) {
   EXPECT_EQ(store_->ScaleNodes().value().size(), 1u);
 }
 
-TEST_F(StoreTest, NewerSchemaIsRefusedClearly) {
+TEST_F(SqliteStoreTest, NewerSchemaIsRefusedClearly) {
   store_.reset();
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open((dir_ / "gpufleet.db").string().c_str(), &db), SQLITE_OK);
@@ -477,7 +620,7 @@ TEST(StoreStates, TransitionTable) {
   }
 }
 
-TEST_F(StoreTest, KeepsUsageSeriesAndListsEndedJobsForTheReport) {
+TEST_P(StoreTest, KeepsUsageSeriesAndListsEndedJobsForTheReport) {
   const int64_t ended = store_->SubmitJob(Job("alice")).value();
   const int64_t running = store_->SubmitJob(Job("bob")).value();
   ASSERT_TRUE(store_->Transition(ended, JobState::kPending, JobState::kScheduled, {}, 1).value());
@@ -509,6 +652,344 @@ TEST_F(StoreTest, KeepsUsageSeriesAndListsEndedJobsForTheReport) {
   EXPECT_EQ(rows.value()[0].reason, "idle for 30 min");
   EXPECT_EQ(rows.value()[0].gpu_model, "H100");
   EXPECT_TRUE(store_->ReportRows(6000).value().empty());
+}
+
+
+// --- PostgreSQL only: leadership among the controllers that share a store, and a server that
+// goes away.
+
+using Clock = std::chrono::steady_clock;
+
+int64_t MsSince(Clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+}
+
+TEST_F(PgStoreTest, LeaseIsExclusiveAndExpires) {
+  std::unique_ptr<Store> b = Connect();
+  ASSERT_NE(b, nullptr);
+  constexpr int64_t kLeaseMs = 1000;
+  const Clock::time_point asked = Clock::now();
+  auto first = store_->TryLead("ctl-a", "http://a:7070", kLeaseMs);
+  ASSERT_TRUE(first.ok()) << first.error();
+  ASSERT_TRUE(first.value().has_value()) << "nobody held the lease";
+  const int64_t e = *first.value();
+  EXPECT_GE(e, 1);
+
+  auto refused = b->TryLead("ctl-b", "http://b:7070", kLeaseMs);
+  ASSERT_TRUE(refused.ok()) << refused.error();
+  if (refused.value().has_value()) {
+    // Only a machine stalled for the whole lease may grant it again this soon.
+    ASSERT_GE(MsSince(asked), kLeaseMs) << "B took A's unexpired lease";
+    GTEST_SKIP() << "the machine stalled for longer than the lease: nothing is tested";
+  }
+  auto leader = b->Leader();
+  ASSERT_TRUE(leader.ok()) << leader.error();
+  EXPECT_EQ(leader.value().holder, "ctl-a");
+  EXPECT_EQ(leader.value().url, "http://a:7070");
+  EXPECT_EQ(leader.value().epoch, e);
+  if (MsSince(asked) < kLeaseMs - 100) {
+    EXPECT_GT(leader.value().expires_in_ms, 0);
+  }
+  EXPECT_LE(leader.value().expires_in_ms, kLeaseMs);
+
+  std::this_thread::sleep_for(std::chrono::milliseconds(kLeaseMs + 200 - MsSince(asked)));
+  leader = b->Leader();
+  ASSERT_TRUE(leader.ok()) << leader.error();
+  EXPECT_EQ(leader.value().holder, "ctl-a");
+  EXPECT_LE(leader.value().expires_in_ms, 0) << "the lease ran out";
+  auto second = b->TryLead("ctl-b", "http://b:7070", kLeaseMs);
+  ASSERT_TRUE(second.ok()) << second.error();
+  ASSERT_TRUE(second.value().has_value()) << "A's lease expired 200 ms ago";
+  EXPECT_EQ(*second.value(), e + 1);
+  leader = store_->Leader();
+  ASSERT_TRUE(leader.ok()) << leader.error();
+  EXPECT_EQ(leader.value().holder, "ctl-b");
+  EXPECT_EQ(leader.value().url, "http://b:7070");
+  EXPECT_EQ(leader.value().epoch, e + 1);
+  EXPECT_GT(leader.value().expires_in_ms, 0);
+}
+
+TEST_F(PgStoreTest, PausedLeaderIsFenced) {
+  std::unique_ptr<Store> b = Connect();
+  ASSERT_NE(b, nullptr);
+  constexpr int64_t kLeaseMs = 1500;
+  auto led = store_->TryLead("ctl-a", "http://a:7070", kLeaseMs);
+  const Clock::time_point taken = Clock::now();
+  ASSERT_TRUE(led.ok()) << led.error();
+  ASSERT_TRUE(led.value().has_value());
+  const int64_t e = *led.value();
+  Store& a = *store_;
+  // What A writes while it leads.
+  const int64_t job = a.SubmitJob(Job("alice")).value();
+  TokenRecord carol;
+  carol.sha256 = std::string(64, 'a');
+  ASSERT_TRUE(a.AddUser("carol", false, carol).ok());
+  TokenRecord join;
+  join.sha256 = std::string(64, 'c');
+  join.kind = TokenKind::kJoin;
+  ASSERT_TRUE(a.AddToken(join).ok());
+  TokenRecord node_token;
+  node_token.sha256 = std::string(64, 'd');
+  node_token.kind = TokenKind::kNode;
+  node_token.node = "gpu-x";
+  ASSERT_TRUE(a.AddToken(node_token).ok());
+  ScaleNodeRecord scale;
+  scale.name = "gf-1";
+  scale.group = "v100";
+  scale.state = "creating";
+  ASSERT_TRUE(a.PutScaleNode(scale).ok());
+  NodeRecord node;
+  node.name = "gpu-a";
+  node.gpus = 8;
+  node.state = "READY";
+  ASSERT_TRUE(a.PutNode(node).ok());
+  ASSERT_LT(MsSince(taken), kLeaseMs) << "A's setup outlasted its lease: nothing is tested";
+
+  // A pauses; its lease runs out and B takes over.
+  std::this_thread::sleep_for(std::chrono::milliseconds(kLeaseMs + 200 - MsSince(taken)));
+  auto took = b->TryLead("ctl-b", "http://b:7070", 60000);
+  ASSERT_TRUE(took.ok()) << took.error();
+  ASSERT_TRUE(took.value().has_value()) << "A's lease has expired";
+  EXPECT_EQ(*took.value(), e + 1);
+
+  // What B sees before A wakes up.
+  JobFilter all;
+  all.limit = 10000;
+  auto snapshot = [&] {
+    // (Each list is held in a variable: a range-for over a temporary Result's value() dangles.)
+    std::ostringstream out;
+    const std::vector<JobRecord> jobs = b->ListJobs(all).value();
+    for (const JobRecord& j : jobs) {
+      out << "job " << j.id << " " << StateName(j.state) << " " << j.node << " epoch " << j.epoch
+          << " events " << b->Events(j.id).value().size() << " usage "
+          << b->GetJobUsage(j.id).value().has_value() << "\n";
+    }
+    out << "audit " << b->Events(0).value().size() << "\n";
+    const std::vector<NodeRecord> nodes = b->Nodes().value();
+    for (const NodeRecord& n : nodes) {
+      out << "node " << n.name << " " << n.state << " " << n.last_seen_ms << "\n";
+    }
+    const std::vector<ScaleNodeRecord> scale_nodes = b->ScaleNodes().value();
+    for (const ScaleNodeRecord& n : scale_nodes) out << "scale " << n.name << " " << n.state << "\n";
+    const std::vector<UserInfo> users = b->Users().value();
+    for (const UserInfo& u : users) out << "user " << u.name << " " << u.tokens << "\n";
+    const std::vector<TokenRecord> tokens = b->Tokens().value();
+    for (const TokenRecord& t : tokens) out << "token " << t.sha256 << "\n";
+    return out.str();
+  };
+  const std::string before = snapshot();
+
+  // A wakes up: every write it tries is refused.
+  ExpectFenced(a.SubmitJob(Job("bob")), "SubmitJob");
+  JobUpdate placed;
+  placed.placement = std::vector<RankPlacement>{{"gpu-a", {0, 1}}};
+  placed.bump_epoch = true;
+  ExpectFenced(a.Transition(job, JobState::kPending, JobState::kScheduled, placed, 2000),
+               "Transition");
+  ExpectFenced(a.TransitionAll({{job, JobState::kPending, JobState::kCancelled, {}}}, 2000),
+               "TransitionAll");
+  ExpectFenced(a.PutJobUsage({{job, "x", "", "V100", 1.0, 0.5, 2000}}), "PutJobUsage");
+  node.last_seen_ms = 2000;
+  node.state = "LOST";
+  ExpectFenced(a.PutNode(node), "PutNode");
+  scale.state = "retiring";
+  ExpectFenced(a.PutScaleNode(scale), "PutScaleNode");
+  ExpectFenced(a.DeleteScaleNode("gf-1"), "DeleteScaleNode");
+  ExpectFenced(a.PutUser("dave", std::string(64, 'e'), false), "PutUser");
+  TokenRecord erin;
+  erin.sha256 = std::string(64, 'f');
+  ExpectFenced(a.AddUser("erin", false, erin), "AddUser");
+  ExpectFenced(a.RemoveUser("carol"), "RemoveUser");
+  TokenRecord more = carol;
+  more.sha256 = std::string(64, '1');
+  more.user = "carol";
+  ExpectFenced(a.AddToken(more), "AddToken");
+  ExpectFenced(a.RevokeToken(TokenId(carol.sha256)), "RevokeToken");
+  ExpectFenced(a.RevokeNodeTokens("gpu-x"), "RevokeNodeTokens");
+  TokenRecord joined;
+  joined.sha256 = std::string(64, '2');
+  joined.kind = TokenKind::kNode;
+  joined.node = "gpu-y";
+  ExpectFenced(a.ExchangeJoinToken(join.sha256, joined, 2000), "ExchangeJoinToken");
+  ExpectFenced(a.Audit(0, "root", "user added", "erin", 2000), "Audit");
+  ExpectFenced(a.Audit(job, "root", "note", "", 2000), "Audit of a job");
+
+  // Nothing A tried is in the database.
+  EXPECT_EQ(snapshot(), before);
+  auto renewed = a.RenewLead(e, 60000);
+  ASSERT_TRUE(renewed.ok()) << renewed.error();
+  EXPECT_FALSE(renewed.value()) << "the lease has passed to epoch " << e + 1;
+  auto again = a.TryLead("ctl-a", "http://a:7070", 60000);
+  ASSERT_TRUE(again.ok()) << again.error();
+  EXPECT_FALSE(again.value().has_value()) << "B holds the lease";
+  ExpectFenced(a.SubmitJob(Job("bob")), "SubmitJob after a refused TryLead");
+  EXPECT_EQ(b->Leader().value().holder, "ctl-b");
+  // B writes.
+  auto moved = b->Transition(job, JobState::kPending, JobState::kScheduled, placed, 3000);
+  ASSERT_TRUE(moved.ok()) << moved.error();
+  EXPECT_TRUE(moved.value());
+  EXPECT_TRUE(b->SubmitJob(Job("bob")).ok());
+  EXPECT_TRUE(b->RenewLead(e + 1, 60000).value());
+}
+
+TEST_F(PgStoreTest, ResignLetsAStandbyLeadAtOnce) {
+  std::unique_ptr<Store> b = Connect();
+  std::unique_ptr<Store> c = Connect();
+  ASSERT_NE(b, nullptr);
+  ASSERT_NE(c, nullptr);
+  auto led = store_->TryLead("ctl-a", "http://a:7070", 60000);
+  ASSERT_TRUE(led.ok()) << led.error();
+  ASSERT_TRUE(led.value().has_value());
+  const int64_t e = *led.value();
+  ASSERT_TRUE(store_->SubmitJob(Job("alice")).ok());
+  EXPECT_FALSE(b->TryLead("ctl-b", "http://b:7070", 60000).value().has_value());
+  auto resigned = store_->ResignLead(e);
+  ASSERT_TRUE(resigned.ok()) << resigned.error();
+  EXPECT_TRUE(resigned.value());
+  auto took = b->TryLead("ctl-b", "http://b:7070", 60000);
+  ASSERT_TRUE(took.ok()) << took.error();
+  ASSERT_TRUE(took.value().has_value()) << "A resigned: its lease is over now, not in 60 s";
+  EXPECT_EQ(*took.value(), e + 1);
+  auto leader = c->Leader();
+  ASSERT_TRUE(leader.ok()) << leader.error();
+  EXPECT_EQ(leader.value().holder, "ctl-b");
+  EXPECT_EQ(leader.value().epoch, e + 1);
+  EXPECT_GT(leader.value().expires_in_ms, 50000);
+  ExpectFenced(store_->SubmitJob(Job("alice")), "SubmitJob after resigning");
+  EXPECT_TRUE(b->SubmitJob(Job("bob")).ok());
+  // A late resignation of a former epoch does not end the current leader's lease.
+  auto stale = store_->ResignLead(e);
+  ASSERT_TRUE(stale.ok()) << stale.error();
+  auto standby = c->TryLead("ctl-c", "http://c:7070", 60000);
+  ASSERT_TRUE(standby.ok()) << standby.error();
+  EXPECT_FALSE(standby.value().has_value()) << "B still holds the lease of epoch " << e + 1;
+  EXPECT_EQ(c->Leader().value().holder, "ctl-b");
+  EXPECT_TRUE(b->SubmitJob(Job("bob")).ok());
+  JobFilter all;
+  EXPECT_EQ(c->ListJobs(all).value().size(), 3u);
+}
+
+TEST_F(PgStoreTest, ConcurrentLeadersNeverShareAnEpoch) {
+  constexpr int kStores = 4;
+  std::vector<std::unique_ptr<Store>> stores;
+  for (int i = 0; i < kStores; ++i) {
+    stores.push_back(Connect());
+    ASSERT_NE(stores.back(), nullptr);
+  }
+  std::mutex mutex;
+  std::vector<std::vector<int64_t>> granted(kStores);  // by store, in the order granted
+  std::vector<std::string> errors;
+  const Clock::time_point end = Clock::now() + std::chrono::milliseconds(2000);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kStores; ++i) {
+    threads.emplace_back([&, i] {
+      std::mt19937 random(i);
+      Store& store = *stores[i];
+      const std::string holder = "ctl-" + std::to_string(i);
+      while (Clock::now() < end) {
+        auto epoch = store.TryLead(holder, "", 40);
+        if (!epoch.ok()) {
+          std::lock_guard<std::mutex> lock(mutex);
+          errors.push_back("TryLead: " + epoch.error());
+          continue;
+        }
+        if (!epoch.value().has_value()) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(random() % 5));
+          continue;
+        }
+        {
+          std::lock_guard<std::mutex> lock(mutex);
+          granted[i].push_back(*epoch.value());
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(random() % 10));
+        if (random() % 2 == 0) {
+          auto resigned = store.ResignLead(*epoch.value());
+          if (!resigned.ok()) {
+            std::lock_guard<std::mutex> lock(mutex);
+            errors.push_back("ResignLead: " + resigned.error());
+          }
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_TRUE(errors.empty()) << errors.size() << " errors, the first: " << errors.front();
+  std::vector<int64_t> all;
+  for (int i = 0; i < kStores; ++i) {
+    for (size_t k = 1; k < granted[i].size(); ++k) {
+      EXPECT_LT(granted[i][k - 1], granted[i][k]) << "store " << i << "'s epochs go back";
+    }
+    all.insert(all.end(), granted[i].begin(), granted[i].end());
+  }
+  ASSERT_GE(all.size(), 10u) << "too few grants to tell anything";
+  std::sort(all.begin(), all.end());
+  EXPECT_EQ(std::adjacent_find(all.begin(), all.end()), all.end())
+      << "an epoch was granted twice";
+  // Each grant is one more than the last: no epoch is skipped either.
+  EXPECT_EQ(all.back() - all.front() + 1, static_cast<int64_t>(all.size()));
+  auto leader = store_->Leader();
+  ASSERT_TRUE(leader.ok()) << leader.error();
+  EXPECT_EQ(leader.value().epoch, all.back());
+}
+
+TEST_F(PgStoreTest, ConnectionLossIsUnavailableThenRecovers) {
+  ASSERT_NO_FATAL_FAILURE(Lead());
+  const int64_t id = store_->SubmitJob(Job("alice")).value();
+  std::string error;
+  ASSERT_TRUE(server_->Stop(/*immediate=*/true, &error)) << error;
+
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    Clock::time_point start = Clock::now();
+    auto submitted = store_->SubmitJob(Job("bob"));
+    EXPECT_LT(MsSince(start), 5000) << "a call to a server that is down must not hang";
+    ASSERT_FALSE(submitted.ok()) << "the server is down";
+    EXPECT_EQ(submitted.failure().code, core::ErrorCode::kUnavailable) << submitted.error();
+    start = Clock::now();
+    auto got = store_->GetJob(id);
+    EXPECT_LT(MsSince(start), 5000);
+    ASSERT_FALSE(got.ok());
+    EXPECT_EQ(got.failure().code, core::ErrorCode::kUnavailable) << got.error();
+    auto moved = store_->Transition(id, JobState::kPending, JobState::kScheduled, {}, 10);
+    ASSERT_FALSE(moved.ok());
+    EXPECT_EQ(moved.failure().code, core::ErrorCode::kUnavailable) << moved.error();
+    EXPECT_FALSE(store_->Leader().ok());
+  }
+
+  ASSERT_TRUE(server_->Start(&error)) << error;
+  // A call may still meet the broken connection; a later one reconnects.
+  const Clock::time_point restarted = Clock::now();
+  core::Result<std::optional<JobRecord>> got = store_->GetJob(id);
+  int failures = 0;
+  while (!got.ok() && MsSince(restarted) < 10000) {
+    EXPECT_EQ(got.failure().code, core::ErrorCode::kUnavailable) << got.error();
+    ++failures;
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    got = store_->GetJob(id);
+  }
+  ASSERT_TRUE(got.ok()) << "still failing 10 s after the server came back: " << got.error();
+  EXPECT_LE(failures, 1) << "one call meets the broken connection, the next reconnects";
+  ASSERT_TRUE(got.value().has_value()) << "a committed job survives the server's crash";
+  EXPECT_EQ(got.value()->user, "alice");
+  JobFilter all;
+  EXPECT_EQ(store_->ListJobs(all).value().size(), 1u) << "no failed submit was committed";
+  // Still the leader (the lease outlived the outage): writes go on.
+  auto submitted = store_->SubmitJob(Job("bob"));
+  ASSERT_TRUE(submitted.ok()) << submitted.error();
+  EXPECT_TRUE(
+      store_->Transition(id, JobState::kPending, JobState::kScheduled, {}, 20).value());
+  EXPECT_EQ(store_->ListJobs(all).value().size(), 2u);
+  EXPECT_TRUE(store_->RenewLead(epoch_, 60000).value());
+}
+
+TEST_F(PgStoreTest, AnUnreachableServerIsAClearErrorWithoutThePassword) {
+  const std::string nowhere = server_->dir() + "-gone";
+  auto store = OpenPostgresStore("host=" + nowhere + " user=gpufleet password=hunter2 dbname=x");
+  ASSERT_FALSE(store.ok());
+  EXPECT_NE(store.error().find(nowhere), std::string::npos) << store.error();
+  EXPECT_EQ(store.error().find("hunter2"), std::string::npos) << store.error();
+  auto uri = OpenPostgresStore("postgresql://gpufleet:hunter2@/x?host=" + nowhere);
+  ASSERT_FALSE(uri.ok());
+  EXPECT_EQ(uri.error().find("hunter2"), std::string::npos) << uri.error();
 }
 
 }  // namespace

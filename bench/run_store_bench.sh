@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# The fleet store on PostgreSQL beside SQLite (issue 16), in the same run, written to
+# bench/results/store.md:
+#  1. durable HTTP submits per second from 8 clients (kept-alive connections, 3 s each) into a
+#     busy `gpufleet up` (an 8-GPU job holds every GPU, so the submit path alone is measured),
+#     ROUNDS times each, alternating the two stores; the median of the rounds;
+#  2. submit -> running on an idle server, median of 30 one-at-a-time jobs, on each store.
+# PostgreSQL 15 runs in a temporary directory on a Unix socket, with fsync on and
+# synchronous_commit on (each acknowledged submit is on disk), as the SQLite store is
+# (synchronous=FULL). Needs build/ (bash scripts/setup.sh --tests) and postgresql.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+rounds=${ROUNDS:-3}
+bin=$PWD/build/gpufleet
+out=bench/results/store.md
+cmake --build build --target gpufleet submit_load -j2 >/dev/null
+pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+[ -x "$pgbin/initdb" ] || { echo "run_store_bench: PostgreSQL is not installed" >&2; exit 1; }
+work=$(mktemp -d /tmp/gfsb.XXXX)
+pids=()
+as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  as_pg "$pgbin/pg_ctl" -D "$work/pg" -m immediate stop >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+[ "$(id -u)" = 0 ] && chown postgres "$work"
+as_pg "$pgbin/initdb" -D "$work/pg" -A trust -U gpufleet >/dev/null
+as_pg "$pgbin/pg_ctl" -D "$work/pg" -l "$work/pg.log" -w \
+  -o "-k $work -c listen_addresses='' -c max_connections=50" start >/dev/null
+databases=0
+wait_file() { for _ in $(seq 200); do [ -s "$1" ] && return 0; sleep 0.1; done; return 1; }
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# Starts `gpufleet up` on store $1 ("sqlite" or "pg", a fresh database each time) in data
+# directory $2; waits for it.
+start_up() {
+  local args=(up --allow-root-jobs --data-dir "$2" --simulated-gpus 8)
+  if [ "$1" = pg ]; then
+    databases=$((databases + 1))
+    as_pg "$pgbin/createdb" -h "$work" -U gpufleet "fleet$databases"
+    args+=(--store "host=$work user=gpufleet dbname=fleet$databases" --listen "127.0.0.1:$(port)")
+  else
+    args+=(--listen 127.0.0.1:0); fi
+  "$bin" "${args[@]}" >"$2.log" 2>&1 &
+  pids+=("$!")
+  wait_file "$2/server"
+}
+stop_last() { kill "${pids[-1]}"; wait "${pids[-1]}" 2>/dev/null || true; unset 'pids[-1]'; }
+load() {  # submit_load on the server of data directory $1 with $2 clients for $3 s: jobs/s
+  { ./build/bench/submit_load "$(cat "$1/server")" "$(cat "$1/token")" "$2" "$3" || true; } |
+    sed 's/.*, \([0-9]*\) jobs\/s/\1/'
+}
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+latency() {  # median submit -> running (ms) of 30 one-at-a-time jobs on data directory $1
+  local lat=() id
+  for _ in $(seq 30); do
+    id=$(GPUFLEET_DATA_DIR=$1 "$bin" submit --json -- true | sed 's/[^0-9]//g')
+    while ! GPUFLEET_DATA_DIR=$1 "$bin" show --json "$id" | grep -q '"state": "SUCCEEDED"'; do
+      sleep 0.01
+    done
+    lat+=("$(GPUFLEET_DATA_DIR=$1 "$bin" show --json "$id" |
+      awk -F': ' '/"start_ms"/ {gsub(",","",$2); s=$2} /"submit_ms"/ {gsub(",","",$2); u=$2} END {print s-u}')")
+  done
+  printf '%s\n' "${lat[@]}" | median
+}
+
+declare -A rates
+for round in $(seq "$rounds"); do
+  for store in sqlite pg; do
+    dir=$work/busy-$store-$round
+    start_up "$store" "$dir"
+    blocker=$(GPUFLEET_DATA_DIR=$dir "$bin" submit --json --gpus 8 -- sleep 100000 | sed 's/[^0-9]//g')
+    r=$(load "$dir" 8 3)
+    rates[$store]+="$r "
+    echo "round $round: $store $r submits/s" >&2
+    GPUFLEET_DATA_DIR=$dir "$bin" cancel "$blocker" >/dev/null 2>&1 || true
+    sleep 1.5
+    stop_last
+    pkill -f "sleep 100000" 2>/dev/null || true
+  done
+done
+sqlite_rate=$(echo "${rates[sqlite]}" | tr ' ' '\n' | grep . | median)
+pg_rate=$(echo "${rates[pg]}" | tr ' ' '\n' | grep . | median)
+
+declare -A lat
+for store in sqlite pg; do
+  dir=$work/idle-$store
+  start_up "$store" "$dir"
+  sleep 1
+  lat[$store]=$(latency "$dir")
+  stop_last
+done
+
+{
+  echo "# The fleet store: PostgreSQL beside SQLite"
+  echo
+  echo "\`bash bench/run_store_bench.sh\` (ROUNDS=$rounds) on $(nproc) CPUs, $(date -u +%F); \`gpufleet up\`"
+  echo "with 8 simulated GPUs; PostgreSQL $("$pgbin/postgres" --version | awk '{print $3}') on a Unix socket in /tmp (fsync on,"
+  echo "synchronous_commit on), SQLite in /tmp (WAL, synchronous=FULL). Both in this run."
+  echo
+  echo "| figure | SQLite | PostgreSQL | PostgreSQL / SQLite | target |"
+  echo "|---|---|---|---|---|"
+  echo "| durable HTTP submits/s, 8 clients, busy cluster (median of $rounds x 3 s) | $sqlite_rate | $pg_rate | $(echo "scale=2; $pg_rate / $sqlite_rate" | bc -l) | >= 2000 on PostgreSQL |"
+  echo "| submit -> running, idle server, median of 30 (ms) | ${lat[sqlite]} | ${lat[pg]} | | |"
+  echo
+  echo "Rounds (submits/s): SQLite ${rates[sqlite]}; PostgreSQL ${rates[pg]}."
+} | tee "$out"
