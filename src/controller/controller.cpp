@@ -748,6 +748,7 @@ bool Controller::FlushLocked(int64_t now_ms, std::vector<int64_t>* refused) {
     ++stats_.store_errors;
     std::fprintf(stderr, "gpufleet: the store could not record job state changes: %s\n",
                  done.error().c_str());
+    if (options_.on_store_write_failed) options_.on_store_write_failed(done.error());
     return false;
   }
   return true;
@@ -1259,6 +1260,10 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
     node_changed_.wait_for(lock, std::chrono::milliseconds(wait_ms),
                            [&] { return stop_ || nodes_[index].version != seen; });
     --held_heartbeats_;
+  }
+  if (options_.may_act && !options_.may_act()) {
+    return core::Error{"this controller no longer leads; ask the leader",
+                       core::ErrorCode::kUnavailable};
   }
   const NodeEntry& node = nodes_[index];  // `n` may have moved: nodes_ can grow meanwhile
   net::HeartbeatReply reply;

@@ -101,6 +101,14 @@ struct ControllerOptions {
   // Milliseconds since the epoch, for what the controller times itself (submits, launches, the
   // passes of its own thread); empty: the system clock. Tests drive a fake one with RunOnce.
   std::function<int64_t()> clock;
+  // Controllers sharing a store (server/leader_lease.h): whether this one may still act as the
+  // leader; a heartbeat is not answered (503) when it may not, so that a controller whose lease
+  // ran out while it held the reply tells no agent what to run. Unset: always.
+  std::function<bool()> may_act;
+  // Called (with the controller's lock held; it must not call back) when the store refused or
+  // failed to record job state changes that this controller's memory already holds: a shared
+  // store's controller then stands down and recovers from the store.
+  std::function<void(const std::string& why)> on_store_write_failed;
 };
 
 struct NodeView {

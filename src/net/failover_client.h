@@ -58,6 +58,10 @@ class FailoverHttpClient {
   // After a request over https: the PEM of the CA the answering server was verified against.
   const std::string& VerifiedCaPem() const { return endpoints_[current_].client.VerifiedCaPem(); }
 
+  // The configured endpoint `url` names (scheme, host and port compared), or size(): how a
+  // standby's X-Gpufleet-Leader is matched (public for the fuzz target).
+  std::size_t Find(const std::string& url) const;
+
   void SetTrust(const TlsTrust& trust);
   void SetBearerToken(const std::string& token);
   void SetTimeouts(int connect_ms, int read_ms);
@@ -82,8 +86,6 @@ class FailoverHttpClient {
     HttpClient client;
   };
   explicit FailoverHttpClient(std::vector<Endpoint> endpoints) : endpoints_(std::move(endpoints)) {}
-  // The configured endpoint `url` names (scheme, host and port compared), or size().
-  std::size_t Find(const std::string& url) const;
 
   std::vector<Endpoint> endpoints_;
   std::size_t current_ = 0;

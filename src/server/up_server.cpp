@@ -114,6 +114,39 @@ std::string HolderId() {
 
 int RunUpOnce(const UpOptions& o);
 
+// Standing down: when the lease is lost, or a write of the fleet's state fails (the store and
+// this controller's memory may then disagree), the controller stops serving, drops what it holds
+// in memory and stands by again (RunUp), like a freshly started one. Thread-safe; the first
+// reason counts.
+class StandDown {
+ public:
+  explicit StandDown(const char* self) : self_(self) {}
+  void operator()(const std::string& why) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!why_.empty()) return;
+    why_ = why;
+    std::fprintf(stderr, "%s: %s; standing down\n", self_, why.c_str());
+    if (serving_ != nullptr) serving_->Stop();
+  }
+  bool happened() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return !why_.empty();
+  }
+  // The server to stop (nullptr: none now); one stood down already is stopped at once (a Stop
+  // before Serve holds).
+  void Serving(net::HttpServer* server) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    serving_ = server;
+    if (serving_ != nullptr && !why_.empty()) serving_->Stop();
+  }
+
+ private:
+  const char* self_;
+  mutable std::mutex mutex_;
+  std::string why_;
+  net::HttpServer* serving_ = nullptr;
+};
+
 }  // namespace
 
 int RunUp(const UpOptions& o) {
@@ -184,9 +217,10 @@ int RunUpOnce(const UpOptions& o) {
   const bool shared_store = store::IsPostgresUri(o.store);
   if (!o.store.empty() && !shared_store) {
     std::fprintf(stderr,
-                 "%s: --store '%s': expected postgresql://USER@HOST/DB or a libpq connection "
-                 "string (host=... dbname=...); leave it out for SQLite in the data directory\n",
-                 self, o.store.c_str());
+                 "%s: --store: expected postgresql://USER@HOST/DB or a libpq connection "
+                 "string (host=... dbname=...); leave it out for SQLite in the data directory "
+                 "(the value is not shown: it may hold a password)\n",
+                 self);
     return 2;
   }
   if (!(o.leader_lease_s >= 0.5 && o.leader_lease_s <= 600)) {
@@ -223,6 +257,7 @@ int RunUpOnce(const UpOptions& o) {
   lease_options.holder = HolderId();
   lease_options.url = ControllerUrl(address.value(), address.value().port, api_options.tls != nullptr);
   lease_options.lease_ms = static_cast<int64_t>(o.leader_lease_s * 1000);
+  StandDown stand_down(self);  // before the lease: its renewer calls it
   LeaderLease lease(*store.value(), lease_options);
   auto say = [self](const std::string& what) {
     std::fprintf(stderr, "%s: %s\n", self, what.c_str());
@@ -250,6 +285,24 @@ int RunUpOnce(const UpOptions& o) {
     std::fprintf(stderr, "%s: leading (epoch %lld); taking over the fleet\n", self,
                  static_cast<long long>(lease.epoch()));
   }
+  // After taking the lead, a failure of the shared store stands down rather than exits.
+  auto failed_leading = [&](int status) {
+    if (!shared_store) return status;
+    lease.StopAndResign();
+    return kLostTheLead;
+  };
+  if (shared_store) {
+    // The lease is kept from now on, before the (possibly long) recovery below.
+    lease.StartRenewing([&stand_down](const std::string& why) { stand_down("lost the lead: " + why); });
+  }
+  // This machine's node. On a shared store every `up` has its own node, named after its host (a
+  // standby's node runs nothing: its agent runs while its controller leads).
+  std::string local_name = "local";
+  if (shared_store) {
+    char host_name[256] = {};
+    ::gethostname(host_name, sizeof host_name - 1);
+    local_name = std::string("up-") + host_name;
+  }
   // This machine's GPUs: their number and model are all the scheduler needs here.
   int gpus = 0;
   std::string model;
@@ -262,7 +315,7 @@ int RunUpOnce(const UpOptions& o) {
     probe_options.simulated_gpus = o.simulated_gpus;
     probe_options.nvml_library = o.nvml_library;
     opened = gpu::OpenProbe(probe_options);
-    host.hostname = "local";
+    host.hostname = local_name;
     host.backend = opened.probe->BackendName();
     host.driver_version = opened.probe->DriverVersion();
     host.notice = opened.notice;
@@ -301,11 +354,11 @@ int RunUpOnce(const UpOptions& o) {
   }
   if (auto r = store.value()->PutUser(LocalUser(), controller::Sha256Hex(token), true); !r) {
     std::fprintf(stderr, "%s: %s\n", self, r.error().c_str());
-    return 1;
+    return failed_leading(1);
   }
 
   agent::RunAsPolicy run_as;
-  run_as.node_name = "local";
+  run_as.node_name = local_name;
   run_as.allow_root = o.allow_root_jobs;
   for (const std::string& map : o.run_as_maps) {
     if (auto parsed = agent::ParseRunAsMap(map, run_as.user_map); !parsed) {
@@ -322,13 +375,19 @@ int RunUpOnce(const UpOptions& o) {
   controller::ControllerOptions options;
   options.data_dir = data_dir;
   if (!o.controller_only) {
-    options.local_node = "local";
+    options.local_node = local_name;
     options.on_local_node_change = [local_news] {
       const uint64_t one = 1;
       [[maybe_unused]] const ssize_t n = ::write(local_news, &one, sizeof one);
     };
   }
   options.lease_ms = static_cast<int64_t>(o.lease_s * 1000);
+  if (shared_store) {
+    options.may_act = [&lease] { return lease.Leading(); };
+    options.on_store_write_failed = [&stand_down](const std::string& why) {
+      stand_down("the store did not record job state changes (" + why + ")");
+    };
+  }
   options.queue_policy = o.queue_policy;
   options.placement_policy = o.placement_policy;
   options.stop_grace_s = o.stop_grace_s;
@@ -428,14 +487,14 @@ int RunUpOnce(const UpOptions& o) {
   controller::Controller& ctl = *made.value();
   if (auto r = ctl.Recover(controller::NowMs()); !r) {
     std::fprintf(stderr, "%s: %s\n", self, r.error().c_str());
-    return 1;
+    return failed_leading(1);
   }
   // This machine's node: the same agent as on any other node, linked in-process. It re-adopts
   // its jobs and registers before the API serves, so submits are checked against its GPUs.
   std::unique_ptr<agent::NodeAgent> node;
   if (!o.controller_only) {
     agent::NodeAgentOptions n;
-    n.node_name = "local";
+    n.node_name = local_name;
     n.address = o.advertise;
     n.data_dir = (std::filesystem::path(data_dir) / "node").string();
     n.gpus = gpus;
@@ -453,11 +512,11 @@ int RunUpOnce(const UpOptions& o) {
         [s] { return agent::FiguresOf(s->Latest()); });
     if (auto r = node->Recover(); !r) {
       std::fprintf(stderr, "%s: %s\n", self, r.error().c_str());
-      return 1;
+      return failed_leading(1);
     }
     if (auto r = node->Beat(controller::NowMs()); !r) {
       std::fprintf(stderr, "%s: %s\n", self, r.error().c_str());
-      return 1;
+      return failed_leading(1);
     }
   }
   if (shared_store) {
@@ -509,20 +568,9 @@ int RunUpOnce(const UpOptions& o) {
       }
     });
   }
-  // Losing the lead stops serving; the controller then stands by again (RunUp).
-  std::mutex lost_mutex;
-  std::string lost_why;
-  if (shared_store) {
-    lease.StartRenewing([&](const std::string& why) {
-      {
-        std::lock_guard<std::mutex> lock(lost_mutex);
-        lost_why = why;
-      }
-      std::fprintf(stderr, "%s: lost the lead: %s; standing down\n", self, why.c_str());
-      api.http().Stop();
-    });
-  }
+  stand_down.Serving(&api.http());
   const bool clean = net::ServeUntilStopSignal(api.http(), stop_signals);
+  stand_down.Serving(nullptr);
   stop_beats = true;
   if (beats.joinable()) {
     node->Interrupt();               // a beat launching a storm of jobs stops launching
@@ -534,13 +582,10 @@ int RunUpOnce(const UpOptions& o) {
   // `local_news` stays open: a heartbeat handler still finishing may write to it, and the
   // process exits once this returns.
   if (sampler) sampler->Stop();
-  {
-    std::lock_guard<std::mutex> lock(lost_mutex);
-    if (!lost_why.empty()) {
-      std::fprintf(stderr, "%s: stood down; standing by again\n", self);
-      lease.StopAndResign();
-      return kLostTheLead;
-    }
+  if (stand_down.happened()) {
+    std::fprintf(stderr, "%s: stood down; standing by again\n", self);
+    lease.StopAndResign();
+    return kLostTheLead;
   }
   lease.StopAndResign();  // after the last write: a standby takes over at once
   std::fprintf(stderr, "%s: stopped\n", self);

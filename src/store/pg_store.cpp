@@ -126,13 +126,15 @@ constexpr const char* kInsertJobSql =
     "SELECT id,$12::bigint,'submitted',$1::text,$1::text FROM j) "
     "SELECT id FROM j UNION ALL SELECT id FROM old";
 
-// One statement parameter: text, except bytea (binary, format 1).
+// One statement parameter: text, except bytea (binary, format 1). `field` names the input it
+// came from, for errors (nullptr: none worth naming).
 struct Param {
   std::string value;
   int format = 0;
+  const char* field = nullptr;
 };
 Param Int(int64_t v) { return {std::to_string(v)}; }
-Param Str(std::string v) { return {std::move(v)}; }
+Param Str(std::string v, const char* field = nullptr) { return {std::move(v), 0, field}; }
 Param Bytes(std::string v) { return {std::move(v), 1}; }
 Param Real(double v) {
   if (std::isnan(v)) return {"NaN"};

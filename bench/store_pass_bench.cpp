@@ -1,0 +1,180 @@
+// A live scheduling pass at fleet scale on each store (issue 16): the same `Controller` the
+// server runs, on SQLite or on PostgreSQL, with NODES nodes of 8 H100 registered through
+// heartbeats and JOBS pending jobs of 1-8 GPUs submitted through `Controller::Submit` (8 threads,
+// group commit). Then, timed with the wall clock:
+//   - the first pass, which fills the idle fleet: the scheduler's decision and the one commit of
+//     every start (TransitionAll) it makes durable before any job starts;
+//   - the commit alone: the same number of transitions of other pending jobs in one
+//     TransitionAll, straight on the store;
+//   - further passes on the now busy fleet (the store is not written: nothing to start).
+// Usage: store_pass_bench [--store sqlite|postgresql] [--nodes 1250] [--jobs 100000]
+// PostgreSQL runs in a temporary directory with fsync on (store/pg_test_server.h).
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "controller/controller.h"
+#include "store/pg_test_server.h"
+#include "store/store.h"
+
+namespace {
+
+using namespace gpufleet;
+constexpr int64_t kNowMs = 1'800'000'000'000;
+
+double MsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string backend = "sqlite";
+  int nodes = 1250, jobs = 100000;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--store")) backend = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--nodes")) nodes = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--jobs")) jobs = std::atoi(argv[i + 1]);
+    else {
+      std::fprintf(stderr, "usage: store_pass_bench [--store sqlite|postgresql] [--nodes N] "
+                           "[--jobs N]\n");
+      return 2;
+    }
+  }
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("gpufleet-pass-bench-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::unique_ptr<store::PgTestServer> pg;
+  core::Result<std::unique_ptr<store::Store>> opened = core::Error{"no store"};
+  if (backend == "postgresql") {
+    if (auto why = store::PgTestServer::Unavailable()) {
+      std::printf("skipped: %s\n", why->c_str());
+      return 0;
+    }
+    pg = std::make_unique<store::PgTestServer>();
+    std::string error;
+    if (!pg->Start(&error) || !pg->CreateDatabase("fleet", &error)) {
+      std::fprintf(stderr, "postgresql: %s\n", error.c_str());
+      return 1;
+    }
+    opened = store::OpenPostgresStore(pg->ConnInfo("fleet"));
+  } else {
+    opened = store::OpenSqliteStore(dir.string());
+  }
+  if (!opened) {
+    std::fprintf(stderr, "store: %s\n", opened.error().c_str());
+    return 1;
+  }
+  store::Store& st = *opened.value();
+  if (auto led = st.TryLead("bench", "", 600000); !led || !led.value()) {
+    std::fprintf(stderr, "store: cannot lead\n");
+    return 1;
+  }
+  controller::ControllerOptions options;
+  options.data_dir = dir.string();
+  options.clock = [] { return kNowMs; };
+  options.lease_ms = int64_t{1} << 40;  // nothing expires in this bench
+  auto made = controller::Controller::Create(st, options);
+  if (!made) {
+    std::fprintf(stderr, "controller: %s\n", made.error().c_str());
+    return 1;
+  }
+  controller::Controller& ctl = *made.value();
+  if (auto r = ctl.Recover(kNowMs); !r) {
+    std::fprintf(stderr, "recover: %s\n", r.error().c_str());
+    return 1;
+  }
+  for (int n = 0; n < nodes; ++n) {
+    net::Heartbeat beat;
+    beat.node = "node-" + std::to_string(n);
+    beat.gpus = 8;
+    beat.gpu_model = "H100-80GB";
+    beat.simulated = true;
+    if (auto r = ctl.Heartbeat(beat, kNowMs); !r) {
+      std::fprintf(stderr, "heartbeat: %s\n", r.error().c_str());
+      return 1;
+    }
+  }
+  // Submits from 8 threads, as 8 API clients would (each returns after its commit).
+  const auto submit_start = std::chrono::steady_clock::now();
+  std::atomic<int> next{0}, failed{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      for (int k; (k = next++) < jobs;) {
+        store::JobRecord job;
+        job.user = "user" + std::to_string(k % 16);
+        job.name = "job";
+        job.argv = {"sleep", "infinity"};
+        job.gpus = 1 << (k % 4);  // 1, 2, 4, 8
+        job.time_limit_s = 600 + (k % 97) * 600;
+        job.submit_ms = kNowMs;
+        if (!ctl.Submit(job)) ++failed;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  const double submit_ms = MsSince(submit_start);
+  if (failed > 0) {
+    std::fprintf(stderr, "%d submits failed\n", failed.load());
+    return 1;
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  ctl.RunOnce(kNowMs);
+  const double first_pass_ms = MsSince(t0);
+  const int64_t started = ctl.Stats().started;
+
+  // The commit alone: as many transitions of still-pending jobs, in one transaction.
+  std::vector<store::TransitionRequest> requests;
+  store::JobFilter pending;
+  pending.state = store::JobState::kPending;
+  pending.limit = 10000;
+  auto page = st.ListJobs(pending);
+  if (!page) {
+    std::fprintf(stderr, "list: %s\n", page.error().c_str());
+    return 1;
+  }
+  for (const store::JobRecord& j : page.value()) {
+    if (static_cast<int64_t>(requests.size()) >= started) break;
+    store::TransitionRequest r;
+    r.id = j.id;
+    r.from = store::JobState::kPending;
+    r.to = store::JobState::kCancelled;
+    r.update.end_ms = kNowMs;
+    r.update.reason = "bench";
+    requests.push_back(std::move(r));
+  }
+  t0 = std::chrono::steady_clock::now();
+  auto done = st.TransitionAll(requests, kNowMs);
+  const double commit_ms = MsSince(t0);
+  if (!done) {
+    std::fprintf(stderr, "transition: %s\n", done.error().c_str());
+    return 1;
+  }
+  std::vector<double> busy;
+  for (int k = 0; k < 5; ++k) {
+    t0 = std::chrono::steady_clock::now();
+    ctl.RunOnce(kNowMs);
+    busy.push_back(MsSince(t0));
+  }
+  std::sort(busy.begin(), busy.end());
+  std::printf("%s: %d nodes x 8 GPUs, %d pending jobs submitted in %.1f s (%.0f/s, 8 threads); "
+              "first pass %.1f ms (%lld starts committed); %zu transitions alone %.1f ms; "
+              "busy-fleet pass median %.2f ms\n",
+              backend.c_str(), nodes, jobs, submit_ms / 1000, jobs / (submit_ms / 1000),
+              first_pass_ms, static_cast<long long>(started), requests.size(), commit_ms,
+              busy[busy.size() / 2]);
+  made.value().reset();
+  opened.value().reset();
+  std::filesystem::remove_all(dir);
+  return 0;
+}
