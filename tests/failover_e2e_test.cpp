@@ -346,7 +346,13 @@ TEST_F(Failover, LeaderKilledTenTimesUnderLoadLosesNothingAndRunsNothingTwice) {
   std::printf("fail-over (kill -9 of the leader to a standby answering as leader), 10 times: "
               "median %.2f s, max %.2f s\n",
               Median(takeover_s), *std::max_element(takeover_s.begin(), takeover_s.end()));
-  EXPECT_LE(*std::max_element(takeover_s.begin(), takeover_s.end()), 5.0);
+  // The target is 5 s; a sanitized build (the ASan tree) is given twice that.
+#if defined(__SANITIZE_ADDRESS__)
+  constexpr double kTakeoverLimitS = 10.0;
+#else
+  constexpr double kTakeoverLimitS = 5.0;
+#endif
+  EXPECT_LE(*std::max_element(takeover_s.begin(), takeover_s.end()), kTakeoverLimitS);
 }
 
 TEST_F(Failover, DatabaseCrashMidLoadLosesNothingAndIsReported) {

@@ -235,8 +235,10 @@ int RunUpOnce(const UpOptions& o) {
   }
   auto store = shared_store ? store::OpenPostgresStore(o.store) : store::OpenSqliteStore(data_dir);
   // A shared database that is down (restarting, unreachable) is waited for, with backoff, as
-  // long as it takes: a controller that gives up would leave the fleet without a standby.
-  for (int64_t backoff_ms = 250; !store && shared_store;
+  // long as it takes: a controller that gives up would leave the fleet without a standby. A
+  // connection string that does not parse (kInvalid) is not retried.
+  for (int64_t backoff_ms = 250;
+       !store && shared_store && store.failure().code != core::ErrorCode::kInvalid;
        backoff_ms = std::min<int64_t>(backoff_ms * 2, 5000)) {
     std::fprintf(stderr, "%s: %s; retrying in %.2g s\n", self, store.error().c_str(),
                  static_cast<double>(backoff_ms) / 1000);

@@ -11,17 +11,23 @@
 //   SHARE`: with no such row (another controller took the lease, or this one never led) the write
 //   fails with kUnavailable ("fenced: ..."). The row lock makes a takeover wait for the writes in
 //   flight, so no write of a former leader commits once a newer epoch exists. Reads are not fenced.
+//   Once the lease has expired, a TryLead that finds the row still locked ends the sessions
+//   holding it (a former leader stuck mid-write), so that a takeover never waits forever.
 // - A lost connection fails the call with kUnavailable; a later call re-establishes it (PQreset, at
-//   most once per 200 ms). Nothing is retried here: a write whose COMMIT was not confirmed is
-//   reported as failed, and callers retry with their idempotency token.
+//   most once per 200 ms), as it does one that is out of step or lacks its session settings. No
+//   call waits forever: statements time out (30 s), and so does unacknowledged TCP data (10 s).
+//   Nothing is retried after a lost connection: a write whose COMMIT was not confirmed is reported
+//   as failed, and callers retry with their idempotency token.
 // - The schema has its own versions (table meta, schema_version; version 1 is SQLite's 12),
 //   migrated under an advisory lock so that controllers starting together do not race.
 //   Column `user` (reserved in SQL) is named `owner` here.
-// - Error messages name the server (host, port, database), never the password.
+// - Error messages name the server (host, port, database), never the password (a libpq message
+//   that would show it is left out). Text with a NUL byte is refused (kInvalid), never cut short.
 #include <libpq-fe.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -302,9 +308,101 @@ std::string OneLine(const char* message) {
   return out;
 }
 
+// The password text of `conninfo` (a URI's or a key=value string's, as written and decoded),
+// found leniently so that it is found in a string libpq cannot parse too. For key=value, all
+// that follows the password keyword is one more: an unquoted password with a space in it is
+// cut short by libpq, which then quotes the rest in its message.
+std::vector<std::string> PasswordTexts(std::string_view c) {
+  std::vector<std::string> out;
+  auto add = [&out](std::string_view raw, bool uri) {
+    if (raw.empty()) return;
+    out.emplace_back(raw);
+    std::string plain;  // percent-decoded (URI), or unquoted and unescaped (key=value)
+    auto hex = [](char d) { return std::isxdigit(static_cast<unsigned char>(d)) != 0; };
+    for (std::size_t i = 0; i < raw.size(); ++i) {
+      if (uri && raw[i] == '%' && i + 2 < raw.size() && hex(raw[i + 1]) && hex(raw[i + 2])) {
+        plain +=
+            static_cast<char>(std::strtol(std::string(raw.substr(i + 1, 2)).c_str(), nullptr, 16));
+        i += 2;
+      } else if (!uri && raw[i] == '\\' && i + 1 < raw.size()) {
+        plain += raw[++i];
+      } else if (uri || raw[i] != '\'') {
+        plain += raw[i];
+      }
+    }
+    if (!plain.empty() && plain != raw) out.push_back(std::move(plain));
+  };
+  const std::size_t scheme = c.starts_with("postgresql://") ? 13
+                             : c.starts_with("postgres://") ? 11
+                                                            : 0;
+  if (scheme != 0) {
+    // user:password@ ends at the first '@' before any '/' (libpq's rule), or at the last '@'
+    // (a password with a '/' not percent-encoded); and ?password=... may follow.
+    const std::string_view rest = c.substr(scheme);
+    const std::size_t query = rest.find('?');
+    const std::string_view front = rest.substr(0, query);
+    for (const std::size_t at : {front.find_first_of("@/"), front.rfind('@')}) {
+      if (at == std::string_view::npos || front[at] != '@') continue;
+      const std::size_t colon = front.substr(0, at).find(':');
+      if (colon != std::string_view::npos) add(front.substr(colon + 1, at - colon - 1), true);
+    }
+    for (std::size_t p = query; p != std::string_view::npos && p < rest.size();) {
+      const std::size_t end = rest.find('&', p + 1);
+      const std::string_view param = rest.substr(p + 1, end - (p + 1));
+      if (param.starts_with("password=")) add(param.substr(9), true);
+      p = end;
+    }
+    return out;
+  }
+  for (std::size_t p = c.find("password"); p != std::string_view::npos;
+       p = c.find("password", p + 1)) {
+    std::size_t v = c.find_first_not_of(" \t\n\r\f\v", p + 8);
+    if (v == std::string_view::npos || c[v] != '=') continue;
+    v = c.find_first_not_of(" \t\n\r\f\v", v + 1);
+    if (v == std::string_view::npos) continue;
+    std::size_t end = v;
+    if (c[v] == '\'') {  // up to the closing quote (or the end)
+      for (++end; end < c.size() && c[end] != '\''; ++end) end += c[end] == '\\' ? 1 : 0;
+      end = std::min(end + 1, c.size());
+    } else {
+      for (; end < c.size() && !std::isspace(static_cast<unsigned char>(c[end])); ++end) {
+        end += c[end] == '\\' ? 1 : 0;
+      }
+      end = std::min(end, c.size());
+    }
+    add(c.substr(v, end - v), false);
+    out.emplace_back(c.substr(v));
+  }
+  return out;
+}
+
+// Whether libpq's `message` may show (part of) one of `secrets`: it contains one, or (when
+// `quoted`: messages about the connection string) something it quotes is a piece of one.
+bool Reveals(std::string_view message, const std::vector<std::string>& secrets, bool quoted) {
+  for (const std::string& secret : secrets) {
+    if (!secret.empty() && message.find(secret) != std::string_view::npos) return true;
+  }
+  for (std::size_t open = message.find('"'); quoted && open != std::string_view::npos;) {
+    const std::size_t close = message.find('"', open + 1);
+    if (close == std::string_view::npos) break;
+    const std::string_view piece = message.substr(open + 1, close - open - 1);
+    for (const std::string& secret : secrets) {
+      if (!piece.empty() && secret.find(piece) != std::string::npos) return true;
+    }
+    open = message.find('"', close + 1);
+  }
+  return false;
+}
+
 class PgStore final : public Store {
  public:
-  explicit PgStore(PGconn* conn) : conn_(conn) {
+  // `secrets`: the password texts no message may show (PasswordTexts); the connection's own
+  // password is added.
+  PgStore(PGconn* conn, std::vector<std::string> secrets)
+      : conn_(conn), secrets_(std::move(secrets)) {
+    if (const char* password = PQpass(conn_); password != nullptr && *password != '\0') {
+      secrets_.emplace_back(password);
+    }
     const char* host = PQhost(conn_);
     const char* port = PQport(conn_);
     const char* db = PQdb(conn_);
@@ -317,14 +415,24 @@ class PgStore final : public Store {
 
   const std::string& where() const { return where_; }
 
+  // A libpq message, on one line, or a note in its place when it would show the password.
+  std::string Message(const char* libpq, bool quoted = false) const {
+    std::string message = OneLine(libpq);
+    if (Reveals(message, secrets_, quoted)) {
+      message = "(libpq's message is left out: it would show the password)";
+    }
+    return message;
+  }
+
   // Settings of each session (a reset connection is a new session). A controller paused or
   // stalled inside a transaction must not hold its row locks (the lease row's above all) for
   // longer than a lease, or no standby could take over: the server ends such a session after 2 s
-  // idle in a transaction, and no statement waits more than 2 s for a lock.
+  // idle in a transaction, and no statement waits more than 2 s for a lock. No statement runs
+  // longer than 30 s (so no call waits on the server forever; migrations are exempt).
   core::Result<bool> Setup() {
     auto r = Simple(
         "SET synchronous_commit = on; SET idle_in_transaction_session_timeout = '2s'; "
-        "SET lock_timeout = '2s'");
+        "SET lock_timeout = '2s'; SET statement_timeout = '30s'");
     if (!r) return r.failure();
     return true;
   }
@@ -335,8 +443,11 @@ class PgStore final : public Store {
       Rollback();
       return core::Result<bool>(std::move(e));
     };
-    auto began = Simple("BEGIN; SET LOCAL lock_timeout = 0; SELECT pg_advisory_xact_lock(" + std::to_string(kMigrationLock) +
-                        "); SELECT to_regclass('meta') IS NOT NULL");
+    // A migration may wait for another controller's, and may take long: no time limits.
+    auto began = Simple(
+        "BEGIN; SET LOCAL lock_timeout = 0; SET LOCAL statement_timeout = 0; "
+        "SELECT pg_advisory_xact_lock(" +
+        std::to_string(kMigrationLock) + "); SELECT to_regclass('meta') IS NOT NULL");
     if (!began) return fail(began.failure());
     int version = 0;
     if (began.value().Text(0, 0) == "t") {
@@ -369,12 +480,40 @@ class PgStore final : public Store {
   core::Result<std::optional<int64_t>> TryLead(const std::string& holder, const std::string& url,
                                                int64_t lease_ms) override {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto r = Read(
+    if (auto c = Ready(); !c) return c.failure();
+    const std::string take =
         "INSERT INTO leader(id,holder,url,epoch,expires) VALUES(1,$1,$2,1,"
         "clock_timestamp()+$3::bigint*interval '1 millisecond') ON CONFLICT(id) DO UPDATE SET "
         "holder=excluded.holder,url=excluded.url,epoch=leader.epoch+1,expires=excluded.expires "
-        "WHERE leader.expires<clock_timestamp() RETURNING epoch",
-        {Str(holder), Str(url), Int(lease_ms)});
+        "WHERE leader.expires<clock_timestamp() RETURNING epoch";
+    const Params params{Str(holder, "holder"), Str(url, "url"), Int(lease_ms)};
+    std::string state;
+    auto r = Run(take, params, &state);
+    if (!r && state == "55P03") {
+      // lock_not_available: a session holds the lease row (FOR SHARE, a write's fence) past
+      // lock_timeout. A former leader paused while a pipelined batch was partly sent holds it
+      // with no Sync yet, so idle_in_transaction_session_timeout never ends that session, and no
+      // standby could ever take over. Only once the lease has expired by the database's clock
+      // (a plain read: no row lock) are the sessions holding the row's lock ended, and the take
+      // tried once more. While the lease runs, its holder's writes are waited for, never ended:
+      // someone else holds the lease.
+      auto expired = Run("SELECT expires<clock_timestamp() FROM leader WHERE id=1", {});
+      if (!expired) return expired.failure();
+      if (expired.value().Rows() == 0) return r.failure();  // a first leader is being inserted
+      if (expired.value().Text(0, 0) != "t") return std::optional<int64_t>();
+      // The expiry is checked again in the same statement, so that a lease another standby took
+      // meanwhile is not cut short. RowShareLock is what FOR SHARE takes; readers and other
+      // standbys' takes hold other modes and are left alone. A session that took the lease
+      // meanwhile and whose write is ended sees a lost connection and retries; nothing of a
+      // fenced epoch commits either way.
+      auto ended = Run(
+          "SELECT pg_terminate_backend(l.pid) FROM pg_locks l WHERE l.relation='leader'::regclass "
+          "AND l.granted AND l.mode='RowShareLock' AND l.pid<>pg_backend_pid() AND "
+          "(SELECT expires<clock_timestamp() FROM leader WHERE id=1)",
+          {});
+      if (!ended) return ended.failure();
+      r = Run(take, params);  // the ended sessions' locks go as they exit (within lock_timeout)
+    }
     if (!r) return r.failure();
     if (r.value().Rows() == 0) return std::optional<int64_t>();
     const int64_t epoch = r.value().Int(0, 0);
@@ -422,7 +561,8 @@ class PgStore final : public Store {
 
   // Group commit, as in SQLite: concurrent submits wait in a queue; one of them (the leader)
   // writes the queued jobs in a single transaction (WriteBatch). Each caller returns only after the
-  // transaction holding its job has committed; a failed transaction fails every job in it.
+  // transaction holding its job has committed; a failed transaction fails every job in it, but
+  // for data PostgreSQL refuses, which fails only its own job (CommitBatch).
   core::Result<int64_t> SubmitJob(const JobRecord& job) override {
     PendingSubmit me{&job, std::nullopt};
     std::unique_lock<std::mutex> queue_lock(queue_mutex_);
@@ -733,7 +873,7 @@ class PgStore final : public Store {
                              const TokenRecord& token) override {
     std::lock_guard<std::mutex> lock(mutex_);
     return InWrite<bool>([&]() -> core::Result<bool> {
-      auto exists = Run("SELECT 1 FROM users WHERE name=$1", {Str(name)});
+      auto exists = Run("SELECT 1 FROM users WHERE name=$1", {Str(name, "name")});
       if (!exists) return exists.failure();
       if (exists.value().Rows() > 0) {
         return core::Error{"user '" + name + "' exists already", core::ErrorCode::kInvalid, "name"};
@@ -858,7 +998,7 @@ class PgStore final : public Store {
     if (PQstatus(conn_) == CONNECTION_BAD) return Lost();
     const char* state = result != nullptr ? PQresultErrorField(result, PG_DIAG_SQLSTATE) : nullptr;
     std::string message =
-        OneLine(result != nullptr ? PQresultErrorMessage(result) : PQerrorMessage(conn_));
+        Message(result != nullptr ? PQresultErrorMessage(result) : PQerrorMessage(conn_));
     if (state != nullptr && std::strcmp(state, "42501") == 0) {
       message += " (the database user needs its privileges: make it the database's owner)";
     }
@@ -876,25 +1016,30 @@ class PgStore final : public Store {
   };
 
   core::Error Lost() const {
-    return core::Error{where_ + ": the database connection was lost (" +
-                           OneLine(PQerrorMessage(conn_)) +
-                           "); it is re-established on a later call, and a write in flight is "
+    const std::string why = Message(PQerrorMessage(conn_));
+    return core::Error{where_ + ": the database connection was lost" +
+                           (why.empty() ? "" : " (" + why + ")") +
+                           "; it is re-established on a later call, and a write in flight is "
                            "reported as failed",
                        core::ErrorCode::kUnavailable};
   }
 
-  // At the start of every call (never inside a transaction): a lost connection is re-established,
-  // at most once per kResetInterval; in between, calls fail at once.
+  // At the start of every call (never inside a transaction): a lost or broken connection is
+  // re-established, at most once per kResetInterval; in between, calls fail at once. A session
+  // whose Setup failed (one without its timeouts) stays broken, and is reset again.
   core::Result<bool> Ready() {
-    if (PQstatus(conn_) == CONNECTION_OK) return true;
+    if (PQstatus(conn_) == CONNECTION_OK && !broken_) return true;
     const auto now = std::chrono::steady_clock::now();
     if (reset_tried_ && now - last_reset_ < kResetInterval) return Lost();
     reset_tried_ = true;
     last_reset_ = now;
+    broken_ = true;
     prepared_.clear();  // a new session has none of them
-    PQreset(conn_);
+    PQreset(conn_);     // (this also leaves pipeline mode)
     if (PQstatus(conn_) != CONNECTION_OK) return Lost();
-    return Setup();
+    auto setup = Setup();
+    broken_ = !setup.ok();
+    return setup;
   }
 
   // The name of the statement prepared for `sql` in this session, prepared on first use.
@@ -922,15 +1067,39 @@ class PgStore final : public Store {
     std::vector<int> lengths, formats;
   };
 
+  // libpq passes text parameters as C strings, so a NUL byte would cut a value short, silently:
+  // such a value is refused instead (kInvalid; PostgreSQL's text cannot hold one anyway).
+  static core::Result<bool> CheckText(const Params& params) {
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const Param& p = params[i];
+      if (p.format != 0 || p.value.find('\0') == std::string::npos) continue;
+      const std::string field = p.field != nullptr ? p.field : "";
+      return core::Error{
+          (field.empty() ? "a text value (parameter $" + std::to_string(i + 1) + ")" : field) +
+              ": contains a NUL byte, which PostgreSQL text cannot hold",
+          core::ErrorCode::kInvalid, field};
+    }
+    return true;
+  }
+
   // One statement (prepared once per session, by its text), inside or outside a transaction.
-  core::Result<PgResult> Run(const std::string& sql, const Params& params) {
+  // On failure, `sqlstate` (when given) gets the error's SQLSTATE ("" : none).
+  core::Result<PgResult> Run(const std::string& sql, const Params& params,
+                             std::string* sqlstate = nullptr) {
+    if (auto text = CheckText(params); !text) return text.failure();
     auto name = Prepared(sql, params.size());
     if (!name) return name.failure();
     const Wire w(params);
     PgResult r(PQexecPrepared(conn_, name.value().c_str(), w.size(), w.values.data(),
                               w.lengths.data(), w.formats.data(), 0));
     const ExecStatusType status = PQresultStatus(r.get());
-    if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) return Fail(r.get());
+    if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
+      if (sqlstate != nullptr) {
+        const char* state = PQresultErrorField(r.get(), PG_DIAG_SQLSTATE);
+        *sqlstate = state != nullptr ? state : "";
+      }
+      return Fail(r.get());
+    }
     return r;
   }
 
@@ -1127,6 +1296,11 @@ class PgStore final : public Store {
   // check and each job's insert are sent together, and the Sync after them commits the implicit
   // transaction they form, or rolls all of it back after any error. The ids, in batch order.
   core::Result<std::vector<int64_t>> WriteBatch(const std::vector<PendingSubmit*>& batch) {
+    std::vector<Params> rows;
+    for (const PendingSubmit* p : batch) {
+      rows.push_back(InsertParams(*p->job));
+      if (auto text = CheckText(rows.back()); !text) return text.failure();
+    }
     const int64_t epoch = fence_epoch_.load();
     if (epoch == 0) return Fenced();
     if (auto c = Ready(); !c) return c.failure();
@@ -1141,7 +1315,7 @@ class PgStore final : public Store {
                                  w.formats.data(), 0) == 1;
     };
     bool sent = send(fence.value(), {Int(epoch)});
-    for (const PendingSubmit* p : batch) sent = sent && send(insert.value(), InsertParams(*p->job));
+    for (const Params& row : rows) sent = sent && send(insert.value(), row);
     if (!sent || PQpipelineSync(conn_) != 1) return Discard();
     // Every result is collected, up to the Sync's, so that the connection leaves pipeline mode in
     // step: each query's results end with a null; 0 is the fence, then the jobs.
@@ -1171,10 +1345,14 @@ class PgStore final : public Store {
         }
       }
     }
-    PQexitPipelineMode(conn_);
+    // Every result was read, so this succeeds; should it not, the connection is out of step and
+    // is reset by the next call. (The batch's outcome is known: its ids stand.)
+    const bool left = PQexitPipelineMode(conn_) == 1;
+    if (!left) broken_ = true;
     if (error) return *error;
     for (std::size_t k = 0; k < n; ++k) {
       if (ids[k] != 0) continue;
+      if (!left) return Lost();
       // Neither added nor found: a transaction that committed meanwhile took its token.
       const JobRecord& job = *batch[k]->job;
       auto again =
@@ -1190,48 +1368,62 @@ class PgStore final : public Store {
     return ids;
   }
 
-  // The connection is out of step or gone: it is re-established by the next call, and what was
-  // in flight is reported as failed.
+  // The connection is out of step or gone: it is re-established by the next call (Ready), and
+  // what was in flight is reported as failed.
   core::Error Discard() {
-    core::Error e = Lost();
-    if (PQstatus(conn_) == CONNECTION_OK) {
-      prepared_.clear();
-      PQreset(conn_);
-      reset_tried_ = true;
-      last_reset_ = std::chrono::steady_clock::now();
-      if (PQstatus(conn_) == CONNECTION_OK) Setup();
-    }
-    return e;
+    broken_ = true;
+    return Lost();
   }
 
-  // $1..$17 of kInsertJobSql.
+  // $1..$17 of kInsertJobSql. (argv and env are JSON: a NUL in them is escaped.)
   static Params InsertParams(const JobRecord& job) {
-    return {Str(job.user),         Str(job.name),
-            Str(job.queue),        Int(job.priority),
-            Int(job.gpus),         Int(job.gpu_milli),
-            Str(job.gpu_type),     Int(job.nodes),
-            Str(Dump(job.argv)),   Str(Dump(job.env)),
-            Str(job.workdir),      Int(job.submit_ms),
-            Str(job.client_token), Int(job.restartable ? 1 : 0),
-            Int(job.cpu_milli),    Int(job.memory_mib),
+    return {Str(job.user, "user"),
+            Str(job.name, "name"),
+            Str(job.queue, "queue"),
+            Int(job.priority),
+            Int(job.gpus),
+            Int(job.gpu_milli),
+            Str(job.gpu_type, "gpu_type"),
+            Int(job.nodes),
+            Str(Dump(job.argv)),
+            Str(Dump(job.env)),
+            Str(job.workdir, "workdir"),
+            Int(job.submit_ms),
+            Str(job.client_token, "client_token"),
+            Int(job.restartable ? 1 : 0),
+            Int(job.cpu_milli),
+            Int(job.memory_mib),
             Int(job.time_limit_s)};
   }
 
   void CommitBatch(const std::vector<PendingSubmit*>& batch) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto ids = WriteBatch(batch);
+    if (!ids && ids.failure().code == core::ErrorCode::kInvalid && batch.size() > 1) {
+      // One job's data was refused (a class 22 error, or a NUL byte), and the whole batch with
+      // it: each job is written again on its own, in its own fenced transaction, so that only
+      // the bad one fails (kInvalid) rather than its whole batch, again and again on retries.
+      for (PendingSubmit* p : batch) {
+        auto one = WriteBatch({p});
+        p->result =
+            one ? core::Result<int64_t>(one.value().front()) : core::Result<int64_t>(one.failure());
+      }
+      return;
+    }
+    // A failure is each job's: kInvalid (its data) or kUnavailable (fenced, the connection).
     for (std::size_t k = 0; k < batch.size(); ++k) {
       batch[k]->result =
-          ids ? core::Result<int64_t>(ids.value()[k])
-              : core::Result<int64_t>(core::Error{ids.error(), core::ErrorCode::kUnavailable});
+          ids ? core::Result<int64_t>(ids.value()[k]) : core::Result<int64_t>(ids.failure());
     }
   }
 
   PGconn* conn_;
-  std::string where_;  // "PostgreSQL host:port/db", for messages
-  std::mutex mutex_;   // the connection, its prepared statements and reset state
+  std::vector<std::string> secrets_;  // the password, as messages must never show it
+  std::string where_;                 // "PostgreSQL host:port/db", for messages
+  std::mutex mutex_;                  // the connection, its prepared statements and reset state
   std::unordered_map<std::string, std::string> prepared_;  // SQL text -> statement name
   bool reset_tried_ = false;
+  bool broken_ = false;  // the session is out of step or lacks its settings: Ready resets it
   std::chrono::steady_clock::time_point last_reset_;
   std::atomic<int64_t> fence_epoch_{0};  // the epoch writes must hold (0: none, so fenced)
   std::atomic<int64_t> last_epoch_{0};   // the last epoch led, for messages
@@ -1252,26 +1444,47 @@ bool IsPostgresUri(std::string_view text) {
 }
 
 core::Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& conninfo) {
+  // Some of libpq's messages about a string it cannot parse quote the password, or all of the
+  // string: such a message is left out. (libpq takes a string with neither a URI prefix nor
+  // '=' for a database name, which always parses.)
+  const std::vector<std::string> secrets = PasswordTexts(conninfo);
+  if (conninfo.starts_with("postgresql://") || conninfo.starts_with("postgres://") ||
+      conninfo.find('=') != std::string::npos) {
+    char* error = nullptr;
+    PQconninfoOption* options = PQconninfoParse(conninfo.c_str(), &error);
+    if (options == nullptr) {
+      const std::string why = OneLine(error);
+      PQfreemem(error);
+      return core::Error{"cannot parse the --store connection string (check its syntax)" +
+                             (why.empty() || Reveals(why, secrets, true) ? "" : ": " + why),
+                         core::ErrorCode::kInvalid};
+    }
+    PQconninfoFree(options);
+  }
   // Defaults that `conninfo` may override (it is expanded after them): give up connecting after
-  // 10 s, and notice a dead server within about a minute rather than the kernel's two hours.
+  // 10 s; notice a dead server within about a minute rather than the kernel's two hours, both
+  // when idle (keepalives) and when what was sent is not acknowledged for 10 s (a half-open
+  // connection, where a call would otherwise wait forever).
   const char* const keys[] = {"connect_timeout",
                               "keepalives_idle",
                               "keepalives_interval",
                               "keepalives_count",
+                              "tcp_user_timeout",
                               "fallback_application_name",
                               "dbname",
                               nullptr};
-  const char* const values[] = {"10", "30", "10", "3", "gpufleet", conninfo.c_str(), nullptr};
+  const char* const values[] = {"10",   "30", "10", "3", "10000", "gpufleet", conninfo.c_str(),
+                                nullptr};
   PGconn* conn = PQconnectdbParams(keys, values, 1);
   if (conn == nullptr)
     return core::Error{"PostgreSQL: out of memory", core::ErrorCode::kUnavailable};
   PQsetNoticeProcessor(conn, IgnoreNotice, nullptr);
-  auto store = std::make_unique<PgStore>(conn);  // owns conn from here
+  auto store = std::make_unique<PgStore>(conn, secrets);  // owns conn from here
   if (PQstatus(conn) != CONNECTION_OK) {
     const char* db = PQdb(conn);
     const std::string name = db != nullptr ? db : "DB";
     return core::Error{"cannot connect to " + store->where() + ": " +
-                           OneLine(PQerrorMessage(conn)) +
+                           store->Message(PQerrorMessage(conn), /*quoted=*/true) +
                            " (is PostgreSQL running and reachable there? does the database exist? "
                            "create it with `createdb " +
                            name + "`)",
