@@ -30,25 +30,13 @@ cleanup() {
   rm -rf "$GPUFLEET_DATA_DIR"
 }
 trap cleanup EXIT
+# shellcheck source=bench/bench_lib.sh
+source bench/bench_lib.sh
 now() { date +%s.%N; }
-wait_file() { for _ in $(seq 100); do [ -s "$1" ] && return 0; sleep 0.1; done; return 1; }
 queue() {  # the queue summary of the server whose data directory is $1
   curl -sf -H "Authorization: Bearer $(cat "$1/token")" "$(cat "$1/server")/v1/queue"
 }
 field() { sed "s/.*\"$1\":\([0-9]*\).*/\1/"; }
-# Median submit -> running (ms) of 30 one-at-a-time jobs on the server of data directory $1.
-latency() {
-  local lat=() id
-  for _ in $(seq 30); do
-    id=$(GPUFLEET_DATA_DIR=$1 "$bin" submit --json -- true | sed 's/[^0-9]//g')
-    while ! GPUFLEET_DATA_DIR=$1 "$bin" show --json "$id" | grep -q '"state": "SUCCEEDED"'; do
-      sleep 0.01
-    done
-    lat+=("$(GPUFLEET_DATA_DIR=$1 "$bin" show --json "$id" |
-      awk -F': ' '/"start_ms"/ {gsub(",","",$2); s=$2} /"submit_ms"/ {gsub(",","",$2); u=$2} END {print s-u}')")
-  done
-  printf '%s\n' "${lat[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
-}
 
 "$bin" up --allow-root-jobs --listen 127.0.0.1:0 --simulated-gpus 8 >"$GPUFLEET_DATA_DIR/up.log" 2>&1 &
 up=$!
@@ -63,10 +51,6 @@ sequential() {
   for _ in $(seq "$n"); do GPUFLEET_DATA_DIR=$1 "$bin" submit -- true >/dev/null; done
   t1=$(now)
   echo "$n / ($t1 - $t0)" | bc -l
-}
-load() {  # submit_load on the server of data directory $1 with $2 clients for $3 s: jobs/s
-  { ./build/bench/submit_load "$(cat "$1/server")" "$(cat "$1/token")" "$2" "$3" || true; } |
-    sed 's/.*, \([0-9]*\) jobs\/s/\1/'
 }
 
 # 1a and 2a. A busy cluster: a job holds all 8 GPUs, so submitted jobs wait in the queue.

@@ -26,12 +26,13 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
+# shellcheck source=bench/bench_lib.sh
+source bench/bench_lib.sh
 [ "$(id -u)" = 0 ] && chown postgres "$work"
 as_pg "$pgbin/initdb" -D "$work/pg" -A trust -U gpufleet >/dev/null
 as_pg "$pgbin/pg_ctl" -D "$work/pg" -l "$work/pg.log" -w \
   -o "-k $work -c listen_addresses='' -c max_connections=50" start >/dev/null
 databases=0
-wait_file() { for _ in $(seq 200); do [ -s "$1" ] && return 0; sleep 0.1; done; return 1; }
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # Starts `gpufleet up` on store $1 ("sqlite" or "pg", a fresh database each time) in data
@@ -49,23 +50,6 @@ start_up() {
   wait_file "$2/server"
 }
 stop_last() { kill "${pids[-1]}"; wait "${pids[-1]}" 2>/dev/null || true; unset 'pids[-1]'; }
-load() {  # submit_load on the server of data directory $1 with $2 clients for $3 s: jobs/s
-  { ./build/bench/submit_load "$(cat "$1/server")" "$(cat "$1/token")" "$2" "$3" || true; } |
-    sed 's/.*, \([0-9]*\) jobs\/s/\1/'
-}
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-latency() {  # median submit -> running (ms) of 30 one-at-a-time jobs on data directory $1
-  local lat=() id
-  for _ in $(seq 30); do
-    id=$(GPUFLEET_DATA_DIR=$1 "$bin" submit --json -- true | sed 's/[^0-9]//g')
-    while ! GPUFLEET_DATA_DIR=$1 "$bin" show --json "$id" | grep -q '"state": "SUCCEEDED"'; do
-      sleep 0.01
-    done
-    lat+=("$(GPUFLEET_DATA_DIR=$1 "$bin" show --json "$id" |
-      awk -F': ' '/"start_ms"/ {gsub(",","",$2); s=$2} /"submit_ms"/ {gsub(",","",$2); u=$2} END {print s-u}')")
-  done
-  printf '%s\n' "${lat[@]}" | median
-}
 
 declare -A rates
 for round in $(seq "$rounds"); do

@@ -42,14 +42,7 @@ class Cluster : public ::testing::Test {
     e2e::ReleaseJobCgroupsUnder(dir_.string());  // what the servers left running
     std::filesystem::remove_all(dir_);
   }
-  static void Stop(pid_t& pid) {
-    if (pid > 0) {
-      kill(pid, SIGCONT);
-      kill(pid, SIGKILL);
-      waitpid(pid, nullptr, 0);
-      pid = -1;
-    }
-  }
+  static void Stop(pid_t& pid) { e2e::KillAndReap(pid); }
   std::string Ctl() const { return (dir_ / "ctl").string(); }
 
   void StartController(double lease_s) {

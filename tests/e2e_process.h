@@ -67,6 +67,17 @@ inline pid_t Spawn(const std::vector<std::string>& args, const std::string& log)
   _exit(127);
 }
 
+// Kills `pid` (SIGCONT first, in case a test stopped it) with SIGKILL, reaps it, and sets it to
+// -1; nothing for pid <= 0.
+inline void KillAndReap(pid_t& pid) {
+  if (pid > 0) {
+    kill(pid, SIGCONT);
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    pid = -1;
+  }
+}
+
 // Polls `done` every 20 ms for up to `seconds`; whether it became true.
 inline bool WaitUntil(const std::function<bool()>& done, double seconds) {
   const auto deadline =

@@ -92,14 +92,7 @@ class Failover : public ::testing::Test {
       std::filesystem::remove_all(dir_);
     }
   }
-  static void Stop(pid_t& pid) {
-    if (pid > 0) {
-      kill(pid, SIGCONT);
-      kill(pid, SIGKILL);
-      waitpid(pid, nullptr, 0);
-      pid = -1;
-    }
-  }
+  static void Stop(pid_t& pid) { e2e::KillAndReap(pid); }
   std::string Url(int k) const { return "http://127.0.0.1:" + std::to_string(ports_[k]); }
   std::string AllUrls() const {
     std::string all;

@@ -4,7 +4,8 @@
 //
 // - One libpq connection, serialized by a mutex; synchronous_commit is on, so a commit is durable
 //   on the server before a write returns. Statements are prepared once per connection, by SQL text.
-//   Concurrent submits are group-committed as in SQLite, each batch in one round trip (pipeline).
+//   Concurrent submits are group-committed as in SQLite, each batch in one round trip (pipeline);
+//   so is a TransitionAll, whose whole batch is one set-based statement (kTransitionSql).
 // - Leadership (TryLead, RenewLead, ResignLead, Leader) is the single row of table `leader`, timed
 //   by the database's clock only. A successful TryLead remembers its epoch (the fence). Every
 //   write runs in a transaction that first takes `SELECT ... FROM leader WHERE epoch=<fence> FOR
@@ -38,6 +39,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "store/store.h"
 
@@ -132,6 +134,49 @@ constexpr const char* kInsertJobSql =
     "SELECT id,$12::bigint,'submitted',$1::text,$1::text FROM j) "
     "SELECT id FROM j UNION ALL SELECT id FROM old";
 
+// Transitions of distinct jobs in one statement, each a compare-and-set as one on its own would
+// be: $1..$17 are arrays with one element per transition (in this order: the job, the state it
+// must be in, the state it takes, then the JobUpdate's fields, NULL where a field is not set;
+// `bump` is 0 or 1; `placement` the ranks as JSON [[node,[gpus]],...]), $18 the time. Only the
+// jobs whose compare-and-set applied (u) get an event and, when the update places them, their
+// rank rows: ranks beyond the new placement go (d), the others are written over (p). d and p
+// touch disjoint keys, as sibling CTEs must (neither sees the other's changes). Each job may
+// appear once (an UPDATE changes a row at most once). The result: the 1-based positions of
+// those applied, as "1,4,..." (NULL: none). The arrays are unnested behind OFFSET 0, so that the
+// planner does not see how many there are: it then looks each job up by its primary key (a cost
+// of the batch's size) rather than hashing the whole table (a cost of the table's).
+constexpr const char* kTransitionSql =
+    "WITH r AS (SELECT x.* FROM (SELECT $1::bigint[] a1,$2::text[] a2,$3::text[] a3,"
+    "$4::bigint[] a4,$5::bigint[] a5,$6::integer[] a6,$7::text[] a7,$8::bigint[] a8,"
+    "$9::bigint[] a9,$10::bigint[] a10,$11::float8[] a11,$12::bigint[] a12,$13::text[] a13,"
+    "$14::float8[] a14,$15::integer[] a15,$16::integer[] a16,$17::json[] a17 OFFSET 0) a, "
+    "unnest(a1,a2,a3,a4,a5,a6,a7,a8,a9,a10,a11,a12,a13,a14,a15,a16,a17) WITH ORDINALITY "
+    "AS x(id,from_s,to_s,start_ms,end_ms,exit_code,reason,pid,pid_start,usage_samples,"
+    "gpu_util_avg_pct,gpu_mem_peak_mib,host_usage,attained_gpu_s,preempting,bump,placement,"
+    "ord)), "
+    "u AS (UPDATE jobs j SET state=r.to_s,start_ms=coalesce(r.start_ms,j.start_ms),"
+    "end_ms=coalesce(r.end_ms,j.end_ms),exit_code=coalesce(r.exit_code,j.exit_code),"
+    "reason=coalesce(r.reason,j.reason),pid=coalesce(r.pid,j.pid),"
+    "pid_start=coalesce(r.pid_start,j.pid_start),"
+    "usage_samples=coalesce(r.usage_samples,j.usage_samples),"
+    "gpu_util_avg_pct=coalesce(r.gpu_util_avg_pct,j.gpu_util_avg_pct),"
+    "gpu_mem_peak_mib=coalesce(r.gpu_mem_peak_mib,j.gpu_mem_peak_mib),"
+    "host_usage=coalesce(r.host_usage,j.host_usage),"
+    "attained_gpu_s=coalesce(r.attained_gpu_s,j.attained_gpu_s),"
+    "preempting=coalesce(r.preempting,j.preempting),epoch=j.epoch+r.bump "
+    "FROM r WHERE j.id=r.id AND j.state=r.from_s "
+    "RETURNING r.ord,j.id,r.from_s,r.to_s,r.reason,r.placement), "
+    "d AS (DELETE FROM job_ranks k USING u WHERE k.job_id=u.id AND u.placement IS NOT NULL "
+    "AND k.rank>=json_array_length(u.placement)), "
+    "p AS (INSERT INTO job_ranks(job_id,rank,node,gpus) SELECT u.id,(t.o-1)::integer,t.e->>0,"
+    "(t.e->1)::text FROM u, json_array_elements(u.placement) WITH ORDINALITY AS t(e,o) "
+    "ON CONFLICT(job_id,rank) DO UPDATE SET node=excluded.node,gpus=excluded.gpus), "
+    // A change within one state (a running job marked for preemption) is logged by its reason.
+    "e AS (INSERT INTO events(job_id,time_ms,what,detail,actor) SELECT id,$18::bigint,"
+    "CASE WHEN from_s=to_s THEN to_s ELSE from_s||'->'||to_s END,coalesce(reason,''),'' "
+    "FROM u ORDER BY ord) "
+    "SELECT string_agg(ord::text,',') FROM u";
+
 // One statement parameter: text, except bytea (binary, format 1). `field` names the input it
 // came from, for errors (nullptr: none worth naming).
 struct Param {
@@ -159,6 +204,41 @@ std::string Arg(Params& params, Param p) {
 std::string Dump(const nlohmann::json& j) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
+
+// A PostgreSQL array literal ("{1,NULL,\"text\"}"), built element by element.
+class ArrayLiteral {
+ public:
+  void Null() { Next() += "NULL"; }
+  void Plain(const std::string& v) { Next() += v; }  // a number, as Int and Real write it
+  void Quoted(std::string_view v) {
+    std::string& out = Next();
+    out += '"';
+    for (const char c : v) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    out += '"';
+  }
+  template <typename T, typename F>
+  void Optional(const std::optional<T>& v, F&& text) {
+    if (!v) return Null();
+    set_ = true;
+    Plain(text(*v));
+  }
+  // The literal; "{}" when every element is NULL (unnest pads a shorter array with NULLs).
+  Param Done() const { return Str(set_ ? "{" + text_ + "}" : "{}"); }
+  void Set() { set_ = true; }
+
+ private:
+  std::string& Next() {
+    if (started_) text_ += ',';
+    started_ = true;
+    return text_;
+  }
+  std::string text_;
+  bool started_ = false;
+  bool set_ = false;  // some element is not NULL
+};
 
 // A query's result, freed at the end of its scope.
 class PgResult {
@@ -629,6 +709,10 @@ class PgStore final : public Store {
     return static_cast<bool>(results.value().front());
   }
 
+  // One round trip and one transaction (libpq's pipeline mode), as a batch of submits: the fence
+  // check, then one statement (kTransitionSql) per run of requests for distinct jobs (a request
+  // for a job already in the run starts the next one, so that each sees the ones before it),
+  // and the Sync that commits them all, or rolls all of them back after any error.
   core::Result<std::vector<bool>> TransitionAll(const std::vector<TransitionRequest>& requests,
                                                 int64_t now_ms) override {
     for (const TransitionRequest& r : requests) {
@@ -638,16 +722,47 @@ class PgStore final : public Store {
       }
     }
     if (requests.empty()) return std::vector<bool>();
+    std::vector<std::size_t> starts;  // where each run begins
+    std::vector<Params> runs;
+    for (std::size_t begin = 0; begin < requests.size();) {
+      std::unordered_set<int64_t> ids;
+      std::size_t end = begin;
+      while (end < requests.size() && ids.insert(requests[end].id).second) ++end;
+      auto params = TransitionParams(requests, begin, end, now_ms);
+      if (!params) return params.failure();
+      starts.push_back(begin);
+      runs.push_back(std::move(params.value()));
+      begin = end;
+    }
+    std::vector<bool> applied(requests.size(), false);
+    bool bad = false;  // a result that cannot be this statement's
     std::lock_guard<std::mutex> lock(mutex_);
-    return InWrite<std::vector<bool>>([&]() -> core::Result<std::vector<bool>> {
-      std::vector<bool> applied;
-      for (const TransitionRequest& r : requests) {
-        auto one = ApplyTransition(r, now_ms);
-        if (!one) return one.failure();
-        applied.push_back(one.value());
+    auto done = FencedPipeline(kTransitionSql, 18, runs, [&](std::size_t k, const PgResult& r) {
+      if (r.Rows() != 1) {
+        bad = true;
+        return;
       }
-      return applied;
+      if (r.IsNull(0, 0)) return;  // none applied
+      const std::size_t size =
+          (k + 1 < starts.size() ? starts[k + 1] : requests.size()) - starts[k];
+      const std::string text = r.Text(0, 0);
+      for (const char* p = text.c_str(); *p != '\0';) {
+        char* next = nullptr;
+        const long long ord = std::strtoll(p, &next, 10);
+        if (next == p || ord < 1 || static_cast<std::size_t>(ord) > size) {
+          bad = true;
+          return;
+        }
+        applied[starts[k] + static_cast<std::size_t>(ord) - 1] = true;
+        p = *next == ',' ? next + 1 : next;
+      }
     });
+    if (!done) return done.failure();
+    if (bad) {  // committed, but which applied is unknown
+      return core::Error{where_ + ": unexpected result of a transition batch",
+                         core::ErrorCode::kUnavailable};
+    }
+    return applied;
   }
 
   core::Result<std::vector<JobEvent>> Events(int64_t job_id) override {
@@ -1238,76 +1353,97 @@ class PgStore final : public Store {
     return sql;
   }
 
-  // One compare-and-set transition and its event, inside the caller's transaction: false when
-  // the job is not in `r.from`. One statement, and one more to replace the placement's rows.
-  core::Result<bool> ApplyTransition(const TransitionRequest& r, int64_t now_ms) {
-    const JobUpdate& u = r.update;
-    Params p;
-    std::string sql =
-        "WITH u AS (UPDATE jobs SET state=" + Arg(p, Str(std::string(StateName(r.to))));
-    if (u.start_ms) sql += ",start_ms=" + Arg(p, Int(*u.start_ms));
-    if (u.end_ms) sql += ",end_ms=" + Arg(p, Int(*u.end_ms));
-    if (u.exit_code) sql += ",exit_code=" + Arg(p, Int(*u.exit_code));
-    if (u.reason) sql += ",reason=" + Arg(p, Str(*u.reason));
-    if (u.pid) {
-      sql += ",pid=" + Arg(p, Int(*u.pid));
-      sql += ",pid_start=" + Arg(p, Int(static_cast<int64_t>(u.pid_start)));
-    }
-    if (u.usage_samples) {
-      sql += ",usage_samples=" + Arg(p, Int(*u.usage_samples));
-      sql += ",gpu_util_avg_pct=" + Arg(p, Real(u.gpu_util_avg_pct));
-      sql += ",gpu_mem_peak_mib=" + Arg(p, Int(u.gpu_mem_peak_mib));
-    }
-    if (u.host_usage) sql += ",host_usage=" + Arg(p, Str(core::HostUsageToText(*u.host_usage)));
-    if (u.attained_gpu_s) sql += ",attained_gpu_s=" + Arg(p, Real(*u.attained_gpu_s));
-    if (u.preempting) sql += ",preempting=" + Arg(p, Int(*u.preempting ? 1 : 0));
-    if (u.bump_epoch) sql += ",epoch=epoch+1";
-    sql += " WHERE id=" + Arg(p, Int(r.id));
-    sql += " AND state=" + Arg(p, Str(std::string(StateName(r.from)))) + " RETURNING id)";
-    // A change within one state (a running job marked for preemption) is logged by its reason.
-    const std::string what =
-        r.from == r.to ? std::string(StateName(r.to))
-                       : std::string(StateName(r.from)) + "->" + std::string(StateName(r.to));
-    sql += " INSERT INTO events(job_id,time_ms,what,detail,actor) SELECT id," +
-           Arg(p, Int(now_ms)) + "::bigint,";
-    sql += Arg(p, Str(what)) + "::text,";
-    sql += Arg(p, Str(u.reason.value_or(""))) + "::text,'' FROM u RETURNING job_id";
-    auto changed = Run(sql, p);
-    if (!changed) return changed.failure();
-    if (changed.value().Rows() == 0) return false;
-    if (u.placement) {
-      // Ranks beyond the new placement go; the others are written over.
-      nlohmann::json ranks = nlohmann::json::array();
-      for (const RankPlacement& rank : *u.placement) {
-        ranks.push_back(nlohmann::json::array({rank.node, rank.gpus}));
+  // $1..$18 of kTransitionSql for requests [begin, end), which are for distinct jobs. Text
+  // with a NUL byte is refused (kInvalid), as Run refuses it.
+  static core::Result<Params> TransitionParams(const std::vector<TransitionRequest>& requests,
+                                               std::size_t begin, std::size_t end, int64_t now_ms) {
+    ArrayLiteral id, from, to, start_ms, end_ms, exit_code, reason, pid, pid_start, samples, util,
+        mem_peak, host_usage, attained, preempting, bump, placement;
+    id.Set();
+    from.Set();
+    to.Set();
+    bump.Set();
+    auto integer = [](int64_t v) { return std::to_string(v); };
+    auto real = [](double v) { return Real(v).value; };
+    for (std::size_t k = begin; k < end; ++k) {
+      const TransitionRequest& r = requests[k];
+      const JobUpdate& u = r.update;
+      id.Plain(integer(r.id));
+      from.Quoted(StateName(r.from));
+      to.Quoted(StateName(r.to));
+      start_ms.Optional(u.start_ms, integer);
+      end_ms.Optional(u.end_ms, integer);
+      exit_code.Optional(u.exit_code, integer);
+      if (u.reason) {
+        if (auto text = CheckText({Str(*u.reason, "reason")}); !text) return text.failure();
+        reason.Set();
+        reason.Quoted(*u.reason);
+      } else {
+        reason.Null();
       }
-      auto placed =
-          Run("WITH d AS (DELETE FROM job_ranks WHERE job_id=$1::bigint AND rank>=$2::integer) "
-              "INSERT INTO job_ranks(job_id,rank,node,gpus) SELECT $1::bigint,(t.o-1)::integer,"
-              "t.e->>0,(t.e->1)::text FROM json_array_elements($3::json) WITH ORDINALITY AS t(e,o) "
-              "ON CONFLICT(job_id,rank) DO UPDATE SET node=excluded.node,gpus=excluded.gpus",
-              {Int(r.id), Int(static_cast<int64_t>(u.placement->size())), Str(Dump(ranks))});
-      if (!placed) return placed.failure();
+      if (u.pid) {
+        pid.Optional(u.pid, integer);
+        pid_start.Optional(std::optional<int64_t>(static_cast<int64_t>(u.pid_start)), integer);
+      } else {
+        pid.Null();
+        pid_start.Null();
+      }
+      if (u.usage_samples) {
+        samples.Optional(u.usage_samples, integer);
+        util.Optional(std::optional<double>(u.gpu_util_avg_pct), real);
+        mem_peak.Optional(std::optional<int64_t>(u.gpu_mem_peak_mib), integer);
+      } else {
+        samples.Null();
+        util.Null();
+        mem_peak.Null();
+      }
+      if (u.host_usage) {
+        const std::string text = core::HostUsageToText(*u.host_usage);
+        if (auto ok = CheckText({Str(text, "host_usage")}); !ok) return ok.failure();
+        host_usage.Set();
+        host_usage.Quoted(text);
+      } else {
+        host_usage.Null();
+      }
+      attained.Optional(u.attained_gpu_s, real);
+      preempting.Optional(u.preempting, [](bool v) { return std::string(v ? "1" : "0"); });
+      bump.Plain(u.bump_epoch ? "1" : "0");
+      if (u.placement) {
+        nlohmann::json ranks = nlohmann::json::array();
+        for (const RankPlacement& rank : *u.placement) {
+          ranks.push_back(nlohmann::json::array({rank.node, rank.gpus}));
+        }
+        placement.Set();
+        placement.Quoted(Dump(ranks));
+      } else {
+        placement.Null();
+      }
     }
-    return true;
+    return Params{id.Done(),         from.Done(),      to.Done(),         start_ms.Done(),
+                  end_ms.Done(),     exit_code.Done(), reason.Done(),     pid.Done(),
+                  pid_start.Done(),  samples.Done(),   util.Done(),       mem_peak.Done(),
+                  host_usage.Done(), attained.Done(),  preempting.Done(), bump.Done(),
+                  placement.Done(),  Int(now_ms)};
   }
 
-  // Writes `batch` in one transaction and one round trip (libpq's pipeline mode): the fence
-  // check and each job's insert are sent together, and the Sync after them commits the implicit
-  // transaction they form, or rolls all of it back after any error. The ids, in batch order.
-  core::Result<std::vector<int64_t>> WriteBatch(const std::vector<PendingSubmit*>& batch) {
-    std::vector<Params> rows;
-    for (const PendingSubmit* p : batch) {
-      rows.push_back(InsertParams(*p->job));
-      if (auto text = CheckText(rows.back()); !text) return text.failure();
-    }
+  // Runs `sql` (of `arity` parameters) once for each entry of `runs`, after the fence check, in
+  // one round trip and one transaction (libpq's pipeline mode): the Sync after them commits the
+  // implicit transaction they form, or rolls all of it back after any error. `seen(k, result)`
+  // is given the rows of run k. An error: Fenced() when this controller's epoch no longer holds
+  // the lease, else the first failure; all of it is rolled back then (or, the connection lost,
+  // its outcome unknown). `*left` is false when the connection could not leave pipeline mode
+  // after every result was read: the outcome stands, and the next call resets the connection.
+  template <typename F>
+  core::Result<bool> FencedPipeline(const char* sql, std::size_t arity,
+                                    const std::vector<Params>& runs, F&& seen,
+                                    bool* left = nullptr) {
     const int64_t epoch = fence_epoch_.load();
     if (epoch == 0) return Fenced();
     if (auto c = Ready(); !c) return c.failure();
     auto fence = Prepared(kFenceSql, 1);
     if (!fence) return fence.failure();
-    auto insert = Prepared(kInsertJobSql, 17);
-    if (!insert) return insert.failure();
+    auto statement = Prepared(sql, arity);
+    if (!statement) return statement.failure();
     if (PQenterPipelineMode(conn_) != 1) return Fail();
     auto send = [&](const std::string& name, const Params& params) {
       const Wire w(params);
@@ -1315,12 +1451,11 @@ class PgStore final : public Store {
                                  w.formats.data(), 0) == 1;
     };
     bool sent = send(fence.value(), {Int(epoch)});
-    for (const Params& row : rows) sent = sent && send(insert.value(), row);
+    for (const Params& run : runs) sent = sent && send(statement.value(), run);
     if (!sent || PQpipelineSync(conn_) != 1) return Discard();
     // Every result is collected, up to the Sync's, so that the connection leaves pipeline mode in
-    // step: each query's results end with a null; 0 is the fence, then the jobs.
-    const std::size_t n = batch.size();
-    std::vector<int64_t> ids(n, 0);
+    // step: each query's results end with a null; 0 is the fence, then the runs.
+    const std::size_t n = runs.size();
     std::optional<core::Error> error;
     std::size_t query = 0;
     for (bool synced = false; !synced;) {
@@ -1334,7 +1469,7 @@ class PgStore final : public Store {
           synced = true;
           break;
         case PGRES_TUPLES_OK:
-          if (query >= 1 && query <= n && r.Rows() > 0) ids[query - 1] = r.Int(0, 0);
+          if (query >= 1 && query <= n) seen(query - 1, r);
           break;
         case PGRES_PIPELINE_ABORTED:  // skipped after an earlier error
           break;
@@ -1346,10 +1481,33 @@ class PgStore final : public Store {
       }
     }
     // Every result was read, so this succeeds; should it not, the connection is out of step and
-    // is reset by the next call. (The batch's outcome is known: its ids stand.)
-    const bool left = PQexitPipelineMode(conn_) == 1;
-    if (!left) broken_ = true;
+    // is reset by the next call.
+    const bool out = PQexitPipelineMode(conn_) == 1;
+    if (!out) broken_ = true;
+    if (left != nullptr) *left = out;
     if (error) return *error;
+    return true;
+  }
+
+  // Writes `batch` in one transaction and one round trip (FencedPipeline): the fence check and
+  // each job's insert. The ids, in batch order.
+  core::Result<std::vector<int64_t>> WriteBatch(const std::vector<PendingSubmit*>& batch) {
+    std::vector<Params> rows;
+    for (const PendingSubmit* p : batch) {
+      rows.push_back(InsertParams(*p->job));
+      if (auto text = CheckText(rows.back()); !text) return text.failure();
+    }
+    const std::size_t n = batch.size();
+    std::vector<int64_t> ids(n, 0);
+    bool left = true;
+    auto done = FencedPipeline(
+        kInsertJobSql, 17, rows,
+        [&](std::size_t k, const PgResult& r) {
+          if (r.Rows() > 0) ids[k] = r.Int(0, 0);
+        },
+        &left);
+    if (!done) return done.failure();
+    // (The batch's outcome is known: its ids stand.)
     for (std::size_t k = 0; k < n; ++k) {
       if (ids[k] != 0) continue;
       if (!left) return Lost();

@@ -322,6 +322,115 @@ TEST_P(StoreTest, TransitionAllCommitsTogetherAndReportsEachCompareAndSet) {
   EXPECT_TRUE(store_->TransitionAll({}, 300).value().empty());
 }
 
+// A request whose compare-and-set does not apply changes nothing: not the job, not its rank
+// rows (even when it would place or unplace the job), and it adds no event; those that apply
+// around it in the same batch are written in full.
+TEST_P(StoreTest, TransitionAllLeavesTheJobsOfRequestsNotAppliedUntouched) {
+  const int64_t a = store_->SubmitJob(Job("alice")).value();
+  const int64_t b = store_->SubmitJob(Job("bob")).value();
+  const int64_t c = store_->SubmitJob(Job("carol")).value();
+  auto place = [](std::vector<RankPlacement> ranks) {
+    JobUpdate u;
+    u.placement = std::move(ranks);
+    u.bump_epoch = true;
+    return u;
+  };
+  auto placed = store_->TransitionAll(
+      {{a, JobState::kPending, JobState::kScheduled, place({{"n1", {0, 1}}, {"n2", {2}}})},
+       {b, JobState::kPending, JobState::kScheduled, place({{"n3", {0}}})}},
+      100);
+  ASSERT_TRUE(placed.ok()) << placed.error();
+  JobUpdate ended;
+  ended.end_ms = 150;
+  ended.exit_code = 0;
+  ended.reason = "not this one";
+  JobUpdate marked;
+  marked.preempting = true;
+  marked.reason = "preempt";
+  JobUpdate running = place({{"n9", {7}}});
+  running.start_ms = 140;
+  auto done = store_->TransitionAll(
+      {{a, JobState::kScheduled, JobState::kRunning, running},              // applies: 2 ranks -> 1
+       {b, JobState::kPending, JobState::kScheduled, place({{"x", {5}}})},  // b is SCHEDULED
+       {c, JobState::kRunning, JobState::kSucceeded, ended},                // c is PENDING
+       {c, JobState::kPending, JobState::kScheduled, place({{"n4", {1}}})},  // applies
+       {b, JobState::kScheduled, JobState::kScheduled, marked},   // applies, within a state
+       {a, JobState::kScheduled, JobState::kRunning, place({})},  // a is RUNNING now
+       {c, JobState::kPending, JobState::kCancelled, ended}},     // c is SCHEDULED now
+      200);
+  ASSERT_TRUE(done.ok()) << done.error();
+  EXPECT_EQ(done.value(), (std::vector<bool>{true, false, false, true, true, false, false}));
+
+  const JobRecord ja = *store_->GetJob(a).value();
+  EXPECT_EQ(ja.state, JobState::kRunning);
+  EXPECT_EQ(ja.placement, (std::vector<RankPlacement>{{"n9", {7}}}));
+  EXPECT_EQ(ja.epoch, 2);
+  EXPECT_EQ(ja.start_ms, 140);
+  const JobRecord jb = *store_->GetJob(b).value();
+  EXPECT_EQ(jb.state, JobState::kScheduled);
+  EXPECT_EQ(jb.placement, (std::vector<RankPlacement>{{"n3", {0}}}));
+  EXPECT_EQ(jb.epoch, 1);
+  EXPECT_TRUE(jb.preempting);
+  EXPECT_EQ(jb.reason, "preempt");
+  const JobRecord jc = *store_->GetJob(c).value();
+  EXPECT_EQ(jc.state, JobState::kScheduled);
+  EXPECT_EQ(jc.placement, (std::vector<RankPlacement>{{"n4", {1}}}));
+  EXPECT_EQ(jc.epoch, 1);
+  EXPECT_EQ(jc.end_ms, 0);
+  EXPECT_FALSE(jc.exit_code.has_value());
+  EXPECT_EQ(jc.reason, "");
+
+  auto whats = [&](int64_t id) {
+    std::vector<std::string> out;
+    const std::vector<JobEvent> events = store_->Events(id).value();
+    for (const JobEvent& e : events) out.push_back(e.what + "/" + e.detail);
+    return out;
+  };
+  EXPECT_EQ(whats(a), (std::vector<std::string>{"submitted/alice", "PENDING->SCHEDULED/",
+                                                "SCHEDULED->RUNNING/"}));
+  EXPECT_EQ(whats(b), (std::vector<std::string>{"submitted/bob", "PENDING->SCHEDULED/",
+                                                "SCHEDULED/preempt"}));
+  EXPECT_EQ(whats(c), (std::vector<std::string>{"submitted/carol", "PENDING->SCHEDULED/"}));
+
+  // An unplacing that applies removes every rank row.
+  auto unplaced = store_->TransitionAll({{a, JobState::kRunning, JobState::kLost, place({})}}, 300);
+  ASSERT_TRUE(unplaced.ok()) << unplaced.error();
+  EXPECT_EQ(unplaced.value(), std::vector<bool>{true});
+  EXPECT_TRUE(store_->GetJob(a).value()->placement.empty());
+}
+
+// A large batch, with each job twice (the second request sees the first's change), reports each
+// request's own result in order.
+TEST_P(StoreTest, TransitionAllReportsEachRequestOfALargeBatch) {
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 300; ++i) {
+    ids.push_back(store_->SubmitJob(Job("u" + std::to_string(i % 7))).value());
+  }
+  std::vector<TransitionRequest> requests;
+  std::vector<bool> expected;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    JobUpdate u;
+    u.placement = std::vector<RankPlacement>{{"n" + std::to_string(i), {static_cast<int>(i % 8)}}};
+    const bool wrong = i % 3 == 0;  // claims the job is RUNNING: does not apply
+    requests.push_back({ids[i], wrong ? JobState::kRunning : JobState::kPending,
+                        wrong ? JobState::kFailed : JobState::kScheduled, u});
+    expected.push_back(!wrong);
+  }
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    requests.push_back({ids[i], JobState::kScheduled, JobState::kRunning, {}});
+    expected.push_back(i % 3 != 0);
+  }
+  auto done = store_->TransitionAll(requests, 500);
+  ASSERT_TRUE(done.ok()) << done.error();
+  EXPECT_EQ(done.value(), expected);
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const JobRecord j = *store_->GetJob(ids[i]).value();
+    EXPECT_EQ(j.state, i % 3 == 0 ? JobState::kPending : JobState::kRunning) << i;
+    EXPECT_EQ(j.node, i % 3 == 0 ? "" : "n" + std::to_string(i)) << i;
+    EXPECT_EQ(store_->Events(ids[i]).value().size(), i % 3 == 0 ? 1U : 3U) << i;
+  }
+}
+
 TEST_P(StoreTest, LimitsAndRestartableRoundTrip) {
   JobRecord j = Job("carol");
   j.restartable = true;
@@ -1112,6 +1221,34 @@ TEST_F(PgStoreTest, TextWithANulByteIsRefusedNotCutShort) {
   EXPECT_TRUE(store_->Events(0).value().empty());
   // The store goes on.
   EXPECT_TRUE(store_->SubmitJob(Job("alice")).ok());
+}
+
+// A transition batch with data PostgreSQL refuses (a NUL byte, checked here; text not valid in
+// the database's encoding, refused by the server mid-pipeline) fails whole, as kInvalid, and
+// changes nothing; the connection goes on.
+TEST_F(PgStoreTest, ATransitionBatchWithBadTextChangesNothingAndTheStoreGoesOn) {
+  ASSERT_NO_FATAL_FAILURE(Lead());
+  const int64_t a = store_->SubmitJob(Job("alice")).value();
+  const int64_t b = store_->SubmitJob(Job("bob")).value();
+  JobUpdate placed;
+  placed.placement = std::vector<RankPlacement>{{"n1", {0}}};
+  for (const std::string& bad : {std::string("x\0y", 3), std::string("bad \xff\xfe reason")}) {
+    JobUpdate cancel;
+    cancel.reason = bad;
+    auto done = store_->TransitionAll({{a, JobState::kPending, JobState::kScheduled, placed},
+                                       {b, JobState::kPending, JobState::kCancelled, cancel}},
+                                      100);
+    ASSERT_FALSE(done.ok());
+    EXPECT_EQ(done.failure().code, core::ErrorCode::kInvalid) << done.error();
+    EXPECT_EQ(store_->GetJob(a).value()->state, JobState::kPending);
+    EXPECT_TRUE(store_->GetJob(a).value()->placement.empty());
+    EXPECT_EQ(store_->Events(a).value().size(), 1U);
+    EXPECT_EQ(store_->GetJob(b).value()->state, JobState::kPending);
+  }
+  auto done = store_->TransitionAll({{a, JobState::kPending, JobState::kScheduled, placed}}, 200);
+  ASSERT_TRUE(done.ok()) << done.error();
+  EXPECT_EQ(done.value(), std::vector<bool>{true});
+  EXPECT_EQ(store_->GetJob(a).value()->node, "n1");
 }
 
 // libpq's messages about a connection string it cannot parse may quote the password, or the
