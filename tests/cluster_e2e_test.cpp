@@ -312,6 +312,29 @@ TEST_F(Cluster, ControllerKilledWhileAgentsRunJobsFindsThemAgain) {
   EXPECT_NE(Logs(id).find("finished"), std::string::npos);
 }
 
+// A node that boots while its controller is down (restarting) joins once it is back: a refused
+// connection carried nothing, so the agent sends its join again (it used to give up at once, and
+// an autoscaled node booting during a controller restart never joined).
+TEST_F(Cluster, AnAgentBootingWhileTheControllerIsDownJoinsWhenItIsBack) {
+  StartController(10);
+  auto [created, rc] = e2e::Sh(std::string(GPUFLEET_BINARY) + " token create --join --json " +
+                               "--data-dir " + Ctl() + " 2>&1");
+  ASSERT_EQ(rc, 0) << created;
+  const std::string join = json::parse(created, nullptr, false).value("token", "");
+  ASSERT_FALSE(join.empty()) << created;
+  Stop(controller_);
+  agents_["late"] = e2e::Spawn(
+      {GPUFLEET_BINARY, "agent", "--controller", url_, "--join-token", join, "--hostname", "late",
+       "--data-dir", File("late"), "--listen", "127.0.0.1:0", "--simulated-gpus", "1",
+       "--heartbeat", "0.2", "--advertise-address", "127.0.0.1", "--allow-root-jobs"},
+      File("late.log"));
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  ASSERT_TRUE(Alive(agents_["late"])) << Slurp(File("late.log"));
+  StartController(10);
+  ASSERT_TRUE(WaitUntil([&] { return NodeState("late") == "READY"; }, 20))
+      << Slurp(File("late.log"));
+}
+
 TEST_F(Cluster, TheNodeRegistrySurvivesAControllerRestart) {
   StartController(1.5);
   StartAgent("alpha", 2);

@@ -8,6 +8,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -127,7 +128,16 @@ core::Result<std::string> NodeCredential(const AgentOptions& options, const std:
   client.value().SetTrust(trust);
   client.value().SetTimeouts(5000, 10000);
   client.value().SetBearerToken(secret);
+  // A controller that is not listening yet (a node booting before its controller is back from a
+  // restart, say) is waited for, up to a minute: a refused connection carried nothing, so the
+  // join is sent again; any other failure is final (the token is good for one join).
   auto res = client.value().Post("/v1/agent/join", nlohmann::json{{"node", node}}.dump());
+  for (int waited_ms = 0, step_ms = 250;
+       !res && res.error().find("cannot connect to ") != std::string::npos && waited_ms < 60000;
+       waited_ms += step_ms, step_ms = std::min(step_ms * 2, 2000)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(step_ms));
+    res = client.value().Post("/v1/agent/join", nlohmann::json{{"node", node}}.dump());
+  }
   if (!res) {
     return core::Error{"cannot join the controller at " + options.controller_url + ": " +
                        res.error()};

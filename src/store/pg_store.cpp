@@ -41,6 +41,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "store/job_columns.h"
 #include "store/store.h"
 
 namespace gpufleet::store {
@@ -289,93 +290,8 @@ struct Row {
   bool IsNull(int col) const { return r.IsNull(row, col); }
 };
 
-std::vector<std::string> StringArray(const std::string& text) {
-  std::vector<std::string> out;
-  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-  if (!j.is_array()) return out;
-  for (const nlohmann::json& s : j) {
-    if (s.is_string()) out.push_back(s.get<std::string>());
-  }
-  return out;
-}
 
-JobRecord ReadJob(const Row& s) {
-  JobRecord j;
-  j.id = s.Int(0);
-  j.user = s.Text(1);
-  j.name = s.Text(2);
-  j.queue = s.Text(3);
-  j.priority = static_cast<int>(s.Int(4));
-  j.gpus = static_cast<int>(s.Int(5));
-  j.gpu_milli = static_cast<int>(s.Int(6));
-  j.gpu_type = s.Text(7);
-  j.nodes = static_cast<int>(s.Int(8));
-  j.argv = StringArray(s.Text(9));
-  {
-    const nlohmann::json env = nlohmann::json::parse(s.Text(10), nullptr, false);
-    if (env.is_array()) {
-      for (const nlohmann::json& kv : env) {
-        if (kv.is_array() && kv.size() == 2 && kv[0].is_string() && kv[1].is_string()) {
-          j.env.emplace_back(kv[0].get<std::string>(), kv[1].get<std::string>());
-        }
-      }
-    }
-  }
-  j.workdir = s.Text(11);
-  j.state = ParseState(s.Text(12)).value_or(JobState::kFailed);
-  j.submit_ms = s.Int(13);
-  j.start_ms = s.Int(14);
-  j.end_ms = s.Int(15);
-  if (!s.IsNull(16)) j.exit_code = static_cast<int>(s.Int(16));
-  {
-    // [[rank, node, [gpus]], ...] in rank order; unreadable rows leave the job unplaced.
-    const nlohmann::json rows = nlohmann::json::parse(s.Text(17), nullptr, false);
-    if (rows.is_array()) {
-      for (const nlohmann::json& row : rows) {
-        if (!row.is_array() || row.size() != 3 || !row[1].is_string() || !row[2].is_array()) {
-          continue;
-        }
-        RankPlacement r;
-        r.node = row[1].get<std::string>();
-        for (const nlohmann::json& g : row[2]) {
-          if (g.is_number_integer()) r.gpus.push_back(g.get<int>());
-        }
-        j.node += (j.node.empty() ? "" : ",") + r.node;
-        j.gpu_indices.insert(j.gpu_indices.end(), r.gpus.begin(), r.gpus.end());
-        j.placement.push_back(std::move(r));
-      }
-    }
-  }
-  j.epoch = s.Int(18);
-  j.reason = s.Text(19);
-  j.pid = s.Int(20);
-  j.pid_start = static_cast<uint64_t>(s.Int(21));
-  j.client_token = s.Text(22);
-  j.restartable = s.Int(23) != 0;
-  j.cpu_milli = s.Int(24);
-  j.memory_mib = s.Int(25);
-  j.time_limit_s = s.Int(26);
-  j.usage_samples = s.Int(27);
-  j.gpu_util_avg_pct = s.Double(28);
-  j.gpu_mem_peak_mib = s.Int(29);
-  j.attained_gpu_s = s.Double(30);
-  j.preempting = s.Int(31) != 0;
-  core::HostUsageFromText(s.Text(32), j.host_usage);  // unreadable: unmeasured
-  return j;
-}
 
-TokenRecord ReadToken(const Row& s) {
-  TokenRecord t;
-  t.sha256 = s.Text(0);
-  const std::string kind = s.Text(1);
-  t.kind = kind == "node" ? TokenKind::kNode : kind == "join" ? TokenKind::kJoin : TokenKind::kUser;
-  t.user = s.Text(2);
-  t.node = s.Text(3);
-  t.created_ms = s.Int(4);
-  t.expires_ms = s.Int(5);
-  t.created_by = s.Text(6);
-  return t;
-}
 
 // libpq's messages end in newlines and may span lines: one line.
 std::string OneLine(const char* message) {
@@ -671,7 +587,7 @@ class PgStore final : public Store {
     auto r = Read(std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id=$1", {Int(id)});
     if (!r) return r.failure();
     if (r.value().Rows() == 0) return std::optional<JobRecord>();
-    return std::optional<JobRecord>(ReadJob(Row{r.value(), 0}));
+    return std::optional<JobRecord>(columns::ReadJob(Row{r.value(), 0}));
   }
 
   core::Result<std::vector<JobRecord>> ListJobs(const JobFilter& f) override {
@@ -1042,7 +958,7 @@ class PgStore final : public Store {
         {Str(sha256)});
     if (!r) return r.failure();
     if (r.value().Rows() == 0) return std::optional<TokenRecord>();
-    return std::optional<TokenRecord>(ReadToken(Row{r.value(), 0}));
+    return std::optional<TokenRecord>(columns::ReadToken(Row{r.value(), 0}));
   }
 
   core::Result<std::vector<TokenRecord>> Tokens() override {
@@ -1053,7 +969,7 @@ class PgStore final : public Store {
         {});
     if (!r) return r.failure();
     std::vector<TokenRecord> out;
-    for (int i = 0; i < r.value().Rows(); ++i) out.push_back(ReadToken(Row{r.value(), i}));
+    for (int i = 0; i < r.value().Rows(); ++i) out.push_back(columns::ReadToken(Row{r.value(), i}));
     return out;
   }
 
@@ -1237,7 +1153,7 @@ class PgStore final : public Store {
     if (!r) return r.failure();
     std::vector<JobRecord> out;
     out.reserve(r.value().Rows());
-    for (int i = 0; i < r.value().Rows(); ++i) out.push_back(ReadJob(Row{r.value(), i}));
+    for (int i = 0; i < r.value().Rows(); ++i) out.push_back(columns::ReadJob(Row{r.value(), i}));
     return out;
   }
 

@@ -14,6 +14,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "store/job_columns.h"
 #include "store/store.h"
 
 namespace gpufleet::store {
@@ -217,68 +218,6 @@ class Statement {
   bool cached_ = false;
 };
 
-JobRecord ReadJob(Statement& s) {
-  JobRecord j;
-  j.id = s.Int(0);
-  j.user = s.Text(1);
-  j.name = s.Text(2);
-  j.queue = s.Text(3);
-  j.priority = static_cast<int>(s.Int(4));
-  j.gpus = static_cast<int>(s.Int(5));
-  j.gpu_milli = static_cast<int>(s.Int(6));
-  j.gpu_type = s.Text(7);
-  j.nodes = static_cast<int>(s.Int(8));
-  j.argv = nlohmann::json::parse(s.Text(9)).get<std::vector<std::string>>();
-  j.env = nlohmann::json::parse(s.Text(10)).get<std::vector<std::pair<std::string, std::string>>>();
-  j.workdir = s.Text(11);
-  j.state = ParseState(s.Text(12)).value_or(JobState::kFailed);
-  j.submit_ms = s.Int(13);
-  j.start_ms = s.Int(14);
-  j.end_ms = s.Int(15);
-  if (!s.IsNull(16)) j.exit_code = static_cast<int>(s.Int(16));
-  {
-    // [[rank, node, [gpus]], ...] in any order; unreadable rows leave the job unplaced.
-    std::vector<std::pair<int64_t, RankPlacement>> ranks;
-    const nlohmann::json rows = nlohmann::json::parse(s.Text(17), nullptr, false);
-    if (rows.is_array()) {
-      for (const nlohmann::json& row : rows) {
-        if (!row.is_array() || row.size() != 3 || !row[0].is_number_integer() ||
-            !row[1].is_string() || !row[2].is_array()) {
-          continue;
-        }
-        RankPlacement r;
-        r.node = row[1].get<std::string>();
-        for (const nlohmann::json& g : row[2]) {
-          if (g.is_number_integer()) r.gpus.push_back(g.get<int>());
-        }
-        ranks.emplace_back(row[0].get<int64_t>(), std::move(r));
-      }
-    }
-    std::sort(ranks.begin(), ranks.end(),
-              [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (auto& [rank, r] : ranks) {
-      j.node += (j.node.empty() ? "" : ",") + r.node;
-      j.gpu_indices.insert(j.gpu_indices.end(), r.gpus.begin(), r.gpus.end());
-      j.placement.push_back(std::move(r));
-    }
-  }
-  j.epoch = s.Int(18);
-  j.reason = s.Text(19);
-  j.pid = s.Int(20);
-  j.pid_start = static_cast<uint64_t>(s.Int(21));
-  j.client_token = s.Text(22);
-  j.restartable = s.Int(23) != 0;
-  j.cpu_milli = s.Int(24);
-  j.memory_mib = s.Int(25);
-  j.time_limit_s = s.Int(26);
-  j.usage_samples = s.Int(27);
-  j.gpu_util_avg_pct = s.Double(28);
-  j.gpu_mem_peak_mib = s.Int(29);
-  j.attained_gpu_s = s.Double(30);
-  j.preempting = s.Int(31) != 0;
-  core::HostUsageFromText(s.Text(32), j.host_usage);  // unreadable: unmeasured
-  return j;
-}
 
 class SqliteStore final : public Store {
  public:
@@ -429,7 +368,7 @@ class SqliteStore final : public Store {
     Statement s(cache_, (std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id=?").c_str());
     s.Bind(1, id);
     const int rc = s.Step();
-    if (rc == SQLITE_ROW) return std::optional<JobRecord>(ReadJob(s));
+    if (rc == SQLITE_ROW) return std::optional<JobRecord>(columns::ReadJob(s));
     if (rc == SQLITE_DONE) return std::optional<JobRecord>();
     return Error(sqlite3_errmsg(db_));
   }
@@ -717,7 +656,7 @@ class SqliteStore final : public Store {
                 "WHERE sha256=?");
     s.Bind(1, sha256);
     const int rc = s.Step();
-    if (rc == SQLITE_ROW) return std::optional<TokenRecord>(ReadToken(s));
+    if (rc == SQLITE_ROW) return std::optional<TokenRecord>(columns::ReadToken(s));
     if (rc == SQLITE_DONE) return std::optional<TokenRecord>();
     return Error(sqlite3_errmsg(db_));
   }
@@ -729,7 +668,7 @@ class SqliteStore final : public Store {
                 "ORDER BY created_ms, sha256");
     std::vector<TokenRecord> out;
     int rc;
-    while ((rc = s.Step()) == SQLITE_ROW) out.push_back(ReadToken(s));
+    while ((rc = s.Step()) == SQLITE_ROW) out.push_back(columns::ReadToken(s));
     if (rc != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
     return out;
   }
@@ -926,7 +865,7 @@ class SqliteStore final : public Store {
   core::Result<std::vector<JobRecord>> Rows(Statement& s) {
     std::vector<JobRecord> out;
     int rc;
-    while ((rc = s.Step()) == SQLITE_ROW) out.push_back(ReadJob(s));
+    while ((rc = s.Step()) == SQLITE_ROW) out.push_back(columns::ReadJob(s));
     if (rc != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
     return out;
   }
@@ -954,20 +893,6 @@ class SqliteStore final : public Store {
     s.Bind(7, t.created_by);
     if (s.Step() != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
     return true;
-  }
-  static TokenRecord ReadToken(Statement& s) {
-    TokenRecord t;
-    t.sha256 = s.Text(0);
-    const std::string kind = s.Text(1);
-    t.kind = kind == "node"   ? TokenKind::kNode
-             : kind == "join" ? TokenKind::kJoin
-                              : TokenKind::kUser;
-    t.user = s.Text(2);
-    t.node = s.Text(3);
-    t.created_ms = s.Int(4);
-    t.expires_ms = s.Int(5);
-    t.created_by = s.Text(6);
-    return t;
   }
 
   // One compare-and-set transition and its event, inside the caller's transaction: false when
