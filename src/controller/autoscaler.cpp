@@ -279,14 +279,18 @@ void Autoscaler::CreateNode(int group, bool spot, int64_t now_ms) {
     (void)store_.RevokeToken(rec.join_token_id);
     return;
   }
+  // The event first, then the record's new state: a controller killed in between still finds
+  // the record "creating" and logs the node adopted, so the audit log names every node bought.
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++status_.created;
+    status_.groups[group].failures = 0;
+    status_.groups[group].last_error.clear();
+    EventLocked(now_ms, "created",
+                "node " + name + " of group " + g.name + (spot ? " (spot)" : " (on-demand)"));
+  }
   rec.state = "booting";
   Put(rec, Now());
-  std::lock_guard<std::mutex> lock(mutex_);
-  ++status_.created;
-  status_.groups[group].failures = 0;
-  status_.groups[group].last_error.clear();
-  EventLocked(now_ms, "created",
-              "node " + name + " of group " + g.name + (spot ? " (spot)" : " (on-demand)"));
 }
 
 void Autoscaler::RetireNode(const store::ScaleNodeRecord& record, int64_t now_ms) {
