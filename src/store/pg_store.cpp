@@ -618,25 +618,13 @@ class PgStore final : public Store {
                 {});
   }
 
-  core::Result<bool> Transition(int64_t id, JobState from, JobState to, const JobUpdate& u,
-                                int64_t now_ms) override {
-    auto results = TransitionAll({TransitionRequest{id, from, to, u}}, now_ms);
-    if (!results) return results.failure();
-    return static_cast<bool>(results.value().front());
-  }
-
   // One round trip and one transaction (libpq's pipeline mode), as a batch of submits: the fence
   // check, then one statement (kTransitionSql) per run of requests for distinct jobs (a request
   // for a job already in the run starts the next one, so that each sees the ones before it),
   // and the Sync that commits them all, or rolls all of them back after any error.
   core::Result<std::vector<bool>> TransitionAll(const std::vector<TransitionRequest>& requests,
                                                 int64_t now_ms) override {
-    for (const TransitionRequest& r : requests) {
-      if (!TransitionAllowed(r.from, r.to)) {
-        return core::Error{"job " + std::to_string(r.id) + ": " + std::string(StateName(r.from)) +
-                           " -> " + std::string(StateName(r.to)) + " is not allowed"};
-      }
-    }
+    if (auto checked = CheckTransitions(requests); !checked) return checked.failure();
     if (requests.empty()) return std::vector<bool>();
     std::vector<std::size_t> starts;  // where each run begins
     std::vector<Params> runs;

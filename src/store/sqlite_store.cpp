@@ -437,21 +437,9 @@ class SqliteStore final : public Store {
     return Rows(s);
   }
 
-  core::Result<bool> Transition(int64_t id, JobState from, JobState to, const JobUpdate& u,
-                                int64_t now_ms) override {
-    auto results = TransitionAll({TransitionRequest{id, from, to, u}}, now_ms);
-    if (!results) return results.failure();
-    return static_cast<bool>(results.value().front());
-  }
-
   core::Result<std::vector<bool>> TransitionAll(const std::vector<TransitionRequest>& requests,
                                                 int64_t now_ms) override {
-    for (const TransitionRequest& r : requests) {
-      if (!TransitionAllowed(r.from, r.to)) {
-        return core::Error{"job " + std::to_string(r.id) + ": " + std::string(StateName(r.from)) +
-                           " -> " + std::string(StateName(r.to)) + " is not allowed"};
-      }
-    }
+    if (auto checked = CheckTransitions(requests); !checked) return checked.failure();
     std::vector<bool> applied;
     if (requests.empty()) return applied;
     std::lock_guard<std::mutex> lock(mutex_);

@@ -105,6 +105,10 @@ struct TransitionRequest {
   JobUpdate update;
 };
 
+// An error naming the first request whose transition the state machine does not allow; what
+// every store's TransitionAll checks before it writes anything.
+core::Result<bool> CheckTransitions(const std::vector<TransitionRequest>& requests);
+
 // Which jobs ListJobs and CountJobs take, and in which order.
 struct JobFilter {
   std::string user;  // "" : every user
@@ -263,9 +267,9 @@ class Store {
   virtual core::Result<std::vector<JobRecord>> LiveJobs() = 0;
   // Compare-and-set: moves job `id` from `from` to `to` with `update` and records an event.
   // Returns false (changing nothing) when the job is not in `from`; an error when the transition
-  // is not allowed or the store fails.
-  virtual core::Result<bool> Transition(int64_t id, JobState from, JobState to,
-                                        const JobUpdate& update, int64_t now_ms) = 0;
+  // is not allowed or the store fails. (One TransitionAll of one request, for every store.)
+  core::Result<bool> Transition(int64_t id, JobState from, JobState to, const JobUpdate& update,
+                                int64_t now_ms);
   // Several transitions in one transaction (one commit, so one sync to disk): each is a
   // compare-and-set as in Transition, and the result says which applied. An error, applying
   // none, when one is not allowed or the store fails.
