@@ -138,10 +138,31 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "pass in 2 s (pid %d)\n", static_cast<int>(::getpid()));
     std::this_thread::sleep_for(std::chrono::seconds(2));
   }
+  // Meanwhile a node beats without pause: how long its heartbeats wait shows whether the pass
+  // (or its commit) keeps the controller from answering.
+  std::atomic<bool> pass_over{false};
+  std::vector<double> beat_ms;
+  std::thread beater([&] {
+    net::Heartbeat beat;
+    beat.node = "node-0";
+    beat.gpus = 8;
+    beat.gpu_model = "H100-80GB";
+    beat.simulated = true;
+    while (!pass_over) {
+      const auto b0 = std::chrono::steady_clock::now();
+      (void)ctl.Heartbeat(beat, kNowMs);
+      beat_ms.push_back(MsSince(b0));
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
   auto t0 = std::chrono::steady_clock::now();
   ctl.RunOnce(kNowMs);
   const double first_pass_ms = MsSince(t0);
-  const int64_t started = ctl.Stats().started;
+  pass_over = true;
+  beater.join();
+  const double max_beat_ms = beat_ms.empty() ? 0 : *std::max_element(beat_ms.begin(), beat_ms.end());
+  const controller::ControllerStats stats = ctl.Stats();
+  const int64_t started = stats.started;
 
   // The commit alone: as many transitions of still-pending jobs, in one transaction.
   std::vector<store::TransitionRequest> requests;
@@ -178,10 +199,12 @@ int main(int argc, char** argv) {
   }
   std::sort(busy.begin(), busy.end());
   std::printf("%s: %d nodes x 8 GPUs, %d pending jobs submitted in %.1f s (%.0f/s, 8 threads); "
-              "intake pass %.1f ms; first pass %.1f ms (%lld starts committed); %zu transitions "
-              "alone %.1f ms; busy-fleet pass median %.2f ms\n",
+              "intake pass %.1f ms; first pass %.1f ms in all (%lld starts): lock held %.1f ms, "
+              "commit of the starts %.1f ms (lock released), longest heartbeat meanwhile %.1f ms "
+              "(%zu beats); %zu transitions alone %.1f ms; busy-fleet pass median %.2f ms\n",
               backend.c_str(), nodes, jobs, submit_ms / 1000, jobs / (submit_ms / 1000),
-              intake_ms, first_pass_ms, static_cast<long long>(started), requests.size(), commit_ms,
+              intake_ms, first_pass_ms, static_cast<long long>(started), stats.last_start_pass_ms,
+              stats.last_start_commit_ms, max_beat_ms, beat_ms.size(), requests.size(), commit_ms,
               busy[busy.size() / 2]);
   made.value().reset();
   opened.value().reset();

@@ -55,24 +55,20 @@ std::optional<Caller> Authenticate(store::Store& store, const httplib::Request& 
     return std::nullopt;
   }
   const std::string sha = Sha256Hex(header.substr(prefix.size()));
-  auto user = store.UserByToken(sha);
-  if (!user) {
-    Fail(res, 503, user.error());
+  auto credential = store.CredentialOf(sha);  // from memory, mostly (store.h)
+  if (!credential) {
+    Fail(res, 503, credential.error());
     return std::nullopt;
   }
-  if (user.value())
-    return Caller{store::TokenKind::kUser, user.value()->name, user.value()->admin, ""};
-  auto token = store.TokenBySha256(sha);
-  if (!token) {
-    Fail(res, 503, token.error());
-    return std::nullopt;
-  }
-  if (!token.value() || token.value()->kind == store::TokenKind::kUser ||
-      (token.value()->expires_ms > 0 && token.value()->expires_ms <= now_ms)) {
+  const std::optional<store::UserRecord>& user = credential.value().user;
+  if (user) return Caller{store::TokenKind::kUser, user->name, user->admin, ""};
+  const std::optional<store::TokenRecord>& token = credential.value().token;
+  if (!token || token->kind == store::TokenKind::kUser ||
+      (token->expires_ms > 0 && token->expires_ms <= now_ms)) {
     Fail(res, 401, "unknown, revoked or expired token");
     return std::nullopt;
   }
-  const store::TokenRecord& t = *token.value();
+  const store::TokenRecord& t = *token;
   if (t.kind == store::TokenKind::kNode) {
     return Caller{store::TokenKind::kNode, "node:" + t.node, false, t.node};
   }

@@ -212,6 +212,7 @@ bool Autoscaler::Reconcile(int64_t now_ms, const Controller::ScaleView& view) {
     }
   }
   for (const auto& [name, inst] : instances) {  // never recorded, or given up on: orphans
+    if (!MayAct()) return false;
     auto deleted = provider_->Delete(name);
     std::lock_guard<std::mutex> lock(mutex_);
     if (deleted) {
@@ -270,6 +271,7 @@ void Autoscaler::CreateNode(int group, bool spot, int64_t now_ms) {
   join.join_token =
       secret.value() + (options_.ca_sha256.empty() ? std::string() : "." + options_.ca_sha256);
   join.ca_file = options_.ca_file;
+  if (!MayAct()) return;  // the record stays "creating": the next leader finds no instance
   auto created = provider_->Create(g, name, spot, join);
   if (!created) {
     Fail(group, spot, std::string("create ") + (spot ? "spot " : "") + name, created.error(),
@@ -307,6 +309,7 @@ void Autoscaler::RetireNode(const store::ScaleNodeRecord& record, int64_t now_ms
     }
   }
   const int g = options_.config.FindGroup(rec.group);
+  if (!MayAct()) return;  // still "retiring": the leader deletes it
   auto deleted = provider_->Delete(rec.name);
   if (!deleted) {
     Fail(g, false, "delete " + rec.name, deleted.error(), now_ms);
@@ -320,7 +323,10 @@ void Autoscaler::RetireNode(const store::ScaleNodeRecord& record, int64_t now_ms
   EventLocked(now_ms, "retired", "node " + rec.name + " of group " + rec.group + ": " + rec.detail);
 }
 
+bool Autoscaler::MayAct() const { return !options_.may_act || options_.may_act(); }
+
 void Autoscaler::RunOnce(int64_t now_ms) {
+  if (!MayAct()) return;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (now_ms < list_backoff_until_ms_) return;  // the provider failed lately

@@ -43,6 +43,10 @@ struct AutoscalerOptions {
   // A booting instance whose agent has not joined this long after its boot time is deleted.
   int64_t join_timeout_ms = 10 * 60'000;
   std::function<int64_t()> clock;  // empty: the system clock (tests drive RunOnce)
+  // Whether this controller still leads (empty: always). Checked at the start of each pass and
+  // right before each call that buys or deletes an instance: a controller whose lease ran out
+  // does neither (its store writes are fenced, but the provider's API is not).
+  std::function<bool()> may_act;
 };
 
 class Autoscaler {
@@ -94,6 +98,7 @@ class Autoscaler {
   std::optional<NodeInfo> Managed(const std::string& name) const;
 
  private:
+  bool MayAct() const;  // options_.may_act, or true
   int64_t Now() const;
   void Loop();
   void EventLocked(int64_t now_ms, const std::string& what, const std::string& detail);

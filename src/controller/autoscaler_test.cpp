@@ -97,8 +97,9 @@ class AutoscalerTest : public ::testing::Test {
     EXPECT_TRUE(ctl_->Recover(now_ms_).ok());
     return *ctl_;
   }
-  Autoscaler& MakeScaler() {
+  Autoscaler& MakeScaler(std::function<bool()> may_act = nullptr) {
     AutoscalerOptions o;
+    o.may_act = std::move(may_act);
     o.config = config_;
     o.controller_url = "http://127.0.0.1:1";
     o.clock = [this] { return now_ms_; };
@@ -240,6 +241,25 @@ TEST_F(AutoscalerTest, ARestartedControllerAdoptsWhatItCreatedAndDeletesOrphans)
   EXPECT_EQ(Records().at(0).state, "booting");
   EXPECT_EQ(scaler.GetStatus().orphans_deleted, 1);
   EXPECT_EQ(Job(id).state, store::JobState::kPending);
+}
+
+// A controller that no longer leads (its lease ran out) neither buys nor deletes an instance,
+// not even an orphan: the provider is not fenced as the store is. Once it leads again, it acts.
+TEST_F(AutoscalerTest, AControllerThatNoLongerLeadsCallsTheProviderForNothing) {
+  MakeController();
+  cloud_->instances["gf-g2-4-orphan01"] = cloud::Instance{"gf-g2-4-orphan01", "g2-4", false, "running", 0};
+  bool leading = false;
+  Autoscaler& scaler = MakeScaler([&leading] { return leading; });
+  Submit(4);
+  ctl_->RunOnce(now_ms_);
+  scaler.RunOnce(now_ms_);
+  EXPECT_EQ(cloud_->creates, 0);
+  EXPECT_EQ(cloud_->deletes, 0);
+  EXPECT_EQ(Instances().size(), 1U);
+  leading = true;
+  scaler.RunOnce(now_ms_);
+  EXPECT_EQ(cloud_->creates, 1) << "a node for the waiting job";
+  EXPECT_EQ(cloud_->deletes, 1) << "the orphan";
 }
 
 TEST_F(AutoscalerTest, ACreateThatNeverHappenedIsDroppedAfterTheProviderTimeout) {

@@ -26,6 +26,12 @@ constexpr int64_t kLogDrainMs = 5000;
 // workers than this (api_server.cpp), so users always find free ones.
 constexpr int kMaxHeldHeartbeats = 16;
 
+// Wall time since `start`, in milliseconds (for the pass's own figures, ControllerStats).
+double MsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
 std::vector<int> MaskIndices(core::GpuMask mask) {
   std::vector<int> out;
   for (int g = 0; g < 32; ++g) {
@@ -554,7 +560,7 @@ void Controller::Stop() {
 void Controller::Loop() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stop_) {
-    PassLocked(Now());
+    Pass(lock, Now());
     if (stop_) break;
     // When a pass is due at once (a job ended meanwhile), wait_for returns without releasing the
     // lock: let heartbeats, cancels and Stop in between passes first.
@@ -569,8 +575,8 @@ void Controller::Loop() {
 int64_t Controller::Now() const { return options_.clock ? options_.clock() : NowMs(); }
 
 void Controller::RunOnce(int64_t now_ms) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  PassLocked(now_ms);
+  std::unique_lock<std::mutex> lock(mutex_);
+  Pass(lock, now_ms);
 }
 
 std::optional<core::Error> Controller::Unrunnable(const store::JobRecord& job) const {
@@ -598,10 +604,11 @@ core::Result<int64_t> Controller::Submit(store::JobRecord job) {
   if (auto why = Unrunnable(job)) return *why;
   job.state = store::JobState::kPending;
   if (job.submit_ms == 0) job.submit_ms = Now();
-  auto id = store_.SubmitJob(job);  // durable before anything else sees it
-  if (!id) return id;
-  job.id = id.value();
-  if (!job.client_token.empty()) {
+  auto added = store_.AddJob(job);  // durable before anything else sees it
+  if (!added) return added.failure();
+  const int64_t id = added.value().id;
+  job.id = id;
+  if (!added.value().added) {
     // A retry of an earlier submit (same client token): queue it only if it is still waiting to
     // be queued or scheduled for the first time; the pass skips ids it already holds.
     auto stored = store_.GetJob(job.id);
@@ -696,6 +703,7 @@ void Controller::PlanLocked(store::JobRecord job, const std::vector<sched::Alloc
   job.epoch += 1;
   a.job = std::move(job);
   a.queued = QueuedOf(a.job);
+  a.committing = true;
   for (const Rank& r : a.ranks) {
     cluster_.Allocate(r.node, RankSlice(a.queued, r.gpus), r.gpus);
   }
@@ -720,6 +728,7 @@ void Controller::UnplanLocked(int64_t id) {
 
 void Controller::LaunchLocked(int64_t id) {
   Active& a = active_.at(id);
+  a.committing = false;
   // A new placement's logs start afresh; an earlier attempt's are kept beside them.
   logs_.KeepEarlierAttempt(id, static_cast<int>(a.ranks.size()), a.job.epoch);
   for (const Rank& r : a.ranks) TouchNodeLocked(r.node);  // its agent learns of it now
@@ -733,17 +742,23 @@ void Controller::WriteLocked(int64_t id, store::JobState from, store::JobState t
 
 bool Controller::FlushLocked(int64_t now_ms, std::vector<int64_t>* refused) {
   if (writes_.empty()) return true;
-  auto done = store_.TransitionAll(writes_, now_ms);
+  std::vector<store::TransitionRequest> writes = std::move(writes_);
+  writes_.clear();
+  return CommittedLocked(writes, store_.TransitionAll(writes, now_ms), now_ms, refused);
+}
+
+bool Controller::CommittedLocked(const std::vector<store::TransitionRequest>& writes,
+                                 const core::Result<std::vector<bool>>& done, int64_t now_ms,
+                                 std::vector<int64_t>* refused) {
   if (done) {
-    for (std::size_t k = 0; k < writes_.size(); ++k) {
+    for (std::size_t k = 0; k < writes.size(); ++k) {
       if (!done.value()[k]) {
-        if (refused != nullptr) refused->push_back(writes_[k].id);
+        if (refused != nullptr) refused->push_back(writes[k].id);
       } else if (events_ != nullptr) {
-        events_->JobChanged(writes_[k].id, writes_[k].to, now_ms);
+        events_->JobChanged(writes[k].id, writes[k].to, now_ms);
       }
     }
   }
-  writes_.clear();
   if (!done) {
     ++stats_.store_errors;
     std::fprintf(stderr, "gpufleet: the store could not record job state changes: %s\n",
@@ -1270,6 +1285,7 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
   reply.node_epoch = node.epoch;
   reply.lease_ms = options_.lease_ms;
   for (const auto& [id, a] : active_) {
+    if (a.committing) continue;  // not durable yet: it must not run
     for (std::size_t k = 0; k < a.ranks.size(); ++k) {
       const Rank& r = a.ranks[k];
       if (r.node != index) continue;
@@ -1300,13 +1316,17 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
   return reply;
 }
 
-void Controller::PassLocked(int64_t now_ms) {
+void Controller::Pass(std::unique_lock<std::mutex>& lock, int64_t now_ms) {
+  pass_done_.wait(lock, [this] { return !pass_running_; });
+  pass_running_ = true;
+  auto held_since = std::chrono::steady_clock::now();
+  double held_ms = 0;
   ++stats_.passes;
   // 1. Jobs submitted since the last pass, after the ends (as in replay: a job arriving now is
   // predicted from what has finished by now).
   std::vector<store::JobRecord> arrived;
   {
-    std::lock_guard<std::mutex> lock(inbox_mutex_);
+    std::lock_guard<std::mutex> inbox_lock(inbox_mutex_);
     arrived.swap(inbox_);
   }
   for (store::JobRecord& job : arrived) {
@@ -1398,29 +1418,18 @@ void Controller::PassLocked(int64_t now_ms) {
   }
   // The placements are durable (one commit for all) before any of them starts, so nothing runs
   // that the store does not know about; when the store cannot record them (a full disk, say),
-  // the jobs stay queued and the next pass tries again.
-  bool committed = true;
-  if (!placed.empty()) {
-    std::vector<int64_t> refused;
-    committed = FlushLocked(now_ms, &refused);
-    if (committed) {
-      for (int64_t id : placed) {
-        if (std::find(refused.begin(), refused.end(), id) == refused.end()) {
-          LaunchLocked(id);
-          continue;
-        }
-        // The store does not have it PENDING any more (a stale retry of its submit queued it
-        // again after it ran, say): it must not run, nor wait.
-        UnplanLocked(id);
-        scheduler_.Remove(id);
-        waiting_.erase(id);
-      }
-    } else {
-      for (int64_t id : placed) UnplanLocked(id);
-    }
+  // the jobs stay queued and the next pass tries again. The commit runs with the lock released:
+  // the planned jobs hold their GPUs meanwhile, but no agent hears of them (Active::committing),
+  // and a cancel in between wins (the compare-and-set from PENDING is then refused).
+  std::vector<store::TransitionRequest> starts, others;
+  for (store::TransitionRequest& w : writes_) {
+    const bool start = w.from == store::JobState::kPending && w.to == store::JobState::kScheduled;
+    (start ? starts : others).push_back(std::move(w));
   }
+  writes_ = std::move(others);
+  bool committed = true;
   if (!victims.empty()) {
-    committed = FlushLocked(now_ms) && committed;
+    committed = FlushLocked(now_ms);
     for (int64_t id : victims) {
       Active& v = active_.at(id);
       if (!committed) {  // not recorded: not preempted either (the next pass decides again)
@@ -1431,6 +1440,34 @@ void Controller::PassLocked(int64_t now_ms) {
       ++stats_.preempted;
     }
   }
+  if (!starts.empty()) {
+    held_ms += MsSince(held_since);
+    lock.unlock();
+    if (options_.before_start_commit) options_.before_start_commit();
+    const auto commit_start = std::chrono::steady_clock::now();
+    const auto done = store_.TransitionAll(starts, now_ms);
+    const double commit_ms = MsSince(commit_start);
+    lock.lock();
+    held_since = std::chrono::steady_clock::now();
+    std::vector<int64_t> refused;
+    if (CommittedLocked(starts, done, now_ms, &refused)) {
+      for (int64_t id : placed) {
+        if (active_.count(id) == 0) continue;
+        if (std::find(refused.begin(), refused.end(), id) == refused.end()) {
+          LaunchLocked(id);
+          continue;
+        }
+        // The store does not have it PENDING any more (cancelled meanwhile, or a stale retry of
+        // its submit queued it again after it ran): it must not run, nor wait.
+        UnplanLocked(id);
+        scheduler_.Remove(id);
+        waiting_.erase(id);
+      }
+    } else {
+      for (int64_t id : placed) UnplanLocked(id);
+    }
+    stats_.last_start_commit_ms = commit_ms;
+  }
   FlushLocked(now_ms);  // starts, ends, requeues: one commit
   for (const auto& [id, a] : active_) {  // idle time starts when the last rank on a node ends
     for (const Rank& r : a.ranks) {
@@ -1439,6 +1476,9 @@ void Controller::PassLocked(int64_t now_ms) {
   }
   stats_.waiting = static_cast<int64_t>(scheduler_.waiting());
   stats_.running = static_cast<int64_t>(active_.size());
+  if (!placed.empty()) stats_.last_start_pass_ms = held_ms + MsSince(held_since);
+  pass_running_ = false;
+  pass_done_.notify_all();
 }
 
 std::vector<NodeView> Controller::Nodes() const {

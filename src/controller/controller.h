@@ -109,6 +109,9 @@ struct ControllerOptions {
   // failed to record job state changes that this controller's memory already holds: a shared
   // store's controller then stands down and recovers from the store.
   std::function<void(const std::string& why)> on_store_write_failed;
+  // Called with the controller's lock released, just before a pass commits the starts it
+  // decided (tests act in that window: heartbeats, cancels).
+  std::function<void()> before_start_commit;
 };
 
 struct NodeView {
@@ -175,6 +178,9 @@ struct ControllerStats {
   int64_t preempted = 0;  // running jobs stopped for a job the queue policy ranks higher
   int64_t heartbeats = 0;
   int64_t store_errors = 0;  // commits of state changes that failed
+  // The last pass that started jobs: how long it held the controller's lock (deciding, and
+  // every other step), and how long the commit of its starts took (with the lock released).
+  double last_start_pass_ms = 0, last_start_commit_ms = 0;
   int64_t gpus_drained_health = 0;  // now: GPUs drained because their agent says unhealthy
   int64_t gpus_drained_admin = 0;   // now: GPUs an admin drained
   int64_t health_stops = 0;         // jobs stopped because a GPU of theirs became unhealthy
@@ -368,13 +374,18 @@ class Controller {
     int64_t idle_since_ms = 0;
     bool idle_warned = false;
     std::string idle_stop;  // stopped by the idle reclaim: why
+    // Planned, its placement not durable yet: no agent hears of it until LaunchLocked.
+    bool committing = false;
   };
 
   Controller(store::Store& store, ControllerOptions options,
              std::unique_ptr<sched::QueuePolicy> queue_policy,
              std::unique_ptr<sched::PlacementPolicy> placement_policy);
   void Loop();
-  void PassLocked(int64_t now_ms);
+  // One pass, `lock` (on mutex_) held on entry and on return. The commit of the starts it decides
+  // runs with the lock released, so that heartbeats, submits and API reads go on meanwhile;
+  // passes never overlap.
+  void Pass(std::unique_lock<std::mutex>& lock, int64_t now_ms);
   sched::QueuedJob QueuedOf(const store::JobRecord& job) const;
   // What `job` asks of the cluster (sched::BuildQueuedJob's input).
   static sched::JobAsk AskOf(const store::JobRecord& job);
@@ -390,6 +401,11 @@ class Controller {
   void WriteLocked(int64_t id, store::JobState from, store::JobState to, store::JobUpdate update);
   // `refused`, when given, collects the jobs whose compare-and-set did not apply.
   bool FlushLocked(int64_t now_ms, std::vector<int64_t>* refused = nullptr);
+  // What FlushLocked does once the store has answered `done` for `writes`: events, `refused`,
+  // the failure's count and report.
+  bool CommittedLocked(const std::vector<store::TransitionRequest>& writes,
+                       const core::Result<std::vector<bool>>& done, int64_t now_ms,
+                       std::vector<int64_t>* refused);
   net::EnvList LaunchEnvLocked(const Active& a, int rank) const;
   void StopRanksLocked(Active& a);
   int64_t Now() const;  // options_.clock, else the system clock
@@ -477,6 +493,8 @@ class Controller {
   std::condition_variable wake_;
   std::condition_variable node_changed_;  // with mutex_: a node's version changed
   int held_heartbeats_ = 0;
+  bool pass_running_ = false;        // with mutex_: a pass is on (maybe committing, unlocked)
+  std::condition_variable pass_done_;  // with mutex_: pass_running_ became false
   bool stop_ = false;
   std::atomic<bool> woken_{false};
   std::thread thread_;

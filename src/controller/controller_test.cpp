@@ -215,6 +215,45 @@ TEST_F(ControllerTest, CancelStopsARunningJobThroughItsAgent) {
   EXPECT_EQ(Job(id).state, store::JobState::kCancelled);
 }
 
+// A pass commits its starts with the controller's lock released: heartbeats and cancels go on
+// meanwhile, no agent hears of a start before it is durable, and a cancel in that window wins.
+TEST_F(ControllerTest, ThePassCommitsItsStartsWithoutTheLockAndNothingRunsBeforeTheCommit) {
+  FakeAgent a("a");
+  int64_t cancelled = 0;
+  bool armed = true, beat_ok = false, heard_early = true;
+  ControllerOptions options;
+  options.before_start_commit = [&] {
+    if (!armed) return;
+    armed = false;
+    // Neither call could take the controller's lock if the pass still held it.
+    auto reply = a.Beat(*ctl_, now_ms_);
+    beat_ok = reply.ok();
+    heard_early = reply.ok() && !reply.value().assignments.empty();
+    auto state = ctl_->Cancel(cancelled, now_ms_);
+    EXPECT_TRUE(state.ok() && state.value() == store::JobState::kCancelled);
+  };
+  Controller& ctl = Make(options);
+  ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
+  const int64_t kept = Submit(2);
+  cancelled = Submit(2);
+  ctl.RunOnce(now_ms_);
+  EXPECT_TRUE(beat_ok);
+  EXPECT_FALSE(heard_early) << "an agent heard of a start before it was committed";
+  EXPECT_EQ(Job(kept).state, store::JobState::kScheduled);
+  EXPECT_EQ(Job(cancelled).state, store::JobState::kCancelled);
+  EXPECT_EQ(ctl.Stats().started, 1);
+  EXPECT_GE(ctl.Stats().last_start_pass_ms, 0.0);
+  ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
+  ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
+  EXPECT_TRUE(a.Runs(kept));
+  EXPECT_FALSE(a.Holds(cancelled));
+  EXPECT_EQ(Job(kept).state, store::JobState::kRunning);
+  // The cancelled start gave its 2 GPUs back: another 2-GPU job starts beside the kept one.
+  const int64_t next = Submit(2);
+  Step({&a});
+  EXPECT_TRUE(a.Runs(next)) << "the cancelled start's GPUs were released";
+}
+
 TEST_F(ControllerTest, AReportOfAnotherEpochIsIgnoredAndNotListedSoTheAgentStopsIt) {
   Controller& ctl = Make();
   FakeAgent a("a");

@@ -549,6 +549,7 @@ int RunUpOnce(const UpOptions& o) {
     a.controller_url = url;
     a.ca_sha256 = api_options.ca_sha256;
     a.ca_file = ca_file;
+    a.may_act = [&lease] { return lease.Leading(); };
     autoscaler = std::make_unique<controller::Autoscaler>(*store.value(), ctl,
                                                           std::move(provider).value(), a);
     api.SetAutoscaler(autoscaler.get());

@@ -133,7 +133,7 @@ constexpr const char* kInsertJobSql =
     "ON CONFLICT (owner, client_token) WHERE client_token <> '' DO NOTHING RETURNING id), "
     "e AS (INSERT INTO events(job_id,time_ms,what,detail,actor) "
     "SELECT id,$12::bigint,'submitted',$1::text,$1::text FROM j) "
-    "SELECT id FROM j UNION ALL SELECT id FROM old";
+    "SELECT id,true FROM j UNION ALL SELECT id,false FROM old";
 
 // Transitions of distinct jobs in one statement, each a compare-and-set as one on its own would
 // be: $1..$17 are arrays with one element per transition (in this order: the job, the state it
@@ -559,7 +559,7 @@ class PgStore final : public Store {
   // writes the queued jobs in a single transaction (WriteBatch). Each caller returns only after the
   // transaction holding its job has committed; a failed transaction fails every job in it, but
   // for data PostgreSQL refuses, which fails only its own job (CommitBatch).
-  core::Result<int64_t> SubmitJob(const JobRecord& job) override {
+  core::Result<AddedJob> AddJob(const JobRecord& job) override {
     PendingSubmit me{&job, std::nullopt};
     std::unique_lock<std::mutex> queue_lock(queue_mutex_);
     submit_queue_.push_back(&me);
@@ -862,6 +862,7 @@ class PgStore final : public Store {
 
   core::Result<bool> PutUser(const std::string& name, const std::string& token_sha256,
                              bool admin) override {
+    const CredentialWrite forget(*this);
     std::lock_guard<std::mutex> lock(mutex_);
     return InWrite<bool>([&]() -> core::Result<bool> {
       auto u =
@@ -890,6 +891,7 @@ class PgStore final : public Store {
 
   core::Result<bool> AddUser(const std::string& name, bool admin,
                              const TokenRecord& token) override {
+    const CredentialWrite forget(*this);
     std::lock_guard<std::mutex> lock(mutex_);
     return InWrite<bool>([&]() -> core::Result<bool> {
       auto exists = Run("SELECT 1 FROM users WHERE name=$1", {Str(name, "name")});
@@ -908,6 +910,7 @@ class PgStore final : public Store {
   }
 
   core::Result<bool> RemoveUser(const std::string& name) override {
+    const CredentialWrite forget(*this);
     std::lock_guard<std::mutex> lock(mutex_);
     return InWrite<bool>([&]() -> core::Result<bool> {
       auto u = Run("DELETE FROM users WHERE name=$1", {Str(name)});
@@ -934,6 +937,7 @@ class PgStore final : public Store {
   }
 
   core::Result<bool> AddToken(const TokenRecord& token) override {
+    const CredentialWrite forget(*this);
     std::lock_guard<std::mutex> lock(mutex_);
     return InWrite<bool>([&] { return InsertToken(token); });
   }
@@ -962,6 +966,7 @@ class PgStore final : public Store {
   }
 
   core::Result<bool> RevokeToken(const std::string& id) override {
+    const CredentialWrite forget(*this);
     if (id.size() != 12 || id.find_first_not_of("0123456789abcdef") != std::string::npos) {
       return core::Error{"token id '" + id + "': expected the 12 hex digits `token list` shows",
                          core::ErrorCode::kInvalid, "id"};
@@ -973,6 +978,7 @@ class PgStore final : public Store {
   }
 
   core::Result<int> RevokeNodeTokens(const std::string& node) override {
+    const CredentialWrite forget(*this);
     std::lock_guard<std::mutex> lock(mutex_);
     auto r = WriteOne("DELETE FROM tokens WHERE kind='node' AND node=$1", {Str(node)});
     if (!r) return r.failure();
@@ -981,6 +987,7 @@ class PgStore final : public Store {
 
   core::Result<bool> ExchangeJoinToken(const std::string& join_sha256,
                                        const TokenRecord& node_token, int64_t now_ms) override {
+    const CredentialWrite forget(*this);
     std::lock_guard<std::mutex> lock(mutex_);
     return InWrite<bool>([&]() -> core::Result<bool> {
       // One credential per node: a join must not take over a node that has one.
@@ -1031,7 +1038,7 @@ class PgStore final : public Store {
  private:
   struct PendingSubmit {
     const JobRecord* job;
-    std::optional<core::Result<int64_t>> result;
+    std::optional<core::Result<AddedJob>> result;
   };
 
   core::Error Lost() const {
@@ -1395,25 +1402,25 @@ class PgStore final : public Store {
 
   // Writes `batch` in one transaction and one round trip (FencedPipeline): the fence check and
   // each job's insert. The ids, in batch order.
-  core::Result<std::vector<int64_t>> WriteBatch(const std::vector<PendingSubmit*>& batch) {
+  core::Result<std::vector<AddedJob>> WriteBatch(const std::vector<PendingSubmit*>& batch) {
     std::vector<Params> rows;
     for (const PendingSubmit* p : batch) {
       rows.push_back(InsertParams(*p->job));
       if (auto text = CheckText(rows.back()); !text) return text.failure();
     }
     const std::size_t n = batch.size();
-    std::vector<int64_t> ids(n, 0);
+    std::vector<AddedJob> ids(n);
     bool left = true;
     auto done = FencedPipeline(
         kInsertJobSql, 17, rows,
         [&](std::size_t k, const PgResult& r) {
-          if (r.Rows() > 0) ids[k] = r.Int(0, 0);
+          if (r.Rows() > 0) ids[k] = AddedJob{r.Int(0, 0), r.Text(0, 1) == "t"};
         },
         &left);
     if (!done) return done.failure();
     // (The batch's outcome is known: its ids stand.)
     for (std::size_t k = 0; k < n; ++k) {
-      if (ids[k] != 0) continue;
+      if (ids[k].id != 0) continue;
       if (!left) return Lost();
       // Neither added nor found: a transaction that committed meanwhile took its token.
       const JobRecord& job = *batch[k]->job;
@@ -1425,7 +1432,7 @@ class PgStore final : public Store {
         return core::Error{where_ + ": a submit conflicted with another",
                            core::ErrorCode::kUnavailable};
       }
-      ids[k] = again.value().Int(0, 0);
+      ids[k] = AddedJob{again.value().Int(0, 0), false};
     }
     return ids;
   }
@@ -1468,14 +1475,14 @@ class PgStore final : public Store {
       for (PendingSubmit* p : batch) {
         auto one = WriteBatch({p});
         p->result =
-            one ? core::Result<int64_t>(one.value().front()) : core::Result<int64_t>(one.failure());
+            one ? core::Result<AddedJob>(one.value().front()) : core::Result<AddedJob>(one.failure());
       }
       return;
     }
     // A failure is each job's: kInvalid (its data) or kUnavailable (fenced, the connection).
     for (std::size_t k = 0; k < batch.size(); ++k) {
       batch[k]->result =
-          ids ? core::Result<int64_t>(ids.value()[k]) : core::Result<int64_t>(ids.failure());
+          ids ? core::Result<AddedJob>(ids.value()[k]) : core::Result<AddedJob>(ids.failure());
     }
   }
 

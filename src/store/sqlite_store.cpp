@@ -342,7 +342,7 @@ class SqliteStore final : public Store {
     return leader_;
   }
 
-  core::Result<int64_t> SubmitJob(const JobRecord& job) override {
+  core::Result<AddedJob> AddJob(const JobRecord& job) override {
     PendingSubmit me{&job, std::nullopt};
     std::unique_lock<std::mutex> queue_lock(queue_mutex_);
     submit_queue_.push_back(&me);
@@ -550,6 +550,7 @@ class SqliteStore final : public Store {
 
   core::Result<bool> PutUser(const std::string& name, const std::string& token_sha256,
                              bool admin) override {
+    const CredentialWrite forget(*this);
     std::lock_guard<std::mutex> lock(mutex_);
     Statement s(cache_,
                 "INSERT INTO users(name,token_sha256,admin) VALUES(?,?,?) ON CONFLICT(name) "
@@ -567,6 +568,7 @@ class SqliteStore final : public Store {
 
   core::Result<bool> AddUser(const std::string& name, bool admin,
                              const TokenRecord& token) override {
+    const CredentialWrite forget(*this);
     std::lock_guard<std::mutex> lock(mutex_);
     if (auto r = Exec("BEGIN IMMEDIATE"); !r)
       return core::Error{r.error(), core::ErrorCode::kUnavailable};
@@ -598,6 +600,7 @@ class SqliteStore final : public Store {
   }
 
   core::Result<bool> RemoveUser(const std::string& name) override {
+    const CredentialWrite forget(*this);
     std::lock_guard<std::mutex> lock(mutex_);
     if (auto r = Exec("BEGIN IMMEDIATE"); !r)
       return core::Error{r.error(), core::ErrorCode::kUnavailable};
@@ -633,6 +636,7 @@ class SqliteStore final : public Store {
   }
 
   core::Result<bool> AddToken(const TokenRecord& token) override {
+    const CredentialWrite forget(*this);
     std::lock_guard<std::mutex> lock(mutex_);
     return InsertToken(token);
   }
@@ -662,6 +666,7 @@ class SqliteStore final : public Store {
   }
 
   core::Result<bool> RevokeToken(const std::string& id) override {
+    const CredentialWrite forget(*this);
     if (id.size() != 12 || id.find_first_not_of("0123456789abcdef") != std::string::npos) {
       return core::Error{"token id '" + id + "': expected the 12 hex digits `token list` shows",
                          core::ErrorCode::kInvalid, "id"};
@@ -674,6 +679,7 @@ class SqliteStore final : public Store {
   }
 
   core::Result<int> RevokeNodeTokens(const std::string& node) override {
+    const CredentialWrite forget(*this);
     std::lock_guard<std::mutex> lock(mutex_);
     Statement s(cache_, "DELETE FROM tokens WHERE kind='node' AND node=?");
     s.Bind(1, node);
@@ -683,6 +689,7 @@ class SqliteStore final : public Store {
 
   core::Result<bool> ExchangeJoinToken(const std::string& join_sha256,
                                        const TokenRecord& node_token, int64_t now_ms) override {
+    const CredentialWrite forget(*this);
     std::lock_guard<std::mutex> lock(mutex_);
     if (auto r = Exec("BEGIN IMMEDIATE"); !r)
       return core::Error{r.error(), core::ErrorCode::kUnavailable};
@@ -946,11 +953,11 @@ class SqliteStore final : public Store {
 
   struct PendingSubmit {
     const JobRecord* job;
-    std::optional<core::Result<int64_t>> result;
+    std::optional<core::Result<AddedJob>> result;
   };
 
   // Writes one job inside the open transaction; its id, or the error.
-  core::Result<int64_t> InsertJob(const JobRecord& job) {
+  core::Result<AddedJob> InsertJob(const JobRecord& job) {
     if (!job.client_token.empty()) {
       // A retry of a submit that was committed but not acknowledged: the same job, not a new one.
       // `client_token != ''` lets SQLite use the partial index jobs_by_client_token; without it
@@ -959,7 +966,7 @@ class SqliteStore final : public Store {
           cache_, "SELECT id FROM jobs WHERE user=? AND client_token=? AND client_token!=''");
       existing.Bind(1, job.user);
       existing.Bind(2, job.client_token);
-      if (existing.Step() == SQLITE_ROW) return existing.Int(0);
+      if (existing.Step() == SQLITE_ROW) return AddedJob{existing.Int(0), false};
     }
     Statement s(cache_,
                 "INSERT INTO jobs(user,name,queue,priority,gpus,gpu_milli,gpu_type,nodes,argv,env,"
@@ -988,7 +995,7 @@ class SqliteStore final : public Store {
     if (auto r = AddEvent(id, job.submit_ms, "submitted", job.user, job.user); !r) {
       return core::Error{r.error(), core::ErrorCode::kUnavailable};
     }
-    return id;
+    return AddedJob{id, true};
   }
 
   // One transaction for `batch`; sets every entry's result.
@@ -997,21 +1004,23 @@ class SqliteStore final : public Store {
     auto fail_all = [&](const std::string& why) {
       Exec("ROLLBACK");
       for (PendingSubmit* p : batch)
-        p->result = core::Result<int64_t>(core::Error{why, core::ErrorCode::kUnavailable});
+        p->result = core::Result<AddedJob>(core::Error{why, core::ErrorCode::kUnavailable});
     };
     if (auto r = Exec("BEGIN IMMEDIATE"); !r) {
       for (PendingSubmit* p : batch)
-        p->result = core::Result<int64_t>(core::Error{r.error(), core::ErrorCode::kUnavailable});
+        p->result = core::Result<AddedJob>(core::Error{r.error(), core::ErrorCode::kUnavailable});
       return;
     }
-    std::vector<int64_t> ids;
+    std::vector<AddedJob> ids;
     for (PendingSubmit* p : batch) {
       auto id = InsertJob(*p->job);
       if (!id) return fail_all(id.error());
       ids.push_back(id.value());
     }
     if (auto r = Exec("COMMIT"); !r) return fail_all(r.error());
-    for (std::size_t k = 0; k < batch.size(); ++k) batch[k]->result = core::Result<int64_t>(ids[k]);
+    for (std::size_t k = 0; k < batch.size(); ++k) {
+      batch[k]->result = core::Result<AddedJob>(ids[k]);
+    }
   }
 
   sqlite3* db_;

@@ -7,10 +7,13 @@
 // Job states: PENDING -> SCHEDULED -> RUNNING -> SUCCEEDED | FAILED; CANCELLED from any live
 // state; PREEMPTED and LOST from SCHEDULED or RUNNING, and back to PENDING when requeued.
 #include <cstdint>
+#include <chrono>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -225,6 +228,20 @@ struct TokenRecord {
   std::string created_by;
 };
 
+// What AddJob did: the job's id, and whether it is new (false: a retry, whose client token
+// named a job added before).
+struct AddedJob {
+  int64_t id = 0;
+  bool added = false;
+};
+
+// Whose a token is, as UserByToken then TokenBySha256 read it: a user's (`user`), another
+// kind's (`token`), or nobody's (neither).
+struct Credential {
+  std::optional<UserRecord> user;
+  std::optional<TokenRecord> token;
+};
+
 // Who leads the controllers that share a store (see Store::TryLead).
 struct LeaderInfo {
   std::string holder;  // the leading controller's id ("" : nobody ever led)
@@ -255,8 +272,11 @@ class Store {
   virtual core::Result<LeaderInfo> Leader() = 0;
 
   // Records a new PENDING job and returns its id, after the commit. A job whose non-empty
-  // `client_token` the same user already used is not added again: its existing id is returned.
-  virtual core::Result<int64_t> SubmitJob(const JobRecord& job) = 0;
+  // `client_token` the same user already used is not added again: its existing id is returned,
+  // with `added` false.
+  virtual core::Result<AddedJob> AddJob(const JobRecord& job) = 0;
+  // AddJob's id alone.
+  core::Result<int64_t> SubmitJob(const JobRecord& job);
   virtual core::Result<std::optional<JobRecord>> GetJob(int64_t id) = 0;
   // In id order.
   virtual core::Result<std::vector<JobRecord>> ListJobs(const JobFilter& filter) = 0;
@@ -322,6 +342,40 @@ class Store {
   virtual core::Result<bool> Audit(int64_t job_id, const std::string& actor,
                                    const std::string& what, const std::string& detail,
                                    int64_t now_ms) = 0;
+
+  // Whose token `sha256` is, answered from memory for up to kCredentialMemory after it was read
+  // from the store, unless this Store object changed a user or token since (each backend calls
+  // CredentialsChanged in every such write): the API checks a token on every request without a
+  // round trip to the database. A change made through another process sharing the store (a
+  // former leader) is seen here within kCredentialMemory. Unknown tokens are not remembered.
+  core::Result<Credential> CredentialOf(const std::string& sha256);
+  static constexpr std::chrono::milliseconds kCredentialMemory{2000};
+
+ protected:
+  // Forgets every remembered credential (CredentialOf) when it goes out of scope: each write of
+  // users or tokens declares one first, so that this happens after the write has committed (a
+  // read racing the write then cannot remember what it replaced).
+  class CredentialWrite {
+   public:
+    explicit CredentialWrite(Store& store) : store_(store) {}
+    ~CredentialWrite() { store_.CredentialsChanged(); }
+    CredentialWrite(const CredentialWrite&) = delete;
+    CredentialWrite& operator=(const CredentialWrite&) = delete;
+
+   private:
+    Store& store_;
+  };
+  void CredentialsChanged();
+
+ private:
+  struct RememberedCredential {
+    Credential credential;
+    std::chrono::steady_clock::time_point read_at;
+  };
+  static constexpr std::size_t kMaxRemembered = 4096;
+  std::mutex credentials_mutex_;
+  std::unordered_map<std::string, RememberedCredential> credentials_;
+  uint64_t credentials_version_ = 0;  // bumped by CredentialsChanged
 };
 
 // Opens (creating when needed) `<data_dir>/gpufleet.db`: WAL mode, full sync on commit, schema

@@ -219,6 +219,13 @@ TEST_P(StoreTest, ClientTokenMakesSubmitIdempotent) {
   job.client_token = "";
   EXPECT_NE(store_->SubmitJob(job).value(), first);
   EXPECT_EQ(store_->ListJobs({}).value().size(), 3U);
+  // AddJob says which submit added the job: the controller queues a retry only after a look.
+  job.client_token = "retry-2";
+  const AddedJob added = store_->AddJob(job).value();
+  EXPECT_TRUE(added.added);
+  const AddedJob retried = store_->AddJob(job).value();
+  EXPECT_FALSE(retried.added);
+  EXPECT_EQ(retried.id, added.id);
 }
 
 TEST_P(StoreTest, ConcurrentSubmitsAreGroupCommittedAndAllKept) {
@@ -571,6 +578,45 @@ TEST_P(StoreTest, UsersHaveSeveralTokensThatCanBeRevokedOneByOne) {
   EXPECT_TRUE(store_->RemoveUser("carol").value());
   EXPECT_FALSE(store_->UserByToken(second.sha256).value().has_value());
   EXPECT_FALSE(store_->RemoveUser("carol").value());
+}
+
+// CredentialOf answers from memory, but never past a change of users or tokens made through the
+// same store: a revoked token, a removed user, a used join token stop working at once.
+TEST_P(StoreTest, RememberedCredentialsAreForgottenByEveryChangeOfUsersOrTokens) {
+  TokenRecord dave;
+  dave.sha256 = std::string(64, 'd');
+  ASSERT_TRUE(store_->AddUser("dave", true, dave).ok());
+  ASSERT_TRUE(store_->CredentialOf(dave.sha256).value().user.has_value());  // now remembered
+  EXPECT_TRUE(store_->CredentialOf(dave.sha256).value().user->admin);
+  ASSERT_TRUE(store_->RevokeToken(TokenId(dave.sha256)).value());
+  EXPECT_FALSE(store_->CredentialOf(dave.sha256).value().user.has_value());
+  EXPECT_FALSE(store_->CredentialOf(dave.sha256).value().token.has_value());
+
+  TokenRecord second;
+  second.sha256 = std::string(64, 'e');
+  second.user = "dave";
+  ASSERT_TRUE(store_->AddToken(second).ok());
+  ASSERT_EQ(store_->CredentialOf(second.sha256).value().user->name, "dave");
+  ASSERT_TRUE(store_->RemoveUser("dave").value());
+  EXPECT_FALSE(store_->CredentialOf(second.sha256).value().user.has_value());
+  EXPECT_FALSE(store_->CredentialOf(second.sha256).value().token.has_value())
+      << "a user token outlives its user nowhere";
+
+  TokenRecord join;
+  join.sha256 = std::string(64, 'f');
+  join.kind = TokenKind::kJoin;
+  ASSERT_TRUE(store_->AddToken(join).ok());
+  ASSERT_EQ(store_->CredentialOf(join.sha256).value().token->kind, TokenKind::kJoin);
+  TokenRecord node;
+  node.sha256 = std::string(64, '1');
+  node.kind = TokenKind::kNode;
+  node.node = "gpu-7";
+  ASSERT_TRUE(store_->ExchangeJoinToken(join.sha256, node, 1).value());
+  EXPECT_FALSE(store_->CredentialOf(join.sha256).value().token.has_value()) << "used once";
+  ASSERT_EQ(store_->CredentialOf(node.sha256).value().token->node, "gpu-7");
+  EXPECT_EQ(store_->RevokeNodeTokens("gpu-7").value(), 1);
+  EXPECT_FALSE(store_->CredentialOf(node.sha256).value().token.has_value());
+  EXPECT_FALSE(store_->CredentialOf(std::string(64, '9')).value().token.has_value());
 }
 
 TEST_P(StoreTest, AJoinTokenIsExchangedOnceAndOnlyBeforeItExpires) {
