@@ -4,16 +4,25 @@
 #  1. durable HTTP submits per second from 8 clients (kept-alive connections, 3 s each) into a
 #     busy `gpufleet up` (an 8-GPU job holds every GPU, so the submit path alone is measured),
 #     ROUNDS times each, alternating the two stores; the median of the rounds;
-#  2. submit -> running on an idle server, median of 30 one-at-a-time jobs, on each store.
-# PostgreSQL 15 runs in a temporary directory on a Unix socket, with fsync on and
-# synchronous_commit on (each acknowledged submit is on disk), as the SQLite store is
-# (synchronous=FULL). Needs build/ (bash scripts/setup.sh --tests) and postgresql.
+#  2. submit -> running on an idle server, median of 30 one-at-a-time jobs, on each store;
+#  3. a scheduling pass at 10,000 GPUs with 100,000 pending jobs (build/bench/store_pass_bench),
+#     twice on each store, alternating.
+# BASE=<another build directory> (of an earlier commit) measures (1) with its binaries too, in
+# the same rounds: the baseline of a change. PostgreSQL 15 runs in a temporary directory on a
+# Unix socket, with fsync on and synchronous_commit on (each acknowledged submit is on disk), as
+# the SQLite store is (synchronous=FULL). Needs build/ (bash scripts/setup.sh --tests) and
+# postgresql.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 rounds=${ROUNDS:-3}
 bin=$PWD/build/gpufleet
 out=bench/results/store.md
-cmake --build build --target gpufleet submit_load -j2 >/dev/null
+cmake --build build --target gpufleet gpufleet-full submit_load store_pass_bench -j2 >/dev/null
+base=${BASE:-}
+if [ -n "$base" ]; then
+  base=$(cd "$base" && pwd)
+  [ -x "$base/gpufleet" ] || { echo "run_store_bench: no $base/gpufleet" >&2; exit 1; }
+fi
 pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 [ -x "$pgbin/initdb" ] || { echo "run_store_bench: PostgreSQL is not installed" >&2; exit 1; }
 work=$(mktemp -d /tmp/gfsb.XXXX)
@@ -35,9 +44,10 @@ as_pg "$pgbin/pg_ctl" -D "$work/pg" -l "$work/pg.log" -w \
 databases=0
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-# Starts `gpufleet up` on store $1 ("sqlite" or "pg", a fresh database each time) in data
-# directory $2; waits for it.
+# Starts `gpufleet up` ($3, default $bin) on store $1 ("sqlite" or "pg", a fresh database each
+# time) in data directory $2; waits for it.
 start_up() {
+  local exe=${3:-$bin}
   local args=(up --allow-root-jobs --data-dir "$2" --simulated-gpus 8)
   if [ "$1" = pg ]; then
     databases=$((databases + 1))
@@ -45,29 +55,36 @@ start_up() {
     args+=(--store "host=$work user=gpufleet dbname=fleet$databases" --listen "127.0.0.1:$(port)")
   else
     args+=(--listen 127.0.0.1:0); fi
-  "$bin" "${args[@]}" >"$2.log" 2>&1 &
+  "$exe" "${args[@]}" >"$2.log" 2>&1 &
   pids+=("$!")
   wait_file "$2/server"
 }
 stop_last() { kill "${pids[-1]}"; wait "${pids[-1]}" 2>/dev/null || true; unset 'pids[-1]'; }
 
 declare -A rates
+builds=(new)
+[ -n "$base" ] && builds+=(base)
 for round in $(seq "$rounds"); do
-  for store in sqlite pg; do
-    dir=$work/busy-$store-$round
-    start_up "$store" "$dir"
-    blocker=$(GPUFLEET_DATA_DIR=$dir "$bin" submit --json --gpus 8 -- sleep 100000 | sed 's/[^0-9]//g')
-    r=$(load "$dir" 8 3)
-    rates[$store]+="$r "
-    echo "round $round: $store $r submits/s" >&2
-    GPUFLEET_DATA_DIR=$dir "$bin" cancel "$blocker" >/dev/null 2>&1 || true
-    sleep 1.5
-    stop_last
-    pkill -f "sleep 100000" 2>/dev/null || true
+  for build in "${builds[@]}"; do
+    exe=$bin
+    [ "$build" = base ] && exe=$base/gpufleet
+    for store in sqlite pg; do
+      dir=$work/busy-$build-$store-$round
+      start_up "$store" "$dir" "$exe"
+      blocker=$(GPUFLEET_DATA_DIR=$dir "$bin" submit --json --gpus 8 -- sleep 100000 | sed 's/[^0-9]//g')
+      r=$(load "$dir" 8 3)
+      rates[$build-$store]+="$r "
+      echo "round $round: $build $store $r submits/s" >&2
+      GPUFLEET_DATA_DIR=$dir "$bin" cancel "$blocker" >/dev/null 2>&1 || true
+      sleep 1.5
+      stop_last
+      pkill -f "sleep 100000" 2>/dev/null || true
+    done
   done
 done
-sqlite_rate=$(echo "${rates[sqlite]}" | tr ' ' '\n' | grep . | median)
-pg_rate=$(echo "${rates[pg]}" | tr ' ' '\n' | grep . | median)
+rate() { echo "${rates[$1]}" | tr ' ' '\n' | grep . | median; }
+sqlite_rate=$(rate new-sqlite)
+pg_rate=$(rate new-pg)
 
 declare -A lat
 for store in sqlite pg; do
@@ -90,5 +107,24 @@ done
   echo "| durable HTTP submits/s, 8 clients, busy cluster (median of $rounds x 3 s) | $sqlite_rate | $pg_rate | $(echo "scale=2; $pg_rate / $sqlite_rate" | bc -l) | >= 2000 on PostgreSQL |"
   echo "| submit -> running, idle server, median of 30 (ms) | ${lat[sqlite]} | ${lat[pg]} | | |"
   echo
-  echo "Rounds (submits/s): SQLite ${rates[sqlite]}; PostgreSQL ${rates[pg]}."
+  echo "Rounds (submits/s): SQLite ${rates[new-sqlite]}; PostgreSQL ${rates[new-pg]}."
+  if [ -n "$base" ]; then
+    echo
+    echo "Baseline in the same rounds: \`BASE=<build of $(git -C "$base/.." log -1 --format=%h 2>/dev/null || echo ?)>\`:"
+    echo "SQLite $(rate base-sqlite) submits/s (rounds ${rates[base-sqlite]}), PostgreSQL $(rate base-pg)"
+    echo "(rounds ${rates[base-pg]})."
+  fi
+  echo
+  echo "## A scheduling pass at 10,000 GPUs with 100,000 pending jobs"
+  echo
+  echo "\`build/bench/store_pass_bench --store sqlite|postgresql\`, alternating, twice each (its"
+  echo "header says what it does). \"lock held\" is the pass itself (the scheduler's decision and"
+  echo "everything else the pass does under the controller's lock); the commit of its starts runs"
+  echo "after it, with the lock released, before any of them launches."
+  echo
+  echo '```'
+  for _ in 1 2; do
+    for store in sqlite postgresql; do ./build/bench/store_pass_bench --store "$store"; done
+  done
+  echo '```'
 } | tee "$out"

@@ -133,7 +133,9 @@ std::string ConnectionLimitKey(const sockaddr_storage& addr);
 // inherit the mask and the signals wait for ServeUntilStopSignal.
 sigset_t BlockStopSignals();
 // Serves until SIGINT or SIGTERM arrives, then stops the server; a second signal kills the
-// process at once (should shutdown hang). Returns what Serve returned.
-bool ServeUntilStopSignal(HttpServer& server, const sigset_t& stop_signals);
+// process at once (should shutdown hang). Returns what Serve returned; `signalled` (when given)
+// says whether a signal stopped it, rather than another thread's server.Stop().
+bool ServeUntilStopSignal(HttpServer& server, const sigset_t& stop_signals,
+                          bool* signalled = nullptr);
 
 }  // namespace gpufleet::net

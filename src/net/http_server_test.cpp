@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -499,6 +500,44 @@ TEST(HttpServer, PipelinedAndKeptAliveRequestsAreAnsweredInOrder) {
   EXPECT_NE(last.find("Connection: close"), std::string::npos);
   EXPECT_NE(last.find("\"id\":\"7\""), std::string::npos);
   close(fd);
+}
+
+// A standby controller stops serving either for a stop signal or because it won the lease
+// (another thread's Stop): it must know which, or a SIGTERM that comes as it wins is lost. Each
+// case runs in a child process, whose signal mask is its own.
+TEST(ServeUntilStopSignal, SaysWhetherASignalStoppedIt) {
+  for (const bool by_signal : {true, false}) {
+    int ready[2];
+    ASSERT_EQ(pipe(ready), 0);
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      const sigset_t stop_signals = BlockStopSignals();
+      HttpServer server({});
+      if (!server.Bind({"127.0.0.1", 0})) _exit(10);
+      std::thread stopper;
+      if (!by_signal) {
+        stopper = std::thread([&server] {
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+          server.Stop();
+        });
+      }
+      if (write(ready[1], "r", 1) != 1) _exit(11);
+      bool signalled = false;
+      ServeUntilStopSignal(server, stop_signals, &signalled);
+      if (stopper.joinable()) stopper.join();
+      _exit(signalled ? 1 : 0);
+    }
+    close(ready[1]);
+    char c = 0;
+    ASSERT_EQ(read(ready[0], &c, 1), 1);
+    close(ready[0]);
+    if (by_signal) kill(pid, SIGTERM);  // blocked in the child until it waits for it
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status)) << "by_signal " << by_signal;
+    EXPECT_EQ(WEXITSTATUS(status), by_signal ? 1 : 0) << "by_signal " << by_signal;
+  }
 }
 
 TEST(HttpServer, BindServeAndStopKeepTheirContract) {

@@ -39,14 +39,16 @@ sigset_t BlockStopSignals() {
   return signals;
 }
 
-bool ServeUntilStopSignal(HttpServer& server, const sigset_t& stop_signals) {
+bool ServeUntilStopSignal(HttpServer& server, const sigset_t& stop_signals, bool* signalled) {
   // The signals are taken by a waiting thread, so shutdown runs as ordinary code rather than in
   // a signal handler.
   std::atomic<bool> stopping{false};
+  if (signalled != nullptr) *signalled = false;
   std::thread waiter([&] {
     int signal_number = 0;
     sigwait(&stop_signals, &signal_number);
-    if (!stopping.exchange(true)) {
+    if (!stopping.exchange(true)) {  // first: a signal from outside, not the wake-up below
+      if (signalled != nullptr) *signalled = true;
       signal(SIGINT, SIG_DFL);
       signal(SIGTERM, SIG_DFL);
       pthread_sigmask(SIG_UNBLOCK, &stop_signals, nullptr);

@@ -277,10 +277,14 @@ int RunUpOnce(const UpOptions& o) {
       led = lease.WaitToLead(say);
       standby.http().Stop();
     });
-    net::ServeUntilStopSignal(standby.http(), stop_signals);
+    bool signalled = false;
+    net::ServeUntilStopSignal(standby.http(), stop_signals, &signalled);
     lease.Cancel();
     waiter.join();
-    if (!led) {
+    if (!led || signalled) {
+      // A stop signal that came as the lease was won still stops: the lease is handed back at
+      // once, so another standby takes over without waiting for it to expire.
+      if (led) lease.StopAndResign();
       std::fprintf(stderr, "%s: stopped (standing by)\n", self);
       return 0;
     }
