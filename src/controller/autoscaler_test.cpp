@@ -247,7 +247,8 @@ TEST_F(AutoscalerTest, ARestartedControllerAdoptsWhatItCreatedAndDeletesOrphans)
 // not even an orphan: the provider is not fenced as the store is. Once it leads again, it acts.
 TEST_F(AutoscalerTest, AControllerThatNoLongerLeadsCallsTheProviderForNothing) {
   MakeController();
-  cloud_->instances["gf-g2-4-orphan01"] = cloud::Instance{"gf-g2-4-orphan01", "g2-4", false, "running", 0};
+  cloud_->instances["gf-g2-4-orphan01"] =
+      cloud::Instance{"gf-g2-4-orphan01", "g2-4", false, "running", 0};
   bool leading = false;
   Autoscaler& scaler = MakeScaler([&leading] { return leading; });
   Submit(4);

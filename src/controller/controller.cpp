@@ -1324,10 +1324,20 @@ void Controller::Pass(std::unique_lock<std::mutex>& lock, int64_t now_ms) {
   ++stats_.passes;
   // 1. Jobs submitted since the last pass, after the ends (as in replay: a job arriving now is
   // predicted from what has finished by now).
+  // At most options_.max_arrivals_per_pass of them: a burst (100,000 submits between two passes)
+  // is taken in over several passes, each holding the lock for tens of milliseconds.
   std::vector<store::JobRecord> arrived;
   {
     std::lock_guard<std::mutex> inbox_lock(inbox_mutex_);
-    arrived.swap(inbox_);
+    const std::size_t most = static_cast<std::size_t>(std::max(1, options_.max_arrivals_per_pass));
+    if (inbox_.size() <= most) {
+      arrived.swap(inbox_);
+    } else {
+      const auto end = inbox_.begin() + static_cast<std::ptrdiff_t>(most);
+      arrived.assign(std::make_move_iterator(inbox_.begin()), std::make_move_iterator(end));
+      inbox_.erase(inbox_.begin(), end);
+      woken_ = true;  // the next pass takes more at once
+    }
   }
   for (store::JobRecord& job : arrived) {
     if (waiting_.count(job.id) > 0 || active_.count(job.id) > 0) continue;  // a retried submit

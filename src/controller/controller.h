@@ -109,6 +109,8 @@ struct ControllerOptions {
   // failed to record job state changes that this controller's memory already holds: a shared
   // store's controller then stands down and recovers from the store.
   std::function<void(const std::string& why)> on_store_write_failed;
+  // Submits a pass takes into the queue; more wait for the next pass, which follows at once.
+  int max_arrivals_per_pass = 5000;
   // Called with the controller's lock released, just before a pass commits the starts it
   // decided (tests act in that window: heartbeats, cancels).
   std::function<void()> before_start_commit;

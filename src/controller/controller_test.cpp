@@ -254,6 +254,25 @@ TEST_F(ControllerTest, ThePassCommitsItsStartsWithoutTheLockAndNothingRunsBefore
   EXPECT_TRUE(a.Runs(next)) << "the cancelled start's GPUs were released";
 }
 
+// A burst of submits is taken into the queue over several passes, none lost, in submit order.
+TEST_F(ControllerTest, ABurstOfSubmitsIsQueuedOverSeveralPasses) {
+  ControllerOptions options;
+  options.max_arrivals_per_pass = 3;
+  Controller& ctl = Make(options);
+  std::vector<int64_t> ids;
+  for (int k = 0; k < 7; ++k) ids.push_back(Submit(1));
+  ctl.RunOnce(now_ms_);
+  EXPECT_EQ(ctl.Stats().waiting, 3);
+  ctl.RunOnce(now_ms_);
+  EXPECT_EQ(ctl.Stats().waiting, 6);
+  ctl.RunOnce(now_ms_);
+  EXPECT_EQ(ctl.Stats().waiting, 7);
+  FakeAgent a("a", 8);
+  ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
+  Step({&a});
+  for (int64_t id : ids) EXPECT_TRUE(a.Runs(id)) << id;
+}
+
 TEST_F(ControllerTest, AReportOfAnotherEpochIsIgnoredAndNotListedSoTheAgentStopsIt) {
   Controller& ctl = Make();
   FakeAgent a("a");

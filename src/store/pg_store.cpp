@@ -1474,8 +1474,8 @@ class PgStore final : public Store {
       // the bad one fails (kInvalid) rather than its whole batch, again and again on retries.
       for (PendingSubmit* p : batch) {
         auto one = WriteBatch({p});
-        p->result =
-            one ? core::Result<AddedJob>(one.value().front()) : core::Result<AddedJob>(one.failure());
+        p->result = one ? core::Result<AddedJob>(one.value().front())
+                        : core::Result<AddedJob>(one.failure());
       }
       return;
     }
