@@ -553,7 +553,7 @@ int RunUpOnce(const UpOptions& o) {
     a.controller_url = url;
     a.ca_sha256 = api_options.ca_sha256;
     a.ca_file = ca_file;
-    a.may_act = [&lease] { return lease.Leading(); };
+    if (shared_store) a.may_act = [&lease] { return lease.Leading(); };  // SQLite: always
     autoscaler = std::make_unique<controller::Autoscaler>(*store.value(), ctl,
                                                           std::move(provider).value(), a);
     api.SetAutoscaler(autoscaler.get());
