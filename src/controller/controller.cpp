@@ -634,19 +634,31 @@ core::Result<store::JobState> Controller::Cancel(int64_t id, int64_t now_ms) {
   auto job = store_.GetJob(id);
   if (!job) return core::Error{job.error()};
   if (!job.value()) return core::Error{"no job " + std::to_string(id)};
-  const store::JobState state = job.value()->state;
+  store::JobState state = job.value()->state;
   if (state == store::JobState::kPending) {
     store::JobUpdate update;
     update.end_ms = now_ms;
     update.reason = "cancelled while waiting";
     auto r = store_.Transition(id, state, store::JobState::kCancelled, update, now_ms);
     if (!r) return core::Error{r.error()};
-    if (r.value() && events_ != nullptr) events_->JobChanged(id, store::JobState::kCancelled, now_ms);
-    scheduler_.Remove(id);
-    waiting_.erase(id);
-    requeued_at_s_.erase(id);
-    predictions_.erase(id);
-    return store::JobState::kCancelled;
+    if (r.value()) {
+      if (events_ != nullptr) events_->JobChanged(id, store::JobState::kCancelled, now_ms);
+      scheduler_.Remove(id);
+      waiting_.erase(id);
+      requeued_at_s_.erase(id);
+      predictions_.erase(id);
+      {  // not yet taken into the queue: it never will be
+        std::lock_guard<std::mutex> inbox_lock(inbox_mutex_);
+        std::erase_if(inbox_, [id](const store::JobRecord& j) { return j.id == id; });
+      }
+      return store::JobState::kCancelled;
+    }
+    // No longer PENDING: a pass committed its start meanwhile (the pass commits with the lock
+    // released). It is then in active_, about to launch: it is stopped like a running job.
+    auto again = store_.GetJob(id);
+    if (!again) return core::Error{again.error()};
+    if (!again.value()) return core::Error{"no job " + std::to_string(id)};
+    state = again.value()->state;
   }
   auto a = active_.find(id);
   if (a != active_.end()) {
@@ -717,6 +729,7 @@ void Controller::UnplanLocked(int64_t id) {
   active_.erase(it);
   for (const Rank& r : a.ranks) {
     cluster_.Release(r.node, RankSlice(a.queued, r.gpus), r.gpus);
+    HoldDrainedLocked(r.node);  // a GPU drained meanwhile is held, not placed on again
   }
   a.job.state = store::JobState::kPending;
   a.job.epoch -= 1;
@@ -1453,10 +1466,11 @@ void Controller::Pass(std::unique_lock<std::mutex>& lock, int64_t now_ms) {
   if (!starts.empty()) {
     held_ms += MsSince(held_since);
     lock.unlock();
-    if (options_.before_start_commit) options_.before_start_commit();
+    if (options_.start_commit_window) options_.start_commit_window(false);
     const auto commit_start = std::chrono::steady_clock::now();
     const auto done = store_.TransitionAll(starts, now_ms);
     const double commit_ms = MsSince(commit_start);
+    if (options_.start_commit_window) options_.start_commit_window(true);
     lock.lock();
     held_since = std::chrono::steady_clock::now();
     std::vector<int64_t> refused;
@@ -1472,6 +1486,8 @@ void Controller::Pass(std::unique_lock<std::mutex>& lock, int64_t now_ms) {
         UnplanLocked(id);
         scheduler_.Remove(id);
         waiting_.erase(id);
+        requeued_at_s_.erase(id);
+        predictions_.erase(id);
       }
     } else {
       for (int64_t id : placed) UnplanLocked(id);

@@ -112,8 +112,9 @@ struct ControllerOptions {
   // Submits a pass takes into the queue; more wait for the next pass, which follows at once.
   int max_arrivals_per_pass = 5000;
   // Called with the controller's lock released, just before a pass commits the starts it
-  // decided (tests act in that window: heartbeats, cancels).
-  std::function<void()> before_start_commit;
+  // decided (`committed` false) and just after (true), before it launches them (tests act in
+  // that window: heartbeats, cancels).
+  std::function<void(bool committed)> start_commit_window;
 };
 
 struct NodeView {

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "controller/fake_agent.h"
@@ -222,8 +223,8 @@ TEST_F(ControllerTest, ThePassCommitsItsStartsWithoutTheLockAndNothingRunsBefore
   int64_t cancelled = 0;
   bool armed = true, beat_ok = false, heard_early = true;
   ControllerOptions options;
-  options.before_start_commit = [&] {
-    if (!armed) return;
+  options.start_commit_window = [&](bool committed) {
+    if (!armed || committed) return;
     armed = false;
     // Neither call could take the controller's lock if the pass still held it.
     auto reply = a.Beat(*ctl_, now_ms_);
@@ -255,6 +256,33 @@ TEST_F(ControllerTest, ThePassCommitsItsStartsWithoutTheLockAndNothingRunsBefore
 }
 
 // A burst of submits is taken into the queue over several passes, none lost, in submit order.
+// A cancel that comes once the start is committed but before it launches stops the job as a
+// started one: it never runs, and ends CANCELLED (never reported cancelled while it runs).
+TEST_F(ControllerTest, ACancelAfterTheStartsCommitButBeforeTheirLaunchStopsTheJob) {
+  int64_t id = 0;
+  bool armed = true;
+  std::optional<store::JobState> answered;
+  ControllerOptions options;
+  options.start_commit_window = [&](bool committed) {
+    if (!armed || !committed) return;
+    armed = false;
+    auto state = ctl_->Cancel(id, now_ms_);
+    ASSERT_TRUE(state.ok()) << state.error();
+    answered = state.value();
+  };
+  Controller& ctl = Make(options);
+  FakeAgent a("a");
+  ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
+  id = Submit(1);
+  ctl.RunOnce(now_ms_);
+  ASSERT_TRUE(answered.has_value());
+  EXPECT_EQ(*answered, store::JobState::kScheduled) << "cancelled once it has stopped";
+  Step({&a});
+  Step({&a});
+  EXPECT_FALSE(a.Runs(id));
+  EXPECT_EQ(Job(id).state, store::JobState::kCancelled);
+}
+
 TEST_F(ControllerTest, ABurstOfSubmitsIsQueuedOverSeveralPasses) {
   ControllerOptions options;
   options.max_arrivals_per_pass = 3;
@@ -271,6 +299,16 @@ TEST_F(ControllerTest, ABurstOfSubmitsIsQueuedOverSeveralPasses) {
   ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
   Step({&a});
   for (int64_t id : ids) EXPECT_TRUE(a.Runs(id)) << id;
+  // A job cancelled while it waits to be taken in never enters the queue.
+  const int64_t first = Submit(8);
+  const int64_t second = Submit(8);
+  const int64_t third = Submit(8);
+  const int64_t fourth = Submit(8);
+  ctl.RunOnce(now_ms_);  // takes 3 of them; the GPUs are busy
+  ASSERT_EQ(ctl.Cancel(fourth, now_ms_).value(), store::JobState::kCancelled);
+  ctl.RunOnce(now_ms_);
+  EXPECT_EQ(ctl.Stats().waiting, 3) << first << second << third;
+  EXPECT_EQ(Job(fourth).state, store::JobState::kCancelled);
 }
 
 TEST_F(ControllerTest, AReportOfAnotherEpochIsIgnoredAndNotListedSoTheAgentStopsIt) {
