@@ -644,12 +644,13 @@ core::Result<store::JobState> Controller::Cancel(int64_t id, int64_t now_ms) {
     if (r.value()) {
       if (events_ != nullptr) events_->JobChanged(id, store::JobState::kCancelled, now_ms);
       scheduler_.Remove(id);
-      waiting_.erase(id);
+      const bool queued = waiting_.erase(id) > 0;
       requeued_at_s_.erase(id);
       predictions_.erase(id);
-      {  // not yet taken into the queue: it never will be
-        std::lock_guard<std::mutex> inbox_lock(inbox_mutex_);
-        std::erase_if(inbox_, [id](const store::JobRecord& j) { return j.id == id; });
+      if (auto a = active_.find(id); a != active_.end()) {
+        a->second.cancel = true;  // a start being committed: refused, or dropped if it fails
+      } else if (!queued) {
+        cancelled_unqueued_.insert(id);  // in the inbox, or on its way: never queued (Pass)
       }
       return store::JobState::kCancelled;
     }
@@ -1353,6 +1354,7 @@ void Controller::Pass(std::unique_lock<std::mutex>& lock, int64_t now_ms) {
     }
   }
   for (store::JobRecord& job : arrived) {
+    if (cancelled_unqueued_.erase(job.id) > 0) continue;  // cancelled before it was queued
     if (waiting_.count(job.id) > 0 || active_.count(job.id) > 0) continue;  // a retried submit
     scheduler_.Enqueue(QueuedOf(job));
     if (!options_.workload_profile) workload_.Observe(ShapeOf(job), job.gpu_type);
@@ -1490,7 +1492,18 @@ void Controller::Pass(std::unique_lock<std::mutex>& lock, int64_t now_ms) {
         predictions_.erase(id);
       }
     } else {
-      for (int64_t id : placed) UnplanLocked(id);
+      for (int64_t id : placed) {
+        const auto a = active_.find(id);
+        if (a == active_.end()) continue;
+        const bool cancelled = a->second.cancel;
+        UnplanLocked(id);
+        if (cancelled) {  // cancelled during the commit: it waits no more
+          scheduler_.Remove(id);
+          waiting_.erase(id);
+          requeued_at_s_.erase(id);
+          predictions_.erase(id);
+        }
+      }
     }
     stats_.last_start_commit_ms = commit_ms;
   }

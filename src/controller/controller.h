@@ -24,6 +24,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -468,6 +469,9 @@ class Controller {
   // When each preempted job re-entered the queue (its waiting time for the starvation guard
   // counts from then); in memory: after a restart it counts from the submit.
   std::unordered_map<int64_t, int64_t> requeued_at_s_;
+  // Jobs cancelled while PENDING before a pass took them into the queue (still in `inbox_`, or
+  // a submit on its way there): the pass drops them when they arrive.
+  std::unordered_set<int64_t> cancelled_unqueued_;
   // Run-time predictions (see Prediction): learnt from SUCCEEDED jobs; each job's prediction is
   // made when it is first queued and kept while it waits or runs (a policy's key must not change
   // while a job waits). Mutable: QueuedOf makes them.
