@@ -643,10 +643,7 @@ core::Result<store::JobState> Controller::Cancel(int64_t id, int64_t now_ms) {
     if (!r) return core::Error{r.error()};
     if (r.value()) {
       if (events_ != nullptr) events_->JobChanged(id, store::JobState::kCancelled, now_ms);
-      scheduler_.Remove(id);
-      const bool queued = waiting_.erase(id) > 0;
-      requeued_at_s_.erase(id);
-      predictions_.erase(id);
+      const bool queued = DropWaitingLocked(id);
       if (auto a = active_.find(id); a != active_.end()) {
         a->second.cancel = true;  // a start being committed: refused, or dropped if it fails
       } else if (!queued) {
@@ -738,6 +735,14 @@ void Controller::UnplanLocked(int64_t id) {
   a.job.gpu_indices.clear();
   scheduler_.Enqueue(QueuedOf(a.job));
   waiting_[id] = std::move(a.job);
+}
+
+bool Controller::DropWaitingLocked(int64_t id) {
+  scheduler_.Remove(id);
+  const bool queued = waiting_.erase(id) > 0;
+  requeued_at_s_.erase(id);
+  predictions_.erase(id);
+  return queued;
 }
 
 void Controller::LaunchLocked(int64_t id) {
@@ -1486,10 +1491,7 @@ void Controller::Pass(std::unique_lock<std::mutex>& lock, int64_t now_ms) {
         // The store does not have it PENDING any more (cancelled meanwhile, or a stale retry of
         // its submit queued it again after it ran): it must not run, nor wait.
         UnplanLocked(id);
-        scheduler_.Remove(id);
-        waiting_.erase(id);
-        requeued_at_s_.erase(id);
-        predictions_.erase(id);
+        DropWaitingLocked(id);
       }
     } else {
       for (int64_t id : placed) {
@@ -1497,12 +1499,7 @@ void Controller::Pass(std::unique_lock<std::mutex>& lock, int64_t now_ms) {
         if (a == active_.end()) continue;
         const bool cancelled = a->second.cancel;
         UnplanLocked(id);
-        if (cancelled) {  // cancelled during the commit: it waits no more
-          scheduler_.Remove(id);
-          waiting_.erase(id);
-          requeued_at_s_.erase(id);
-          predictions_.erase(id);
-        }
+        if (cancelled) DropWaitingLocked(id);  // cancelled during the commit: it waits no more
       }
     }
     stats_.last_start_commit_ms = commit_ms;

@@ -400,6 +400,9 @@ class Controller {
   void PlanLocked(store::JobRecord job, const std::vector<sched::Allocation>& placement);
   void LaunchLocked(int64_t id);
   void UnplanLocked(int64_t id);
+  // Takes a job out of the queue and forgets what the queue kept of it (its prediction, its
+  // requeue time); whether it was queued.
+  bool DropWaitingLocked(int64_t id);
   // State changes wait in `writes_` and are committed together by FlushLocked (false when the
   // store fails): at most a few commits per pass or heartbeat, however many jobs change.
   void WriteLocked(int64_t id, store::JobState from, store::JobState to, store::JobUpdate update);
