@@ -232,6 +232,7 @@ int RunAgent(const AgentOptions& options) {
     n.long_poll_ms = static_cast<int64_t>(options.heartbeat_s * 1000);
     n.run_as = options.run_as;
     n.log_limit_bytes = options.log_limit_mib * (int64_t{1} << 20);
+    n.container_runtime = options.container_runtime;
     const HostInfo host = node.host;
     node_agent = std::make_unique<NodeAgent>(
         n,

@@ -34,6 +34,7 @@ struct AgentOptions {
   // join saves, or the join token's pin).
   std::string ca_file;
   int64_t log_limit_mib = 1024;  // each job's log keeps this much (0: no cap)
+  std::string container_runtime = "podman";  // --container-runtime: podman, docker or a path
 };
 int RunAgent(const AgentOptions& options);
 

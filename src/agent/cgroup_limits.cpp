@@ -161,16 +161,39 @@ fs::path DirIn(const Mount& mount, const std::string& path) {
 
 std::string JobName(int64_t id) { return "gpufleet-job-" + std::to_string(id); }
 
-// SIGKILL to every process in the cgroup at `dir`.
-void KillAllIn(const std::string& dir) {
-  const std::string procs = ReadText(dir + "/cgroup.procs");
-  for (const char* p = procs.c_str(); *p != '\0';) {
-    char* end = nullptr;
-    const long long pid = std::strtoll(p, &end, 10);
-    if (end == p) break;
-    if (pid > 0) kill(static_cast<pid_t>(pid), SIGKILL);
-    p = end;
+// The cgroups below `dir`, deepest first (a container runtime's, in a job's cgroup).
+std::vector<std::string> ChildCgroups(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (!entry.is_directory(ec) || entry.is_symlink(ec)) continue;
+    std::vector<std::string> below = ChildCgroups(entry.path().string());
+    out.insert(out.end(), below.begin(), below.end());
+    out.push_back(entry.path().string());
   }
+  return out;
+}
+
+// SIGKILL to every process in the cgroup at `dir` and the cgroups below it.
+void KillAllIn(const std::string& dir) {
+  std::vector<std::string> dirs = ChildCgroups(dir);
+  dirs.push_back(dir);
+  for (const std::string& d : dirs) {
+    const std::string procs = ReadText(d + "/cgroup.procs");
+    for (const char* p = procs.c_str(); *p != '\0';) {
+      char* end = nullptr;
+      const long long pid = std::strtoll(p, &end, 10);
+      if (end == p) break;
+      if (pid > 0) kill(static_cast<pid_t>(pid), SIGKILL);
+      p = end;
+    }
+  }
+}
+
+// rmdir of `dir` after the cgroups below it; false when one is still there.
+bool RemoveCgroupTree(const std::string& dir) {
+  for (const std::string& child : ChildCgroups(dir)) ::rmdir(child.c_str());
+  return ::rmdir(dir.c_str()) == 0 || errno == ENOENT;
 }
 
 }  // namespace
@@ -233,6 +256,10 @@ CgroupLimits CgroupLimits::Detect(const std::string& root, const std::string& in
         c.version_ = CgroupVersion::kV2;
         c.why_.clear();
         c.jobs_dir_ = jobs.string();
+        if (root.empty()) {
+          const std::string own_path = own.count("") ? own.at("") : "/";
+          c.relative_jobs_ = (own_path == "/" ? "" : own_path) + "/" + jobs_name;
+        }
         return c;
       }
     }
@@ -252,6 +279,11 @@ CgroupLimits CgroupLimits::Detect(const std::string& root, const std::string& in
   }
   CgroupLimits v1 = DetectV1(own_dirs, instance);
   if (!v1.available()) v1.why_ = v2_why + "; " + v1.why_;
+  if (v1.available()) {
+    const std::string own_path = own.count("memory") ? own.at("memory") : "/";
+    v1.relative_jobs_ = (own_path == "/" ? "" : own_path) + "/" +
+                        (instance.empty() ? "gpufleet-jobs" : "gpufleet-jobs-" + instance);
+  }
   return v1;
 }
 
@@ -347,7 +379,7 @@ core::Result<std::vector<std::string>> CgroupLimits::Prepare(int64_t id,
       }
       // Left from before: its counts would add to this run's. Empty it and make it anew (a
       // cgroup whose processes will not go is used as it is).
-      for (int tries = 0; tries < 50 && ::rmdir(dir.c_str()) != 0 && errno != ENOENT; ++tries) {
+      for (int tries = 0; tries < 50 && !RemoveCgroupTree(dir); ++tries) {
         KillAllIn(dir);
         usleep(2000);
       }
@@ -437,7 +469,7 @@ void CgroupLimits::ReleasePending() {
     for (const std::string& dir : JobDirs(*it)) {
       KillAllIn(dir);
       // rmdir, not a recursive remove: a cgroup directory goes only once its processes have.
-      if (::rmdir(dir.c_str()) != 0 && errno != ENOENT) gone = false;
+      if (!RemoveCgroupTree(dir)) gone = false;
     }
     it = gone ? unremoved_.erase(it) : std::next(it);
   }
@@ -530,10 +562,25 @@ std::vector<pid_t> CgroupLimits::Processes(int64_t id) const {
   // v1: the memory hierarchy's copy (every job cgroup holds the same processes).
   fs::path dir = dirs.front();
   if (version_ == CgroupVersion::kV1) dir = fs::path(v1_jobs_.at("memory")) / JobName(id);
-  std::ifstream in(dir / "cgroup.procs");
-  long long pid = 0;
-  while (in >> pid) out.push_back(static_cast<pid_t>(pid));
+  std::vector<std::string> tree = ChildCgroups(dir.string());
+  tree.push_back(dir.string());
+  for (const std::string& d : tree) {
+    std::ifstream in(d + "/cgroup.procs");
+    long long pid = 0;
+    while (in >> pid) out.push_back(static_cast<pid_t>(pid));
+  }
   return out;
+}
+
+std::string CgroupLimits::ContainerParent(int64_t id) const {
+  if (!available() || relative_jobs_.empty()) return "";
+  return relative_jobs_ + "/" + JobName(id);
+}
+
+std::string CgroupLimits::OomWatchDir(int64_t id) const {
+  if (version_ != CgroupVersion::kV1) return "";
+  auto it = v1_jobs_.find("memory");
+  return it == v1_jobs_.end() ? "" : (fs::path(it->second) / JobName(id)).string();
 }
 
 }  // namespace gpufleet::agent

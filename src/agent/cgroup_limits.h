@@ -7,7 +7,8 @@
 // one `gpufleet-job-<id>` cgroup per job in it (every job gets one, limited or not, so that every
 // job is measured). The job's shim joins it before the job starts, so everything the job forks
 // is limited and counted too, and the cgroup path names the job for the GPU process view
-// (gpu/process_info).
+// (gpu/process_info). A container job's runtime makes child cgroups in the job's (its own and its
+// monitor's): processes, kills and removal cover the job's whole subtree.
 //  - v2: the cpu and memory controllers enabled on `gpufleet-jobs`; `cpu.max` (quota per 100 ms)
 //    and `memory.max`. When the agent's cgroup still holds processes (the agent itself), the
 //    agent first moves itself into a `gpufleet-agent` leaf: v2 enables controllers only for
@@ -86,6 +87,14 @@ class CgroupLimits {
   // prefixed with `who`; never an error. Not thread-safe.
   std::vector<std::string> ForLaunch(int64_t id, const JobLimits& limits, const char* who) const;
 
+  // Job `id`'s cgroup as a container runtime names it for --cgroup-parent: its path from the root
+  // of the cgroup2 hierarchy or, on v1, of the memory hierarchy (the runtime makes the container's
+  // cgroup below it in every hierarchy); "" when unknown (no cgroups, or a --cgroup-root).
+  std::string ContainerParent(int64_t id) const;
+  // Job `id`'s v1 memory cgroup directory, whose OOM events a container job's shim counts ("" on
+  // v2, where memory.events counts the whole subtree, or without cgroups).
+  std::string OomWatchDir(int64_t id) const;
+
   // What job `id` has used so far, from its cgroups (source kNone when it has none). Run-queue
   // wait is not a cgroup figure: agent/job_usage.h adds it from /proc.
   core::HostUsage ReadUsage(int64_t id) const;
@@ -98,6 +107,7 @@ class CgroupLimits {
   std::string jobs_dir_;                         // v2: the gpufleet-jobs cgroup
   std::map<std::string, std::string> v1_jobs_;  // v1: controller -> its gpufleet-jobs cgroup
   std::vector<std::string> v1_disks_;           // v1: MAJ:MIN of the disks (blkio rules)
+  std::string relative_jobs_;  // the jobs cgroup from its hierarchy's root (ContainerParent)
   // Released jobs whose cgroups are still there (a launch of the same job again takes it back).
   mutable std::set<int64_t> unremoved_;
   mutable bool said_ = false;

@@ -4,6 +4,7 @@
 #include <grp.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -11,13 +12,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
 namespace gpufleet::agent {
 namespace {
 
-constexpr int kFixedArgs = 11;  // before "--env", the environment, "--" and the job's argv
+constexpr int kFixedArgs = 13;  // before "--env", the environment, "--" and the job's argv
 
 bool ParseInt(const std::string& text, int64_t lo, int64_t hi, int64_t& out) {
   if (text.empty() || text.size() > 19) return false;
@@ -29,6 +31,53 @@ bool ParseInt(const std::string& text, int64_t lo, int64_t hi, int64_t& out) {
   return true;
 }
 
+// An eventfd that counts OOM events of the v1 memory cgroup at `dir`, or -1.
+int WatchOom(const std::string& dir) {
+  const int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  const int control = open((dir + "/memory.oom_control").c_str(), O_RDONLY | O_CLOEXEC);
+  const int events = open((dir + "/cgroup.event_control").c_str(), O_WRONLY | O_CLOEXEC);
+  bool ok = efd >= 0 && control >= 0 && events >= 0;
+  if (ok) {
+    char line[32];
+    const int n = std::snprintf(line, sizeof line, "%d %d", efd, control);
+    ok = n > 0 && write(events, line, static_cast<std::size_t>(n)) == n;
+  }
+  if (control >= 0) close(control);  // the registration holds its own reference
+  if (events >= 0) close(events);
+  if (!ok && efd >= 0) {
+    close(efd);
+    return -1;
+  }
+  return efd;
+}
+
+// Runs `argv` with no input or output and waits for it, at most 60 s (then SIGKILL).
+void RunCleanup(const std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) return;
+  if (pid == 0) {
+    const int null = open("/dev/null", O_RDWR);
+    if (null >= 0) {
+      dup2(null, STDIN_FILENO);
+      dup2(null, STDOUT_FILENO);
+      dup2(null, STDERR_FILENO);
+    }
+    execvp(argv[0], argv.data());
+    _exit(127);
+  }
+  for (int tick = 0; tick < 600; ++tick) {
+    const pid_t done = waitpid(pid, nullptr, WNOHANG);
+    if (done == pid || (done < 0 && errno != EINTR)) return;
+    const timespec pause{0, 100 * 1000 * 1000};
+    nanosleep(&pause, nullptr);
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+}
+
 }  // namespace
 
 std::vector<std::string> ShimCommandLine(const ShimSpec& spec) {
@@ -36,6 +85,8 @@ std::vector<std::string> ShimCommandLine(const ShimSpec& spec) {
   for (gid_t g : spec.groups) groups += (groups.empty() ? "" : ",") + std::to_string(g);
   std::string cgroups;  // one per line: cgroupfs paths hold no newline
   for (const std::string& p : spec.cgroup_procs) cgroups += (cgroups.empty() ? "" : "\n") + p;
+  std::string cleanup;  // one argument per line: a container's name and runtime hold no newline
+  for (const std::string& c : spec.cleanup) cleanup += (cleanup.empty() ? "" : "\n") + c;
   std::vector<std::string> args = {spec.exit_path,
                                    spec.fenced_path,
                                    spec.lease_path,
@@ -47,6 +98,8 @@ std::vector<std::string> ShimCommandLine(const ShimSpec& spec) {
                                    std::to_string(spec.uid),
                                    std::to_string(spec.gid),
                                    groups.empty() ? "-" : groups,
+                                   cleanup,
+                                   spec.oom_watch_dir,
                                    "--env"};
   args.insert(args.end(), spec.env.begin(), spec.env.end());
   args.push_back("--");
@@ -93,6 +146,12 @@ core::Result<ShimSpec> ParseShimCommandLine(const std::vector<std::string>& args
       start = comma + 1;
     }
   }
+  for (std::size_t start = 0; start < args[11].size();) {
+    const std::size_t end = std::min(args[11].find('\n', start), args[11].size());
+    spec.cleanup.push_back(args[11].substr(start, end - start));
+    start = end + 1;
+  }
+  spec.oom_watch_dir = args[12];
   std::size_t at = kFixedArgs + 1;
   for (; at < args.size() && args[at] != "--"; ++at) {
     if (args[at].find('=') == std::string::npos || args[at][0] == '=') {
@@ -145,6 +204,10 @@ void RunShim(const ShimSpec& spec) {
     }
     close(cg);
   }
+  // Counts the OOM events of the job's memory cgroup and below (cgroup v1's notification: the
+  // kernel signals it for the cgroup whose limit was hit, and its descendants' listeners).
+  int oom_fd = -1;
+  if (!spec.oom_watch_dir.empty()) oom_fd = WatchOom(spec.oom_watch_dir);
   // With a log limit, the job writes into a pipe and the shim copies it to the log (fd 1).
   int output[2] = {-1, -1};
   if (spec.log_limit > 0 && pipe2(output, O_CLOEXEC) != 0) {
@@ -296,26 +359,29 @@ void RunShim(const ShimSpec& spec) {
       code = 128 + sig;
     }
   }
-  // "<exit code> <signal>\n", written to a temporary name and renamed: a reader never sees half.
-  char text[32];
-  int len = 0;
-  for (int value : {code, sig}) {
-    char digits[12];
-    int n = 0;
-    unsigned v = static_cast<unsigned>(value);
-    do {
-      digits[n++] = static_cast<char>('0' + v % 10);
-      v /= 10;
-    } while (v > 0);
-    while (n > 0) text[len++] = digits[--n];
-    text[len++] = value == sig ? '\n' : ' ';
+  int64_t oom_events = 0;
+  if (oom_fd >= 0) {
+    uint64_t count = 0;
+    if (read(oom_fd, &count, sizeof count) == static_cast<ssize_t>(sizeof count)) {
+      oom_events = static_cast<int64_t>(count);
+    }
   }
+  if (!spec.cleanup.empty()) {
+    // A container runtime reports the container's death by signal N as status 128 + N.
+    if (sig == 0 && code > 128 && code <= 128 + 64) sig = code - 128;
+    RunCleanup(spec.cleanup);
+  }
+  // "<exit code> <signal> <oom events>\n", written to a temporary name and renamed: a reader
+  // never sees half.
+  char text[80];
+  const int len = std::snprintf(text, sizeof text, "%d %d %lld\n", code, sig,
+                                static_cast<long long>(oom_events));
   const int fd = open(exit_tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
   if (fd >= 0) {
     // No fsync: the record must outlive the agent, not the machine (a reboot ends the job
     // too, and a job without a record is then reported lost, which is the truth). An fsync
     // per job end cost a journal commit each and capped job throughput.
-    (void)!write(fd, text, static_cast<std::size_t>(len));
+    (void)!write(fd, text, static_cast<std::size_t>(len > 0 ? len : 0));
     close(fd);
     rename(exit_tmp.c_str(), spec.exit_path.c_str());
   }

@@ -7,7 +7,8 @@
 // job's account, then entering its working directory, then exec'ing argv with PATH searched in
 // the job's own environment, which is the shim's), copies its output to the log up to a cap,
 // watches the lease, and writes `<code> <signal>` to the exit file when the job ends, so jobs
-// outlive the agent and are re-adopted by the shim's pid and start time.
+// outlive the agent and are re-adopted by the shim's pid and start time. The record is
+// `<code> <signal> <oom events>` (the third: OOM events seen in `oom_watch_dir`, 0 without one).
 //
 // The Runner passes: stdin /dev/null, stdout and stderr the log, fd 3 the write end of a status
 // pipe, nothing else; an empty environment (the job's travels on the command line, so that the
@@ -49,6 +50,14 @@ struct ShimSpec {
   uid_t uid = 0;
   gid_t gid = 0;
   std::vector<gid_t> groups;
+  // A container job (agent/container_command.h): argv is the runtime's `run`; once it has ended
+  // the shim runs `cleanup` (removing the container, killing it if it still runs), and reads an
+  // exit status above 128 as the container's death by signal (the runtime reports it so).
+  std::vector<std::string> cleanup;
+  // A cgroup v1 memory directory whose OOM events the shim counts (cgroup.event_control), for the
+  // exit record: the OOM killer's victim may sit in a child cgroup (the container's) that is gone
+  // by the time the agent reads the job's figures. "" : none.
+  std::string oom_watch_dir;
   std::vector<std::string> env;   // the job's, "NAME=VALUE" (the shim itself starts with none)
   std::vector<std::string> argv;  // the job's
 };

@@ -45,6 +45,26 @@ TEST(JobShim, TheCommandLineCarriesEverySpecFieldBack) {
   EXPECT_TRUE(plain.value().groups.empty());
 }
 
+TEST(JobShim, AContainerJobsCleanupAndOomWatchTravelOnTheCommandLine) {
+  ShimSpec spec;
+  spec.exit_path = "/data/job.log.exit";
+  spec.fenced_path = "/data/job.log.fenced";
+  spec.argv = {"podman", "run", "localhost/x", "true"};
+  spec.cleanup = {"podman", "rm", "--force", "gpufleet-job-1-2"};
+  spec.oom_watch_dir = "/sys/fs/cgroup/memory/gpufleet-jobs/gpufleet-job-1";
+  auto parsed = ParseShimCommandLine(ShimCommandLine(spec));
+  ASSERT_TRUE(parsed.ok()) << parsed.error();
+  EXPECT_EQ(parsed.value().cleanup, spec.cleanup);
+  EXPECT_EQ(parsed.value().oom_watch_dir, spec.oom_watch_dir);
+  EXPECT_EQ(parsed.value().argv, spec.argv);
+  spec.cleanup.clear();
+  spec.oom_watch_dir.clear();
+  parsed = ParseShimCommandLine(ShimCommandLine(spec));
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_TRUE(parsed.value().cleanup.empty());
+  EXPECT_TRUE(parsed.value().oom_watch_dir.empty());
+}
+
 TEST(JobShim, AMalformedCommandLineIsRefused) {
   ShimSpec spec;
   spec.exit_path = "/data/job.log.exit";
@@ -62,12 +82,12 @@ TEST(JobShim, AMalformedCommandLineIsRefused) {
   EXPECT_FALSE(with(7, "2"));                     // switch user
   EXPECT_FALSE(with(8, "99999999999"));           // uid
   EXPECT_FALSE(with(10, "1,,2"));                 // groups
-  EXPECT_FALSE(with(11, "--"));                   // the "--env" before the environment
+  EXPECT_FALSE(with(13, "--"));                   // the "--env" before the environment
   EXPECT_FALSE(with(0, ""));                      // exit path
   std::vector<std::string> no_argv(good.begin(), good.end() - 1);
   EXPECT_FALSE(ParseShimCommandLine(no_argv).ok());
   std::vector<std::string> bad_env = good;
-  bad_env.insert(bad_env.begin() + 12, "NOEQUALS");
+  bad_env.insert(bad_env.begin() + 14, "NOEQUALS");
   EXPECT_FALSE(ParseShimCommandLine(bad_env).ok());
   EXPECT_FALSE(ParseShimCommandLine({}).ok());
 }

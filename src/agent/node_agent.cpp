@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <sched.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -110,6 +111,7 @@ NodeAgent::NodeAgent(NodeAgentOptions options, std::unique_ptr<net::ControllerLi
   if (sched_getaffinity(0, sizeof cpus, &cpus) == 0) host_cpu_milli_ = CPU_COUNT(&cpus) * 1000;
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   if (pages > 0 && page > 0) host_memory_mib_ = static_cast<int64_t>(pages) * page >> 20;
+  runner_.set_container_host(DetectContainerHost(options_.container_runtime, options_.simulated));
 }
 
 // Jobs keep running: a restarted agent re-adopts them (and their cgroups).
@@ -135,6 +137,7 @@ void NodeAgent::Persist(const Held& h) const {
                   {"reason", h.reason},
                   {"stop_sent", h.stop_sent},
                   {"stop_grace_s", h.stop_grace_s},
+                  {"container", h.container},
                   {"usage", net::HostUsageJson(h.usage)}};
   const std::string path = RecordPath(h.id);
   const std::string tmp = path + ".tmp";
@@ -206,6 +209,7 @@ core::Result<bool> NodeAgent::Recover() {
     h.reason = j.value("reason", std::string());
     h.stop_sent = j.value("stop_sent", false);
     h.stop_grace_s = j.value("stop_grace_s", 0.0);
+    h.container = j.value("container", std::string());
     try {
       if (j.contains("usage")) h.usage = net::ParseHostUsageJson(j.at("usage"), "usage");
     } catch (const std::exception&) {
@@ -219,6 +223,8 @@ core::Result<bool> NodeAgent::Recover() {
                                 h.log_path)) {
         h.ended = h.lost = true;
         h.reason = "its process ended while the agent was down and left no exit record";
+        // Its shim is gone, but its container may not be: nothing may run unaccounted.
+        if (!h.container.empty()) RemoveContainerNow(h.container, runner_.container_host());
       }
       if (h.ended) Persist(h);
     }
@@ -257,6 +263,18 @@ void NodeAgent::Launch(const net::Assignment& a) {
   spec.log_limit_bytes = options_.log_limit_bytes;
   spec.cgroup_procs =
       cgroups_.ForLaunch(a.id, JobLimits{a.cpu_milli, a.memory_mib}, "gpufleet agent");
+  if (!a.container.empty()) {
+    h.container = ContainerName(a.id, a.epoch);
+    spec.container = a.container;
+    spec.pull = a.pull;
+    spec.container_name = h.container;
+    spec.cpu_milli = a.cpu_milli;
+    spec.memory_mib = a.memory_mib;
+    if (!spec.cgroup_procs.empty()) {
+      spec.container_cgroup_parent = cgroups_.ContainerParent(a.id);
+      spec.oom_watch_dir = cgroups_.OomWatchDir(a.id);
+    }
+  }
   if (a.restartable) {
     spec.lease_path = LeasePath();
     spec.lease_grace_s = std::min(options_.fence_grace_s, lease_ms_ / 4000.0);
@@ -436,6 +454,12 @@ core::Result<bool> NodeAgent::Beat(int64_t now_ms) {
     h.stopped = e.stopped || h.stop_sent;
     if (e.signal != 0) h.reason = "killed by signal " + std::to_string(e.signal);
     h.usage = meter_.Sample(h.id, static_cast<pid_t>(h.pid));  // before its cgroup goes
+    if (e.oom_events > 0 && e.signal == SIGKILL) {
+      // Its cgroup hit the memory limit and the kernel killed in it; the victim's own cgroup (a
+      // container's) may be gone by now, with the count the figures would have shown.
+      h.usage.set(core::UsageFigure::kOomKills,
+                  std::max<int64_t>(1, h.usage.get(core::UsageFigure::kOomKills)));
+    }
     cgroups_.Release(h.id, static_cast<pid_t>(h.pid));         // what it left running goes too
     std::error_code ec;
     if (std::filesystem::exists(FencedFilePath(h.log_path), ec)) {

@@ -50,6 +50,8 @@ struct NodeAgentOptions {
   // Raw log bytes shipped per heartbeat, all jobs together (the controller takes HTTP bodies of
   // at most 1 MiB; a link without that limit may ship more).
   int64_t log_budget_bytes = 512 * 1024;
+  // The container runtime's CLI for container jobs: "podman" (default), "docker", or a path.
+  std::string container_runtime = "podman";
 };
 
 // The figures a heartbeat carries for per-job usage summaries, from the sampler's latest samples.
@@ -104,6 +106,7 @@ class NodeAgent {
     int64_t log_acked = -1;  // -1: not known yet (the controller says in its next reply)
     core::HostUsage usage;   // the latest sample; once ended, its final usage
     int64_t usage_ms = 0;    // when `usage` was sampled (running jobs: at most once a second)
+    std::string container;   // a container job's container name ("" : a host job)
   };
   std::string RecordPath(int64_t id) const;
   void Persist(const Held& h) const;

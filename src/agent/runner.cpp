@@ -15,11 +15,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <climits>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <optional>
 
 #include "agent/job_shim.h"
@@ -80,16 +82,58 @@ std::vector<std::string> Environment(const LaunchSpec& spec, const UnixAccount& 
   return out;
 }
 
-// "<code> <signal>" from an exit file; nothing when it is absent or unreadable.
-std::optional<std::pair<int, int>> ReadExitFile(const std::string& path) {
+struct ExitRecord {
+  int code = 0;
+  int signal = 0;
+  long long oom_events = 0;  // absent in records of older shims: 0
+};
+
+// "<code> <signal> [<oom events>]" from an exit file; nothing when it is absent or unreadable.
+std::optional<ExitRecord> ReadExitFile(const std::string& path) {
   FILE* f = std::fopen(path.c_str(), "r");
   if (f == nullptr) return std::nullopt;
-  int code = 0, sig = 0;
-  const int n = std::fscanf(f, "%d %d", &code, &sig);
+  ExitRecord r;
+  const int n = std::fscanf(f, "%d %d %lld", &r.code, &r.signal, &r.oom_events);
   std::fclose(f);
-  if (n != 2) return std::nullopt;
-  return std::make_pair(code, sig);
+  if (n < 2) return std::nullopt;
+  return r;
 }
+
+// The variables a container job gets (ContainerEnvFile): the job's own, then gpufleet's, as for a
+// host job, but nothing of the host's (PATH, HOME and the locale are the image's), and its GPUs
+// counted from 0 (the container sees only those).
+std::vector<std::pair<std::string, std::string>> ContainerEnvironment(const LaunchSpec& spec,
+                                                                     const UnixAccount& account) {
+  std::map<std::string, std::string> env;
+  env["USER"] = account.name;
+  env["LOGNAME"] = account.name;
+  for (const auto& [k, v] : spec.env) env[k] = v;
+  std::vector<int> visible;
+  for (std::size_t k = 0; k < spec.gpu_indices.size(); ++k) visible.push_back(static_cast<int>(k));
+  env["CUDA_VISIBLE_DEVICES"] = Join(visible);
+  env["GPUFLEET_JOB_ID"] = std::to_string(spec.job_id);
+  if (spec.launch_env.empty()) {
+    for (const auto& [k, v] : core::DistributedEnv(spec.job_id, "127.0.0.1", 1, 0,
+                                                   static_cast<int>(spec.gpu_indices.size()))) {
+      env[k] = v;
+    }
+  }
+  for (const auto& [k, v] : spec.launch_env) env[k] = v;
+  if (!spec.launch_env.empty() && !spec.node_address.empty()) {
+    const std::string interface = InterfaceHolding(spec.node_address);
+    for (const char* name : {"GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"}) {
+      if (!interface.empty() && !env.count(name)) env[name] = interface;
+    }
+  }
+  return {env.begin(), env.end()};
+}
+
+// The agent's variables the container runtime itself needs (where its configuration and storage
+// are); the job's never reach the runtime's own environment.
+constexpr const char* kRuntimeVariables[] = {
+    "PATH", "HOME", "TMPDIR", "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "CONTAINERS_CONF",
+    "CONTAINERS_STORAGE_CONF", "CONTAINERS_REGISTRIES_CONF", "REGISTRY_AUTH_FILE", "DOCKER_HOST",
+    "DOCKER_CONFIG"};
 
 }  // namespace
 
@@ -129,6 +173,7 @@ std::string DefaultShimPath() {
 }
 
 std::string ExitFilePath(const std::string& log_path) { return log_path + ".exit"; }
+std::string ContainerEnvFilePath(const std::string& log_path) { return log_path + ".env"; }
 std::string FencedFilePath(const std::string& log_path) { return log_path + ".fenced"; }
 
 namespace {
@@ -236,14 +281,38 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
   }
   // The job's user owns its log (and may read it); other local users may not.
   if (identity.value().switch_user) (void)!fchown(log, account.uid, account.gid);
-  // The job's environment: the shim sets it for the job (its PATH finds the job's program).
-  const std::vector<std::string> env_strings = Environment(spec, account);
+  if (!spec.container.empty() && container_host_.gpus == GpuAccess::kNone &&
+      !spec.gpu_indices.empty()) {
+    const std::string note =
+        "[gpufleet: node " + run_as_.node_name +
+        " has no NVIDIA driver for containers (simulated GPUs): no GPU devices are passed into "
+        "the container; CUDA_VISIBLE_DEVICES still names its " +
+        std::to_string(spec.gpu_indices.size()) + " GPU(s)]\n";
+    (void)!write(log, note.data(), note.size());
+  }
+  const bool container = !spec.container.empty();
+  // The job's environment: the shim sets it for the job (its PATH finds the job's program). A
+  // container's goes into its env file; the shim then runs the runtime with the agent's own few.
+  std::vector<std::string> env_strings;
+  if (container) {
+    for (const char* name : kRuntimeVariables) {
+      if (const char* value = std::getenv(name)) env_strings.push_back(std::string(name) + "=" + value);
+    }
+    if (std::getenv("PATH") == nullptr) {
+      env_strings.push_back("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+    }
+  } else {
+    env_strings = Environment(spec, account);
+  }
   // Without a working directory of its own, a job starts in its account's home (the log's folder
-  // belongs to the agent and is not the job's to enter).
-  const std::string workdir = spec.workdir.empty() ? account.home : spec.workdir;
+  // belongs to the agent and is not the job's to enter). The runtime starts in "/"; the container
+  // in the job's directory, else the image's.
+  const std::string workdir =
+      container ? std::string("/") : spec.workdir.empty() ? account.home : spec.workdir;
   const uid_t uid = account.uid;
   const gid_t gid = account.gid;
-  const bool switch_user = identity.value().switch_user;
+  // The runtime runs as the agent (root); the container as the job's account.
+  const bool switch_user = identity.value().switch_user && !container;
   // The account's groups, looked up here, where NSS is configured (the shim is static).
   std::vector<gid_t> groups;
   if (switch_user) {
@@ -260,6 +329,62 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
     groups.resize(static_cast<std::size_t>(count));
   }
   const std::string user_name = account.name;
+  std::vector<std::string> argv = spec.argv;
+  std::vector<std::string> cleanup;
+  if (container) {
+    // The env file: private to the agent (the runtime reads it as root), made anew so that a
+    // planted file or link is never written through.
+    const std::string env_path = ContainerEnvFilePath(spec.log_path);
+    std::filesystem::remove(env_path, ec);
+    const int env_fd =
+        open(env_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    const std::string text = ContainerEnvFile(ContainerEnvironment(spec, account));
+    if (env_fd < 0 || write(env_fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+      const int err = errno;
+      if (env_fd >= 0) close(env_fd);
+      close(log);
+      return core::Error{"job " + std::to_string(spec.job_id) + ": cannot write its env file " +
+                         env_path + ": " + std::strerror(err)};
+    }
+    close(env_fd);
+    // Mount sources are checked again here, where they are: a symbolic link anywhere in one
+    // could lead out of the directories the admin allowed.
+    for (const core::BindMount& m : spec.container.mounts) {
+      char resolved[PATH_MAX];
+      if (realpath(m.source.c_str(), resolved) == nullptr || m.source != resolved) {
+        close(log);
+        return core::Error{"job " + std::to_string(spec.job_id) + ": mount source " + m.source +
+                           (realpath(m.source.c_str(), resolved) == nullptr
+                                ? " does not exist on node " + run_as_.node_name
+                                : " passes through a symbolic link (to " + std::string(resolved) +
+                                      "); give the real path")};
+      }
+    }
+    ContainerRun run;
+    run.name = spec.container_name.empty() ? ContainerName(spec.job_id, 0) : spec.container_name;
+    run.spec = spec.container;
+    run.pull = spec.pull;
+    run.uid = uid;
+    run.gid = gid;
+    run.workdir = spec.workdir;
+    run.env_file = env_path;
+    run.cgroup_parent = spec.container_cgroup_parent;
+    run.cpu_milli = spec.cpu_milli;
+    run.memory_mib = spec.memory_mib;
+    run.gpu_indices = spec.gpu_indices;
+    run.argv = spec.argv;
+    if (identity.value().switch_user) {
+      // The account's groups, as a host job gets them.
+      int count = 64;
+      std::vector<gid_t> account_groups(static_cast<std::size_t>(count));
+      if (getgrouplist(account.name.c_str(), gid, account_groups.data(), &count) >= 0) {
+        account_groups.resize(static_cast<std::size_t>(count));
+        run.groups = account_groups;
+      }
+    }
+    argv = ContainerRunArgv(run, container_host_);
+    cleanup = ContainerRemoveArgv(run.name, container_host_);
+  }
   // Exec failures travel back over a close-on-exec pipe: an empty read means exec succeeded.
   int status_pipe[2];
   if (pipe2(status_pipe, O_CLOEXEC) != 0) {
@@ -289,7 +414,9 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
   shim.gid = gid;
   shim.groups = groups;
   shim.env = env_strings;
-  shim.argv = spec.argv;
+  shim.argv = argv;
+  shim.cleanup = cleanup;
+  shim.oom_watch_dir = container ? spec.oom_watch_dir : std::string();
   std::vector<std::string> shim_args = ShimCommandLine(shim);
   shim_args.insert(shim_args.begin(), shim_path_);
   std::vector<char*> shim_argv;
@@ -361,7 +488,7 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
         : report[0] == kShimPipe    ? std::string("cannot make its output pipe")
         : report[0] == kShimFork    ? std::string("its shim cannot fork")
         : report[0] == kShimBadArgs ? "the shim " + shim_path_ + " does not match this agent"
-                                    : "cannot run '" + spec.argv[0] + "'";
+                                    : "cannot run '" + argv[0] + "'";
     return core::Error{"job " + std::to_string(spec.job_id) + ": " + what + ": " +
                        std::strerror(report[1])};
   }
@@ -412,8 +539,9 @@ std::vector<JobExit> Runner::Reap() {
       e.job_id = it->first;
       e.stopped = child.stopping;
       if (auto recorded = ReadExitFile(child.exit_path)) {
-        e.exit_code = recorded->first;
-        e.signal = recorded->second;
+        e.exit_code = recorded->code;
+        e.signal = recorded->signal;
+        e.oom_events = recorded->oom_events;
       } else if (have_status && WIFSIGNALED(status)) {  // the shim itself was killed
         e.signal = WTERMSIG(status);
         e.exit_code = 128 + e.signal;
@@ -427,6 +555,12 @@ std::vector<JobExit> Runner::Reap() {
       // while members are left; a job that ended before it was adopted is not signalled.)
       if (child.stopping && !child.ended) kill(-child.pid, SIGKILL);
       exits.push_back(e);
+      // A container job's env file (its variables) goes with it; a host job has none.
+      std::error_code ec;
+      const std::string& exit_path = child.exit_path;
+      if (exit_path.size() > 5) {
+        std::filesystem::remove(exit_path.substr(0, exit_path.size() - 5) + ".env", ec);
+      }
       if (child.pidfd >= 0) close(child.pidfd);
       it = jobs_.erase(it);
       continue;

@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "agent/container_command.h"
 #include "agent/run_as.h"
 #include "core/result.h"
 
@@ -59,6 +60,16 @@ struct LaunchSpec {
   // many bytes of the log, then writes one line saying the rest was dropped and discards it (the
   // job never blocks on a full pipe). 0: the job writes to its log file directly, without a cap.
   int64_t log_limit_bytes = 0;
+  // A container job (agent/container_command.h): `container.image` set. The runtime's `run` is
+  // what the shim starts (as root: the container takes the job's account with --user), the job's
+  // variables go to a private env file beside the log, and the shim removes the container after.
+  core::ContainerSpec container;
+  core::PullPolicy pull = core::PullPolicy::kNever;
+  std::string container_name;          // ContainerName(id, epoch)
+  std::string container_cgroup_parent;  // the job's cgroup as the runtime names it ("" : none)
+  std::string oom_watch_dir;            // a v1 memory cgroup whose OOM events the shim counts
+  int64_t cpu_milli = 0;                // repeated to the runtime (--cpus)
+  int64_t memory_mib = 0;               // sizes the container's /dev/shm
 };
 
 // The name of the network interface holding `address` (an IP address, or a name resolved to
@@ -73,10 +84,13 @@ struct JobExit {
   int exit_code = 0;     // the process's exit status, or 128 + signal
   int signal = 0;        // the signal that ended it, or 0
   bool stopped = false;  // ended after Stop (cancel or preemption)
+  int64_t oom_events = 0;  // OOM events the shim saw in LaunchSpec::oom_watch_dir
 };
 
-// Where a job's exit status is recorded ("<code> <signal>").
+// Where a job's exit status is recorded ("<code> <signal> <oom events>").
 std::string ExitFilePath(const std::string& log_path);
+// A container job's env file (private to the agent; removed with the job's other files).
+std::string ContainerEnvFilePath(const std::string& log_path);
 // The start time of process `pid` in clock ticks since boot (field 22 of /proc/PID/stat); 0 when
 // there is no such process. With the pid it identifies a process even after pid reuse.
 uint64_t ProcessStartTicks(pid_t pid);
@@ -96,6 +110,9 @@ class Runner {
  public:
   explicit Runner(RunAsPolicy run_as = {}, std::string shim_path = DefaultShimPath())
       : run_as_(std::move(run_as)), shim_path_(std::move(shim_path)) {}
+  // How container jobs reach the runtime and the GPUs (default: podman, no GPUs).
+  void set_container_host(ContainerHost host) { container_host_ = std::move(host); }
+  const ContainerHost& container_host() const { return container_host_; }
   ~Runner();  // leaves jobs running: a new Runner can Adopt them
   Runner(const Runner&) = delete;
   Runner& operator=(const Runner&) = delete;
@@ -133,6 +150,7 @@ class Runner {
   static bool MaySignal(const Child& child);
   RunAsPolicy run_as_;
   std::string shim_path_;
+  ContainerHost container_host_;
   std::map<int64_t, Child> jobs_;
 };
 

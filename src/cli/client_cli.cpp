@@ -81,6 +81,12 @@ void ClientCli::Register(CLI::App& app) {
   submit_cmd->add_flag("--restartable", submit_.restartable,
                        "run it again elsewhere if its node is lost (it should resume from a "
                        "checkpoint); without it such a job ends LOST");
+  submit_cmd->add_option("--image", submit_.image,
+                         "run the job in a container of this image (podman on the node; the "
+                         "admin allows images by prefix), as your user, with its GPUs");
+  submit_cmd->add_option("--mount", submit_.mounts,
+                         "SRC:DST[:ro]: bind-mount host directory SRC at DST in the container "
+                         "(repeatable; SRC under a directory the admin allows)");
   submit_cmd->add_option("command", submit_.command, "the command and its arguments, after --");
   add_client_flags(submit_cmd, submit_.client);
   submit_cmd->callback([this] { std::exit(Guarded([&] { return RunSubmit(submit_); })); });

@@ -203,7 +203,20 @@ int RunSubmit(const SubmitOptions& o) {
     }
     body["memory_mib"] = *mib;
   }
-  body["workdir"] = o.workdir.empty() ? std::filesystem::current_path().string() : o.workdir;
+  if (!o.image.empty()) {
+    // In a container the working directory is the image's unless one is asked for: the
+    // submitter's current directory need not exist there.
+    body["image"] = o.image;
+    if (!o.mounts.empty()) body["mounts"] = o.mounts;
+    if (!o.workdir.empty()) body["workdir"] = o.workdir;
+  } else {
+    if (!o.mounts.empty()) {
+      std::fprintf(stderr, "gpufleet submit: --mount needs --image (host jobs see the host's "
+                           "files)\n");
+      return 2;
+    }
+    body["workdir"] = o.workdir.empty() ? std::filesystem::current_path().string() : o.workdir;
+  }
   json env = json::object();
   for (const std::string& kv : o.env) {
     const std::size_t eq = kv.find('=');

@@ -37,6 +37,8 @@ struct SubmitOptions {
   double cpus = 0;               // CPU limit in cores (0: none)
   std::string memory;            // memory limit: "16G", "512M", or MiB ("" : none)
   std::string time_limit;        // "90m", "2h", "1d", "1:30:00" or seconds ("" : none)
+  std::string image;             // run in a container of this image ("" : a host process)
+  std::vector<std::string> mounts;  // SRC:DST[:ro] bind mounts into the container
   std::vector<std::string> command;
 };
 int RunSubmit(const SubmitOptions& options);

@@ -227,6 +227,19 @@ int main(int argc, char** argv) {
         ->capture_default_str()
         ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
   };
+  // Which container jobs the controller accepts (core/container.h).
+  auto add_container_flags = [](CLI::App* cmd, server::UpOptions& o) {
+    cmd->add_option("--container-allow-image", o.container_allow_images,
+                    "an image prefix container jobs may use, e.g. localhost/ or nvcr.io/nvidia/ "
+                    "(repeatable; none: --image is refused)");
+    cmd->add_option("--container-allow-mount", o.container_allow_mounts,
+                    "a host directory container jobs may bind-mount from, or below (repeatable; "
+                    "none: --mount is refused)");
+    cmd->add_option("--container-pull", o.container_pull,
+                    "whether nodes pull a job's image: never (only images already on the node), "
+                    "if-missing, always")
+        ->capture_default_str();
+  };
   // TLS of the API, for `up` and `controller` (net/tls_identity.h).
   auto add_tls_flags = [](CLI::App* cmd, server::UpOptions& o) {
     cmd->add_option("--tls", o.tls,
@@ -304,6 +317,10 @@ int main(int argc, char** argv) {
   std::vector<std::string> agent_run_as_maps;
   add_run_as_flags(agent_cmd, agent_run_as_maps, agent_options.run_as.allow_root);
   add_log_limit_flag(agent_cmd, agent_options.log_limit_mib);
+  agent_cmd
+      ->add_option("--container-runtime", agent_options.container_runtime,
+                   "the container CLI for --image jobs: podman, docker, or a path")
+      ->capture_default_str();
   agent_cmd->callback([&] {
     for (const std::string& map : agent_run_as_maps) {
       if (auto parsed = agent::ParseRunAsMap(map, agent_options.run_as.user_map); !parsed) {
@@ -408,6 +425,11 @@ int main(int argc, char** argv) {
   add_priority_flag(up_cmd, up.max_priorities);
   add_idle_flags(up_cmd, up);
   add_tls_flags(up_cmd, up);
+  add_container_flags(up_cmd, up);
+  up_cmd
+      ->add_option("--container-runtime", up.container_runtime,
+                   "the local node's container CLI for --image jobs: podman, docker, or a path")
+      ->capture_default_str();
   up_cmd->callback([&] { std::exit(server::RunUp(WithDataDir(up))); });
 
   server::UpOptions controller_opts;
@@ -441,6 +463,7 @@ int main(int argc, char** argv) {
   add_priority_flag(controller_cmd, controller_opts.max_priorities);
   add_idle_flags(controller_cmd, controller_opts);
   add_tls_flags(controller_cmd, controller_opts);
+  add_container_flags(controller_cmd, controller_opts);
   controller_cmd->callback([&] { std::exit(server::RunUp(WithDataDir(controller_opts))); });
 
   return cli::AddClientCommandsAndRun(app, argc, argv);

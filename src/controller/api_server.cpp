@@ -82,6 +82,15 @@ json JobJson(const store::JobRecord& j) {
           {"cpus", j.cpu_milli > 0 ? json(j.cpu_milli / 1000.0) : json(nullptr)},
           {"memory_mib", j.memory_mib > 0 ? json(j.memory_mib) : json(nullptr)},
           {"time_limit_s", j.time_limit_s > 0 ? json(j.time_limit_s) : json(nullptr)},
+          {"image", j.container.empty() ? json(nullptr) : json(j.container.image)},
+          {"mounts",
+           [&] {
+             json mounts = json::array();
+             for (const core::BindMount& m : j.container.mounts) {
+               mounts.push_back(core::BindMountText(m));
+             }
+             return mounts;
+           }()},
           {"usage", UsageJson(j)},
           {"host_usage", net::HostUsageJson(j.host_usage)},
           {"oom_killed", j.host_usage.has(core::UsageFigure::kOomKills)

@@ -580,6 +580,10 @@ void Controller::RunOnce(int64_t now_ms) {
 }
 
 std::optional<core::Error> Controller::Unrunnable(const store::JobRecord& job) const {
+  if (auto allowed = core::CheckContainerAgainstPolicy(job.container, options_.containers);
+      !allowed) {
+    return allowed.failure();
+  }
   if (job.nodes > 1 && job.gpu_milli < 1000) {
     return core::Error{"gpu_share: a multi-node job takes whole GPUs; drop --gpu-share or --nodes",
                        core::ErrorCode::kInvalid, "gpu_share"};
@@ -1321,6 +1325,8 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
       x.restartable = a.job.restartable;
       x.cpu_milli = a.job.cpu_milli;
       x.memory_mib = a.job.memory_mib;
+      x.container = a.job.container;
+      x.pull = options_.containers.pull;
       x.started = r.started;
       x.stop = a.stopping;
       x.grace_s = options_.stop_grace_s;

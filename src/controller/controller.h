@@ -33,6 +33,7 @@
 #include "advise/usage_series.h"
 #include "core/cluster.h"
 #include "core/node.h"
+#include "core/container.h"
 #include "core/result.h"
 #include "core/rng.h"
 #include "controller/gpu_history.h"
@@ -63,6 +64,9 @@ struct ControllerOptions {
   // on). May be empty.
   std::function<void()> on_local_node_change;
   std::string queue_policy = "priority-backfill";
+  // Which images and mount sources container jobs may use, and whether nodes may pull images
+  // (core/container.h); the default allows no container job.
+  core::ContainerPolicy containers;
   // The best of the simulator's placement policies on the openb traces, and live as well
   // (bench/results/live_placement.md).
   std::string placement_policy = "fgd-balance";

@@ -43,7 +43,8 @@ void Fill(const json& j, store::JobRecord& job) {
   static const std::set<std::string> kKnown = {
       "name",         "argv",        "gpus",  "gpu_share",  "gpu_type",
       "nodes",        "priority",    "queue", "env",        "workdir",
-      "client_token", "restartable", "cpus",  "memory_mib", "time_limit_s"};
+      "client_token", "restartable", "cpus",  "memory_mib", "time_limit_s",
+      "image",        "mounts"};
   for (const auto& [key, value] : j.items()) {
     if (!kKnown.count(key)) {
       std::string shown = key.substr(0, 64);
@@ -126,6 +127,34 @@ void Fill(const json& j, store::JobRecord& job) {
   job.workdir = Take("workdir", [&] { return net::CheckedString(j, "workdir", 4096, ""); });
   if (!job.workdir.empty() && job.workdir[0] != '/') {
     throw FieldError("workdir", "must be an absolute path");
+  }
+  job.container.image = Take("image", [&] { return net::CheckedString(j, "image", 255, ""); });
+  if (!job.container.image.empty()) {
+    if (auto ok = core::CheckImageReference(job.container.image); !ok) {
+      throw FieldError("image", ok.error());
+    }
+    // The job's variables reach the container through an env file: one NAME=value per line.
+    for (const auto& [name, value] : job.env) {
+      if (value.find('\n') != std::string::npos) {
+        throw FieldError("env", "the value of " + name.substr(0, 64) +
+                                    " holds a newline, which cannot be passed into a container");
+      }
+    }
+  }
+  if (j.contains("mounts") && !j["mounts"].is_null()) {
+    const json& mounts = j["mounts"];
+    if (!mounts.is_array() || mounts.size() > 64) {
+      throw FieldError("mounts", "must be an array of at most 64 \"SRC:DST[:ro]\" strings");
+    }
+    for (const json& m : mounts) {
+      if (!m.is_string()) throw FieldError("mounts", "every entry must be \"SRC:DST[:ro]\"");
+      auto mount = core::ParseBindMount(m.get<std::string>());
+      if (!mount) throw FieldError("mounts", mount.error());
+      job.container.mounts.push_back(mount.value());
+    }
+    if (!job.container.mounts.empty() && job.container.image.empty()) {
+      throw FieldError("mounts", "mounts need an image (--image): host jobs see the host's files");
+    }
   }
 }
 

@@ -191,6 +191,8 @@ std::string ToJson(const Heartbeat& b) {
 std::string ToJson(const HeartbeatReply& r) {
   json assignments = json::array();
   for (const Assignment& a : r.assignments) {
+    json mounts = json::array();
+    for (const core::BindMount& m : a.container.mounts) mounts.push_back(core::BindMountText(m));
     assignments.push_back({{"id", a.id},
                            {"epoch", a.epoch},
                            {"rank", a.rank},
@@ -203,6 +205,9 @@ std::string ToJson(const HeartbeatReply& r) {
                            {"restartable", a.restartable},
                            {"cpu_milli", a.cpu_milli},
                            {"memory_mib", a.memory_mib},
+                           {"image", a.container.image},
+                           {"mounts", mounts},
+                           {"pull", std::string(core::PullPolicyName(a.pull))},
                            {"started", a.started},
                            {"stop", a.stop},
                            {"grace_s", a.grace_s}});
@@ -326,6 +331,23 @@ core::Result<HeartbeatReply> ParseHeartbeatReply(const std::string& body) {
       x.restartable = CheckedBool(a, "restartable", false);
       x.cpu_milli = CheckedInt(a, "cpu_milli", 0, int64_t{1} << 40, 0);
       x.memory_mib = CheckedInt(a, "memory_mib", 0, int64_t{1} << 40, 0);
+      x.container.image = CheckedString(a, "image", 255, "");
+      if (!x.container.image.empty()) {
+        if (auto ok = core::CheckImageReference(x.container.image, "assignments[].image"); !ok) {
+          throw InputFieldError("assignments[].image", ok.error());
+        }
+      }
+      for (const json& m : Array(a, "mounts", false)) {
+        auto mount = core::ParseBindMount(CheckedString(m, "assignments[].mounts", 8200),
+                                          "assignments[].mounts");
+        if (!mount) throw InputFieldError("assignments[].mounts", mount.error());
+        x.container.mounts.push_back(mount.value());
+      }
+      if (auto pull = core::ParsePullPolicy(CheckedString(a, "pull", 16, "never")); pull) {
+        x.pull = pull.value();
+      } else {
+        throw InputFieldError("assignments[].pull", pull.error());
+      }
       x.started = CheckedBool(a, "started", false);
       x.stop = CheckedBool(a, "stop", false);
       x.grace_s = CheckedNumber(a, "grace_s", 0, 86400, 10.0);

@@ -18,6 +18,7 @@
 
 #include "core/gpu_links.h"
 #include "core/host_usage.h"
+#include "core/container.h"
 #include "core/result.h"
 
 namespace gpufleet::net {
@@ -104,6 +105,8 @@ struct Assignment {
   bool restartable = false;
   int64_t cpu_milli = 0;   // CPU limit (0: none)
   int64_t memory_mib = 0;  // memory limit (0: none)
+  core::ContainerSpec container;  // empty: a host process
+  core::PullPolicy pull = core::PullPolicy::kNever;  // for a container's image
   bool started = false;    // this rank ran before: never start it again
   bool stop = false;       // stop it (cancel, or another rank failed)
   double grace_s = 10;

@@ -396,6 +396,21 @@ int RunUpOnce(const UpOptions& o) {
   }
   options.queue_policy = o.queue_policy;
   options.placement_policy = o.placement_policy;
+  options.containers.allowed_images = o.container_allow_images;
+  for (const std::string& prefix : o.container_allow_mounts) {
+    if (prefix.empty() || prefix[0] != '/') {
+      std::fprintf(stderr, "%s: --container-allow-mount '%s': give an absolute directory\n", self,
+                   prefix.c_str());
+      return 2;
+    }
+  }
+  options.containers.allowed_mount_sources = o.container_allow_mounts;
+  if (auto pull = core::ParsePullPolicy(o.container_pull)) {
+    options.containers.pull = pull.value();
+  } else {
+    std::fprintf(stderr, "%s: --container-pull: %s\n", self, pull.error().c_str());
+    return 2;
+  }
   options.stop_grace_s = o.stop_grace_s;
   for (const std::string& kv : o.queue_weights) {
     const std::size_t eq = kv.find('=');
@@ -510,6 +525,7 @@ int RunUpOnce(const UpOptions& o) {
     n.long_poll_ms = 0;  // answered at once: the agent waits for news itself (below)
     n.run_as = run_as;
     n.log_limit_bytes = o.log_limit_mib * (int64_t{1} << 20);
+    n.container_runtime = o.container_runtime;
     n.log_budget_bytes = kLocalLogBudget;
     gpu::Sampler* s = sampler.get();
     node = std::make_unique<agent::NodeAgent>(

@@ -36,6 +36,12 @@ struct UpOptions {
   // leads, the others stand by and take over when its lease (`leader_lease_s`) runs out.
   std::string store;
   double leader_lease_s = 3;
+  // Container jobs (core/container.h): image and mount-source prefixes the admin allows (none:
+  // no container job), whether nodes may pull images, and the local node's runtime CLI.
+  std::vector<std::string> container_allow_images;
+  std::vector<std::string> container_allow_mounts;
+  std::string container_pull = "never";
+  std::string container_runtime = "podman";
 };
 // Serves until SIGINT or SIGTERM; returns the process's exit status (2: bad options). With a
 // shared store it stands by until it leads, and stands by again if it loses the lead.

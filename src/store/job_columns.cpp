@@ -27,6 +27,30 @@ std::vector<std::pair<std::string, std::string>> EnvFromJson(const std::string& 
   return out;
 }
 
+std::string ContainerToJson(const core::ContainerSpec& spec) {
+  if (spec.empty()) return "";
+  nlohmann::json mounts = nlohmann::json::array();
+  for (const core::BindMount& m : spec.mounts) mounts.push_back(core::BindMountText(m));
+  return nlohmann::json{{"image", spec.image}, {"mounts", mounts}}.dump();
+}
+
+core::ContainerSpec ContainerFromJson(const std::string& text) {
+  core::ContainerSpec spec;
+  if (text.empty()) return spec;
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object() || !j.contains("image") || !j["image"].is_string()) return spec;
+  spec.image = j["image"].get<std::string>();
+  if (j.contains("mounts") && j["mounts"].is_array()) {
+    for (const nlohmann::json& m : j["mounts"]) {
+      if (!m.is_string()) continue;
+      if (auto parsed = core::ParseBindMount(m.get<std::string>())) {
+        spec.mounts.push_back(parsed.value());
+      }
+    }
+  }
+  return spec;
+}
+
 void SetPlacementFromJson(const std::string& text, JobRecord& j) {
   std::vector<std::pair<int64_t, RankPlacement>> ranks;
   const nlohmann::json rows = nlohmann::json::parse(text, nullptr, false);

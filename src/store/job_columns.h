@@ -19,13 +19,17 @@ std::vector<std::pair<std::string, std::string>> EnvFromJson(const std::string& 
 // Sets the job's placement from [[rank, node, [gpus]], ...] (any order; placed by rank) and its
 // views `node` and `gpu_indices`; unreadable entries are skipped.
 void SetPlacementFromJson(const std::string& text, JobRecord& job);
+// container: {"image", "mounts": ["SRC:DST[:ro]", ...]}; "" (a host job) for an empty spec.
+std::string ContainerToJson(const core::ContainerSpec& spec);
+// Unreadable text or mounts are left out (empty spec: a host job).
+core::ContainerSpec ContainerFromJson(const std::string& text);
 // "node", "join", else a user token.
 TokenKind TokenKindFromName(const std::string& name);
 
 // Columns: id, user, name, queue, priority, gpus, gpu_milli, gpu_type, nodes, argv, env, workdir,
 // state, submit_ms, start_ms, end_ms, exit_code, placement JSON, epoch, reason, pid, pid_start,
 // client_token, restartable, cpu_milli, memory_mib, time_limit_s, usage_samples,
-// gpu_util_avg_pct, gpu_mem_peak_mib, attained_gpu_s, preempting, host_usage.
+// gpu_util_avg_pct, gpu_mem_peak_mib, attained_gpu_s, preempting, host_usage, container.
 template <class RowT>
 JobRecord ReadJob(RowT&& s) {
   JobRecord j;
@@ -62,6 +66,7 @@ JobRecord ReadJob(RowT&& s) {
   j.attained_gpu_s = s.Double(30);
   j.preempting = s.Int(31) != 0;
   core::HostUsageFromText(s.Text(32), j.host_usage);  // unreadable: unmeasured
+  j.container = ContainerFromJson(s.Text(33));
   return j;
 }
 

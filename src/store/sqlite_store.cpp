@@ -20,7 +20,7 @@
 namespace gpufleet::store {
 namespace {
 
-constexpr int kSchemaVersion = 12;
+constexpr int kSchemaVersion = 13;
 
 constexpr const char* kSchemaV1 = R"sql(
 CREATE TABLE jobs(
@@ -128,6 +128,11 @@ CREATE INDEX jobs_by_gpu_type ON jobs(gpu_type, id);
 CREATE INDEX jobs_by_submit ON jobs(submit_ms, id);
 )sql";
 
+// Version 13: a container job's image and mounts (JSON; '' for a host job), issue 17.
+constexpr const char* kSchemaV13 = R"sql(
+ALTER TABLE jobs ADD COLUMN container TEXT NOT NULL DEFAULT '';
+)sql";
+
 constexpr const char* kJobColumns =
     "id,user,name,queue,priority,gpus,gpu_milli,gpu_type,nodes,argv,env,workdir,state,submit_ms,"
     "start_ms,end_ms,exit_code,"
@@ -135,7 +140,7 @@ constexpr const char* kJobColumns =
     "WHERE job_id=jobs.id),"
     "epoch,reason,pid,pid_start,client_token,"
     "restartable,cpu_milli,memory_mib,time_limit_s,usage_samples,gpu_util_avg_pct,"
-    "gpu_mem_peak_mib,attained_gpu_s,preempting,host_usage";
+    "gpu_mem_peak_mib,attained_gpu_s,preempting,host_usage,container";
 
 // The prepared statements of one connection, by SQL text, kept for reuse: parsing the SQL again
 // for each submit cost more than running it. Used only under the store's connection mutex.
@@ -264,7 +269,7 @@ class SqliteStore final : public Store {
     // resumes where it stopped.
     const char* steps[] = {kSchemaV1, kSchemaV2, kSchemaV3, kSchemaV4, kSchemaV5,
                            kSchemaV6, kSchemaV7, kSchemaV8, kSchemaV9, kSchemaV10, kSchemaV11,
-                           kSchemaV12};
+                           kSchemaV12, kSchemaV13};
     for (int v = version; v < kSchemaVersion; ++v) {
       if (auto r = Exec("BEGIN IMMEDIATE"); !r) return r;
       const std::string record =
@@ -971,7 +976,7 @@ class SqliteStore final : public Store {
     Statement s(cache_,
                 "INSERT INTO jobs(user,name,queue,priority,gpus,gpu_milli,gpu_type,nodes,argv,env,"
                 "workdir,state,submit_ms,client_token,restartable,cpu_milli,memory_mib,"
-                "time_limit_s) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                "time_limit_s,container) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     s.Bind(1, job.user);
     s.Bind(2, job.name);
     s.Bind(3, job.queue);
@@ -990,6 +995,7 @@ class SqliteStore final : public Store {
     s.Bind(16, job.cpu_milli);
     s.Bind(17, job.memory_mib);
     s.Bind(18, job.time_limit_s);
+    s.Bind(19, columns::ContainerToJson(job.container));
     if (s.Step() != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
     const int64_t id = sqlite3_last_insert_rowid(db_);
     if (auto r = AddEvent(id, job.submit_ms, "submitted", job.user, job.user); !r) {

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/container.h"
 #include "core/host_usage.h"
 #include "core/job_state.h"
 #include "core/result.h"
@@ -82,6 +83,8 @@ struct JobRecord {
   // by), and whether it is being stopped for a higher-ranked job right now.
   double attained_gpu_s = 0;
   bool preempting = false;
+  // Its image and bind mounts when it runs in a container (empty: a host process).
+  core::ContainerSpec container;
 };
 
 // What a transition changes besides the state; unset fields stay as they are.

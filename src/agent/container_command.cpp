@@ -1,0 +1,153 @@
+#include "agent/container_command.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string_view>
+
+namespace gpufleet::agent {
+namespace {
+
+bool IsDocker(const ContainerHost& host) {
+  return std::filesystem::path(host.runtime).filename() == "docker";
+}
+
+}  // namespace
+
+ContainerHost DetectContainerHost(const std::string& runtime, bool simulated) {
+  ContainerHost host;
+  host.runtime = runtime.empty() ? "podman" : runtime;
+  if (simulated) return host;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  // The NVIDIA container toolkit's CDI spec (nvidia-ctk cdi generate): the runtime injects the
+  // devices, libraries and hooks itself.
+  bool cdi = fs::exists("/etc/cdi/nvidia.yaml", ec) || fs::exists("/etc/cdi/nvidia.json", ec);
+  for (const char* dir : {"/var/run/cdi", "/etc/cdi"}) {
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+      const std::string name = entry.path().filename().string();
+      cdi = cdi || name.rfind("nvidia", 0) == 0;
+    }
+  }
+  if (cdi) {
+    host.gpus = GpuAccess::kCdi;
+    return host;
+  }
+  if (!fs::exists("/dev/nvidiactl", ec)) return host;
+  host.gpus = GpuAccess::kDeviceNodes;
+  for (const char* dev : {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools",
+                          "/dev/nvidia-modeset"}) {
+    if (fs::exists(dev, ec)) host.shared_devices.push_back(dev);
+  }
+  // The driver's user-space side, which must match the kernel module: without the toolkit, the
+  // files it would inject, where the distribution put them.
+  for (const char* dir : {"/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib/aarch64-linux-gnu",
+                          "/usr/lib"}) {
+    for (const char* lib : {"libcuda.so.1", "libnvidia-ml.so.1", "libnvidia-ptxjit.so.1",
+                            "libnvidia-nvvm.so.4"}) {
+      const fs::path p = fs::path(dir) / lib;
+      if (fs::exists(p, ec)) host.driver_files.push_back(p.string());
+    }
+  }
+  for (const char* tool : {"/usr/bin/nvidia-smi"}) {
+    if (fs::exists(tool, ec)) host.driver_files.push_back(tool);
+  }
+  return host;
+}
+
+std::string ContainerName(int64_t id, int64_t epoch) {
+  return "gpufleet-job-" + std::to_string(id) + "-" + std::to_string(epoch);
+}
+
+std::vector<std::string> ContainerRunArgv(const ContainerRun& run, const ContainerHost& host) {
+  std::vector<std::string> a = {host.runtime, "run", "--name", run.name};
+  // Removed by the shim once it has ended (ContainerRemoveArgv), after its exit status is known.
+  const std::string_view pull = run.pull == core::PullPolicy::kAlways      ? "always"
+                                : run.pull == core::PullPolicy::kIfMissing ? "missing"
+                                                                           : "never";
+  a.push_back("--pull=" + std::string(pull));
+  a.push_back("--user=" + std::to_string(run.uid) + ":" + std::to_string(run.gid));
+  for (gid_t g : run.groups) {
+    if (g != run.gid) a.push_back("--group-add=" + std::to_string(g));
+  }
+  a.insert(a.end(), {"--cap-drop=all", "--security-opt=no-new-privileges", "--network=host",
+                     "--init"});
+  // PyTorch's DataLoader workers pass tensors through /dev/shm; the runtimes' 64 MiB default
+  // breaks them. Pages there count against the job's memory limit like any other.
+  const int64_t shm_mib = run.memory_mib > 0 ? run.memory_mib : 8192;
+  a.push_back("--shm-size=" + std::to_string(shm_mib) + "m");
+  if (!run.cgroup_parent.empty()) a.push_back("--cgroup-parent=" + run.cgroup_parent);
+  if (run.cpu_milli > 0) {
+    const std::string cpus = std::to_string(run.cpu_milli / 1000) + "." +
+                             std::to_string(1000 + run.cpu_milli % 1000).substr(1);
+    a.push_back("--cpus=" + cpus);
+  }
+  if (!run.env_file.empty()) a.push_back("--env-file=" + run.env_file);
+  if (!run.workdir.empty()) a.push_back("--workdir=" + run.workdir);
+  for (const core::BindMount& m : run.spec.mounts) {
+    a.push_back("--mount=type=bind,source=" + m.source + ",destination=" + m.target +
+                (m.read_only ? ",ro=true" : ""));
+  }
+  switch (host.gpus) {
+    case GpuAccess::kCdi:
+      for (int g : run.gpu_indices) a.push_back("--device=nvidia.com/gpu=" + std::to_string(g));
+      break;
+    case GpuAccess::kDeviceNodes:
+      for (int g : run.gpu_indices) a.push_back("--device=/dev/nvidia" + std::to_string(g));
+      for (const std::string& d : host.shared_devices) a.push_back("--device=" + d);
+      for (const std::string& f : host.driver_files) {
+        a.push_back("--mount=type=bind,source=" + f + ",destination=" + f + ",ro=true");
+      }
+      break;
+    case GpuAccess::kNone:
+      break;
+  }
+  a.push_back(run.spec.image);
+  a.insert(a.end(), run.argv.begin(), run.argv.end());
+  return a;
+}
+
+std::vector<std::string> ContainerRemoveArgv(const std::string& name, const ContainerHost& host) {
+  if (IsDocker(host)) return {host.runtime, "rm", "--force", name};
+  return {host.runtime, "rm", "--force", "--time=0", "--ignore", name};
+}
+
+void RemoveContainerNow(const std::string& name, const ContainerHost& host) {
+  std::vector<std::string> args = ContainerRemoveArgv(name, host);
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t files;
+  posix_spawn_file_actions_init(&files);
+  posix_spawn_file_actions_addopen(&files, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&files, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&files, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  pid_t pid = -1;
+  const int spawned = posix_spawnp(&pid, argv[0], &files, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&files);
+  if (spawned != 0) return;
+  for (int tick = 0; tick < 300; ++tick) {
+    if (waitpid(pid, nullptr, WNOHANG) != 0) return;
+    usleep(100 * 1000);
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+}
+
+std::string ContainerEnvFile(const std::vector<std::pair<std::string, std::string>>& env) {
+  std::string text;
+  for (const auto& [name, value] : env) {
+    if (name.empty() || name.find_first_of("=\n") != std::string::npos ||
+        value.find('\n') != std::string::npos) {
+      continue;
+    }
+    text += name + "=" + value + "\n";
+  }
+  return text;
+}
+
+}  // namespace gpufleet::agent

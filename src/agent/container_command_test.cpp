@@ -1,0 +1,112 @@
+#include "agent/container_command.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace gpufleet::agent {
+namespace {
+
+bool Has(const std::vector<std::string>& argv, const std::string& arg) {
+  return std::find(argv.begin(), argv.end(), arg) != argv.end();
+}
+
+ContainerRun SampleRun() {
+  ContainerRun run;
+  run.name = ContainerName(7, 3);
+  run.spec.image = "localhost/train:1";
+  run.spec.mounts = {{"/data/set", "/data", true}, {"/scratch/u", "/out", false}};
+  run.uid = 1000;
+  run.gid = 1000;
+  run.groups = {1000, 44};
+  run.env_file = "/var/lib/gpufleet/logs/7-3.log.env";
+  run.cgroup_parent = "/gpufleet-jobs-ab/gpufleet-job-7";
+  run.cpu_milli = 2500;
+  run.memory_mib = 4096;
+  run.gpu_indices = {2, 5};
+  run.argv = {"python3", "train.py", "--epochs", "3"};
+  return run;
+}
+
+TEST(ContainerCommand, RunsAsTheUserWithoutPrivilegeOnTheHostNetworkUnderTheJobsCgroup) {
+  const std::vector<std::string> a = ContainerRunArgv(SampleRun(), ContainerHost{});
+  ASSERT_GE(a.size(), 6U);
+  EXPECT_EQ(a[0], "podman");
+  EXPECT_EQ(a[1], "run");
+  EXPECT_TRUE(Has(a, "gpufleet-job-7-3"));
+  EXPECT_TRUE(Has(a, "--user=1000:1000"));
+  EXPECT_TRUE(Has(a, "--group-add=44"));
+  EXPECT_FALSE(Has(a, "--group-add=1000")) << "the primary group is not repeated";
+  EXPECT_TRUE(Has(a, "--cap-drop=all"));
+  EXPECT_TRUE(Has(a, "--security-opt=no-new-privileges"));
+  EXPECT_TRUE(Has(a, "--network=host"));
+  EXPECT_TRUE(Has(a, "--init"));
+  EXPECT_TRUE(Has(a, "--pull=never"));
+  EXPECT_TRUE(Has(a, "--cgroup-parent=/gpufleet-jobs-ab/gpufleet-job-7"));
+  EXPECT_TRUE(Has(a, "--cpus=2.500"));
+  EXPECT_TRUE(Has(a, "--shm-size=4096m"));
+  EXPECT_TRUE(Has(a, "--env-file=/var/lib/gpufleet/logs/7-3.log.env"));
+  EXPECT_TRUE(Has(a, "--mount=type=bind,source=/data/set,destination=/data,ro=true"));
+  EXPECT_TRUE(Has(a, "--mount=type=bind,source=/scratch/u,destination=/out"));
+  for (const std::string& arg : a) {
+    EXPECT_EQ(arg.find("--privileged"), std::string::npos);
+    EXPECT_EQ(arg.find("--pid"), std::string::npos);
+    EXPECT_EQ(arg.find("--ipc"), std::string::npos);
+    EXPECT_EQ(arg.find("--cap-add"), std::string::npos);
+    EXPECT_EQ(arg.find("--device"), std::string::npos) << "no GPU access without a driver";
+  }
+  // The image, then the job's own argv, last and untouched.
+  const auto image = std::find(a.begin(), a.end(), "localhost/train:1");
+  ASSERT_NE(image, a.end());
+  EXPECT_EQ(std::vector<std::string>(image + 1, a.end()),
+            (std::vector<std::string>{"python3", "train.py", "--epochs", "3"}));
+}
+
+TEST(ContainerCommand, GpusThroughCdiOrDeviceNodes) {
+  ContainerHost cdi;
+  cdi.gpus = GpuAccess::kCdi;
+  const auto a = ContainerRunArgv(SampleRun(), cdi);
+  EXPECT_TRUE(Has(a, "--device=nvidia.com/gpu=2"));
+  EXPECT_TRUE(Has(a, "--device=nvidia.com/gpu=5"));
+  ContainerHost nodes;
+  nodes.gpus = GpuAccess::kDeviceNodes;
+  nodes.shared_devices = {"/dev/nvidiactl", "/dev/nvidia-uvm"};
+  nodes.driver_files = {"/usr/lib/x86_64-linux-gnu/libcuda.so.1"};
+  const auto b = ContainerRunArgv(SampleRun(), nodes);
+  EXPECT_TRUE(Has(b, "--device=/dev/nvidia2"));
+  EXPECT_TRUE(Has(b, "--device=/dev/nvidia5"));
+  EXPECT_FALSE(Has(b, "--device=/dev/nvidia0")) << "only the job's GPUs";
+  EXPECT_TRUE(Has(b, "--device=/dev/nvidiactl"));
+  EXPECT_TRUE(Has(b,
+                  "--mount=type=bind,source=/usr/lib/x86_64-linux-gnu/libcuda.so.1,"
+                  "destination=/usr/lib/x86_64-linux-gnu/libcuda.so.1,ro=true"));
+}
+
+TEST(ContainerCommand, PullPolicyAndRemovalPerRuntime) {
+  ContainerRun run = SampleRun();
+  run.pull = core::PullPolicy::kIfMissing;
+  EXPECT_TRUE(Has(ContainerRunArgv(run, ContainerHost{}), "--pull=missing"));
+  run.pull = core::PullPolicy::kAlways;
+  EXPECT_TRUE(Has(ContainerRunArgv(run, ContainerHost{}), "--pull=always"));
+  EXPECT_EQ(ContainerRemoveArgv("gpufleet-job-7-3", ContainerHost{}),
+            (std::vector<std::string>{"podman", "rm", "--force", "--time=0", "--ignore",
+                                      "gpufleet-job-7-3"}));
+  ContainerHost docker;
+  docker.runtime = "/usr/bin/docker";
+  EXPECT_EQ(ContainerRemoveArgv("gpufleet-job-7-3", docker),
+            (std::vector<std::string>{"/usr/bin/docker", "rm", "--force", "gpufleet-job-7-3"}));
+}
+
+TEST(ContainerCommand, EnvFileHoldsOneVariablePerLineAndDropsWhatCannot) {
+  EXPECT_EQ(ContainerEnvFile({{"A", "1"}, {"B", "x y=z"}, {"BAD", "two\nlines"}, {"C=D", "e"}}),
+            "A=1\nB=x y=z\n");
+}
+
+TEST(ContainerCommand, SimulatedGpusGetNoDevices) {
+  const ContainerHost host = DetectContainerHost("podman", true);
+  EXPECT_EQ(host.gpus, GpuAccess::kNone);
+  EXPECT_EQ(host.runtime, "podman");
+}
+
+}  // namespace
+}  // namespace gpufleet::agent
