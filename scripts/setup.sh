@@ -37,10 +37,11 @@ packages=(build-essential cmake pkg-config libcli11-dev nlohmann-json3-dev libgt
           libbenchmark-dev libsqlite3-dev libpq-dev libcpp-httplib-dev libtomlplusplus-dev libssl-dev)
 # clang-14 and libFuzzer build the fuzz targets (scripts/fuzz.sh, fuzz/README.md). The web
 # dashboard's tests drive Debian's chromium headless (tests/ui/). The store's tests and the
-# fail-over test start their own PostgreSQL 15 (initdb, pg_ctl) in a temporary directory.
+# fail-over test start their own PostgreSQL 15 (initdb, pg_ctl) in a temporary directory. The
+# container tests run rootful podman with runc and an image imported from busybox-static.
 if [ "$tests" = ON ]; then
   packages+=(prometheus tmux curl clang-14 libfuzzer-14-dev python3-torch iproute2 chromium
-             postgresql)
+             postgresql podman runc catatonit conmon busybox-static)
 fi
 # npm fetches uPlot (compiled into the binary for the dashboard) and puppeteer-core (its tests).
 if ! command -v npm >/dev/null 2>&1; then packages+=(npm); fi

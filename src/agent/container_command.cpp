@@ -59,8 +59,9 @@ ContainerHost DetectContainerHost(const std::string& runtime, bool simulated) {
   return host;
 }
 
-std::string ContainerName(int64_t id, int64_t epoch) {
-  return "gpufleet-job-" + std::to_string(id) + "-" + std::to_string(epoch);
+std::string ContainerName(int64_t id, int64_t epoch, int rank) {
+  return "gpufleet-job-" + std::to_string(id) + "-" + std::to_string(epoch) +
+         (rank > 0 ? "-" + std::to_string(rank) : std::string());
 }
 
 std::vector<std::string> ContainerRunArgv(const ContainerRun& run, const ContainerHost& host) {

@@ -44,7 +44,7 @@ struct ContainerHost {
 ContainerHost DetectContainerHost(const std::string& runtime, bool simulated);
 
 struct ContainerRun {
-  std::string name;  // gpufleet-job-<id>-<epoch>
+  std::string name;  // ContainerName
   core::ContainerSpec spec;
   core::PullPolicy pull = core::PullPolicy::kNever;
   uid_t uid = 0;
@@ -59,8 +59,9 @@ struct ContainerRun {
   std::vector<std::string> argv;
 };
 
-// The container's name for job `id` in its `epoch`.
-std::string ContainerName(int64_t id, int64_t epoch);
+// The container's name for rank `rank` of job `id` in its `epoch`: gpufleet-job-<id>-<epoch>, and
+// -<rank> after it for ranks above 0 (nodes sharing one runtime's storage must not collide).
+std::string ContainerName(int64_t id, int64_t epoch, int rank = 0);
 // `RUNTIME run ...` for `run` on `host`.
 std::vector<std::string> ContainerRunArgv(const ContainerRun& run, const ContainerHost& host);
 // Removes the container, killing it first if it still runs (podman: no stop timeout).

@@ -34,6 +34,7 @@ TEST(ContainerCommand, RunsAsTheUserWithoutPrivilegeOnTheHostNetworkUnderTheJobs
   EXPECT_EQ(a[0], "podman");
   EXPECT_EQ(a[1], "run");
   EXPECT_TRUE(Has(a, "gpufleet-job-7-3"));
+  EXPECT_EQ(ContainerName(7, 3, 1), "gpufleet-job-7-3-1") << "ranks above 0 are told apart";
   EXPECT_TRUE(Has(a, "--user=1000:1000"));
   EXPECT_TRUE(Has(a, "--group-add=44"));
   EXPECT_FALSE(Has(a, "--group-add=1000")) << "the primary group is not repeated";

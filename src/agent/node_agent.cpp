@@ -264,7 +264,7 @@ void NodeAgent::Launch(const net::Assignment& a) {
   spec.cgroup_procs =
       cgroups_.ForLaunch(a.id, JobLimits{a.cpu_milli, a.memory_mib}, "gpufleet agent");
   if (!a.container.empty()) {
-    h.container = ContainerName(a.id, a.epoch);
+    h.container = ContainerName(a.id, a.epoch, a.rank);
     spec.container = a.container;
     spec.pull = a.pull;
     spec.container_name = h.container;

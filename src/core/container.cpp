@@ -107,7 +107,27 @@ Result<bool> CheckImageReference(std::string_view image, const std::string& fiel
   return true;
 }
 
+namespace {
+
+// `error` with its field named first in the message ("mounts: ..."), as every API error reads.
+Error Named(Error error) {
+  if (!error.field.empty()) error.message = error.field + ": " + error.message;
+  return error;
+}
+
+Result<bool> CheckAgainstPolicy(const ContainerSpec& spec, const ContainerPolicy& policy);
+
+}  // namespace
+
 Result<bool> CheckContainerAgainstPolicy(const ContainerSpec& spec, const ContainerPolicy& policy) {
+  auto checked = CheckAgainstPolicy(spec, policy);
+  if (!checked) return Named(checked.failure());
+  return checked;
+}
+
+namespace {
+
+Result<bool> CheckAgainstPolicy(const ContainerSpec& spec, const ContainerPolicy& policy) {
   if (spec.empty()) {
     if (!spec.mounts.empty()) {
       return Error{"mounts need an image (host jobs see the host's files)", ErrorCode::kInvalid,
@@ -160,4 +180,5 @@ Result<bool> CheckContainerAgainstPolicy(const ContainerSpec& spec, const Contai
   return true;
 }
 
+}  // namespace
 }  // namespace gpufleet::core
