@@ -693,6 +693,7 @@ TEST_F(SqliteStoreTest, SchemaNineMovesOldPlacementsIntoRankRows) {
   const std::string v8 =
       "DROP TABLE job_ranks;DROP TABLE job_usage;DROP INDEX jobs_by_end;DROP TABLE scale_nodes;"
       "DROP INDEX jobs_by_queue;DROP INDEX jobs_by_gpu_type;DROP INDEX jobs_by_submit;"
+      "ALTER TABLE jobs DROP COLUMN container;"
       "ALTER TABLE jobs ADD COLUMN node TEXT NOT NULL DEFAULT '';"
       "ALTER TABLE jobs ADD COLUMN gpu_indices TEXT NOT NULL DEFAULT '[]';"
       "UPDATE jobs SET node='a,b', gpu_indices='[0,1,2,3]' WHERE id=" + std::to_string(multi) +
@@ -709,6 +710,22 @@ TEST_F(SqliteStoreTest, SchemaNineMovesOldPlacementsIntoRankRows) {
   j = *store_->GetJob(single).value();
   EXPECT_EQ(j.placement, (std::vector<RankPlacement>{{"local", {5}}}));
   EXPECT_TRUE(store_->GetJob(waiting).value()->placement.empty());
+}
+
+TEST_P(StoreTest, AContainerJobsImageAndMountsAreKeptAndAHostJobHasNone) {
+  JobRecord job = Job("alice");
+  job.container.image = "localhost/train:1";
+  job.container.mounts = {{"/data/set", "/data", true}, {"/scratch", "/out", false}};
+  const int64_t id = store_->SubmitJob(job).value();
+  const int64_t host = store_->SubmitJob(Job("bob")).value();
+  EXPECT_EQ(store_->GetJob(id).value()->container, job.container);
+  EXPECT_TRUE(store_->GetJob(host).value()->container.empty());
+  bool listed = false;
+  const std::vector<JobRecord> jobs = store_->ListJobs({}).value();
+  for (const JobRecord& j : jobs) {
+    if (j.id == id) listed = j.container == job.container;
+  }
+  EXPECT_TRUE(listed) << "listings carry it too";
 }
 
 TEST_P(StoreTest, ScaleNodesAreReplacedByNameAndSurviveReopening) {
