@@ -46,6 +46,17 @@ TEST(SubmitRequestTest, RefusesBadFieldsNamingThem) {
       // Accepted, then failed at exec (E2BIG) before: one string of 128 KiB or more.
       {R"({"argv":["x",")" + std::string(128 * 1024, 'a') + R"("]})", "argv"},
       {R"({"argv":["x"],"env":{"A":")" + std::string(128 * 1024 - 2, 'a') + R"("}})", "env"},
+      // Containers (issue 17): the image's and the mounts' syntax; the admin's policy is the
+      // controller's (Controller::Unrunnable).
+      {R"({"argv":["x"],"image":"-v"})", "image"},
+      {R"({"argv":["x"],"image":"a b"})", "image"},
+      {R"({"argv":["x"],"image":7})", "image"},
+      {R"({"argv":["x"],"image":"i","mounts":"/a:/b"})", "mounts"},
+      {R"({"argv":["x"],"image":"i","mounts":["/a/../etc:/b"]})", "mounts"},
+      {R"({"argv":["x"],"image":"i","mounts":["/a:/proc/x"]})", "mounts"},
+      {R"({"argv":["x"],"image":"i","mounts":[1]})", "mounts"},
+      {R"({"argv":["x"],"mounts":["/a:/b"]})", "mounts"},
+      {R"({"argv":["x"],"image":"i","env":{"A":"two\nlines"}})", "env"},
   };
   for (const Row& row : rows) {
     auto job = ParseSubmitRequest(row.body);
@@ -53,6 +64,20 @@ TEST(SubmitRequestTest, RefusesBadFieldsNamingThem) {
     EXPECT_EQ(job.failure().field, row.field) << row.body << " -> " << job.error();
     EXPECT_EQ(job.failure().code, core::ErrorCode::kInvalid);
   }
+}
+
+TEST(SubmitRequestTest, TakesAContainersImageAndMounts) {
+  auto job = ParseSubmitRequest(
+      R"({"argv":["python","train.py"],"image":"localhost/train:1",)"
+      R"("mounts":["/data/set:/data:ro","/scratch:/out"]})");
+  ASSERT_TRUE(job.ok()) << job.error();
+  EXPECT_EQ(job.value().container.image, "localhost/train:1");
+  ASSERT_EQ(job.value().container.mounts.size(), 2U);
+  EXPECT_EQ(job.value().container.mounts[0], (core::BindMount{"/data/set", "/data", true}));
+  EXPECT_EQ(job.value().container.mounts[1], (core::BindMount{"/scratch", "/out", false}));
+  auto host = ParseSubmitRequest(R"({"argv":["x"],"env":{"A":"two\nlines"}})");
+  EXPECT_TRUE(host.ok()) << "a host job may have a newline in a value";
+  EXPECT_TRUE(host.value().container.empty());
 }
 
 TEST(SubmitRequestTest, AcceptsAFullRequest) {

@@ -83,6 +83,9 @@ TEST(NodeProtocol, ReplySurvivesARoundTrip) {
   a.started = true;
   a.stop = true;
   a.grace_s = 30;
+  a.container.image = "localhost/train:1";
+  a.container.mounts = {{"/data", "/data", true}};
+  a.pull = core::PullPolicy::kIfMissing;
   reply.assignments.push_back(a);
   reply.logs.push_back({9, 1, 4096});
   auto parsed = ParseHeartbeatReply(ToJson(reply));
@@ -96,6 +99,8 @@ TEST(NodeProtocol, ReplySurvivesARoundTrip) {
   EXPECT_EQ(x.cpu_milli, 4000);
   EXPECT_EQ(x.memory_mib, 2048);
   EXPECT_DOUBLE_EQ(x.grace_s, 30);
+  EXPECT_EQ(x.container, a.container);
+  EXPECT_EQ(x.pull, core::PullPolicy::kIfMissing);
   EXPECT_EQ(parsed.value().logs.at(0).size, 4096);
   EXPECT_EQ(parsed.value().lease_ms, 10000);
 }
