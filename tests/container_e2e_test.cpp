@@ -7,6 +7,7 @@
 #include <httplib.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -219,6 +220,18 @@ TEST_F(Containers, RunsAsTheSubmitterWithItsGpusVariablesMountAndLogThenIsRemove
   EXPECT_NE(log.find("read-only"), std::string::npos) << "mounted :ro: " << log;
   EXPECT_NE(log.find("simulated GPUs"), std::string::npos) << "the note on GPU devices: " << log;
   EXPECT_FALSE(ContainerExists(id, done["epoch"].get<int64_t>())) << "exited containers go";
+  // The node says which images it holds (its agent lists them once a minute, first at start).
+  json images;
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        for (const json& n : Get("/v1/nodes")) {
+          if (n["name"] == "alpha") images = n.value("images", json::array());
+        }
+        return std::find(images.begin(), images.end(), json(kImage)) != images.end();
+      },
+      10))
+      << images.dump();
+  EXPECT_NE(Cli("nodes").find(std::string("container images here: ") ), std::string::npos);
   // Its exit code travels.
   const int64_t failing = Submit({{"argv", {"sh", "-c", "exit 7"}}, {"gpus", 1}});
   EXPECT_EQ(WaitFor(failing, "FAILED")["exit_code"], 7);

@@ -1,12 +1,15 @@
 #include "agent/container_command.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <filesystem>
+#include <set>
 #include <string_view>
 
 namespace gpufleet::agent {
@@ -137,6 +140,60 @@ void RemoveContainerNow(const std::string& name, const ContainerHost& host) {
   }
   kill(pid, SIGKILL);
   waitpid(pid, nullptr, 0);
+}
+
+std::optional<std::vector<std::string>> ListImages(const ContainerHost& host) {
+  std::vector<std::string> args = {host.runtime, "images", "--format",
+                                   "{{.Repository}}:{{.Tag}}"};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  int out[2];
+  if (pipe2(out, O_CLOEXEC) != 0) return std::nullopt;
+  posix_spawn_file_actions_t files;
+  posix_spawn_file_actions_init(&files);
+  posix_spawn_file_actions_addopen(&files, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&files, out[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addopen(&files, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  pid_t pid = -1;
+  const int spawned = posix_spawnp(&pid, argv[0], &files, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&files);
+  close(out[1]);
+  if (spawned != 0) {
+    close(out[0]);
+    return std::nullopt;
+  }
+  std::string text;
+  bool timed_out = false;
+  for (int waited_ms = 0;;) {
+    pollfd ready{out[0], POLLIN, 0};
+    const int r = poll(&ready, 1, 250);
+    if (r > 0) {
+      char buffer[8192];
+      const ssize_t n = read(out[0], buffer, sizeof buffer);
+      if (n <= 0) break;
+      if (text.size() < (1 << 20)) text.append(buffer, static_cast<std::size_t>(n));
+    } else if (r == 0 && (waited_ms += 250) >= 5000) {
+      timed_out = true;
+      break;
+    }
+  }
+  close(out[0]);
+  if (timed_out) kill(pid, SIGKILL);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (timed_out || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return std::nullopt;
+  std::vector<std::string> images;
+  std::set<std::string> seen;
+  for (std::size_t start = 0; start < text.size() && images.size() < 512;) {
+    const std::size_t end = std::min(text.find('\n', start), text.size());
+    const std::string line = text.substr(start, end - start);
+    start = end + 1;
+    if (line.find("<none>") != std::string::npos || !core::CheckImageReference(line)) continue;
+    if (seen.insert(line).second) images.push_back(line);
+  }
+  return images;
 }
 
 std::string ContainerEnvFile(const std::vector<std::pair<std::string, std::string>>& env) {

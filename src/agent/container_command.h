@@ -20,6 +20,7 @@
 //    CUDA_VISIBLE_DEVICES counts from 0 over the job's GPUs, as Kubernetes' device plugin does.
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -68,6 +69,9 @@ std::vector<std::string> ContainerRunArgv(const ContainerRun& run, const Contain
 std::vector<std::string> ContainerRemoveArgv(const std::string& name, const ContainerHost& host);
 // Runs ContainerRemoveArgv and waits for it (at most 30 s): for a container whose shim is gone.
 void RemoveContainerNow(const std::string& name, const ContainerHost& host);
+// The images the runtime holds ("repository:tag", untagged ones left out, at most 512), or
+// nothing when it cannot say within 5 s (no runtime, a failing one).
+std::optional<std::vector<std::string>> ListImages(const ContainerHost& host);
 // The env file's text: one NAME=value per line. Values holding a newline are left out (the
 // controller refuses them at submit).
 std::string ContainerEnvFile(const std::vector<std::pair<std::string, std::string>>& env);

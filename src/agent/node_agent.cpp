@@ -112,10 +112,34 @@ NodeAgent::NodeAgent(NodeAgentOptions options, std::unique_ptr<net::ControllerLi
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   if (pages > 0 && page > 0) host_memory_mib_ = static_cast<int64_t>(pages) * page >> 20;
   runner_.set_container_host(DetectContainerHost(options_.container_runtime, options_.simulated));
+  if (options_.images_refresh_ms > 0) {
+    images_thread_ = std::thread([this] { ListImagesEvery(options_.images_refresh_ms); });
+  }
+}
+
+void NodeAgent::ListImagesEvery(int64_t period_ms) {
+  const ContainerHost host = runner_.container_host();
+  std::unique_lock<std::mutex> lock(images_mutex_);
+  while (!images_stop_) {
+    lock.unlock();
+    auto images = ListImages(host);  // none: no runtime here, nothing to report
+    lock.lock();
+    if (images) images_fresh_ = std::move(images);
+    images_wake_.wait_for(lock, std::chrono::milliseconds(period_ms),
+                          [this] { return images_stop_; });
+  }
 }
 
 // Jobs keep running: a restarted agent re-adopts them (and their cgroups).
-NodeAgent::~NodeAgent() { cgroups_.RemoveJobsCgroupIfEmpty(); }
+NodeAgent::~NodeAgent() {
+  {
+    std::lock_guard<std::mutex> lock(images_mutex_);
+    images_stop_ = true;
+  }
+  images_wake_.notify_all();
+  if (images_thread_.joinable()) images_thread_.join();
+  cgroups_.RemoveJobsCgroupIfEmpty();
+}
 
 std::string NodeAgent::RecordPath(int64_t id) const {
   return (std::filesystem::path(options_.data_dir) / "assignments" / (std::to_string(id) + ".json"))
@@ -311,6 +335,11 @@ net::Heartbeat NodeAgent::Report(int64_t now_ms) {
     samples_sent_ms_ = now_ms;
   }
   if (figures_) beat.figures = figures_();
+  {
+    std::lock_guard<std::mutex> lock(images_mutex_);
+    if (images_fresh_) beat.images = std::move(images_fresh_);
+    images_fresh_.reset();
+  }
   int64_t budget = options_.log_budget_bytes;
   logs_pending_ = false;
   for (auto& [id, h] : held_) {

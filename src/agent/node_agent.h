@@ -15,12 +15,15 @@
 // same deadline, so this holds even while the agent is dead or frozen. Other jobs keep running
 // through a controller outage (they are never run again elsewhere).
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "agent/cgroup_limits.h"
 #include "agent/job_usage.h"
@@ -52,6 +55,8 @@ struct NodeAgentOptions {
   int64_t log_budget_bytes = 512 * 1024;
   // The container runtime's CLI for container jobs: "podman" (default), "docker", or a path.
   std::string container_runtime = "podman";
+  // How often the node's container images are listed and reported (0: never).
+  int64_t images_refresh_ms = 60000;
 };
 
 // The figures a heartbeat carries for per-job usage summaries, from the sampler's latest samples.
@@ -134,6 +139,14 @@ class NodeAgent {
   bool outage_reported_ = false;
   bool self_fenced_ = false;
   int64_t samples_sent_ms_ = 0;  // when the GPU document was last sent
+  // The container images, listed by a thread of their own every images_refresh_ms (a runtime's
+  // CLI takes 0.1-0.3 s to answer: never on the heartbeat's path); Report sends a new list once.
+  void ListImagesEvery(int64_t period_ms);
+  std::mutex images_mutex_;
+  std::condition_variable images_wake_;
+  bool images_stop_ = false;
+  std::optional<std::vector<std::string>> images_fresh_;  // listed, not yet reported
+  std::thread images_thread_;
   int64_t host_cpu_milli_ = 0, host_memory_mib_ = 0;  // reported with each beat (0: unknown)
   int64_t lease_written_ms_ = 0;  // the deadline last written to the lease file
   bool logs_pending_ = false;    // the last report left log bytes unshipped

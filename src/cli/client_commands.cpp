@@ -439,6 +439,11 @@ int RunNodes(const ClientOptions& client) {
       std::printf("%-12s no job limits (usage from /proc): %s\n", "",
                   Cell(n["limits_why"]).c_str());
     }
+    if (n.contains("images") && n["images"].is_array() && !n["images"].empty()) {
+      std::string list;
+      for (const json& image : n["images"]) list += (list.empty() ? "" : ", ") + Cell(image);
+      std::printf("%-12s container images here: %s\n", "", list.c_str());
+    }
     if (n.value("state", "") == "LOST") {
       std::printf("%-12s missed its lease: its jobs were stopped or requeued\n", "");
     }

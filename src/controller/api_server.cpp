@@ -385,6 +385,7 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
                      {"local", n.local},
                      {"limits", n.limits},
                      {"limits_why", n.limits_why},
+                     {"images", n.images},
                      {"running_jobs", n.running_jobs},
                      {"state", n.state},
                      {"epoch", n.epoch},

@@ -1538,6 +1538,7 @@ std::vector<NodeView> Controller::Nodes() const {
     v.local = n.local;
     v.limits = n.limits;
     v.limits_why = n.limits_why;
+    v.images = n.images;
     for (int g = 0; g < n.spec.num_gpus; ++g) {
       if (auto d = n.drains.find(g); d != n.drains.end()) {
         v.drained.push_back({g, "admin", d->second.reason, d->second.by, d->second.since_ms});

@@ -132,6 +132,7 @@ struct NodeView {
   bool local = false;      // its agent runs in the controller's process (ControllerOptions)
   std::string limits;      // "cgroup-v2", "cgroup-v1", or "none" (unlimited, measured from /proc)
   std::string limits_why;  // why not cgroups, when "none"
+  std::vector<std::string> images;  // container images the node holds (its agent's last word)
   // GPUs nothing new is placed on: unhealthy ones (cause "health": the agent's verdict; their
   // jobs were stopped) and those an admin drained (cause "admin").
   struct DrainedGpu {

@@ -64,6 +64,7 @@ bool NodeRegistry::Heard(int i, const net::Heartbeat& beat, bool busy, int64_t n
   n.simulated = beat.simulated;
   n.limits = beat.limits;
   n.limits_why = beat.limits_why;
+  if (beat.images) n.images = *beat.images;
   n.last_seen_ms = now_ms;
   if (n.first_seen_ms == 0) n.first_seen_ms = now_ms;
   if (!beat.samples_json.empty()) n.samples_json = beat.samples_json;  // agents send it 1/s

@@ -25,6 +25,7 @@ struct RegisteredNode {
   bool simulated = false;
   bool local = false;  // its agent runs in the controller's process (ControllerOptions)
   std::string limits = "none", limits_why;
+  std::vector<std::string> images;  // the container images it holds, as its agent last said
   bool alive = false;  // heard from within the lease
   bool known = false;  // its size is known (false: named by a recovered job only)
   // Known from before a controller restart and not heard from since: it has one lease to come

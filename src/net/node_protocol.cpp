@@ -177,6 +177,7 @@ std::string ToJson(const Heartbeat& b) {
             {"limits_why", b.limits_why},
             {"wait_ms", b.wait_ms},
             {"jobs", jobs}};
+  if (b.images) j["images"] = *b.images;
   if (!b.gpu_links.empty()) {
     j["gpu_links"] = {{"nvlinks", core::NvLinkMatrix(b.gpu_links)},
                       {"pcie", core::PcieMatrix(b.gpu_links)}};
@@ -236,6 +237,21 @@ core::Result<Heartbeat> ParseHeartbeat(const std::string& body) {
     }
     b.limits_why = CheckedString(j, "limits_why", 1024, "");
     b.wait_ms = CheckedInt(j, "wait_ms", 0, 3600 * 1000, 0);
+    if (j.contains("images")) {
+      const json& images = j["images"];
+      if (!images.is_array() || images.size() > kMaxNodeImages) {
+        throw InputFieldError("images", "must be an array of at most " +
+                                            std::to_string(kMaxNodeImages) + " image names");
+      }
+      b.images.emplace();
+      for (const json& image : images) {
+        const std::string name = CheckedString(image, "images[]", 255);
+        if (!core::CheckImageReference(name, "images[]")) {
+          throw InputFieldError("images[]", "not an image reference");
+        }
+        b.images->push_back(name);
+      }
+    }
     for (const json& f : Array(j, "figures", false)) {
       Object(f, "figures[]");
       GpuFigure g;

@@ -12,6 +12,7 @@
 // tells an agent that a rank already ran: an agent that does not know it (its state was lost)
 // reports it lost rather than starting it a second time.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -90,7 +91,12 @@ struct Heartbeat {
   int64_t wait_ms = 0;
   std::vector<GpuFigure> figures;
   std::vector<ReportedJob> jobs;
+  // The container images the node holds ("repository:tag"), sent now and then (about once a
+  // minute); absent: unchanged since the last. At most kMaxNodeImages, each a valid reference.
+  std::optional<std::vector<std::string>> images;
 };
+
+inline constexpr std::size_t kMaxNodeImages = 512;
 
 struct Assignment {
   int64_t id = 0;
