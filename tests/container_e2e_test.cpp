@@ -272,6 +272,49 @@ TEST_F(Containers, CancelStopsItWithinTheGracePeriod) {
   EXPECT_TRUE(WaitUntil([&] { return !ContainerExists(id, running["epoch"].get<int64_t>()); }, 10));
 }
 
+TEST_F(Containers, AJobIgnoringSigtermIsKilledAfterTheGraceAndItsContainerRemoved) {
+  StartAgent("alpha");
+  const int64_t id = Submit(
+      {{"argv", {"sh", "-c", "trap '' TERM; echo started; while true; do sleep 0.1; done"}},
+       {"gpus", 1}});
+  const json running = WaitFor(id, "RUNNING");
+  ASSERT_TRUE(WaitUntil([&] { return Logs(id).find("started") != std::string::npos; }, 20));
+  auto r = Http(alice_).Post("/v1/jobs/" + std::to_string(id) + "/cancel", "", "application/json");
+  ASSERT_TRUE(r && r->status == 200);
+  // Killing the shim's group would have killed the shim and left the container running; its
+  // container is removed instead, and the shim records the end.
+  WaitFor(id, "CANCELLED", 20);
+  EXPECT_TRUE(WaitUntil([&] { return !ContainerExists(id, running["epoch"].get<int64_t>()); }, 10));
+  EXPECT_TRUE(e2e::Sh("pgrep -f 'while true; do slee[p] 0.1' >/dev/null").second != 0)
+      << "nothing of the job runs on";
+}
+
+TEST_F(Containers, AMountSourceTheUserCannotReachOrThatPassesASymlinkFailsTheJob) {
+  StartAgent("alpha");
+  // Root's private directory under an allowed prefix: the root runtime could mount it, the
+  // job's account could not read it.
+  std::filesystem::create_directories(dir_ / "data" / "private" / "inner");
+  std::filesystem::permissions(dir_ / "data" / "private", std::filesystem::perms::owner_all,
+                               std::filesystem::perm_options::replace);
+  std::filesystem::create_directory_symlink("/etc", dir_ / "data" / "link");
+  std::filesystem::permissions(dir_ / "data", std::filesystem::perms::others_read |
+                                                  std::filesystem::perms::others_exec,
+                               std::filesystem::perm_options::add);
+  const int64_t hidden = Submit({{"argv", {"ls", "/x"}},
+                                 {"gpus", 1},
+                                 {"mounts", {(dir_ / "data" / "private" / "inner").string() + ":/x:ro"}}});
+  json done = WaitFor(hidden, "FAILED");
+  EXPECT_NE(done["reason"].get<std::string>().find("not reachable by account nobody"),
+            std::string::npos)
+      << done.dump();
+  const int64_t linked = Submit(
+      {{"argv", {"ls", "/x"}}, {"gpus", 1}, {"mounts", {(dir_ / "data" / "link").string() + ":/x:ro"}}});
+  done = WaitFor(linked, "FAILED");
+  EXPECT_NE(done["reason"].get<std::string>().find("symbolic link"), std::string::npos)
+      << done.dump();
+  EXPECT_EQ(Logs(linked).find("passwd"), std::string::npos) << "/etc was never mounted";
+}
+
 TEST_F(Containers, AnAgentKilledWithSigkillReadoptsItAndItsLogGoesOn) {
   StartAgent("alpha");
   const int64_t id = Submit(

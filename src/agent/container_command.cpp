@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <filesystem>
 #include <set>
 #include <string_view>
@@ -68,7 +69,12 @@ std::string ContainerName(int64_t id, int64_t epoch, int rank) {
 }
 
 std::vector<std::string> ContainerRunArgv(const ContainerRun& run, const ContainerHost& host) {
-  std::vector<std::string> a = {host.runtime, "run", "--name", run.name};
+  std::vector<std::string> a = {host.runtime};
+  // A --cgroup-parent that is a cgroupfs path: podman's systemd manager (its default on systemd
+  // hosts) takes only slices.
+  if (!IsDocker(host) && !run.cgroup_parent.empty()) a.push_back("--cgroup-manager=cgroupfs");
+  a.insert(a.end(), {"run", "--name", run.name});
+  if (!IsDocker(host) && !run.cidfile.empty()) a.push_back("--cidfile=" + run.cidfile);
   // Removed by the shim once it has ended (ContainerRemoveArgv), after its exit status is known.
   const std::string_view pull = run.pull == core::PullPolicy::kAlways      ? "always"
                                 : run.pull == core::PullPolicy::kIfMissing ? "missing"
@@ -115,25 +121,33 @@ std::vector<std::string> ContainerRunArgv(const ContainerRun& run, const Contain
   return a;
 }
 
-std::vector<std::string> ContainerRemoveArgv(const std::string& name, const ContainerHost& host) {
-  if (IsDocker(host)) return {host.runtime, "rm", "--force", name};
-  return {host.runtime, "rm", "--force", "--time=0", "--ignore", name};
+std::vector<std::string> ContainerRemoveArgv(const std::string& name, const std::string& cidfile,
+                                             const ContainerHost& host) {
+  if (IsDocker(host) || cidfile.empty()) return {host.runtime, "rm", "--force", name};
+  return {host.runtime, "rm", "--force", "--time=0", "--ignore", "--cidfile", cidfile};
 }
 
-void RemoveContainerNow(const std::string& name, const ContainerHost& host) {
-  std::vector<std::string> args = ContainerRemoveArgv(name, host);
+pid_t SpawnQuietly(const std::vector<std::string>& args) {
+  std::vector<std::string> copy = args;
   std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
+  for (std::string& a : copy) argv.push_back(a.data());
   argv.push_back(nullptr);
   posix_spawn_file_actions_t files;
   posix_spawn_file_actions_init(&files);
   posix_spawn_file_actions_addopen(&files, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&files, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addopen(&files, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addclosefrom_np(&files, 3);
   pid_t pid = -1;
   const int spawned = posix_spawnp(&pid, argv[0], &files, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&files);
-  if (spawned != 0) return;
+  return spawned == 0 ? pid : -1;
+}
+
+void RemoveContainerNow(const std::string& name, const std::string& cidfile,
+                        const ContainerHost& host) {
+  const pid_t pid = SpawnQuietly(ContainerRemoveArgv(name, cidfile, host));
+  if (pid < 0) return;
   for (int tick = 0; tick < 300; ++tick) {
     if (waitpid(pid, nullptr, WNOHANG) != 0) return;
     usleep(100 * 1000);
@@ -165,16 +179,20 @@ std::optional<std::vector<std::string>> ListImages(const ContainerHost& host) {
   }
   std::string text;
   bool timed_out = false;
-  for (int waited_ms = 0;;) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  for (;;) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      timed_out = true;
+      break;
+    }
     pollfd ready{out[0], POLLIN, 0};
     const int r = poll(&ready, 1, 250);
     if (r > 0) {
       char buffer[8192];
       const ssize_t n = read(out[0], buffer, sizeof buffer);
-      if (n <= 0) break;
-      if (text.size() < (1 << 20)) text.append(buffer, static_cast<std::size_t>(n));
-    } else if (r == 0 && (waited_ms += 250) >= 5000) {
-      timed_out = true;
+      if (n == 0 || (n < 0 && errno != EINTR)) break;
+      if (n > 0 && text.size() < (1 << 20)) text.append(buffer, static_cast<std::size_t>(n));
+    } else if (r < 0 && errno != EINTR) {
       break;
     }
   }

@@ -53,6 +53,7 @@ struct ContainerRun {
   std::vector<gid_t> groups;
   std::string workdir;        // "" : the image's
   std::string env_file;       // NAME=value lines (ContainerEnvFile)
+  std::string cidfile;        // where podman records the container's id (none for docker)
   std::string cgroup_parent;  // "" : the runtime's default
   int64_t cpu_milli = 0;      // 0: no CPU limit
   int64_t memory_mib = 0;     // sizes /dev/shm (0: 8 GiB; the cgroup limits the memory itself)
@@ -65,10 +66,16 @@ struct ContainerRun {
 std::string ContainerName(int64_t id, int64_t epoch, int rank = 0);
 // `RUNTIME run ...` for `run` on `host`.
 std::vector<std::string> ContainerRunArgv(const ContainerRun& run, const ContainerHost& host);
-// Removes the container, killing it first if it still runs (podman: no stop timeout).
-std::vector<std::string> ContainerRemoveArgv(const std::string& name, const ContainerHost& host);
+// Removes the container, killing it first if it still runs (podman: no stop timeout). podman
+// removes the container whose id `run`'s --cidfile recorded (only one this run created: a name
+// taken by another's container is never removed); docker by name.
+std::vector<std::string> ContainerRemoveArgv(const std::string& name, const std::string& cidfile,
+                                             const ContainerHost& host);
+// Starts `argv` with no input or output and does not wait: the pid (reap it), or -1.
+pid_t SpawnQuietly(const std::vector<std::string>& argv);
 // Runs ContainerRemoveArgv and waits for it (at most 30 s): for a container whose shim is gone.
-void RemoveContainerNow(const std::string& name, const ContainerHost& host);
+void RemoveContainerNow(const std::string& name, const std::string& cidfile,
+                        const ContainerHost& host);
 // The images the runtime holds ("repository:tag", untagged ones left out, at most 512), or
 // nothing when it cannot say within 5 s (no runtime, a failing one).
 std::optional<std::vector<std::string>> ListImages(const ContainerHost& host);

@@ -20,6 +20,7 @@ ContainerRun SampleRun() {
   run.gid = 1000;
   run.groups = {1000, 44};
   run.env_file = "/var/lib/gpufleet/logs/7-3.log.env";
+  run.cidfile = "/var/lib/gpufleet/logs/7-3.log.cid";
   run.cgroup_parent = "/gpufleet-jobs-ab/gpufleet-job-7";
   run.cpu_milli = 2500;
   run.memory_mib = 4096;
@@ -32,7 +33,9 @@ TEST(ContainerCommand, RunsAsTheUserWithoutPrivilegeOnTheHostNetworkUnderTheJobs
   const std::vector<std::string> a = ContainerRunArgv(SampleRun(), ContainerHost{});
   ASSERT_GE(a.size(), 6U);
   EXPECT_EQ(a[0], "podman");
-  EXPECT_EQ(a[1], "run");
+  EXPECT_EQ(a[1], "--cgroup-manager=cgroupfs") << "a cgroupfs parent, on systemd hosts too";
+  EXPECT_EQ(a[2], "run");
+  EXPECT_TRUE(Has(a, "--cidfile=/var/lib/gpufleet/logs/7-3.log.cid"));
   EXPECT_TRUE(Has(a, "gpufleet-job-7-3"));
   EXPECT_EQ(ContainerName(7, 3, 1), "gpufleet-job-7-3-1") << "ranks above 0 are told apart";
   EXPECT_TRUE(Has(a, "--user=1000:1000"));
@@ -89,12 +92,14 @@ TEST(ContainerCommand, PullPolicyAndRemovalPerRuntime) {
   EXPECT_TRUE(Has(ContainerRunArgv(run, ContainerHost{}), "--pull=missing"));
   run.pull = core::PullPolicy::kAlways;
   EXPECT_TRUE(Has(ContainerRunArgv(run, ContainerHost{}), "--pull=always"));
-  EXPECT_EQ(ContainerRemoveArgv("gpufleet-job-7-3", ContainerHost{}),
+  EXPECT_EQ(ContainerRemoveArgv("gpufleet-job-7-3", "/l/7-3.log.cid", ContainerHost{}),
             (std::vector<std::string>{"podman", "rm", "--force", "--time=0", "--ignore",
-                                      "gpufleet-job-7-3"}));
+                                      "--cidfile", "/l/7-3.log.cid"}))
+      << "by the id this run recorded, never by a name another's container may hold";
   ContainerHost docker;
   docker.runtime = "/usr/bin/docker";
-  EXPECT_EQ(ContainerRemoveArgv("gpufleet-job-7-3", docker),
+  EXPECT_FALSE(Has(ContainerRunArgv(SampleRun(), docker), "--cgroup-manager=cgroupfs"));
+  EXPECT_EQ(ContainerRemoveArgv("gpufleet-job-7-3", "/l/7-3.log.cid", docker),
             (std::vector<std::string>{"/usr/bin/docker", "rm", "--force", "gpufleet-job-7-3"}));
 }
 

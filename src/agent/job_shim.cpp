@@ -4,7 +4,9 @@
 #include <grp.h>
 #include <poll.h>
 #include <signal.h>
+#include <linux/openat2.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -19,7 +21,7 @@
 namespace gpufleet::agent {
 namespace {
 
-constexpr int kFixedArgs = 13;  // before "--env", the environment, "--" and the job's argv
+constexpr int kFixedArgs = 14;  // before "--env", the environment, "--" and the job's argv
 
 bool ParseInt(const std::string& text, int64_t lo, int64_t hi, int64_t& out) {
   if (text.empty() || text.size() > 19) return false;
@@ -49,6 +51,51 @@ int WatchOom(const std::string& dir) {
     return -1;
   }
   return efd;
+}
+
+// In a child with the job's account: each of `spec.mount_checks` opened without following a
+// symbolic link anywhere in its path, and readable (and writable for "rw:") by the account;
+// true when all pass. A failure is reported over fd 3 as {kShimMountCheck, errno, index}.
+bool MountSourcesReachable(const ShimSpec& spec) {
+  const pid_t checker = fork();
+  if (checker < 0) {
+    const int report[2] = {kShimFork, errno};
+    (void)!write(3, report, sizeof report);
+    return false;
+  }
+  if (checker == 0) {
+    // As root (a root agent), become the account; otherwise this already is it.
+    if (geteuid() == 0 && (setgroups(spec.groups.size(), spec.groups.data()) != 0 ||
+                           setgid(spec.gid) != 0 || setuid(spec.uid) != 0)) {
+      const int report[3] = {kShimMountCheck, errno, -1};
+      (void)!write(3, report, sizeof report);
+      _exit(1);
+    }
+    for (std::size_t k = 0; k < spec.mount_checks.size(); ++k) {
+      const std::string& check = spec.mount_checks[k];
+      const char* path = check.c_str() + 3;
+      open_how how{};
+      how.flags = O_PATH | O_CLOEXEC;
+      how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+      const long fd = syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
+      int failed = fd < 0 ? errno : 0;
+      struct stat st {};
+      if (failed == 0 && fstat(static_cast<int>(fd), &st) != 0) failed = errno;
+      int mode = R_OK | (S_ISDIR(st.st_mode) ? X_OK : 0) | (check[1] == 'w' ? W_OK : 0);
+      if (failed == 0 && access(path, mode) != 0) failed = errno;
+      if (failed != 0) {
+        const int report[3] = {kShimMountCheck, failed, static_cast<int>(k)};
+        (void)!write(3, report, sizeof report);
+        _exit(1);
+      }
+      close(static_cast<int>(fd));
+    }
+    _exit(0);
+  }
+  int status = 0;
+  while (waitpid(checker, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
 // Runs `argv` with no input or output and waits for it, at most 60 s (then SIGKILL).
@@ -87,6 +134,8 @@ std::vector<std::string> ShimCommandLine(const ShimSpec& spec) {
   for (const std::string& p : spec.cgroup_procs) cgroups += (cgroups.empty() ? "" : "\n") + p;
   std::string cleanup;  // one argument per line: a container's name and runtime hold no newline
   for (const std::string& c : spec.cleanup) cleanup += (cleanup.empty() ? "" : "\n") + c;
+  std::string checks;  // one per line: mount sources hold no control character
+  for (const std::string& c : spec.mount_checks) checks += (checks.empty() ? "" : "\n") + c;
   std::vector<std::string> args = {spec.exit_path,
                                    spec.fenced_path,
                                    spec.lease_path,
@@ -100,6 +149,7 @@ std::vector<std::string> ShimCommandLine(const ShimSpec& spec) {
                                    groups.empty() ? "-" : groups,
                                    cleanup,
                                    spec.oom_watch_dir,
+                                   checks,
                                    "--env"};
   args.insert(args.end(), spec.env.begin(), spec.env.end());
   args.push_back("--");
@@ -152,6 +202,15 @@ core::Result<ShimSpec> ParseShimCommandLine(const std::vector<std::string>& args
     start = end + 1;
   }
   spec.oom_watch_dir = args[12];
+  for (std::size_t start = 0; start < args[13].size();) {
+    const std::size_t end = std::min(args[13].find('\n', start), args[13].size());
+    const std::string check = args[13].substr(start, end - start);
+    if (check.rfind("ro:/", 0) != 0 && check.rfind("rw:/", 0) != 0) {
+      return core::Error{"a malformed mount check"};
+    }
+    spec.mount_checks.push_back(check);
+    start = end + 1;
+  }
   std::size_t at = kFixedArgs + 1;
   for (; at < args.size() && args[at] != "--"; ++at) {
     if (args[at].find('=') == std::string::npos || args[at][0] == '=') {
@@ -204,6 +263,7 @@ void RunShim(const ShimSpec& spec) {
     }
     close(cg);
   }
+  if (!spec.mount_checks.empty() && !MountSourcesReachable(spec)) _exit(127);
   // Counts the OOM events of the job's memory cgroup and below (cgroup v1's notification: the
   // kernel signals it for the cgroup whose limit was hit, and its descendants' listeners).
   int oom_fd = -1;

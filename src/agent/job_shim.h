@@ -14,8 +14,8 @@
 // pipe, nothing else; an empty environment (the job's travels on the command line, so that the
 // C library of a root process never reads the user's variables); SIGTERM, SIGINT and SIGHUP blocked (the shim ignores them, so an early
 // stop cannot kill it before it records the job's end). A failure before the job's exec is
-// reported over fd 3 as two ints {step, errno} (ShimStep); the job's successful exec closes fd 3
-// (close-on-exec), which the Runner reads as "started".
+// reported over fd 3 as ints {step, errno[, detail]} (ShimStep); the job's successful exec closes
+// fd 3 (close-on-exec), which the Runner reads as "started".
 #include <sys/types.h>
 
 #include <cstdint>
@@ -35,6 +35,8 @@ enum ShimStep : int {
   kShimPipe = 5,      // making the output pipe
   kShimBadArgs = 6,   // a command line the shim cannot read (a mismatched shim binary)
   kShimFork = 7,      // forking the job
+  kShimMountCheck = 8,  // a container's mount source, checked as the job's account (third int:
+                        // which mount)
 };
 
 struct ShimSpec {
@@ -58,6 +60,11 @@ struct ShimSpec {
   // exit record: the OOM killer's victim may sit in a child cgroup (the container's) that is gone
   // by the time the agent reads the job's figures. "" : none.
   std::string oom_watch_dir;
+  // A container's bind-mount sources, "ro:/path" or "rw:/path": before the runtime starts, a child
+  // with the job's account (uid, gid, groups below, even when switch_user is false) opens each
+  // without following any symbolic link and checks it may read it (and write it, for rw), so that
+  // the root runtime never mounts what the user could not reach themselves.
+  std::vector<std::string> mount_checks;
   std::vector<std::string> env;   // the job's, "NAME=VALUE" (the shim itself starts with none)
   std::vector<std::string> argv;  // the job's
 };

@@ -244,11 +244,13 @@ core::Result<bool> NodeAgent::Recover() {
         h.ended = h.lost = true;
         h.reason = "the agent stopped while launching it; not started again";
       } else if (!runner_.Adopt(h.id, Launched{static_cast<pid_t>(h.pid), h.pid_start},
-                                h.log_path)) {
+                                h.log_path, h.container)) {
         h.ended = h.lost = true;
         h.reason = "its process ended while the agent was down and left no exit record";
         // Its shim is gone, but its container may not be: nothing may run unaccounted.
-        if (!h.container.empty()) RemoveContainerNow(h.container, runner_.container_host());
+        if (!h.container.empty()) {
+          RemoveContainerNow(h.container, ContainerIdFilePath(h.log_path), runner_.container_host());
+        }
       }
       if (h.ended) Persist(h);
     }

@@ -174,6 +174,7 @@ std::string DefaultShimPath() {
 
 std::string ExitFilePath(const std::string& log_path) { return log_path + ".exit"; }
 std::string ContainerEnvFilePath(const std::string& log_path) { return log_path + ".env"; }
+std::string ContainerIdFilePath(const std::string& log_path) { return log_path + ".cid"; }
 std::string FencedFilePath(const std::string& log_path) { return log_path + ".fenced"; }
 
 namespace {
@@ -229,7 +230,11 @@ std::vector<int> Runner::ExitFds() const {
 }
 
 void Runner::KillAll() {
-  for (const auto& [id, child] : jobs_) {
+  for (auto& [id, child] : jobs_) {
+    if (!child.container_cleanup.empty()) {
+      const pid_t cleanup = SpawnQuietly(child.container_cleanup);
+      if (cleanup > 0) waitpid(cleanup, nullptr, 0);
+    }
     if (MaySignal(child)) kill(-child.pid, SIGKILL);
     if (child.own_child) waitpid(child.pid, nullptr, 0);
     if (child.pidfd >= 0) close(child.pidfd);
@@ -237,9 +242,14 @@ void Runner::KillAll() {
   jobs_.clear();
 }
 
-bool Runner::Adopt(int64_t job_id, const Launched& launched, const std::string& log_path) {
+bool Runner::Adopt(int64_t job_id, const Launched& launched, const std::string& log_path,
+                   const std::string& container) {
   if (jobs_.count(job_id) || launched.pid <= 0) return false;
   Child child;
+  if (!container.empty()) {
+    child.container_cleanup =
+        ContainerRemoveArgv(container, ContainerIdFilePath(log_path), container_host_);
+  }
   child.pid = launched.pid;
   child.start_ticks = launched.start_ticks;
   child.exit_path = ExitFilePath(log_path);
@@ -315,7 +325,7 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
   const bool switch_user = identity.value().switch_user && !container;
   // The account's groups, looked up here, where NSS is configured (the shim is static).
   std::vector<gid_t> groups;
-  if (switch_user) {
+  if (identity.value().switch_user) {
     int count = 32;
     groups.resize(static_cast<std::size_t>(count));
     while (getgrouplist(account.name.c_str(), gid, groups.data(), &count) < 0) {
@@ -331,6 +341,7 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
   const std::string user_name = account.name;
   std::vector<std::string> argv = spec.argv;
   std::vector<std::string> cleanup;
+  std::vector<std::string> mount_checks;
   if (container) {
     // The env file: private to the agent (the runtime reads it as root), made anew so that a
     // planted file or link is never written through.
@@ -347,19 +358,6 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
                          env_path + ": " + std::strerror(err)};
     }
     close(env_fd);
-    // Mount sources are checked again here, where they are: a symbolic link anywhere in one
-    // could lead out of the directories the admin allowed.
-    for (const core::BindMount& m : spec.container.mounts) {
-      char resolved[PATH_MAX];
-      if (realpath(m.source.c_str(), resolved) == nullptr || m.source != resolved) {
-        close(log);
-        return core::Error{"job " + std::to_string(spec.job_id) + ": mount source " + m.source +
-                           (realpath(m.source.c_str(), resolved) == nullptr
-                                ? " does not exist on node " + run_as_.node_name
-                                : " passes through a symbolic link (to " + std::string(resolved) +
-                                      "); give the real path")};
-      }
-    }
     ContainerRun run;
     run.name = spec.container_name.empty() ? ContainerName(spec.job_id, 0) : spec.container_name;
     run.spec = spec.container;
@@ -373,22 +371,20 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
     run.memory_mib = spec.memory_mib;
     run.gpu_indices = spec.gpu_indices;
     run.argv = spec.argv;
-    if (identity.value().switch_user) {
-      // The account's groups, as a host job gets them.
-      int count = 64;
-      std::vector<gid_t> account_groups(static_cast<std::size_t>(count));
-      if (getgrouplist(account.name.c_str(), gid, account_groups.data(), &count) >= 0) {
-        account_groups.resize(static_cast<std::size_t>(count));
-        run.groups = account_groups;
-      }
-    }
+    run.groups = groups;
+    run.cidfile = ContainerIdFilePath(spec.log_path);
+    std::filesystem::remove(run.cidfile, ec);  // podman refuses to overwrite one
     argv = ContainerRunArgv(run, container_host_);
-    cleanup = ContainerRemoveArgv(run.name, container_host_);
+    cleanup = ContainerRemoveArgv(run.name, run.cidfile, container_host_);
+    for (const core::BindMount& m : spec.container.mounts) {
+      mount_checks.push_back((m.read_only ? "ro:" : "rw:") + m.source);
+    }
   }
   // Exec failures travel back over a close-on-exec pipe: an empty read means exec succeeded.
   int status_pipe[2];
   if (pipe2(status_pipe, O_CLOEXEC) != 0) {
     close(log);
+    if (container) std::filesystem::remove(ContainerEnvFilePath(spec.log_path), ec);
     return core::Error{std::string("pipe: ") + std::strerror(errno)};
   }
   const std::string exit_path = ExitFilePath(spec.log_path);
@@ -417,6 +413,7 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
   shim.argv = argv;
   shim.cleanup = cleanup;
   shim.oom_watch_dir = container ? spec.oom_watch_dir : std::string();
+  shim.mount_checks = mount_checks;
   std::vector<std::string> shim_args = ShimCommandLine(shim);
   shim_args.insert(shim_args.begin(), shim_path_);
   std::vector<char*> shim_argv;
@@ -456,12 +453,13 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
     close(log);
     close(status_pipe[0]);
     close(status_pipe[1]);
+    if (container) std::filesystem::remove(ContainerEnvFilePath(spec.log_path), ec);
     return core::Error{"job " + std::to_string(spec.job_id) + ": cannot start its shim " +
                        shim_path_ + ": " + std::strerror(spawned)};
   }
   close(status_pipe[1]);
   close(log);
-  int report[2] = {0, 0};
+  int report[3] = {0, 0, 0};
   ssize_t n = 0;
   // The exec's outcome, waited for at most kExecWaitMs: an exec that hangs (argv[0] on a dead
   // NFS or FUSE mount the job's user controls) must not hold the launcher. Past that the job
@@ -481,6 +479,8 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
   if (n > 0) {
     waitpid(pid, nullptr, 0);
     std::filesystem::remove(exit_path, ec);
+    if (container) std::filesystem::remove(ContainerEnvFilePath(spec.log_path), ec);
+    const std::size_t mount = static_cast<std::size_t>(report[2]);
     std::string what =
         report[0] == kShimChdir     ? "cannot enter the working directory " + workdir
         : report[0] == kShimSetUser ? "cannot switch to account " + user_name
@@ -488,6 +488,13 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
         : report[0] == kShimPipe    ? std::string("cannot make its output pipe")
         : report[0] == kShimFork    ? std::string("its shim cannot fork")
         : report[0] == kShimBadArgs ? "the shim " + shim_path_ + " does not match this agent"
+        : report[0] == kShimMountCheck
+            ? (mount < spec.container.mounts.size()
+                   ? "mount source " + spec.container.mounts[mount].source +
+                         " is not reachable by account " + user_name +
+                         " without following a symbolic link" +
+                         (spec.container.mounts[mount].read_only ? "" : " (read-write)")
+                   : "cannot check its mount sources as account " + user_name)
                                     : "cannot run '" + argv[0] + "'";
     return core::Error{"job " + std::to_string(spec.job_id) + ": " + what + ": " +
                        std::strerror(report[1])};
@@ -500,6 +507,7 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
   child.exit_path = exit_path;
   child.own_child = true;
   child.pidfd = OpenPidFd(pid);  // our child, unreaped: the pid cannot name another process
+  child.container_cleanup = cleanup;
   jobs_[spec.job_id] = child;
   return Launched{pid, child.start_ticks};
 }
@@ -518,9 +526,18 @@ bool Runner::Stop(int64_t job_id, double grace_s) {
   return true;
 }
 
+void Runner::StartCleanup(Child& child) {
+  child.cleanup_sent = true;
+  const pid_t pid = SpawnQuietly(child.container_cleanup);
+  if (pid > 0) helpers_.push_back(pid);
+}
+
 std::vector<JobExit> Runner::Reap() {
   std::vector<JobExit> exits;
   const auto now = std::chrono::steady_clock::now();
+  for (auto h = helpers_.begin(); h != helpers_.end();) {
+    h = waitpid(*h, nullptr, WNOHANG) == 0 ? std::next(h) : helpers_.erase(h);
+  }
   for (auto it = jobs_.begin(); it != jobs_.end();) {
     Child& child = it->second;
     bool ended = false;
@@ -538,10 +555,16 @@ std::vector<JobExit> Runner::Reap() {
       JobExit e;
       e.job_id = it->first;
       e.stopped = child.stopping;
-      if (auto recorded = ReadExitFile(child.exit_path)) {
+      const auto recorded = ReadExitFile(child.exit_path);
+      if (recorded) {
         e.exit_code = recorded->code;
         e.signal = recorded->signal;
         e.oom_events = recorded->oom_events;
+      }
+      // A container job whose shim ended without its record did not remove its container.
+      if (!recorded && !child.container_cleanup.empty()) StartCleanup(child);
+      if (recorded) {
+        // as recorded
       } else if (have_status && WIFSIGNALED(status)) {  // the shim itself was killed
         e.signal = WTERMSIG(status);
         e.exit_code = 128 + e.signal;
@@ -565,7 +588,15 @@ std::vector<JobExit> Runner::Reap() {
       it = jobs_.erase(it);
       continue;
     }
-    if (child.stopping && now >= child.kill_at && MaySignal(child)) kill(-child.pid, SIGKILL);
+    if (child.stopping && now >= child.kill_at && MaySignal(child)) {
+      if (!child.container_cleanup.empty() && !child.cleanup_sent) {
+        // The container is killed and removed; its runtime returns and the shim records the end.
+        StartCleanup(child);
+        child.kill_at = now + kContainerKillWait;
+      } else {
+        kill(-child.pid, SIGKILL);
+      }
+    }
     ++it;
   }
   return exits;

@@ -87,6 +87,8 @@ struct JobExit {
   int64_t oom_events = 0;  // OOM events the shim saw in LaunchSpec::oom_watch_dir
 };
 
+// A container job's id, as its runtime recorded it (ContainerRemoveArgv).
+std::string ContainerIdFilePath(const std::string& log_path);
 // Where a job's exit status is recorded ("<code> <signal> <oom events>").
 std::string ExitFilePath(const std::string& log_path);
 // A container job's env file (private to the agent; removed with the job's other files).
@@ -121,7 +123,9 @@ class Runner {
   // Takes over a job another Runner launched: true when it still runs (same pid and start time)
   // or has ended and left its exit file (Reap reports it next); false when neither, i.e. how it
   // ended is unknown.
-  bool Adopt(int64_t job_id, const Launched& launched, const std::string& log_path);
+  // `container`: the job's container name when it is a container job ("" : a host job).
+  bool Adopt(int64_t job_id, const Launched& launched, const std::string& log_path,
+             const std::string& container = "");
   // SIGKILL to every job's group (tests; an agent stopping for good).
   void KillAll();
   // SIGTERM now, SIGKILL once `grace_s` has passed (checked by Reap); false when not running.
@@ -144,7 +148,17 @@ class Runner {
     bool stopping = false;
     std::chrono::steady_clock::time_point kill_at;
     int pidfd = -1;  // readable once it has ended (-1: none; ExitFds)
+    // A container job: what removes its container. Its stop escalates by removing the container
+    // (the runtime then returns, and the shim records the end) rather than by killing the shim's
+    // group, which would kill the shim and leave the container to run on; the group is killed
+    // only if that has not ended it kContainerKillWait later.
+    std::vector<std::string> container_cleanup;
+    bool cleanup_sent = false;
   };
+  // Runs `child`'s container cleanup without waiting (its pid joins helpers_).
+  void StartCleanup(Child& child);
+  std::vector<pid_t> helpers_;  // cleanup processes not yet reaped
+  static constexpr std::chrono::seconds kContainerKillWait{15};
   // A pidfd of `pid`, or -1 (an older kernel, or the process is gone).
   static int OpenPidFd(pid_t pid);
   static bool MaySignal(const Child& child);

@@ -133,11 +133,28 @@ void Fill(const json& j, store::JobRecord& job) {
     if (auto ok = core::CheckImageReference(job.container.image); !ok) {
       throw FieldError("image", ok.error());
     }
-    // The job's variables reach the container through an env file: one NAME=value per line.
+    // The job's variables reach the container through an env file, one NAME=value per line,
+    // which the runtime reads with rules of its own: names of letters, digits and '_' only,
+    // values without line breaks and under 64 KiB.
     for (const auto& [name, value] : job.env) {
-      if (value.find('\n') != std::string::npos) {
+      bool plain = !name.empty() && !(name[0] >= '0' && name[0] <= '9');
+      for (char c : name) {
+        plain = plain && ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+                          (c >= '0' && c <= '9') || c == '_');
+      }
+      if (!plain) {
+        throw FieldError("env", "a container job's variable names are letters, digits and '_' "
+                                "(not starting with a digit): " + name.substr(0, 64));
+      }
+      if (value.find_first_of("\r\n") != std::string::npos || value.size() >= 64 * 1024) {
         throw FieldError("env", "the value of " + name.substr(0, 64) +
-                                    " holds a newline, which cannot be passed into a container");
+                                    " holds a line break or is 64 KiB or more, which cannot be "
+                                    "passed into a container");
+      }
+    }
+    if (!job.workdir.empty()) {
+      if (auto ok = core::CheckContainerWorkdir(job.workdir); !ok) {
+        throw FieldError("workdir", ok.error());
       }
     }
   }

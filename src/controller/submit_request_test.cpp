@@ -57,6 +57,10 @@ TEST(SubmitRequestTest, RefusesBadFieldsNamingThem) {
       {R"({"argv":["x"],"image":"i","mounts":[1]})", "mounts"},
       {R"({"argv":["x"],"mounts":["/a:/b"]})", "mounts"},
       {R"({"argv":["x"],"image":"i","env":{"A":"two\nlines"}})", "env"},
+      {R"({"argv":["x"],"image":"i","env":{"#A":"b"}})", "env"},
+      {R"({"argv":["x"],"image":"i","env":{"A":"b\r"}})", "env"},
+      {R"({"argv":["x"],"image":"i","workdir":"/proc/self/fd/3"})", "workdir"},
+      {R"({"argv":["x"],"image":"i","workdir":"/a/../b"})", "workdir"},
   };
   for (const Row& row : rows) {
     auto job = ParseSubmitRequest(row.body);

@@ -54,6 +54,26 @@ bool PathIsUnder(std::string_view path, std::string_view prefix) {
   return path.size() == prefix.size() || path[prefix.size()] == '/';
 }
 
+bool ImageIsUnder(std::string_view image, std::string_view prefix) {
+  if (prefix.empty() || image.rfind(prefix, 0) != 0) return false;
+  if (image.size() == prefix.size() || prefix.back() == '/') return true;
+  const char next = image[prefix.size()];
+  // A ':' starts a tag only when no '/' follows it; otherwise it is a registry's port
+  // ("localhost:5000/x" is another registry than "localhost").
+  if (next == ':') return image.find('/', prefix.size()) == std::string_view::npos;
+  return next == '/' || next == '@';
+}
+
+Result<bool> CheckContainerWorkdir(std::string_view path, const std::string& field) {
+  std::string why = PathProblem(path);
+  for (const char* system : {"/proc", "/sys", "/dev"}) {
+    if (why.empty() && PathIsUnder(path, system)) why = std::string("may not be under ") + system;
+  }
+  if (why.empty()) return true;
+  return Error{"working directory '" + std::string(path.substr(0, 80)) + "' " + why,
+               ErrorCode::kInvalid, field};
+}
+
 Result<BindMount> ParseBindMount(std::string_view text, const std::string& field) {
   const auto fail = [&](const std::string& why) {
     return Error{"mount '" + std::string(text.substr(0, 80)) + "' " + why, ErrorCode::kInvalid,
@@ -143,7 +163,7 @@ Result<bool> CheckAgainstPolicy(const ContainerSpec& spec, const ContainerPolicy
   }
   bool allowed = false;
   for (const std::string& prefix : policy.allowed_images) {
-    allowed = allowed || (!prefix.empty() && spec.image.rfind(prefix, 0) == 0);
+    allowed = allowed || ImageIsUnder(spec.image, prefix);
   }
   if (!allowed) {
     return Error{"image '" + spec.image + "' is not allowed here (allowed prefixes: " +

@@ -48,6 +48,13 @@ std::string BindMountText(const BindMount& m);
 // An image reference: 1-255 characters of [A-Za-z0-9._/:@-], not starting with '-' or '/', no
 // "..", no "//". Errors name `field`.
 Result<bool> CheckImageReference(std::string_view image, const std::string& field = "image");
+// A container's working directory: absolute and normalized as a mount target is, and not under
+// /proc, /sys or /dev. Errors name `field`.
+Result<bool> CheckContainerWorkdir(std::string_view path, const std::string& field = "workdir");
+// Whether `image` is allowed by `prefix`: it starts with it, and the prefix ends at a boundary
+// (the prefix ends in '/', or the image goes on with '/', ':' or '@', or is the prefix itself):
+// "nvcr.io/nvidia" allows "nvcr.io/nvidia/pytorch:1", not "nvcr.io/nvidia-evil/x".
+bool ImageIsUnder(std::string_view image, std::string_view prefix);
 // Whether `path` is `prefix` or below it, by whole components ("/data" holds "/data/x", not
 // "/database").
 bool PathIsUnder(std::string_view path, std::string_view prefix);

@@ -46,6 +46,30 @@ TEST(ImageReference, AcceptsUsualNamesAndRefusesOthers) {
   EXPECT_FALSE(CheckImageReference(std::string(256, 'a')));
 }
 
+TEST(ImageIsUnder, APrefixEndsAtAComponent) {
+  EXPECT_TRUE(ImageIsUnder("nvcr.io/nvidia/pytorch:24.01", "nvcr.io/nvidia"));
+  EXPECT_TRUE(ImageIsUnder("nvcr.io/nvidia/pytorch:24.01", "nvcr.io/nvidia/"));
+  EXPECT_FALSE(ImageIsUnder("nvcr.io/nvidia-evil/x:1", "nvcr.io/nvidia"));
+  EXPECT_FALSE(ImageIsUnder("localhost:5000/x", "localhost")) << "a port is another registry";
+  EXPECT_TRUE(ImageIsUnder("localhost/train:1", "localhost"));
+  EXPECT_TRUE(ImageIsUnder("localhost/train:1", "localhost/train"));
+  EXPECT_TRUE(ImageIsUnder("localhost/train@sha256:00", "localhost/train"));
+  EXPECT_FALSE(ImageIsUnder("localhost/trainer:1", "localhost/train"));
+  EXPECT_FALSE(ImageIsUnder("x", ""));
+}
+
+TEST(ContainerWorkdir, IsNormalizedAndOutsideTheKernelsFilesystems) {
+  EXPECT_TRUE(CheckContainerWorkdir("/workspace/run"));
+  for (const char* bad : {"relative", "/a/../b", "/proc/self/fd/7", "/sys/x", "/dev", "/a//b",
+                          "/a,b"}) {
+    auto r = CheckContainerWorkdir(bad);
+    EXPECT_FALSE(r) << bad;
+    if (!r) {
+      EXPECT_EQ(r.failure().field, "workdir");
+    }
+  }
+}
+
 TEST(PathIsUnder, MatchesWholeComponents) {
   EXPECT_TRUE(PathIsUnder("/data", "/data"));
   EXPECT_TRUE(PathIsUnder("/data/x", "/data"));
