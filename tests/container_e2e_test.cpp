@@ -219,6 +219,12 @@ TEST_F(Containers, RunsAsTheSubmitterWithItsGpusVariablesMountAndLogThenIsRemove
   EXPECT_NE(log.find("hello from the host"), std::string::npos) << "the bind mount: " << log;
   EXPECT_NE(log.find("read-only"), std::string::npos) << "mounted :ro: " << log;
   EXPECT_NE(log.find("simulated GPUs"), std::string::npos) << "the note on GPU devices: " << log;
+  bool noted = false;
+  for (const json& e : done["events"]) {
+    noted = noted || (e["what"] == "container" &&
+                      e["detail"].get<std::string>().find("simulated GPUs") != std::string::npos);
+  }
+  EXPECT_TRUE(noted) << "the job's events say no GPU device reached it: " << done["events"].dump();
   EXPECT_FALSE(ContainerExists(id, done["epoch"].get<int64_t>())) << "exited containers go";
   // The node says which images it holds (its agent lists them once a minute, first at start).
   json images;

@@ -367,8 +367,8 @@ std::vector<int64_t> CgroupLimits::JobIds() const {
   return {ids.begin(), ids.end()};
 }
 
-core::Result<std::vector<std::string>> CgroupLimits::Prepare(int64_t id,
-                                                             const JobLimits& limits) const {
+core::Result<std::vector<std::string>> CgroupLimits::Prepare(int64_t id, const JobLimits& limits,
+                                                             bool runtime_leaf) const {
   if (!available()) return core::Error{"cgroups are unavailable: " + why_};
   unremoved_.erase(id);  // launched again (requeued): no longer to be killed and removed
   std::vector<std::string> procs;
@@ -430,11 +430,18 @@ core::Result<std::vector<std::string>> CgroupLimits::Prepare(int64_t id,
   for (const auto& [file, text] : writes) {
     if (!WriteControl(file, text)) return core::Error{"cannot write " + file.string()};
   }
+  if (runtime_leaf && version_ == CgroupVersion::kV2) {
+    const fs::path leaf = fs::path(JobDirs(id).front()) / "runtime";
+    if (::mkdir(leaf.c_str(), 0755) != 0 && errno != EEXIST) {
+      return core::Error{"cannot create " + leaf.string() + ": " + std::strerror(errno)};
+    }
+    procs = {(leaf / "cgroup.procs").string()};
+  }
   return procs;
 }
 
 std::vector<std::string> CgroupLimits::ForLaunch(int64_t id, const JobLimits& limits,
-                                                 const char* who) const {
+                                                 const char* who, bool runtime_leaf) const {
   if (!available()) {
     if (limits.any() && !said_) {
       std::fprintf(stderr, "%s: jobs run without CPU and memory limits: %s\n", who, why_.c_str());
@@ -442,7 +449,7 @@ std::vector<std::string> CgroupLimits::ForLaunch(int64_t id, const JobLimits& li
     }
     return {};
   }
-  auto prepared = Prepare(id, limits);
+  auto prepared = Prepare(id, limits, runtime_leaf);
   if (prepared) return prepared.value();
   if (!said_) {
     std::fprintf(stderr, "%s: jobs run without their cgroup (no limits, usage from /proc): %s\n",

@@ -72,7 +72,12 @@ class CgroupLimits {
   // `cgroup.procs` files the job's shim writes itself into. A cgroup of the same name left from
   // before (a crash; a store reset) is emptied and made anew, so no count carries over. Errors
   // name the file at fault.
-  core::Result<std::vector<std::string>> Prepare(int64_t id, const JobLimits& limits) const;
+  // `runtime_leaf` (a container job): on v2 the shim and the container runtime join a leaf
+  // `runtime` below the job's cgroup instead, so that the job's cgroup holds no process of its own
+  // and the runtime may enable controllers for the container's cgroup beside it (v2's rule: a
+  // cgroup that hands controllers to children holds no processes). v1: no difference.
+  core::Result<std::vector<std::string>> Prepare(int64_t id, const JobLimits& limits,
+                                                 bool runtime_leaf = false) const;
   // Once job `id`'s main process has ended: SIGKILLs what is left of it (the processes in its
   // cgroups; without cgroups, its process group `pgid`, when that still has members), then removes
   // its cgroups. A cgroup whose killed processes have not gone yet is removed by a later call.
@@ -85,7 +90,8 @@ class CgroupLimits {
   // For a launch: the cgroup.procs files job `id` joins, or none when cgroups are unavailable or
   // could not be prepared. When limits were asked and cannot be applied, says so on stderr once,
   // prefixed with `who`; never an error. Not thread-safe.
-  std::vector<std::string> ForLaunch(int64_t id, const JobLimits& limits, const char* who) const;
+  std::vector<std::string> ForLaunch(int64_t id, const JobLimits& limits, const char* who,
+                                     bool runtime_leaf = false) const;
 
   // Job `id`'s cgroup as a container runtime names it for --cgroup-parent: its path from the root
   // of the cgroup2 hierarchy or, on v1, of the memory hierarchy (the runtime makes the container's

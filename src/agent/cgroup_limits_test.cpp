@@ -54,6 +54,18 @@ TEST_F(CgroupLimitsTest, WritesCpuAndMemoryLimitsIntoTheJobCgroup) {
   limits.Release(44, 0);  // a plain directory here still holds the stand-in files: stays
 }
 
+TEST_F(CgroupLimitsTest, AContainerJobsRuntimeJoinsALeafOnV2SoItsCgroupMayHaveChildren) {
+  std::ofstream(root_ / "cgroup.controllers") << "cpu memory\n";
+  CgroupLimits limits = CgroupLimits::Detect(root_.string());
+  ASSERT_TRUE(limits.available());
+  auto procs = limits.Prepare(45, JobLimits{1000, 64}, /*runtime_leaf=*/true);
+  ASSERT_TRUE(procs.ok()) << procs.error();
+  const fs::path job = root_ / "gpufleet-jobs" / "gpufleet-job-45";
+  EXPECT_EQ(procs.value(), std::vector<std::string>{(job / "runtime" / "cgroup.procs").string()});
+  EXPECT_EQ(Read(job / "memory.max"), "67108864") << "the limits stay on the job's cgroup";
+  EXPECT_TRUE(fs::is_directory(job / "runtime"));
+}
+
 TEST_F(CgroupLimitsTest, ReadsAV2JobsFiguresAndSaysWhichAreMissing) {
   std::ofstream(root_ / "cgroup.controllers") << "cpu memory io\n";
   const CgroupLimits limits = CgroupLimits::Detect(root_.string());

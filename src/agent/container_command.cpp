@@ -169,6 +169,7 @@ std::optional<std::vector<std::string>> ListImages(const ContainerHost& host) {
   posix_spawn_file_actions_addopen(&files, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&files, out[1], STDOUT_FILENO);
   posix_spawn_file_actions_addopen(&files, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addclosefrom_np(&files, 3);
   pid_t pid = -1;
   const int spawned = posix_spawnp(&pid, argv[0], &files, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&files);
@@ -197,11 +198,24 @@ std::optional<std::vector<std::string>> ListImages(const ContainerHost& host) {
     }
   }
   close(out[0]);
-  if (timed_out) kill(pid, SIGKILL);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  // Past the deadline, or the output broke off: never wait on a runtime that may hang.
+  bool exited = false;
+  for (int tick = 0; tick < 20 && !exited; ++tick) {  // up to 1 s after its output closed
+    int probe = 0;
+    exited = waitpid(pid, &probe, WNOHANG) == pid;
+    if (exited) {
+      if (timed_out || !WIFEXITED(probe) || WEXITSTATUS(probe) != 0) return std::nullopt;
+      break;
+    }
+    if (timed_out) break;
+    usleep(50 * 1000);
   }
-  if (timed_out || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return std::nullopt;
+  if (!exited) {
+    kill(pid, SIGKILL);
+    while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    return std::nullopt;
+  }
   std::vector<std::string> images;
   std::set<std::string> seen;
   for (std::size_t start = 0; start < text.size() && images.size() < 512;) {
@@ -217,8 +231,13 @@ std::optional<std::vector<std::string>> ListImages(const ContainerHost& host) {
 std::string ContainerEnvFile(const std::vector<std::pair<std::string, std::string>>& env) {
   std::string text;
   for (const auto& [name, value] : env) {
-    if (name.empty() || name.find_first_of("=\n") != std::string::npos ||
-        value.find('\n') != std::string::npos) {
+    bool plain = !name.empty() && !(name[0] >= '0' && name[0] <= '9');
+    for (char c : name) {
+      plain = plain && ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+                        (c >= '0' && c <= '9') || c == '_');
+    }
+    if (!plain || value.find_first_of("\r\n") != std::string::npos ||
+        name.size() + value.size() + 2 > 64 * 1024) {
       continue;
     }
     text += name + "=" + value + "\n";

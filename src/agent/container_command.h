@@ -79,8 +79,9 @@ void RemoveContainerNow(const std::string& name, const std::string& cidfile,
 // The images the runtime holds ("repository:tag", untagged ones left out, at most 512), or
 // nothing when it cannot say within 5 s (no runtime, a failing one).
 std::optional<std::vector<std::string>> ListImages(const ContainerHost& host);
-// The env file's text: one NAME=value per line. Values holding a newline are left out (the
-// controller refuses them at submit).
+// The env file's text: one NAME=value per line. What the runtimes' env-file readers would
+// misread is left out (the controller refuses it at submit): names other than letters, digits
+// and '_' (not starting with a digit), values with a line break, lines of 64 KiB or more.
 std::string ContainerEnvFile(const std::vector<std::pair<std::string, std::string>>& env);
 
 }  // namespace gpufleet::agent

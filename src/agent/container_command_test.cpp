@@ -104,7 +104,13 @@ TEST(ContainerCommand, PullPolicyAndRemovalPerRuntime) {
 }
 
 TEST(ContainerCommand, EnvFileHoldsOneVariablePerLineAndDropsWhatCannot) {
-  EXPECT_EQ(ContainerEnvFile({{"A", "1"}, {"B", "x y=z"}, {"BAD", "two\nlines"}, {"C=D", "e"}}),
+  EXPECT_EQ(ContainerEnvFile({{"A", "1"},
+                              {"B", "x y=z"},
+                              {"BAD", "two\nlines"},
+                              {"C=D", "e"},
+                              {"#E", "f"},
+                              {"G", "h\r"},
+                              {"H", std::string(70000, 'x')}}),
             "A=1\nB=x y=z\n");
 }
 

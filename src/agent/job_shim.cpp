@@ -81,8 +81,13 @@ bool MountSourcesReachable(const ShimSpec& spec) {
       int failed = fd < 0 ? errno : 0;
       struct stat st {};
       if (failed == 0 && fstat(static_cast<int>(fd), &st) != 0) failed = errno;
-      int mode = R_OK | (S_ISDIR(st.st_mode) ? X_OK : 0) | (check[1] == 'w' ? W_OK : 0);
-      if (failed == 0 && access(path, mode) != 0) failed = errno;
+      const int mode = R_OK | (S_ISDIR(st.st_mode) ? X_OK : 0) | (check[1] == 'w' ? W_OK : 0);
+      if (failed == 0) {
+        // On the descriptor just checked, not the path again (kernel 5.8+; else the path).
+        long ok = syscall(SYS_faccessat2, static_cast<int>(fd), "", mode, AT_EMPTY_PATH);
+        if (ok != 0 && errno == ENOSYS) ok = access(path, mode);
+        if (ok != 0) failed = errno;
+      }
       if (failed != 0) {
         const int report[3] = {kShimMountCheck, failed, static_cast<int>(k)};
         (void)!write(3, report, sizeof report);
@@ -93,9 +98,16 @@ bool MountSourcesReachable(const ShimSpec& spec) {
     _exit(0);
   }
   int status = 0;
-  while (waitpid(checker, &status, 0) < 0 && errno == EINTR) {
+  pid_t done = -1;
+  while ((done = waitpid(checker, &status, 0)) < 0 && errno == EINTR) {
   }
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  if (done != checker || !WIFEXITED(status)) {
+    // Killed (it runs as the user, who may signal it) or lost: it reported nothing.
+    const int report[3] = {kShimMountCheck, ECHILD, -1};
+    (void)!write(3, report, sizeof report);
+    return false;
+  }
+  return WEXITSTATUS(status) == 0;
 }
 
 // Runs `argv` with no input or output and waits for it, at most 60 s (then SIGKILL).

@@ -82,12 +82,13 @@ TEST(JobShim, AMalformedCommandLineIsRefused) {
   EXPECT_FALSE(with(7, "2"));                     // switch user
   EXPECT_FALSE(with(8, "99999999999"));           // uid
   EXPECT_FALSE(with(10, "1,,2"));                 // groups
-  EXPECT_FALSE(with(13, "--"));                   // the "--env" before the environment
+  EXPECT_FALSE(with(13, "bad-check"));            // a mount check without ro:/ or rw:/
+  EXPECT_FALSE(with(14, "--"));                   // the "--env" before the environment
   EXPECT_FALSE(with(0, ""));                      // exit path
   std::vector<std::string> no_argv(good.begin(), good.end() - 1);
   EXPECT_FALSE(ParseShimCommandLine(no_argv).ok());
   std::vector<std::string> bad_env = good;
-  bad_env.insert(bad_env.begin() + 14, "NOEQUALS");
+  bad_env.insert(bad_env.begin() + 15, "NOEQUALS");
   EXPECT_FALSE(ParseShimCommandLine(bad_env).ok());
   EXPECT_FALSE(ParseShimCommandLine({}).ok());
 }

@@ -243,13 +243,19 @@ core::Result<bool> NodeAgent::Recover() {
       if (h.pid <= 0) {
         h.ended = h.lost = true;
         h.reason = "the agent stopped while launching it; not started again";
+        // Its container may have been made before the agent died: nothing may run unaccounted.
+        if (!h.container.empty()) {
+          RemoveContainerNow(h.container, ContainerIdFilePath(h.log_path),
+                             runner_.container_host());
+        }
       } else if (!runner_.Adopt(h.id, Launched{static_cast<pid_t>(h.pid), h.pid_start},
                                 h.log_path, h.container)) {
         h.ended = h.lost = true;
         h.reason = "its process ended while the agent was down and left no exit record";
         // Its shim is gone, but its container may not be: nothing may run unaccounted.
         if (!h.container.empty()) {
-          RemoveContainerNow(h.container, ContainerIdFilePath(h.log_path), runner_.container_host());
+          RemoveContainerNow(h.container, ContainerIdFilePath(h.log_path),
+                             runner_.container_host());
         }
       }
       if (h.ended) Persist(h);
@@ -275,6 +281,7 @@ void NodeAgent::Launch(const net::Assignment& a) {
   h.log_path = (std::filesystem::path(options_.data_dir) / "logs" /
                 (std::to_string(a.id) + "-" + std::to_string(a.epoch) + ".log"))
                    .string();
+  if (!a.container.empty()) h.container = ContainerName(a.id, a.epoch, a.rank);
   Persist(h);  // before the launch: a crash from here on reports it lost, never starts it twice
   LaunchSpec spec;
   spec.job_id = a.id;
@@ -288,9 +295,9 @@ void NodeAgent::Launch(const net::Assignment& a) {
   spec.log_path = h.log_path;
   spec.log_limit_bytes = options_.log_limit_bytes;
   spec.cgroup_procs =
-      cgroups_.ForLaunch(a.id, JobLimits{a.cpu_milli, a.memory_mib}, "gpufleet agent");
+      cgroups_.ForLaunch(a.id, JobLimits{a.cpu_milli, a.memory_mib}, "gpufleet agent",
+                         /*runtime_leaf=*/!a.container.empty());
   if (!a.container.empty()) {
-    h.container = ContainerName(a.id, a.epoch, a.rank);
     spec.container = a.container;
     spec.pull = a.pull;
     spec.container_name = h.container;

@@ -233,7 +233,14 @@ void Runner::KillAll() {
   for (auto& [id, child] : jobs_) {
     if (!child.container_cleanup.empty()) {
       const pid_t cleanup = SpawnQuietly(child.container_cleanup);
-      if (cleanup > 0) waitpid(cleanup, nullptr, 0);
+      for (int tick = 0; cleanup > 0 && tick < 300; ++tick) {  // at most 30 s
+        if (waitpid(cleanup, nullptr, WNOHANG) != 0) break;
+        usleep(100 * 1000);
+        if (tick == 299) {
+          kill(cleanup, SIGKILL);
+          waitpid(cleanup, nullptr, 0);
+        }
+      }
     }
     if (MaySignal(child)) kill(-child.pid, SIGKILL);
     if (child.own_child) waitpid(child.pid, nullptr, 0);

@@ -158,7 +158,8 @@ class Runner {
   // Runs `child`'s container cleanup without waiting (its pid joins helpers_).
   void StartCleanup(Child& child);
   std::vector<pid_t> helpers_;  // cleanup processes not yet reaped
-  static constexpr std::chrono::seconds kContainerKillWait{15};
+  // Longer than the shim's own cleanup may take (60 s), so a slow removal is not cut short.
+  static constexpr std::chrono::seconds kContainerKillWait{75};
   // A pidfd of `pid`, or -1 (an older kernel, or the process is gone).
   static int OpenPidFd(pid_t pid);
   static bool MaySignal(const Child& child);

@@ -833,6 +833,7 @@ void Controller::SettleLocked(int64_t id, int64_t now_ms) {
     a.job.pid = running.pid.value();
     a.job.pid_start = running.pid_start;
     WriteLocked(id, store::JobState::kScheduled, store::JobState::kRunning, std::move(running));
+    NoteSimulatedContainerLocked(a, now_ms);
   }
   if (next.stop_the_rest) StopRanksLocked(a);
   if (!next.end) return;
@@ -846,6 +847,21 @@ void Controller::SettleLocked(int64_t id, int64_t now_ms) {
     requeued_at_s_[id] = now_ms / 1000;
   }
   EndLocked(id, *next.end, next.exit_code, next.reason, now_ms);
+}
+
+void Controller::NoteSimulatedContainerLocked(const Active& a, int64_t now_ms) {
+  if (a.job.container.empty()) return;
+  std::string simulated;
+  for (const Rank& r : a.ranks) {
+    if (!nodes_[r.node].simulated) continue;
+    const std::string& name = nodes_[r.node].name;
+    if (simulated.find(name) == std::string::npos) simulated += (simulated.empty() ? "" : ", ") + name;
+  }
+  if (simulated.empty()) return;
+  const std::string detail = "no GPU devices are passed into its container on " + simulated +
+                             " (simulated GPUs: no NVIDIA driver); CUDA_VISIBLE_DEVICES still "
+                             "names its GPUs";
+  if (auto r = store_.Audit(a.job.id, "", "container", detail, now_ms); !r) ++stats_.store_errors;
 }
 
 void Controller::EndLocked(int64_t id, store::JobState to, std::optional<int> exit_code,

@@ -438,6 +438,9 @@ class Controller {
   void TouchNodeLocked(int node);
   // Moves the job on as its ranks report: RUNNING once all run; ended once all have ended.
   void SettleLocked(int64_t id, int64_t now_ms);
+  // A container job that started on a node with simulated GPUs gets an event saying that no GPU
+  // device reached its container.
+  void NoteSimulatedContainerLocked(const Active& a, int64_t now_ms);
   void EndLocked(int64_t id, store::JobState to, std::optional<int> exit_code, std::string reason,
                  int64_t now_ms);
   void NodeLostLocked(int node, int64_t now_ms);

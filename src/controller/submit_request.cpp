@@ -146,10 +146,11 @@ void Fill(const json& j, store::JobRecord& job) {
         throw FieldError("env", "a container job's variable names are letters, digits and '_' "
                                 "(not starting with a digit): " + name.substr(0, 64));
       }
-      if (value.find_first_of("\r\n") != std::string::npos || value.size() >= 64 * 1024) {
+      if (value.find_first_of("\r\n") != std::string::npos ||
+          name.size() + value.size() + 2 > 64 * 1024) {
         throw FieldError("env", "the value of " + name.substr(0, 64) +
-                                    " holds a line break or is 64 KiB or more, which cannot be "
-                                    "passed into a container");
+                                    " holds a line break or makes a NAME=value line of 64 KiB or "
+                                    "more, which cannot be passed into a container");
       }
     }
     if (!job.workdir.empty()) {

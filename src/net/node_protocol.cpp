@@ -352,6 +352,12 @@ core::Result<HeartbeatReply> ParseHeartbeatReply(const std::string& body) {
         if (auto ok = core::CheckImageReference(x.container.image, "assignments[].image"); !ok) {
           throw InputFieldError("assignments[].image", ok.error());
         }
+        // Checked again here, where it is used: a job stored before the check existed.
+        if (!x.workdir.empty()) {
+          if (auto ok = core::CheckContainerWorkdir(x.workdir, "assignments[].workdir"); !ok) {
+            throw InputFieldError("assignments[].workdir", ok.error());
+          }
+        }
       }
       for (const json& m : Array(a, "mounts", false)) {
         auto mount = core::ParseBindMount(CheckedString(m, "assignments[].mounts", 8200),
