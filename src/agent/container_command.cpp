@@ -231,15 +231,7 @@ std::optional<std::vector<std::string>> ListImages(const ContainerHost& host) {
 std::string ContainerEnvFile(const std::vector<std::pair<std::string, std::string>>& env) {
   std::string text;
   for (const auto& [name, value] : env) {
-    bool plain = !name.empty() && !(name[0] >= '0' && name[0] <= '9');
-    for (char c : name) {
-      plain = plain && ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-                        (c >= '0' && c <= '9') || c == '_');
-    }
-    if (!plain || value.find_first_of("\r\n") != std::string::npos ||
-        name.size() + value.size() + 2 > 64 * 1024) {
-      continue;
-    }
+    if (!core::ContainerEnvEntryOk(name, value)) continue;
     text += name + "=" + value + "\n";
   }
   return text;

@@ -49,21 +49,14 @@ std::string Join(const std::vector<int>& values) {
 // Nothing else passes (the agent's GPUFLEET_TOKEN would let any job act as an admin).
 constexpr const char* kInheritedVariables[] = {"PATH", "LANG", "LC_ALL", "TZ"};
 
-// The child's environment, from scratch: the allow-listed variables and the account's identity,
-// overridden by the job's own, then by gpufleet's (which the job cannot override).
-std::vector<std::string> Environment(const LaunchSpec& spec, const UnixAccount& account) {
-  std::map<std::string, std::string> env;
-  for (const char* name : kInheritedVariables) {
-    if (const char* value = std::getenv(name)) env[name] = value;
-  }
-  if (!env.count("PATH")) env["PATH"] = "/usr/local/bin:/usr/bin:/bin";
-  env["HOME"] = account.home;
-  env["USER"] = account.name;
-  env["LOGNAME"] = account.name;
+// The job's own variables, then gpufleet's, which the job cannot override: its GPUs (as the job
+// sees them: `visible_gpus`), its id, the torchrun variables (a multi-node rank's from the
+// controller, else one node's), and the interface gloo and NCCL bind for a multi-node rank.
+void AddJobVariables(const LaunchSpec& spec, const std::string& visible_gpus,
+                     std::map<std::string, std::string>& env) {
   for (const auto& [k, v] : spec.env) env[k] = v;
-  env["CUDA_VISIBLE_DEVICES"] = Join(spec.gpu_indices);
+  env["CUDA_VISIBLE_DEVICES"] = visible_gpus;
   env["GPUFLEET_JOB_ID"] = std::to_string(spec.job_id);
-  // A multi-node rank's variables come from the controller (launch_env), else one node's.
   if (spec.launch_env.empty()) {
     for (const auto& [k, v] : core::DistributedEnv(spec.job_id, "127.0.0.1", 1, 0,
                                                    static_cast<int>(spec.gpu_indices.size()))) {
@@ -77,6 +70,20 @@ std::vector<std::string> Environment(const LaunchSpec& spec, const UnixAccount& 
       if (!interface.empty() && !env.count(name)) env[name] = interface;
     }
   }
+}
+
+// The child's environment, from scratch: the allow-listed variables and the account's identity,
+// overridden by the job's own, then by gpufleet's (which the job cannot override).
+std::vector<std::string> Environment(const LaunchSpec& spec, const UnixAccount& account) {
+  std::map<std::string, std::string> env;
+  for (const char* name : kInheritedVariables) {
+    if (const char* value = std::getenv(name)) env[name] = value;
+  }
+  if (!env.count("PATH")) env["PATH"] = "/usr/local/bin:/usr/bin:/bin";
+  env["HOME"] = account.home;
+  env["USER"] = account.name;
+  env["LOGNAME"] = account.name;
+  AddJobVariables(spec, Join(spec.gpu_indices), env);
   std::vector<std::string> out;
   for (const auto& [k, v] : env) out.push_back(k + "=" + v);
   return out;
@@ -107,24 +114,9 @@ std::vector<std::pair<std::string, std::string>> ContainerEnvironment(const Laun
   std::map<std::string, std::string> env;
   env["USER"] = account.name;
   env["LOGNAME"] = account.name;
-  for (const auto& [k, v] : spec.env) env[k] = v;
   std::vector<int> visible;
   for (std::size_t k = 0; k < spec.gpu_indices.size(); ++k) visible.push_back(static_cast<int>(k));
-  env["CUDA_VISIBLE_DEVICES"] = Join(visible);
-  env["GPUFLEET_JOB_ID"] = std::to_string(spec.job_id);
-  if (spec.launch_env.empty()) {
-    for (const auto& [k, v] : core::DistributedEnv(spec.job_id, "127.0.0.1", 1, 0,
-                                                   static_cast<int>(spec.gpu_indices.size()))) {
-      env[k] = v;
-    }
-  }
-  for (const auto& [k, v] : spec.launch_env) env[k] = v;
-  if (!spec.launch_env.empty() && !spec.node_address.empty()) {
-    const std::string interface = InterfaceHolding(spec.node_address);
-    for (const char* name : {"GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"}) {
-      if (!interface.empty() && !env.count(name)) env[name] = interface;
-    }
-  }
+  AddJobVariables(spec, Join(visible), env);
   return {env.begin(), env.end()};
 }
 

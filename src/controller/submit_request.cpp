@@ -137,20 +137,11 @@ void Fill(const json& j, store::JobRecord& job) {
     // which the runtime reads with rules of its own: names of letters, digits and '_' only,
     // values without line breaks and under 64 KiB.
     for (const auto& [name, value] : job.env) {
-      bool plain = !name.empty() && !(name[0] >= '0' && name[0] <= '9');
-      for (char c : name) {
-        plain = plain && ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-                          (c >= '0' && c <= '9') || c == '_');
-      }
-      if (!plain) {
-        throw FieldError("env", "a container job's variable names are letters, digits and '_' "
-                                "(not starting with a digit): " + name.substr(0, 64));
-      }
-      if (value.find_first_of("\r\n") != std::string::npos ||
-          name.size() + value.size() + 2 > 64 * 1024) {
-        throw FieldError("env", "the value of " + name.substr(0, 64) +
-                                    " holds a line break or makes a NAME=value line of 64 KiB or "
-                                    "more, which cannot be passed into a container");
+      if (!core::ContainerEnvEntryOk(name, value)) {
+        throw FieldError("env", name.substr(0, 64) +
+                                    ": a container job's variable names are letters, digits and "
+                                    "'_' (not starting with a digit), its values without line "
+                                    "breaks, each NAME=value under 64 KiB");
       }
     }
     if (!job.workdir.empty()) {

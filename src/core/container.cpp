@@ -54,6 +54,16 @@ bool PathIsUnder(std::string_view path, std::string_view prefix) {
   return path.size() == prefix.size() || path[prefix.size()] == '/';
 }
 
+bool ContainerEnvEntryOk(std::string_view name, std::string_view value) {
+  bool plain = !name.empty() && !(name[0] >= '0' && name[0] <= '9');
+  for (char c : name) {
+    plain = plain && ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                      c == '_');
+  }
+  return plain && value.find_first_of("\r\n") == std::string_view::npos &&
+         name.size() + value.size() + 2 <= 64 * 1024;
+}
+
 bool ImageIsUnder(std::string_view image, std::string_view prefix) {
   if (prefix.empty() || image.rfind(prefix, 0) != 0) return false;
   if (image.size() == prefix.size() || prefix.back() == '/') return true;

@@ -55,6 +55,10 @@ Result<bool> CheckContainerWorkdir(std::string_view path, const std::string& fie
 // (the prefix ends in '/', or the image goes on with '/', ':' or '@', or is the prefix itself):
 // "nvcr.io/nvidia" allows "nvcr.io/nvidia/pytorch:1", not "nvcr.io/nvidia-evil/x".
 bool ImageIsUnder(std::string_view image, std::string_view prefix);
+// Whether a variable can travel to a container through the runtimes' env files: a name of
+// letters, digits and '_' not starting with a digit, a value without line breaks, and the
+// NAME=value line under 64 KiB.
+bool ContainerEnvEntryOk(std::string_view name, std::string_view value);
 // Whether `path` is `prefix` or below it, by whole components ("/data" holds "/data/x", not
 // "/database").
 bool PathIsUnder(std::string_view path, std::string_view prefix);
