@@ -19,6 +19,7 @@
 #include "net/tls.h"
 #include "sched/policy_registry.h"
 #include "sched/queue_policy.h"
+#include "sim/synthetic_jobs.h"
 #include "server/up_server.h"
 
 namespace {
@@ -148,6 +149,28 @@ int main(int argc, char** argv) {
     run.cluster_given = run_cmd->count("--cluster") > 0;
     std::exit(cli::RunSimRun(run));
   });
+
+  cli::SimGenerateOptions generate;
+  CLI::App* generate_cmd = sim->add_subcommand(
+      "generate", "Write a synthetic job trace (csv: format) for evaluation grids");
+  generate_cmd
+      ->add_option("--durations", generate.durations,
+                   "run-time shape: " + std::string(sim::SyntheticDurationNames()))
+      ->capture_default_str();
+  generate_cmd
+      ->add_option("--sizes", generate.sizes,
+                   "GPU-count mix: " + std::string(sim::SyntheticSizeNames()))
+      ->capture_default_str();
+  generate_cmd->add_option("--jobs", generate.jobs, "number of jobs")->capture_default_str();
+  generate_cmd->add_option("--cluster-gpus", generate.cluster_gpus, "GPUs of the target cluster")
+      ->capture_default_str();
+  generate_cmd
+      ->add_option("--load", generate.load, "offered GPU demand as a fraction of the cluster")
+      ->capture_default_str();
+  generate_cmd->add_option("--queues", generate.queues, "number of VCs")->capture_default_str();
+  generate_cmd->add_option("--seed", generate.seed, "random seed")->capture_default_str();
+  generate_cmd->add_option("--out", generate.out, "write here (default: standard output)");
+  generate_cmd->callback([&] { std::exit(cli::RunSimGenerate(generate)); });
 
   cli::SimCompareOptions compare;
   CLI::App* compare_cmd = sim->add_subcommand(

@@ -16,6 +16,7 @@
 #include "sim/cluster_spec.h"
 #include "sim/compare_html.h"
 #include "sim/job_trace.h"
+#include "sim/synthetic_jobs.h"
 #include "sim/time_sim.h"
 #include "sim/time_sim_report.h"
 
@@ -182,6 +183,28 @@ int RunSimCompare(const SimCompareOptions& o) {
         o.out_dir.c_str());
   }
   return 0;
+}
+
+int RunSimGenerate(const SimGenerateOptions& o) {
+  sim::SyntheticJobsSpec spec;
+  spec.durations = o.durations;
+  spec.sizes = o.sizes;
+  spec.jobs = o.jobs;
+  spec.cluster_gpus = o.cluster_gpus;
+  spec.load = o.load;
+  spec.queues = o.queues;
+  spec.seed = o.seed;
+  auto jobs = sim::GenerateSyntheticJobs(spec);
+  if (!jobs) {
+    std::fprintf(stderr, "error: %s\n", jobs.error().c_str());
+    return 2;
+  }
+  const std::string csv = sim::SyntheticJobsCsv(jobs.value());
+  if (o.out.empty()) {
+    std::fwrite(csv.data(), 1, csv.size(), stdout);
+    return 0;
+  }
+  return WriteTextFile(o.out, csv) ? 0 : 1;
 }
 
 }  // namespace gpufleet::cli

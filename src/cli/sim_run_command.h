@@ -50,4 +50,18 @@ struct SimCompareOptions {
 };
 int RunSimCompare(const SimCompareOptions& options);
 
+// `gpufleet sim generate`: a synthetic job trace (sim/synthetic_jobs.h) in the `csv:` format, to
+// `out` or standard output.
+struct SimGenerateOptions {
+  std::string durations = "heavy";
+  std::string sizes = "mixed";
+  int64_t jobs = 20000;
+  int64_t cluster_gpus = 512;
+  double load = 0.9;
+  int queues = 8;
+  uint64_t seed = 1;
+  std::string out;
+};
+int RunSimGenerate(const SimGenerateOptions& options);
+
 }  // namespace gpufleet::cli

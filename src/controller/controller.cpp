@@ -228,7 +228,12 @@ void Controller::LearnRuntimeLocked(const store::JobRecord& job, double runtime_
     prediction_relative_errors_.push_back(error / std::max(runtime_s, 1.0));
     if (prediction_relative_errors_.size() > 1000) prediction_relative_errors_.pop_front();
   }
-  predictor_.Observe(TraitsOf(job), runtime_s);
+  const sched::JobTraits traits = TraitsOf(job);
+  predictor_.Observe(traits, runtime_s);
+  // Learning queue policies (`gittins`) learn the GPU-service finished jobs needed, as in replay.
+  if (queue_policy_->Learn(traits.gpus, job.attained_gpu_s + traits.gpus * runtime_s)) {
+    scheduler_.Rekey();
+  }
 }
 
 std::optional<sched::RuntimePrediction> Controller::Prediction(int64_t id) const {

@@ -40,11 +40,16 @@ class QueuePolicy {
   // Preemptive policies: a waiting job may preempt running jobs whose `Key` (with the service
   // they have attained by now) is in a strictly lower priority class (`PriorityClass`).
   virtual bool Preemptive() const { return false; }
+  // Preemptive policies: a job that (re)started less than this many seconds ago is not preempted,
+  // so a restart's cost is not thrown away by the next arrival.
+  virtual double MinRunBeforePreemptionS() const { return 0; }
   virtual int PriorityClass(const QueuedJob& /*job*/) const { return 0; }
-  // The attained GPU-seconds at which a job with `attained_gpu_s` changes priority class next
-  // (infinity: never). The simulator wakes the scheduler at that moment, so crossings are
-  // events, not ticks.
-  virtual double NextClassChange(double /*attained_gpu_s*/) const { return HUGE_VAL; }
+  // The attained GPU-seconds at which a job of `total_gpus` GPUs with `attained_gpu_s` changes
+  // priority class next (infinity: never). The simulator wakes the scheduler at that moment, so
+  // crossings are events, not ticks.
+  virtual double NextClassChange(double /*attained_gpu_s*/, int /*total_gpus*/) const {
+    return HUGE_VAL;
+  }
   // Starvation guard: the time at which a waiting job has waited too long and is promoted to
   // the top class (its attained service forgotten); infinity: never.
   virtual double PromotionTime(const QueuedJob& /*job*/) const { return HUGE_VAL; }
@@ -53,6 +58,11 @@ class QueuePolicy {
   // share instead of one global order, lets a queue borrow idle quota, and reclaims lent quota by
   // preemption (see Scheduler::SetQueueWeights). `Key` then orders jobs within a queue.
   virtual bool FairShare() const { return false; }
+
+  // Learning policies: `total_gpus` GPUs' job finished after `service_gpu_s` GPU-seconds of
+  // service in all its runs. True when waiting jobs' keys or classes may have changed: the caller
+  // then calls `Scheduler::Rekey` before the next pass. Others ignore it.
+  virtual bool Learn(int /*total_gpus*/, double /*service_gpu_s*/) { return false; }
 };
 
 struct QueuePolicyInfo {
@@ -73,6 +83,7 @@ std::unique_ptr<QueuePolicy> MakeQssf();
 std::unique_ptr<QueuePolicy> MakeTiresias();
 std::unique_ptr<QueuePolicy> MakeFairShare();
 std::unique_ptr<QueuePolicy> MakeLasQssf();
+std::unique_ptr<QueuePolicy> MakeGittins();
 std::unique_ptr<QueuePolicy> MakePriority();
 std::unique_ptr<QueuePolicy> MakePriorityBackfill();
 

@@ -22,6 +22,10 @@ const std::vector<QueuePolicyInfo>& QueuePolicies() {
        "ours: Tiresias' attained-service classes and preemption, predicted GPU-time order within "
        "a class (deployable)",
        &MakeLasQssf},
+      {"gittins",
+       "ours: Gittins index of attained GPU-service from the learned service distribution, with "
+       "preemption; predicted GPU-time within a class (deployable)",
+       &MakeGittins},
   };
   return policies;
 }

@@ -33,6 +33,7 @@ struct QueuedJob {
   int priority = 0;
   double attained_gpu_s = 0;    // GPU-seconds of service received so far
   int64_t waiting_since_s = 0;  // when it last (re)entered the queue: arrival or preemption
+  bool promoted = false;        // the starvation guard promoted it while it waited (see below)
   // Expected remaining run time in seconds, from the user or a predictor; NaN when unknown.
   // An oracle policy may be given the true value; the simulator says which.
   double estimate_s = std::nan("");

@@ -20,6 +20,17 @@ void Scheduler::Enqueue(const QueuedJob& job) {
   if (std::isfinite(promote)) promotions_.emplace(promote, job.id);
 }
 
+void Scheduler::Rekey() {
+  std::vector<QueuedJob> jobs;
+  jobs.reserve(order_.size());
+  for (auto& [entry, job] : order_) jobs.push_back(std::move(job));
+  order_.clear();
+  entry_of_.clear();
+  promotions_.clear();
+  queue_entries_.clear();
+  for (const QueuedJob& job : jobs) Enqueue(job);
+}
+
 bool Scheduler::Remove(JobId id) {
   auto it = entry_of_.find(id);
   if (it == entry_of_.end()) return false;
@@ -60,6 +71,7 @@ void Scheduler::PromoteStarved(int64_t now) {
     Remove(id);
     job.attained_gpu_s = 0;
     job.waiting_since_s = now;
+    job.promoted = true;
     Enqueue(job);
   }
 }
@@ -103,6 +115,7 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
   core::ClusterSnapshot work = cluster;  // decisions are applied here as they are made
   std::optional<Placer> placer(std::in_place, work, placement_policy_, std::span<const uint32_t>());
   const bool preemptive = queue_policy_.Preemptive();
+  const double min_run_s = queue_policy_.MinRunBeforePreemptionS();
   // Running jobs' priority classes with the service attained by `now` (preemptive policies).
   std::vector<int> running_class(running.size(), 0);
   std::vector<char> preempted(running.size(), 0);
@@ -168,7 +181,10 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
       // started first, until the job fits; preempt nobody if even all of them are not enough.
       std::vector<size_t> candidates;
       for (size_t i = 0; i < running.size(); ++i) {
-        if (!preempted[i] && running_class[i] > job_class) candidates.push_back(i);
+        if (!preempted[i] && running_class[i] > job_class &&
+            static_cast<double>(now - running[i].started_s) >= min_run_s) {
+          candidates.push_back(i);
+        }
       }
       // Within a class, the job expected to run longest goes first (policies without estimates
       // see NaN everywhere and fall through to the most recently started).

@@ -34,6 +34,9 @@ class Scheduler {
   // Removes a waiting job (started, cancelled); false when it is not waiting.
   bool Remove(JobId id);
   size_t waiting() const { return order_.size(); }
+  // Recomputes every waiting job's key and promotion time, after the policy said its order
+  // changed (`QueuePolicy::Learn`). O(waiting log waiting).
+  void Rekey();
   // The waiting jobs in the policy's order (a copy: O(waiting)). Under a fair-share policy this is
   // the order within each queue merged by key; queues themselves are served by share.
   std::vector<QueuedJob> Waiting() const;

@@ -92,9 +92,13 @@ struct Active {
 
 core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
                                        const ClusterSpec& given_cluster,
-                                       const sched::QueuePolicy& queue_policy,
+                                       const sched::QueuePolicy& given_queue_policy,
                                        const sched::PlacementPolicy& placement_policy,
                                        const TimeSimConfig& config, bool log_decisions) {
+  // Every replay learns from its own finished jobs only: a learning policy starts afresh (a
+  // policy outside the registry, as tests make, is used as given and learns nothing).
+  std::unique_ptr<sched::QueuePolicy> fresh_policy = sched::MakeQueuePolicy(given_queue_policy.Name());
+  const sched::QueuePolicy& queue_policy = fresh_policy ? *fresh_policy : given_queue_policy;
   const core::GpuCatalog& catalog = core::GpuCatalog::Builtin();
   // An autoscaled replay runs on a snapshot of every group's `max` nodes, most of them blocked.
   const scale::AutoscaleConfig* autoscale = config.autoscale.config;
@@ -293,11 +297,28 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
       const Event ev = events.top();
       events.pop();
       auto act = active.find(ev.id);
-      if (act == active.end() || act->second.epoch != ev.epoch || ev.kind != 0) continue;
-      stop(ev.id, now);
+      if (act == active.end() || act->second.epoch != ev.epoch) continue;
+      if (ev.kind != 0) {
+        // A class change: wake again at the next one (the pass after this batch sees this one).
+        const sched::RunningJob& r = running[running_slot.at(ev.id)];
+        const double gpus = static_cast<double>(r.job.total_gpus);
+        const double attained_now =
+            attained[ev.id] + gpus * static_cast<double>(now - r.started_s);
+        const double change = queue_policy.NextClassChange(attained_now, r.job.total_gpus);
+        if (std::isfinite(change)) {
+          const int64_t at =
+              now + std::max<int64_t>(1, static_cast<int64_t>(
+                                             std::ceil((change - attained_now) / gpus)));
+          if (at < act->second.finish_s) events.push(Event{at, 1, ev.id, ev.epoch});
+        }
+        continue;
+      }
+      const double last_run_s = stop(ev.id, now);
       JobOutcome& done = result.jobs[index_of.at(ev.id)];
       done.finish_s = now;
       predictor.Observe(done.vc, done.num_gpus, static_cast<double>(done.duration_s));
+      if (fresh_policy && fresh_policy->Learn(
+                              done.num_gpus, attained[ev.id] + done.num_gpus * last_run_s)) scheduler.Rekey();
       log(now, "finish", ev.id, "");
       active.erase(act);
       if (fleet) fleet->MarkCompletion();
@@ -373,7 +394,7 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
         act.epoch = ++epoch_counter;
         events.push(Event{act.finish_s, 0, t.id, act.epoch});
         // Wake the scheduler when the job's priority class changes (preemptive policies).
-        const double change = queue_policy.NextClassChange(attained[t.id]);
+        const double change = queue_policy.NextClassChange(attained[t.id], t.num_gpus);
         if (std::isfinite(change)) {
           const int64_t at = now + static_cast<int64_t>(std::ceil((change - attained[t.id]) /
                                                                   static_cast<double>(t.num_gpus)));
