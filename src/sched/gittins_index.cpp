@@ -66,13 +66,11 @@ void GittinsIndex::Rebuild() {
                                            1 << 20)
                               : 1 << 20;
   }
-  {
-    // A job doing at least as well as when it started (its index not below its first) is on
-    // track: class 0, with every newcomer. Only a job whose prospects fell is demoted.
-    const int start = class_[0];
-    for (int k = 0; k < kBins; ++k) {
-      if (class_[k] <= start) class_[k] = 0;
-    }
+  // A job doing at least as well as when it started (its index not below its first) is on
+  // track: class 0, with every newcomer. Only a job whose prospects fell is demoted.
+  const int start = class_[0];
+  for (int& c : class_) {
+    if (c <= start) c = 0;
   }
   double change = HUGE_VAL;
   for (int k = kBins - 1; k >= 0; --k) {

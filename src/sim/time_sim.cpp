@@ -187,6 +187,16 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
     }
   };
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
+  // Wakes the scheduler when a running job of `gpus` GPUs that has attained `attained_now` by
+  // `now` changes priority class next (preemptive policies), unless it finishes first.
+  auto arm_class_wake = [&](sched::JobId id, int gpus, double attained_now, int64_t now,
+                            int64_t finish_s, int64_t epoch) {
+    const double change = queue_policy.NextClassChange(attained_now, gpus);
+    if (!std::isfinite(change)) return;
+    const int64_t at = now + std::max<int64_t>(1, static_cast<int64_t>(std::ceil(
+                                                      (change - attained_now) / gpus)));
+    if (at < finish_s) events.push(Event{at, 1, id, epoch});
+  };
   int64_t epoch_counter = 0;
   std::set<int64_t> wakes;  // times already scheduled to wake the scheduler for promotions
   auto log = [&](int64_t t, const char* what, sched::JobId id, const std::string& extra) {
@@ -301,16 +311,9 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
       if (ev.kind != 0) {
         // A class change: wake again at the next one (the pass after this batch sees this one).
         const sched::RunningJob& r = running[running_slot.at(ev.id)];
-        const double gpus = static_cast<double>(r.job.total_gpus);
         const double attained_now =
-            attained[ev.id] + gpus * static_cast<double>(now - r.started_s);
-        const double change = queue_policy.NextClassChange(attained_now, r.job.total_gpus);
-        if (std::isfinite(change)) {
-          const int64_t at =
-              now + std::max<int64_t>(1, static_cast<int64_t>(
-                                             std::ceil((change - attained_now) / gpus)));
-          if (at < act->second.finish_s) events.push(Event{at, 1, ev.id, ev.epoch});
-        }
+            attained[ev.id] + r.job.total_gpus * static_cast<double>(now - r.started_s);
+        arm_class_wake(ev.id, r.job.total_gpus, attained_now, now, act->second.finish_s, ev.epoch);
         continue;
       }
       const double last_run_s = stop(ev.id, now);
@@ -394,12 +397,7 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
         act.epoch = ++epoch_counter;
         events.push(Event{act.finish_s, 0, t.id, act.epoch});
         // Wake the scheduler when the job's priority class changes (preemptive policies).
-        const double change = queue_policy.NextClassChange(attained[t.id], t.num_gpus);
-        if (std::isfinite(change)) {
-          const int64_t at = now + static_cast<int64_t>(std::ceil((change - attained[t.id]) /
-                                                                  static_cast<double>(t.num_gpus)));
-          if (at < act.finish_s) events.push(Event{at, 1, t.id, act.epoch});
-        }
+        arm_class_wake(t.id, t.num_gpus, attained[t.id], now, act.finish_s, act.epoch);
         scheduler.Remove(t.id);
         waiting_jobs.erase(t.id);
         if (result.jobs[i].start_s < 0) result.jobs[i].start_s = now;
