@@ -3,7 +3,9 @@
 //  - BM_SchedulePass/<policy>/empty: the fleet idle, so the pass fills it (thousands of starts);
 //  - BM_SchedulePass/<policy>/busy: every GPU but 64 busy, the usual steady state, where a pass
 //    must find the few jobs that fit.
-// Counters: jobs started by the pass. Peak RSS: /usr/bin/time -f %M on the benchmark.
+// Counters: the pass's decisions (starts and preemptions), and a hash of them (kind, job, node
+// and GPUs, in order) so that a change meant to keep every decision can be checked by comparing
+// the hash before and after. Peak RSS: /usr/bin/time -f %M on the benchmark.
 #include <benchmark/benchmark.h>
 
 #include <bit>
@@ -68,16 +70,31 @@ void BM_SchedulePass(benchmark::State& state, std::string policy_name, bool busy
     }
   }
   std::size_t started = 0;
+  uint64_t hash = 0;
   for (auto _ : state) {
     const auto decisions = scheduler.Schedule(cluster, running, 1000000, rng);
     started = decisions.size();
     benchmark::DoNotOptimize(decisions.data());
+    state.PauseTiming();
+    hash = 1469598103934665603ULL;  // FNV-1a over the decisions
+    auto mix = [&hash](uint64_t v) {
+      for (int b = 0; b < 8; ++b) hash = (hash ^ ((v >> (8 * b)) & 0xff)) * 1099511628211ULL;
+    };
+    for (const auto& d : decisions) {
+      mix(static_cast<uint64_t>(d.kind));
+      mix(static_cast<uint64_t>(d.job));
+      for (const auto& a : d.placement) mix(static_cast<uint64_t>(a.node) << 32 | a.gpus);
+    }
+    state.ResumeTiming();
   }
   state.counters["started"] = static_cast<double>(started);
+  // Low 32 bits only: counters are doubles, and the number must print exactly.
+  state.counters["decision_hash"] = static_cast<double>(hash & 0xffffffffULL);
 }
 
 void Register() {
-  for (const char* policy : {"priority-backfill", "priority", "fifo", "tiresias", "fairshare"}) {
+  for (const char* policy : {"priority-backfill", "priority", "fifo", "tiresias", "las-qssf",
+                             "gittins", "fairshare"}) {
     for (bool busy : {false, true}) {
       benchmark::RegisterBenchmark(
           (std::string("BM_SchedulePass/") + policy + (busy ? "/busy" : "/empty")).c_str(),

@@ -84,23 +84,25 @@ std::optional<PreemptionPlan> PlanPreemption(const core::ClusterSnapshot& work,
                                              const PlacementPolicy& placement_policy,
                                              const QueuedJob& job,
                                              std::span<const RunningJob> running,
-                                             const std::vector<size_t>& candidates,
+                                             std::span<const size_t> candidates,
                                              const std::function<bool(size_t)>& may_take,
                                              bool allow_spread, core::Rng& rng) {
   PreemptionPlan plan;
   plan.cluster = work;
   const bool whole = job.gpu_milli >= core::kGpuMilli;
+  int64_t free = 0;  // fully free GPUs on plan.cluster, kept up to date as victims go
+  if (whole) {
+    for (const auto& s : plan.cluster.states()) free += s.full_free_gpus;
+  }
   for (size_t i : candidates) {
     if (!may_take(i)) continue;
     for (const Allocation& a : running[i].placement) {
+      const int before = plan.cluster.state(a.node).full_free_gpus;
       plan.cluster.Release(a.node, SliceSpec(running[i].job, std::popcount(a.gpus)), a.gpus);
+      free += plan.cluster.state(a.node).full_free_gpus - before;
     }
     plan.victims.push_back(i);
-    if (whole) {
-      int64_t free = 0;
-      for (const auto& s : plan.cluster.states()) free += s.full_free_gpus;
-      if (free < job.total_gpus) continue;  // cheap test before any placement work
-    }
+    if (whole && free < job.total_gpus) continue;  // cheap test before any placement work
     Placer placer(plan.cluster, placement_policy, std::span<const uint32_t>());
     if (auto placement = PlaceGang(plan.cluster, placer, job, allow_spread, rng)) {
       plan.placement = std::move(*placement);

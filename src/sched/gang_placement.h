@@ -39,7 +39,7 @@ std::optional<PreemptionPlan> PlanPreemption(const core::ClusterSnapshot& work,
                                              const PlacementPolicy& placement_policy,
                                              const QueuedJob& job,
                                              std::span<const RunningJob> running,
-                                             const std::vector<size_t>& candidates,
+                                             std::span<const size_t> candidates,
                                              const std::function<bool(size_t)>& may_take,
                                              bool allow_spread, core::Rng& rng);
 

@@ -1,5 +1,6 @@
 #include "sched/placer.h"
 
+#include <algorithm>
 #include <numeric>
 
 #include "core/check.h"
@@ -45,7 +46,7 @@ size_t Placer::ShapeKeyHash::operator()(const ShapeKey& k) const {
 }
 
 size_t Placer::StateKeyHash::operator()(const StateKey& k) const {
-  uint64_t h = static_cast<uint64_t>(k.shape) * 0x9e3779b97f4a7c15ULL;
+  uint64_t h = 0x9e3779b97f4a7c15ULL;
   auto mix = [&h](uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
   mix(static_cast<uint64_t>(k.cpu_free));
   mix(static_cast<uint64_t>(k.memory_free));
@@ -71,26 +72,122 @@ Placer::Placer(const core::ClusterSnapshot& snapshot, const PlacementPolicy& pol
   }
   by_rank_.resize(n);
   for (int node = 0; node < n; ++node) by_rank_[rank_[node]] = node;
+  state_version_.assign(n, 0);
+  state_id_.assign(n, 0);
+  changed_at_.assign(n, 0);
+  newer_.assign(n, -1);
+  older_.assign(n, -1);
+  synced_ = snapshot.change_journal().size();
 }
 
-double Placer::PureScore(int shape, const core::NodeState& s, const core::JobSpec& job,
+namespace {
+
+// The heap order: `a` ranks below `b` when `b` has the higher score, or the same score and the
+// smaller tie-break rank. Exactly the order of the scan this replaced, so decisions are the same.
+template <typename Ranked>
+bool RanksBelow(const Ranked& a, const Ranked& b) {
+  return a.score < b.score || (a.score == b.score && a.rank > b.rank);
+}
+
+}  // namespace
+
+uint32_t Placer::StateId(int node, const core::NodeState& s) {
+  if (state_version_[node] == s.version) return state_id_[node];
+  // Bounded: a long-lived Placer forgets old states rather than growing without limit. Ids are
+  // reissued from zero, so every score learned under the old ids goes too.
+  if (state_ids_.size() >= (1u << 20)) {
+    state_ids_.clear();
+    memo_.Clear();
+    std::fill(state_version_.begin(), state_version_.end(), 0u);
+  }
+  StateKey key{s.num_gpus, s.model, s.job_classes, s.cpu_free, s.memory_free, s.gpu_free};
+  const auto [it, inserted] =
+      state_ids_.try_emplace(key, static_cast<uint32_t>(state_ids_.size()));
+  state_version_[node] = s.version;
+  state_id_[node] = it->second;
+  return it->second;
+}
+
+double Placer::PureScore(int shape, int node, const core::NodeState& s, const core::JobSpec& job,
                          core::Rng& rng) {
-  StateKey key{shape, s.num_gpus, s.model, s.job_classes, s.cpu_free, s.memory_free, s.gpu_free};
-  auto it = memo_.find(key);
-  if (it != memo_.end()) return it->second;
+  const uint64_t key = uint64_t{static_cast<uint32_t>(shape)} << 32 | StateId(node, s);
+  if (const double* known = memo_.Find(key)) return *known;
   const double score = policy_.Score(s, job, rng);
   ++scores_computed_;
-  // Bounded: a long-lived Placer forgets old states rather than growing without limit.
-  if (memo_.size() > (1u << 20)) memo_.clear();
-  memo_.emplace(key, score);
+  if (memo_.size() >= (1u << 22)) memo_.Clear();  // bounded, like the state ids
+  memo_.Insert(key, score);
   return score;
+}
+
+void Placer::Rerank(ShapeState& st, int shape, int node, const core::JobSpec& job,
+                    core::Rng& rng, bool keep_heap) {
+  const core::NodeState& s = snapshot_.state(node);
+  if (!s.Fits(job)) return;
+  st.heap.push_back(Ranked{PureScore(shape, node, s, job, rng), rank_[node], s.version});
+  if (keep_heap) std::push_heap(st.heap.begin(), st.heap.end(), RanksBelow<Ranked>);
+}
+
+void Placer::SyncChanges() {
+  const std::span<const int> journal = snapshot_.change_journal();
+  for (; synced_ < journal.size(); ++synced_) {
+    const int node = journal[synced_];
+    if (changed_at_[node] != 0) {  // unlink
+      if (older_[node] >= 0) newer_[older_[node]] = newer_[node];
+      if (newer_[node] >= 0) {
+        older_[newer_[node]] = older_[node];
+      } else {
+        newest_ = older_[node];
+      }
+    }
+    older_[node] = newest_;
+    newer_[node] = -1;
+    if (newest_ >= 0) newer_[newest_] = node;
+    newest_ = node;
+    changed_at_[node] = synced_ + 1;
+  }
+}
+
+std::optional<Placement> Placer::ChoosePure(const core::JobSpec& job, core::Rng& rng) {
+  std::span<const core::NodeState> states = snapshot_.states();
+  const int n = static_cast<int>(states.size());
+  ShapeKey key{job.cpu_milli, job.memory_mib, job.num_gpu, job.gpu_milli, job.gpu_models.bits()};
+  const auto [it, inserted] = shape_ids_.try_emplace(key, static_cast<int>(shapes_.size()));
+  const int shape = it->second;
+  if (inserted) shapes_.emplace_back();
+  ShapeState& st = shapes_[shape];
+  SyncChanges();
+  if (inserted) {
+    for (int node = 0; node < n; ++node) Rerank(st, shape, node, job, rng, false);
+    std::make_heap(st.heap.begin(), st.heap.end(), RanksBelow<Ranked>);
+  } else {
+    // Each node changed since this shape last looked, once, newest first.
+    for (int node = newest_; node >= 0 && changed_at_[node] > st.journal_read;
+         node = older_[node]) {
+      Rerank(st, shape, node, job, rng, true);
+    }
+  }
+  st.journal_read = synced_;
+  auto stale = [&](const Ranked& r) { return r.version != states[by_rank_[r.rank]].version; };
+  if (st.heap.size() > 2 * static_cast<size_t>(n) + 64) {
+    // Mostly stale entries: keep the current ones (one per fitting node) and re-heap.
+    std::erase_if(st.heap, stale);
+    std::make_heap(st.heap.begin(), st.heap.end(), RanksBelow<Ranked>);
+  }
+  while (!st.heap.empty() && stale(st.heap.front())) {
+    std::pop_heap(st.heap.begin(), st.heap.end(), RanksBelow<Ranked>);
+    st.heap.pop_back();
+  }
+  if (st.heap.empty()) return std::nullopt;
+  Placement best;
+  best.node = by_rank_[st.heap.front().rank];
+  best.score = st.heap.front().score;
+  return best;
 }
 
 std::optional<Placement> Placer::Choose(const core::JobSpec& job, core::Rng& rng) {
   std::span<const core::NodeState> states = snapshot_.states();
-  const int n = static_cast<int>(states.size());
   Placement best;
-  // Nodes are visited in index order (memory order); ties go to the smaller rank.
+  // Highest score wins; ties go to the smaller rank.
   auto consider = [&](int node, double score) {
     if (best.node < 0 || score > best.score ||
         (score == best.score && rank_[node] < rank_[best.node])) {
@@ -99,45 +196,7 @@ std::optional<Placement> Placer::Choose(const core::JobSpec& job, core::Rng& rng
     }
   };
   if (policy_.ScoreIsPure()) {
-    ShapeKey key{job.cpu_milli, job.memory_mib, job.num_gpu, job.gpu_milli, job.gpu_models.bits()};
-    auto [it, inserted] = shape_ids_.try_emplace(key, static_cast<int>(shapes_.size()));
-    const std::span<const int> journal = snapshot_.change_journal();
-    if (inserted) {
-      ShapeState fresh;
-      fresh.cache.resize(n);
-      fresh.candidates.resize(n);
-      std::iota(fresh.candidates.begin(), fresh.candidates.end(), 0);
-      fresh.member.assign(n, 1);
-      fresh.journal_read = journal.size();
-      shapes_.push_back(std::move(fresh));
-    }
-    const int shape = it->second;
-    ShapeState& st = shapes_[shape];
-    for (size_t i = st.journal_read; i < journal.size(); ++i) {
-      const int node = journal[i];
-      if (!st.member[node]) {
-        st.member[node] = 1;
-        st.candidates.push_back(node);
-      }
-    }
-    st.journal_read = journal.size();
-    for (size_t i = 0; i < st.candidates.size();) {
-      const int node = st.candidates[i];
-      const core::NodeState& s = states[node];
-      if (!s.Fits(job)) {
-        st.member[node] = 0;
-        st.candidates[i] = st.candidates.back();
-        st.candidates.pop_back();
-        continue;
-      }
-      CachedScore& c = st.cache[node];
-      if (c.version != s.version) {
-        c.score = PureScore(shape, s, job, rng);
-        c.version = s.version;
-      }
-      consider(node, c.score);
-      ++i;
-    }
+    if (auto pure = ChoosePure(job, rng)) best = *pure;
   } else {
     // Randomized policies draw in rank order, so a seed gives the same run on any node order.
     for (int node : by_rank_) {

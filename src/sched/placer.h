@@ -1,8 +1,10 @@
 #pragma once
 // `Placer`: runs one placement policy through the filter / score / select stages over one
-// cluster snapshot. It caches each node's score per job shape and recomputes it only after the
-// node changes, which is what makes replaying a 10,000-job trace over 1,200 nodes take
-// milliseconds; nodes in identical states share one computed score. A Placer is bound to the
+// cluster snapshot. For a policy with pure scores it keeps, per job shape, the feasible nodes
+// ranked by score, and re-ranks a node only after the snapshot's change journal says it changed:
+// a placement costs the nodes changed since that shape was last placed, not a scan of every node,
+// so replaying a trace grows about linearly with its size. Nodes in identical states share one
+// computed score. A Placer is bound to the
 // snapshot it was made with; it never modifies it.
 
 #include <array>
@@ -15,6 +17,7 @@
 #include "core/cluster.h"
 #include "core/rng.h"
 #include "sched/placement_policy.h"
+#include "sched/score_memo.h"
 
 namespace gpufleet::sched {
 
@@ -50,9 +53,9 @@ class Placer {
   struct ShapeKeyHash {
     size_t operator()(const ShapeKey& k) const;
   };
-  // A node state as a policy sees it, for sharing one computed score among identical nodes.
+  // A node state as a policy sees it: identical nodes get one state id, so they share one
+  // computed score per shape.
   struct StateKey {
-    int shape;
     uint8_t num_gpus;
     core::ModelId model;
     uint32_t job_classes;
@@ -63,30 +66,54 @@ class Placer {
   struct StateKeyHash {
     size_t operator()(const StateKey& k) const;
   };
-  struct CachedScore {
-    uint32_t version = 0;  // node version the score was computed at; 0 = none
-    double score = 0;
+  // One feasible node's score for one shape, as of the node's `version`. The entry is stale once
+  // the node has changed; stale entries are dropped when they reach the top of the heap.
+  struct Ranked {
+    double score;
+    uint32_t rank;  // the node's tie-break rank, which also names the node (`by_rank_`)
+    uint32_t version;
+  };
+  // What the Placer knows about one job shape: a max-heap of the nodes that fit it, best score
+  // first and the smaller tie-break rank first among equal scores. A node is re-scored only when
+  // the snapshot's change journal says it changed, so a placement costs the nodes that changed
+  // since this shape was last placed, not a scan of the cluster.
+  struct ShapeState {
+    std::vector<Ranked> heap;
+    size_t journal_read = 0;  // how much of the change journal is applied
   };
 
-  double PureScore(int shape, const core::NodeState& node, const core::JobSpec& job,
+  // Applies the snapshot's new journal entries to the recency list.
+  void SyncChanges();
+
+  // The id of node `node`'s current state, shared by identical states.
+  uint32_t StateId(int node, const core::NodeState& s);
+  // The score of `job` (shape `shape`) on node `node`, computed once per distinct state.
+  double PureScore(int shape, int node, const core::NodeState& s, const core::JobSpec& job,
                    core::Rng& rng);
+  // Ranks `node`, as it is now, for shape `st`: pushes it when `job` fits.
+  void Rerank(ShapeState& st, int shape, int node, const core::JobSpec& job, core::Rng& rng,
+              bool keep_heap);
+  std::optional<Placement> ChoosePure(const core::JobSpec& job, core::Rng& rng);
 
   const core::ClusterSnapshot& snapshot_;
   const PlacementPolicy& policy_;
   std::vector<uint32_t> rank_;  // tie-break rank per node
   std::vector<int> by_rank_;    // nodes in rank order
   std::unordered_map<ShapeKey, int, ShapeKeyHash> shape_ids_;
-  // What the Placer knows about one job shape. A node leaves `candidates` when the shape does not
-  // fit it, and comes back when the snapshot's change journal says it changed: so nodes that
-  // cannot hold the shape cost nothing until they change.
-  struct ShapeState {
-    std::vector<CachedScore> cache;  // per node
-    std::vector<int> candidates;     // nodes that may fit
-    std::vector<uint8_t> member;     // per node: in candidates
-    size_t journal_read = 0;         // how much of the change journal is applied
-  };
   std::vector<ShapeState> shapes_;
-  std::unordered_map<StateKey, double, StateKeyHash> memo_;  // score per (shape, node state)
+  // State interning: per node the version its id was taken at (0 = none) and the id.
+  std::vector<uint32_t> state_version_;
+  std::vector<uint32_t> state_id_;
+  std::unordered_map<StateKey, uint32_t, StateKeyHash> state_ids_;
+  ScoreMemo memo_;  // score per (shape, state id)
+  // The nodes that ever changed, newest change first (a doubly linked list through `older_` and
+  // `newer_`), each with the journal length just after its last change (0 = never changed). A
+  // shape catches up by walking it until the changes it has already seen: each changed node once,
+  // however often it changed.
+  std::vector<size_t> changed_at_;
+  std::vector<int> newer_, older_;
+  int newest_ = -1;
+  size_t synced_ = 0;  // journal entries applied to the list
   int64_t scores_computed_ = 0;
 };
 

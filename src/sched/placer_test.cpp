@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -142,6 +144,94 @@ TEST(PlacerTest, CachedScoresMatchAFreshPlacerEveryTime) {
     }
     EXPECT_LT(cached.scores_computed(), fresh_scores / 2) << "the cache should save work";
   }
+}
+
+// The highest score over every node that fits, the smaller rank among equals: what `Choose`
+// must return, computed the obvious way.
+std::optional<Placement> BruteForceChoice(const ClusterSnapshot& cluster,
+                                          const PlacementPolicy& policy, const JobSpec& job,
+                                          std::span<const uint32_t> rank, core::Rng& rng) {
+  std::optional<Placement> best;
+  for (int node = 0; node < cluster.size(); ++node) {
+    if (!cluster.state(node).Fits(job)) continue;
+    const double score = policy.Score(cluster.state(node), job, rng);
+    if (!best || score > best->score || (score == best->score && rank[node] < rank[best->node])) {
+      best = Placement{node, 0, score};
+    }
+  }
+  if (best) best->gpus = policy.PickGpus(cluster.state(best->node), job, rng);
+  return best;
+}
+
+// The incremental ranking against that scan, on a cluster big enough that each shape's ranking
+// piles up stale entries and is compacted, with a rare shape that sees many changes between its
+// choices, and a Placer made over a snapshot that had already changed (its journal not empty).
+TEST(PlacerTest, IncrementalRankingMatchesABruteForceScanOnALargeCluster) {
+  auto policy = MakePlacementPolicy("bestfit");
+  std::vector<core::NodeSpec> nodes;
+  for (int i = 0; i < 40; ++i) {
+    for (const core::NodeSpec& n : CacheTestNodes()) nodes.push_back(n);
+  }
+  std::vector<uint32_t> rank(nodes.size());
+  core::Rng shuffle(3);
+  for (uint32_t i = 0; i < rank.size(); ++i) rank[i] = i;
+  for (size_t i = rank.size() - 1; i > 0; --i) std::swap(rank[i], rank[shuffle.Below(i + 1)]);
+  ClusterSnapshot cluster(nodes);
+  cluster.Allocate(3, Job().Cpu(1000).Gpus(2), 0b11);  // history before the Placer
+  Placer cached(cluster, *policy, rank);
+  core::Rng rng(11), rng_cached(2), rng_fresh(2);
+  struct Running {
+    int node;
+    JobSpec job;
+    core::GpuMask gpus;
+  };
+  std::vector<Running> running;
+  const JobSpec rare = Job().Cpu(32000).Memory(200000).Gpus(8);
+  for (int step = 0; step < 6000; ++step) {
+    if (!running.empty() && rng.Below(3) == 0) {
+      const size_t k = rng.Below(running.size());
+      cluster.Release(running[k].node, running[k].job, running[k].gpus);
+      running[k] = running.back();
+      running.pop_back();
+      continue;
+    }
+    const JobSpec job = step % 500 == 0 ? rare : RandomJob(rng);
+    auto a = cached.Choose(job, rng_cached);
+    auto b = BruteForceChoice(cluster, *policy, job, rank, rng_fresh);
+    ASSERT_EQ(a.has_value(), b.has_value()) << "step " << step;
+    if (!a) continue;
+    ASSERT_EQ(a->node, b->node) << "step " << step;
+    ASSERT_EQ(a->gpus, b->gpus) << "step " << step;
+    ASSERT_EQ(a->score, b->score) << "step " << step;
+    cluster.Allocate(a->node, job, a->gpus);
+    running.push_back({a->node, job, a->gpus});
+  }
+}
+
+TEST(ScoreMemoTest, FindsWhatWasInsertedThroughGrowthAndCollisions) {
+  ScoreMemo memo;
+  EXPECT_EQ(memo.Find(7), nullptr);
+  // Keys that differ only in their high half (shape ids) must not pile into one probe chain.
+  for (uint64_t shape = 0; shape < 300; ++shape) {
+    for (uint64_t state = 0; state < 50; ++state) {
+      memo.Insert(shape << 32 | state, static_cast<double>(shape * 1000 + state));
+    }
+  }
+  EXPECT_EQ(memo.size(), 15000u);
+  for (uint64_t shape = 0; shape < 300; ++shape) {
+    for (uint64_t state = 0; state < 50; ++state) {
+      const double* found = memo.Find(shape << 32 | state);
+      ASSERT_NE(found, nullptr);
+      EXPECT_EQ(*found, static_cast<double>(shape * 1000 + state));
+    }
+  }
+  EXPECT_EQ(memo.Find(uint64_t{300} << 32), nullptr);
+  memo.Clear();
+  EXPECT_EQ(memo.size(), 0u);
+  EXPECT_EQ(memo.Find(0), nullptr);
+  memo.Insert(0, -1.5);
+  ASSERT_NE(memo.Find(0), nullptr);
+  EXPECT_EQ(*memo.Find(0), -1.5);
 }
 
 using PlacerDeathTest = ::testing::Test;

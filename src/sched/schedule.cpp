@@ -113,12 +113,11 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
   if (order_.empty()) return decisions;
   if (queue_policy_.FairShare()) return ScheduleFairShare(cluster, running, rng);
   core::ClusterSnapshot work = cluster;  // decisions are applied here as they are made
-  std::optional<Placer> placer(std::in_place, work, placement_policy_, std::span<const uint32_t>());
+  Placer placer(work, placement_policy_, std::span<const uint32_t>());
   const bool preemptive = queue_policy_.Preemptive();
   const double min_run_s = queue_policy_.MinRunBeforePreemptionS();
   // Running jobs' priority classes with the service attained by `now` (preemptive policies).
   std::vector<int> running_class(running.size(), 0);
-  std::vector<char> preempted(running.size(), 0);
   int max_running_class = -1;
   if (preemptive) {
     for (size_t i = 0; i < running.size(); ++i) {
@@ -129,6 +128,48 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
       max_running_class = std::max(max_running_class, running_class[i]);
     }
   }
+  // The preemption index: every running job that may be preempted (it has run long enough), in
+  // the order victims are taken: lowest priority class first; within a class the job expected to
+  // run longest (policies without estimates see NaN everywhere and fall through to the most
+  // recently started). A waiting job of class c may take the jobs of classes above c: a
+  // contiguous run of this order. Victims are always taken from its front, so the jobs preempted
+  // in this pass are exactly victim_order[0, victims_taken): no running job is scanned twice.
+  // Built as waiting jobs need it, for the classes they may take: most passes preempt nobody, and
+  // a job of class c needs only the jobs above c. Jobs of lower classes sort after every job
+  // already indexed, so extending the index to them appends and keeps the taken prefix.
+  std::vector<size_t> victim_order;
+  std::vector<int64_t> victim_gpus_before{0};  // GPUs held by victim_order[0, k), at index k
+  size_t victims_taken = 0;
+  int indexed_above = std::numeric_limits<int>::max();  // jobs of classes above this are in
+  auto extend_victim_index = [&](int job_class) {
+    const size_t start = victim_order.size();
+    for (size_t i = 0; i < running.size(); ++i) {
+      if (running_class[i] > job_class && running_class[i] <= indexed_above &&
+          static_cast<double>(now - running[i].started_s) >= min_run_s) {
+        victim_order.push_back(i);
+      }
+    }
+    indexed_above = job_class;
+    auto remaining = [&](size_t i) {
+      const double est = running[i].job.estimate_s;
+      return std::isnan(est) ? HUGE_VAL : est - static_cast<double>(now - running[i].started_s);
+    };
+    std::sort(victim_order.begin() + static_cast<std::ptrdiff_t>(start), victim_order.end(),
+              [&](size_t a, size_t b) {
+                if (running_class[a] != running_class[b]) {
+                  return running_class[a] > running_class[b];
+                }
+                if (remaining(a) != remaining(b)) return remaining(a) > remaining(b);
+                if (running[a].started_s != running[b].started_s) {
+                  return running[a].started_s > running[b].started_s;
+                }
+                return running[a].job.id > running[b].job.id;
+              });
+    for (size_t k = start; k < victim_order.size(); ++k) {
+      victim_gpus_before.push_back(victim_gpus_before[k] +
+                                   GpusOf(running[victim_order[k]].placement));
+    }
+  };
   int64_t free_gpus = FreeWholeGpus(work);
   int64_t free_milli = work.total_gpu_milli() - work.used_gpu_milli();
   const Backfill backfill = queue_policy_.backfill();
@@ -174,41 +215,39 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
     std::optional<std::vector<Allocation>> placement;
     // Cheap test first: a job asking more whole GPUs than are free cannot start.
     if (!whole || job.total_gpus <= free_gpus) {
-      placement = PlaceGang(work, *placer, job, allow_spread_, rng);
+      placement = PlaceGang(work, placer, job, allow_spread_, rng);
     }
     if (!placement && may_preempt) {
-      // Preempt running jobs of strictly lower priority, the lowest class and most recently
-      // started first, until the job fits; preempt nobody if even all of them are not enough.
-      std::vector<size_t> candidates;
-      for (size_t i = 0; i < running.size(); ++i) {
-        if (!preempted[i] && running_class[i] > job_class &&
-            static_cast<double>(now - running[i].started_s) >= min_run_s) {
-          candidates.push_back(i);
-        }
+      // Preempt running jobs of strictly lower priority, in victim order, until the job fits;
+      // preempt nobody if even all of them are not enough.
+      if (job_class < indexed_above) extend_victim_index(job_class);
+      const size_t end = static_cast<size_t>(
+          std::partition_point(victim_order.begin(), victim_order.end(),
+                               [&](size_t i) { return running_class[i] > job_class; }) -
+          victim_order.begin());
+      const size_t first = victims_taken;
+      // Skipped where the plan must fail without placing anything: no candidates, or (whole
+      // GPUs) fewer GPUs free even with every candidate's GPUs added than the job needs.
+      const bool worth_planning =
+          end > first &&
+          (!whole || free_gpus + victim_gpus_before[end] - victim_gpus_before[first] >=
+                         job.total_gpus);
+      std::optional<PreemptionPlan> plan;
+      if (worth_planning) {
+        plan = PlanPreemption(
+            work, placement_policy_, job, running,
+            std::span<const size_t>(victim_order).subspan(first, end - first),
+            [](size_t) { return true; }, allow_spread_, rng);
       }
-      // Within a class, the job expected to run longest goes first (policies without estimates
-      // see NaN everywhere and fall through to the most recently started).
-      auto remaining = [&](size_t i) {
-        const double est = running[i].job.estimate_s;
-        return std::isnan(est) ? HUGE_VAL : est - static_cast<double>(now - running[i].started_s);
-      };
-      std::sort(candidates.begin(), candidates.end(), [&](size_t a, size_t b) {
-        if (running_class[a] != running_class[b]) return running_class[a] > running_class[b];
-        if (remaining(a) != remaining(b)) return remaining(a) > remaining(b);
-        if (running[a].started_s != running[b].started_s) {
-          return running[a].started_s > running[b].started_s;
-        }
-        return running[a].job.id > running[b].job.id;
-      });
-      auto plan = PlanPreemption(
-          work, placement_policy_, job, running, candidates, [](size_t) { return true; },
-          allow_spread_, rng);
       if (plan) {
-        placer.reset();
-        work = std::move(plan->cluster);
-        placer.emplace(work, placement_policy_, std::span<const uint32_t>());
+        // The victims' resources are released on `work` itself (the plan's copy ends in the same
+        // state), so the placer follows them through the change journal and keeps its rankings.
         for (size_t i : plan->victims) {
-          preempted[i] = 1;
+          GPUFLEET_CHECK(victims_taken < victim_order.size() && victim_order[victims_taken] == i);
+          ++victims_taken;
+          for (const Allocation& a : running[i].placement) {
+            work.Release(a.node, SliceSpec(running[i].job, std::popcount(a.gpus)), a.gpus);
+          }
           decisions.push_back(
               Decision{Decision::Kind::kPreempt, running[i].job.id, running[i].placement});
         }
