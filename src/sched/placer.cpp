@@ -89,6 +89,24 @@ bool RanksBelow(const Ranked& a, const Ranked& b) {
   return a.score < b.score || (a.score == b.score && a.rank > b.rank);
 }
 
+// Restores the heap order after the top entry was replaced.
+template <typename Ranked>
+void SiftDown(std::vector<Ranked>& heap) {
+  const size_t n = heap.size();
+  if (n < 2) return;
+  Ranked moving = heap[0];
+  size_t i = 0;
+  while (true) {
+    size_t child = 2 * i + 1;
+    if (child >= n) break;
+    if (child + 1 < n && RanksBelow(heap[child], heap[child + 1])) ++child;
+    if (!RanksBelow(moving, heap[child])) break;
+    heap[i] = heap[child];
+    i = child;
+  }
+  heap[i] = moving;
+}
+
 }  // namespace
 
 uint32_t Placer::StateId(int node, const core::NodeState& s) {
@@ -122,7 +140,20 @@ double Placer::PureScore(int shape, int node, const core::NodeState& s, const co
 void Placer::Rerank(ShapeState& st, int shape, int node, const core::JobSpec& job,
                     core::Rng& rng, bool keep_heap) {
   const core::NodeState& s = snapshot_.state(node);
-  if (!s.Fits(job)) return;
+  const bool fits = s.Fits(job);
+  // The usual case: the node changed because it won the last placement, so its old entry is at
+  // the top. Replacing it there costs one sift instead of a push now and a pop later.
+  if (keep_heap && !st.heap.empty() && st.heap.front().rank == rank_[node]) {
+    if (fits) {
+      st.heap.front() = Ranked{PureScore(shape, node, s, job, rng), rank_[node], s.version};
+    } else {
+      st.heap.front() = st.heap.back();
+      st.heap.pop_back();
+    }
+    SiftDown(st.heap);
+    return;
+  }
+  if (!fits) return;
   st.heap.push_back(Ranked{PureScore(shape, node, s, job, rng), rank_[node], s.version});
   if (keep_heap) std::push_heap(st.heap.begin(), st.heap.end(), RanksBelow<Ranked>);
 }
