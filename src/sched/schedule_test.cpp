@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
+#include <cmath>
 
 #include "sched/policy_registry.h"
 #include "testing/builders.h"
@@ -168,6 +170,111 @@ TEST_F(SchedulerTest, DecisionsFitTogether) {
     }
   }
   EXPECT_LE(check.used_gpu_milli(), check.total_gpu_milli());
+}
+
+}  // namespace
+}  // namespace gpufleet::sched
+
+namespace gpufleet::sched {
+namespace {
+
+// The preemption index must take victims as the per-job scan it replaced did: only jobs of a
+// class strictly below the waiting job's priority (a higher class number), only jobs that ran
+// long enough, and across the whole pass in one order: the highest class number first, then the
+// longest expected remaining run, the most recently started, the largest id. Random busy
+// clusters, several waiting jobs of different classes, every preemptive policy.
+TEST(PreemptionIndexTest, VictimsFollowOneOrderAndComeOnlyFromLowerClasses) {
+  const int64_t now = 2000000;
+  for (const char* name : {"tiresias", "las-qssf", "gittins"}) {
+    SCOPED_TRACE(name);
+    int preemptions = 0;
+    for (uint64_t seed = 1; seed <= 30; ++seed) {
+      auto policy = MakeQueuePolicy(name);
+      auto placement = MakePlacementPolicy("bestfit");
+      Scheduler scheduler(*policy, *placement, /*allow_spread=*/true);
+      core::Rng rng(seed);
+      core::ClusterSnapshot cluster(test::Replicate(Node().Gpus(8), 6));
+      std::vector<RunningJob> running;
+      JobId id = 1000;
+      for (int node = 0; node < 6; ++node) {
+        int used = 0;
+        while (used < 8) {
+          const int gpus = std::min(8 - used, 1 << rng.Below(3));
+          RunningJob r;
+          r.job = Gpus(id++, gpus, 0, rng.Below(3) == 0 ? std::nan("") : 100.0 * rng.Below(5000));
+          r.job.attained_gpu_s = static_cast<double>(rng.Below(4)) * 3e5 * rng.Below(10);
+          r.started_s = now - static_cast<int64_t>(rng.Below(4000));
+          const core::GpuMask mask = ((1u << gpus) - 1) << used;
+          r.placement = {{node, mask}};
+          cluster.Allocate(node, SliceSpec(r.job, gpus), mask);
+          running.push_back(r);
+          used += gpus;
+        }
+      }
+      for (JobId w = 1; w <= 12; ++w) {
+        QueuedJob j = Gpus(w, 1 << rng.Below(4), static_cast<int64_t>(w));
+        j.attained_gpu_s = rng.Below(3) == 0 ? 5e4 * rng.Below(20) : 0;
+        scheduler.Enqueue(j);
+      }
+      const std::vector<QueuedJob> waiting = scheduler.Waiting();
+      const auto decisions = scheduler.Schedule(cluster, running, now, rng);
+
+      auto class_now = [&](const RunningJob& r) {
+        QueuedJob j = r.job;
+        for (const Allocation& a : r.placement) {
+          j.attained_gpu_s += std::popcount(a.gpus) * static_cast<double>(now - r.started_s);
+        }
+        return policy->PriorityClass(j);
+      };
+      auto remaining = [&](const RunningJob& r) {
+        return std::isnan(r.job.estimate_s)
+                   ? HUGE_VAL
+                   : r.job.estimate_s - static_cast<double>(now - r.started_s);
+      };
+      // True when `a` must be taken before `b`.
+      auto before = [&](const RunningJob& a, const RunningJob& b) {
+        if (class_now(a) != class_now(b)) return class_now(a) > class_now(b);
+        if (remaining(a) != remaining(b)) return remaining(a) > remaining(b);
+        if (a.started_s != b.started_s) return a.started_s > b.started_s;
+        return a.job.id > b.job.id;
+      };
+      auto find_running = [&](JobId job) -> const RunningJob& {
+        for (const RunningJob& r : running) {
+          if (r.job.id == job) return r;
+        }
+        ADD_FAILURE() << "preempted job " << job << " was not running";
+        return running.front();
+      };
+      const RunningJob* last_victim = nullptr;
+      std::vector<const RunningJob*> group;
+      for (const Decision& d : decisions) {
+        if (d.kind == Decision::Kind::kPreempt) {
+          const RunningJob& v = find_running(d.job);
+          EXPECT_GE(static_cast<double>(now - v.started_s), policy->MinRunBeforePreemptionS());
+          if (last_victim != nullptr) {
+            EXPECT_TRUE(before(*last_victim, v)) << "victim " << v.job.id << " after "
+                                                 << last_victim->job.id << ", seed " << seed;
+          }
+          last_victim = &v;
+          group.push_back(&v);
+          ++preemptions;
+          continue;
+        }
+        if (group.empty()) continue;
+        // The start the victims made room for: every victim is of a lower priority.
+        QueuedJob started;
+        for (const QueuedJob& w : waiting) {
+          if (w.id == d.job) started = w;
+        }
+        for (const RunningJob* v : group) {
+          EXPECT_GT(class_now(*v), policy->PriorityClass(started)) << "seed " << seed;
+        }
+        group.clear();
+      }
+      EXPECT_TRUE(group.empty()) << "preemptions without the start they were for";
+    }
+    EXPECT_GT(preemptions, 20) << "the scenarios should preempt";
+  }
 }
 
 }  // namespace
