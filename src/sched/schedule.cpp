@@ -141,33 +141,38 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
   std::vector<int64_t> victim_gpus_before{0};  // GPUs held by victim_order[0, k), at index k
   size_t victims_taken = 0;
   int indexed_above = std::numeric_limits<int>::max();  // jobs of classes above this are in
+  // One candidate's sort key, computed once rather than in every comparison.
+  struct VictimKey {
+    int cls;
+    double remaining;
+    int64_t started_s;
+    JobId id;
+    size_t index;
+  };
+  std::vector<VictimKey> keys;
   auto extend_victim_index = [&](int job_class) {
-    const size_t start = victim_order.size();
+    keys.clear();
     for (size_t i = 0; i < running.size(); ++i) {
       if (running_class[i] > job_class && running_class[i] <= indexed_above &&
           static_cast<double>(now - running[i].started_s) >= min_run_s) {
-        victim_order.push_back(i);
+        const double est = running[i].job.estimate_s;
+        keys.push_back(VictimKey{
+            running_class[i],
+            std::isnan(est) ? HUGE_VAL : est - static_cast<double>(now - running[i].started_s),
+            running[i].started_s, running[i].job.id, i});
       }
     }
     indexed_above = job_class;
-    auto remaining = [&](size_t i) {
-      const double est = running[i].job.estimate_s;
-      return std::isnan(est) ? HUGE_VAL : est - static_cast<double>(now - running[i].started_s);
-    };
-    std::sort(victim_order.begin() + static_cast<std::ptrdiff_t>(start), victim_order.end(),
-              [&](size_t a, size_t b) {
-                if (running_class[a] != running_class[b]) {
-                  return running_class[a] > running_class[b];
-                }
-                if (remaining(a) != remaining(b)) return remaining(a) > remaining(b);
-                if (running[a].started_s != running[b].started_s) {
-                  return running[a].started_s > running[b].started_s;
-                }
-                return running[a].job.id > running[b].job.id;
-              });
-    for (size_t k = start; k < victim_order.size(); ++k) {
-      victim_gpus_before.push_back(victim_gpus_before[k] +
-                                   GpusOf(running[victim_order[k]].placement));
+    std::sort(keys.begin(), keys.end(), [](const VictimKey& a, const VictimKey& b) {
+      if (a.cls != b.cls) return a.cls > b.cls;
+      if (a.remaining != b.remaining) return a.remaining > b.remaining;
+      if (a.started_s != b.started_s) return a.started_s > b.started_s;
+      return a.id > b.id;
+    });
+    for (const VictimKey& k : keys) {
+      victim_gpus_before.push_back(victim_gpus_before.back() +
+                                   GpusOf(running[k.index].placement));
+      victim_order.push_back(k.index);
     }
   };
   int64_t free_gpus = FreeWholeGpus(work);
