@@ -1,6 +1,7 @@
 #include "sched/placer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "core/check.h"
@@ -131,8 +132,10 @@ double Placer::PureScore(int shape, int node, const core::NodeState& s, const co
   const uint64_t key = uint64_t{static_cast<uint32_t>(shape)} << 32 | StateId(node, s);
   if (const double* known = memo_.Find(key)) return *known;
   const double score = policy_.Score(s, job, rng);
+  // The heap order needs comparable scores; a pure policy that returns NaN is a bug.
+  GPUFLEET_CHECK(!std::isnan(score));
   ++scores_computed_;
-  if (memo_.size() >= (1u << 22)) memo_.Clear();  // bounded, like the state ids
+  if (memo_.size() >= (1u << 20)) memo_.Clear();  // bounded (32 MiB), like the state ids
   memo_.Insert(key, score);
   return score;
 }
@@ -160,6 +163,9 @@ void Placer::Rerank(ShapeState& st, int shape, int node, const core::JobSpec& jo
 
 void Placer::SyncChanges() {
   const std::span<const int> journal = snapshot_.change_journal();
+  // The journal only grows while the snapshot lives; a shorter one means the snapshot was replaced
+  // under this Placer, which would then miss changes.
+  GPUFLEET_CHECK(journal.size() >= synced_);
   for (; synced_ < journal.size(); ++synced_) {
     const int node = journal[synced_];
     if (changed_at_[node] != 0) {  // unlink
