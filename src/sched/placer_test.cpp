@@ -92,16 +92,56 @@ std::vector<core::NodeSpec> CacheTestNodes() {
   return nodes;
 }
 
+// The jobs a test's run has placed, so that some can leave again.
+class PlacedJobs {
+ public:
+  void Add(int node, const JobSpec& job, core::GpuMask gpus) { jobs_.push_back({node, job, gpus}); }
+  // One time in `one_in` (when any job is placed), releases a random one; true when one left.
+  bool MaybeRelease(ClusterSnapshot& cluster, core::Rng& rng, uint64_t one_in) {
+    if (jobs_.empty() || rng.Below(one_in) != 0) return false;
+    const size_t k = rng.Below(jobs_.size());
+    cluster.Release(jobs_[k].node, jobs_[k].job, jobs_[k].gpus);
+    jobs_[k] = jobs_.back();
+    jobs_.pop_back();
+    return true;
+  }
+
+ private:
+  struct Placed {
+    int node;
+    JobSpec job;
+    core::GpuMask gpus;
+  };
+  std::vector<Placed> jobs_;
+};
+
+// Whether two placers made the same choice: both none, or the same node, GPUs and score.
+::testing::AssertionResult SameChoice(const std::optional<Placement>& a,
+                                      const std::optional<Placement>& b) {
+  if (a.has_value() != b.has_value()) {
+    return ::testing::AssertionFailure() << (a ? "only the first" : "only the second") << " placed";
+  }
+  if (a && (a->node != b->node || a->gpus != b->gpus || a->score != b->score)) {
+    return ::testing::AssertionFailure() << "node " << a->node << " vs " << b->node << ", gpus "
+                                         << a->gpus << " vs " << b->gpus << ", score " << a->score
+                                         << " vs " << b->score;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// A random permutation of 0..n-1, for tie-break ranks.
+std::vector<uint32_t> ShuffledRanks(size_t n, uint64_t seed) {
+  std::vector<uint32_t> r(n);
+  core::Rng rng(seed);
+  for (uint32_t i = 0; i < r.size(); ++i) r[i] = i;
+  for (size_t i = r.size() - 1; i > 0; --i) std::swap(r[i], r[rng.Below(i + 1)]);
+  return r;
+}
+
 // The cache must be invisible: a long run of choices, allocations and releases gives the same
 // decisions as a Placer made afresh (empty cache) for every choice.
 TEST(PlacerTest, CachedScoresMatchAFreshPlacerEveryTime) {
-  const std::vector<uint32_t> rank = [] {
-    std::vector<uint32_t> r(19);
-    core::Rng rng(5);
-    for (uint32_t i = 0; i < r.size(); ++i) r[i] = i;
-    for (size_t i = r.size() - 1; i > 0; --i) std::swap(r[i], r[rng.Below(i + 1)]);
-    return r;
-  }();
+  const std::vector<uint32_t> rank = ShuffledRanks(19, 5);
   for (const auto& info : PlacementPolicies()) {
     auto policy = info.make();
     if (!policy->ScoreIsPure()) continue;  // nothing is cached for it
@@ -114,33 +154,19 @@ TEST(PlacerTest, CachedScoresMatchAFreshPlacerEveryTime) {
     ClusterSnapshot cluster(CacheTestNodes());
     Placer cached(cluster, *policy, rank);
     core::Rng rng(77), rng_cached(1), rng_fresh(1);
-    struct Running {
-      int node;
-      JobSpec job;
-      core::GpuMask gpus;
-    };
-    std::vector<Running> running;
+    PlacedJobs running;
     int64_t fresh_scores = 0;
     for (int step = 0; step < 1500; ++step) {
-      if (!running.empty() && rng.Below(4) == 0) {  // a job leaves
-        const size_t k = rng.Below(running.size());
-        cluster.Release(running[k].node, running[k].job, running[k].gpus);
-        running[k] = running.back();
-        running.pop_back();
-        continue;
-      }
+      if (running.MaybeRelease(cluster, rng, 4)) continue;  // a job leaves
       const JobSpec job = RandomJob(rng);
       Placer fresh(cluster, *policy, rank);
       auto a = cached.Choose(job, rng_cached);
       auto b = fresh.Choose(job, rng_fresh);
       fresh_scores += fresh.scores_computed();
-      ASSERT_EQ(a.has_value(), b.has_value()) << "step " << step;
+      ASSERT_TRUE(SameChoice(a, b)) << "step " << step;
       if (!a) continue;
-      ASSERT_EQ(a->node, b->node) << "step " << step;
-      ASSERT_EQ(a->gpus, b->gpus) << "step " << step;
-      ASSERT_EQ(a->score, b->score) << "step " << step;
       cluster.Allocate(a->node, job, a->gpus);
-      running.push_back({a->node, job, a->gpus});
+      running.Add(a->node, job, a->gpus);
     }
     EXPECT_LT(cached.scores_computed(), fresh_scores / 2) << "the cache should save work";
   }
@@ -172,39 +198,22 @@ TEST(PlacerTest, IncrementalRankingMatchesABruteForceScanOnALargeCluster) {
   for (int i = 0; i < 40; ++i) {
     for (const core::NodeSpec& n : CacheTestNodes()) nodes.push_back(n);
   }
-  std::vector<uint32_t> rank(nodes.size());
-  core::Rng shuffle(3);
-  for (uint32_t i = 0; i < rank.size(); ++i) rank[i] = i;
-  for (size_t i = rank.size() - 1; i > 0; --i) std::swap(rank[i], rank[shuffle.Below(i + 1)]);
+  const std::vector<uint32_t> rank = ShuffledRanks(nodes.size(), 3);
   ClusterSnapshot cluster(nodes);
   cluster.Allocate(3, Job().Cpu(1000).Gpus(2), 0b11);  // history before the Placer
   Placer cached(cluster, *policy, rank);
   core::Rng rng(11), rng_cached(2), rng_fresh(2);
-  struct Running {
-    int node;
-    JobSpec job;
-    core::GpuMask gpus;
-  };
-  std::vector<Running> running;
+  PlacedJobs running;
   const JobSpec rare = Job().Cpu(32000).Memory(200000).Gpus(8);
   for (int step = 0; step < 6000; ++step) {
-    if (!running.empty() && rng.Below(3) == 0) {
-      const size_t k = rng.Below(running.size());
-      cluster.Release(running[k].node, running[k].job, running[k].gpus);
-      running[k] = running.back();
-      running.pop_back();
-      continue;
-    }
+    if (running.MaybeRelease(cluster, rng, 3)) continue;
     const JobSpec job = step % 500 == 0 ? rare : RandomJob(rng);
     auto a = cached.Choose(job, rng_cached);
     auto b = BruteForceChoice(cluster, *policy, job, rank, rng_fresh);
-    ASSERT_EQ(a.has_value(), b.has_value()) << "step " << step;
+    ASSERT_TRUE(SameChoice(a, b)) << "step " << step;
     if (!a) continue;
-    ASSERT_EQ(a->node, b->node) << "step " << step;
-    ASSERT_EQ(a->gpus, b->gpus) << "step " << step;
-    ASSERT_EQ(a->score, b->score) << "step " << step;
     cluster.Allocate(a->node, job, a->gpus);
-    running.push_back({a->node, job, a->gpus});
+    running.Add(a->node, job, a->gpus);
   }
 }
 
