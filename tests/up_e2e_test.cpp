@@ -895,6 +895,71 @@ TEST_F(HealthServer, AnXidDrainsTheGpuRequeuesItsRestartableJobAndPlacesNothingT
 }
 
 // Issue 12, section 4: run times learnt from the store's finished jobs, live. QSSF ranks by them.
+// Elastic jobs: resizes are checkpoint-restarts a real process sees.
+class ElasticServer : public UpServer {
+ protected:
+  void SetUp() override {
+    extra_up_args = {"--elastic-grow-after", "1"};
+    UpServer::SetUp();
+    extra_up_args.clear();
+  }
+};
+
+TEST_F(ElasticServer, AnElasticJobGrowsIntoIdleGpusAndShrinksForANewJobRestartingEachTime) {
+  auto id_of = [](const std::string& out) { return json::parse(out)["id"].get<int64_t>(); };
+  const std::filesystem::path runs = std::filesystem::temp_directory_path() /
+                                     ("gpufleet-elastic-" + std::to_string(::getpid()) + ".txt");
+  std::filesystem::remove(runs);
+  auto lines = [&] {
+    std::vector<std::string> out;
+    std::ifstream in(runs);
+    for (std::string line; std::getline(in, line);) out.push_back(line);
+    return out;
+  };
+  // 4 GPUs: A holds 2 for 3 s.
+  const int64_t a = id_of(Cli("submit --json --gpus 2 -- sleep 3"));
+  WaitFor(a, "RUNNING");
+  // E takes 1 to 4 GPUs; every run appends "WORLD_SIZE RESTART_COUNT GPUS" and checkpoints
+  // (here: exits 0) on SIGTERM.
+  const std::string body = "echo \"$WORLD_SIZE $GPUFLEET_RESTART_COUNT $CUDA_VISIBLE_DEVICES\" >> " +
+                           runs.string() + "; trap \"exit 0\" TERM; while :; do sleep 0.1; done";
+  const std::string submitted = Cli("submit --json --gpus 1..4 -- sh -c '" + body + "'");
+  const int64_t e = id_of(submitted);
+  ASSERT_TRUE(e2e::WaitUntil([&] { return lines().size() >= 1; }, 15));
+  EXPECT_EQ(lines()[0].substr(0, 4), "2 0 ") << "started at the 2 GPUs free";
+  // A ends: E grows into its 2 GPUs, restarting with WORLD_SIZE 4.
+  ASSERT_TRUE(e2e::WaitUntil([&] { return lines().size() >= 2; }, 20)) << Cli("show " + std::to_string(e));
+  EXPECT_EQ(lines()[1], "4 1 0,1,2,3");
+  // B asks 2 of the 4 GPUs E holds: E gives 2 back (a restart at WORLD_SIZE 2), nobody waits for
+  // E to end and nobody is preempted.
+  const int64_t b = id_of(Cli("submit --json --gpus 2 -- sleep 30"));
+  WaitFor(b, "RUNNING", 20);
+  ASSERT_TRUE(e2e::WaitUntil([&] { return lines().size() >= 3; }, 20));
+  EXPECT_EQ(lines()[2].substr(0, 4), "2 2 ");
+  const json shown = json::parse(Cli("show --json " + std::to_string(e)));
+  std::string reasons;
+  for (const json& ev : shown["events"]) reasons += ev.dump() + "\n";
+  EXPECT_NE(reasons.find("resizing: growing from 2 to 4 GPUs"), std::string::npos) << reasons;
+  EXPECT_NE(reasons.find("resizing: shrinking from 4 to 2 GPUs"), std::string::npos) << reasons;
+  EXPECT_EQ(reasons.find("preempted by"), std::string::npos) << reasons;
+  EXPECT_EQ(shown["state"], "RUNNING");
+  EXPECT_EQ(shown["min_gpus"], 1);
+  EXPECT_EQ(shown["gpus"], 4);
+  EXPECT_NE(Cli("jobs").find("1..4"), std::string::npos) << Cli("jobs");
+  EXPECT_EQ(shown["gpu_indices"].size(), 2U);
+  // Bad ranges are refused with the field named.
+  EXPECT_NE(Cli("submit --gpus 3..2 -- true").find("--gpus"), std::string::npos);
+  auto r = Http(token_).Post("/v1/jobs", R"({"argv":["true"],"gpus":2,"min_gpus":2})",
+                             "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_NE(r->body.find("min_gpus"), std::string::npos) << r->body;
+  Cli("cancel " + std::to_string(b));
+  Cli("cancel " + std::to_string(e));
+  WaitFor(e, "CANCELLED", 20);
+  std::filesystem::remove(runs);
+}
+
 class QssfServer : public UpServer {
  protected:
   void SetUp() override {

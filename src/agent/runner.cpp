@@ -1,5 +1,6 @@
 #include "agent/runner.h"
 
+#include <algorithm>
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <netdb.h>
@@ -50,21 +51,27 @@ std::string Join(const std::vector<int>& values) {
 constexpr const char* kInheritedVariables[] = {"PATH", "LANG", "LC_ALL", "TZ"};
 
 // The job's own variables, then gpufleet's, which the job cannot override: its GPUs (as the job
-// sees them: `visible_gpus`), its id, the torchrun variables (a multi-node rank's from the
-// controller, else one node's), and the interface gloo and NCCL bind for a multi-node rank.
+// sees them: `visible_gpus`), its id, the torchrun variables (a multi-node rank's or an elastic
+// job's from the controller, else one node's), GPUFLEET_RESTART_COUNT (0 unless the controller
+// says), and the interface gloo and NCCL bind for a multi-node rank.
 void AddJobVariables(const LaunchSpec& spec, const std::string& visible_gpus,
                      std::map<std::string, std::string>& env) {
   for (const auto& [k, v] : spec.env) env[k] = v;
   env["CUDA_VISIBLE_DEVICES"] = visible_gpus;
   env["GPUFLEET_JOB_ID"] = std::to_string(spec.job_id);
-  if (spec.launch_env.empty()) {
+  auto given = [&](const char* name) {
+    return std::any_of(spec.launch_env.begin(), spec.launch_env.end(),
+                       [&](const auto& kv) { return kv.first == name; });
+  };
+  if (!given("WORLD_SIZE")) {
     for (const auto& [k, v] : core::DistributedEnv(spec.job_id, "127.0.0.1", 1, 0,
                                                    static_cast<int>(spec.gpu_indices.size()))) {
       env[k] = v;
     }
   }
+  env["GPUFLEET_RESTART_COUNT"] = "0";
   for (const auto& [k, v] : spec.launch_env) env[k] = v;
-  if (!spec.launch_env.empty() && !spec.node_address.empty()) {
+  if (given("GPUFLEET_NNODES") && !spec.node_address.empty()) {
     const std::string interface = InterfaceHolding(spec.node_address);
     for (const char* name : {"GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"}) {
       if (!interface.empty() && !env.count(name)) env[name] = interface;

@@ -284,7 +284,7 @@ TEST_F(RunnerTest, MultiNodeRanksGetTheSocketInterfaceOfTheirAdvertiseAddress) {
   EXPECT_EQ(InterfaceHolding("192.0.2.77"), "");  // TEST-NET-1: on no interface here
   Runner runner(TestPolicy());
   LaunchSpec spec = Spec(14, {"env"});
-  spec.launch_env = {{"WORLD_SIZE", "2"}, {"NODE_RANK", "1"}};
+  spec.launch_env = {{"WORLD_SIZE", "2"}, {"NODE_RANK", "1"}, {"GPUFLEET_NNODES", "2"}};
   spec.node_address = "127.0.0.1";
   spec.env = {{"NCCL_SOCKET_IFNAME", "ib0"}};
   ASSERT_TRUE(runner.Launch(spec).ok());
@@ -298,6 +298,19 @@ TEST_F(RunnerTest, MultiNodeRanksGetTheSocketInterfaceOfTheirAdvertiseAddress) {
   ASSERT_TRUE(runner.Launch(single).ok());
   ASSERT_EQ(WaitExits(runner, 1).size(), 1U);
   EXPECT_EQ(Slurp(single.log_path).find("GLOO_SOCKET_IFNAME"), std::string::npos);
+  EXPECT_NE(Slurp(single.log_path).find("\nGPUFLEET_RESTART_COUNT=0\n"), std::string::npos);
+  // An elastic job's restart on one node: the controller's WORLD_SIZE and restart count win over
+  // the single-node defaults, and it still binds no interface.
+  LaunchSpec elastic = Spec(16, {"env"});
+  elastic.node_address = "127.0.0.1";
+  elastic.launch_env = {{"WORLD_SIZE", "4"}, {"LOCAL_WORLD_SIZE", "4"}, {"RANK", "0"},
+                        {"GPUFLEET_RESTART_COUNT", "2"}};
+  ASSERT_TRUE(runner.Launch(elastic).ok());
+  ASSERT_EQ(WaitExits(runner, 1).size(), 1U);
+  const std::string elastic_log = Slurp(elastic.log_path);
+  EXPECT_NE(elastic_log.find("\nWORLD_SIZE=4\n"), std::string::npos) << elastic_log;
+  EXPECT_NE(elastic_log.find("\nGPUFLEET_RESTART_COUNT=2\n"), std::string::npos) << elastic_log;
+  EXPECT_EQ(elastic_log.find("GLOO_SOCKET_IFNAME"), std::string::npos) << elastic_log;
 }
 
 // Security finding 1: a job whose user has no account here fails with the node and user named;

@@ -53,7 +53,11 @@ void ClientCli::Register(CLI::App& app) {
 
   CLI::App* submit_cmd =
       app.add_subcommand("submit", "Submit a job: gpufleet submit [flags] -- COMMAND ARGS...");
-  submit_cmd->add_option("--gpus", submit_.gpus, "whole GPUs (per node with --nodes)")
+  submit_cmd
+      ->add_option("--gpus", submit_.gpus,
+                   "whole GPUs (per node with --nodes); MIN..MAX: an elastic job, started at "
+                   "what fits, grown into idle GPUs and shrunk before anyone is preempted (each "
+                   "resize a restart: SIGTERM, then WORLD_SIZE and GPUFLEET_RESTART_COUNT anew)")
       ->capture_default_str();
   submit_cmd->add_option("--gpu-type", submit_.gpu_type,
                          "GPU model(s), e.g. H100-80GB or A100-40GB|A100-80GB");

@@ -177,7 +177,33 @@ int RunSubmit(const SubmitOptions& o) {
   }
   auto c = Connect(o.client);
   if (!c) return 1;
-  json body = {{"argv", o.command}, {"gpus", o.gpus}, {"nodes", o.nodes}, {"priority", o.priority}};
+  // --gpus N, or MIN..MAX (elastic).
+  int min_gpus = 0, max_gpus = 0;
+  {
+    const std::string& text = o.gpus;
+    const std::size_t dots = text.find("..");
+    auto number = [](const std::string& s, int* out) {
+      if (s.empty() || s.size() > 4 || s.find_first_not_of("0123456789") != std::string::npos) {
+        return false;
+      }
+      *out = std::stoi(s);
+      return *out >= 1;
+    };
+    const bool ok = dots == std::string::npos
+                        ? number(text, &max_gpus)
+                        : number(text.substr(0, dots), &min_gpus) &&
+                              number(text.substr(dots + 2), &max_gpus) && min_gpus <= max_gpus;
+    if (!ok) {
+      std::fprintf(stderr,
+                   "gpufleet submit: --gpus: '%s' is not a number of GPUs (N) or a range "
+                   "MIN..MAX with 1 <= MIN <= MAX\n",
+                   text.substr(0, 32).c_str());
+      return 2;
+    }
+    if (min_gpus == max_gpus) min_gpus = 0;  // 4..4 is just 4
+  }
+  json body = {{"argv", o.command}, {"gpus", max_gpus}, {"nodes", o.nodes}, {"priority", o.priority}};
+  if (min_gpus > 0) body["min_gpus"] = min_gpus;
   if (!o.name.empty()) body["name"] = o.name;
   if (!o.queue.empty()) body["queue"] = o.queue;
   if (!o.gpu_type.empty()) body["gpu_type"] = o.gpu_type;
@@ -271,6 +297,9 @@ int RunJobs(const JobsOptions& o) {
   for (const json& j : *answer) {
     // GPUs per node, times the nodes of a multi-node job.
     std::string gpus = std::to_string(j["gpus"].get<int>());
+    if (j.contains("min_gpus") && j["min_gpus"].is_number_integer()) {
+      gpus = std::to_string(j["min_gpus"].get<int>()) + ".." + gpus;
+    }
     if (j.value("nodes", 1) > 1) gpus += "x" + std::to_string(j["nodes"].get<int>());
     if (j.contains("gpu_share") && j["gpu_share"].is_number()) {
       char share[16];

@@ -24,7 +24,7 @@ struct ClientOptions {
 
 struct SubmitOptions {
   ClientOptions client;
-  int gpus = 1;
+  std::string gpus = "1";  // N, or MIN..MAX for an elastic job
   std::string gpu_type;
   double gpu_share = 0;  // 0: whole GPUs
   int nodes = 1;

@@ -127,6 +127,25 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--json", run.json, "print one JSON object");
   run_cmd->add_option("--decisions", run.decisions_path,
                       "write every start and finish to this CSV");
+  // Elastic jobs in replay (docs/sim/elastic.md), for `sim run` and `sim compare`.
+  auto add_elastic_flags = [](CLI::App* cmd, cli::SimRunOptions& o) {
+    cmd->add_option("--elastic-fraction", o.elastic_fraction,
+                    "make this fraction of whole-GPU jobs elastic (0..1)")
+        ->capture_default_str();
+    cmd->add_option("--elastic-min-factor", o.elastic_min_factor,
+                    "an elastic job's fewest GPUs: its trace GPUs x this")
+        ->capture_default_str();
+    cmd->add_option("--elastic-max-factor", o.elastic_max_factor,
+                    "an elastic job's most GPUs: its trace GPUs x this")
+        ->capture_default_str();
+    cmd->add_option("--elastic-efficiency", o.elastic_efficiency,
+                    "speed-up model: each GPU past the first adds this of one GPU's throughput")
+        ->capture_default_str();
+    cmd->add_option("--elastic-grow-after", o.elastic_grow_after_s,
+                    "seconds an elastic job runs after a start or resize before it may grow")
+        ->capture_default_str();
+  };
+  add_elastic_flags(run_cmd, run);
   // Autoscaled replays (docs/scale.md), shared by `sim run` and the cost sweep of `sim compare`.
   auto add_fleet_flags = [](CLI::App* cmd, cli::SimRunOptions& o) {
     cmd->add_option("--spot-interruptions-per-node-hour", o.spot_interruptions_per_node_hour,
@@ -209,6 +228,7 @@ int main(int argc, char** argv) {
   compare_cmd->add_option("--seed", compare.run.seed, "seed for randomized policies")
       ->capture_default_str();
   add_fleet_flags(compare_cmd, compare.run);
+  add_elastic_flags(compare_cmd, compare.run);
   compare_cmd->callback([&] { std::exit(cli::RunSimCompare(compare)); });
 
   // Flags shared by the commands that read this machine's GPUs.
@@ -432,6 +452,11 @@ int main(int argc, char** argv) {
                    "seconds between SIGTERM and SIGKILL when a job is cancelled or preempted "
                    "(its time to checkpoint)")
       ->capture_default_str();
+  up_cmd
+      ->add_option("--elastic-grow-after", up.elastic_grow_after_s,
+                   "seconds an elastic job (--gpus MIN..MAX) runs after a start or resize before "
+                   "it may grow into idle GPUs (each resize is a checkpoint-restart)")
+      ->capture_default_str();
   up_cmd->add_option(
       "--queue-weight", up.queue_weights,
       "QUEUE=WEIGHT for fair-share policies (repeatable; a queue not named weighs 1)");
@@ -474,6 +499,11 @@ int main(int argc, char** argv) {
       ->add_option("--stop-grace", controller_opts.stop_grace_s,
                    "seconds between SIGTERM and SIGKILL when a job is cancelled or preempted "
                    "(its time to checkpoint)")
+      ->capture_default_str();
+  controller_cmd
+      ->add_option("--elastic-grow-after", controller_opts.elastic_grow_after_s,
+                   "seconds an elastic job (--gpus MIN..MAX) runs after a start or resize before "
+                   "it may grow into idle GPUs (each resize is a checkpoint-restart)")
       ->capture_default_str();
   controller_cmd->add_option(
       "--queue-weight", controller_opts.queue_weights,

@@ -53,6 +53,30 @@ std::optional<SimInputs> LoadSimInputs(const SimRunOptions& o) {
     return std::nullopt;
   }
   sim::ReplicateTrace(o.replicate, &in.jobs, &in.cluster);
+  if (!(o.elastic_fraction >= 0 && o.elastic_fraction <= 1)) {
+    std::fprintf(stderr, "error: --elastic-fraction must be in 0..1\n");
+    return std::nullopt;
+  }
+  if (!(o.elastic_min_factor > 0 && o.elastic_min_factor <= 1) ||
+      !(o.elastic_max_factor >= 1 && o.elastic_max_factor <= 64)) {
+    std::fprintf(stderr,
+                 "error: --elastic-min-factor must be in (0, 1] and --elastic-max-factor in "
+                 "[1, 64]\n");
+    return std::nullopt;
+  }
+  if (!(o.elastic_efficiency > 0 && o.elastic_efficiency <= 1) ||
+      !(o.elastic_grow_after_s >= 0)) {
+    std::fprintf(stderr,
+                 "error: --elastic-efficiency must be in (0, 1] and --elastic-grow-after at "
+                 "least 0\n");
+    return std::nullopt;
+  }
+  if (o.elastic_fraction > 0) {
+    int cluster_gpus = 0;
+    for (const auto& n : in.cluster.nodes) cluster_gpus += n.num_gpus;
+    in.elastic_jobs = sim::MakeElastic(&in.jobs, o.elastic_fraction, o.elastic_min_factor,
+                                       o.elastic_max_factor, cluster_gpus, o.seed);
+  }
   return in;
 }
 
@@ -78,6 +102,8 @@ int RunSimRun(const SimRunOptions& o) {
   sim::TimeSimConfig config;
   config.spread_slowdown = o.spread_slowdown;
   config.seed = o.seed;
+  config.elastic_efficiency = o.elastic_efficiency;
+  config.elastic_grow_after_s = o.elastic_grow_after_s;
   const auto t0 = std::chrono::steady_clock::now();
   auto ran = sim::RunTimeSim(jobs, inputs->cluster, *queue_policy, *placement, config,
                              !o.decisions_path.empty());
@@ -113,6 +139,9 @@ int RunSimRun(const SimRunOptions& o) {
     j["makespan_s"] = result.makespan_s;
     j["utilization"] = s.utilization;
     j["preemptions"] = result.preemptions;
+    j["elastic_jobs"] = inputs->elastic_jobs;
+    j["grows"] = result.grows;
+    j["shrinks"] = result.shrinks;
     j["jain_index"] = s.jain_index;
     nlohmann::ordered_json vcs = nlohmann::ordered_json::object();
     for (const auto& [vc, slowdown] : s.vc_slowdown) vcs[vc] = slowdown;
@@ -133,6 +162,11 @@ int RunSimRun(const SimRunOptions& o) {
     std::printf("makespan %lld s, GPU utilization %.1f%%, preemptions %lld; estimates: %s\n",
                 static_cast<long long>(result.makespan_s), 100 * s.utilization,
                 static_cast<long long>(result.preemptions), estimates);
+    if (inputs->elastic_jobs > 0) {
+      std::printf("elastic jobs %lld: %lld grows, %lld shrinks\n",
+                  static_cast<long long>(inputs->elastic_jobs),
+                  static_cast<long long>(result.grows), static_cast<long long>(result.shrinks));
+    }
     if (s.predicted_jobs > 0) {
       std::printf("run-time predictor: median relative error %.2f, mean absolute error %.0f s\n",
                   s.prediction_median_rel_error, s.prediction_mae_s);
@@ -153,6 +187,8 @@ int RunSimCompare(const SimCompareOptions& o) {
   }
   sim::TimeSimConfig config;
   config.spread_slowdown = o.run.spread_slowdown;
+  config.elastic_efficiency = o.run.elastic_efficiency;
+  config.elastic_grow_after_s = o.run.elastic_grow_after_s;
   config.seed = o.run.seed;
   auto runs = sim::ComparePolicies(inputs->jobs, inputs->cluster, policies, o.run.placement, config,
                                    o.threads);

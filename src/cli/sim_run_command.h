@@ -32,6 +32,12 @@ struct SimRunOptions {
   double spot_interruptions_per_node_hour = 3.0e-4;
   int64_t checkpoint_interval_s = 1800;  // an interrupted job redoes the work since its last one
   bool not_restartable = false;          // trace jobs may not run on spot nodes
+  // Elastic jobs (sim::MakeElastic): this fraction of the trace's whole-GPU jobs runs on
+  // num_gpus x min_factor .. num_gpus x max_factor GPUs, with the speed-up model's efficiency.
+  double elastic_fraction = 0;
+  double elastic_min_factor = 0.5, elastic_max_factor = 2.0;
+  double elastic_efficiency = 0.8;
+  double elastic_grow_after_s = 600;
 };
 int RunSimRun(const SimRunOptions& options);
 

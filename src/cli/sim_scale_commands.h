@@ -16,6 +16,7 @@ namespace gpufleet::cli {
 struct SimInputs {
   std::vector<sim::TraceJob> jobs;
   sim::ClusterSpec cluster;
+  int64_t elastic_jobs = 0;  // jobs made elastic (--elastic-fraction)
 };
 // Reads the trace and the cluster `o` names; prints the error and returns nothing.
 std::optional<SimInputs> LoadSimInputs(const SimRunOptions& o);

@@ -64,6 +64,7 @@ json JobJson(const store::JobRecord& j) {
           {"user", j.user},
           {"state", std::string(store::StateName(j.state))},
           {"gpus", j.gpus},
+          {"min_gpus", j.min_gpus > 0 ? json(j.min_gpus) : json(nullptr)},
           {"gpu_share", j.gpu_milli < 1000 ? json(j.gpu_milli / 1000.0) : json(nullptr)},
           {"gpu_type", j.gpu_type},
           {"nodes", j.nodes},

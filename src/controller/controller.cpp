@@ -110,6 +110,7 @@ Controller::Controller(store::Store& store, ControllerOptions options,
       nodes_(options_.local_node, NowMs()),
       scheduler_(*queue_policy_, *placement_policy_, /*allow_spread=*/false) {
   if (!options_.queue_weights.empty()) scheduler_.SetQueueWeights(options_.queue_weights);
+  scheduler_.SetElasticGrowAfter(options_.elastic_grow_after_s);
   if (options_.workload_profile) placement_policy_->Prepare(*options_.workload_profile);
   // Node epochs only grow, across restarts too (they are only compared for change).
   RebuildClusterLocked();
@@ -172,6 +173,7 @@ sched::JobAsk Controller::AskOf(const store::JobRecord& job) {
   ask.id = job.id;
   ask.total_gpus = std::max(1, job.gpus) * std::max(1, job.nodes);
   ask.nodes = job.nodes;
+  ask.min_gpus = job.nodes <= 1 ? job.min_gpus : 0;
   ask.gpu_milli = job.gpu_milli;
   // A job's CPU and memory limits are per node; placement counts them against nodes that report
   // theirs.
@@ -678,10 +680,27 @@ core::Result<store::JobState> Controller::Cancel(int64_t id, int64_t now_ms) {
 }
 
 net::EnvList Controller::LaunchEnvLocked(const Active& a, int rank) const {
-  if (a.ranks.size() < 2) return {};  // one node: the runner's single-node defaults
-  return core::DistributedEnv(a.job.id, nodes_[a.ranks[0].node].address,
-                              static_cast<int>(a.ranks.size()), rank,
-                              std::popcount(a.ranks[rank].gpus));
+  net::EnvList env;
+  if (a.ranks.size() >= 2) {
+    env = core::DistributedEnv(a.job.id, nodes_[a.ranks[0].node].address,
+                               static_cast<int>(a.ranks.size()), rank,
+                               std::popcount(a.ranks[rank].gpus));
+  } else if (sched::IsElastic(a.queued)) {
+    // An elastic job's world is its GPUs, one worker each (its launcher starts LOCAL_WORLD_SIZE
+    // of them): WORLD_SIZE says how many it got this run.
+    const int gpus = std::popcount(a.ranks[0].gpus);
+    env = core::DistributedEnv(a.job.id, "127.0.0.1", 1, 0, gpus);
+    for (auto& [name, value] : env) {
+      if (name == "WORLD_SIZE") value = std::to_string(gpus);
+    }
+  }
+  // Like torchrun's TORCHELASTIC_RESTART_COUNT: the runs before this one (preemptions, resizes,
+  // requeues after a lost node); each placement bumps the epoch once. One node, no restart:
+  // nothing (the runner's single-node defaults, count 0).
+  if (!env.empty() || a.job.epoch > 1) {
+    env.emplace_back("GPUFLEET_RESTART_COUNT", std::to_string(std::max<int64_t>(0, a.job.epoch - 1)));
+  }
+  return env;
 }
 
 void Controller::TouchNodeLocked(int node) {
@@ -827,6 +846,7 @@ void Controller::SettleLocked(int64_t id, int64_t now_ms) {
   job.time_limit_s = a.job.time_limit_s;
   job.memory_mib = a.job.memory_mib;
   job.queue_policy = options_.queue_policy;
+  job.resizing = a.resizing;
   const Settlement next = Settle(ranks, job);
   if (next.now_running && a.job.state == store::JobState::kScheduled) {
     store::JobUpdate running;
@@ -847,8 +867,9 @@ void Controller::SettleLocked(int64_t id, int64_t now_ms) {
     const int64_t ran_ms = a.job.state == store::JobState::kRunning && a.job.start_ms > 0
                                ? std::max<int64_t>(0, now_ms - a.job.start_ms)
                                : 0;
+    // What it held (an elastic job's may be fewer than it asks).
     a.job.attained_gpu_s +=
-        static_cast<double>(a.queued.total_gpus) * static_cast<double>(ran_ms) / 1000.0;
+        static_cast<double>(HeldGpus(a)) * static_cast<double>(ran_ms) / 1000.0;
     requeued_at_s_[id] = now_ms / 1000;
   }
   EndLocked(id, *next.end, next.exit_code, next.reason, now_ms);
@@ -1059,7 +1080,7 @@ store::JobUsageRecord Controller::UsageRecordLocked(Active& a, int64_t now_ms, b
   record.series = advise::EncodeUsage(usage);
   if (!a.ranks.empty()) record.gpu_model = nodes_[a.ranks[0].node].model_name;
   const double hours = static_cast<double>(std::max<int64_t>(0, now_ms - a.job.start_ms)) / 3.6e6;
-  const int gpus = a.queued.total_gpus;
+  const int gpus = HeldGpus(a);  // an elastic job's may be fewer than it asks
   record.gpu_h_alloc = hours * gpus;
   int64_t samples = 0;
   double sm = 0;
@@ -1119,7 +1140,7 @@ core::Result<std::optional<Controller::JobUsageView>> Controller::Usage(
       view.live = true;
       view.gpu_h_alloc = record.gpu_h_alloc;
       view.gpu_h_used = record.gpu_h_used;
-      view.facts.gpus = a.queued.total_gpus;
+      view.facts.gpus = HeldGpus(a);
       view.facts.nodes = static_cast<int>(a.ranks.size());
       view.facts.gpu_model = record.gpu_model;
       view.facts.run_ms = now_ms - a.job.start_ms;
@@ -1419,7 +1440,8 @@ void Controller::Pass(std::unique_lock<std::mutex>& lock, int64_t now_ms) {
   // 3. Schedule and start.
   std::vector<int64_t> placed;
   std::vector<int64_t> victims;  // marked PREEMPTING in the write buffer, signalled once committed
-  if (scheduler_.waiting() > 0) {
+  std::vector<int64_t> resizing;  // those of them stopped for a resize
+  if (scheduler_.waiting() > 0 || ElasticMayGrowLocked()) {
     std::vector<sched::RunningJob> running;
     running.reserve(active_.size());
     for (const auto& [id, a] : active_) {
@@ -1443,7 +1465,11 @@ void Controller::Pass(std::unique_lock<std::mutex>& lock, int64_t now_ms) {
                                                [](const auto& e) { return e.second.preempting; });
     bool preempted = false;
     for (const sched::Decision& d : decisions) {
-      if (d.kind == sched::Decision::Kind::kPreempt) {
+      // A resize of an elastic job is a checkpoint-restart: the job is stopped like a preempted
+      // one (SIGTERM, its grace period) and queued again; the next pass places it at the most
+      // GPUs that fit then (for a grow, what it held and the idle GPUs it was meant to take).
+      const bool resize = d.kind == sched::Decision::Kind::kResize;
+      if (d.kind == sched::Decision::Kind::kPreempt || resize) {
         if (round_in_progress) break;
         auto victim = active_.find(d.job);
         if (victim == active_.end()) continue;
@@ -1457,8 +1483,20 @@ void Controller::Pass(std::unique_lock<std::mutex>& lock, int64_t now_ms) {
         v.preempting = v.job.preempting = true;
         store::JobUpdate mark;
         mark.preempting = true;
-        mark.reason =
-            "preempting: stopped for a job the " + options_.queue_policy + " policy ranks higher";
+        if (resize) {
+          const int held = HeldGpus(v);
+          const int to = sched::GpusOf(d.placement);
+          const std::string what = std::string(to > held ? "growing" : "shrinking") + " from " +
+                                   std::to_string(held) + " to " + std::to_string(to) +
+                                   " GPUs (elastic " + std::to_string(v.job.min_gpus) + ".." +
+                                   std::to_string(v.job.gpus) + ")";
+          mark.reason = "resizing: " + what + ", restarting from its checkpoint";
+          v.resizing = "resized: " + what;
+          resizing.push_back(d.job);
+        } else {
+          mark.reason =
+              "preempting: stopped for a job the " + options_.queue_policy + " policy ranks higher";
+        }
         WriteLocked(d.job, v.job.state, v.job.state, std::move(mark));
         victims.push_back(d.job);
         continue;
@@ -1491,10 +1529,12 @@ void Controller::Pass(std::unique_lock<std::mutex>& lock, int64_t now_ms) {
       Active& v = active_.at(id);
       if (!committed) {  // not recorded: not preempted either (the next pass decides again)
         v.preempting = v.job.preempting = false;
+        v.resizing.clear();
         continue;
       }
       StopRanksLocked(v);
-      ++stats_.preempted;
+      const bool resize = std::find(resizing.begin(), resizing.end(), id) != resizing.end();
+      ++(resize ? stats_.resized : stats_.preempted);
     }
   }
   if (!starts.empty()) {
@@ -1542,6 +1582,15 @@ void Controller::Pass(std::unique_lock<std::mutex>& lock, int64_t now_ms) {
   if (!placed.empty()) stats_.last_start_pass_ms = held_ms + MsSince(held_since);
   pass_running_ = false;
   pass_done_.notify_all();
+}
+
+bool Controller::ElasticMayGrowLocked() const {
+  if (cluster_.used_gpu_milli() >= cluster_.total_gpu_milli()) return false;
+  for (const auto& [id, a] : active_) {
+    if (!sched::IsElastic(a.queued) || a.stopping) continue;
+    if (HeldGpus(a) < a.queued.total_gpus) return true;
+  }
+  return false;
 }
 
 std::vector<NodeView> Controller::Nodes() const {

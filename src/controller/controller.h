@@ -13,6 +13,7 @@
 // placement has a new epoch, agents stop what the controller no longer lists (fencing), and a
 // job whose node is lost is requeued only when it was submitted as restartable.
 #include <atomic>
+#include <bit>
 #include <condition_variable>
 #include <deque>
 #include <cstdint>
@@ -76,6 +77,9 @@ struct ControllerOptions {
   std::shared_ptr<const sched::WorkloadProfile> workload_profile;
   // Seconds between SIGTERM and SIGKILL when a job is cancelled or preempted (its checkpoint).
   double stop_grace_s = 10;
+  // An elastic job (min_gpus) grows into idle GPUs only after running this long since its last
+  // start or resize: each resize is a checkpoint-restart (sched::Scheduler::SetElasticGrowAfter).
+  double elastic_grow_after_s = 300;
   // Fair-share policies: each queue's weight (its quota is its share of the cluster); a queue
   // not named weighs 1.
   std::map<std::string, double> queue_weights;
@@ -185,6 +189,7 @@ struct ControllerStats {
   int64_t running = 0;
   int64_t nodes_lost = 0;
   int64_t preempted = 0;  // running jobs stopped for a job the queue policy ranks higher
+  int64_t resized = 0;    // elastic jobs stopped to restart on more or fewer GPUs
   int64_t heartbeats = 0;
   int64_t store_errors = 0;  // commits of state changes that failed
   // The last pass that started jobs: how long it held the controller's lock (deciding, and
@@ -374,6 +379,7 @@ class Controller {
     bool stopping = false;
     bool timed_out = false;   // stopped at its time limit
     bool preempting = false;  // stopped to make room for a job the queue policy ranks higher
+    std::string resizing;     // with preempting: stopped for a resize, why ("" : a preemption)
     std::string health_stop;  // stopped because a GPU of its became unhealthy: why
     // Its usage series (from its start; resumed from the store after a restart), when last
     // written, and the idle reclaim's view: since when every sample of its GPUs was idle (0:
@@ -458,6 +464,15 @@ class Controller {
   void FlushUsageLocked(int64_t now_ms);
   // Warns and stops jobs whose GPUs stayed idle past their idle timeout.
   void ReclaimIdleLocked(int64_t now_ms);
+  // Whether a running elastic job holds fewer GPUs than its most while some GPU is free: the
+  // scheduler is then asked even when nothing waits (it may lend idle GPUs to the job).
+  bool ElasticMayGrowLocked() const;
+  // The GPUs job `a` holds over its ranks (an elastic job's: fewer than it asks, at times).
+  static int HeldGpus(const Active& a) {
+    int gpus = 0;
+    for (const Rank& r : a.ranks) gpus += std::popcount(r.gpus);
+    return gpus;
+  }
   int64_t IdleTimeoutMs(const store::JobRecord& job) const;
   // `job`, ended in state `from` (LOST or PREEMPTED), back to PENDING and into the queue.
   void RequeueLocked(const store::JobRecord& job, store::JobState from, const std::string& why);

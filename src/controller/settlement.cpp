@@ -71,7 +71,8 @@ Settlement Settle(const std::vector<RankStanding>& ranks, const JobStanding& job
     // ranks higher: it waits again.
     out.end = JobState::kPreempted;
     out.exit_code = code;
-    out.reason = "preempted by the " + job.queue_policy + " policy";
+    out.reason = job.resizing.empty() ? "preempted by the " + job.queue_policy + " policy"
+                                      : job.resizing;
   } else if (job.timed_out) {
     out.end = JobState::kFailed;
     out.exit_code = code;

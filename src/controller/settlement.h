@@ -37,6 +37,8 @@ struct JobStanding {
   int64_t time_limit_s = 0;
   int64_t memory_mib = 0;   // its memory limit (0: none), for the OOM reason
   std::string queue_policy;
+  // Set with `preempting` when the stop is an elastic job's resize: the reason it ends with.
+  std::string resizing;
 };
 
 struct Settlement {

@@ -75,6 +75,11 @@ TEST(Settle, EachWayOfEndingHasItsState) {
   s = Settle({Ended("a", 143, true)}, preempted);
   EXPECT_EQ(*s.end, JobState::kPreempted);
   EXPECT_EQ(s.reason, "preempted by the las-qssf policy");
+  JobStanding resized = preempted;  // an elastic job's resize: a preemption with its own reason
+  resized.resizing = "resized: growing from 2 to 4 GPUs (elastic 1..4)";
+  s = Settle({Ended("a", 0, true)}, resized);
+  EXPECT_EQ(*s.end, JobState::kPreempted);
+  EXPECT_EQ(s.reason, resized.resizing);
   // A victim that finished (or failed) on its own before the stop ends as it ended.
   EXPECT_EQ(*Settle({Ended("a", 0)}, preempted).end, JobState::kSucceeded);
   EXPECT_EQ(*Settle({Ended("a", 1)}, preempted).end, JobState::kFailed);

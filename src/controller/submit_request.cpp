@@ -44,7 +44,7 @@ void Fill(const json& j, store::JobRecord& job) {
       "name",         "argv",        "gpus",  "gpu_share",  "gpu_type",
       "nodes",        "priority",    "queue", "env",        "workdir",
       "client_token", "restartable", "cpus",  "memory_mib", "time_limit_s",
-      "image",        "mounts"};
+      "image",        "mounts",      "min_gpus"};
   for (const auto& [key, value] : j.items()) {
     if (!kKnown.count(key)) {
       std::string shown = key.substr(0, 64);
@@ -85,6 +85,17 @@ void Fill(const json& j, store::JobRecord& job) {
   }
   job.nodes = static_cast<int>(
       Take("nodes", [&] { return net::CheckedInt(j, "nodes", 1, kMaxJobNodes, 1); }));
+  job.min_gpus = static_cast<int>(
+      Take("min_gpus", [&] { return net::CheckedInt(j, "min_gpus", 1, 1024, 0); }));
+  if (job.min_gpus > 0) {
+    if (job.min_gpus >= job.gpus) {
+      throw FieldError("min_gpus", "an elastic job's fewest GPUs must be below its most (gpus)");
+    }
+    if (job.gpu_milli < core::kGpuMilli) {
+      throw FieldError("min_gpus", "a GPU share cannot be elastic");
+    }
+    if (job.nodes > 1) throw FieldError("min_gpus", "an elastic job runs on one node (nodes 1)");
+  }
   job.priority = static_cast<int>(Take("priority", [&] {
     return net::CheckedInt(j, "priority", -kMaxJobPriority, kMaxJobPriority, 0);
   }));

@@ -22,6 +22,12 @@ TEST(SubmitRequestTest, RefusesBadFieldsNamingThem) {
       {R"({"argv":["x"],"priority":1.5})", "priority"},
       {R"({"argv":["x"],"gpus":1e300})", "gpus"},
       {R"({"argv":["x"],"gpus":"2"})", "gpus"},
+      {R"({"argv":["x"],"gpus":4,"min_gpus":4})", "min_gpus"},  // elastic: fewest below most
+      {R"({"argv":["x"],"gpus":4,"min_gpus":0})", "min_gpus"},
+      {R"({"argv":["x"],"gpus":4,"min_gpus":-1})", "min_gpus"},
+      {R"({"argv":["x"],"gpus":4,"min_gpus":"1"})", "min_gpus"},
+      {R"({"argv":["x"],"gpus":4,"min_gpus":1,"nodes":2})", "min_gpus"},
+      {R"({"argv":["x"],"gpus":1,"gpu_share":0.5,"min_gpus":1})", "min_gpus"},
       {R"({"argv":["x"],"time_limit_s":1e300})", "time_limit_s"},
       {R"({"argv":["x"],"cpus":-1})", "cpus"},
       {R"({"argv":["x"],"memory_mib":0})", "memory_mib"},
@@ -68,6 +74,16 @@ TEST(SubmitRequestTest, RefusesBadFieldsNamingThem) {
     EXPECT_EQ(job.failure().field, row.field) << row.body << " -> " << job.error();
     EXPECT_EQ(job.failure().code, core::ErrorCode::kInvalid);
   }
+}
+
+TEST(SubmitRequestTest, TakesAnElasticJobsRange) {
+  auto job = ParseSubmitRequest(R"({"argv":["x"],"gpus":8,"min_gpus":2})");
+  ASSERT_TRUE(job.ok()) << job.error();
+  EXPECT_EQ(job.value().gpus, 8);
+  EXPECT_EQ(job.value().min_gpus, 2);
+  auto rigid = ParseSubmitRequest(R"({"argv":["x"],"gpus":8})");
+  ASSERT_TRUE(rigid.ok());
+  EXPECT_EQ(rigid.value().min_gpus, 0);
 }
 
 TEST(SubmitRequestTest, TakesAContainersImageAndMounts) {

@@ -136,7 +136,7 @@ std::vector<Plan::Consolidation> PlanConsolidation(const ConsolidationContext& c
       horizon_s = std::max(horizon_s, left);
       moved_gpu_s += static_cast<double>(HeldMilli(v.run.job, v.run.placement[0])) /
                      core::kGpuMilli * std::max(0.0, v.restart_overhead_s);
-      if (v.run.job.gpu_milli >= core::kGpuMilli) whole_gpus += v.run.job.total_gpus;
+      if (v.run.job.gpu_milli >= core::kGpuMilli) whole_gpus += sched::GpusOf(v.run.placement);
     }
     const double net_s = horizon_s - moved_gpu_s / std::max(1, g.gpus);
     if (net_s < static_cast<double>(ctx.policy->consolidation_min_saving_s)) continue;

@@ -3,6 +3,7 @@
 // (one allocation per node of its gang), and the decisions `Schedule` returns. Plain data; no
 // clocks (times are seconds on whatever clock the caller keeps, real or simulated).
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -25,6 +26,11 @@ struct QueuedJob {
   int gpu_milli = core::kGpuMilli;
   core::ModelSet gpu_models = core::ModelSet::All();
   int total_gpus = 1;
+  // An elastic job (0 < min_gpus < total_gpus; whole GPUs, `nodes` 0): it may run on any number
+  // of GPUs from min_gpus to total_gpus, its most. It starts at the most that fits, grows into
+  // GPUs no waiting job can use, and gives back GPUs above min_gpus before anyone is preempted
+  // (see `Scheduler::Schedule`). 0: a rigid job of exactly total_gpus.
+  int min_gpus = 0;
   // 0: any number of nodes (the fewest that fit). N > 1: exactly N nodes with total_gpus / N
   // whole GPUs each (a multi-node training job: one launcher per node).
   int nodes = 0;
@@ -51,12 +57,26 @@ struct RunningJob {
   int64_t started_s = 0;  // start of the current run (after the last preemption)
 };
 
+// kStart: a waiting job starts on `placement`. kPreempt: a running job stops and waits again.
+// kResize: a running elastic job restarts (from its checkpoint) on `placement`, its whole new
+// placement, with more GPUs (a grow) or fewer (a shrink).
 struct Decision {
-  enum class Kind { kStart, kPreempt };
+  enum class Kind { kStart, kPreempt, kResize };
   Kind kind = Kind::kStart;
   JobId job = 0;
-  std::vector<Allocation> placement;  // for kStart
+  std::vector<Allocation> placement;  // for kStart and kResize
 };
+
+inline bool IsElastic(const QueuedJob& job) {
+  return job.min_gpus > 0 && job.min_gpus < job.total_gpus;
+}
+
+// The GPUs of a placement, over all its nodes.
+inline int GpusOf(const std::vector<Allocation>& placement) {
+  int n = 0;
+  for (const Allocation& a : placement) n += std::popcount(a.gpus);
+  return n;
+}
 
 // The expected *remaining* run time of a job whose whole run was estimated at `estimate_s` when it
 // arrived, after `attained_gpu_s` GPU-seconds of service on `total_gpus` GPUs in earlier runs

@@ -12,6 +12,10 @@ QueuedJob BuildQueuedJob(const JobAsk& ask, Estimates estimates, const JobRunTim
   q.total_gpus = std::max(1, ask.total_gpus);
   q.nodes = ask.nodes > 1 ? ask.nodes : 0;
   q.gpu_milli = ask.gpu_milli;
+  if (ask.min_gpus > 0 && ask.min_gpus < q.total_gpus && q.gpu_milli >= core::kGpuMilli &&
+      q.nodes == 0) {
+    q.min_gpus = ask.min_gpus;
+  }
   q.gpu_models = ask.gpu_models;
   q.cpu_milli_per_gpu = ask.cpu_milli_per_gpu;
   q.memory_mib_per_gpu = ask.memory_mib_per_gpu;
@@ -40,6 +44,12 @@ QueuedJob BuildQueuedJob(const JobAsk& ask, Estimates estimates, const JobRunTim
 
 std::optional<core::Error> NeverFits(const QueuedJob& job, std::span<const core::NodeSpec> nodes,
                                      bool allow_spread, std::string_view models_label) {
+  if (IsElastic(job)) {  // it can start at its fewest
+    QueuedJob least = job;
+    least.total_gpus = job.min_gpus;
+    least.min_gpus = 0;
+    return NeverFits(least, nodes, allow_spread, models_label);
+  }
   const core::GpuCatalog& catalog = core::GpuCatalog::Builtin();
   const std::string models = models_label.empty() ? "the asked" : std::string(models_label);
   const bool share = job.gpu_milli < core::kGpuMilli;

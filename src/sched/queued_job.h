@@ -20,6 +20,9 @@ namespace gpufleet::sched {
 struct JobAsk {
   JobId id = 0;
   int total_gpus = 1;  // whole GPUs over all its nodes; 1 for a share of one GPU
+  // Elastic (0 < min_gpus < total_gpus): it runs on min_gpus..total_gpus whole GPUs. Ignored
+  // (rigid) for a GPU share or a job of a fixed number of nodes.
+  int min_gpus = 0;
   // N > 1: exactly N nodes with total_gpus / N GPUs each; 0 or 1: as few nodes as fit (one
   // node unless the scheduler may spread jobs).
   int nodes = 0;

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "core/check.h"
+#include "sched/elastic.h"
 #include "sched/gang_placement.h"
 #include "sched/placer.h"
 
@@ -91,12 +92,8 @@ namespace {
 
 // Jobs tried for EASY backfill per pass (Slurm's bf_max_job_test defaults to 500).
 constexpr int kMaxBackfillTested = 500;
-
-int GpusOf(const std::vector<Allocation>& placement) {
-  int n = 0;
-  for (const auto& a : placement) n += std::popcount(a.gpus);
-  return n;
-}
+// Shrink plans tried per pass (each copies the cluster), for the same reason.
+constexpr int kMaxShrinkPlans = 16;
 
 int64_t FreeWholeGpus(const core::ClusterSnapshot& cluster) {
   int64_t free = 0;
@@ -110,8 +107,13 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
                                           std::span<const RunningJob> running, int64_t now,
                                           core::Rng& rng) const {
   std::vector<Decision> decisions;
-  if (order_.empty()) return decisions;
-  if (queue_policy_.FairShare()) return ScheduleFairShare(cluster, running, rng);
+  const bool elastic_running = std::any_of(running.begin(), running.end(),
+                                           [](const RunningJob& r) { return IsElastic(r.job); });
+  if (order_.empty() && !elastic_running) return decisions;
+  if (queue_policy_.FairShare()) {
+    if (order_.empty()) return decisions;
+    return ScheduleFairShare(cluster, running, rng);
+  }
   core::ClusterSnapshot work = cluster;  // decisions are applied here as they are made
   Placer placer(work, placement_policy_, std::span<const uint32_t>());
   const bool preemptive = queue_policy_.Preemptive();
@@ -175,6 +177,17 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
       victim_order.push_back(k.index);
     }
   };
+  // Elastic jobs: every running job's placement as this pass leaves it (only when one of them is
+  // elastic: shrinks and grows change placements, and a job is resized at most once a pass).
+  std::vector<ElasticView> views;
+  if (elastic_running) {
+    views.resize(running.size());
+    for (size_t i = 0; i < running.size(); ++i) views[i].placement = running[i].placement;
+  }
+  int64_t shrinkable = elastic_running ? ShrinkableGpus(running, views) : 0;
+  // Elastic jobs started in this pass: (index in `decisions`, the job).
+  std::vector<std::pair<size_t, const QueuedJob*>> started_elastic;
+  int shrink_plans = 0;
   int64_t free_gpus = FreeWholeGpus(work);
   int64_t free_milli = work.total_gpu_milli() - work.used_gpu_milli();
   const Backfill backfill = queue_policy_.backfill();
@@ -199,7 +212,7 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
     // come in class order, so once one cannot, none after it can).
     const int job_class = preemptive ? queue_policy_.PriorityClass(job) : 0;
     const bool may_preempt = preemptive && job_class < max_running_class;
-    if (free_milli <= 0 && !may_preempt) break;
+    if (free_milli <= 0 && !may_preempt && shrinkable <= 0) break;
     const bool whole = job.gpu_milli >= core::kGpuMilli;
     // Under EASY, a later job may start only if it ends before the reservation or fits in the
     // GPUs the reservation leaves over; checked before any placement work.
@@ -213,14 +226,40 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
       const bool ends_in_time = !std::isnan(job.estimate_s) && std::isfinite(shadow_s) &&
                                 static_cast<double>(now) + job.estimate_s <= shadow_s;
       if (!ends_in_time) {
-        if (job.total_gpus > extra_gpus) continue;
+        if ((IsElastic(job) ? job.min_gpus : job.total_gpus) > extra_gpus) continue;
         uses_extra = true;
       }
     }
     std::optional<std::vector<Allocation>> placement;
+    const bool elastic = IsElastic(job);
+    const int least_gpus = elastic ? job.min_gpus : job.total_gpus;
     // Cheap test first: a job asking more whole GPUs than are free cannot start.
-    if (!whole || job.total_gpus <= free_gpus) {
-      placement = PlaceGang(work, placer, job, allow_spread_, rng);
+    if (!whole || least_gpus <= free_gpus) {
+      // An elastic job starts at its fewest here; what is left after every waiting job had its
+      // turn makes it larger (the grow step below).
+      placement = PlaceGang(work, placer, elastic ? SizedTo(job, least_gpus) : job,
+                            allow_spread_, rng);
+    }
+    // Shrink before preempting: GPUs running elastic jobs hold above their min are taken back
+    // first (by any waiting job: they were lent from idle GPUs), and only if that is enough.
+    if (!placement && shrinkable > 0 && shrink_plans < kMaxShrinkPlans &&
+        (!whole || free_gpus + shrinkable >= least_gpus)) {
+      ++shrink_plans;
+      if (auto plan = PlanShrink(work, placement_policy_, job, running, views, allow_spread_, rng)) {
+        for (auto& [i, place] : plan->resized) {
+          for (const Allocation& a : views[i].placement) {
+            work.Release(a.node, SliceSpec(running[i].job, std::popcount(a.gpus)), a.gpus);
+          }
+          for (const Allocation& a : place) {
+            work.Allocate(a.node, SliceSpec(running[i].job, std::popcount(a.gpus)), a.gpus);
+          }
+          views[i].placement = place;
+          views[i].touched = true;
+          decisions.push_back(Decision{Decision::Kind::kResize, running[i].job.id, place});
+        }
+        placement = std::move(plan->placement);
+        shrinkable = ShrinkableGpus(running, views);
+      }
     }
     if (!placement && may_preempt) {
       // Preempt running jobs of strictly lower priority, in victim order, until the job fits;
@@ -239,17 +278,24 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
                          job.total_gpus);
       std::optional<PreemptionPlan> plan;
       if (worth_planning) {
+        // A job resized in this pass is not preempted in it too.
         plan = PlanPreemption(
             work, placement_policy_, job, running,
             std::span<const size_t>(victim_order).subspan(first, end - first),
-            [](size_t) { return true; }, allow_spread_, rng);
+            [&](size_t i) { return views.empty() || !views[i].touched; }, allow_spread_, rng);
       }
       if (plan) {
         // The victims' resources are released on `work` itself (the plan's copy ends in the same
         // state), so the placer follows them through the change journal and keeps its rankings.
         for (size_t i : plan->victims) {
-          GPUFLEET_CHECK(victims_taken < victim_order.size() && victim_order[victims_taken] == i);
+          // Victims come in index order; the only ones skipped were resized in this pass.
+          while (victims_taken < victim_order.size() && victim_order[victims_taken] != i) {
+            GPUFLEET_CHECK(!views.empty() && views[victim_order[victims_taken]].touched);
+            ++victims_taken;
+          }
+          GPUFLEET_CHECK(victims_taken < victim_order.size());
           ++victims_taken;
+          if (!views.empty()) views[i].touched = true;
           for (const Allocation& a : running[i].placement) {
             work.Release(a.node, SliceSpec(running[i].job, std::popcount(a.gpus)), a.gpus);
           }
@@ -260,7 +306,8 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
       }
     }
     if (placement) {
-      if (uses_extra) extra_gpus -= job.total_gpus;
+      const int placed_gpus = GpusOf(*placement);
+      if (uses_extra) extra_gpus -= placed_gpus;
       for (const Allocation& a : *placement) {
         core::JobSpec slice = SliceSpec(job, std::popcount(a.gpus));
         work.Allocate(a.node, slice, a.gpus);
@@ -270,8 +317,9 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
       if (backfill == Backfill::kEasy) {
         ends.emplace_back(std::isnan(job.estimate_s) ? std::numeric_limits<double>::infinity()
                                                      : static_cast<double>(now) + job.estimate_s,
-                          job.total_gpus);
+                          placed_gpus);
       }
+      if (elastic) started_elastic.emplace_back(decisions.size(), &job);
       decisions.push_back(Decision{Decision::Kind::kStart, job.id, std::move(*placement)});
       continue;
     }
@@ -298,6 +346,74 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
       }
       extra_gpus = std::max<int64_t>(0, avail - job.total_gpus);
     }
+  }
+  // Grow: GPUs no waiting job can use now go to elastic jobs below their most, the one the queue
+  // policy ranks first first: jobs started in this pass (their start takes more, at no cost), and
+  // running jobs that ran at least `elastic_grow_after_s_` since their last start or resize (a
+  // resize: a checkpoint-restart). Not while a blocked job holds a reservation (no backfill,
+  // EASY): the GPUs are kept for it. A later waiting job takes them back by a shrink.
+  if ((!views.empty() || !started_elastic.empty()) && free_gpus > 0 &&
+      (!blocked || backfill == Backfill::kGreedy)) {
+    struct Grower {
+      double key;
+      JobId id;
+      const QueuedJob* job;
+      size_t index;  // into `decisions` (started in this pass) or `running`
+      bool started;
+    };
+    std::vector<Grower> growers;
+    std::vector<Decision> grown;
+    constexpr JobId kMovedDecision = std::numeric_limits<JobId>::min();
+    for (const auto& [d, job] : started_elastic) {
+      growers.push_back(Grower{queue_policy_.Key(*job), job->id, job, d, true});
+    }
+    for (size_t i = 0; i < views.size(); ++i) {
+      const QueuedJob& job = running[i].job;
+      if (views[i].touched || !IsElastic(job) || GpusOf(views[i].placement) >= job.total_gpus ||
+          static_cast<double>(now - running[i].started_s) < elastic_grow_after_s_) {
+        continue;
+      }
+      QueuedJob now_job = job;
+      now_job.attained_gpu_s += static_cast<double>(GpusOf(views[i].placement)) *
+                                static_cast<double>(now - running[i].started_s);
+      growers.push_back(Grower{queue_policy_.Key(now_job), job.id, &job, i, false});
+    }
+    std::sort(growers.begin(), growers.end(), [](const Grower& a, const Grower& b) {
+      return a.key != b.key ? a.key < b.key : a.id < b.id;
+    });
+    for (const Grower& g : growers) {
+      if (free_gpus <= 0) break;
+      const QueuedJob& job = *g.job;
+      const std::vector<Allocation> old =
+          g.started ? decisions[g.index].placement : views[g.index].placement;
+      const int current = GpusOf(old);
+      for (const Allocation& a : old) {
+        work.Release(a.node, SliceSpec(job, std::popcount(a.gpus)), a.gpus);
+      }
+      std::optional<std::vector<Allocation>> bigger;
+      const int most = static_cast<int>(std::min<int64_t>(job.total_gpus, current + free_gpus));
+      for (int gpus = most; gpus > current && !bigger; --gpus) {
+        bigger = PlaceGang(work, placer, SizedTo(job, gpus), allow_spread_, rng);
+      }
+      for (const Allocation& a : bigger ? *bigger : old) {
+        work.Allocate(a.node, SliceSpec(job, std::popcount(a.gpus)), a.gpus);
+      }
+      if (bigger && g.started) {
+        // Its larger start may use GPUs that decisions after it free: it moves to the end.
+        Decision start = std::move(decisions[g.index]);
+        decisions[g.index].job = kMovedDecision;
+        start.placement = std::move(*bigger);
+        grown.push_back(std::move(start));
+      } else if (bigger) {
+        views[g.index].touched = true;
+        grown.push_back(Decision{Decision::Kind::kResize, job.id, *bigger});
+        views[g.index].placement = std::move(*bigger);
+      }
+      free_gpus = FreeWholeGpus(work);
+    }
+    // The grows come last, in the order made: each fits once everything before it is done.
+    std::erase_if(decisions, [](const Decision& d) { return d.job == kMovedDecision; });
+    for (Decision& d : grown) decisions.push_back(std::move(d));
   }
   return decisions;
 }

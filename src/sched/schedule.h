@@ -49,6 +49,10 @@ class Scheduler {
   // named weighs `default_weight`. Without a call every queue weighs 1.
   void SetQueueWeights(std::map<std::string, double> weights, double default_weight = 1.0);
 
+  // A running elastic job grows only after this many seconds since its last start or resize
+  // (each resize is a checkpoint-restart, so growing at every pass would thrash). Default 0.
+  void SetElasticGrowAfter(double seconds) { elastic_grow_after_s_ = seconds; }
+
   // Starvation guard: promotes every waiting job whose `PromotionTime` has come (its attained
   // service is forgotten, so it re-enters the top class). Call before `Schedule`.
   void PromoteStarved(int64_t now);
@@ -59,6 +63,12 @@ class Scheduler {
   // order decided: each kPreempt comes before the kStart it makes room for. Carrying them out is
   // the caller's business (and so is updating the queue): after the preempted jobs stop, the
   // returned placements fit `cluster` all together.
+  // Elastic jobs (`QueuedJob::min_gpus`) also get kResize decisions: shrinks, each before the
+  // kStart it makes room for (tried before any preemption, and only when enough), and at the end
+  // grows into GPUs left idle. Carried out in order (release the old placement, take the new
+  // one), every decision fits. Only the non-fair-share policies resize; under a fair-share policy
+  // an elastic job starts and stays at its most.
+  // With elastic jobs running, call it even when nothing waits: idle GPUs may be lent to them.
   std::vector<Decision> Schedule(const core::ClusterSnapshot& cluster,
                                  std::span<const RunningJob> running, int64_t now,
                                  core::Rng& rng) const;
@@ -90,6 +100,7 @@ class Scheduler {
   std::map<std::string, std::set<Entry>> queue_entries_;
   std::map<std::string, double> queue_weights_;
   double default_queue_weight_ = 1.0;
+  double elastic_grow_after_s_ = 0;
 };
 
 }  // namespace gpufleet::sched

@@ -412,6 +412,7 @@ int RunUpOnce(const UpOptions& o) {
     return 2;
   }
   options.stop_grace_s = o.stop_grace_s;
+  options.elastic_grow_after_s = o.elastic_grow_after_s;
   for (const std::string& kv : o.queue_weights) {
     const std::size_t eq = kv.find('=');
     char* end = nullptr;

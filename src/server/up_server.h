@@ -16,6 +16,7 @@ struct UpOptions {
   std::string queue_policy = "priority-backfill";
   std::string placement_policy = "fgd-balance";
   double stop_grace_s = 10;
+  double elastic_grow_after_s = 300;
   std::vector<std::string> queue_weights;  // "NAME=WEIGHT" (fair-share policies)
   std::string idle_timeout;                      // "30m" ("" or "0": off)
   std::vector<std::string> queue_idle_timeouts;  // "QUEUE=DURATION" ("QUEUE=0": exempt)

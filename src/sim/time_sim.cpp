@@ -79,9 +79,33 @@ std::map<std::string, double> GpuTimeShares(const std::vector<TraceJob>& jobs) {
   return shares;
 }
 
+int64_t MakeElastic(std::vector<TraceJob>* jobs, double fraction, double min_factor,
+                    double max_factor, int most_gpus, uint64_t seed) {
+  int64_t made = 0;
+  for (TraceJob& j : *jobs) {
+    j.min_gpus = j.max_gpus = 0;
+    if (j.gpu_milli < core::kGpuMilli || !(fraction > 0)) continue;
+    // splitmix64 of the id and the seed: a uniform draw in [0, 1) that only they decide.
+    uint64_t x = static_cast<uint64_t>(j.id) + seed * 0x9E3779B97F4A7C15ULL + 0x9E3779B97F4A7C15ULL;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+    x ^= x >> 31;
+    if (static_cast<double>(x >> 11) * 0x1.0p-53 >= fraction) continue;
+    const int least = std::max(1, static_cast<int>(std::floor(j.num_gpus * min_factor)));
+    const int most = std::max(
+        j.num_gpus, std::min(most_gpus, static_cast<int>(std::ceil(j.num_gpus * max_factor))));
+    if (most <= least || least > j.num_gpus) continue;
+    j.min_gpus = least;
+    j.max_gpus = most;
+    ++made;
+  }
+  return made;
+}
+
 namespace {
 
 struct Active {
+  int gpus = 1;          // whole GPUs it runs on (a share of one GPU: 1)
   double rate = 1;       // reference seconds of work done per second
   double remaining = 0;  // reference seconds of work left at the start of this run
   int64_t finish_s = 0;
@@ -152,6 +176,7 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
   }
 
   sched::Scheduler scheduler(queue_policy, placement_policy, config.allow_spread);
+  scheduler.SetElasticGrowAfter(config.elastic_grow_after_s);
   if (queue_policy.FairShare()) {
     std::map<std::string, double> weights =
         config.queue_weights.empty() ? GpuTimeShares(jobs) : config.queue_weights;
@@ -198,6 +223,7 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
     if (at < finish_s) events.push(Event{at, 1, id, epoch});
   };
   int64_t epoch_counter = 0;
+  int64_t elastic_running = 0;  // elastic jobs running now
   std::set<int64_t> wakes;  // times already scheduled to wake the scheduler for promotions
   auto log = [&](int64_t t, const char* what, sched::JobId id, const std::string& extra) {
     if (!log_decisions) return;
@@ -215,7 +241,11 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
     ask.gpu_models = t.gpu_models;
     // Without spreading, a job larger than a node that whole nodes can hold runs as a gang of
     // whole nodes (a multi-node training job's workers) and waits for them, never on fragments.
-    if (!config.allow_spread && t.num_gpus > max_node_gpus && t.num_gpus % max_node_gpus == 0) {
+    if (t.min_gpus > 0 && t.max_gpus > t.min_gpus) {
+      ask.total_gpus = t.max_gpus;
+      ask.min_gpus = t.min_gpus;
+    } else if (!config.allow_spread && t.num_gpus > max_node_gpus &&
+               t.num_gpus % max_node_gpus == 0) {
       ask.nodes = t.num_gpus / max_node_gpus;
     }
     ask.submit_s = t.submit_s;
@@ -245,7 +275,7 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
     // A job on a share of one GPU keeps only that share busy.
     const double gpus = r.job.gpu_milli < core::kGpuMilli
                             ? static_cast<double>(r.job.gpu_milli) / core::kGpuMilli
-                            : static_cast<double>(r.job.total_gpus);
+                            : static_cast<double>(sched::GpusOf(r.placement));
     result.busy_gpu_s += gpus * ran;
     running_slot[running.back().job.id] = slot;
     running[slot] = std::move(running.back());
@@ -266,10 +296,11 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
     const double kept =
         every > 0 ? std::floor(ran / static_cast<double>(every)) * static_cast<double>(every) : 0.0;
     work_left[id] = std::max(0.0, act.remaining - kept * act.rate) + config.preemption_overhead_s;
-    attained[id] += static_cast<double>(t.num_gpus) * ran;
-    lost_gpu_s += static_cast<double>(t.num_gpus) * (ran - kept + config.preemption_overhead_s);
+    attained[id] += static_cast<double>(act.gpus) * ran;
+    lost_gpu_s += static_cast<double>(act.gpus) * (ran - kept + config.preemption_overhead_s);
     ++jobs_interrupted;
     active.erase(id);
+    if (t.max_gpus > 0) --elastic_running;
     log(now, "interrupt", id, "");
     enqueue(t, now);
   };
@@ -282,12 +313,54 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
     const TraceJob& t = jobs[index_of.at(id)];
     const double ran = stop(id, now);
     work_left[id] = std::max(0.0, act.remaining - ran * act.rate) + config.preemption_overhead_s;
-    attained[id] += static_cast<double>(t.num_gpus) * ran;
-    moved_lost_gpu_s += static_cast<double>(t.num_gpus) * config.preemption_overhead_s;
+    attained[id] += static_cast<double>(act.gpus) * ran;
+    moved_lost_gpu_s += static_cast<double>(act.gpus) * config.preemption_overhead_s;
     ++jobs_moved;
     active.erase(id);
+    if (t.max_gpus > 0) --elastic_running;
     log(now, "move", id, "");
     enqueue(t, now);
+  };
+  // Starts (or restarts, after a resize) trace job `t` as `job` on `placement` at `now`.
+  auto launch = [&](const TraceJob& t, sched::QueuedJob job, std::vector<sched::Allocation> placement,
+                    int64_t now, const char* what) {
+    sched::RunningJob r;
+    r.placement = std::move(placement);
+    r.started_s = now;
+    r.job = std::move(job);
+    double speed = HUGE_VAL;
+    std::string where;
+    for (const auto& a : r.placement) {
+      cluster.Allocate(a.node, sched::SliceSpec(r.job, std::popcount(a.gpus)), a.gpus);
+      speed = std::min(speed, catalog.model(spec.nodes[a.node].model).relative_speed);
+      if (!where.empty()) where += ' ';
+      where += std::to_string(a.node) + ":" + std::to_string(a.gpus);
+    }
+    Active act;
+    act.gpus = sched::GpusOf(r.placement);
+    act.rate = speed;
+    if (act.gpus != t.num_gpus && r.job.gpu_milli >= core::kGpuMilli) {
+      act.rate *= ElasticSpeedup(act.gpus, config.elastic_efficiency) /
+                  ElasticSpeedup(t.num_gpus, config.elastic_efficiency);
+    }
+    if (static_cast<int>(r.placement.size()) > sched::MinimumNodes(act.gpus, max_node_gpus)) {
+      act.rate /= config.spread_slowdown;
+    }
+    act.remaining = work_left.at(t.id);
+    act.finish_s = now + static_cast<int64_t>(std::ceil(act.remaining / act.rate));
+    act.epoch = ++epoch_counter;
+    events.push(Event{act.finish_s, 0, t.id, act.epoch});
+    // Wake the scheduler when the job's priority class changes (preemptive policies), and when an
+    // elastic job below its most may grow.
+    arm_class_wake(t.id, act.gpus, attained[t.id], now, act.finish_s, act.epoch);
+    if (sched::IsElastic(r.job) && act.gpus < r.job.total_gpus) {
+      const int64_t at = now + static_cast<int64_t>(std::ceil(config.elastic_grow_after_s));
+      if (at < act.finish_s && wakes.insert(at).second) events.push(Event{at, 1, -1, 0});
+    }
+    log(now, what, t.id, where);
+    active.emplace(t.id, act);
+    running_slot.emplace(t.id, running.size());
+    running.push_back(std::move(r));
   };
   auto fleet_pending = [&] {
     return fleet && scheduler.waiting() > 0 && fleet->NextEventTime() != INT64_MAX;
@@ -311,17 +384,20 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
       if (ev.kind != 0) {
         // A class change: wake again at the next one (the pass after this batch sees this one).
         const sched::RunningJob& r = running[running_slot.at(ev.id)];
-        const double attained_now =
-            attained[ev.id] + r.job.total_gpus * static_cast<double>(now - r.started_s);
-        arm_class_wake(ev.id, r.job.total_gpus, attained_now, now, act->second.finish_s, ev.epoch);
+        const int gpus = act->second.gpus;
+        const double attained_now = attained[ev.id] + gpus * static_cast<double>(now - r.started_s);
+        arm_class_wake(ev.id, gpus, attained_now, now, act->second.finish_s, ev.epoch);
         continue;
       }
       const double last_run_s = stop(ev.id, now);
+      if (jobs[index_of.at(ev.id)].max_gpus > 0) --elastic_running;
       JobOutcome& done = result.jobs[index_of.at(ev.id)];
       done.finish_s = now;
       predictor.Observe(done.vc, done.num_gpus, static_cast<double>(done.duration_s));
-      if (fresh_policy && fresh_policy->Learn(
-                              done.num_gpus, attained[ev.id] + done.num_gpus * last_run_s)) scheduler.Rekey();
+      if (fresh_policy && fresh_policy->Learn(done.num_gpus, attained[ev.id] + act->second.gpus *
+                                                                             last_run_s)) {
+        scheduler.Rekey();
+      }
       log(now, "finish", ev.id, "");
       active.erase(act);
       if (fleet) fleet->MarkCompletion();
@@ -356,55 +432,48 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
       enqueue(t, now);
       if (fleet) fleet->MarkChanged();
     }
-    if (scheduler.waiting() > 0) {
+    // With elastic jobs running, idle GPUs may be lent to them: the scheduler is asked then too.
+    const bool may_grow = elastic_running > 0 && cluster.used_gpu_milli() < cluster.total_gpu_milli();
+    if (scheduler.waiting() > 0 || may_grow) {
       scheduler.PromoteStarved(now);
       ++result.scheduler_calls;
       for (sched::Decision& d : scheduler.Schedule(cluster, running, now, rng)) {
         const size_t i = index_of.at(d.job);
         const TraceJob& t = jobs[i];
         if (d.kind == sched::Decision::Kind::kPreempt) {
-          const Active& act = active.at(t.id);
+          const Active act = active.at(t.id);
           const double ran = stop(t.id, now);
           // Progress is kept; restarting from the checkpoint costs the overhead.
           work_left[t.id] =
               std::max(0.0, act.remaining - ran * act.rate) + config.preemption_overhead_s;
-          attained[t.id] += static_cast<double>(t.num_gpus) * ran;
+          attained[t.id] += static_cast<double>(act.gpus) * ran;
           active.erase(t.id);
+          if (t.max_gpus > 0) --elastic_running;
           ++result.preemptions;
           log(now, "preempt", t.id, "");
           enqueue(t, now);
           continue;
         }
-        sched::RunningJob r;
-        r.placement = std::move(d.placement);
-        r.started_s = now;
-        r.job = queued_of(t, now);
-        double speed = HUGE_VAL;
-        std::string where;
-        for (const auto& a : r.placement) {
-          cluster.Allocate(a.node, sched::SliceSpec(r.job, std::popcount(a.gpus)), a.gpus);
-          speed = std::min(speed, catalog.model(spec.nodes[a.node].model).relative_speed);
-          if (!where.empty()) where += ' ';
-          where += std::to_string(a.node) + ":" + std::to_string(a.gpus);
+        if (d.kind == sched::Decision::Kind::kResize) {
+          // A checkpoint-restart on the new placement: progress kept, the restart overhead paid.
+          const Active act = active.at(t.id);
+          const sched::QueuedJob job = running[running_slot.at(t.id)].job;
+          const double ran = stop(t.id, now);
+          work_left[t.id] =
+              std::max(0.0, act.remaining - ran * act.rate) + config.preemption_overhead_s;
+          attained[t.id] += static_cast<double>(act.gpus) * ran;
+          active.erase(t.id);
+          const bool grow = sched::GpusOf(d.placement) > act.gpus;
+          ++(grow ? result.grows : result.shrinks);
+          launch(t, job, std::move(d.placement), now, grow ? "grow" : "shrink");
+          continue;
         }
-        Active act;
-        act.rate = speed;
-        if (static_cast<int>(r.placement.size()) > sched::MinimumNodes(t.num_gpus, max_node_gpus)) {
-          act.rate /= config.spread_slowdown;
-        }
-        act.remaining = work_left.at(t.id);
-        act.finish_s = now + static_cast<int64_t>(std::ceil(act.remaining / act.rate));
-        act.epoch = ++epoch_counter;
-        events.push(Event{act.finish_s, 0, t.id, act.epoch});
-        // Wake the scheduler when the job's priority class changes (preemptive policies).
-        arm_class_wake(t.id, t.num_gpus, attained[t.id], now, act.finish_s, act.epoch);
+        sched::QueuedJob job = queued_of(t, now);
         scheduler.Remove(t.id);
         waiting_jobs.erase(t.id);
         if (result.jobs[i].start_s < 0) result.jobs[i].start_s = now;
-        log(now, "start", t.id, where);
-        active.emplace(t.id, act);
-        running_slot.emplace(t.id, running.size());
-        running.push_back(std::move(r));
+        if (t.max_gpus > 0) ++elastic_running;
+        launch(t, std::move(job), std::move(d.placement), now, "start");
       }
     }
     // Wake up for the next starvation promotion, once per distinct time.

@@ -36,7 +36,24 @@ struct TraceJob {
   int64_t cpu_milli_per_gpu = 0;
   int64_t memory_mib_per_gpu = 0;
   core::ModelSet gpu_models = core::ModelSet::All();
+  // Elastic (0 < min_gpus <= num_gpus <= max_gpus, max_gpus > min_gpus): it may run on
+  // min_gpus..max_gpus GPUs; its run time `duration_s` is at num_gpus, and at g GPUs its work
+  // goes ElasticSpeedup(g) / ElasticSpeedup(num_gpus) times as fast. 0, 0: rigid.
+  int min_gpus = 0;
+  int max_gpus = 0;
 };
+
+// The speed-up of data-parallel training on `gpus` GPUs over one: linear with an efficiency
+// factor (each GPU past the first adds `efficiency` of one GPU's throughput).
+inline double ElasticSpeedup(int gpus, double efficiency) {
+  return 1.0 + efficiency * static_cast<double>(gpus - 1);
+}
+
+// Makes about `fraction` of the whole-GPU jobs of `jobs` elastic (chosen by a hash of the id and
+// `seed`, so the same jobs at every policy): from max(1, num_gpus x min_factor) to
+// min(num_gpus x max_factor, most_gpus) GPUs, rounded to whole GPUs. Returns how many it made.
+int64_t MakeElastic(std::vector<TraceJob>* jobs, double fraction, double min_factor,
+                    double max_factor, int most_gpus, uint64_t seed);
 
 struct ClusterSpec {
   std::string name;
@@ -93,6 +110,11 @@ struct TimeSimConfig {
   // whose GPUs fill whole nodes of the largest size waits for that many whole nodes.
   bool allow_spread = true;
   double preemption_overhead_s = 60;  // checkpoint and restart cost added to a preempted job
+  // Elastic jobs: each GPU past the first adds this much of one GPU's throughput
+  // (ElasticSpeedup); a resize costs the preemption overhead; a job grows only after running
+  // this long since its last start or resize.
+  double elastic_efficiency = 0.8;
+  double elastic_grow_after_s = 600;
   uint64_t seed = 1;
   // Fair-share policies: each VC's weight. Empty: each VC's share of the trace's total GPU-time
   // (what an administrator would set from last period's usage).
@@ -121,6 +143,7 @@ struct TimeSimResult {
   double busy_gpu_s = 0;         // GPU-seconds allocated to running jobs
   int total_gpus = 0;
   int64_t preemptions = 0;
+  int64_t grows = 0, shrinks = 0;  // elastic resizes
   int64_t scheduler_calls = 0;
   std::string decision_log;  // "time,event,job,nodes" lines, when asked for
   // Busy GPUs over time: (time, GPUs allocated from then on), one point per change.

@@ -45,6 +45,64 @@ TEST(TimeSimTest, FifoAndSjfOnAKnownCase) {
   EXPECT_DOUBLE_EQ(Summarize(sjf).avg_jct_s, 60);
 }
 
+TEST(TimeSimTest, AnElasticJobGrowsIntoIdleGpusAndRunsFasterThere) {
+  // One 8-GPU node. A rigid 4-GPU job runs 0..1000; an elastic job (its trace run: 10,000 s on 2
+  // GPUs; 1..8 GPUs) starts beside it on the 4 free GPUs, and grows to 8 when they free up.
+  std::vector<TraceJob> jobs = {{0, 0, 1000, 4, "a"}, {1, 0, 10000, 2, "b"}};
+  jobs[1].min_gpus = 1;
+  jobs[1].max_gpus = 8;
+  const auto r = Simulate(jobs, Cluster(1, 8), "fifo", true);
+  EXPECT_EQ(r.grows, 1);
+  EXPECT_EQ(r.shrinks, 0);
+  EXPECT_NE(r.decision_log.find("1000,grow,1,0:255"), std::string::npos) << r.decision_log;
+  const TimeSimConfig config;
+  const double at4 = ElasticSpeedup(4, config.elastic_efficiency) /
+                     ElasticSpeedup(2, config.elastic_efficiency);
+  const double at8 = ElasticSpeedup(8, config.elastic_efficiency) /
+                     ElasticSpeedup(2, config.elastic_efficiency);
+  const double left = 10000 - 1000 * at4 + config.preemption_overhead_s;
+  EXPECT_NEAR(static_cast<double>(r.jobs[1].finish_s), 1000 + std::ceil(left / at8), 1);
+  // Busy GPU-seconds follow the GPUs it really held: 4 x 1000 (rigid) + 4 x 1000 + 8 x the rest.
+  EXPECT_NEAR(r.busy_gpu_s, 4000 + 4000 + 8.0 * static_cast<double>(r.jobs[1].finish_s - 1000),
+              1e-6);
+}
+
+TEST(TimeSimTest, AnElasticJobShrinksBeforeAnyoneIsPreempted) {
+  // Tiresias, one 8-GPU node: an elastic job (2..8) runs alone on all 8; a rigid 4-GPU job
+  // arriving at 100 outranks it, and takes 4 GPUs it gives back: nobody is preempted.
+  std::vector<TraceJob> jobs = {{0, 0, 5000, 4, "a"}, {1, 100, 500, 4, "b"}};
+  jobs[0].min_gpus = 2;
+  jobs[0].max_gpus = 8;
+  const auto r = Simulate(jobs, Cluster(1, 8), "tiresias", true);
+  EXPECT_EQ(r.preemptions, 0);
+  EXPECT_EQ(r.shrinks, 1);
+  EXPECT_EQ(r.jobs[1].start_s, 100);
+  EXPECT_EQ(r.jobs[1].finish_s, 600);
+  EXPECT_NE(r.decision_log.find("100,shrink,0,"), std::string::npos) << r.decision_log;
+  // And it grows back once the GPUs are idle again (600 s after its shrink).
+  EXPECT_EQ(r.grows, 1);
+}
+
+TEST(TimeSimTest, MakeElasticChoosesTheSameJobsForTheSameSeed) {
+  std::vector<TraceJob> jobs;
+  for (int i = 0; i < 1000; ++i) jobs.push_back({i, i, 100, 1 + i % 8, "a"});
+  std::vector<TraceJob> again = jobs;
+  const int64_t made = MakeElastic(&jobs, 0.5, 0.5, 2.0, 16, 7);
+  EXPECT_EQ(MakeElastic(&again, 0.5, 0.5, 2.0, 16, 7), made);
+  EXPECT_GT(made, 400);
+  EXPECT_LT(made, 600);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    EXPECT_EQ(jobs[i].max_gpus, again[i].max_gpus);
+    if (jobs[i].max_gpus == 0) continue;
+    EXPECT_LE(jobs[i].min_gpus, jobs[i].num_gpus);
+    EXPECT_GE(jobs[i].max_gpus, jobs[i].num_gpus);
+    EXPECT_LE(jobs[i].max_gpus, 16);
+    EXPECT_LT(jobs[i].min_gpus, jobs[i].max_gpus);
+  }
+  EXPECT_EQ(MakeElastic(&jobs, 0, 0.5, 2.0, 16, 7), 0);
+  for (const TraceJob& j : jobs) EXPECT_EQ(j.max_gpus, 0);
+}
+
 TEST(TimeSimTest, SpreadJobsRunSlower) {
   // Two 4-GPU nodes with 3 GPUs busy on each until t=100; a 2-GPU job arriving at 1 must spread.
   const std::vector<TraceJob> jobs = {{0, 0, 100, 3, "a"}, {1, 0, 100, 3, "a"}, {2, 1, 60, 2, "b"}};

@@ -29,7 +29,8 @@ TokenKind TokenKindFromName(const std::string& name);
 // Columns: id, user, name, queue, priority, gpus, gpu_milli, gpu_type, nodes, argv, env, workdir,
 // state, submit_ms, start_ms, end_ms, exit_code, placement JSON, epoch, reason, pid, pid_start,
 // client_token, restartable, cpu_milli, memory_mib, time_limit_s, usage_samples,
-// gpu_util_avg_pct, gpu_mem_peak_mib, attained_gpu_s, preempting, host_usage, container.
+// gpu_util_avg_pct, gpu_mem_peak_mib, attained_gpu_s, preempting, host_usage, container,
+// min_gpus.
 template <class RowT>
 JobRecord ReadJob(RowT&& s) {
   JobRecord j;
@@ -67,6 +68,7 @@ JobRecord ReadJob(RowT&& s) {
   j.preempting = s.Int(31) != 0;
   core::HostUsageFromText(s.Text(32), j.host_usage);  // unreadable: unmeasured
   j.container = ContainerFromJson(s.Text(33));
+  j.min_gpus = static_cast<int>(s.Int(34));
   return j;
 }
 

@@ -19,8 +19,9 @@
 //   call waits forever: statements time out (30 s), and so does unacknowledged TCP data (10 s).
 //   Nothing is retried after a lost connection: a write whose COMMIT was not confirmed is reported
 //   as failed, and callers retry with their idempotency token.
-// - The schema has its own versions (table meta, schema_version; version 1 is SQLite's 12, version 2 its 13),
-//   migrated under an advisory lock so that controllers starting together do not race.
+// - The schema has its own versions (table meta, schema_version; version 1 is SQLite's 12,
+//   version 2 its 13, version 3 its 14), migrated under an advisory lock so that controllers
+//   starting together do not race.
 //   Column `user` (reserved in SQL) is named `owner` here.
 // - Error messages name the server (host, port, database), never the password (a libpq message
 //   that would show it is left out). Text with a NUL byte is refused (kInvalid), never cut short.
@@ -47,7 +48,7 @@
 namespace gpufleet::store {
 namespace {
 
-constexpr int kSchemaVersion = 2;
+constexpr int kSchemaVersion = 3;
 constexpr int64_t kMigrationLock = 0x6770756670677331;  // "gpufpgs1": pg_advisory_xact_lock key
 constexpr auto kResetInterval = std::chrono::milliseconds(200);
 constexpr std::size_t kMaxBatch = 256;  // submits written in one transaction
@@ -111,6 +112,11 @@ constexpr const char* kSchemaV2 = R"sql(
 ALTER TABLE jobs ADD COLUMN container TEXT NOT NULL DEFAULT '';
 )sql";
 
+// Version 3: an elastic job's fewest GPUs (0: rigid), issue 18 (SQLite's 14).
+constexpr const char* kSchemaV3 = R"sql(
+ALTER TABLE jobs ADD COLUMN min_gpus INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 constexpr const char* kJobColumns =
     "id,owner,name,queue,priority,gpus,gpu_milli,gpu_type,nodes,argv,env,workdir,state,"
     "submit_ms,start_ms,end_ms,exit_code,"
@@ -118,7 +124,7 @@ constexpr const char* kJobColumns =
     "FROM job_ranks WHERE job_id=jobs.id),"
     "epoch,reason,pid,pid_start,client_token,"
     "restartable,cpu_milli,memory_mib,time_limit_s,usage_samples,gpu_util_avg_pct,"
-    "gpu_mem_peak_mib,attained_gpu_s,preempting,host_usage,container";
+    "gpu_mem_peak_mib,attained_gpu_s,preempting,host_usage,container,min_gpus";
 
 // The fence of a batch of submits: an error (division by zero) unless this controller's epoch
 // still holds the lease, which it locks until the batch commits (see the top).
@@ -131,10 +137,11 @@ constexpr const char* kInsertJobSql =
     "WITH old AS (SELECT id FROM jobs WHERE owner=$1::text AND client_token=$13::text AND "
     "client_token<>''), "
     "j AS (INSERT INTO jobs(owner,name,queue,priority,gpus,gpu_milli,gpu_type,nodes,argv,env,"
-    "workdir,state,submit_ms,client_token,restartable,cpu_milli,memory_mib,time_limit_s,container) "
+    "workdir,state,submit_ms,client_token,restartable,cpu_milli,memory_mib,time_limit_s,container,"
+    "min_gpus) "
     "SELECT $1::text,$2::text,$3::text,$4::integer,$5::integer,$6::integer,$7::text,$8::integer,"
     "$9::text,$10::text,$11::text,'PENDING',$12::bigint,$13::text,$14::integer,$15::bigint,"
-    "$16::bigint,$17::bigint,$18::text WHERE NOT EXISTS (SELECT 1 FROM old) "
+    "$16::bigint,$17::bigint,$18::text,$19::integer WHERE NOT EXISTS (SELECT 1 FROM old) "
     "ON CONFLICT (owner, client_token) WHERE client_token <> '' DO NOTHING RETURNING id), "
     "e AS (INSERT INTO events(job_id,time_ms,what,detail,actor) "
     "SELECT id,$12::bigint,'submitted',$1::text,$1::text FROM j) "
@@ -463,7 +470,7 @@ class PgStore final : public Store {
                                   " was written by a newer gpufleet; upgrade gpufleet",
                               core::ErrorCode::kUnavailable});
     }
-    const char* steps[] = {kSchemaV1, kSchemaV2};
+    const char* steps[] = {kSchemaV1, kSchemaV2, kSchemaV3};
     for (int v = version; v < kSchemaVersion; ++v) {
       if (auto r = Simple(steps[v]); !r) return fail(r.failure());
     }
@@ -1417,7 +1424,7 @@ class PgStore final : public Store {
     std::vector<AddedJob> ids(n);
     bool left = true;
     auto done = FencedPipeline(
-        kInsertJobSql, 18, rows,
+        kInsertJobSql, 19, rows,
         [&](std::size_t k, const PgResult& r) {
           if (r.Rows() > 0) ids[k] = AddedJob{r.Int(0, 0), r.Text(0, 1) == "t"};
         },
@@ -1449,7 +1456,7 @@ class PgStore final : public Store {
     return Lost();
   }
 
-  // $1..$18 of kInsertJobSql. (argv and env are JSON: a NUL in them is escaped.)
+  // $1..$19 of kInsertJobSql. (argv and env are JSON: a NUL in them is escaped.)
   static Params InsertParams(const JobRecord& job) {
     return {Str(job.user, "user"),
             Str(job.name, "name"),
@@ -1468,7 +1475,8 @@ class PgStore final : public Store {
             Int(job.cpu_milli),
             Int(job.memory_mib),
             Int(job.time_limit_s),
-            Str(columns::ContainerToJson(job.container), "container")};
+            Str(columns::ContainerToJson(job.container), "container"),
+            Int(job.min_gpus)};
   }
 
   void CommitBatch(const std::vector<PendingSubmit*>& batch) {

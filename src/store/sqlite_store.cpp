@@ -20,7 +20,7 @@
 namespace gpufleet::store {
 namespace {
 
-constexpr int kSchemaVersion = 13;
+constexpr int kSchemaVersion = 14;
 
 constexpr const char* kSchemaV1 = R"sql(
 CREATE TABLE jobs(
@@ -133,6 +133,11 @@ constexpr const char* kSchemaV13 = R"sql(
 ALTER TABLE jobs ADD COLUMN container TEXT NOT NULL DEFAULT '';
 )sql";
 
+// Version 14: an elastic job's fewest GPUs (0: rigid), issue 18.
+constexpr const char* kSchemaV14 = R"sql(
+ALTER TABLE jobs ADD COLUMN min_gpus INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 constexpr const char* kJobColumns =
     "id,user,name,queue,priority,gpus,gpu_milli,gpu_type,nodes,argv,env,workdir,state,submit_ms,"
     "start_ms,end_ms,exit_code,"
@@ -140,7 +145,7 @@ constexpr const char* kJobColumns =
     "WHERE job_id=jobs.id),"
     "epoch,reason,pid,pid_start,client_token,"
     "restartable,cpu_milli,memory_mib,time_limit_s,usage_samples,gpu_util_avg_pct,"
-    "gpu_mem_peak_mib,attained_gpu_s,preempting,host_usage,container";
+    "gpu_mem_peak_mib,attained_gpu_s,preempting,host_usage,container,min_gpus";
 
 // The prepared statements of one connection, by SQL text, kept for reuse: parsing the SQL again
 // for each submit cost more than running it. Used only under the store's connection mutex.
@@ -269,7 +274,7 @@ class SqliteStore final : public Store {
     // resumes where it stopped.
     const char* steps[] = {kSchemaV1, kSchemaV2, kSchemaV3, kSchemaV4, kSchemaV5,
                            kSchemaV6, kSchemaV7, kSchemaV8, kSchemaV9, kSchemaV10, kSchemaV11,
-                           kSchemaV12, kSchemaV13};
+                           kSchemaV12, kSchemaV13, kSchemaV14};
     for (int v = version; v < kSchemaVersion; ++v) {
       if (auto r = Exec("BEGIN IMMEDIATE"); !r) return r;
       const std::string record =
@@ -976,7 +981,7 @@ class SqliteStore final : public Store {
     Statement s(cache_,
                 "INSERT INTO jobs(user,name,queue,priority,gpus,gpu_milli,gpu_type,nodes,argv,env,"
                 "workdir,state,submit_ms,client_token,restartable,cpu_milli,memory_mib,"
-                "time_limit_s,container) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                "time_limit_s,container,min_gpus) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     s.Bind(1, job.user);
     s.Bind(2, job.name);
     s.Bind(3, job.queue);
@@ -996,6 +1001,7 @@ class SqliteStore final : public Store {
     s.Bind(17, job.memory_mib);
     s.Bind(18, job.time_limit_s);
     s.Bind(19, columns::ContainerToJson(job.container));
+    s.Bind(20, job.min_gpus);
     if (s.Step() != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
     const int64_t id = sqlite3_last_insert_rowid(db_);
     if (auto r = AddEvent(id, job.submit_ms, "submitted", job.user, job.user); !r) {

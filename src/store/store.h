@@ -44,7 +44,8 @@ struct JobRecord {
   std::string name;
   std::string queue = "default";
   int priority = 0;
-  int gpus = 1;          // whole GPUs (0: CPU only)
+  int gpus = 1;          // whole GPUs (0: CPU only); an elastic job's most
+  int min_gpus = 0;      // an elastic job's fewest (1..gpus-1, one node); 0: rigid
   int gpu_milli = 1000;  // below 1000: a share of one GPU
   std::string gpu_type;  // "" : any model
   int nodes = 1;

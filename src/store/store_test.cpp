@@ -693,7 +693,7 @@ TEST_F(SqliteStoreTest, SchemaNineMovesOldPlacementsIntoRankRows) {
   const std::string v8 =
       "DROP TABLE job_ranks;DROP TABLE job_usage;DROP INDEX jobs_by_end;DROP TABLE scale_nodes;"
       "DROP INDEX jobs_by_queue;DROP INDEX jobs_by_gpu_type;DROP INDEX jobs_by_submit;"
-      "ALTER TABLE jobs DROP COLUMN container;"
+      "ALTER TABLE jobs DROP COLUMN container;ALTER TABLE jobs DROP COLUMN min_gpus;"
       "ALTER TABLE jobs ADD COLUMN node TEXT NOT NULL DEFAULT '';"
       "ALTER TABLE jobs ADD COLUMN gpu_indices TEXT NOT NULL DEFAULT '[]';"
       "UPDATE jobs SET node='a,b', gpu_indices='[0,1,2,3]' WHERE id=" + std::to_string(multi) +
