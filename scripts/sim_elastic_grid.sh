@@ -4,8 +4,8 @@
 # (`--elastic-fraction`; each from its trace GPUs x 0.5 to x 2), under several queue policies, on
 # philly-512 and on clusters of 8-GPU nodes sized to the trace's average GPU demand x 1.0 and
 # x 1.25; then the speed-up model's efficiency and the grow delay varied on philly-512.
-# Writes OUT/elastic.csv (one row per run) and OUT/elastic.md (the tables, each point against the
-# same policy with no elastic job).
+# Writes OUT/elastic.csv (one row per run), OUT/elastic.md (the tables, each point against the
+# same policy with no elastic job) and OUT/jct_vs_fraction.svg (the plot).
 # Usage: scripts/sim_elastic_grid.sh [OUT_DIR]   (default docs/sim/elastic)
 # Environment: GPUFLEET (binary, default build/gpufleet), PHILLY (trace CSV), POLICIES (comma list).
 set -euo pipefail
@@ -38,27 +38,17 @@ print(f"{label},{policy},{fraction},{eff},{grow},{j['elastic_jobs']},{j['avg_jct
 PY
 }
 
-cluster_toml() {  # NAME NODES -> path of a TOML cluster of NODES 8-GPU V100 nodes
-  local f="$tmp/$1.toml"
-  printf 'name = "%s"\n[[nodes]]\ncount = %d\ngpus = 8\ngpu_model = "V100M32"\ncpu_cores = 64\nmemory_gib = 512\n' \
-    "$1" "$2" > "$f"
-  echo "$f"
-}
+# shellcheck source=scripts/sim_grid_lib.sh
+source scripts/sim_grid_lib.sh
 
-# Average GPU demand: all GPU-seconds over the span of submit times (the timestamps sort as text).
-read -r first last gpu_s < <(awk -F, 'NR > 1 && $1 != "" {
-    if (first == "" || $1 < first) first = $1; if ($1 > last) last = $1; g += $4 }
-  END { gsub(/ /, "T", first); gsub(/ /, "T", last); printf "%s %s %.0f\n", first, last, g }' \
-  "$philly")
-span=$(( $(date -u -d "$last" +%s) - $(date -u -d "$first" +%s) ))
-demand=$(awk -v g="$gpu_s" -v s="$span" 'BEGIN { printf "%.1f", g / s }')
+demand=$(philly_demand "$philly")
 echo "Philly: average GPU demand $demand GPUs" >&2
 
 grow=${GROW_AFTER:-3600}
 eff=${EFFICIENCY:-0.8}
 clusters=("philly-512|philly-512")
 for f in 1.0 1.25; do
-  nodes=$(awk -v d="$demand" -v f="$f" 'BEGIN { printf "%d", int(d * f / 8 + 0.5) }')
+  nodes=$(nodes_for "$demand" "$f")
   clusters+=("$(cluster_toml "philly-$nodes" "$nodes")|demand x$f ($nodes nodes)")
 done
 for entry in "${clusters[@]}"; do
@@ -108,4 +98,50 @@ for r in rows:
           f"| {100 * (float(r['utilization']) - float(b['utilization'])):+.1f} pts "
           f"| {r['preemptions']} | {r['grows']} | {r['shrinks']} |")
 PY
-echo "wrote $csv and $out/elastic.md" >&2
+# The plot: average JCT against the rigid run, by elastic fraction, one line per cluster and policy.
+python3 - "$csv" "$eff" "$grow" > "$out/jct_vs_fraction.svg" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+eff, grow = sys.argv[2], sys.argv[3]
+rows = [r for r in rows if (r['efficiency'], r['grow_after_s']) == (eff, grow)]
+lines = {}
+for r in rows:
+    lines.setdefault((r['cluster'], r['policy']), []).append(
+        (float(r['elastic_fraction']), float(r['avg_jct_h'])))
+W, H, L, R, T, B = 760, 420, 60, 250, 20, 50
+ys = [100 * (j / pts[0][1] - 1) for pts in lines.values() for _, j in pts if pts[0][0] == 0]
+lo, hi = min(ys + [-5]), max(ys + [5])
+lo, hi = 10 * (lo // 10), 10 * (-(-hi // 10))
+X = lambda f: L + f * (W - L - R)
+Y = lambda v: T + (hi - v) / (hi - lo) * (H - T - B)
+colors = {'fifo': '#1f77b4', 'tiresias': '#d62728', 'gittins': '#2ca02c'}
+dashes = ['', '6,3', '2,3']
+clusters = sorted({c for c, _ in lines})
+out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="12">',
+       f'<rect width="{W}" height="{H}" fill="white"/>']
+v = lo
+while v <= hi:
+    out.append(f'<line x1="{L}" x2="{W-R}" y1="{Y(v):.1f}" y2="{Y(v):.1f}" stroke="{"#888" if v == 0 else "#eee"}"/>')
+    out.append(f'<text x="{L-6}" y="{Y(v)+4:.1f}" text-anchor="end">{v:+.0f}%</text>')
+    v += 10
+for f in (0, 0.25, 0.5, 1):
+    out.append(f'<text x="{X(f):.1f}" y="{H-B+18}" text-anchor="middle">{f:.0%}</text>')
+out.append(f'<text x="{(L+W-R)/2:.1f}" y="{H-10}" text-anchor="middle">jobs elastic (Philly, efficiency {eff}, grow delay {grow} s)</text>')
+out.append(f'<text x="14" y="{(T+H-B)/2:.1f}" transform="rotate(-90 14 {(T+H-B)/2:.1f})" text-anchor="middle">average JCT vs rigid</text>')
+k = 0
+for (cluster, policy), pts in sorted(lines.items()):
+    pts.sort()
+    if pts[0][0] != 0:
+        continue
+    base = pts[0][1]
+    d = " ".join(f"{X(f):.1f},{Y(100 * (j / base - 1)):.1f}" for f, j in pts)
+    dash = dashes[clusters.index(cluster) % len(dashes)]
+    out.append(f'<polyline fill="none" stroke="{colors.get(policy, "#555")}" stroke-width="2" stroke-dasharray="{dash}" points="{d}"/>')
+    ly = T + 16 * k + 10
+    out.append(f'<line x1="{W-R+10}" x2="{W-R+40}" y1="{ly}" y2="{ly}" stroke="{colors.get(policy, "#555")}" stroke-width="2" stroke-dasharray="{dash}"/>')
+    out.append(f'<text x="{W-R+46}" y="{ly+4}">{policy}, {cluster}</text>')
+    k += 1
+out.append('</svg>')
+print("\n".join(out))
+PY
+echo "wrote $csv, $out/elastic.md and $out/jct_vs_fraction.svg" >&2

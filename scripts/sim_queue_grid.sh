@@ -36,26 +36,14 @@ run() {
              $10 / 86400, $11, $12 }' "$dir/compare.csv" >> "$csv"
 }
 
-cluster_toml() {  # NAME NODES -> path of a TOML cluster of NODES 8-GPU V100 nodes
-  local f="$tmp/$1.toml"
-  printf 'name = "%s"\n[[nodes]]\ncount = %d\ngpus = 8\ngpu_model = "V100M32"\ncpu_cores = 64\nmemory_gib = 512\n' \
-    "$1" "$2" > "$f"
-  echo "$f"
-}
+# shellcheck source=scripts/sim_grid_lib.sh
+source scripts/sim_grid_lib.sh
 
 if [ -f "$philly" ]; then
-  # Average GPU demand: all GPU-seconds over the span of submit times.
-  # Average GPU demand: all GPU-seconds over the span of submit times (the timestamps sort as
-  # text).
-  read -r first last gpu_s < <(awk -F, 'NR > 1 && $1 != "" {
-      if (first == "" || $1 < first) first = $1; if ($1 > last) last = $1; g += $4 }
-    END { gsub(/ /, "T", first); gsub(/ /, "T", last); printf "%s %s %.0f\n", first, last, g }' \
-    "$philly")
-  span=$(( $(date -u -d "$last" +%s) - $(date -u -d "$first" +%s) ))
-  demand=$(awk -v g="$gpu_s" -v s="$span" 'BEGIN { printf "%.1f", g / s }')
+  demand=$(philly_demand "$philly")
   echo "Philly: average GPU demand $demand GPUs" >&2
   for f in 1.0 1.25 1.5; do
-    nodes=$(awk -v d="$demand" -v f="$f" 'BEGIN { printf "%d", int(d * f / 8 + 0.5) }')
+    nodes=$(nodes_for "$demand" "$f")
     run "demand x$f ($nodes nodes)" "philly:$philly" "$(cluster_toml "philly-$nodes" "$nodes")"
   done
   run "philly-512 (64 nodes)" "philly:$philly" philly-512

@@ -930,8 +930,8 @@ TEST_F(ElasticServer, AnElasticJobGrowsIntoIdleGpusAndShrinksForANewJobRestartin
   // A ends: E grows into its 2 GPUs, restarting with WORLD_SIZE 4.
   ASSERT_TRUE(e2e::WaitUntil([&] { return lines().size() >= 2; }, 20)) << Cli("show " + std::to_string(e));
   EXPECT_EQ(lines()[1], "4 1 0,1,2,3");
-  // B asks 2 of the 4 GPUs E holds: E gives 2 back (a restart at WORLD_SIZE 2), nobody waits for
-  // E to end and nobody is preempted.
+  // B asks 2 of the 4 GPUs E holds: E gives back all above its min and restarts with what B
+  // leaves (WORLD_SIZE 2); nobody waits for E to end and nobody is preempted.
   const int64_t b = id_of(Cli("submit --json --gpus 2 -- sleep 30"));
   WaitFor(b, "RUNNING", 20);
   ASSERT_TRUE(e2e::WaitUntil([&] { return lines().size() >= 3; }, 20));
@@ -939,8 +939,9 @@ TEST_F(ElasticServer, AnElasticJobGrowsIntoIdleGpusAndShrinksForANewJobRestartin
   const json shown = json::parse(Cli("show --json " + std::to_string(e)));
   std::string reasons;
   for (const json& ev : shown["events"]) reasons += ev.dump() + "\n";
-  EXPECT_NE(reasons.find("resizing: growing from 2 to 4 GPUs"), std::string::npos) << reasons;
-  EXPECT_NE(reasons.find("resizing: shrinking from 4 to 2 GPUs"), std::string::npos) << reasons;
+  EXPECT_NE(reasons.find("resizing: growing from 2 GPUs toward 4"), std::string::npos) << reasons;
+  EXPECT_NE(reasons.find("resizing: shrinking from 4 GPUs toward 1"), std::string::npos) << reasons;
+  EXPECT_NE(reasons.find("resized: growing"), std::string::npos) << reasons;  // its end
   EXPECT_EQ(reasons.find("preempted by"), std::string::npos) << reasons;
   EXPECT_EQ(shown["state"], "RUNNING");
   EXPECT_EQ(shown["min_gpus"], 1);

@@ -37,7 +37,7 @@ struct SimRunOptions {
   double elastic_fraction = 0;
   double elastic_min_factor = 0.5, elastic_max_factor = 2.0;
   double elastic_efficiency = 0.8;
-  double elastic_grow_after_s = 600;
+  double elastic_grow_after_s = 3600;
 };
 int RunSimRun(const SimRunOptions& options);
 

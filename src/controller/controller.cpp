@@ -1486,9 +1486,10 @@ void Controller::Pass(std::unique_lock<std::mutex>& lock, int64_t now_ms) {
         if (resize) {
           const int held = HeldGpus(v);
           const int to = sched::GpusOf(d.placement);
+          // It restarts at `to` or, when more are free by then, more.
           const std::string what = std::string(to > held ? "growing" : "shrinking") + " from " +
-                                   std::to_string(held) + " to " + std::to_string(to) +
-                                   " GPUs (elastic " + std::to_string(v.job.min_gpus) + ".." +
+                                   std::to_string(held) + " GPUs toward " + std::to_string(to) +
+                                   " (elastic " + std::to_string(v.job.min_gpus) + ".." +
                                    std::to_string(v.job.gpus) + ")";
           mark.reason = "resizing: " + what + ", restarting from its checkpoint";
           v.resizing = "resized: " + what;

@@ -76,7 +76,7 @@ TEST(Settle, EachWayOfEndingHasItsState) {
   EXPECT_EQ(*s.end, JobState::kPreempted);
   EXPECT_EQ(s.reason, "preempted by the las-qssf policy");
   JobStanding resized = preempted;  // an elastic job's resize: a preemption with its own reason
-  resized.resizing = "resized: growing from 2 to 4 GPUs (elastic 1..4)";
+  resized.resizing = "resized: growing from 2 GPUs toward 4 (elastic 1..4)";
   s = Settle({Ended("a", 0, true)}, resized);
   EXPECT_EQ(*s.end, JobState::kPreempted);
   EXPECT_EQ(s.reason, resized.resizing);

@@ -72,6 +72,19 @@ std::optional<ShrinkPlan> PlanShrink(const core::ClusterSnapshot& work,
       auto placement = PlaceGang(trial, placer, IsElastic(job) ? SizedTo(job, need) : job,
                                  allow_spread, rng);
       if (placement) {
+        // The job gives back everything above its min at once: one restart now, rather than one
+        // at each later arrival (a placement found stays valid as more GPUs free up).
+        while (GpusOf(place) > r.job.min_gpus) {
+          Allocation& a = place.back();
+          const core::GpuMask top = core::GpuMask{1} << (31 - std::countl_zero(a.gpus));
+          trial.Release(a.node, SliceSpec(r.job, std::popcount(a.gpus)), a.gpus);
+          a.gpus &= ~top;
+          if (a.gpus != 0) {
+            trial.Allocate(a.node, SliceSpec(r.job, std::popcount(a.gpus)), a.gpus);
+          } else {
+            place.pop_back();
+          }
+        }
         plan.resized.emplace_back(c.index, std::move(place));
         plan.placement = std::move(*placement);
         return plan;

@@ -41,7 +41,9 @@ struct ShrinkPlan {
 };
 
 // Takes GPUs, one at a time, from the running elastic jobs above their min (those with the most
-// GPUs above it first) on a copy of `work` until `job` fits (an elastic `job` at its min); nothing when even every such job at
+// GPUs above it first) on a copy of `work` until `job` fits (an elastic `job` at its min); the
+// job whose GPUs made it fit then gives back the rest of its surplus too (one restart now, not
+// one per later arrival); nothing when even every such job at
 // its min is not enough. A GPU is taken from the job's node with the most free GPUs, so that the
 // freed GPUs gather on few nodes. `views[i]` is running job i's current placement.
 std::optional<ShrinkPlan> PlanShrink(const core::ClusterSnapshot& work,

@@ -114,13 +114,14 @@ TEST_F(ElasticTest, GrowsIntoIdleGpusOnlyAfterTheGrowDelayAndWhenNothingWaits) {
   EXPECT_EQ(GpusOf(d[0].placement), 8);
   Apply(c, running, d, s);
   EXPECT_EQ(c.used_gpu_milli(), 8000);
-  // A rigid job of 4 arrives: the grown job gives 4 back before anything else happens.
+  // A rigid job of 4 arrives: the grown job gives back all it holds above its min (one restart
+  // now rather than one per later arrival) before anything else happens.
   s.Enqueue(Job(8, 4, 200));
   d = s.Schedule(c, running, 200, rng_);
   ASSERT_EQ(d.size(), 2u);
   EXPECT_EQ(d[0].kind, Decision::Kind::kResize);
   EXPECT_EQ(d[0].job, 7);
-  EXPECT_EQ(GpusOf(d[0].placement), 4);
+  EXPECT_EQ(GpusOf(d[0].placement), 2);
   EXPECT_EQ(d[1].kind, Decision::Kind::kStart);
   EXPECT_EQ(d[1].job, 8);
   Apply(c, running, d, s);
@@ -140,7 +141,7 @@ TEST_F(ElasticTest, ShrinksBeforePreemptingAnyone) {
   ASSERT_EQ(d.size(), 2u);
   EXPECT_EQ(d[0].kind, Decision::Kind::kResize);
   EXPECT_EQ(d[0].job, 101);
-  EXPECT_EQ(GpusOf(d[0].placement), 3);  // gives back exactly what the new job needs
+  EXPECT_EQ(GpusOf(d[0].placement), 2);  // down to its min, in one restart
   EXPECT_EQ(d[1].kind, Decision::Kind::kStart);
   for (const Decision& x : d) EXPECT_NE(x.kind, Decision::Kind::kPreempt);
   Apply(c, running, d, s);
@@ -184,6 +185,17 @@ TEST_F(ElasticTest, AStartGrownInThePassComesAfterThePreemptionsWhoseGpusItTakes
   EXPECT_EQ(c.used_gpu_milli(), 8000);
 }
 
+TEST_F(ElasticTest, UnderFairShareAnElasticJobRunsAtItsFewest) {
+  auto fair = MakeQueuePolicy("fairshare");
+  Scheduler s(*fair, *placement_, true);
+  core::ClusterSnapshot c({Node().Gpus(8)});
+  std::vector<RunningJob> running = {RunningOn(c, Job(100, 4, 0), 0, 4, 0, 0)};
+  s.Enqueue(Job(1, 8, 10, 2));  // 2..8 GPUs; 4 free: not its most, but enough for its fewest
+  auto d = s.Schedule(c, running, 20, rng_);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(GpusOf(d[0].placement), 2);
+}
+
 TEST_F(ElasticTest, NoGrowWhileABlockedJobHoldsTheReservation) {
   auto fifo = MakeQueuePolicy("fifo");
   Scheduler s(*fifo, *placement_, true);
@@ -206,7 +218,7 @@ TEST_F(ElasticTest, PlanShrinkTakesFromTheJobWithTheMostSurplusFirst) {
   ASSERT_TRUE(plan.has_value());
   ASSERT_EQ(plan->resized.size(), 1u);
   EXPECT_EQ(plan->resized[0].first, 1u);
-  EXPECT_EQ(GpusOf(plan->resized[0].second), 4);
+  EXPECT_EQ(GpusOf(plan->resized[0].second), 2);  // all its surplus, at once
   EXPECT_EQ(GpusOf(plan->placement), 4);
   // Touched jobs give nothing.
   views[1].touched = true;

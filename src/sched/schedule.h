@@ -66,8 +66,8 @@ class Scheduler {
   // Elastic jobs (`QueuedJob::min_gpus`) also get kResize decisions: shrinks, each before the
   // kStart it makes room for (tried before any preemption, and only when enough), and at the end
   // grows into GPUs left idle. Carried out in order (release the old placement, take the new
-  // one), every decision fits. Only the non-fair-share policies resize; under a fair-share policy
-  // an elastic job starts and stays at its most.
+  // one), every decision fits. Only the non-fair-share policies resize; under a fair-share
+  // policy an elastic job starts and stays at its fewest.
   // With elastic jobs running, call it even when nothing waits: idle GPUs may be lent to them.
   std::vector<Decision> Schedule(const core::ClusterSnapshot& cluster,
                                  std::span<const RunningJob> running, int64_t now,

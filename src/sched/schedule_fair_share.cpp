@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "core/check.h"
+#include "sched/elastic.h"
 #include "sched/gang_placement.h"
 #include "sched/placer.h"
 #include "sched/schedule.h"
@@ -29,6 +30,12 @@ struct QueueShare {
 double JobGpus(const QueuedJob& job) {
   return job.gpu_milli >= core::kGpuMilli ? static_cast<double>(job.total_gpus)
                                           : static_cast<double>(job.gpu_milli) / core::kGpuMilli;
+}
+
+// A running job as its queue's share counts it: what it holds (an elastic job may hold fewer GPUs
+// than it asks).
+QueuedJob AsHeld(const RunningJob& r) {
+  return IsElastic(r.job) ? SizedTo(r.job, GpusOf(r.placement)) : r.job;
 }
 
 void Add(QueueShare& q, const QueuedJob& job, double sign) {
@@ -65,7 +72,7 @@ std::vector<Decision> Scheduler::ScheduleFairShare(const core::ClusterSnapshot& 
   };
   for (const auto& [name, weight] : queue_weights_) queue_of(name);
   for (size_t i = 0; i < running.size(); ++i)
-    Add(queue_of(running[i].job.queue), running[i].job, +1);
+    Add(queue_of(running[i].job.queue), AsHeld(running[i]), +1);
   for (const auto& [name, entries] : queue_entries_) {
     QueueShare& q = queue_of(name);
     q.waiting = &entries;
@@ -106,7 +113,9 @@ std::vector<Decision> Scheduler::ScheduleFairShare(const core::ClusterSnapshot& 
     }
     if (pick == nullptr) break;
     QueueShare& q = *pick;
-    const QueuedJob& job = order_.at(*q.next);
+    // An elastic job runs at its fewest GPUs here: fair share neither grows nor shrinks jobs.
+    const QueuedJob& asked = order_.at(*q.next);
+    const QueuedJob job = IsElastic(asked) ? SizedTo(asked, asked.min_gpus) : asked;
     const bool whole = job.gpu_milli >= core::kGpuMilli;
     std::optional<std::vector<Allocation>> placement;
     if (!whole || job.total_gpus <= free_gpus()) {
@@ -145,7 +154,7 @@ std::vector<Decision> Scheduler::ScheduleFairShare(const core::ClusterSnapshot& 
         placer.emplace(work, placement_policy_, std::span<const uint32_t>());
         for (size_t i : plan->victims) {
           preempted[i] = 1;
-          Add(queues.at(running[i].job.queue), running[i].job, -1);
+          Add(queues.at(running[i].job.queue), AsHeld(running[i]), -1);
           decisions.push_back(
               Decision{Decision::Kind::kPreempt, running[i].job.id, running[i].placement});
         }

@@ -112,9 +112,10 @@ struct TimeSimConfig {
   double preemption_overhead_s = 60;  // checkpoint and restart cost added to a preempted job
   // Elastic jobs: each GPU past the first adds this much of one GPU's throughput
   // (ElasticSpeedup); a resize costs the preemption overhead; a job grows only after running
-  // this long since its last start or resize.
+  // this long since its last start or resize: an hour, 60 restart overheads, so that a grow
+  // undone at once costs a job that ran that long under 2% (docs/sim/elastic.md).
   double elastic_efficiency = 0.8;
-  double elastic_grow_after_s = 600;
+  double elastic_grow_after_s = 3600;
   uint64_t seed = 1;
   // Fair-share policies: each VC's weight. Empty: each VC's share of the trace's total GPU-time
   // (what an administrator would set from last period's usage).

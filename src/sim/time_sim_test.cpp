@@ -21,10 +21,11 @@ ClusterSpec Cluster(int nodes, int gpus) {
 }
 
 TimeSimResult Simulate(const std::vector<TraceJob>& jobs, const ClusterSpec& cluster,
-                       const std::string& policy, bool log = false) {
+                       const std::string& policy, bool log = false,
+                       const TimeSimConfig& config = TimeSimConfig{}) {
   auto queue = sched::MakeQueuePolicy(policy);
   auto placement = sched::MakePlacementPolicy("bestfit");
-  auto r = RunTimeSim(jobs, cluster, *queue, *placement, TimeSimConfig{}, log);
+  auto r = RunTimeSim(jobs, cluster, *queue, *placement, config, log);
   EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error());
   return std::move(r).value();
 }
@@ -51,11 +52,15 @@ TEST(TimeSimTest, AnElasticJobGrowsIntoIdleGpusAndRunsFasterThere) {
   std::vector<TraceJob> jobs = {{0, 0, 1000, 4, "a"}, {1, 0, 10000, 2, "b"}};
   jobs[1].min_gpus = 1;
   jobs[1].max_gpus = 8;
-  const auto r = Simulate(jobs, Cluster(1, 8), "fifo", true);
+  TimeSimConfig config;
+  config.elastic_grow_after_s = 600;  // it has run 1000 s when the GPUs free up
+  const auto r = Simulate(jobs, Cluster(1, 8), "fifo", true, config);
   EXPECT_EQ(r.grows, 1);
   EXPECT_EQ(r.shrinks, 0);
   EXPECT_NE(r.decision_log.find("1000,grow,1,0:255"), std::string::npos) << r.decision_log;
-  const TimeSimConfig config;
+  // With the default delay (an hour) it waits until 3600 to grow.
+  const auto later = Simulate(jobs, Cluster(1, 8), "fifo", true);
+  EXPECT_NE(later.decision_log.find("3600,grow,1,0:255"), std::string::npos) << later.decision_log;
   const double at4 = ElasticSpeedup(4, config.elastic_efficiency) /
                      ElasticSpeedup(2, config.elastic_efficiency);
   const double at8 = ElasticSpeedup(8, config.elastic_efficiency) /
@@ -79,7 +84,7 @@ TEST(TimeSimTest, AnElasticJobShrinksBeforeAnyoneIsPreempted) {
   EXPECT_EQ(r.jobs[1].start_s, 100);
   EXPECT_EQ(r.jobs[1].finish_s, 600);
   EXPECT_NE(r.decision_log.find("100,shrink,0,"), std::string::npos) << r.decision_log;
-  // And it grows back once the GPUs are idle again (600 s after its shrink).
+  // And it grows back once the GPUs are idle again (the grow delay after its shrink).
   EXPECT_EQ(r.grows, 1);
 }
 
