@@ -196,6 +196,26 @@ TEST_F(ElasticTest, UnderFairShareAnElasticJobRunsAtItsFewest) {
   EXPECT_EQ(GpusOf(d[0].placement), 2);
 }
 
+TEST_F(ElasticTest, AnElasticJobPreemptsOnlyForItsFewestGpus) {
+  // Tiresias, 8 GPUs held by two rigid 4-GPU jobs far down the queue. An elastic newcomer
+  // (2..8) needs only 2: one victim is enough, not both.
+  auto tiresias = MakeQueuePolicy("tiresias");
+  Scheduler s(*tiresias, *placement_, true);
+  core::ClusterSnapshot c({Node().Gpus(8)});
+  QueuedJob a = Job(100, 4, 0), b = Job(101, 4, 0);
+  a.attained_gpu_s = b.attained_gpu_s = 1e9;
+  std::vector<RunningJob> running = {RunningOn(c, a, 0, 4, 0, 0), RunningOn(c, b, 0, 4, 4, 0)};
+  s.Enqueue(Job(1, 8, 5000, 2));
+  auto d = s.Schedule(c, running, 5000, rng_);
+  int preempted = 0;
+  for (const Decision& x : d) preempted += x.kind == Decision::Kind::kPreempt;
+  EXPECT_EQ(preempted, 1);
+  ASSERT_FALSE(d.empty());
+  EXPECT_EQ(d.back().kind, Decision::Kind::kStart);
+  EXPECT_EQ(GpusOf(d.back().placement), 4);  // at least its 2, grown into the victim's other 2
+  Apply(c, running, d, s);
+}
+
 TEST_F(ElasticTest, NoGrowWhileABlockedJobHoldsTheReservation) {
   auto fifo = MakeQueuePolicy("fifo");
   Scheduler s(*fifo, *placement_, true);

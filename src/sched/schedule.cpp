@@ -275,12 +275,13 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
       const bool worth_planning =
           end > first &&
           (!whole || free_gpus + victim_gpus_before[end] - victim_gpus_before[first] >=
-                         job.total_gpus);
+                         least_gpus);
       std::optional<PreemptionPlan> plan;
       if (worth_planning) {
-        // A job resized in this pass is not preempted in it too.
+        // A job resized in this pass is not preempted in it too. An elastic job preempts only
+        // for its fewest GPUs (it may grow later into what is idle).
         plan = PlanPreemption(
-            work, placement_policy_, job, running,
+            work, placement_policy_, elastic ? SizedTo(job, least_gpus) : job, running,
             std::span<const size_t>(victim_order).subspan(first, end - first),
             [&](size_t i) { return views.empty() || !views[i].touched; }, allow_spread_, rng);
       }
