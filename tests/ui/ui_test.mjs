@@ -414,9 +414,13 @@ async function main() {
     const plotted = await page.$('#chart-util canvas');
     return series.length > 0 && missing.length === 0 && plotted ? true : `${series.length} series; the chart says "${summary}"`;
   }, 25000, 500);
-  const advice = (await A('GET', `/v1/jobs/${j1}/advice`)).body;
-  const findings = await page.$$eval('#advice li.finding', (l) => l.length);
-  if (findings !== advice.findings.length) fail(`advice: ${findings} findings shown, ${advice.findings.length} in the API`);
+  // A running job's findings change as its samples come in; the page refreshes them with the
+  // charts (every 10 s), so the two agree within one refresh.
+  await until('the advice to match the API', async () => {
+    const advice = (await A('GET', `/v1/jobs/${j1}/advice`)).body;
+    const findings = await page.$$eval('#advice li.finding', (l) => l.length);
+    return findings === advice.findings.length ? true : `${findings} findings shown, ${advice.findings.length} in the API`;
+  }, 25000, 500);
   await page.waitForFunction(() => document.querySelector('#job-log').textContent.includes('hello-ui'), { timeout: 10000 });
   const ticks = () => page.$eval('#job-log', (e) => Math.max(0, ...[...e.textContent.matchAll(/tick (\d+)/g)].map((m) => Number(m[1]))));
   const t0 = await ticks();

@@ -215,7 +215,11 @@ export function mount(ctx) {
   function scheduleCharts() {
     clearTimeout(timer);
     if (ctx.alive && job && job.state === 'RUNNING') {
-      timer = setTimeout(() => loadCharts().catch((e) => fail('the usage', e)).finally(scheduleCharts), CHART_REFRESH_MS);
+      // The advice follows the usage it is drawn from: both refresh while the job runs.
+      timer = setTimeout(() => Promise.all([
+        loadCharts().catch((e) => fail('the usage', e)),
+        loadAdvice().catch((e) => fail('the advice', e)),
+      ]).finally(scheduleCharts), CHART_REFRESH_MS);
     }
   }
 
