@@ -698,7 +698,8 @@ net::EnvList Controller::LaunchEnvLocked(const Active& a, int rank) const {
   // requeues after a lost node); each placement bumps the epoch once. One node, no restart:
   // nothing (the runner's single-node defaults, count 0).
   if (!env.empty() || a.job.epoch > 1) {
-    env.emplace_back("GPUFLEET_RESTART_COUNT", std::to_string(std::max<int64_t>(0, a.job.epoch - 1)));
+    const int64_t restarts = std::max<int64_t>(0, a.job.epoch - 1);
+    env.emplace_back("GPUFLEET_RESTART_COUNT", std::to_string(restarts));
   }
   return env;
 }
@@ -1440,7 +1441,6 @@ void Controller::Pass(std::unique_lock<std::mutex>& lock, int64_t now_ms) {
   // 3. Schedule and start.
   std::vector<int64_t> placed;
   std::vector<int64_t> victims;  // marked PREEMPTING in the write buffer, signalled once committed
-  std::vector<int64_t> resizing;  // those of them stopped for a resize
   if (scheduler_.waiting() > 0 || ElasticMayGrowLocked()) {
     std::vector<sched::RunningJob> running;
     running.reserve(active_.size());
@@ -1493,7 +1493,6 @@ void Controller::Pass(std::unique_lock<std::mutex>& lock, int64_t now_ms) {
                                    std::to_string(v.job.gpus) + ")";
           mark.reason = "resizing: " + what + ", restarting from its checkpoint";
           v.resizing = "resized: " + what;
-          resizing.push_back(d.job);
         } else {
           mark.reason =
               "preempting: stopped for a job the " + options_.queue_policy + " policy ranks higher";
@@ -1534,8 +1533,7 @@ void Controller::Pass(std::unique_lock<std::mutex>& lock, int64_t now_ms) {
         continue;
       }
       StopRanksLocked(v);
-      const bool resize = std::find(resizing.begin(), resizing.end(), id) != resizing.end();
-      ++(resize ? stats_.resized : stats_.preempted);
+      ++(v.resizing.empty() ? stats_.preempted : stats_.resized);
     }
   }
   if (!starts.empty()) {

@@ -241,7 +241,7 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
     ask.gpu_models = t.gpu_models;
     // Without spreading, a job larger than a node that whole nodes can hold runs as a gang of
     // whole nodes (a multi-node training job's workers) and waits for them, never on fragments.
-    if (t.min_gpus > 0 && t.max_gpus > t.min_gpus) {
+    if (IsElastic(t)) {
       ask.total_gpus = t.max_gpus;
       ask.min_gpus = t.min_gpus;
     } else if (!config.allow_spread && t.num_gpus > max_node_gpus &&
@@ -300,7 +300,7 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
     lost_gpu_s += static_cast<double>(act.gpus) * (ran - kept + config.preemption_overhead_s);
     ++jobs_interrupted;
     active.erase(id);
-    if (t.max_gpus > 0) --elastic_running;
+    if (IsElastic(t)) --elastic_running;
     log(now, "interrupt", id, "");
     enqueue(t, now);
   };
@@ -317,7 +317,7 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
     moved_lost_gpu_s += static_cast<double>(act.gpus) * config.preemption_overhead_s;
     ++jobs_moved;
     active.erase(id);
-    if (t.max_gpus > 0) --elastic_running;
+    if (IsElastic(t)) --elastic_running;
     log(now, "move", id, "");
     enqueue(t, now);
   };
@@ -390,7 +390,7 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
         continue;
       }
       const double last_run_s = stop(ev.id, now);
-      if (jobs[index_of.at(ev.id)].max_gpus > 0) --elastic_running;
+      if (IsElastic(jobs[index_of.at(ev.id)])) --elastic_running;
       JobOutcome& done = result.jobs[index_of.at(ev.id)];
       done.finish_s = now;
       predictor.Observe(done.vc, done.num_gpus, static_cast<double>(done.duration_s));
@@ -448,7 +448,7 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
               std::max(0.0, act.remaining - ran * act.rate) + config.preemption_overhead_s;
           attained[t.id] += static_cast<double>(act.gpus) * ran;
           active.erase(t.id);
-          if (t.max_gpus > 0) --elastic_running;
+          if (IsElastic(t)) --elastic_running;
           ++result.preemptions;
           log(now, "preempt", t.id, "");
           enqueue(t, now);
@@ -472,7 +472,7 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
         scheduler.Remove(t.id);
         waiting_jobs.erase(t.id);
         if (result.jobs[i].start_s < 0) result.jobs[i].start_s = now;
-        if (t.max_gpus > 0) ++elastic_running;
+        if (IsElastic(t)) ++elastic_running;
         launch(t, std::move(job), std::move(d.placement), now, "start");
       }
     }

@@ -43,6 +43,8 @@ struct TraceJob {
   int max_gpus = 0;
 };
 
+inline bool IsElastic(const TraceJob& t) { return t.min_gpus > 0 && t.max_gpus > t.min_gpus; }
+
 // The speed-up of data-parallel training on `gpus` GPUs over one: linear with an efficiency
 // factor (each GPU past the first adds `efficiency` of one GPU's throughput).
 inline double ElasticSpeedup(int gpus, double efficiency) {
