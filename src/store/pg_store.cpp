@@ -32,7 +32,6 @@
 #include <cctype>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -44,6 +43,7 @@
 
 #include "store/job_columns.h"
 #include "store/store.h"
+#include "store/submit_group.h"
 
 namespace gpufleet::store {
 namespace {
@@ -572,26 +572,9 @@ class PgStore final : public Store {
   // transaction holding its job has committed; a failed transaction fails every job in it, but
   // for data PostgreSQL refuses, which fails only its own job (CommitBatch).
   core::Result<AddedJob> AddJob(const JobRecord& job) override {
-    PendingSubmit me{&job, std::nullopt};
-    std::unique_lock<std::mutex> queue_lock(queue_mutex_);
-    submit_queue_.push_back(&me);
-    while (!me.result) {
-      if (leader_active_) {
-        queue_cv_.wait(queue_lock);
-        continue;
-      }
-      leader_active_ = true;
-      // At most kMaxBatch jobs: a pipeline's results must fit the sockets' buffers.
-      const std::size_t take = std::min(submit_queue_.size(), kMaxBatch);
-      std::vector<PendingSubmit*> batch(submit_queue_.begin(), submit_queue_.begin() + take);
-      submit_queue_.erase(submit_queue_.begin(), submit_queue_.begin() + take);
-      queue_lock.unlock();
-      CommitBatch(batch);
-      queue_lock.lock();
-      leader_active_ = false;
-      queue_cv_.notify_all();
-    }
-    return *me.result;
+    return submits_.Add(job, [this](const std::vector<const JobRecord*>& batch) {
+      return CommitBatch(batch);
+    });
   }
 
   core::Result<std::optional<JobRecord>> GetJob(int64_t id) override {
@@ -1048,11 +1031,6 @@ class PgStore final : public Store {
   }
 
  private:
-  struct PendingSubmit {
-    const JobRecord* job;
-    std::optional<core::Result<AddedJob>> result;
-  };
-
   core::Error Lost() const {
     const std::string why = Message(PQerrorMessage(conn_));
     return core::Error{where_ + ": the database connection was lost" +
@@ -1414,10 +1392,10 @@ class PgStore final : public Store {
 
   // Writes `batch` in one transaction and one round trip (FencedPipeline): the fence check and
   // each job's insert. The ids, in batch order.
-  core::Result<std::vector<AddedJob>> WriteBatch(const std::vector<PendingSubmit*>& batch) {
+  core::Result<std::vector<AddedJob>> WriteBatch(const std::vector<const JobRecord*>& batch) {
     std::vector<Params> rows;
-    for (const PendingSubmit* p : batch) {
-      rows.push_back(InsertParams(*p->job));
+    for (const JobRecord* job : batch) {
+      rows.push_back(InsertParams(*job));
       if (auto text = CheckText(rows.back()); !text) return text.failure();
     }
     const std::size_t n = batch.size();
@@ -1435,7 +1413,7 @@ class PgStore final : public Store {
       if (ids[k].id != 0) continue;
       if (!left) return Lost();
       // Neither added nor found: a transaction that committed meanwhile took its token.
-      const JobRecord& job = *batch[k]->job;
+      const JobRecord& job = *batch[k];
       auto again =
           Run("SELECT id FROM jobs WHERE owner=$1 AND client_token=$2 AND client_token<>''",
               {Str(job.user), Str(job.client_token)});
@@ -1479,25 +1457,29 @@ class PgStore final : public Store {
             Int(job.min_gpus)};
   }
 
-  void CommitBatch(const std::vector<PendingSubmit*>& batch) {
+  // Each job's result, in batch order.
+  std::vector<core::Result<AddedJob>> CommitBatch(const std::vector<const JobRecord*>& batch) {
     std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<core::Result<AddedJob>> results;
+    results.reserve(batch.size());
     auto ids = WriteBatch(batch);
     if (!ids && ids.failure().code == core::ErrorCode::kInvalid && batch.size() > 1) {
       // One job's data was refused (a class 22 error, or a NUL byte), and the whole batch with
       // it: each job is written again on its own, in its own fenced transaction, so that only
       // the bad one fails (kInvalid) rather than its whole batch, again and again on retries.
-      for (PendingSubmit* p : batch) {
-        auto one = WriteBatch({p});
-        p->result = one ? core::Result<AddedJob>(one.value().front())
-                        : core::Result<AddedJob>(one.failure());
+      for (const JobRecord* job : batch) {
+        auto one = WriteBatch({job});
+        results.push_back(one ? core::Result<AddedJob>(one.value().front())
+                              : core::Result<AddedJob>(one.failure()));
       }
-      return;
+      return results;
     }
     // A failure is each job's: kInvalid (its data) or kUnavailable (fenced, the connection).
     for (std::size_t k = 0; k < batch.size(); ++k) {
-      batch[k]->result =
-          ids ? core::Result<AddedJob>(ids.value()[k]) : core::Result<AddedJob>(ids.failure());
+      results.push_back(ids ? core::Result<AddedJob>(ids.value()[k])
+                            : core::Result<AddedJob>(ids.failure()));
     }
+    return results;
   }
 
   PGconn* conn_;
@@ -1510,10 +1492,7 @@ class PgStore final : public Store {
   std::chrono::steady_clock::time_point last_reset_;
   std::atomic<int64_t> fence_epoch_{0};  // the epoch writes must hold (0: none, so fenced)
   std::atomic<int64_t> last_epoch_{0};   // the last epoch led, for messages
-  std::mutex queue_mutex_;               // the submit queue
-  std::condition_variable queue_cv_;
-  std::vector<PendingSubmit*> submit_queue_;
-  bool leader_active_ = false;
+  SubmitGroup submits_{kMaxBatch};  // a pipeline's results must fit the sockets' buffers
 };
 
 void IgnoreNotice(void*, const char*) {}

@@ -5,9 +5,9 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <condition_variable>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -16,6 +16,7 @@
 
 #include "store/job_columns.h"
 #include "store/store.h"
+#include "store/submit_group.h"
 
 namespace gpufleet::store {
 namespace {
@@ -334,10 +335,6 @@ class SqliteStore final : public Store {
     return Exec("ALTER TABLE jobs DROP COLUMN gpu_indices");
   }
 
-  // Group commit: concurrent submits wait in a queue; one of them (the leader) writes every
-  // queued job in a single transaction, so many submits share one fsync. Each caller returns
-  // only after the transaction holding its job has committed, and a failed transaction fails
-  // every job in it (none of them was committed).
   // One machine's store has one controller: it always leads, and nothing fences it.
   core::Result<std::optional<int64_t>> TryLead(const std::string& holder, const std::string& url,
                                                int64_t) override {
@@ -352,25 +349,14 @@ class SqliteStore final : public Store {
     return leader_;
   }
 
+  // Group commit: concurrent submits wait in a queue; one of them (the leader) writes every
+  // queued job in a single transaction, so many submits share one fsync. Each caller returns
+  // only after the transaction holding its job has committed, and a failed transaction fails
+  // every job in it (none of them was committed).
   core::Result<AddedJob> AddJob(const JobRecord& job) override {
-    PendingSubmit me{&job, std::nullopt};
-    std::unique_lock<std::mutex> queue_lock(queue_mutex_);
-    submit_queue_.push_back(&me);
-    while (!me.result) {
-      if (leader_active_) {
-        queue_cv_.wait(queue_lock);
-        continue;
-      }
-      leader_active_ = true;
-      std::vector<PendingSubmit*> batch;
-      batch.swap(submit_queue_);
-      queue_lock.unlock();
-      CommitBatch(batch);
-      queue_lock.lock();
-      leader_active_ = false;
-      queue_cv_.notify_all();
-    }
-    return *me.result;
+    return submits_.Add(job, [this](const std::vector<const JobRecord*>& batch) {
+      return CommitBatch(batch);
+    });
   }
 
   core::Result<std::optional<JobRecord>> GetJob(int64_t id) override {
@@ -961,11 +947,6 @@ class SqliteStore final : public Store {
     return true;
   }
 
-  struct PendingSubmit {
-    const JobRecord* job;
-    std::optional<core::Result<AddedJob>> result;
-  };
-
   // Writes one job inside the open transaction; its id, or the error.
   core::Result<AddedJob> InsertJob(const JobRecord& job) {
     if (!job.client_token.empty()) {
@@ -1010,39 +991,37 @@ class SqliteStore final : public Store {
     return AddedJob{id, true};
   }
 
-  // One transaction for `batch`; sets every entry's result.
-  void CommitBatch(const std::vector<PendingSubmit*>& batch) {
+  // One transaction for `batch`: each job's result, in order. A failed transaction fails every
+  // job in it (none of them was committed).
+  std::vector<core::Result<AddedJob>> CommitBatch(const std::vector<const JobRecord*>& batch) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto fail_all = [&](const std::string& why) {
-      Exec("ROLLBACK");
-      for (PendingSubmit* p : batch)
-        p->result = core::Result<AddedJob>(core::Error{why, core::ErrorCode::kUnavailable});
+      return std::vector<core::Result<AddedJob>>(
+          batch.size(), core::Result<AddedJob>(core::Error{why, core::ErrorCode::kUnavailable}));
     };
-    if (auto r = Exec("BEGIN IMMEDIATE"); !r) {
-      for (PendingSubmit* p : batch)
-        p->result = core::Result<AddedJob>(core::Error{r.error(), core::ErrorCode::kUnavailable});
-      return;
+    if (auto r = Exec("BEGIN IMMEDIATE"); !r) return fail_all(r.error());
+    std::vector<core::Result<AddedJob>> results;
+    results.reserve(batch.size());
+    for (const JobRecord* job : batch) {
+      auto id = InsertJob(*job);
+      if (!id) {
+        Exec("ROLLBACK");
+        return fail_all(id.error());
+      }
+      results.emplace_back(id.value());
     }
-    std::vector<AddedJob> ids;
-    for (PendingSubmit* p : batch) {
-      auto id = InsertJob(*p->job);
-      if (!id) return fail_all(id.error());
-      ids.push_back(id.value());
+    if (auto r = Exec("COMMIT"); !r) {
+      Exec("ROLLBACK");
+      return fail_all(r.error());
     }
-    if (auto r = Exec("COMMIT"); !r) return fail_all(r.error());
-    for (std::size_t k = 0; k < batch.size(); ++k) {
-      batch[k]->result = core::Result<AddedJob>(ids[k]);
-    }
+    return results;
   }
 
   sqlite3* db_;
   std::string path_;
   std::mutex mutex_;           // the connection and its statement cache
   StatementCache cache_{db_};  // after db_, which it uses
-  std::mutex queue_mutex_;     // the submit queue
-  std::condition_variable queue_cv_;
-  std::vector<PendingSubmit*> submit_queue_;
-  bool leader_active_ = false;
+  SubmitGroup submits_{std::numeric_limits<std::size_t>::max()};  // every queued job at once
   std::mutex lead_mutex_;
   LeaderInfo leader_;
 };
