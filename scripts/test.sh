@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the whole gpufleet test suite: every test of the Release tree (build/), then every test of
 # the ASan+UBSan tree (build-asan/). Both run even when the first fails; the exit status is
-# non-zero when either fails; then every fuzz target for FUZZ_SECONDS (default 10) each. Build
+# non-zero when either fails; then the threaded store tests under ThreadSanitizer (build-tsan/,
+# built here; TSAN=0 skips them); then every fuzz target for FUZZ_SECONDS (default 10) each. Build
 # both trees first: bash scripts/setup.sh --tests --asan
 # Environment: JOBS (parallel tests, default: nproc).
 set -uo pipefail
@@ -25,6 +26,14 @@ for tree in build build-asan; do
   summaries+=("$tree" "$log")
 done
 
+# Data races in the store's threaded code (scripts/tsan.sh builds build-tsan/ itself).
+tsan_log=build-tsan-output.log
+if [ "${TSAN:-1}" != 0 ]; then
+  echo "== ThreadSanitizer"
+  bash scripts/tsan.sh 2>&1 | tee "$tsan_log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
+
 # Every libFuzzer target for a short, bounded time (scripts/fuzz.sh builds build-fuzz/ with
 # clang++-14, which setup.sh --tests installs); FUZZ_SECONDS=0 skips them.
 fuzz_seconds=${FUZZ_SECONDS:-10}
@@ -42,6 +51,10 @@ for ((i = 0; i < ${#summaries[@]}; i += 2)); do
   echo "-- ${summaries[i]}:"
   sed -n '/tests passed, /,$p; /tests not built/p' "${summaries[i + 1]}"
 done
+if [ "${TSAN:-1}" != 0 ]; then
+  echo "-- tsan:"
+  grep -E '^== .*: no data race|^!!|^tsan.sh:' "$tsan_log" || echo "tsan.sh did not finish"
+fi
 if [ "$fuzz_seconds" -gt 0 ]; then
   echo "-- fuzz:"
   grep -E '^== (No findings|Findings)|^!!|^fuzz.sh:' "$fuzz_log" || echo "fuzz.sh did not finish"
