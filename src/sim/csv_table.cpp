@@ -2,7 +2,7 @@
 
 #include <charconv>
 #include <fstream>
-#include <sstream>
+#include <iterator>
 
 namespace gpufleet::sim {
 
@@ -11,16 +11,18 @@ using core::Result;
 
 namespace {
 
-std::vector<std::string_view> SplitFields(std::string_view line) {
-  std::vector<std::string_view> out;
+// Appends the comma-separated fields of `line` to `out`; returns how many there were.
+size_t SplitFields(std::string_view line, std::vector<std::string_view>* out) {
+  size_t count = 0;
   size_t start = 0;
   while (true) {
-    size_t pos = line.find(',', start);
+    ++count;
+    const size_t pos = line.find(',', start);
     if (pos == std::string_view::npos) {
-      out.push_back(line.substr(start));
-      return out;
+      out->push_back(line.substr(start));
+      return count;
     }
-    out.push_back(line.substr(start, pos - start));
+    out->push_back(line.substr(start, pos - start));
     start = pos + 1;
   }
 }
@@ -29,12 +31,24 @@ std::vector<std::string_view> SplitFields(std::string_view line) {
 
 Result<CsvTable> CsvTable::ReadFile(const std::string& path,
                                     const std::vector<std::string>& required) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return Error{path + ": cannot open file"};
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
+  // One read into a string of the file's size (a stream copy went through a second buffer).
+  const std::streamoff size = in.tellg();
+  std::string text;
+  if (size > 0) {
+    text.resize(static_cast<size_t>(size));
+    in.seekg(0);
+    in.read(text.data(), size);
+    if (in.gcount() != size) return Error{path + ": read error"};
+  } else {
+    // Not a regular file's size (a pipe): read to the end.
+    in.clear();
+    in.seekg(0);
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
   if (in.bad()) return Error{path + ": read error"};
-  return Parse(std::move(buffer).str(), path, required);
+  return Parse(std::move(text), path, required);
 }
 
 Result<CsvTable> CsvTable::Parse(std::string text, std::string path,
@@ -42,10 +56,15 @@ Result<CsvTable> CsvTable::Parse(std::string text, std::string path,
   CsvTable table;
   table.path_ = std::move(path);
   table.text_ = std::move(text);
+  // On the heap even when short: the fields point into it, and a short string's characters would
+  // move with the table (the small-string buffer) and leave them dangling.
+  table.text_.reserve(sizeof(std::string) + 1);
   std::string_view rest = table.text_;
   int line_no = 0;
   bool have_header = false;
   std::vector<std::string_view> header_fields;
+  // About one row per 40 bytes in the traces: a guess that saves most regrowth.
+  table.lines_.reserve(table.text_.size() / 40 + 1);
   while (!rest.empty()) {
     size_t end = rest.find('\n');
     std::string_view line = rest.substr(0, end);
@@ -53,18 +72,20 @@ Result<CsvTable> CsvTable::Parse(std::string text, std::string path,
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.empty()) continue;
-    auto fields = SplitFields(line);
     if (!have_header) {
       have_header = true;
-      for (auto f : fields) table.header_.emplace_back(f);
+      SplitFields(line, &header_fields);
+      for (auto f : header_fields) table.header_.emplace_back(f);
+      table.fields_.reserve(table.lines_.capacity() * table.header_.size());
       continue;
     }
-    if (fields.size() != table.header_.size()) {
+    const size_t count = SplitFields(line, &table.fields_);
+    if (count != table.header_.size()) {
       return Error{table.path_ + ":" + std::to_string(line_no) + ": expected " +
                    std::to_string(table.header_.size()) + " fields as in the header, found " +
-                   std::to_string(fields.size())};
+                   std::to_string(count)};
     }
-    table.rows_.push_back(Row{line_no, std::move(fields)});
+    table.lines_.push_back(line_no);
   }
   if (!have_header) return Error{table.path_ + ": empty file, expected a CSV header line"};
   for (const auto& column : required) {
@@ -84,11 +105,11 @@ int CsvTable::FindColumn(std::string_view name) const {
 
 std::string_view CsvTable::Field(size_t row, std::string_view column) const {
   int c = FindColumn(column);
-  return c < 0 ? std::string_view() : rows_[row].fields[c];
+  return c < 0 ? std::string_view() : fields_[row * header_.size() + static_cast<size_t>(c)];
 }
 
 std::string CsvTable::Where(size_t row) const {
-  return path_ + ":" + std::to_string(rows_[row].line);
+  return path_ + ":" + std::to_string(lines_[row]);
 }
 
 std::string CsvTable::Where(size_t row, std::string_view column) const {

@@ -22,30 +22,29 @@ class CsvTable {
   static core::Result<CsvTable> Parse(std::string text, std::string path,
                                       const std::vector<std::string>& required);
 
-  size_t rows() const { return rows_.size(); }
+  size_t rows() const { return lines_.size(); }
   bool HasColumn(std::string_view name) const { return FindColumn(name) >= 0; }
   // The raw text of `column` in row `row`; "" when an optional column is absent.
   std::string_view Field(size_t row, std::string_view column) const;
   // The field parsed as an integer; the error names file, line and column.
   core::Result<int64_t> Int(size_t row, std::string_view column) const;
   core::Result<int64_t> NonNegativeInt(size_t row, std::string_view column) const;
-  int line(size_t row) const { return rows_[row].line; }
+  int line(size_t row) const { return lines_[row]; }
   // "FILE:LINE: column NAME (N)" for error messages.
   std::string Where(size_t row, std::string_view column) const;
   std::string Where(size_t row) const;
   const std::string& path() const { return path_; }
 
  private:
-  struct Row {
-    int line;
-    std::vector<std::string_view> fields;
-  };
   int FindColumn(std::string_view name) const;
 
   std::string path_;
   std::string text_;  // owns the memory the fields point into
   std::vector<std::string> header_;
-  std::vector<Row> rows_;
+  // Row r's fields are fields_[r * header_.size() ...]: one allocation for the whole table, not
+  // one per row (a fresh process pays a page fault for each new page it touches).
+  std::vector<std::string_view> fields_;
+  std::vector<int> lines_;  // each row's line number in the file
 };
 
 }  // namespace gpufleet::sim

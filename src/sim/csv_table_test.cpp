@@ -65,6 +65,17 @@ TEST(CsvTableTest, IntegerErrorsNameFileLineAndColumn) {
   EXPECT_FALSE(table.Int(4, "n").ok());  // out of range
 }
 
+TEST(CsvTableTest, AShortTableKeepsItsFieldsWhenMoved) {
+  // Shorter than a string's in-place buffer: the fields must not point into a buffer that moves.
+  auto t = CsvTable::Parse("k\nv\n", "t.csv", {"k"});
+  ASSERT_TRUE(t.ok()) << t.error();
+  CsvTable moved = std::move(t).value();
+  t = CsvTable::Parse("k\ny\n", "u.csv", {"k"});  // reuses the storage the first one left
+  ASSERT_EQ(moved.rows(), 1u);
+  EXPECT_EQ(moved.Field(0, "k"), "v");
+  EXPECT_EQ(t.value().Field(0, "k"), "y");
+}
+
 TEST(CsvTableTest, ReadFile) {
   test::TempFile file("table.csv", "k,v\na,1\n");
   auto t = CsvTable::ReadFile(file.path(), {"k", "v"});
