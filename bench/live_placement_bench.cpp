@@ -87,7 +87,7 @@ Outcome RunSim(const sim::OpenbWorkload& workload, const sim::PlacementOrder& or
                int max_percent, sim::PlacementRun* run) {
   const auto start = std::chrono::steady_clock::now();
   auto placement = sched::MakePlacementPolicy(policy);
-  placement->Prepare(profile);
+  sim::PreparePlacementPolicy(*placement, profile, workload);
   core::Rng rng(seed);
   *run = sim::RunPlacement(workload, order, *placement, profile, rng);
   Outcome out;

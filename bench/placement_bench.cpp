@@ -55,7 +55,7 @@ void RunOnce(benchmark::State& state, const Loaded& data, const std::string& pol
     state.SkipWithError(("unknown placement policy '" + policy_name + "'").c_str());
     return;
   }
-  policy->Prepare(data.profile);
+  sim::PreparePlacementPolicy(*policy, data.profile, data.workload);
   int64_t scores = 0;
   for (auto _ : state) {
     core::Rng rng(42);

@@ -383,7 +383,14 @@ TEST_F(UpServer, QueueExplainShowsOthersJobsWithoutTheirIdentity) {
   r = Http(bob).Post("/v1/jobs", R"({"argv":["sleep","1"],"gpus":1,"name":"bobs-job"})",
                      "application/json");
   ASSERT_TRUE(r && r->status == 201);
+  // The controller queues a submitted job at its next step: wait until both are queued.
   auto seen = Http(bob).Get("/v1/queue/explain");
+  for (int tries = 0; tries < 100 && seen && seen->status == 200 &&
+                      json::parse(seen->body)["jobs"].size() < 2;
+       ++tries) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    seen = Http(bob).Get("/v1/queue/explain");
+  }
   ASSERT_TRUE(seen && seen->status == 200);
   EXPECT_EQ(seen->body.find("admins-secret-name"), std::string::npos) << seen->body;
   EXPECT_EQ(seen->body.find("\"user\":\"admin\""), std::string::npos) << seen->body;

@@ -272,6 +272,10 @@ void Controller::RebuildClusterLocked() {
     summary_ = std::move(summary);
   }
   cluster_ = core::ClusterSnapshot(std::move(specs));
+  {
+    std::lock_guard<std::mutex> lock(summary_mutex_);
+    placement_policy_->PrepareCluster(summary_.nodes);  // the nodes whose sizes are known
+  }
   for (std::size_t n = 0; n < nodes_.size(); ++n) {
     const int gpus = nodes_[n].spec.num_gpus;
     if (nodes_[n].alive || gpus == 0) continue;

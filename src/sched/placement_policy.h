@@ -9,6 +9,7 @@
 // randomness comes through the `Rng&` they are given.
 
 #include <memory>
+#include <span>
 #include <string_view>
 
 #include "core/job.h"
@@ -35,6 +36,10 @@ class PlacementPolicy {
   // Called once before any placement with the workload the cluster expects. Policies that do not
   // look at the workload ignore it.
   virtual void Prepare(const WorkloadProfile& /*profile*/) {}
+
+  // Called with the cluster's nodes before any placement and again whenever they change. Policies
+  // that do not look at the cluster's make-up ignore it.
+  virtual void PrepareCluster(std::span<const core::NodeSpec> /*nodes*/) {}
 
   // True when `Score` depends on nothing but the node's state and the job's resources, so the
   // framework may reuse a score until the node changes. False for policies that draw randomness.

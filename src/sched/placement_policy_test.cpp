@@ -453,6 +453,40 @@ TEST(FgdBalanceTest, ANodeThatDoesNotReportItsCpuIsScoredAsFgdScoresIt) {
   EXPECT_DOUBLE_EQ(policy->Score(c.state(0), job, rng), fgd->Score(c.state(0), job, rng));
 }
 
+TEST(FgdBalanceTest, WhereCpuIsScarceItPlacesAsFgd) {
+  // Workload: 8 cores per GPU. The cluster's 6 GPUs need 48 cores and it has 40: CPU is scarce.
+  const std::vector<JobSpec> jobs(4, Job().Cpu(8000).Gpus(1));
+  auto fgd = MakePlacementPolicy("fgd");
+  fgd->Prepare(WorkloadProfile::Build(jobs, {}, 1.0));
+  ClusterSnapshot c({Node("a").Cpu(16000).Gpus(4), Node("b").Cpu(24000).Gpus(2)});
+  const std::vector<core::NodeSpec> nodes = {c.spec(0), c.spec(1)};
+  core::Rng rng(0);
+  const JobSpec cpu_only = Job().Cpu(4000);
+  const JobSpec whole = Job().Cpu(8000).Gpus(1);
+  // Either order of the two calls: every score is FGD's.
+  for (bool cluster_first : {true, false}) {
+    auto policy = MakePlacementPolicy("fgd-balance");
+    if (cluster_first) policy->PrepareCluster(nodes);
+    policy->Prepare(WorkloadProfile::Build(jobs, {}, 1.0));
+    if (!cluster_first) policy->PrepareCluster(nodes);
+    for (int node = 0; node < 2; ++node) {
+      EXPECT_DOUBLE_EQ(policy->Score(c.state(node), cpu_only, rng),
+                       fgd->Score(c.state(node), cpu_only, rng));
+      EXPECT_DOUBLE_EQ(policy->Score(c.state(node), whole, rng),
+                       fgd->Score(c.state(node), whole, rng));
+    }
+  }
+  // With a third node of 256 cores and 8 GPUs, 14 GPUs need 112 of 296 cores: balance is back on
+  // (a CPU-only job is scored by the surplus it leaves).
+  auto policy = MakePlacementPolicy("fgd-balance");
+  policy->Prepare(WorkloadProfile::Build(jobs, {}, 1.0));
+  ClusterSnapshot bigger(
+      {Node("a").Cpu(16000).Gpus(4), Node("b").Cpu(24000).Gpus(2), Node("c").Cpu(256000).Gpus(8)});
+  policy->PrepareCluster(
+      std::vector<core::NodeSpec>{bigger.spec(0), bigger.spec(1), bigger.spec(2)});
+  EXPECT_DOUBLE_EQ(policy->Score(bigger.state(1), cpu_only, rng), 24000 - 4000 - 8.0 * 2000);
+}
+
 TEST(RandomFitTest, SpreadsOverFeasibleNodesAndGpus) {
   auto policy = Make("random");
   EXPECT_FALSE(policy->ScoreIsPure());

@@ -1,5 +1,6 @@
 #include "sim/csv_table.h"
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <iterator>
@@ -31,20 +32,22 @@ size_t SplitFields(std::string_view line, std::vector<std::string_view>* out) {
 
 Result<CsvTable> CsvTable::ReadFile(const std::string& path,
                                     const std::vector<std::string>& required) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  std::ifstream in(path, std::ios::binary);
   if (!in) return Error{path + ": cannot open file"};
-  // One read into a string of the file's size (a stream copy went through a second buffer).
-  const std::streamoff size = in.tellg();
+  // One read into a string of the file's size (a stream copy went through a second buffer);
+  // what cannot tell its size (a pipe) is read to its end.
   std::string text;
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in ? static_cast<std::streamoff>(in.tellg()) : -1;
   if (size > 0) {
     text.resize(static_cast<size_t>(size));
     in.seekg(0);
     in.read(text.data(), size);
     if (in.gcount() != size) return Error{path + ": read error"};
   } else {
-    // Not a regular file's size (a pipe): read to the end.
     in.clear();
     in.seekg(0);
+    in.clear();  // a pipe cannot seek; it is still at its start
     text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
   if (in.bad()) return Error{path + ": read error"};
@@ -63,8 +66,11 @@ Result<CsvTable> CsvTable::Parse(std::string text, std::string path,
   int line_no = 0;
   bool have_header = false;
   std::vector<std::string_view> header_fields;
-  // About one row per 40 bytes in the traces: a guess that saves most regrowth.
-  table.lines_.reserve(table.text_.size() / 40 + 1);
+  // Room for every row and field at once: no more than the text has line breaks and commas.
+  const auto newlines = std::count(table.text_.begin(), table.text_.end(), '\n');
+  const auto commas = std::count(table.text_.begin(), table.text_.end(), ',');
+  table.lines_.reserve(static_cast<size_t>(newlines) + 1);
+  table.fields_.reserve(static_cast<size_t>(newlines + commas) + 1);
   while (!rest.empty()) {
     size_t end = rest.find('\n');
     std::string_view line = rest.substr(0, end);
@@ -76,7 +82,6 @@ Result<CsvTable> CsvTable::Parse(std::string text, std::string path,
       have_header = true;
       SplitFields(line, &header_fields);
       for (auto f : header_fields) table.header_.emplace_back(f);
-      table.fields_.reserve(table.lines_.capacity() * table.header_.size());
       continue;
     }
     const size_t count = SplitFields(line, &table.fields_);
@@ -108,9 +113,7 @@ std::string_view CsvTable::Field(size_t row, std::string_view column) const {
   return c < 0 ? std::string_view() : fields_[row * header_.size() + static_cast<size_t>(c)];
 }
 
-std::string CsvTable::Where(size_t row) const {
-  return path_ + ":" + std::to_string(lines_[row]);
-}
+std::string CsvTable::Where(size_t row) const { return path_ + ":" + std::to_string(lines_[row]); }
 
 std::string CsvTable::Where(size_t row, std::string_view column) const {
   return Where(row) + ": column '" + std::string(column) + "' (" +

@@ -1,8 +1,12 @@
 #include "sim/csv_table.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <string>
+#include <thread>
 
 #include "testing/builders.h"
 
@@ -86,6 +90,25 @@ TEST(CsvTableTest, ReadFile) {
   auto missing = CsvTable::ReadFile(file.path() + ".absent", {});
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.error(), file.path() + ".absent: cannot open file");
+}
+
+TEST(CsvTableTest, ReadFileReadsAPipe) {
+  // A pipe has no size and cannot seek: `--pods <(generate ...)` must still work.
+  test::TempFile holder("pipe-dir", "");
+  const std::string fifo = holder.path() + ".fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::thread writer([&] {
+    if (std::FILE* f = std::fopen(fifo.c_str(), "w")) {
+      std::fputs("k,v\na,1\nb,2\n", f);
+      std::fclose(f);
+    }
+  });
+  auto t = CsvTable::ReadFile(fifo, {"k", "v"});
+  writer.join();
+  ::unlink(fifo.c_str());
+  ASSERT_TRUE(t.ok()) << t.error();
+  ASSERT_EQ(t.value().rows(), 2u);
+  EXPECT_EQ(t.value().Field(1, "v"), "2");
 }
 
 }  // namespace

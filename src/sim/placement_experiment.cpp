@@ -54,6 +54,12 @@ PlacementOrder GenerateOrder(const OpenbWorkload& workload, uint64_t seed, doubl
   return order;
 }
 
+void PreparePlacementPolicy(sched::PlacementPolicy& policy, const sched::WorkloadProfile& profile,
+                            const OpenbWorkload& workload) {
+  policy.Prepare(profile);
+  policy.PrepareCluster(workload.nodes);
+}
+
 PlacementRun RunPlacement(const OpenbWorkload& workload, const PlacementOrder& order,
                           const sched::PlacementPolicy& policy,
                           const sched::WorkloadProfile& profile, core::Rng& rng) {

@@ -34,7 +34,12 @@ struct PlacementRun {
   int64_t scores_computed = 0;
 };
 
-// Places the pods of `order` with `policy`, which must be prepared with `profile`.
+// Prepares `policy` as the controller prepares it live: with the workload's profile and with the
+// cluster's nodes.
+void PreparePlacementPolicy(sched::PlacementPolicy& policy, const sched::WorkloadProfile& profile,
+                            const OpenbWorkload& workload);
+
+// Places the pods of `order` with `policy`, which must be prepared (PreparePlacementPolicy).
 // `rng` feeds randomized policies only.
 PlacementRun RunPlacement(const OpenbWorkload& workload, const PlacementOrder& order,
                           const sched::PlacementPolicy& policy,

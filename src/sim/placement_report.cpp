@@ -53,7 +53,7 @@ core::Result<SeedRun> RunPlacementSeed(const OpenbWorkload& workload,
     return core::Error{"unknown placement policy '" + policy + "'; choose one of " +
                        sched::PlacementPolicyNames()};
   }
-  placement_policy->Prepare(profile);
+  PreparePlacementPolicy(*placement_policy, profile, workload);
   core::Rng rng(seed);
   SeedRun out;
   out.run = RunPlacement(workload, order, *placement_policy, profile, rng);

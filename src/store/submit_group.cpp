@@ -1,6 +1,7 @@
 #include "store/submit_group.h"
 
 #include <algorithm>
+#include <exception>
 #include <string>
 
 namespace gpufleet::store {
@@ -22,16 +23,25 @@ core::Result<AddedJob> SubmitGroup::Add(const JobRecord& job, const Commit& comm
     jobs.reserve(batch.size());
     for (const Pending* p : batch) jobs.push_back(p->job);
     lock.unlock();
-    std::vector<core::Result<AddedJob>> results = commit(jobs);
+    std::vector<core::Result<AddedJob>> results;
+    try {
+      results = commit(jobs);
+    } catch (const std::exception& e) {
+      // The group must not stay led by nobody: every job of the batch fails, and the next waiter
+      // leads the next batch.
+      results.assign(batch.size(), core::Result<AddedJob>(
+                                       core::Error{std::string("store: submit failed: ") + e.what(),
+                                                   core::ErrorCode::kUnavailable}));
+    }
     lock.lock();
     for (std::size_t k = 0; k < batch.size(); ++k) {
-      batch[k]->result = k < results.size()
-                             ? std::move(results[k])
-                             : core::Result<AddedJob>(core::Error{
-                                   "store: the batch commit returned " +
-                                       std::to_string(results.size()) + " results for " +
-                                       std::to_string(batch.size()) + " jobs",
-                                   core::ErrorCode::kUnavailable});
+      batch[k]->result =
+          k < results.size()
+              ? std::move(results[k])
+              : core::Result<AddedJob>(core::Error{
+                    "store: the batch commit returned " + std::to_string(results.size()) +
+                        " results for " + std::to_string(batch.size()) + " jobs",
+                    core::ErrorCode::kUnavailable});
     }
     leader_active_ = false;
     cv_.notify_all();

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <optional>
 #include <vector>
+
 #include "core/result.h"
 #include "store/store.h"
 
@@ -25,7 +26,8 @@ class SubmitGroup {
   explicit SubmitGroup(std::size_t max_batch) : max_batch_(max_batch == 0 ? 1 : max_batch) {}
 
   // Adds `job` to the next batch, leading a batch if none is being written, and returns its
-  // result. `commit` must return exactly one result per job it was given.
+  // result. `commit` must return exactly one result per job it was given; if it throws, every job
+  // of its batch fails with the exception's message.
   core::Result<AddedJob> Add(const JobRecord& job, const Commit& commit);
 
  private:
