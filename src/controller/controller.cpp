@@ -267,15 +267,12 @@ void Controller::RebuildClusterLocked() {
     specs.push_back(n.spec);
     if (n.known) summary.nodes.push_back(n.spec);
   }
+  placement_policy_->PrepareCluster(summary.nodes);  // the nodes whose sizes are known
   {
     std::lock_guard<std::mutex> lock(summary_mutex_);
     summary_ = std::move(summary);
   }
   cluster_ = core::ClusterSnapshot(std::move(specs));
-  {
-    std::lock_guard<std::mutex> lock(summary_mutex_);
-    placement_policy_->PrepareCluster(summary_.nodes);  // the nodes whose sizes are known
-  }
   for (std::size_t n = 0; n < nodes_.size(); ++n) {
     const int gpus = nodes_[n].spec.num_gpus;
     if (nodes_[n].alive || gpus == 0) continue;

@@ -302,9 +302,6 @@ struct Row {
   bool IsNull(int col) const { return r.IsNull(row, col); }
 };
 
-
-
-
 // libpq's messages end in newlines and may span lines: one line.
 std::string OneLine(const char* message) {
   std::string out;
@@ -571,11 +568,7 @@ class PgStore final : public Store {
   // writes the queued jobs in a single transaction (WriteBatch). Each caller returns only after the
   // transaction holding its job has committed; a failed transaction fails every job in it, but
   // for data PostgreSQL refuses, which fails only its own job (CommitBatch).
-  core::Result<AddedJob> AddJob(const JobRecord& job) override {
-    return submits_.Add(job, [this](const std::vector<const JobRecord*>& batch) {
-      return CommitBatch(batch);
-    });
-  }
+  core::Result<AddedJob> AddJob(const JobRecord& job) override { return submits_.Add(job); }
 
   core::Result<std::optional<JobRecord>> GetJob(int64_t id) override {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -1492,7 +1485,9 @@ class PgStore final : public Store {
   std::chrono::steady_clock::time_point last_reset_;
   std::atomic<int64_t> fence_epoch_{0};  // the epoch writes must hold (0: none, so fenced)
   std::atomic<int64_t> last_epoch_{0};   // the last epoch led, for messages
-  SubmitGroup submits_{kMaxBatch};  // a pipeline's results must fit the sockets' buffers
+  // At most kMaxBatch jobs at once: a pipeline's results must fit the sockets' buffers.
+  SubmitGroup submits_{
+      kMaxBatch, [this](const std::vector<const JobRecord*>& batch) { return CommitBatch(batch); }};
 };
 
 void IgnoreNotice(void*, const char*) {}

@@ -354,9 +354,7 @@ class SqliteStore final : public Store {
   // only after the transaction holding its job has committed, and a failed transaction fails
   // every job in it (none of them was committed).
   core::Result<AddedJob> AddJob(const JobRecord& job) override {
-    return submits_.Add(job, [this](const std::vector<const JobRecord*>& batch) {
-      return CommitBatch(batch);
-    });
+    return submits_.Add(job);
   }
 
   core::Result<std::optional<JobRecord>> GetJob(int64_t id) override {
@@ -1021,7 +1019,11 @@ class SqliteStore final : public Store {
   std::string path_;
   std::mutex mutex_;           // the connection and its statement cache
   StatementCache cache_{db_};  // after db_, which it uses
-  SubmitGroup submits_{std::numeric_limits<std::size_t>::max()};  // every queued job at once
+  // Every queued job at once.
+  SubmitGroup submits_{std::numeric_limits<std::size_t>::max(),
+                       [this](const std::vector<const JobRecord*>& batch) {
+                         return CommitBatch(batch);
+                       }};
   std::mutex lead_mutex_;
   LeaderInfo leader_;
 };

@@ -6,7 +6,7 @@
 
 namespace gpufleet::store {
 
-core::Result<AddedJob> SubmitGroup::Add(const JobRecord& job, const Commit& commit) {
+core::Result<AddedJob> SubmitGroup::Add(const JobRecord& job) {
   Pending me{&job, std::nullopt};
   std::unique_lock<std::mutex> lock(mutex_);
   queue_.push_back(&me);
@@ -25,7 +25,7 @@ core::Result<AddedJob> SubmitGroup::Add(const JobRecord& job, const Commit& comm
     lock.unlock();
     std::vector<core::Result<AddedJob>> results;
     try {
-      results = commit(jobs);
+      results = commit_(jobs);
     } catch (const std::exception& e) {
       // The group must not stay led by nobody: every job of the batch fails, and the next waiter
       // leads the next batch.

@@ -6,6 +6,7 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "core/result.h"
@@ -23,12 +24,14 @@ class SubmitGroup {
   using Commit =
       std::function<std::vector<core::Result<AddedJob>>(const std::vector<const JobRecord*>&)>;
 
-  explicit SubmitGroup(std::size_t max_batch) : max_batch_(max_batch == 0 ? 1 : max_batch) {}
+  // `commit` must return exactly one result per job it was given; if it throws, every job of its
+  // batch fails with the exception's message.
+  SubmitGroup(std::size_t max_batch, Commit commit)
+      : max_batch_(max_batch == 0 ? 1 : max_batch), commit_(std::move(commit)) {}
 
   // Adds `job` to the next batch, leading a batch if none is being written, and returns its
-  // result. `commit` must return exactly one result per job it was given; if it throws, every job
-  // of its batch fails with the exception's message.
-  core::Result<AddedJob> Add(const JobRecord& job, const Commit& commit);
+  // result.
+  core::Result<AddedJob> Add(const JobRecord& job);
 
  private:
   struct Pending {
@@ -37,6 +40,7 @@ class SubmitGroup {
   };
 
   const std::size_t max_batch_;
+  const Commit commit_;
   std::mutex mutex_;
   std::condition_variable cv_;
   std::vector<Pending*> queue_;

@@ -64,10 +64,10 @@ class FgdBalance final : public PlacementPolicy {
 
   double Score(const core::NodeState& node, const core::JobSpec& job,
                core::Rng& rng) const override {
+    if (!balance_) return fgd_.Score(node, job, rng);
     const double surplus =
         static_cast<double>(node.cpu_free - job.cpu_milli) -
         cpu_per_gpu_milli_ * static_cast<double>(node.gpu_free_total - job.GpuDemandMilli());
-    if (!balance_) return fgd_.Score(node, job, rng);
     if (!job.UsesGpu()) return surplus;
     const double fgd = fgd_.Score(node, job, rng);
     // A node that does not report its CPU has no balance to keep (its CPU is unbounded here).
