@@ -38,10 +38,11 @@ packages=(build-essential cmake pkg-config libcli11-dev nlohmann-json3-dev libgt
 # clang-14 and libFuzzer build the fuzz targets (scripts/fuzz.sh, fuzz/README.md). The web
 # dashboard's tests drive Debian's chromium headless (tests/ui/). The store's tests and the
 # fail-over test start their own PostgreSQL 15 (initdb, pg_ctl) in a temporary directory. The
-# container tests run rootful podman with runc and an image imported from busybox-static.
+# container tests run rootful podman with runc and an image imported from busybox-static. GLPK
+# solves the placement bound's linear program (bench/placement_bound, docs/sim/placement-bound.md).
 if [ "$tests" = ON ]; then
   packages+=(prometheus tmux curl clang-14 libfuzzer-14-dev python3-torch iproute2 chromium
-             postgresql podman runc catatonit conmon busybox-static)
+             postgresql podman runc catatonit conmon busybox-static libglpk-dev)
 fi
 # npm fetches uPlot (compiled into the binary for the dashboard) and puppeteer-core (its tests).
 if ! command -v npm >/dev/null 2>&1; then packages+=(npm); fi

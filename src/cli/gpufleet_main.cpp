@@ -8,6 +8,10 @@
 // library and is linked statically (bench/run_controller_bench.sh measures both). It has no TLS
 // either (statically linked OpenSSL alone cost 3-4 ms a start): a client command for an https
 // server is handed to gpufleet-full the same way.
+//
+// It also runs `sim placement` and `sim placement-report` (placement_cli.h), the openb placement
+// experiment: it needs no library but the C one, and a whole run of it is short enough that
+// gpufleet-full's 24 ms of dynamic loading was a quarter of it (issue 18, section 4).
 #include <limits.h>
 #include <unistd.h>
 
@@ -21,6 +25,7 @@
 #include "cli/client_cli.h"
 #include "cli/client_commands.h"
 #include "cli/full_commands.h"
+#include "cli/placement_cli.h"
 
 namespace {
 
@@ -61,6 +66,7 @@ int main(int argc, char** argv) {
   using namespace gpufleet;
   full_argv = argv;
   cli::SetHttpsHandoff(&HandOffHttps);
+  if (cli::IsPlacementCommand(argc, argv)) return cli::RunPlacementCommand(argc, argv);
   if (argc > 1) {
     for (const cli::FullCommand& c : cli::kFullCommands) {
       if (c.name == argv[1]) return RunFull(argv);

@@ -13,7 +13,7 @@
 #include "cli/client_cli.h"
 #include "cli/client_commands.h"
 #include "cli/full_commands.h"
-#include "cli/placement_commands.h"
+#include "cli/placement_cli.h"
 #include "cli/sim_run_command.h"
 #include "core/node.h"
 #include "net/tls.h"
@@ -46,61 +46,8 @@ int main(int argc, char** argv) {
 
   const std::string policy_help = "placement policy: " + sched::PlacementPolicyNames();
 
-  cli::PlacementOptions place;
-  CLI::App* placement = sim->add_subcommand(
-      "placement", "Place a pod list (openb format) on a node list, as in the FGD paper");
-  placement
-      ->add_option("--nodes", place.nodes_path, "node list CSV (sn,cpu_milli,memory_mib,gpu,model)")
-      ->required();
-  placement
-      ->add_option("--pods", place.pods_path,
-                   "pod list CSV (name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec])")
-      ->required();
-  placement->add_option("--policy", place.policy, policy_help)->capture_default_str();
-  auto* order =
-      placement->add_option("--order", place.order_path, "published order file (pod/node lines)");
-  auto* orders_dir =
-      placement->add_option("--orders-dir", place.orders_dir,
-                            "folder of published orders, <pods>.seed<N>.txt for each seed");
-  auto* seed = placement->add_option("--seed", place.seed, "first seed (order and random choices)")
-                   ->capture_default_str();
-  order->excludes(orders_dir);
-  (void)seed;
-  placement->add_option("--seeds", place.seeds, "number of seeds to run; results are means")
-      ->capture_default_str();
-  placement
-      ->add_option("--tune", place.tune, "arrived GPU demand to reach, as a fraction of capacity")
-      ->capture_default_str();
-  auto* json = placement->add_flag("--json", place.json, "print one JSON object");
-  placement->add_flag("--csv", place.csv, "print a CSV row per 1% of demand")->excludes(json);
-  placement->add_option("--decisions", place.decisions_path,
-                        "write each pod's node and GPUs (first seed) to this CSV file");
-  placement->add_option("--threads", place.threads,
-                        "worker threads for several seeds (0: all cores)");
-  placement->callback([&] { std::exit(cli::RunSimPlacement(place)); });
-
-  cli::PlacementReportOptions report;
-  report.traces_dir = "../shared/traces/alibaba-openb-2023";
-  CLI::App* report_cmd = sim->add_subcommand(
-      "placement-report",
-      "Run every placement policy on the openb traces with the published orders, compare with "
-      "the published curves, and write a table and plots");
-  report_cmd
-      ->add_option("--traces", report.traces_dir,
-                   "openb trace folder; when absent, a synthetic trace is used")
-      ->capture_default_str();
-  report_cmd
-      ->add_option("--out", report.out_dir,
-                   "where to write the table, curves and plots ('' for none)")
-      ->capture_default_str();
-  report_cmd->add_option("--policies", report.policies, policy_help)->delimiter(',');
-  report_cmd->add_option("--trace", report.traces, "pod list names (default: the four shipped)")
-      ->delimiter(',');
-  report_cmd->add_option("--seeds", report.seeds, "seeds 42.. to run")->capture_default_str();
-  report_cmd->add_flag("--check", report.check,
-                       "exit 1 unless every deterministic curve matches the published one");
-  report_cmd->add_option("--threads", report.threads, "worker threads (0: all cores)");
-  report_cmd->callback([&] { std::exit(cli::RunSimPlacementReport(report)); });
+  cli::PlacementCommandOptions placement_options;
+  cli::AddPlacementCommands(*sim, placement_options);
 
   cli::SimRunOptions run;
   CLI::App* run_cmd = sim->add_subcommand(
