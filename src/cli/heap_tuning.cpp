@@ -7,10 +7,13 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <string_view>
 
 namespace gpufleet::cli {
 
 void UseLargeHeapPages(std::size_t bytes) {
+  const char* setting = std::getenv("GPUFLEET_HEAP_PAGES");
+  if (setting != nullptr && std::string_view(setting) == "small") return;
   constexpr std::uintptr_t kHugePage = std::uintptr_t{2} << 20;
   // glibc refuses an mmap threshold over 32 MiB on 64-bit machines.
   constexpr std::size_t kMaxMmapThreshold = std::size_t{32} << 20;
