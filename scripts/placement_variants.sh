@@ -5,6 +5,8 @@
 #    published orders apply: the same 10 orders, seeds 42..51, as the published experiment);
 #  - GPU-share and multi-GPU mixes beyond the shared ones (gpushare60/80/100, multigpu30/50),
 #    resampled from the default list with a fixed seed, run with 10 seeded orders (--seed 42..51);
+#  - six more mixes, held out (heldout-multigpu25/40/60, heldout-gpushare50/70/90: other resample
+#    seeds, orders 142..151), on which fgd-balance's spare-CPU weight was chosen;
 # and places each with fgd and fgd-balance, one run per order, reading the GPU allocation at 130%
 # of arrived demand. Writes OUT/variants.csv and OUT/variants.md.
 # Usage: scripts/placement_variants.sh [OUT]   (env: GPUFLEET, TRACES, POLICIES)
@@ -41,8 +43,8 @@ for base in ["default", "gpushare40", "multigpu20", "gpuspec10"]:
 fields, rows = read("default")
 gpu = [r for r in rows if int(r["num_gpu"]) > 0]
 cpu_only = [r for r in rows if int(r["num_gpu"]) == 0]
-def mix(name, share, is_kind):
-    rng = random.Random(f"{name}-2026")
+def mix(name, share, is_kind, label="2026", file_name=None):
+    rng = random.Random(f"{name}-{label}")
     kind = [r for r in gpu if is_kind(r)]
     other = [r for r in gpu if not is_kind(r)]
     picked = [dict(rng.choice(kind if rng.random() < share else other)) for _ in gpu]
@@ -50,11 +52,19 @@ def mix(name, share, is_kind):
     rng.shuffle(out)
     for i, r in enumerate(out):
         r["name"] = f"{name}-pod-{i:05d}"
-    write(name, fields, out)
+    write(file_name or name, fields, out)
 for share in [60, 80, 100]:
     mix(f"gpushare{share}", share / 100, lambda r: int(r["gpu_milli"]) < 1000)
 for share in [30, 50]:
     mix(f"multigpu{share}", share / 100, lambda r: int(r["num_gpu"]) > 1)
+# Held out: the mixes fgd-balance's spare-CPU weight was chosen on (kSpareCpuWeight), resampled
+# with other seeds and placed in other orders (142..151) than every variant above.
+for share in [25, 40, 60]:
+    mix(f"multigpu{share}", share / 100, lambda r: int(r["num_gpu"]) > 1, "tune",
+        f"heldout-multigpu{share}")
+for share in [50, 70, 90]:
+    mix(f"gpushare{share}", share / 100, lambda r: int(r["gpu_milli"]) < 1000, "tune",
+        f"heldout-gpushare{share}")
 PY
 
 csv_out="$out/variants.csv"
@@ -75,10 +85,15 @@ for base in default gpushare40 multigpu20 gpuspec10; do
   for f in 1.5 2 2.5; do variants+=("$base-cpu$f:$tmp/$base-cpu$f.csv:published"); done
 done
 for m in gpushare60 gpushare80 gpushare100 multigpu30 multigpu50; do variants+=("$m:$tmp/$m.csv:seeded"); done
+for m in multigpu25 multigpu40 multigpu60 gpushare50 gpushare70 gpushare90; do
+  variants+=("heldout-$m:$tmp/heldout-$m.csv:held-out")
+done
 for v in "${variants[@]}"; do
   IFS=: read -r name pods kind <<<"$v"
+  first=42
+  if [ "$kind" = held-out ]; then first=142; fi
   for policy in ${policies//,/ }; do
-    for seed in 42 43 44 45 46 47 48 49 50 51; do run "$name" "$pods" "$kind" "$policy" "$seed"; done
+    for seed in $(seq "$first" $((first + 9))); do run "$name" "$pods" "$kind" "$policy" "$seed"; done
   done
   echo "$name done" >&2
 done
@@ -100,7 +115,8 @@ for r in csv.DictReader(open(src)):
 lines = [f"# {b} against {a} beyond the shared openb traces\n",
          "`scripts/placement_variants.sh` (GPU allocation, % of capacity, when arrived demand reaches "
          "130% of capacity; 10 orders per variant: the published ones where the pods are the shared "
-         "ones, seeded ones for resampled mixes; the same orders for both policies).\n",
+         "ones, seeded ones (42..51) for resampled mixes, 142..151 for the held-out mixes that "
+         "fgd-balance's spare-CPU weight was chosen on; the same orders for both policies).\n",
          f"| variant | orders | {a} mean | {b} mean | {b} - {a} | orders won / tied / lost by {b} |",
          "|---|---|---|---|---|---|"]
 losses = 0
@@ -114,7 +130,12 @@ for v in order:
     losses += mb < ma
     lines.append(f"| {v} | {kinds[v]} | {ma:.2f} | {mb:.2f} | {mb - ma:+.2f} | {won} / {tied} / {lost} |")
 lines.append("")
-lines.append(f"Variants where {b}'s mean is below {a}'s: {losses} of {len(order)}.")
+held = [v for v in order if kinds[v] == "held-out"]
+held_losses = sum(
+    statistics.mean(res[v][b].values()) < statistics.mean(res[v][a].values()) for v in held)
+lines.append(f"Variants where {b}'s mean is below {a}'s: {losses - held_losses} of "
+             f"{len(order) - len(held)} (evaluation), {held_losses} of {len(held)} (held-out tuning "
+             f"mixes).")
 open(dst, "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
 PY

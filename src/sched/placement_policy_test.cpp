@@ -418,16 +418,21 @@ TEST(FgdBalanceTest, WholeGpuJobPrefersTheNodeItLeavesBalanced) {
   policy->Prepare(WorkloadProfile::Build(jobs, {}, 1.0));
   auto fgd = MakePlacementPolicy("fgd");
   fgd->Prepare(WorkloadProfile::Build(jobs, {}, 1.0));
-  // Two nodes with the same GPUs; the second has twice the CPU its GPUs need.
-  ClusterSnapshot c({Node("balanced").Cpu(16000).Gpus(2), Node("cpu-rich").Cpu(32000).Gpus(2)});
+  // Three nodes with the same GPUs: the first has the CPU its GPUs need, the second twice that,
+  // the third one job's worth too little.
+  ClusterSnapshot c({Node("balanced").Cpu(16000).Gpus(2), Node("cpu-rich").Cpu(32000).Gpus(2),
+                     Node("cpu-poor").Cpu(9000).Gpus(2)});
   core::Rng rng(0);
   const JobSpec job = Job().Cpu(8000).Gpus(1);
-  // FGD scores both alike (same GPU fragmentation change).
+  // FGD scores the first two alike (same GPU fragmentation change).
   ASSERT_EQ(fgd->Score(c.state(0), job, rng), fgd->Score(c.state(1), job, rng));
-  // After the job: "balanced" has 8 cores for 1 GPU (surplus 0), "cpu-rich" 24 cores (surplus 16).
+  // After the job: "balanced" has 8 cores for 1 GPU (surplus 0), "cpu-rich" 24 cores (16 to
+  // spare), "cpu-poor" 1 core (7 short). A shortfall costs four times what spare CPU costs.
   const double fgd_score = fgd->Score(c.state(0), job, rng);
   EXPECT_DOUBLE_EQ(policy->Score(c.state(0), job, rng), fgd_score);
-  EXPECT_DOUBLE_EQ(policy->Score(c.state(1), job, rng), fgd_score - 30.0 * 16000 / 128000);
+  EXPECT_DOUBLE_EQ(policy->Score(c.state(1), job, rng), fgd_score - 0.25 * 30.0 * 16000 / 128000);
+  EXPECT_DOUBLE_EQ(policy->Score(c.state(2), job, rng),
+                   fgd->Score(c.state(2), job, rng) - 30.0 * 7000 / 128000);
   // Sharing jobs are placed exactly as FGD places them.
   const JobSpec share = Job().Cpu(2000).Share(300);
   for (int node = 0; node < 2; ++node) {

@@ -8,6 +8,7 @@
 #include "core/gpu_catalog.h"
 #include "core/rng.h"
 #include "sched/policy_registry.h"
+#include "sim/openb_test_workload.h"
 #include "sim/synthetic_openb.h"
 #include "testing/builders.h"
 
@@ -16,17 +17,6 @@ namespace {
 
 using test::Job;
 using test::Node;
-
-OpenbWorkload MakeWorkload(std::vector<core::NodeSpec> nodes, std::vector<core::JobSpec> jobs) {
-  OpenbWorkload w;
-  w.nodes = std::move(nodes);
-  for (auto& job : jobs) {
-    OpenbPod pod;
-    pod.job = std::move(job);
-    w.pods.push_back(std::move(pod));
-  }
-  return w;
-}
 
 TEST(DualFeasibleTest, CountsItemsOverHalfAsWholeAndDropsSmallOnes) {
   EXPECT_DOUBLE_EQ(DualFeasible(1, 0.6), 1.0);

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "sched/policy_registry.h"
+#include "sim/openb_test_workload.h"
 #include "sim/published_results.h"
 #include "sim/synthetic_openb.h"
 #include "testing/builders.h"
@@ -18,19 +19,6 @@ namespace {
 
 using test::Job;
 using test::Node;
-
-OpenbWorkload MakeWorkload(std::vector<core::NodeSpec> nodes, std::vector<core::JobSpec> jobs) {
-  OpenbWorkload w;
-  w.nodes = std::move(nodes);
-  for (auto& job : jobs) {
-    OpenbPod pod;
-    pod.job = std::move(job);
-    w.pods.push_back(std::move(pod));
-  }
-  w.nodes_path = "nodes";
-  w.pods_path = "pods";
-  return w;
-}
 
 // Two G2 nodes: "a" with 8 cores and 2 GPUs, "b" with 32 cores and 4 GPUs (6 GPUs in all).
 OpenbWorkload TinyWorkload() {
