@@ -112,6 +112,22 @@ TEST_F(CliTest, DecisionLogIsByteIdentical) {
   EXPECT_EQ(a, Slurp(log_b.path()));
 }
 
+// `gpufleet` runs `sim placement` itself (not gpufleet-full) on a huge-page heap; the heap changes
+// nothing but speed, and a mistyped setting is said, not silently taken.
+TEST_F(CliTest, HeapPagesChangeNothingAndAnUnknownSettingWarns) {
+  const std::string args = "sim placement " + Files() + " --policy fgd-balance --json --seed 5";
+  const Output huge = Gpufleet(args, "2>/dev/null");
+  const Output small = Gpufleet(args, "2>/dev/null", "GPUFLEET_HEAP_PAGES=small");
+  ASSERT_EQ(huge.status, 0) << huge.text;
+  ASSERT_EQ(small.status, 0) << small.text;
+  EXPECT_EQ(huge.text, small.text);
+  const Output odd = Gpufleet(args, "2>&1 >/dev/null", "GPUFLEET_HEAP_PAGES=gigantic");
+  EXPECT_EQ(odd.status, 0);
+  EXPECT_NE(odd.text.find("GPUFLEET_HEAP_PAGES='gigantic' is neither 'small' nor 'huge'"),
+            std::string::npos)
+      << odd.text;
+}
+
 TEST_F(CliTest, JsonHasTheDocumentedKeys) {
   const Output out =
       Gpufleet("sim placement " + Files() + " --policy gpuclustering --json", "2>/dev/null");

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <string_view>
 
@@ -14,6 +15,12 @@ namespace gpufleet::cli {
 void UseLargeHeapPages(std::size_t bytes) {
   const char* setting = std::getenv("GPUFLEET_HEAP_PAGES");
   if (setting != nullptr && std::string_view(setting) == "small") return;
+  if (setting != nullptr && std::string_view(setting) != "huge") {
+    std::fprintf(stderr,
+                 "gpufleet: warning: GPUFLEET_HEAP_PAGES='%s' is neither 'small' nor 'huge'; "
+                 "using huge\n",
+                 setting);
+  }
   constexpr std::uintptr_t kHugePage = std::uintptr_t{2} << 20;
   // glibc refuses an mmap threshold over 32 MiB on 64-bit machines.
   constexpr std::size_t kMaxMmapThreshold = std::size_t{32} << 20;

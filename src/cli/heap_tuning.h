@@ -10,9 +10,10 @@ namespace gpufleet::cli {
 // Grows the heap by `bytes` now, asks the kernel for transparent huge pages on it (where the
 // kernel offers them on request: /sys/kernel/mm/transparent_hugepage/enabled = madvise or
 // always), and keeps large blocks on it instead of separate mappings. Call once, at the start of
-// a batch command, before it allocates; a no-op where any step is refused, or where the
-// environment sets GPUFLEET_HEAP_PAGES=small (to compare, or where huge pages are unwelcome). Not
-// for servers: the heap then never shrinks back.
+// a batch command, before it allocates; a no-op where any step is refused. GPUFLEET_HEAP_PAGES in
+// the environment: `small` turns it off (to compare, or where huge pages are unwelcome), `huge`
+// or unset leaves it on, anything else warns and leaves it on. Not for servers: the heap then
+// never shrinks back.
 void UseLargeHeapPages(std::size_t bytes);
 
 }  // namespace gpufleet::cli
