@@ -20,11 +20,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "core/gpu_catalog.h"
+#include "core/text.h"
 #include "sim/placement_report.h"
 
 namespace {
@@ -75,11 +75,11 @@ std::optional<double> Maximize(const sim::LinearProgram& lp, std::string* why) {
   return out;
 }
 
+// The non-empty items of a comma-separated list.
 std::vector<std::string> SplitCommas(const std::string& s) {
   std::vector<std::string> out;
-  std::stringstream in(s);
-  for (std::string item; std::getline(in, item, ',');) {
-    if (!item.empty()) out.push_back(item);
+  for (std::string_view item : core::SplitText(s, ',')) {
+    if (!item.empty()) out.emplace_back(item);
   }
   return out;
 }
