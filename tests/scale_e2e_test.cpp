@@ -170,7 +170,8 @@ TEST_F(ScaleE2E, AControllerKilledWhileItsNodesBootLeavesNoDuplicateAndNoOrphan)
   const std::set<std::string> before = Instances();
   Start();
   const json done = WaitFor(gang, "SUCCEEDED", 60);
-  ASSERT_EQ(done["state"], "SUCCEEDED") << Slurp(dir_.string() + ".up.log");
+  ASSERT_EQ(done["state"], "SUCCEEDED") << Slurp(dir_.string() + ".up.log") << "\n"
+                                        << ScaleStatus().dump(2);
   EXPECT_EQ(CreatedEver(), before) << "no node was bought twice";
   EXPECT_EQ(NodesOf(done), before) << "the job ran on the nodes bought before the kill";
   ASSERT_TRUE(Eventually([&] { return Instances().empty(); }, 30))

@@ -248,9 +248,17 @@ core::Result<std::vector<Instance>> LocalProvider::List() {
                        core::ErrorCode::kInternal};
   for (const auto& entry : it) {
     const std::string name = entry.path().filename().string();
-    // Not an instance: another file, or a folder whose Create stopped before its record.
-    if (!ValidInstanceName(name) || !entry.is_directory(ec)) continue;
-    if (!fs::exists(entry.path() / "instance.json", ec)) continue;
+    if (!ValidInstanceName(name) || !entry.is_directory(ec)) continue;  // not an instance
+    if (!fs::exists(entry.path() / "instance.json", ec)) {
+      // A Create (or a Delete) cut short before its record was written: an instance that was
+      // asked for and is not there yet, as a cloud lists one. A Create of the name finishes
+      // it; a Delete removes it.
+      Instance half;
+      half.name = name;
+      half.state = "pending";
+      instances.push_back(std::move(half));
+      continue;
+    }
     auto instance = ReadInstance(name);
     if (!instance) return instance.failure();
     instances.push_back(std::move(instance).value());

@@ -16,7 +16,9 @@
 //
 // `List` reports "pending" until the agent was started, "running" while it lives, and "stopping"
 // once it ended on its own (an unreachable controller, a spent join token: see its agent.log);
-// such an instance stays listed until it is deleted, as a broken cloud instance would.
+// such an instance stays listed until it is deleted, as a broken cloud instance would. A folder
+// whose Create (or Delete) was cut short is listed "pending" too, with no group: a Create of its
+// name finishes it, a Delete removes it.
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -119,6 +119,40 @@ TEST(LocalProviderTest, StateSurvivesANewProvider) {
   EXPECT_TRUE(ProcessGone(pid));
 }
 
+// A controller killed inside Create leaves the instance's folder, maybe its record, but no
+// agent: both are listed "pending", and a Create of the name launches the agent.
+TEST(LocalProviderTest, ACreateCutShortIsListedAndFinishedByAnotherCreate) {
+  ScratchDir scratch;
+  const std::string work = scratch.path() + "/instances";
+  LocalProvider provider({scratch.Script("fake-agent", kFakeAgent), work, {}});
+  provider.set_stop_grace_ms(1000);
+  std::filesystem::create_directories(work + "/h100-4-3/agent");  // before its record
+  std::filesystem::create_directories(work + "/h100-4-4/agent");  // record, no launch
+  std::ofstream(work + "/h100-4-4/instance.json")
+      << R"({"name":"h100-4-4","group":"h100-4","spot":false,"gpus":4})";
+  auto list = provider.List();
+  ASSERT_TRUE(list.ok()) << list.error();
+  ASSERT_EQ(list.value().size(), 2u);
+  EXPECT_EQ(list.value()[0].name, "h100-4-3");
+  EXPECT_EQ(list.value()[0].state, "pending");
+  EXPECT_EQ(list.value()[1].state, "pending");
+  for (const std::string name : {"h100-4-3", "h100-4-4"}) {
+    ASSERT_TRUE(provider.Create(Group(0), name, false, Join()).ok()) << name;
+    ASSERT_TRUE(WaitFor([&] { return StateOf(provider, name) == "running"; }, 3000)) << name;
+    EXPECT_GT(PidOf(work + "/" + name), 0);
+  }
+  // One that is cut short again and never asked for is removed by a Delete.
+  std::filesystem::create_directories(work + "/h100-4-5");
+  EXPECT_EQ(StateOf(provider, "h100-4-5"), "pending");
+  ASSERT_TRUE(provider.Delete("h100-4-5").ok());
+  EXPECT_EQ(StateOf(provider, "h100-4-5"), "absent");
+  for (const std::string name : {"h100-4-3", "h100-4-4"}) {
+    const int pid = PidOf(work + "/" + name);
+    ASSERT_TRUE(provider.Delete(name).ok());
+    EXPECT_TRUE(ProcessGone(pid));
+  }
+}
+
 TEST(LocalProviderTest, AnAgentThatEndsIsStopping) {
   ScratchDir scratch;
   const std::string work = scratch.path() + "/instances";

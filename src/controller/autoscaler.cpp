@@ -154,6 +154,7 @@ bool Autoscaler::Reconcile(int64_t now_ms, const Controller::ScaleView& view) {
       }
       (void)store_.DeleteScaleNode(rec.name);
       if (!rec.join_token_id.empty()) (void)store_.RevokeToken(rec.join_token_id);
+      (void)store_.RevokeNodeTokens(rec.name);  // its join tokens from earlier creates too
       std::lock_guard<std::mutex> lock(mutex_);
       EventLocked(now_ms, rec.state == "creating" ? "create never completed" : "instance gone",
                   "node " + rec.name + " (" + rec.state +
@@ -163,11 +164,16 @@ bool Autoscaler::Reconcile(int64_t now_ms, const Controller::ScaleView& view) {
     const cloud::Instance& i = *listed_as;
     auto at = node_index.find(rec.name);
     const bool joined = at != node_index.end() && view.alive[at->second];
-    if (rec.state == "creating") {  // the create went through before a restart: adopt it
+    if (rec.state == "creating") {  // the create went (part of the way) through: adopt it
       rec.state = "booting";
       Put(rec, now_ms);
-      std::lock_guard<std::mutex> lock(mutex_);
-      EventLocked(now_ms, "adopted", "node " + rec.name + " was created before a restart");
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        EventLocked(now_ms, "adopted", "node " + rec.name + " was created before a restart");
+      }
+      // The create may have been cut short after the instance appeared but before it was
+      // launched: asking again (idempotent by name) finishes it.
+      if (!joined && g >= 0 && !FinishCreate(rec, g, now_ms)) continue;
     }
     if (rec.state == "booting" && joined) {
       rec.state = "ready";
@@ -237,42 +243,73 @@ void Autoscaler::GiveUp(store::ScaleNodeRecord rec, int group, const std::string
   RetireNode(rec, now_ms);
 }
 
+bool Autoscaler::FinishCreate(store::ScaleNodeRecord& rec, int group, int64_t now_ms) {
+  const scale::NodeGroup& g = options_.config.groups[group];
+  auto grant = MakeJoinGrant(rec.name, g, now_ms);
+  if (!grant) {
+    Fail(group, rec.spot, "create " + rec.name + " again", grant.error(), now_ms);
+    return false;
+  }
+  if (auto added = store_.AddToken(grant.value().token); !added) {
+    Fail(group, rec.spot, "create " + rec.name + " again", "join token: " + added.error(),
+         now_ms);
+    return false;
+  }
+  // The earlier join token stays valid (an agent launched before the restart may hold it): a
+  // join spends one, and retiring the node revokes every credential it has.
+  rec.join_token_id = store::TokenId(grant.value().token.sha256);
+  Put(rec, now_ms);
+  if (!MayAct()) return false;
+  if (auto created = provider_->Create(g, rec.name, rec.spot, grant.value().join); !created) {
+    Fail(group, rec.spot, "create " + rec.name + " again", created.error(), now_ms);
+    return false;  // still "booting": it joins, or the join timeout gives it up
+  }
+  return true;
+}
+
+core::Result<Autoscaler::JoinGrant> Autoscaler::MakeJoinGrant(const std::string& name,
+                                                              const scale::NodeGroup& g,
+                                                              int64_t now_ms) const {
+  auto secret = NewToken();
+  if (!secret) return secret.failure();
+  JoinGrant grant;
+  grant.token.sha256 = Sha256Hex(secret.value());
+  grant.token.kind = store::TokenKind::kJoin;
+  grant.token.node = name;  // good for this node name only
+  grant.token.created_ms = now_ms;
+  grant.token.expires_ms = now_ms + g.boot_s * 1000 + options_.join_timeout_ms;
+  grant.token.created_by = "autoscaler";
+  grant.join.controller_url = options_.controller_url;
+  grant.join.join_token =
+      secret.value() + (options_.ca_sha256.empty() ? std::string() : "." + options_.ca_sha256);
+  grant.join.ca_file = options_.ca_file;
+  return grant;
+}
+
 void Autoscaler::CreateNode(int group, bool spot, int64_t now_ms) {
   const scale::NodeGroup& g = options_.config.groups[group];
   const std::string name = NewInstanceName(g.name);
-  auto secret = NewToken();
-  if (!secret) {
-    Fail(group, spot, "create " + name, secret.error(), now_ms);
+  auto grant = MakeJoinGrant(name, g, now_ms);
+  if (!grant) {
+    Fail(group, spot, "create " + name, grant.error(), now_ms);
     return;
   }
-  store::TokenRecord token;
-  token.sha256 = Sha256Hex(secret.value());
-  token.kind = store::TokenKind::kJoin;
-  token.node = name;  // good for this node name only
-  token.created_ms = now_ms;
-  token.expires_ms = now_ms + g.boot_s * 1000 + options_.join_timeout_ms;
-  token.created_by = "autoscaler";
   store::ScaleNodeRecord rec;
   rec.name = name;
   rec.group = g.name;
   rec.spot = spot;
   rec.state = "creating";
   rec.created_ms = now_ms;
-  rec.join_token_id = store::TokenId(token.sha256);
+  rec.join_token_id = store::TokenId(grant.value().token.sha256);
   // The record first: whatever happens after, a restarted controller knows this name.
   if (!Put(rec, now_ms)) return;
-  if (auto added = store_.AddToken(token); !added) {
+  if (auto added = store_.AddToken(grant.value().token); !added) {
     (void)store_.DeleteScaleNode(name);
     Fail(group, spot, "create " + name, "join token: " + added.error(), now_ms);
     return;
   }
-  cloud::JoinInfo join;
-  join.controller_url = options_.controller_url;
-  join.join_token =
-      secret.value() + (options_.ca_sha256.empty() ? std::string() : "." + options_.ca_sha256);
-  join.ca_file = options_.ca_file;
   if (!MayAct()) return;  // the record stays "creating": the next leader finds no instance
-  auto created = provider_->Create(g, name, spot, join);
+  auto created = provider_->Create(g, name, spot, grant.value().join);
   if (!created) {
     Fail(group, spot, std::string("create ") + (spot ? "spot " : "") + name, created.error(),
          now_ms);

@@ -7,7 +7,8 @@
 // Crash safety: every node it asks for is recorded in the store ("creating") before the provider
 // is asked, under a name chosen beforehand; creating is idempotent by name. A restarted
 // controller therefore finds each instance by name in the provider's list: one it recorded is
-// adopted, one it did not (or gave up on) is deleted as an orphan, and a record whose instance
+// adopted (and asked for again, with a new join token, which finishes a create that was cut
+// short after the instance appeared), one it did not (or gave up on) is deleted as an orphan, and a record whose instance
 // never appeared is dropped once the provider's timeout has passed. The spend cap counts every
 // recorded node, booting ones included.
 //
@@ -107,6 +108,17 @@ class Autoscaler {
   // provider could not be listed (nothing else is done this pass).
   bool Reconcile(int64_t now_ms, const Controller::ScaleView& view);
   void CreateNode(int group, bool spot, int64_t now_ms);
+  // A new join token for node `name` (not yet stored) and what its instance is given.
+  struct JoinGrant {
+    store::TokenRecord token;
+    cloud::JoinInfo join;
+  };
+  core::Result<JoinGrant> MakeJoinGrant(const std::string& name, const scale::NodeGroup& g,
+                                        int64_t now_ms) const;
+  // Asks the provider again for adopted node `rec` (creating is idempotent by name), with a new
+  // join token, so that a create cut short by a restart is finished; false (after an event and
+  // a backoff) when that failed. `rec` records the new token.
+  bool FinishCreate(store::ScaleNodeRecord& rec, int group, int64_t now_ms);
   void RetireNode(const store::ScaleNodeRecord& record, int64_t now_ms);
   // A node that did not join, or whose agent fell silent, past the join timeout: an event, a
   // backoff for its group, and its deletion (it costs money and serves nothing).

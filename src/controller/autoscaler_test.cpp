@@ -11,6 +11,7 @@
 #include <memory>
 #include <set>
 
+#include "controller/auth.h"
 #include "controller/fake_agent.h"
 
 namespace gpufleet::controller {
@@ -228,6 +229,12 @@ TEST_F(AutoscalerTest, ARestartedControllerAdoptsWhatItCreatedAndDeletesOrphans)
   rec.group = "g2-4";
   rec.state = "creating";
   rec.created_ms = rec.updated_ms = now_ms_ - 1000;
+  store::TokenRecord first_join;
+  first_join.sha256 = std::string(64, 'a');
+  first_join.kind = store::TokenKind::kJoin;
+  first_join.node = rec.name;
+  rec.join_token_id = store::TokenId(first_join.sha256);
+  ASSERT_TRUE(store_->AddToken(first_join).ok());
   ASSERT_TRUE(store_->PutScaleNode(rec).value());
   cloud_->instances[rec.name] = cloud::Instance{rec.name, "g2-4", false, "pending", 0};
   // And an instance it never recorded (its record lost, or another process's leftover).
@@ -237,10 +244,34 @@ TEST_F(AutoscalerTest, ARestartedControllerAdoptsWhatItCreatedAndDeletesOrphans)
   ctl_->RunOnce(now_ms_);
   scaler.RunOnce(now_ms_);
   EXPECT_EQ(Instances(), std::set<std::string>{rec.name}) << "adopted, orphan deleted";
-  EXPECT_EQ(cloud_->creates, 0) << "the adopted node is for the waiting job: no duplicate";
-  EXPECT_EQ(Records().at(0).state, "booting");
+  // Its create may have been cut short before the instance was launched: it is asked for again,
+  // by the same name, with a new join token. The adopted node is for the waiting job: no other.
+  EXPECT_EQ(cloud_->creates, 1);
+  ASSERT_EQ(cloud_->tokens.size(), 1u);
+  const store::ScaleNodeRecord adopted = Records().at(0);
+  EXPECT_EQ(adopted.state, "booting");
+  EXPECT_EQ(adopted.join_token_id,
+            store::TokenId(Sha256Hex(cloud_->tokens[0].substr(0, cloud_->tokens[0].find('.')))));
+  const auto join_tokens = [&] {
+    auto tokens = store_->Tokens();
+    if (!tokens.ok()) return -1;
+    int n = 0;
+    for (const store::TokenRecord& t : tokens.value()) {
+      n += t.kind == store::TokenKind::kJoin && t.node == rec.name;
+    }
+    return n;
+  };
+  EXPECT_EQ(join_tokens(), 2) << "the first one too: an agent launched before may hold it";
   EXPECT_EQ(scaler.GetStatus().orphans_deleted, 1);
   EXPECT_EQ(Job(id).state, store::JobState::kPending);
+  // A later pass does not ask again.
+  scaler.RunOnce(now_ms_ += 1000);
+  EXPECT_EQ(cloud_->creates, 1);
+  // The instance vanishes: its record goes, and every join token made for its name.
+  cloud_->instances.erase(rec.name);
+  scaler.RunOnce(now_ms_ += 1000);
+  EXPECT_TRUE(Records().empty() || Records().at(0).name != rec.name);
+  EXPECT_EQ(join_tokens(), 0);
 }
 
 // A controller that no longer leads (its lease ran out) neither buys nor deletes an instance,

@@ -968,7 +968,7 @@ class PgStore final : public Store {
   core::Result<int> RevokeNodeTokens(const std::string& node) override {
     const CredentialWrite forget(*this);
     std::lock_guard<std::mutex> lock(mutex_);
-    auto r = WriteOne("DELETE FROM tokens WHERE kind='node' AND node=$1", {Str(node)});
+    auto r = WriteOne("DELETE FROM tokens WHERE kind IN ('node','join') AND node=$1", {Str(node)});
     if (!r) return r.failure();
     return static_cast<int>(r.value());
   }

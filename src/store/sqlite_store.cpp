@@ -675,7 +675,7 @@ class SqliteStore final : public Store {
   core::Result<int> RevokeNodeTokens(const std::string& node) override {
     const CredentialWrite forget(*this);
     std::lock_guard<std::mutex> lock(mutex_);
-    Statement s(cache_, "DELETE FROM tokens WHERE kind='node' AND node=?");
+    Statement s(cache_, "DELETE FROM tokens WHERE kind IN ('node','join') AND node=?");
     s.Bind(1, node);
     if (s.Step() != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
     return sqlite3_changes(db_);

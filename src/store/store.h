@@ -334,7 +334,8 @@ class Store {
   virtual core::Result<std::vector<TokenRecord>> Tokens() = 0;
   // Revokes the token whose TokenId is `id`; false when none has it.
   virtual core::Result<bool> RevokeToken(const std::string& id) = 0;
-  // Revokes every credential of node `node`; how many there were.
+  // Revokes every credential of node `node` (its node token and any join token made for its
+  // name); how many there were.
   virtual core::Result<int> RevokeNodeTokens(const std::string& node) = 0;
   // In one transaction: when `join_sha256` is an unexpired join token, deletes it (it is good
   // for one node) and adds `node_token`; false otherwise, changing nothing. An error

@@ -614,8 +614,15 @@ TEST_P(StoreTest, RememberedCredentialsAreForgottenByEveryChangeOfUsersOrTokens)
   ASSERT_TRUE(store_->ExchangeJoinToken(join.sha256, node, 1).value());
   EXPECT_FALSE(store_->CredentialOf(join.sha256).value().token.has_value()) << "used once";
   ASSERT_EQ(store_->CredentialOf(node.sha256).value().token->node, "gpu-7");
-  EXPECT_EQ(store_->RevokeNodeTokens("gpu-7").value(), 1);
+  // A join token made for the node's name (unspent) is one of its credentials too.
+  TokenRecord rejoin;
+  rejoin.sha256 = std::string(64, '2');
+  rejoin.kind = TokenKind::kJoin;
+  rejoin.node = "gpu-7";
+  ASSERT_TRUE(store_->AddToken(rejoin).ok());
+  EXPECT_EQ(store_->RevokeNodeTokens("gpu-7").value(), 2);
   EXPECT_FALSE(store_->CredentialOf(node.sha256).value().token.has_value());
+  EXPECT_FALSE(store_->CredentialOf(rejoin.sha256).value().token.has_value());
   EXPECT_FALSE(store_->CredentialOf(std::string(64, '9')).value().token.has_value());
 }
 
