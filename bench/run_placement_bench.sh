@@ -4,7 +4,7 @@
 #    and on the trace replicated 2x and 4x (nodes and pods);
 #  - peak RSS of one `gpufleet sim placement` process (FGD, default trace);
 #  - wall time of the whole published sweep (6 policies x 10 seeds x 4 traces) on all cores.
-#  - with BASELINE=DIR (a folder holding placement_bench and gpufleet-full built from an earlier
+#  - with BASELINE=DIR (a folder holding placement_bench and gpufleet built from an earlier
 #    commit): the same benchmarks and whole-process times for both, interleaved in this run, and
 #    whether every pod's decision is the same (`sim placement --decisions`, 4 traces x 6 policies
 #    x 3 published orders).
@@ -33,18 +33,18 @@ proc_time() {  # binary -> median seconds
       --order "$traces/orders/openb_pod_list_default.seed42.txt" 2>&1 >/dev/null
   done | sort -n | sed -n 5p
 }
-proc_time ./build/gpufleet-full >"$tmp/proc"
+proc_time ./build/gpufleet >"$tmp/proc"
 : >"$tmp/base.txt"
 if [ -n "${BASELINE:-}" ]; then
   "$BASELINE/placement_bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
     --benchmark_filter='BM_OpenbDefault|BM_OpenbReplicated' \
     --benchmark_out="$tmp/base.json" --benchmark_out_format=json >/dev/null 2>&1
-  proc_time "$BASELINE/gpufleet-full" >"$tmp/base_proc"
+  proc_time "$BASELINE/gpufleet" >"$tmp/base_proc"
   same=0 differ=0
   for trace in default gpushare40 multigpu20 gpuspec10; do
     for policy in dotprod gpuclustering gpupacking bestfit fgd fgd-balance; do
       for seed in 42 46 50; do
-        for bin in "$BASELINE/gpufleet-full" ./build/gpufleet-full; do
+        for bin in "$BASELINE/gpufleet" ./build/gpufleet; do
           "$bin" sim placement --nodes "$traces/openb_node_list_gpu_node.csv" \
             --pods "$traces/openb_pod_list_$trace.csv" --policy "$policy" \
             --order "$traces/orders/openb_pod_list_$trace.seed$seed.txt" \
@@ -109,11 +109,13 @@ lines.append("How it scales: the placer keeps, per pod shape, a max-heap of the 
              "per shape. The work per pod is the nodes changed since its shape's last pod, not a "
              "scan of the cluster; what still grows faster than k is the heap depth (log k) and "
              "cache misses in heaps 4x larger, and a few more distinct nodes changed between two "
-             "pods of one shape when there are more nodes to spread over.\n")
+             "pods of one shape when there are more nodes to spread over. A policy's figure of the "
+             "node alone (FGD's fragmentation before the placement, `PlacementPolicy::StateTerm`) "
+             "is computed once per distinct node state, not once per shape.\n")
 proc = float(open(f"{tmp}/proc").read().strip())
-lines.append(f"Whole process, `gpufleet-full sim placement --policy fgd` on the default trace with "
-             f"order seed 42 (median of 9 wall times, including loading about 30 shared libraries "
-             f"and reading the CSV files): **{proc*1000:.0f} ms**.\n")
+lines.append(f"Whole process, `gpufleet sim placement --policy fgd` (the static client, which "
+             f"runs it itself) on the default trace with order seed 42 (median of 9 wall times, "
+             f"including reading the CSV files): **{proc*1000:.0f} ms**.\n")
 base = open(f"{tmp}/base.txt").read().split()
 if base:
     bdata = json.load(open(f"{tmp}/base.json"))

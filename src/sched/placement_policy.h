@@ -49,6 +49,17 @@ class PlacementPolicy {
   virtual double Score(const core::NodeState& node, const core::JobSpec& job,
                        core::Rng& rng) const = 0;
 
+  // Optional, for pure policies whose score needs a figure of the node's state alone (FGD: the
+  // node's fragmentation before the placement). When `HasStateTerm`, the framework computes
+  // `StateTerm` once per distinct node state and scores with `ScoreWithStateTerm`, which must
+  // equal `Score` given that figure.
+  virtual bool HasStateTerm() const { return false; }
+  virtual double StateTerm(const core::NodeState& /*node*/) const { return 0; }
+  virtual double ScoreWithStateTerm(const core::NodeState& node, const core::JobSpec& job,
+                                    core::Rng& rng, double /*state_term*/) const {
+    return Score(node, job, rng);
+  }
+
   // The GPUs of `node` that `job` takes: exactly `job.num_gpu` of them, each with at least
   // `job.gpu_milli` free; 0 for a CPU-only job. `DefaultGpuPick` unless the policy says otherwise.
   virtual core::GpuMask PickGpus(const core::NodeState& node, const core::JobSpec& job,

@@ -238,6 +238,26 @@ TEST_P(PlacementPolicyTest, PureScoresRepeat) {
   }
 }
 
+// A policy's per-state figure, computed once by the placer, gives the very score `Score` gives
+// (for a policy with none, the default ScoreWithStateTerm is Score).
+TEST_P(PlacementPolicyTest, AScoreFromTheStateTermIsTheScore) {
+  if (!policy_->ScoreIsPure()) GTEST_SKIP() << GetParam() << " draws randomness in Score";
+  ClusterSnapshot cluster(MixedNodes());
+  PlaceMany(cluster, 41, 41, 20);
+  core::Rng rng(1);
+  int checked = 0;
+  for (const JobSpec& job : JobMix()) {
+    for (const NodeState& s : cluster.states()) {
+      if (!s.Fits(job)) continue;
+      const double term = policy_->StateTerm(s);
+      EXPECT_EQ(policy_->ScoreWithStateTerm(s, job, rng, term), policy_->Score(s, job, rng))
+          << job.name;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(AllPolicies, PlacementPolicyTest,
                          ::testing::ValuesIn(RegisteredPolicyNames()),
                          [](const ::testing::TestParamInfo<std::string>& param) {

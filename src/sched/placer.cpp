@@ -58,7 +58,10 @@ size_t Placer::StateKeyHash::operator()(const StateKey& k) const {
 
 Placer::Placer(const core::ClusterSnapshot& snapshot, const PlacementPolicy& policy,
                std::span<const uint32_t> tie_rank)
-    : snapshot_(snapshot), policy_(policy), rank_(snapshot.size()) {
+    : snapshot_(snapshot),
+      policy_(policy),
+      has_state_term_(policy.ScoreIsPure() && policy.HasStateTerm()),
+      rank_(snapshot.size()) {
   const int n = snapshot.size();
   if (tie_rank.empty()) {
     std::iota(rank_.begin(), rank_.end(), 0u);
@@ -117,6 +120,7 @@ uint32_t Placer::StateId(int node, const core::NodeState& s) {
   if (state_ids_.size() >= (1u << 20)) {
     state_ids_.clear();
     memo_.Clear();
+    state_term_.clear();
     std::fill(state_version_.begin(), state_version_.end(), 0u);
   }
   StateKey key{s.num_gpus, s.model, s.job_classes, s.cpu_free, s.memory_free, s.gpu_free};
@@ -131,7 +135,16 @@ double Placer::PureScore(int shape, int node, const core::NodeState& s, const co
                          core::Rng& rng) {
   const uint64_t key = uint64_t{static_cast<uint32_t>(shape)} << 32 | StateId(node, s);
   if (const double* known = memo_.Find(key)) return *known;
-  const double score = policy_.Score(s, job, rng);
+  double score;
+  if (has_state_term_) {  // the policy's per-state figure, once per distinct state
+    const uint32_t id = static_cast<uint32_t>(key);
+    if (id >= state_term_.size()) state_term_.resize(id + 1, kUnknownTerm);
+    double& term = state_term_[id];
+    if (std::isnan(term)) term = policy_.StateTerm(s);
+    score = policy_.ScoreWithStateTerm(s, job, rng, term);
+  } else {
+    score = policy_.Score(s, job, rng);
+  }
   // The heap order needs comparable scores; a pure policy that returns NaN is a bug.
   GPUFLEET_CHECK(!std::isnan(score));
   ++scores_computed_;

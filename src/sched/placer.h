@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <span>
 #include <unordered_map>
@@ -97,6 +98,7 @@ class Placer {
 
   const core::ClusterSnapshot& snapshot_;
   const PlacementPolicy& policy_;
+  const bool has_state_term_;  // the policy's HasStateTerm, asked once
   std::vector<uint32_t> rank_;  // tie-break rank per node
   std::vector<int> by_rank_;    // nodes in rank order
   std::unordered_map<ShapeKey, int, ShapeKeyHash> shape_ids_;
@@ -106,6 +108,9 @@ class Placer {
   std::vector<uint32_t> state_id_;
   std::unordered_map<StateKey, uint32_t, StateKeyHash> state_ids_;
   ScoreMemo memo_;  // score per (shape, state id)
+  // The policy's StateTerm per state id (kUnknownTerm: not computed yet).
+  static constexpr double kUnknownTerm = std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> state_term_;
   // The nodes that ever changed, newest change first (a doubly linked list through `older_` and
   // `newer_`), each with the journal length just after its last change (0 = never changed). A
   // shape catches up by walking it until the changes it has already seen: each changed node once,

@@ -17,14 +17,25 @@ int Sigmoid100(double delta) {
 
 double FgdPolicy::Score(const core::NodeState& node, const core::JobSpec& job, core::Rng&) const {
   int best_gpu = -1;
-  return BestScore(node, job, &best_gpu);
+  return BestScore(node, job, StateTerm(node), &best_gpu);
+}
+
+double FgdPolicy::StateTerm(const core::NodeState& node) const {
+  return profile_.PublishedFragmentation(node.model, node.cpu_free, node.gpu_free.data(),
+                                         node.num_gpus);
+}
+
+double FgdPolicy::ScoreWithStateTerm(const core::NodeState& node, const core::JobSpec& job,
+                                     core::Rng&, double fragmentation_before) const {
+  int best_gpu = -1;
+  return BestScore(node, job, fragmentation_before, &best_gpu);
 }
 
 core::GpuMask FgdPolicy::PickGpus(const core::NodeState& node, const core::JobSpec& job,
                                   core::Rng&) const {
   if (!job.SharesGpu()) return DefaultGpuPick(node, job);
   int best_gpu = -1;
-  BestScore(node, job, &best_gpu);
+  BestScore(node, job, StateTerm(node), &best_gpu);
   return 1u << best_gpu;
 }
 
@@ -32,10 +43,8 @@ core::GpuMask FgdPolicy::PickGpus(const core::NodeState& node, const core::JobSp
 // (`PublishedFragmentation`), not the exact integer form: where a placement leaves the
 // fragmentation unchanged in exact arithmetic, the float rounding decides between scores 49 and
 // 50, and reproducing the published decisions needs the same rounding.
-int FgdPolicy::BestScore(const core::NodeState& node, const core::JobSpec& job,
+int FgdPolicy::BestScore(const core::NodeState& node, const core::JobSpec& job, double before,
                          int* best_gpu) const {
-  const double before = profile_.PublishedFragmentation(node.model, node.cpu_free,
-                                                        node.gpu_free.data(), node.num_gpus);
   const int64_t cpu_after = node.cpu_free - job.cpu_milli;
   auto gpus = node.gpu_free;
   if (!job.SharesGpu()) {

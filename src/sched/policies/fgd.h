@@ -14,10 +14,17 @@ class FgdPolicy : public PlacementPolicy {
   double Score(const core::NodeState& node, const core::JobSpec& job, core::Rng&) const override;
   core::GpuMask PickGpus(const core::NodeState& node, const core::JobSpec& job,
                          core::Rng&) const override;
+  // The node's fragmentation before a placement: the same for every job shape.
+  bool HasStateTerm() const override { return true; }
+  double StateTerm(const core::NodeState& node) const override;
+  double ScoreWithStateTerm(const core::NodeState& node, const core::JobSpec& job, core::Rng&,
+                            double fragmentation_before) const override;
 
  private:
-  // The node's score for `job`; for a sharing job also the GPU that reaches it.
-  int BestScore(const core::NodeState& node, const core::JobSpec& job, int* best_gpu) const;
+  // The node's score for `job` given its fragmentation now; for a sharing job also the GPU that
+  // reaches it.
+  int BestScore(const core::NodeState& node, const core::JobSpec& job, double before,
+                int* best_gpu) const;
 
   WorkloadProfile profile_;
 };

@@ -70,12 +70,18 @@ class FgdBalance final : public PlacementPolicy {
 
   double Score(const core::NodeState& node, const core::JobSpec& job,
                core::Rng& rng) const override {
-    if (!balance_) return fgd_.Score(node, job, rng);
+    return ScoreWithStateTerm(node, job, rng, fgd_.StateTerm(node));
+  }
+  bool HasStateTerm() const override { return true; }
+  double StateTerm(const core::NodeState& node) const override { return fgd_.StateTerm(node); }
+  double ScoreWithStateTerm(const core::NodeState& node, const core::JobSpec& job, core::Rng& rng,
+                            double fragmentation_before) const override {
+    if (!balance_) return fgd_.ScoreWithStateTerm(node, job, rng, fragmentation_before);
     const double surplus =
         static_cast<double>(node.cpu_free - job.cpu_milli) -
         cpu_per_gpu_milli_ * static_cast<double>(node.gpu_free_total - job.GpuDemandMilli());
     if (!job.UsesGpu()) return surplus;
-    const double fgd = fgd_.Score(node, job, rng);
+    const double fgd = fgd_.ScoreWithStateTerm(node, job, rng, fragmentation_before);
     // A node that does not report its CPU has no balance to keep (its CPU is unbounded here).
     if (job.SharesGpu() || node.cpu_free > core::kUnreportedCpuMilli / 2) return fgd;
     const double imbalance = surplus < 0 ? -surplus : kSpareCpuWeight * surplus;
