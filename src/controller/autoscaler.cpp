@@ -153,8 +153,7 @@ bool Autoscaler::Reconcile(int64_t now_ms, const Controller::ScaleView& view) {
         continue;  // a create may still be on its way (the provider's timeout has not passed)
       }
       (void)store_.DeleteScaleNode(rec.name);
-      if (!rec.join_token_id.empty()) (void)store_.RevokeToken(rec.join_token_id);
-      (void)store_.RevokeNodeTokens(rec.name);  // its join tokens from earlier creates too
+      (void)store_.RevokeNodeTokens(rec.name);  // every join token made for its name
       std::lock_guard<std::mutex> lock(mutex_);
       EventLocked(now_ms, rec.state == "creating" ? "create never completed" : "instance gone",
                   "node " + rec.name + " (" + rec.state +
@@ -354,7 +353,9 @@ void Autoscaler::RetireNode(const store::ScaleNodeRecord& record, int64_t now_ms
   }
   controller_.FinishRetire(rec.name, now_ms);
   (void)store_.DeleteScaleNode(rec.name);
-  if (!rec.join_token_id.empty()) (void)store_.RevokeToken(rec.join_token_id);
+  // Every join token made for its name (a re-issued create makes a second one); FinishRetire
+  // revoked nothing if the node never joined.
+  (void)store_.RevokeNodeTokens(rec.name);
   std::lock_guard<std::mutex> lock(mutex_);
   ++status_.retired;
   EventLocked(now_ms, "retired", "node " + rec.name + " of group " + rec.group + ": " + rec.detail);
