@@ -92,6 +92,9 @@ struct ChildPlan {
 };
 
 // The grandchild: only async-signal-safe calls until execve (the parent may have threads).
+// What the process tells its launcher when the pid file existed already.
+constexpr char kClaimed[] = "claimed\n";
+
 [[noreturn]] void RunChild(const ChildPlan& plan) {
   const DetachedLaunch& l = *plan.launch;
   ::setsid();
@@ -111,7 +114,12 @@ struct ChildPlan {
   std::size_t n = FormatInt(static_cast<long>(::getpid()), pid_text);
   pid_text[n++] = '\n';
   const int pid_fd =
-      ::open(l.pid_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+      ::open(l.pid_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (pid_fd < 0 && errno == EEXIST) {
+    // Another launch of this instance got here first: it runs, this one does not.
+    WriteAll(plan.sync_fd, kClaimed, sizeof kClaimed - 1);
+    ::_exit(0);
+  }
   if (pid_fd >= 0) {
     WriteAll(pid_fd, pid_text, n);
     ::close(pid_fd);
@@ -152,7 +160,7 @@ std::vector<char*> CStrings(const std::vector<std::string>& strings) {
 
 }  // namespace
 
-core::Result<ProcessId> LaunchDetached(const DetachedLaunch& launch) {
+core::Result<std::optional<ProcessId>> LaunchDetached(const DetachedLaunch& launch) {
   if (launch.argv.empty()) return core::Error{"no program to start", core::ErrorCode::kInternal};
   std::vector<char*> argv = CStrings(launch.argv);
   std::vector<char*> envp = CStrings(launch.env);
@@ -193,13 +201,14 @@ core::Result<ProcessId> LaunchDetached(const DetachedLaunch& launch) {
     }
   }
   ::close(sync[0]);
+  if (text == kClaimed) return std::optional<ProcessId>();
   const auto id = ParsePidFile(text);
   if (!id) {
     return core::Error{"the detached process for " + launch.argv[0] + " did not start (see " +
                            launch.log_path + ")",
                        core::ErrorCode::kInternal};
   }
-  return ProcessId{id->pid, StartTicks(id->pid)};
+  return std::optional<ProcessId>(ProcessId{id->pid, StartTicks(id->pid)});
 }
 
 uint64_t StartTicks(int pid) {

@@ -23,15 +23,18 @@ struct DetachedLaunch {
   std::vector<std::string> env;   // its whole environment ("KEY=value")
   std::string cwd;                // it runs there
   std::string log_path;           // stdout and stderr, appended (created 0600)
-  std::string pid_path;           // the process writes its pid here before anything else
+  // The process creates this file and writes its pid there before anything else. When the file
+  // exists already (another launch claimed it), the process ends without running the program.
+  std::string pid_path;
   std::string started_path;       // created just before the program is executed
   int64_t delay_s = 0;            // waited before that (the instance's boot time)
 };
 
 // Starts `launch` detached (a double fork: the process is no child of this one, and no zombie of
 // it when it ends) in a new session; returns once its pid file is written, without waiting for
-// `delay_s`. The program's failure to start shows in the log, and as its end.
-core::Result<ProcessId> LaunchDetached(const DetachedLaunch& launch);
+// `delay_s`. The program's failure to start shows in the log, and as its end. Nothing (nullopt)
+// when `pid_path` existed already: two launches racing for one instance start it once.
+core::Result<std::optional<ProcessId>> LaunchDetached(const DetachedLaunch& launch);
 
 // Whether `id` is alive (a zombie is not).
 bool IsAlive(const ProcessId& id);
