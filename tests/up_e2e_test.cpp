@@ -62,6 +62,14 @@ TEST_F(UpServer, SubmitRunsLogsAndCancels) {
   for (const json& j : jobs) {
     for (const char* key : {"id", "state", "user", "gpus", "node"}) EXPECT_TRUE(j.contains(key));
   }
+  // Paged: two at a time, the next page after the last id of the one before.
+  const json first_page = json::parse(Cli("jobs --json --limit 2"));
+  ASSERT_EQ(first_page.size(), 2U) << first_page.dump();
+  const json next_page = json::parse(
+      Cli("jobs --json --limit 2 --after " + std::to_string(first_page[1]["id"].get<int64_t>())));
+  ASSERT_EQ(next_page.size(), 1U) << next_page.dump();
+  EXPECT_EQ(next_page[0]["id"], jobs[2]["id"]);
+  EXPECT_NE(Cli("jobs --after -1").find("--after"), std::string::npos);
   // Too big for the node: refused at submit, with the field named.
   const std::string too_big = Cli("submit --gpus 9 -- true");
   EXPECT_NE(too_big.find("gpus: asks 9 GPUs per node; the largest node has 4"), std::string::npos)

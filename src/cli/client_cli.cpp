@@ -98,7 +98,13 @@ void ClientCli::Register(CLI::App& app) {
   CLI::App* jobs_cmd = app.add_subcommand("jobs", "List jobs (yours; --all for everyone's)");
   jobs_cmd->add_flag("--all", jobs_.all_users, "every user's jobs (admins)");
   jobs_cmd->add_option("--state", jobs_.state, "only jobs in this state, e.g. RUNNING");
-  jobs_cmd->add_option("--limit", jobs_.limit, "at most this many")->capture_default_str();
+  jobs_cmd->add_option("--limit", jobs_.limit, "at most this many (1 to 10000)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10000));
+  jobs_cmd
+      ->add_option("--after", jobs_.after,
+                   "only jobs with a larger id: the next page after the last id of this one")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 62, "a job id"));
   add_client_flags(jobs_cmd, jobs_.client);
   jobs_cmd->callback([this] { std::exit(Guarded([&] { return RunJobs(jobs_); })); });
 

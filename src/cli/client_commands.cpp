@@ -285,6 +285,7 @@ int RunJobs(const JobsOptions& o) {
   auto c = Connect(o.client);
   if (!c) return 1;
   std::string path = "/v1/jobs?limit=" + std::to_string(o.limit);
+  if (o.after > 0) path += "&after=" + std::to_string(o.after);
   if (o.all_users) path += "&user=all";
   if (!o.state.empty()) path += "&state=" + QueryValue(o.state);
   auto answer = Check(c->http->Get(path), *c, "jobs");

@@ -48,6 +48,7 @@ struct JobsOptions {
   bool all_users = false;
   std::string state;
   int limit = 1000;
+  int64_t after = 0;  // only ids above this (0: from the first)
 };
 int RunJobs(const JobsOptions& options);
 int RunShow(const ClientOptions& client, int64_t id);
