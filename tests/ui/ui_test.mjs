@@ -419,7 +419,11 @@ async function main() {
   await until('the advice to match the API', async () => {
     const advice = (await A('GET', `/v1/jobs/${j1}/advice`)).body;
     const findings = await page.$$eval('#advice li.finding', (l) => l.length);
-    return findings === advice.findings.length ? true : `${findings} findings shown, ${advice.findings.length} in the API`;
+    if (findings !== advice.findings.length) return `${findings} findings shown, ${advice.findings.length} in the API`;
+    // Each piece of advice is a paragraph of its own, word for word as the API has it.
+    const shown = await page.$$eval('#advice li.finding', (l) => l.map((li) => [...li.querySelectorAll('.advice p')].map((p) => p.textContent)));
+    const want = advice.findings.map((f) => f.advice || []);
+    return JSON.stringify(shown) === JSON.stringify(want) ? true : `advice shown ${JSON.stringify(shown)}, in the API ${JSON.stringify(want)}`;
   }, 25000, 500);
   await page.waitForFunction(() => document.querySelector('#job-log').textContent.includes('hello-ui'), { timeout: 10000 });
   const ticks = () => page.$eval('#job-log', (e) => Math.max(0, ...[...e.textContent.matchAll(/tick (\d+)/g)].map((m) => Number(m[1]))));

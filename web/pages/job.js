@@ -62,7 +62,9 @@ function findings(advice) {
   return h('ul', { class: 'findings' }, list.map((f) => h('li', { class: `finding sev-${f.severity}` },
     h('p', {}, h('span', { class: `badge sev-${f.severity}`, text: f.severity }), ' ', h('strong', { text: f.summary }),
       f.node ? ` (node ${f.node})` : ''),
-    f.advice ? h('p', { text: f.advice }) : null,
+    // One paragraph per piece of advice: the API gives a list, which as text would run together
+    // ("...GPUs.,If the model...").
+    f.advice && f.advice.length ? h('div', { class: 'advice' }, [].concat(f.advice).map((a) => h('p', { text: a }))) : null,
     f.waste_gpu_h > 0 ? h('p', { class: 'muted', text: `Waste: ${fmtNum(f.waste_gpu_h, 2)} GPU-hours` }) : null,
     f.evidence && f.evidence.length ? h('ul', { class: 'evidence' }, f.evidence.map((e) =>
       h('li', { text: `${e.figure}: ${fmtNum(e.value, 2)} ${e.unit || ''}` }))) : null)));
