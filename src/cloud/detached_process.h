@@ -26,8 +26,8 @@ struct DetachedLaunch {
   // The process creates this file and writes its pid there before anything else. When the file
   // exists already (another launch claimed it), the process ends without running the program.
   std::string pid_path;
-  std::string started_path;       // created just before the program is executed
-  int64_t delay_s = 0;            // waited before that (the instance's boot time)
+  std::string started_path;  // created just before the program is executed
+  int64_t delay_s = 0;       // waited before that (the instance's boot time)
 };
 
 // Starts `launch` detached (a double fork: the process is no child of this one, and no zombie of
