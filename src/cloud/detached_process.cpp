@@ -74,14 +74,29 @@ std::size_t FormatInt(long value, char* buf) {
   return n;
 }
 
-void WriteAll(int fd, const char* data, std::size_t size) {
+// Whether all of `data` was written.
+bool WriteAll(int fd, const char* data, std::size_t size) {
   while (size > 0) {
     const ssize_t n = ::write(fd, data, size);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
+    if (n <= 0) return false;
     data += n;
     size -= static_cast<std::size_t>(n);
   }
+  return true;
+}
+
+// Writes "gpufleet local provider: WHAT, errno N" to standard error (the launch's log).
+void LogErrno(const char* what, std::size_t what_size, int err) {
+  static const char kPrefix[] = "gpufleet local provider: ";
+  static const char kErrno[] = ", errno ";
+  WriteAll(2, kPrefix, sizeof kPrefix - 1);
+  WriteAll(2, what, what_size);
+  WriteAll(2, kErrno, sizeof kErrno - 1);
+  char num[24];
+  const std::size_t len = FormatInt(err, num);
+  num[len] = '\n';
+  WriteAll(2, num, len + 1);
 }
 
 struct ChildPlan {
@@ -89,6 +104,10 @@ struct ChildPlan {
   char* const* argv;
   char* const* envp;
   int sync_fd;
+  // pid_path + ".claim.", with room after `claim_prefix` characters for the process's pid and a
+  // NUL (made before the fork: the child may not allocate).
+  char* claim_path;
+  std::size_t claim_prefix;
 };
 
 // The grandchild: only async-signal-safe calls until execve (the parent may have threads).
@@ -113,16 +132,32 @@ constexpr char kClaimed[] = "claimed\n";
   char pid_text[32];
   std::size_t n = FormatInt(static_cast<long>(::getpid()), pid_text);
   pid_text[n++] = '\n';
-  const int pid_fd =
-      ::open(l.pid_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (pid_fd < 0 && errno == EEXIST) {
-    // Another launch of this instance got here first: it runs, this one does not.
+  // The pid file appears whole or not at all, and once: the pid is written to a file of this
+  // process's own, which is then linked to the pid file's name. The link fails when the name
+  // exists: another launch of this instance got there first, and it runs, not this one. Any
+  // other failure runs nothing either: a process the pid file does not name could never be
+  // found, or stopped, by a later Delete.
+  char* claim = plan.claim_path;
+  claim[plan.claim_prefix + FormatInt(static_cast<long>(::getpid()), claim + plan.claim_prefix)] =
+      '\0';
+  const int claim_fd = ::open(claim, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (claim_fd < 0) {
+    static const char kWhat[] = "cannot write the pid file";
+    LogErrno(kWhat, sizeof kWhat - 1, errno);
+    ::_exit(126);
+  }
+  int link_err = WriteAll(claim_fd, pid_text, n) ? 0 : EIO;
+  if (::close(claim_fd) != 0 && link_err == 0) link_err = errno;
+  if (link_err == 0 && ::link(claim, l.pid_path.c_str()) != 0) link_err = errno;
+  ::unlink(claim);
+  if (link_err == EEXIST) {
     WriteAll(plan.sync_fd, kClaimed, sizeof kClaimed - 1);
     ::_exit(0);
   }
-  if (pid_fd >= 0) {
-    WriteAll(pid_fd, pid_text, n);
-    ::close(pid_fd);
+  if (link_err != 0) {
+    static const char kWhat[] = "cannot write the pid file";
+    LogErrno(kWhat, sizeof kWhat - 1, link_err);
+    ::_exit(126);
   }
   WriteAll(plan.sync_fd, pid_text, n);
   // Nothing of the starting process (its sockets, its database, the sync pipe) stays open here.
@@ -141,13 +176,8 @@ constexpr char kClaimed[] = "claimed\n";
   if (started >= 0) ::close(started);
   if (!l.cwd.empty() && ::chdir(l.cwd.c_str()) != 0) ::_exit(126);
   ::execve(plan.argv[0], plan.argv, plan.envp);
-  const int err = errno;
-  static const char kMsg[] = "gpufleet local provider: cannot execute the agent program, errno ";
-  WriteAll(2, kMsg, sizeof kMsg - 1);
-  char num[24];
-  const std::size_t len = FormatInt(err, num);
-  num[len] = '\n';
-  WriteAll(2, num, len + 1);
+  static const char kWhat[] = "cannot execute the agent program";
+  LogErrno(kWhat, sizeof kWhat - 1, errno);
   ::_exit(127);
 }
 
@@ -168,7 +198,10 @@ core::Result<std::optional<ProcessId>> LaunchDetached(const DetachedLaunch& laun
   if (::pipe2(sync, O_CLOEXEC) != 0) {
     return core::Error{std::string("pipe: ") + std::strerror(errno), core::ErrorCode::kInternal};
   }
-  const ChildPlan plan{&launch, argv.data(), envp.data(), sync[1]};
+  std::string claim_path = launch.pid_path + ".claim.";
+  const std::size_t claim_prefix = claim_path.size();
+  claim_path.append(24, '\0');  // the pid's digits and a NUL
+  const ChildPlan plan{&launch, argv.data(), envp.data(), sync[1], claim_path.data(), claim_prefix};
   const pid_t middle = ::fork();
   if (middle < 0) {
     const int err = errno;

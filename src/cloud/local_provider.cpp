@@ -81,6 +81,18 @@ int64_t NowS() {
       .count();
 }
 
+// A pid file holds the bare pid until the Create that launched the process adds its start time.
+// When that Create was cut short, the next Create of the name adds it (from /proc, while the
+// process lives), so that a later Delete can tell the agent from a process that reused its pid.
+core::Result<bool> CompletePidFile(const std::string& path) {
+  const auto text = ReadFile(path);
+  const auto id = text ? ParsePidFile(*text) : std::nullopt;
+  if (!id || id->start_ticks != 0) return true;
+  const uint64_t ticks = StartTicks(id->pid);
+  if (ticks == 0) return true;  // gone: List shows the instance stopping
+  return WriteFileAtomically(path, FormatPidFile(ProcessId{id->pid, ticks}));
+}
+
 }  // namespace
 
 LocalProvider::LocalProvider(LocalProviderOptions options) : options_(std::move(options)) {
@@ -153,7 +165,7 @@ core::Result<bool> LocalProvider::Create(const scale::NodeGroup& group, const st
   std::error_code ec;
   // Idempotent: an instance whose agent was launched exists already. One whose Create was cut
   // short before the launch (no pid file) is launched now.
-  if (fs::exists(dir + "/pid", ec)) return true;
+  if (fs::exists(dir + "/pid", ec)) return CompletePidFile(dir + "/pid");
   fs::create_directories(options_.work_dir, ec);
   if (ec)
     return core::Error{"cannot create " + options_.work_dir + ": " + ec.message(),
@@ -180,7 +192,7 @@ core::Result<bool> LocalProvider::Create(const scale::NodeGroup& group, const st
   if (!launched) return launched.failure();
   // Another Create of the name (one cut short by a restart, its process still starting) claimed
   // the pid file between the check above and this launch: that agent is the instance's.
-  if (!launched.value()) return true;
+  if (!launched.value()) return CompletePidFile(dir + "/pid");
   // The process wrote its bare pid; its start time makes the record safe from pid reuse.
   return WriteFileAtomically(dir + "/pid", FormatPidFile(*launched.value()));
 }

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cloud/cloud_test_support.h"
+#include "cloud/detached_process.h"
 
 namespace gpufleet::cloud {
 namespace {
@@ -151,6 +152,28 @@ TEST(LocalProviderTest, ACreateCutShortIsListedAndFinishedByAnotherCreate) {
     ASSERT_TRUE(provider.Delete(name).ok());
     EXPECT_TRUE(ProcessGone(pid));
   }
+}
+
+// A Create cut short after the launch left the bare pid its process wrote; the Create re-issued
+// at adoption adds the process's start time, which keeps a later Delete from stopping another
+// process that reused the pid.
+TEST(LocalProviderTest, ACreateAfterOneCutShortPastTheLaunchCompletesThePidFile) {
+  ScratchDir scratch;
+  const std::string work = scratch.path() + "/instances";
+  LocalProvider provider({scratch.Script("fake-agent", kFakeAgent), work, {}});
+  provider.set_stop_grace_ms(1000);
+  ASSERT_TRUE(provider.Create(Group(0), "h100-4-6", false, Join()).ok());
+  const std::string pid_file = work + "/h100-4-6/pid";
+  const int pid = PidOf(work + "/h100-4-6");
+  ASSERT_GT(pid, 0);
+  const std::string complete = Slurp(pid_file);
+  EXPECT_EQ(complete, FormatPidFile(ProcessId{pid, StartTicks(pid)}));
+  std::ofstream(pid_file, std::ios::trunc) << pid << "\n";  // as the process wrote it
+  ASSERT_TRUE(provider.Create(Group(0), "h100-4-6", false, Join()).ok());
+  EXPECT_EQ(Slurp(pid_file), complete);
+  EXPECT_EQ(PidOf(work + "/h100-4-6"), pid);  // no second launch
+  ASSERT_TRUE(provider.Delete("h100-4-6").ok());
+  EXPECT_TRUE(ProcessGone(pid));
 }
 
 TEST(LocalProviderTest, AnAgentThatEndsIsStopping) {
