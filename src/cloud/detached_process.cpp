@@ -110,10 +110,11 @@ struct ChildPlan {
   std::size_t claim_prefix;
 };
 
-// The grandchild: only async-signal-safe calls until execve (the parent may have threads).
 // What the process tells its launcher when the pid file existed already.
 constexpr char kClaimed[] = "claimed\n";
+constexpr char kCannotWritePid[] = "cannot write the pid file";
 
+// The grandchild: only async-signal-safe calls until execve (the parent may have threads).
 [[noreturn]] void RunChild(const ChildPlan& plan) {
   const DetachedLaunch& l = *plan.launch;
   ::setsid();
@@ -142,8 +143,7 @@ constexpr char kClaimed[] = "claimed\n";
       '\0';
   const int claim_fd = ::open(claim, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (claim_fd < 0) {
-    static const char kWhat[] = "cannot write the pid file";
-    LogErrno(kWhat, sizeof kWhat - 1, errno);
+    LogErrno(kCannotWritePid, sizeof kCannotWritePid - 1, errno);
     ::_exit(126);
   }
   int link_err = WriteAll(claim_fd, pid_text, n) ? 0 : EIO;
@@ -155,8 +155,7 @@ constexpr char kClaimed[] = "claimed\n";
     ::_exit(0);
   }
   if (link_err != 0) {
-    static const char kWhat[] = "cannot write the pid file";
-    LogErrno(kWhat, sizeof kWhat - 1, link_err);
+    LogErrno(kCannotWritePid, sizeof kCannotWritePid - 1, link_err);
     ::_exit(126);
   }
   WriteAll(plan.sync_fd, pid_text, n);

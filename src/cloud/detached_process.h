@@ -23,8 +23,9 @@ struct DetachedLaunch {
   std::vector<std::string> env;   // its whole environment ("KEY=value")
   std::string cwd;                // it runs there
   std::string log_path;           // stdout and stderr, appended (created 0600)
-  // The process creates this file and writes its pid there before anything else. When the file
-  // exists already (another launch claimed it), the process ends without running the program.
+  // Before anything else the process puts its pid here, whole (written aside, then linked). When
+  // the file exists already (another launch claimed it), or cannot be written, the process ends
+  // without running the program.
   std::string pid_path;
   std::string started_path;  // created just before the program is executed
   int64_t delay_s = 0;       // waited before that (the instance's boot time)

@@ -190,11 +190,10 @@ core::Result<bool> LocalProvider::Create(const scale::NodeGroup& group, const st
   launch.delay_s = group.boot_s;
   auto launched = LaunchDetached(launch);
   if (!launched) return launched.failure();
-  // Another Create of the name (one cut short by a restart, its process still starting) claimed
-  // the pid file between the check above and this launch: that agent is the instance's.
-  if (!launched.value()) return CompletePidFile(dir + "/pid");
-  // The process wrote its bare pid; its start time makes the record safe from pid reuse.
-  return WriteFileAtomically(dir + "/pid", FormatPidFile(*launched.value()));
+  // The process wrote its bare pid; its start time makes the record safe from pid reuse. When
+  // another Create of the name (one cut short by a restart, its process still starting) claimed
+  // the pid file between the check above and this launch, that agent is the instance's.
+  return CompletePidFile(dir + "/pid");
 }
 
 core::Result<bool> LocalProvider::Delete(const std::string& name) {
