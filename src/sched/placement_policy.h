@@ -60,6 +60,11 @@ class PlacementPolicy {
     return Score(node, job, rng);
   }
 
+  // Optional, for pure policies whose every score is a whole number from 0 to `ScoreLevels() - 1`
+  // (FGD: a sigmoid truncated to 0..100): the framework may then rank nodes in buckets, one per
+  // score, rather than in a heap. 0 (the default) means any double.
+  virtual int ScoreLevels() const { return 0; }
+
   // The GPUs of `node` that `job` takes: exactly `job.num_gpu` of them, each with at least
   // `job.gpu_milli` free; 0 for a CPU-only job. `DefaultGpuPick` unless the policy says otherwise.
   virtual core::GpuMask PickGpus(const core::NodeState& node, const core::JobSpec& job,

@@ -61,6 +61,7 @@ Placer::Placer(const core::ClusterSnapshot& snapshot, const PlacementPolicy& pol
     : snapshot_(snapshot),
       policy_(policy),
       has_state_term_(policy.ScoreIsPure() && policy.HasStateTerm()),
+      score_levels_(policy.ScoreLevels()),
       rank_(snapshot.size()) {
   const int n = snapshot.size();
   if (tie_rank.empty()) {
@@ -84,35 +85,6 @@ Placer::Placer(const core::ClusterSnapshot& snapshot, const PlacementPolicy& pol
   synced_ = snapshot.change_journal().size();
 }
 
-namespace {
-
-// The heap order: `a` ranks below `b` when `b` has the higher score, or the same score and the
-// smaller tie-break rank. Exactly the order of the scan this replaced, so decisions are the same.
-template <typename Ranked>
-bool RanksBelow(const Ranked& a, const Ranked& b) {
-  return a.score < b.score || (a.score == b.score && a.rank > b.rank);
-}
-
-// Restores the heap order after the top entry was replaced.
-template <typename Ranked>
-void SiftDown(std::vector<Ranked>& heap) {
-  const size_t n = heap.size();
-  if (n < 2) return;
-  Ranked moving = heap[0];
-  size_t i = 0;
-  while (true) {
-    size_t child = 2 * i + 1;
-    if (child >= n) break;
-    if (child + 1 < n && RanksBelow(heap[child], heap[child + 1])) ++child;
-    if (!RanksBelow(moving, heap[child])) break;
-    heap[i] = heap[child];
-    i = child;
-  }
-  heap[i] = moving;
-}
-
-}  // namespace
-
 uint32_t Placer::StateId(int node, const core::NodeState& s) {
   if (state_version_[node] == s.version) return state_id_[node];
   // Bounded: a long-lived Placer forgets old states rather than growing without limit. Ids are
@@ -124,8 +96,7 @@ uint32_t Placer::StateId(int node, const core::NodeState& s) {
     std::fill(state_version_.begin(), state_version_.end(), 0u);
   }
   StateKey key{s.num_gpus, s.model, s.job_classes, s.cpu_free, s.memory_free, s.gpu_free};
-  const auto [it, inserted] =
-      state_ids_.try_emplace(key, static_cast<uint32_t>(state_ids_.size()));
+  const auto [it, inserted] = state_ids_.try_emplace(key, static_cast<uint32_t>(state_ids_.size()));
   state_version_[node] = s.version;
   state_id_[node] = it->second;
   return it->second;
@@ -153,25 +124,14 @@ double Placer::PureScore(int shape, int node, const core::NodeState& s, const co
   return score;
 }
 
-void Placer::Rerank(ShapeState& st, int shape, int node, const core::JobSpec& job,
-                    core::Rng& rng, bool keep_heap) {
+void Placer::Rerank(ShapeState& st, int shape, int node, const core::JobSpec& job, core::Rng& rng) {
   const core::NodeState& s = snapshot_.state(node);
-  const bool fits = s.Fits(job);
-  // The usual case: the node changed because it won the last placement, so its old entry is at
-  // the top. Replacing it there costs one sift instead of a push now and a pop later.
-  if (keep_heap && !st.heap.empty() && st.heap.front().rank == rank_[node]) {
-    if (fits) {
-      st.heap.front() = Ranked{PureScore(shape, node, s, job, rng), rank_[node], s.version};
-    } else {
-      st.heap.front() = st.heap.back();
-      st.heap.pop_back();
-    }
-    SiftDown(st.heap);
-    return;
+  if (s.Fits(job)) {
+    const double score = PureScore(shape, node, s, job, rng);
+    std::visit([&](auto& ranking) { ranking.Set(rank_[node], score); }, st.ranking);
+  } else {
+    std::visit([&](auto& ranking) { ranking.Remove(rank_[node]); }, st.ranking);
   }
-  if (!fits) return;
-  st.heap.push_back(Ranked{PureScore(shape, node, s, job, rng), rank_[node], s.version});
-  if (keep_heap) std::push_heap(st.heap.begin(), st.heap.end(), RanksBelow<Ranked>);
 }
 
 void Placer::SyncChanges() {
@@ -198,40 +158,43 @@ void Placer::SyncChanges() {
 }
 
 std::optional<Placement> Placer::ChoosePure(const core::JobSpec& job, core::Rng& rng) {
-  std::span<const core::NodeState> states = snapshot_.states();
-  const int n = static_cast<int>(states.size());
+  const int n = snapshot_.size();
   ShapeKey key{job.cpu_milli, job.memory_mib, job.num_gpu, job.gpu_milli, job.gpu_models.bits()};
   const auto [it, inserted] = shape_ids_.try_emplace(key, static_cast<int>(shapes_.size()));
   const int shape = it->second;
-  if (inserted) shapes_.emplace_back();
+  if (inserted) shapes_.emplace_back(static_cast<uint32_t>(n), score_levels_);
   ShapeState& st = shapes_[shape];
   SyncChanges();
   if (inserted) {
-    for (int node = 0; node < n; ++node) Rerank(st, shape, node, job, rng, false);
-    std::make_heap(st.heap.begin(), st.heap.end(), RanksBelow<Ranked>);
+    std::visit(
+        [&](auto& ranking) {
+          for (int node = 0; node < n; ++node) {
+            const core::NodeState& s = snapshot_.state(node);
+            if (s.Fits(job)) {
+              ranking.AppendUnordered(rank_[node], PureScore(shape, node, s, job, rng));
+            }
+          }
+          ranking.Heapify();
+        },
+        st.ranking);
   } else {
     // Each node changed since this shape last looked, once, newest first.
     for (int node = newest_; node >= 0 && changed_at_[node] > st.journal_read;
          node = older_[node]) {
-      Rerank(st, shape, node, job, rng, true);
+      Rerank(st, shape, node, job, rng);
     }
   }
   st.journal_read = synced_;
-  auto stale = [&](const Ranked& r) { return r.version != states[by_rank_[r.rank]].version; };
-  if (st.heap.size() > 2 * static_cast<size_t>(n) + 64) {
-    // Mostly stale entries: keep the current ones (one per fitting node) and re-heap.
-    std::erase_if(st.heap, stale);
-    std::make_heap(st.heap.begin(), st.heap.end(), RanksBelow<Ranked>);
-  }
-  while (!st.heap.empty() && stale(st.heap.front())) {
-    std::pop_heap(st.heap.begin(), st.heap.end(), RanksBelow<Ranked>);
-    st.heap.pop_back();
-  }
-  if (st.heap.empty()) return std::nullopt;
-  Placement best;
-  best.node = by_rank_[st.heap.front().rank];
-  best.score = st.heap.front().score;
-  return best;
+  return std::visit(
+      [&](const auto& ranking) -> std::optional<Placement> {
+        if (ranking.empty()) return std::nullopt;
+        const auto top = ranking.top();
+        Placement best;
+        best.node = by_rank_[top.id];
+        best.score = top.score;
+        return best;
+      },
+      st.ranking);
 }
 
 std::optional<Placement> Placer::Choose(const core::JobSpec& job, core::Rng& rng) {

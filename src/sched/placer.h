@@ -13,10 +13,13 @@
 #include <optional>
 #include <span>
 #include <unordered_map>
+#include <variant>
 #include <vector>
 
 #include "core/cluster.h"
 #include "core/rng.h"
+#include "sched/node_rank_buckets.h"
+#include "sched/node_rank_heap.h"
 #include "sched/placement_policy.h"
 #include "sched/score_memo.h"
 
@@ -67,19 +70,18 @@ class Placer {
   struct StateKeyHash {
     size_t operator()(const StateKey& k) const;
   };
-  // One feasible node's score for one shape, as of the node's `version`. The entry is stale once
-  // the node has changed; stale entries are dropped when they reach the top of the heap.
-  struct Ranked {
-    double score;
-    uint32_t rank;  // the node's tie-break rank, which also names the node (`by_rank_`)
-    uint32_t version;
-  };
-  // What the Placer knows about one job shape: a max-heap of the nodes that fit it, best score
-  // first and the smaller tie-break rank first among equal scores. A node is re-scored only when
-  // the snapshot's change journal says it changed, so a placement costs the nodes that changed
-  // since this shape was last placed, not a scan of the cluster.
+  // What the Placer knows about one job shape: the nodes that fit it, best first (by tie-break
+  // rank, `by_rank_` names the node). A node is re-scored only when the snapshot's change journal
+  // says it changed, so a placement costs the nodes that changed since this shape was last
+  // placed, not a scan of the cluster.
+  // Nodes are ranked in buckets when the policy's scores are small whole numbers, else in a heap.
   struct ShapeState {
-    std::vector<Ranked> heap;
+    ShapeState(uint32_t nodes, int score_levels)
+        : ranking(score_levels > 0
+                      ? Ranking(std::in_place_type<NodeRankBuckets>, nodes, score_levels)
+                      : Ranking(std::in_place_type<NodeRankHeap>, nodes)) {}
+    using Ranking = std::variant<NodeRankHeap, NodeRankBuckets>;
+    Ranking ranking;
     size_t journal_read = 0;  // how much of the change journal is applied
   };
 
@@ -91,14 +93,15 @@ class Placer {
   // The score of `job` (shape `shape`) on node `node`, computed once per distinct state.
   double PureScore(int shape, int node, const core::NodeState& s, const core::JobSpec& job,
                    core::Rng& rng);
-  // Ranks `node`, as it is now, for shape `st`: pushes it when `job` fits.
-  void Rerank(ShapeState& st, int shape, int node, const core::JobSpec& job, core::Rng& rng,
-              bool keep_heap);
+  // Ranks `node`, as it is now, for shape `st`: holds it with its score when `job` fits, drops
+  // it otherwise.
+  void Rerank(ShapeState& st, int shape, int node, const core::JobSpec& job, core::Rng& rng);
   std::optional<Placement> ChoosePure(const core::JobSpec& job, core::Rng& rng);
 
   const core::ClusterSnapshot& snapshot_;
   const PlacementPolicy& policy_;
-  const bool has_state_term_;  // the policy's HasStateTerm, asked once
+  const bool has_state_term_;   // the policy's HasStateTerm, asked once
+  const int score_levels_;      // the policy's ScoreLevels, asked once
   std::vector<uint32_t> rank_;  // tie-break rank per node
   std::vector<int> by_rank_;    // nodes in rank order
   std::unordered_map<ShapeKey, int, ShapeKeyHash> shape_ids_;

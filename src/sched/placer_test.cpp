@@ -122,9 +122,9 @@ class PlacedJobs {
     return ::testing::AssertionFailure() << (a ? "only the first" : "only the second") << " placed";
   }
   if (a && (a->node != b->node || a->gpus != b->gpus || a->score != b->score)) {
-    return ::testing::AssertionFailure() << "node " << a->node << " vs " << b->node << ", gpus "
-                                         << a->gpus << " vs " << b->gpus << ", score " << a->score
-                                         << " vs " << b->score;
+    return ::testing::AssertionFailure()
+           << "node " << a->node << " vs " << b->node << ", gpus " << a->gpus << " vs " << b->gpus
+           << ", score " << a->score << " vs " << b->score;
   }
   return ::testing::AssertionSuccess();
 }
@@ -190,30 +190,38 @@ std::optional<Placement> BruteForceChoice(const ClusterSnapshot& cluster,
 }
 
 // The incremental ranking against that scan, on a cluster big enough that each shape's ranking
-// piles up stale entries and is compacted, with a rare shape that sees many changes between its
+// holds thousands of nodes per shape, with a rare shape that sees many changes between its
 // choices, and a Placer made over a snapshot that had already changed (its journal not empty).
+// Run for a policy ranked in a heap (bestfit) and one ranked in score buckets (fgd).
 TEST(PlacerTest, IncrementalRankingMatchesABruteForceScanOnALargeCluster) {
-  auto policy = MakePlacementPolicy("bestfit");
-  std::vector<core::NodeSpec> nodes;
-  for (int i = 0; i < 40; ++i) {
-    for (const core::NodeSpec& n : CacheTestNodes()) nodes.push_back(n);
-  }
-  const std::vector<uint32_t> rank = ShuffledRanks(nodes.size(), 3);
-  ClusterSnapshot cluster(nodes);
-  cluster.Allocate(3, Job().Cpu(1000).Gpus(2), 0b11);  // history before the Placer
-  Placer cached(cluster, *policy, rank);
-  core::Rng rng(11), rng_cached(2), rng_fresh(2);
-  PlacedJobs running;
-  const JobSpec rare = Job().Cpu(32000).Memory(200000).Gpus(8);
-  for (int step = 0; step < 6000; ++step) {
-    if (running.MaybeRelease(cluster, rng, 3)) continue;
-    const JobSpec job = step % 500 == 0 ? rare : RandomJob(rng);
-    auto a = cached.Choose(job, rng_cached);
-    auto b = BruteForceChoice(cluster, *policy, job, rank, rng_fresh);
-    ASSERT_TRUE(SameChoice(a, b)) << "step " << step;
-    if (!a) continue;
-    cluster.Allocate(a->node, job, a->gpus);
-    running.Add(a->node, job, a->gpus);
+  for (const char* name : {"bestfit", "fgd"}) {
+    SCOPED_TRACE(name);
+    auto policy = MakePlacementPolicy(name);
+    std::vector<JobSpec> sample;
+    core::Rng sample_rng(9);
+    for (int i = 0; i < 200; ++i) sample.push_back(RandomJob(sample_rng));
+    policy->Prepare(WorkloadProfile::Build(sample, {}));
+    std::vector<core::NodeSpec> nodes;
+    for (int i = 0; i < 40; ++i) {
+      for (const core::NodeSpec& n : CacheTestNodes()) nodes.push_back(n);
+    }
+    const std::vector<uint32_t> rank = ShuffledRanks(nodes.size(), 3);
+    ClusterSnapshot cluster(nodes);
+    cluster.Allocate(3, Job().Cpu(1000).Gpus(2), 0b11);  // history before the Placer
+    Placer cached(cluster, *policy, rank);
+    core::Rng rng(11), rng_cached(2), rng_fresh(2);
+    PlacedJobs running;
+    const JobSpec rare = Job().Cpu(32000).Memory(200000).Gpus(8);
+    for (int step = 0; step < 6000; ++step) {
+      if (running.MaybeRelease(cluster, rng, 3)) continue;
+      const JobSpec job = step % 500 == 0 ? rare : RandomJob(rng);
+      auto a = cached.Choose(job, rng_cached);
+      auto b = BruteForceChoice(cluster, *policy, job, rank, rng_fresh);
+      ASSERT_TRUE(SameChoice(a, b)) << "step " << step;
+      if (!a) continue;
+      cluster.Allocate(a->node, job, a->gpus);
+      running.Add(a->node, job, a->gpus);
+    }
   }
 }
 

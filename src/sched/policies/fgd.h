@@ -19,6 +19,8 @@ class FgdPolicy : public PlacementPolicy {
   double StateTerm(const core::NodeState& node) const override;
   double ScoreWithStateTerm(const core::NodeState& node, const core::JobSpec& job, core::Rng&,
                             double fragmentation_before) const override;
+  // trunc(100 * sigmoid(...)): 0..100.
+  int ScoreLevels() const override { return 101; }
 
  private:
   // The node's score for `job` given its fragmentation now; for a sharing job also the GPU that
