@@ -102,16 +102,21 @@ for p in ["fgd", "bestfit"]:
     if all(v):
         lines.append(f"| {p} | {v[0]:.0f} | {v[1]:.0f} | {v[2]:.0f} | {v[1]/v[0]:.1f} | {v[2]/v[0]:.1f} |")
 lines.append("")
-lines.append("How it scales: the placer keeps, per pod shape, a max-heap of the nodes that fit it "
+lines.append("How it scales: the placer keeps, per pod shape, the nodes that fit it ranked "
              "(score, then tie-break rank), and re-ranks only the nodes that changed since that "
              "shape was last placed, each once, found through a recency list of changed nodes "
-             "(`src/sched/placer.h`). Node states are interned, so identical nodes share one score "
+             "(`src/sched/placer.h`). A node is held once per shape and moved in place when its "
+             "score changes: for FGD, whose scores are whole numbers 0..100, in one bit set per "
+             "score (`node_rank_buckets.h`: a few word writes per change, two word scans for the "
+             "best, whatever the node count); for other policies in an indexed 4-ary heap "
+             "(`node_rank_heap.h`). Node states are interned, so identical nodes share one score "
              "per shape. The work per pod is the nodes changed since its shape's last pod, not a "
-             "scan of the cluster; what still grows faster than k is the heap depth (log k) and "
-             "cache misses in heaps 4x larger, and a few more distinct nodes changed between two "
-             "pods of one shape when there are more nodes to spread over. A policy's figure of the "
-             "node alone (FGD's fragmentation before the placement, `PlacementPolicy::StateTerm`) "
-             "is computed once per distinct node state, not once per shape.\n")
+             "scan of the cluster; what still grows faster than k is cache misses in tables 4x "
+             "larger (the score memo, node states, bestfit's heaps and their log k depth), and a "
+             "few more distinct nodes changed between two pods of one shape when there are more "
+             "nodes to spread over. A policy's figure of the node alone (FGD's fragmentation "
+             "before the placement, `PlacementPolicy::StateTerm`) is computed once per distinct "
+             "node state, not once per shape.\n")
 proc = float(open(f"{tmp}/proc").read().strip())
 lines.append(f"Whole process, `gpufleet sim placement --policy fgd` (the static client, which "
              f"runs it itself) on the default trace with order seed 42 (median of 9 wall times, "

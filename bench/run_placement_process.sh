@@ -6,15 +6,18 @@
 #   gpufleet        the static client runs the command itself (since this change)
 #   gpufleet-full   the dynamically linked full program (what `gpufleet` exec'd before)
 # each with the heap on transparent huge pages (the default now) and on 4 KiB pages
-# (GPUFLEET_HEAP_PAGES=small, the behaviour before). Writes bench/results/placement-process.md.
+# (GPUFLEET_HEAP_PAGES=small, the behaviour before). With BASELINE=DIR (a folder holding a
+# `gpufleet` built from an earlier commit), that binary joins the interleaved runs as a fifth
+# row, named by BASELINE_LABEL (say, the commit). Writes bench/results/placement-process.md.
 # Needs build/ (bash scripts/setup.sh) and ../shared/traces.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 traces=../shared/traces/alibaba-openb-2023
 [ -f "$traces/openb_node_list_gpu_node.csv" ] || { echo "needs $traces" >&2; exit 1; }
-python3 - "$traces" <<'PY'
+python3 - "$traces" "${BASELINE:-}" <<'PY'
 import os, statistics, subprocess, sys, time, datetime
 traces = sys.argv[1]
+baseline = sys.argv[2]
 args = ["sim", "placement", "--nodes", f"{traces}/openb_node_list_gpu_node.csv",
         "--pods", f"{traces}/openb_pod_list_default.csv", "--policy", "fgd",
         "--order", f"{traces}/orders/openb_pod_list_default.seed42.txt"]
@@ -22,6 +25,10 @@ configs = [("gpufleet-full, 4 KiB pages (before)", "./build/gpufleet-full", "sma
            ("gpufleet-full, huge-page heap", "./build/gpufleet-full", ""),
            ("gpufleet (static), 4 KiB pages", "./build/gpufleet", "small"),
            ("gpufleet (static), huge-page heap (now)", "./build/gpufleet", "")]
+if baseline:
+    label = os.environ.get("BASELINE_LABEL", "BASELINE")
+    configs.append((f"gpufleet (static) of {label}, huge-page heap",
+                    f"{baseline}/gpufleet", ""))
 times = {c[0]: [] for c in configs}
 outputs = {}
 for _ in range(21):
@@ -48,7 +55,7 @@ for name, _, _ in configs:
     lines.append(f"| {name} | {statistics.median(t):.1f} | {min(t):.1f} | {max(t):.1f} | "
                  f"{statistics.median(t) / base:.2f} |")
 lines.append("")
-lines.append(f"Same output from all four: **{'yes' if same else 'NO'}**.\n")
+lines.append(f"Same output from all {len(configs)}: **{'yes' if same else 'NO'}**.\n")
 lines.append("Goal (issue 18, section 4): <= 30 ms.\n")
 open("bench/results/placement-process.md", "w").write("\n".join(lines))
 print("\n".join(lines))
