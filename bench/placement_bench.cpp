@@ -78,6 +78,33 @@ void BM_OpenbDefault(benchmark::State& state, std::string policy) {
   RunOnce(state, *data, policy);
 }
 
+// What `gpufleet sim placement` does before its run: read the node and pod CSV files, profile the
+// workload, read the published order (the part of the whole-process time that RunOnce leaves out).
+void BM_OpenbLoad(benchmark::State& state) {
+  if (!fs::exists(kTraces / "openb_pod_list_default.csv")) {
+    state.SkipWithError("../shared/traces not found: real-trace benchmark skipped");
+    return;
+  }
+  for (auto _ : state) {
+    auto w = sim::ReadOpenbWorkload((kTraces / "openb_node_list_gpu_node.csv").string(),
+                                    (kTraces / "openb_pod_list_default.csv").string(),
+                                    core::GpuCatalog::Builtin());
+    if (!w) {
+      state.SkipWithError(w.error().c_str());
+      return;
+    }
+    const sched::WorkloadProfile profile = sim::ProfileOf(w.value());
+    auto order = sim::ReadOrderFile(
+        (kTraces / "orders" / "openb_pod_list_default.seed42.txt").string(), w.value());
+    if (!order) {
+      state.SkipWithError(order.error().c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(profile.total_count());
+    benchmark::DoNotOptimize(order.value().pods.data());
+  }
+}
+
 // The default trace replicated `factor` times (nodes and pods), with a seeded order.
 void BM_OpenbReplicated(benchmark::State& state, std::string policy) {
   const Loaded* base = DefaultTrace();
@@ -126,6 +153,7 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark(("BM_OpenbDefault/" + id).c_str(), BM_OpenbDefault, name)
         ->Unit(benchmark::kMillisecond);
   }
+  benchmark::RegisterBenchmark("BM_OpenbLoad", BM_OpenbLoad)->Unit(benchmark::kMillisecond);
   for (const std::string name : {"fgd", "bestfit"}) {
     benchmark::RegisterBenchmark(("BM_OpenbReplicated/" + name).c_str(), BM_OpenbReplicated, name)
         ->Arg(1)

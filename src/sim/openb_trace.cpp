@@ -26,6 +26,7 @@ Result<std::vector<core::NodeSpec>> NodesFromTable(Result<CsvTable> table, const
   std::vector<core::NodeSpec> nodes;
   nodes.reserve(t.rows());
   std::unordered_map<std::string_view, size_t> seen;
+  seen.reserve(t.rows());
   for (size_t r = 0; r < t.rows(); ++r) {
     core::NodeSpec node;
     node.name = std::string(t.Field(r, "sn"));
@@ -67,6 +68,7 @@ Result<std::vector<OpenbPod>> PodsFromTable(Result<CsvTable> table,
   std::vector<OpenbPod> pods;
   pods.reserve(t.rows());
   std::unordered_map<std::string_view, size_t> seen;
+  seen.reserve(t.rows());
   for (size_t r = 0; r < t.rows(); ++r) {
     OpenbPod pod;
     pod.line = t.line(r);
@@ -187,6 +189,8 @@ Result<PlacementOrder> ReadOrderFile(const std::string& path, const OpenbWorkloa
 Result<PlacementOrder> ParseOrderFile(std::istream& in, const std::string& path,
                                       const OpenbWorkload& workload) {
   std::unordered_map<std::string_view, int> pod_index, node_index;
+  pod_index.reserve(workload.pods.size());
+  node_index.reserve(workload.nodes.size());
   for (size_t i = 0; i < workload.pods.size(); ++i) pod_index.emplace(workload.pods[i].job.name, i);
   for (size_t i = 0; i < workload.nodes.size(); ++i) node_index.emplace(workload.nodes[i].name, i);
   PlacementOrder order;
@@ -200,7 +204,8 @@ Result<PlacementOrder> ParseOrderFile(std::istream& in, const std::string& path,
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty() || line[0] == '#') continue;
-    const std::string where = path + ":" + std::to_string(line_no);
+    // Built only for an error: one string per line cost more than the lookups.
+    auto where = [&path, line_no] { return path + ":" + std::to_string(line_no); };
     if (line.rfind("pod ", 0) == 0) {
       std::string_view name = std::string_view(line).substr(4);
       auto it = pod_index.find(name);
@@ -209,35 +214,35 @@ Result<PlacementOrder> ParseOrderFile(std::istream& in, const std::string& path,
         if (tuned != std::string_view::npos) it = pod_index.find(name.substr(0, tuned));
       }
       if (it == pod_index.end()) {
-        return Error{where + ": column 2: unknown pod '" + std::string(name) + "' (not in " +
+        return Error{where() + ": column 2: unknown pod '" + std::string(name) + "' (not in " +
                      workload.pods_path + ")"};
       }
       order.pods.push_back(it->second);
     } else if (line.rfind("node ", 0) == 0) {
       std::string_view rest = std::string_view(line).substr(5);
       size_t space = rest.find(' ');
-      if (space == std::string_view::npos) return Error{where + ": expected 'node RANK NAME'"};
+      if (space == std::string_view::npos) return Error{where() + ": expected 'node RANK NAME'"};
       std::string_view rank_text = rest.substr(0, space);
       std::string_view name = rest.substr(space + 1);
       uint32_t rank = 0;
       auto [ptr, ec] = std::from_chars(rank_text.data(), rank_text.data() + rank_text.size(), rank);
       if (ec != std::errc() || ptr != rank_text.data() + rank_text.size() ||
           rank >= workload.nodes.size()) {
-        return Error{where + ": column 2: node rank must be an integer in 0.." +
+        return Error{where() + ": column 2: node rank must be an integer in 0.." +
                      std::to_string(workload.nodes.size() - 1) + ", found '" +
                      std::string(rank_text) + "'"};
       }
       auto it = node_index.find(name);
       if (it == node_index.end()) {
-        return Error{where + ": column 3: unknown node '" + std::string(name) + "'"};
+        return Error{where() + ": column 3: unknown node '" + std::string(name) + "'"};
       }
       if (rank_used[rank] || order.node_rank[it->second] != unset) {
-        return Error{where + ": duplicate node rank or node"};
+        return Error{where() + ": duplicate node rank or node"};
       }
       rank_used[rank] = 1;
       order.node_rank[it->second] = rank;
     } else {
-      return Error{where + ": column 1: expected 'pod NAME' or 'node RANK NAME'"};
+      return Error{where() + ": column 1: expected 'pod NAME' or 'node RANK NAME'"};
     }
   }
   for (size_t i = 0; i < order.node_rank.size(); ++i) {
