@@ -22,7 +22,7 @@ class NodeRankBuckets {
     uint32_t id;
   };
 
-  // An empty set for ids 0..capacity-1 and scores 0..levels-1 (levels at most 65,535).
+  // An empty set for ids 0..capacity-1 and scores 0..levels-1 (levels at most 65,534).
   NodeRankBuckets(uint32_t capacity, int levels)
       : capacity_(capacity),
         words_((capacity + 63) / 64),

@@ -59,6 +59,29 @@ TYPED_TEST(NodeRankingTest, EqualScoresGoToTheSmallerId) {
   EXPECT_TRUE(heap.empty());
 }
 
+// Past 4,096 ids the buckets' summary needs a second word: ids on both sides of that line and of
+// a word's end, with the best moving between them.
+TYPED_TEST(NodeRankingTest, IdsBeyondTheFirstSummaryWord) {
+  auto heap = Make<TypeParam>(5000);
+  heap.Set(4159, 3);
+  heap.Set(4096, 3);
+  heap.Set(4999, 3);
+  EXPECT_EQ(heap.top().id, 4096u);
+  heap.Set(4095, 3);
+  EXPECT_EQ(heap.top().id, 4095u);
+  heap.Remove(4095);
+  heap.Remove(4096);
+  EXPECT_EQ(heap.top().id, 4159u);
+  heap.Set(4999, 4);
+  EXPECT_EQ(heap.top().id, 4999u);
+  heap.Remove(4999);
+  heap.Set(64, 1);
+  EXPECT_EQ(heap.top().id, 4159u);
+  heap.Remove(4159);
+  EXPECT_EQ(heap.top().id, 64u);
+  EXPECT_EQ(heap.size(), 1u);
+}
+
 // Random sets, raises, lowers and removals (scores from a small range, so ties are common)
 // against a plain map, with bulk fills mixed in.
 TYPED_TEST(NodeRankingTest, MatchesAPlainScanThroughRandomUpdates) {
