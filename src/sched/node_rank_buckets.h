@@ -45,12 +45,30 @@ class NodeRankBuckets {
         static_cast<uint32_t>(w * 64 + static_cast<size_t>(std::countr_zero(level.bits[w])))};
   }
 
-  // Holds `id` with `score`, which must be a whole number in 0..levels-1.
+  // Whether `score` is a whole number in 0..levels-1, as Set requires.
+  bool Accepts(double score) const {
+    return score >= 0 && score < static_cast<double>(levels_.size()) &&
+           static_cast<double>(static_cast<uint16_t>(score)) == score;
+  }
+  // Calls `f(id, score)` for every id held.
+  template <typename F>
+  void ForEach(F&& f) const {
+    for (size_t level = 0; level < levels_.size(); ++level) {
+      const Level& l = levels_[level];
+      for (size_t w = 0; l.count > 0 && w < l.bits.size(); ++w) {
+        for (uint64_t word = l.bits[w]; word != 0; word &= word - 1) {
+          f(static_cast<uint32_t>(w * 64 + static_cast<size_t>(std::countr_zero(word))),
+            static_cast<double>(level));
+        }
+      }
+    }
+  }
+
+  // Holds `id` with `score`, which must be a whole number in 0..levels-1 (`Accepts`).
   void Set(uint32_t id, double score) {
     GPUFLEET_CHECK(id < capacity_);
-    GPUFLEET_CHECK(score >= 0 && score < static_cast<double>(levels_.size()));
+    GPUFLEET_CHECK(Accepts(score));
     const auto level = static_cast<uint16_t>(score);
-    GPUFLEET_CHECK(static_cast<double>(level) == score);
     const uint16_t old = level_of_[id];
     if (old == level) return;
     if (old != kAbsent) Clear(old, id);

@@ -60,9 +60,11 @@ class PlacementPolicy {
     return Score(node, job, rng);
   }
 
-  // Optional, for pure policies whose every score is a whole number from 0 to `ScoreLevels() - 1`
-  // (FGD: a sigmoid truncated to 0..100): the framework may then rank nodes in buckets, one per
-  // score, rather than in a heap. 0 (the default) means any double.
+  // Optional, for pure policies whose scores are whole numbers from 0 to `ScoreLevels() - 1` on
+  // the clusters they are made for (the published openb policies: 0..100): the framework then
+  // ranks nodes in buckets, one per score, rather than in a heap. A hint, not a promise: a shape
+  // that meets a score outside it (a node larger than the policy's scale) is ranked in a heap
+  // from then on, with the same decisions. 0 (the default) means any double.
   virtual int ScoreLevels() const { return 0; }
 
   // The GPUs of `node` that `job` takes: exactly `job.num_gpu` of them, each with at least

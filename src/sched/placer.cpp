@@ -124,11 +124,24 @@ double Placer::PureScore(int shape, int node, const core::NodeState& s, const co
   return score;
 }
 
+void Placer::Hold(ShapeState& st, uint32_t id, double score) {
+  if (auto* buckets = std::get_if<NodeRankBuckets>(&st.ranking)) {
+    if (buckets->Accepts(score)) {
+      buckets->Set(id, score);
+      return;
+    }
+    NodeRankHeap heap(static_cast<uint32_t>(snapshot_.size()));
+    buckets->ForEach([&heap](uint32_t held, double s) { heap.AppendUnordered(held, s); });
+    heap.Heapify();
+    st.ranking = std::move(heap);
+  }
+  std::get<NodeRankHeap>(st.ranking).Set(id, score);
+}
+
 void Placer::Rerank(ShapeState& st, int shape, int node, const core::JobSpec& job, core::Rng& rng) {
   const core::NodeState& s = snapshot_.state(node);
   if (s.Fits(job)) {
-    const double score = PureScore(shape, node, s, job, rng);
-    std::visit([&](auto& ranking) { ranking.Set(rank_[node], score); }, st.ranking);
+    Hold(st, rank_[node], PureScore(shape, node, s, job, rng));
   } else {
     std::visit([&](auto& ranking) { ranking.Remove(rank_[node]); }, st.ranking);
   }
@@ -166,17 +179,17 @@ std::optional<Placement> Placer::ChoosePure(const core::JobSpec& job, core::Rng&
   ShapeState& st = shapes_[shape];
   SyncChanges();
   if (inserted) {
-    std::visit(
-        [&](auto& ranking) {
-          for (int node = 0; node < n; ++node) {
-            const core::NodeState& s = snapshot_.state(node);
-            if (s.Fits(job)) {
-              ranking.AppendUnordered(rank_[node], PureScore(shape, node, s, job, rng));
-            }
-          }
-          ranking.Heapify();
-        },
-        st.ranking);
+    for (int node = 0; node < n; ++node) {
+      const core::NodeState& s = snapshot_.state(node);
+      if (!s.Fits(job)) continue;
+      const double score = PureScore(shape, node, s, job, rng);
+      if (auto* heap = std::get_if<NodeRankHeap>(&st.ranking)) {
+        heap->AppendUnordered(rank_[node], score);  // ordered once, below
+      } else {
+        Hold(st, rank_[node], score);
+      }
+    }
+    if (auto* heap = std::get_if<NodeRankHeap>(&st.ranking)) heap->Heapify();
   } else {
     // Each node changed since this shape last looked, once, newest first.
     for (int node = newest_; node >= 0 && changed_at_[node] > st.journal_read;

@@ -74,7 +74,8 @@ class Placer {
   // rank, `by_rank_` names the node). A node is re-scored only when the snapshot's change journal
   // says it changed, so a placement costs the nodes that changed since this shape was last
   // placed, not a scan of the cluster.
-  // Nodes are ranked in buckets when the policy's scores are small whole numbers, else in a heap.
+  // Nodes are ranked in buckets when the policy's scores are small whole numbers, else in a heap
+  // (and in a heap from the first score that is not, `Hold`).
   struct ShapeState {
     ShapeState(uint32_t nodes, int score_levels)
         : ranking(score_levels > 0
@@ -93,6 +94,9 @@ class Placer {
   // The score of `job` (shape `shape`) on node `node`, computed once per distinct state.
   double PureScore(int shape, int node, const core::NodeState& s, const core::JobSpec& job,
                    core::Rng& rng);
+  // Holds rank `id` with `score` in `st`'s ranking; a score the buckets cannot hold turns them
+  // into a heap first.
+  void Hold(ShapeState& st, uint32_t id, double score);
   // Ranks `node`, as it is now, for shape `st`: holds it with its score when `job` fits, drops
   // it otherwise.
   void Rerank(ShapeState& st, int shape, int node, const core::JobSpec& job, core::Rng& rng);

@@ -192,37 +192,61 @@ std::optional<Placement> BruteForceChoice(const ClusterSnapshot& cluster,
 // The incremental ranking against that scan, on a cluster big enough that each shape's ranking
 // holds thousands of nodes per shape, with a rare shape that sees many changes between its
 // choices, and a Placer made over a snapshot that had already changed (its journal not empty).
-// Run for a policy ranked in a heap (bestfit) and one ranked in score buckets (fgd).
+// Declares whole scores 0..100 (so it is ranked in buckets) but now and then scores a node
+// with a fraction or beyond 100, which turns that shape's buckets into a heap mid-run.
+class MostlyWholePolicy final : public PlacementPolicy {
+ public:
+  std::string_view Name() const override { return "mostly-whole"; }
+  int ScoreLevels() const override { return 101; }
+  double Score(const core::NodeState& node, const JobSpec& job, core::Rng&) const override {
+    const int64_t cores = node.cpu_free / 1000;
+    const double whole = static_cast<double>((cores + node.gpu_free_total / 100) % 101);
+    if (job.cpu_milli > 2000 && cores % 13 == 0) return whole + 0.5;
+    if (job.cpu_milli > 2000 && cores % 17 == 0) return 250;
+    return whole;
+  }
+};
+
+// The incremental ranking against a plain scan of every node, on a large cluster, for every
+// deterministic policy: best fit and the others ranked in buckets (whole scores 0..100), fgd-
+// balance in a heap, and a policy whose buckets turn into heaps mid-run.
+void ExpectScanDecisions(const PlacementPolicy& policy) {
+  std::vector<core::NodeSpec> nodes;
+  for (int i = 0; i < 40; ++i) {
+    for (const core::NodeSpec& n : CacheTestNodes()) nodes.push_back(n);
+  }
+  const std::vector<uint32_t> rank = ShuffledRanks(nodes.size(), 3);
+  ClusterSnapshot cluster(nodes);
+  cluster.Allocate(3, Job().Cpu(1000).Gpus(2), 0b11);  // history before the Placer
+  Placer cached(cluster, policy, rank);
+  core::Rng rng(11), rng_cached(2), rng_fresh(2);
+  PlacedJobs running;
+  const JobSpec rare = Job().Cpu(32000).Memory(200000).Gpus(8);
+  for (int step = 0; step < 6000; ++step) {
+    if (running.MaybeRelease(cluster, rng, 3)) continue;
+    const JobSpec job = step % 500 == 0 ? rare : RandomJob(rng);
+    auto a = cached.Choose(job, rng_cached);
+    auto b = BruteForceChoice(cluster, policy, job, rank, rng_fresh);
+    ASSERT_TRUE(SameChoice(a, b)) << "step " << step;
+    if (!a) continue;
+    cluster.Allocate(a->node, job, a->gpus);
+    running.Add(a->node, job, a->gpus);
+  }
+}
+
 TEST(PlacerTest, IncrementalRankingMatchesABruteForceScanOnALargeCluster) {
-  for (const char* name : {"bestfit", "fgd"}) {
-    SCOPED_TRACE(name);
-    auto policy = MakePlacementPolicy(name);
+  for (const auto& info : PlacementPolicies()) {
+    auto policy = info.make();
+    if (!policy->ScoreIsPure()) continue;
+    SCOPED_TRACE(std::string(info.name));
     std::vector<JobSpec> sample;
     core::Rng sample_rng(9);
     for (int i = 0; i < 200; ++i) sample.push_back(RandomJob(sample_rng));
     policy->Prepare(WorkloadProfile::Build(sample, {}));
-    std::vector<core::NodeSpec> nodes;
-    for (int i = 0; i < 40; ++i) {
-      for (const core::NodeSpec& n : CacheTestNodes()) nodes.push_back(n);
-    }
-    const std::vector<uint32_t> rank = ShuffledRanks(nodes.size(), 3);
-    ClusterSnapshot cluster(nodes);
-    cluster.Allocate(3, Job().Cpu(1000).Gpus(2), 0b11);  // history before the Placer
-    Placer cached(cluster, *policy, rank);
-    core::Rng rng(11), rng_cached(2), rng_fresh(2);
-    PlacedJobs running;
-    const JobSpec rare = Job().Cpu(32000).Memory(200000).Gpus(8);
-    for (int step = 0; step < 6000; ++step) {
-      if (running.MaybeRelease(cluster, rng, 3)) continue;
-      const JobSpec job = step % 500 == 0 ? rare : RandomJob(rng);
-      auto a = cached.Choose(job, rng_cached);
-      auto b = BruteForceChoice(cluster, *policy, job, rank, rng_fresh);
-      ASSERT_TRUE(SameChoice(a, b)) << "step " << step;
-      if (!a) continue;
-      cluster.Allocate(a->node, job, a->gpus);
-      running.Add(a->node, job, a->gpus);
-    }
+    ExpectScanDecisions(*policy);
   }
+  SCOPED_TRACE("mostly-whole");
+  ExpectScanDecisions(MostlyWholePolicy());
 }
 
 TEST(ScoreMemoTest, FindsWhatWasInsertedThroughGrowthAndCollisions) {

@@ -8,6 +8,8 @@ namespace {
 class BestFit final : public PlacementPolicy {
  public:
   std::string_view Name() const override { return "bestfit"; }
+  // Whole numbers 0..100: trunc(100 (1 - s)), s in [0, 1] for nodes up to 128 cores and 8 GPUs.
+  int ScoreLevels() const override { return 101; }
   double Score(const core::NodeState& node, const core::JobSpec& job, core::Rng&) const override {
     const double s =
         0.5 * static_cast<double>(node.cpu_free - job.cpu_milli) / 128000.0 +

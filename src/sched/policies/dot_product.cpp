@@ -8,6 +8,9 @@ namespace {
 class DotProduct final : public PlacementPolicy {
  public:
   std::string_view Name() const override { return "dotprod"; }
+  // Whole numbers 0..100: trunc(100 (1 - d / 2)), d in [0, 2] for nodes and jobs up to 128 cores
+  // and 8 GPUs.
+  int ScoreLevels() const override { return 101; }
   double Score(const core::NodeState& node, const core::JobSpec& job, core::Rng&) const override {
     const double d = (static_cast<double>(node.cpu_free) / 128000.0) *
                          (static_cast<double>(job.cpu_milli) / 128000.0) +

@@ -8,6 +8,8 @@ namespace {
 class GpuClustering final : public PlacementPolicy {
  public:
   std::string_view Name() const override { return "gpuclustering"; }
+  // Whole numbers 0..100: up to 25 for free GPU plus up to 75 for the classes already there.
+  int ScoreLevels() const override { return 101; }
   double Score(const core::NodeState& node, const core::JobSpec& job, core::Rng&) const override {
     if (!job.UsesGpu()) return 0;
     int64_t score = 25 * (8000 - int64_t{node.gpu_free_total}) / 8000;

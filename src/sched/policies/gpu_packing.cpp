@@ -11,6 +11,8 @@ namespace {
 class GpuPacking final : public PlacementPolicy {
  public:
   std::string_view Name() const override { return "gpupacking"; }
+  // Whole numbers 0..100: its tiers span 0..100.
+  int ScoreLevels() const override { return 101; }
   double Score(const core::NodeState& node, const core::JobSpec& job, core::Rng&) const override {
     if (!job.UsesGpu()) return 0;
     const int n = node.num_gpus;
