@@ -5,11 +5,15 @@
 #  - peak RSS of one `gpufleet sim placement` process (FGD, default trace);
 #  - wall time of the whole published sweep (6 policies x 10 seeds x 4 traces) on all cores.
 #  - with BASELINE=DIR (a folder holding placement_bench and gpufleet built from an earlier
-#    commit): the same benchmarks and whole-process times for both, interleaved in this run, and
-#    whether every pod's decision is the same (`sim placement --decisions`, 4 traces x 6 policies
-#    x 3 published orders).
-# Needs build/ (bash scripts/setup.sh) and ../shared/traces. Takes about two minutes (four with
-# BASELINE).
+#    commit): the same benchmarks and whole-process times for both, interleaved round by round
+#    in this run (the machine's speed drifts within minutes), and whether every pod's decision is
+#    the same (`sim placement --decisions`, 4 traces x 6 policies x 3 published orders).
+# Every benchmark runs with the heap settings the gpufleet process uses (cli/heap_tuning.cpp:
+# blocks up to 32 MiB come from the heap, which is not trimmed): without them each iteration's
+# large vectors are fresh mappings, faulted in again on every iteration, which the one run of a
+# process pays only once.
+# Needs build/ (bash scripts/setup.sh) and ../shared/traces. Takes about three minutes (six with
+# BASELINE). ROUNDS (default 5) sets the rounds.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 traces=../shared/traces/alibaba-openb-2023
@@ -18,28 +22,39 @@ out=bench/results/placement.md
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-./build/bench/placement_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
-  --benchmark_out="$tmp/bench.json" --benchmark_out_format=json >"$tmp/bench.txt" 2>&1
+export GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=268435456
+rounds=${ROUNDS:-5}
+for round in $(seq "$rounds"); do
+  ./build/bench/placement_bench --benchmark_out="$tmp/bench.$round.json" \
+    --benchmark_out_format=json >"$tmp/bench.txt" 2>&1
+  if [ -n "${BASELINE:-}" ]; then
+    "$BASELINE/placement_bench" --benchmark_filter='BM_OpenbDefault|BM_OpenbReplicated' \
+      --benchmark_out="$tmp/base.$round.json" --benchmark_out_format=json >/dev/null 2>&1
+  fi
+done
+unset GLIBC_TUNABLES
 
 /usr/bin/time -f "%M" -o "$tmp/rss" ./build/gpufleet sim placement \
   --nodes "$traces/openb_node_list_gpu_node.csv" --pods "$traces/openb_pod_list_default.csv" \
   --policy fgd --order "$traces/orders/openb_pod_list_default.seed42.txt" >/dev/null
 
-# Whole-process wall time of one FGD run (median of 9), and the baseline's when given.
-proc_time() {  # binary -> median seconds
-  for _ in 1 2 3 4 5 6 7 8 9; do
-    /usr/bin/time -f "%e" "$1" sim placement --nodes "$traces/openb_node_list_gpu_node.csv" \
-      --pods "$traces/openb_pod_list_default.csv" --policy fgd \
-      --order "$traces/orders/openb_pod_list_default.seed42.txt" 2>&1 >/dev/null
-  done | sort -n | sed -n 5p
+# Whole-process wall time of one FGD run (median of 9), and the baseline's when given, the two
+# runs interleaved.
+proc_once() {  # binary -> seconds
+  /usr/bin/time -f "%e" "$1" sim placement --nodes "$traces/openb_node_list_gpu_node.csv" \
+    --pods "$traces/openb_pod_list_default.csv" --policy fgd \
+    --order "$traces/orders/openb_pod_list_default.seed42.txt" 2>&1 >/dev/null
 }
-proc_time ./build/gpufleet >"$tmp/proc"
+: >"$tmp/proc.all"
+: >"$tmp/base_proc.all"
+for _ in 1 2 3 4 5 6 7 8 9; do
+  proc_once ./build/gpufleet >>"$tmp/proc.all"
+  if [ -n "${BASELINE:-}" ]; then proc_once "$BASELINE/gpufleet" >>"$tmp/base_proc.all"; fi
+done
+sort -n "$tmp/proc.all" | sed -n 5p >"$tmp/proc"
 : >"$tmp/base.txt"
 if [ -n "${BASELINE:-}" ]; then
-  "$BASELINE/placement_bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
-    --benchmark_filter='BM_OpenbDefault|BM_OpenbReplicated' \
-    --benchmark_out="$tmp/base.json" --benchmark_out_format=json >/dev/null 2>&1
-  proc_time "$BASELINE/gpufleet" >"$tmp/base_proc"
+  sort -n "$tmp/base_proc.all" | sed -n 5p >"$tmp/base_proc"
   same=0 differ=0
   for trace in default gpushare40 multigpu20 gpuspec10; do
     for policy in dotprod gpuclustering gpupacking bestfit fgd fgd-balance; do
@@ -62,23 +77,32 @@ start=$(date +%s.%N)
   --policies random,dotprod,gpuclustering,gpupacking,bestfit,fgd --check >"$tmp/sweep.txt"
 end=$(date +%s.%N)
 
-python3 - "$tmp" "$out" "$start" "$end" <<'PY'
-import json, os, sys
+python3 - "$tmp" "$out" "$start" "$end" "$rounds" <<'PY'
+import glob, json, os, statistics, sys
 tmp, out, start, end = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
-data = json.load(open(f"{tmp}/bench.json"))
-rows = {}
-for b in data["benchmarks"]:
-    if b.get("aggregate_name") != "median":
-        continue
-    rows[b["run_name"]] = b
+rounds = int(sys.argv[5])
+def medians(prefix):
+    """Per benchmark: its first round's entry, with real_time the median over the rounds (ms)."""
+    times, first, ctx = {}, {}, None
+    for path in sorted(glob.glob(f"{tmp}/{prefix}.*.json")):
+        data = json.load(open(path))
+        ctx = ctx or data["context"]
+        for b in data["benchmarks"]:
+            t = b["real_time"] if b["time_unit"] == "ms" else b["real_time"] / 1e6
+            times.setdefault(b["run_name"], []).append(t)
+            first.setdefault(b["run_name"], b)
+    for name, b in first.items():
+        b["real_time"] = statistics.median(times[name])
+    return first, ctx
+rows, ctx = medians("bench")
 def ms(name):
     b = rows.get(name)
-    return None if b is None else b["real_time"] if b["time_unit"] == "ms" else b["real_time"] / 1e6
-ctx = data["context"]
+    return None if b is None else b["real_time"]
 lines = []
 lines.append("# Placement benchmark results\n")
 lines.append(f"Measured by `bash bench/run_placement_bench.sh` on {ctx.get('num_cpus')} CPUs "
-             f"({ctx.get('mhz_per_cpu')} MHz), {ctx.get('date')}. Medians of 5 repetitions; one "
+             f"({ctx.get('mhz_per_cpu')} MHz), {ctx.get('date')}. Medians of {rounds} rounds (with a "
+             "BASELINE, each round runs this build's benchmarks, then the baseline's); one "
              "iteration is a whole run (build the cluster, place every pod, summarize the curves) on "
              "one core; reading the CSV files is not timed.\n")
 lines.append("## One run of the default trace to 130% (10,866 pods, 1,213 nodes)\n")
@@ -110,8 +134,7 @@ lines.append("How it scales: the placer keeps, per pod shape, the nodes that fit
              "in one bit set per score (`node_rank_buckets.h`: a few word writes per change, two "
              "word scans for the best, whatever the node count); for fgd-balance (fractional "
              "scores), and for a shape that meets a score outside 0..100, in an indexed 4-ary "
-             "heap (`node_rank_heap.h`). The baseline's benchmarks run after this build's, not "
-             "interleaved: compare ratios across runs with care. Node states are interned, so identical nodes share one score "
+             "heap (`node_rank_heap.h`). Node states are interned (`flat_interner.h`), so identical nodes share one score "
              "per shape. The work per pod is the nodes changed since its shape's last pod, not a "
              "scan of the cluster; what still grows faster than k is cache misses in tables 4x "
              "larger (the score memo, node states, the rankings), and a "
@@ -125,9 +148,7 @@ lines.append(f"Whole process, `gpufleet sim placement --policy fgd` (the static 
              f"including reading the CSV files): **{proc*1000:.0f} ms**.\n")
 base = open(f"{tmp}/base.txt").read().split()
 if base:
-    bdata = json.load(open(f"{tmp}/base.json"))
-    brows = {b["run_name"]: b["real_time"] for b in bdata["benchmarks"]
-             if b.get("aggregate_name") == "median"}
+    brows = {name: b["real_time"] for name, b in medians("base")[0].items()}
     base_proc = float(open(f"{tmp}/base_proc").read().strip())
     lines.append("## Before and after, measured in this run (BASELINE)\n")
     label = os.environ.get("BASELINE_LABEL", "")

@@ -96,10 +96,10 @@ uint32_t Placer::StateId(int node, const core::NodeState& s) {
     std::fill(state_version_.begin(), state_version_.end(), 0u);
   }
   StateKey key{s.num_gpus, s.model, s.job_classes, s.cpu_free, s.memory_free, s.gpu_free};
-  const auto [it, inserted] = state_ids_.try_emplace(key, static_cast<uint32_t>(state_ids_.size()));
+  const uint32_t id = state_ids_.Intern(key);
   state_version_[node] = s.version;
-  state_id_[node] = it->second;
-  return it->second;
+  state_id_[node] = id;
+  return id;
 }
 
 double Placer::PureScore(int shape, int node, const core::NodeState& s, const core::JobSpec& job,

@@ -18,6 +18,7 @@
 
 #include "core/cluster.h"
 #include "core/rng.h"
+#include "sched/flat_interner.h"
 #include "sched/node_rank_buckets.h"
 #include "sched/node_rank_heap.h"
 #include "sched/placement_policy.h"
@@ -113,7 +114,7 @@ class Placer {
   // State interning: per node the version its id was taken at (0 = none) and the id.
   std::vector<uint32_t> state_version_;
   std::vector<uint32_t> state_id_;
-  std::unordered_map<StateKey, uint32_t, StateKeyHash> state_ids_;
+  FlatInterner<StateKey, StateKeyHash> state_ids_;
   ScoreMemo memo_;  // score per (shape, state id)
   // The policy's StateTerm per state id (kUnknownTerm: not computed yet).
   static constexpr double kUnknownTerm = std::numeric_limits<double>::quiet_NaN();

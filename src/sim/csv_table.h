@@ -22,16 +22,30 @@ class CsvTable {
   static core::Result<CsvTable> Parse(std::string text, std::string path,
                                       const std::vector<std::string>& required);
 
+  // A column found once by name, for readers that visit every row: the accessors that take one
+  // skip the lookup by name that the others do for each field.
+  struct Column {
+    int index = -1;  // -1: the file has no such column
+  };
+
   size_t rows() const { return lines_.size(); }
   bool HasColumn(std::string_view name) const { return FindColumn(name) >= 0; }
+  Column ColumnOf(std::string_view name) const { return Column{FindColumn(name)}; }
   // The raw text of `column` in row `row`; "" when an optional column is absent.
   std::string_view Field(size_t row, std::string_view column) const;
+  std::string_view Field(size_t row, Column column) const {
+    return column.index < 0 ? std::string_view()
+                            : fields_[row * header_.size() + static_cast<size_t>(column.index)];
+  }
   // The field parsed as an integer; the error names file, line and column.
   core::Result<int64_t> Int(size_t row, std::string_view column) const;
+  core::Result<int64_t> Int(size_t row, Column column) const;
   core::Result<int64_t> NonNegativeInt(size_t row, std::string_view column) const;
+  core::Result<int64_t> NonNegativeInt(size_t row, Column column) const;
   int line(size_t row) const { return lines_[row]; }
   // "FILE:LINE: column NAME (N)" for error messages.
   std::string Where(size_t row, std::string_view column) const;
+  std::string Where(size_t row, Column column) const;
   std::string Where(size_t row) const;
   const std::string& path() const { return path_; }
 

@@ -27,28 +27,31 @@ Result<std::vector<core::NodeSpec>> NodesFromTable(Result<CsvTable> table, const
   nodes.reserve(t.rows());
   std::unordered_map<std::string_view, size_t> seen;
   seen.reserve(t.rows());
+  const auto sn = t.ColumnOf("sn"), cpu_milli = t.ColumnOf("cpu_milli"),
+             memory_mib = t.ColumnOf("memory_mib"), gpu = t.ColumnOf("gpu"),
+             model_column = t.ColumnOf("model");
   for (size_t r = 0; r < t.rows(); ++r) {
     core::NodeSpec node;
-    node.name = std::string(t.Field(r, "sn"));
-    if (node.name.empty()) return Error{t.Where(r, "sn") + ": empty node name"};
-    if (!seen.emplace(t.Field(r, "sn"), r).second) {
-      return Error{t.Where(r, "sn") + ": duplicate node name '" + node.name + "'"};
+    node.name = std::string(t.Field(r, sn));
+    if (node.name.empty()) return Error{t.Where(r, sn) + ": empty node name"};
+    if (!seen.emplace(t.Field(r, sn), r).second) {
+      return Error{t.Where(r, sn) + ": duplicate node name '" + node.name + "'"};
     }
-    auto cpu = t.NonNegativeInt(r, "cpu_milli");
+    auto cpu = t.NonNegativeInt(r, cpu_milli);
     if (!cpu) return Error{cpu.error()};
-    auto mem = t.NonNegativeInt(r, "memory_mib");
+    auto mem = t.NonNegativeInt(r, memory_mib);
     if (!mem) return Error{mem.error()};
-    auto gpus = t.NonNegativeInt(r, "gpu");
+    auto gpus = t.NonNegativeInt(r, gpu);
     if (!gpus) return Error{gpus.error()};
     if (gpus.value() > core::kMaxGpusPerNode) {
-      return Error{t.Where(r, "gpu") + ": at most " + std::to_string(core::kMaxGpusPerNode) +
+      return Error{t.Where(r, gpu) + ": at most " + std::to_string(core::kMaxGpusPerNode) +
                    " GPUs per node are supported, found " + std::to_string(gpus.value())};
     }
-    std::string_view model = t.Field(r, "model");
+    std::string_view model = t.Field(r, model_column);
     if (gpus.value() > 0 || !model.empty()) {
       auto id = catalog.Find(model);
       if (!id)
-        return Error{t.Where(r, "model") + ": unknown GPU model '" + std::string(model) + "'"};
+        return Error{t.Where(r, model_column) + ": unknown GPU model '" + std::string(model) + "'"};
       node.model = *id;
     }
     node.cpu_milli = cpu.value();
@@ -69,30 +72,35 @@ Result<std::vector<OpenbPod>> PodsFromTable(Result<CsvTable> table,
   pods.reserve(t.rows());
   std::unordered_map<std::string_view, size_t> seen;
   seen.reserve(t.rows());
+  const auto name = t.ColumnOf("name"), cpu_milli = t.ColumnOf("cpu_milli"),
+             memory_mib = t.ColumnOf("memory_mib"), num_gpu_column = t.ColumnOf("num_gpu"),
+             gpu_milli_column = t.ColumnOf("gpu_milli"), gpu_spec = t.ColumnOf("gpu_spec"),
+             qos = t.ColumnOf("qos"), creation_time = t.ColumnOf("creation_time"),
+             deletion_time = t.ColumnOf("deletion_time");
   for (size_t r = 0; r < t.rows(); ++r) {
-    OpenbPod pod;
+    OpenbPod& pod = pods.emplace_back();  // in place; on an error the whole list is dropped
     pod.line = t.line(r);
     core::JobSpec& job = pod.job;
-    job.name = std::string(t.Field(r, "name"));
-    if (job.name.empty()) return Error{t.Where(r, "name") + ": empty pod name"};
-    if (!seen.emplace(t.Field(r, "name"), r).second) {
-      return Error{t.Where(r, "name") + ": duplicate pod name '" + job.name + "'"};
+    job.name = std::string(t.Field(r, name));
+    if (job.name.empty()) return Error{t.Where(r, name) + ": empty pod name"};
+    if (!seen.emplace(t.Field(r, name), r).second) {
+      return Error{t.Where(r, name) + ": duplicate pod name '" + job.name + "'"};
     }
-    auto cpu = t.NonNegativeInt(r, "cpu_milli");
+    auto cpu = t.NonNegativeInt(r, cpu_milli);
     if (!cpu) return Error{cpu.error()};
-    auto mem = t.NonNegativeInt(r, "memory_mib");
+    auto mem = t.NonNegativeInt(r, memory_mib);
     if (!mem) return Error{mem.error()};
-    auto num_gpu = t.NonNegativeInt(r, "num_gpu");
+    auto num_gpu = t.NonNegativeInt(r, num_gpu_column);
     if (!num_gpu) return Error{num_gpu.error()};
-    auto gpu_milli = t.NonNegativeInt(r, "gpu_milli");
+    auto gpu_milli = t.NonNegativeInt(r, gpu_milli_column);
     if (!gpu_milli) return Error{gpu_milli.error()};
     if (num_gpu.value() > core::kMaxGpusPerNode) {
-      return Error{t.Where(r, "num_gpu") + ": " + std::to_string(num_gpu.value()) +
+      return Error{t.Where(r, num_gpu_column) + ": " + std::to_string(num_gpu.value()) +
                    " GPUs is more than any node can have (" +
                    std::to_string(core::kMaxGpusPerNode) + ")"};
     }
     if (gpu_milli.value() > core::kGpuMilli) {
-      return Error{t.Where(r, "gpu_milli") + ": must be at most 1000, found " +
+      return Error{t.Where(r, gpu_milli_column) + ": must be at most 1000, found " +
                    std::to_string(gpu_milli.value())};
     }
     job.cpu_milli = cpu.value();
@@ -101,28 +109,28 @@ Result<std::vector<OpenbPod>> PodsFromTable(Result<CsvTable> table,
     // A GPU-less pod's gpu_milli means nothing; a multi-GPU pod takes whole GPUs.
     job.gpu_milli = job.num_gpu == 0 ? 0 : static_cast<int>(gpu_milli.value());
     if (job.num_gpu > 0 && job.gpu_milli == 0) {
-      return Error{t.Where(r, "gpu_milli") + ": must be positive when num_gpu is " +
+      return Error{t.Where(r, gpu_milli_column) + ": must be positive when num_gpu is " +
                    std::to_string(job.num_gpu)};
     }
     if (job.num_gpu > 1 && job.gpu_milli != core::kGpuMilli) {
-      return Error{t.Where(r, "gpu_milli") + ": pods with num_gpu > 1 must take whole GPUs (1000)"};
+      return Error{t.Where(r, gpu_milli_column) +
+                   ": pods with num_gpu > 1 must take whole GPUs (1000)"};
     }
-    pod.spec_label = std::string(t.Field(r, "gpu_spec"));
+    pod.spec_label = std::string(t.Field(r, gpu_spec));
     auto models = catalog.ParseSpec(pod.spec_label);
-    if (!models) return Error{t.Where(r, "gpu_spec") + ": " + models.error()};
+    if (!models) return Error{t.Where(r, gpu_spec) + ": " + models.error()};
     job.gpu_models = models.value();
-    job.queue = std::string(t.Field(r, "qos"));  // the pod's QoS class; "" when absent
+    job.queue = std::string(t.Field(r, qos));  // the pod's QoS class; "" when absent
     if (has_times) {
-      auto created = t.NonNegativeInt(r, "creation_time");
+      auto created = t.NonNegativeInt(r, creation_time);
       if (!created) return Error{created.error()};
       pod.creation_time = created.value();
-      if (!t.Field(r, "deletion_time").empty()) {
-        auto deleted = t.NonNegativeInt(r, "deletion_time");
+      if (!t.Field(r, deletion_time).empty()) {
+        auto deleted = t.NonNegativeInt(r, deletion_time);
         if (!deleted) return Error{deleted.error()};
         pod.deletion_time = deleted.value();
       }
     }
-    pods.push_back(std::move(pod));
   }
   return pods;
 }
