@@ -793,7 +793,20 @@ bool Controller::FlushLocked(int64_t now_ms, std::vector<int64_t>* refused) {
   if (writes_.empty()) return true;
   std::vector<store::TransitionRequest> writes = std::move(writes_);
   writes_.clear();
-  return CommittedLocked(writes, store_.TransitionAll(writes, now_ms), now_ms, refused);
+  const auto done = store_.TransitionAll(writes, now_ms);
+  if (CommittedLocked(writes, done, now_ms, refused)) return true;
+  // Memory already holds these changes (a job ended, say, and left active_): dropped, the store
+  // would keep the job RUNNING for good, since nothing reports that end again. They wait, in
+  // order and ahead of any later write, for the next flush. A caller that undoes its own
+  // changes instead forgets their writes (ForgetMarksLocked).
+  writes_ = std::move(writes);
+  return false;
+}
+
+void Controller::ForgetMarksLocked(const std::vector<int64_t>& ids) {
+  std::erase_if(writes_, [&ids](const store::TransitionRequest& w) {
+    return w.from == w.to && std::find(ids.begin(), ids.end(), w.id) != ids.end();
+  });
 }
 
 bool Controller::CommittedLocked(const std::vector<store::TransitionRequest>& writes,
@@ -1526,6 +1539,7 @@ void Controller::Pass(std::unique_lock<std::mutex>& lock, int64_t now_ms) {
   bool committed = true;
   if (!victims.empty()) {
     committed = FlushLocked(now_ms);
+    if (!committed) ForgetMarksLocked(victims);  // undone below: their marks are not retried
     for (int64_t id : victims) {
       Active& v = active_.at(id);
       if (!committed) {  // not recorded: not preempted either (the next pass decides again)

@@ -116,7 +116,8 @@ struct ControllerOptions {
   std::function<bool()> may_act;
   // Called (with the controller's lock held; it must not call back) when the store refused or
   // failed to record job state changes that this controller's memory already holds: a shared
-  // store's controller then stands down and recovers from the store.
+  // store's controller then stands down and recovers from the store. Unset (the embedded store),
+  // the changes wait in the write buffer and every later flush tries them again first.
   std::function<void(const std::string& why)> on_store_write_failed;
   // Submits a pass takes into the queue; more wait for the next pass, which follows at once.
   int max_arrivals_per_pass = 5000;
@@ -417,8 +418,12 @@ class Controller {
   // State changes wait in `writes_` and are committed together by FlushLocked (false when the
   // store fails): at most a few commits per pass or heartbeat, however many jobs change.
   void WriteLocked(int64_t id, store::JobState from, store::JobState to, store::JobUpdate update);
-  // `refused`, when given, collects the jobs whose compare-and-set did not apply.
+  // `refused`, when given, collects the jobs whose compare-and-set did not apply. When the store
+  // fails, the writes stay buffered, ahead of later ones, and the next flush tries them again.
   bool FlushLocked(int64_t now_ms, std::vector<int64_t>* refused = nullptr);
+  // Drops the buffered marks (same-state updates, such as PREEMPTING) of `ids`: for a caller
+  // whose flush failed and that undoes those marks in memory rather than retrying them.
+  void ForgetMarksLocked(const std::vector<int64_t>& ids);
   // What FlushLocked does once the store has answered `done` for `writes`: events, `refused`,
   // the failure's count and report.
   bool CommittedLocked(const std::vector<store::TransitionRequest>& writes,

@@ -128,6 +128,7 @@ core::Result<int> Controller::Evacuate(const std::string& name, const std::strin
     stopped.push_back(id);
   }
   if (!stopped.empty() && !FlushLocked(now_ms)) {
+    ForgetMarksLocked(stopped);  // undone here: the marks are not retried
     for (int64_t id : stopped) {
       Active& a = active_.at(id);
       a.preempting = a.job.preempting = false;

@@ -4,6 +4,7 @@
 #include "controller/controller.h"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -89,6 +90,51 @@ TEST_F(ControllerTest, AJobRunsOnAnAgentAndSucceedsWhenItReportsExitZero) {
   Step({&a});
   EXPECT_EQ(Job(id).state, store::JobState::kSucceeded);
   EXPECT_FALSE(a.Holds(id)) << "a settled job is no longer listed, so the agent forgets it";
+}
+
+// A second connection's write lock on the store's database, held while it lives: the store's
+// own writes wait its busy timeout (5 s) and then fail, as with a backup tool holding the file.
+class StoreWriteLock {
+ public:
+  explicit StoreWriteLock(const std::filesystem::path& data_dir) {
+    EXPECT_EQ(sqlite3_open((data_dir / "gpufleet.db").string().c_str(), &db_), SQLITE_OK);
+    sqlite3_busy_timeout(db_, 5000);
+    EXPECT_EQ(sqlite3_exec(db_, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
+  }
+  ~StoreWriteLock() {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    sqlite3_close(db_);
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+// An end the store could not record is not forgotten: before, the controller dropped the write
+// and, the job gone from its memory, never wrote it again, so the store kept it RUNNING for good.
+TEST_F(ControllerTest, AnEndTheStoreCouldNotRecordIsRecordedOnceTheStoreIsBack) {
+  Controller& ctl = Make();
+  FakeAgent a("a");
+  ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
+  const int64_t id = Submit(1);
+  Step({&a});
+  ASSERT_EQ(Job(id).state, store::JobState::kRunning);
+  a.End(id, 3);
+  {
+    StoreWriteLock lock(dir_);
+    const auto beat = a.Beat(ctl, now_ms_);
+    ASSERT_FALSE(beat.ok()) << "the agent is told to retry: the end is not durable yet";
+    EXPECT_EQ(Job(id).state, store::JobState::kRunning);
+  }
+  now_ms_ += 1000;
+  ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
+  EXPECT_EQ(Job(id).state, store::JobState::kFailed);
+  EXPECT_EQ(Job(id).exit_code.value_or(-1), 3);
+  // The GPU it freed is placed again, and the store agrees.
+  const int64_t next = Submit(4);
+  Step({&a});
+  EXPECT_TRUE(a.Runs(next));
+  EXPECT_EQ(Job(next).state, store::JobState::kRunning);
 }
 
 TEST_F(ControllerTest, AJobThatCannotFitIsExplainedByTheRunningJobWhoseEndFreesIt) {
