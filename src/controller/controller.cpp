@@ -643,6 +643,12 @@ core::Result<int64_t> Controller::Submit(store::JobRecord job) {
 
 core::Result<store::JobState> Controller::Cancel(int64_t id, int64_t now_ms) {
   std::lock_guard<std::mutex> lock(mutex_);
+  // The store's state decides below, so changes it has not recorded yet go first: a job whose
+  // requeue still waits in the buffer would read RUNNING there, and its cancel be lost.
+  if (!FlushLocked(now_ms)) {
+    return core::Error{"the store is not recording job state changes now; retry",
+                       core::ErrorCode::kUnavailable};
+  }
   auto job = store_.GetJob(id);
   if (!job) return core::Error{job.error()};
   if (!job.value()) return core::Error{"no job " + std::to_string(id)};
@@ -796,10 +802,11 @@ bool Controller::FlushLocked(int64_t now_ms, std::vector<int64_t>* refused) {
   const auto done = store_.TransitionAll(writes, now_ms);
   if (CommittedLocked(writes, done, now_ms, refused)) return true;
   // Memory already holds these changes (a job ended, say, and left active_): dropped, the store
-  // would keep the job RUNNING for good, since nothing reports that end again. They wait, in
-  // order and ahead of any later write, for the next flush. A caller that undoes its own
-  // changes instead forgets their writes (ForgetMarksLocked).
-  writes_ = std::move(writes);
+  // would keep the job RUNNING for good, since nothing reports that end again. When the store
+  // may take them later (busy, locked, full: kUnavailable) they wait, in order and ahead of any
+  // later write, for the next flush. A caller that undoes its own changes instead forgets their
+  // writes (ForgetMarksLocked). A batch refused as invalid would be refused again: dropped.
+  if (done.failure().code == core::ErrorCode::kUnavailable) writes_ = std::move(writes);
   return false;
 }
 
@@ -1449,13 +1456,15 @@ void Controller::Pass(std::unique_lock<std::mutex>& lock, int64_t now_ms) {
     }
   }
   for (int64_t id : draining) SettleLocked(id, now_ms);
-  // Ends and requeues so far are committed before any placement is.
-  FlushLocked(now_ms);
+  // Ends and requeues so far are committed before any placement is. While they cannot be (the
+  // store fails), nothing is placed: a requeued job the store still holds RUNNING would have its
+  // start's compare-and-set refused and be dropped from the queue.
+  const bool settled = FlushLocked(now_ms);
   FlushUsageLocked(now_ms);
   // 3. Schedule and start.
   std::vector<int64_t> placed;
   std::vector<int64_t> victims;  // marked PREEMPTING in the write buffer, signalled once committed
-  if (scheduler_.waiting() > 0 || ElasticMayGrowLocked()) {
+  if (settled && (scheduler_.waiting() > 0 || ElasticMayGrowLocked())) {
     std::vector<sched::RunningJob> running;
     running.reserve(active_.size());
     for (const auto& [id, a] : active_) {

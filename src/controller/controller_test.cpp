@@ -127,9 +127,13 @@ TEST_F(ControllerTest, AnEndTheStoreCouldNotRecordIsRecordedOnceTheStoreIsBack) 
     EXPECT_EQ(Job(id).state, store::JobState::kRunning);
   }
   now_ms_ += 1000;
-  ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
+  // A cancel reads the store, so it records what waits first: it finds the job ended.
+  const auto cancelled = ctl.Cancel(id, now_ms_);
+  ASSERT_TRUE(cancelled.ok()) << cancelled.error();
+  EXPECT_EQ(cancelled.value(), store::JobState::kFailed);
   EXPECT_EQ(Job(id).state, store::JobState::kFailed);
   EXPECT_EQ(Job(id).exit_code.value_or(-1), 3);
+  ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
   // The GPU it freed is placed again, and the store agrees.
   const int64_t next = Submit(4);
   Step({&a});
