@@ -797,9 +797,11 @@ void Controller::WriteLocked(int64_t id, store::JobState from, store::JobState t
 
 bool Controller::FlushLocked(int64_t now_ms, std::vector<int64_t>* refused) {
   if (writes_.empty()) return true;
+  if (now_ms < store_retry_at_ms_) return false;  // resting after a failure (NoteStoreLocked)
   std::vector<store::TransitionRequest> writes = std::move(writes_);
   writes_.clear();
   const auto done = store_.TransitionAll(writes, now_ms);
+  NoteStoreLocked(done.ok() || done.failure().code != core::ErrorCode::kUnavailable);
   if (CommittedLocked(writes, done, now_ms, refused)) return true;
   // Memory already holds these changes (a job ended, say, and left active_): dropped, the store
   // would keep the job RUNNING for good, since nothing reports that end again. When the store
@@ -808,6 +810,23 @@ bool Controller::FlushLocked(int64_t now_ms, std::vector<int64_t>* refused) {
   // writes (ForgetMarksLocked). A batch refused as invalid would be refused again: dropped.
   if (done.failure().code == core::ErrorCode::kUnavailable) writes_ = std::move(writes);
   return false;
+}
+
+void Controller::NoteStoreLocked(bool answered) {
+  if (answered) {
+    store_retry_pause_ms_ = 0;
+    store_retry_at_ms_ = 0;
+    return;
+  }
+  store_retry_pause_ms_ = std::clamp<int64_t>(2 * store_retry_pause_ms_, 250, 5000);
+  store_retry_at_ms_ = Now() + store_retry_pause_ms_;
+}
+
+bool Controller::UnrecordedLocked(const net::Heartbeat& beat) const {
+  return std::any_of(writes_.begin(), writes_.end(), [&beat](const store::TransitionRequest& w) {
+    return std::any_of(beat.jobs.begin(), beat.jobs.end(),
+                       [&w](const net::ReportedJob& rep) { return rep.id == w.id; });
+  });
 }
 
 void Controller::ForgetMarksLocked(const std::vector<int64_t>& ids) {
@@ -1133,8 +1152,10 @@ store::JobUsageRecord Controller::UsageRecordLocked(Active& a, int64_t now_ms, b
 }
 
 void Controller::FlushUsageLocked(int64_t now_ms) {
+  if (now_ms < store_retry_at_ms_) return;  // resting after a failure: the records wait
   std::vector<store::JobUsageRecord> records = std::move(usage_writes_);
   usage_writes_.clear();
+  const std::size_t ended = records.size();  // ended jobs' last records, never made again
   for (auto& [id, a] : active_) {
     if (records.size() >= kUsageFlushesPerPass) break;
     if (!a.usage || now_ms - a.usage_flushed_ms < options_.usage_flush_ms) continue;
@@ -1142,9 +1163,15 @@ void Controller::FlushUsageLocked(int64_t now_ms) {
     records.push_back(UsageRecordLocked(a, now_ms, /*ended=*/false));
   }
   if (records.empty()) return;
-  if (auto r = store_.PutJobUsage(records); !r) {
+  auto r = store_.PutJobUsage(records);
+  NoteStoreLocked(r.ok() || r.failure().code != core::ErrorCode::kUnavailable);
+  if (!r) {
     ++stats_.store_errors;
     std::fprintf(stderr, "gpufleet: cannot record usage series: %s\n", r.error().c_str());
+    if (r.failure().code == core::ErrorCode::kUnavailable) {  // the ended ones wait, as above
+      records.resize(ended);
+      usage_writes_ = std::move(records);
+    }
   }
 }
 
@@ -1348,10 +1375,13 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
   // none, and waking one per beat kept the lock from the beat that reports a launch.
   const bool freed = active_.size() < active_before;
   // What the reply implies (an ended job no longer listed, so the agent forgets it) must be
-  // durable before the agent reads it.
-  if (!FlushLocked(now_ms)) {
-    return core::Error{"store: cannot record job states; retry", core::ErrorCode::kUnavailable};
-  }
+  // durable before the agent reads it: while a change to a job this node reported waits
+  // unrecorded, the agent is told to retry, and keeps reporting it. Other nodes are answered: a
+  // node without replies for half a lease stops its restartable jobs.
+  FlushLocked(now_ms);
+  const core::Error unrecorded{"store: cannot record job states; retry",
+                               core::ErrorCode::kUnavailable};
+  if (UnrecordedLocked(beat)) return unrecorded;
 
   // Long poll: hold the reply until this node has new work (or a stop), or the wait is over.
   // Held replies are capped so that agents never take every HTTP worker.
@@ -1367,6 +1397,7 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
     return core::Error{"this controller no longer leads; ask the leader",
                        core::ErrorCode::kUnavailable};
   }
+  if (UnrecordedLocked(beat)) return unrecorded;  // a pass ended one meanwhile, unrecorded
   const NodeEntry& node = nodes_[index];  // `n` may have moved: nodes_ can grow meanwhile
   net::HeartbeatReply reply;
   reply.node_epoch = node.epoch;
@@ -1460,7 +1491,7 @@ void Controller::Pass(std::unique_lock<std::mutex>& lock, int64_t now_ms) {
   // store fails), nothing is placed: a requeued job the store still holds RUNNING would have its
   // start's compare-and-set refused and be dropped from the queue.
   const bool settled = FlushLocked(now_ms);
-  FlushUsageLocked(now_ms);
+  if (settled) FlushUsageLocked(now_ms);
   // 3. Schedule and start.
   std::vector<int64_t> placed;
   std::vector<int64_t> victims;  // marked PREEMPTING in the write buffer, signalled once committed

@@ -421,6 +421,12 @@ class Controller {
   // `refused`, when given, collects the jobs whose compare-and-set did not apply. When the store
   // fails, the writes stay buffered, ahead of later ones, and the next flush tries them again.
   bool FlushLocked(int64_t now_ms, std::vector<int64_t>* refused = nullptr);
+  // After the store failed to answer (kUnavailable), writes rest for a pause that doubles from
+  // 250 ms to 5 s (`answered` false), and flushes in between return false at once: each try may
+  // wait the store's busy timeout with the lock held, and heartbeats wait behind it.
+  void NoteStoreLocked(bool answered);
+  // Whether a write about a job `beat` reports still waits unrecorded (the reply must wait too).
+  bool UnrecordedLocked(const net::Heartbeat& beat) const;
   // Drops the buffered marks (same-state updates, such as PREEMPTING) of `ids`: for a caller
   // whose flush failed and that undoes those marks in memory rather than retrying them.
   void ForgetMarksLocked(const std::vector<int64_t>& ids);
@@ -513,6 +519,8 @@ class Controller {
   double prediction_abs_error_sum_ = 0;
   int64_t prediction_checked_ = 0;
   std::vector<store::TransitionRequest> writes_;
+  int64_t store_retry_pause_ms_ = 0;  // NoteStoreLocked
+  int64_t store_retry_at_ms_ = 0;
   std::vector<store::JobUsageRecord> usage_writes_;  // ended jobs' series, written by the next pass
   // What submit validation needs of the nodes, under its own lock so that a submit never waits
   // for a scheduling pass.
