@@ -643,9 +643,11 @@ core::Result<int64_t> Controller::Submit(store::JobRecord job) {
 
 core::Result<store::JobState> Controller::Cancel(int64_t id, int64_t now_ms) {
   std::lock_guard<std::mutex> lock(mutex_);
-  // The store's state decides below, so changes it has not recorded yet go first: a job whose
-  // requeue still waits in the buffer would read RUNNING there, and its cancel be lost.
-  if (!FlushLocked(now_ms)) {
+  // The store's state decides below, so this job's changes it has not recorded yet go first: a
+  // job whose requeue still waits in the buffer would read RUNNING there, and its cancel be lost.
+  const bool waits = std::any_of(writes_.begin(), writes_.end(),
+                                 [id](const store::TransitionRequest& w) { return w.id == id; });
+  if (waits && !FlushLocked(now_ms)) {
     return core::Error{"the store is not recording job state changes now; retry",
                        core::ErrorCode::kUnavailable};
   }
@@ -795,9 +797,9 @@ void Controller::WriteLocked(int64_t id, store::JobState from, store::JobState t
   writes_.push_back(store::TransitionRequest{id, from, to, std::move(update)});
 }
 
-bool Controller::FlushLocked(int64_t now_ms, std::vector<int64_t>* refused) {
+bool Controller::FlushLocked(int64_t now_ms, std::vector<int64_t>* refused, bool even_resting) {
   if (writes_.empty()) return true;
-  if (now_ms < store_retry_at_ms_) return false;  // resting after a failure (NoteStoreLocked)
+  if (!even_resting && StoreRestingLocked(now_ms)) return false;
   std::vector<store::TransitionRequest> writes = std::move(writes_);
   writes_.clear();
   const auto done = store_.TransitionAll(writes, now_ms);
@@ -818,8 +820,13 @@ void Controller::NoteStoreLocked(bool answered) {
     store_retry_at_ms_ = 0;
     return;
   }
-  store_retry_pause_ms_ = std::clamp<int64_t>(2 * store_retry_pause_ms_, 250, 5000);
+  store_retry_pause_ms_ = std::clamp<int64_t>(2 * store_retry_pause_ms_, 250, kMaxStorePauseMs);
   store_retry_at_ms_ = Now() + store_retry_pause_ms_;
+}
+
+bool Controller::StoreRestingLocked(int64_t now_ms) const {
+  // A pause that seems longer than it was set for means the wall clock stepped back: it is over.
+  return now_ms < store_retry_at_ms_ && store_retry_at_ms_ - now_ms <= store_retry_pause_ms_;
 }
 
 bool Controller::UnrecordedLocked(const net::Heartbeat& beat) const {
@@ -1152,7 +1159,7 @@ store::JobUsageRecord Controller::UsageRecordLocked(Active& a, int64_t now_ms, b
 }
 
 void Controller::FlushUsageLocked(int64_t now_ms) {
-  if (now_ms < store_retry_at_ms_) return;  // resting after a failure: the records wait
+  if (StoreRestingLocked(now_ms)) return;  // the records wait
   std::vector<store::JobUsageRecord> records = std::move(usage_writes_);
   usage_writes_.clear();
   const std::size_t ended = records.size();  // ended jobs' last records, never made again

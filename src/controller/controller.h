@@ -419,12 +419,17 @@ class Controller {
   // store fails): at most a few commits per pass or heartbeat, however many jobs change.
   void WriteLocked(int64_t id, store::JobState from, store::JobState to, store::JobUpdate update);
   // `refused`, when given, collects the jobs whose compare-and-set did not apply. When the store
-  // fails, the writes stay buffered, ahead of later ones, and the next flush tries them again.
-  bool FlushLocked(int64_t now_ms, std::vector<int64_t>* refused = nullptr);
+  // fails, the writes stay buffered, ahead of later ones, and the next flush tries them again;
+  // while the store rests (NoteStoreLocked) a flush returns false at once, unless `even_resting`.
+  bool FlushLocked(int64_t now_ms, std::vector<int64_t>* refused = nullptr,
+                   bool even_resting = false);
   // After the store failed to answer (kUnavailable), writes rest for a pause that doubles from
-  // 250 ms to 5 s (`answered` false), and flushes in between return false at once: each try may
-  // wait the store's busy timeout with the lock held, and heartbeats wait behind it.
+  // 250 ms to 20 s (`answered` false), and flushes in between return false at once: each try may
+  // wait the store's busy timeout (SQLite's: 5 s) with the lock held, and heartbeats wait behind
+  // it, so a long outage holds the lock at most a fifth of the time.
   void NoteStoreLocked(bool answered);
+  bool StoreRestingLocked(int64_t now_ms) const;
+  static constexpr int64_t kMaxStorePauseMs = 20000;
   // Whether a write about a job `beat` reports still waits unrecorded (the reply must wait too).
   bool UnrecordedLocked(const net::Heartbeat& beat) const;
   // Drops the buffered marks (same-state updates, such as PREEMPTING) of `ids`: for a caller

@@ -127,7 +127,9 @@ core::Result<int> Controller::Evacuate(const std::string& name, const std::strin
     WriteLocked(id, a.job.state, a.job.state, std::move(mark));
     stopped.push_back(id);
   }
-  if (!stopped.empty() && !FlushLocked(now_ms)) {
+  // Tried even while the store rests after a failure: a spot node is taken within minutes, and
+  // its jobs get their grace period only if this is recorded now.
+  if (!stopped.empty() && !FlushLocked(now_ms, nullptr, /*even_resting=*/true)) {
     ForgetMarksLocked(stopped);  // undone here: the marks are not retried
     for (int64_t id : stopped) {
       Active& a = active_.at(id);
