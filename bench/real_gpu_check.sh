@@ -73,7 +73,8 @@ up_dir=$(mktemp -d)
 up=$!
 trap 'kill $up 2>/dev/null; kill $agent $load 2>/dev/null' EXIT
 for _ in $(seq 100); do [ -s "$up_dir/server" ] && break; sleep 0.2; done
-g() { ./build/gpufleet "$@" --data-dir "$up_dir"; }
+# The data directory goes right after the command: after `--` it would be the job's argument.
+g() { local command=$1; shift; ./build/gpufleet "$command" --data-dir "$up_dir" "$@"; }
 starved=$(g submit --json --gpu-share 0.5 --cpus 1 --name starved -- "$load_bin" starved 200 | sed -n 's/.*"id": *\([0-9]*\).*/\1/p')
 fed=$(g submit --json --gpu-share 0.5 --cpus 2 --name fed -- "$load_bin" fed 200 | sed -n 's/.*"id": *\([0-9]*\).*/\1/p')
 echo "jobs: starved=$starved fed=$fed"
