@@ -645,9 +645,7 @@ core::Result<store::JobState> Controller::Cancel(int64_t id, int64_t now_ms) {
   std::lock_guard<std::mutex> lock(mutex_);
   // The store's state decides below, so this job's changes it has not recorded yet go first: a
   // job whose requeue still waits in the buffer would read RUNNING there, and its cancel be lost.
-  const bool waits = std::any_of(writes_.begin(), writes_.end(),
-                                 [id](const store::TransitionRequest& w) { return w.id == id; });
-  if (waits && !FlushLocked(now_ms)) {
+  if (WriteWaitsLocked(id) && !FlushLocked(now_ms)) {
     return core::Error{"the store is not recording job state changes now; retry",
                        core::ErrorCode::kUnavailable};
   }
@@ -829,11 +827,14 @@ bool Controller::StoreRestingLocked(int64_t now_ms) const {
   return now_ms < store_retry_at_ms_ && store_retry_at_ms_ - now_ms <= store_retry_pause_ms_;
 }
 
+bool Controller::WriteWaitsLocked(int64_t id) const {
+  return std::any_of(writes_.begin(), writes_.end(),
+                     [id](const store::TransitionRequest& w) { return w.id == id; });
+}
+
 bool Controller::UnrecordedLocked(const net::Heartbeat& beat) const {
-  return std::any_of(writes_.begin(), writes_.end(), [&beat](const store::TransitionRequest& w) {
-    return std::any_of(beat.jobs.begin(), beat.jobs.end(),
-                       [&w](const net::ReportedJob& rep) { return rep.id == w.id; });
-  });
+  return std::any_of(beat.jobs.begin(), beat.jobs.end(),
+                     [this](const net::ReportedJob& rep) { return WriteWaitsLocked(rep.id); });
 }
 
 void Controller::ForgetMarksLocked(const std::vector<int64_t>& ids) {
@@ -1386,9 +1387,10 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
   // unrecorded, the agent is told to retry, and keeps reporting it. Other nodes are answered: a
   // node without replies for half a lease stops its restartable jobs.
   FlushLocked(now_ms);
-  const core::Error unrecorded{"store: cannot record job states; retry",
-                               core::ErrorCode::kUnavailable};
-  if (UnrecordedLocked(beat)) return unrecorded;
+  auto unrecorded = [] {
+    return core::Error{"store: cannot record job states; retry", core::ErrorCode::kUnavailable};
+  };
+  if (UnrecordedLocked(beat)) return unrecorded();
 
   // Long poll: hold the reply until this node has new work (or a stop), or the wait is over.
   // Held replies are capped so that agents never take every HTTP worker.
@@ -1404,7 +1406,7 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
     return core::Error{"this controller no longer leads; ask the leader",
                        core::ErrorCode::kUnavailable};
   }
-  if (UnrecordedLocked(beat)) return unrecorded;  // a pass ended one meanwhile, unrecorded
+  if (UnrecordedLocked(beat)) return unrecorded();  // a pass ended one meanwhile, unrecorded
   const NodeEntry& node = nodes_[index];  // `n` may have moved: nodes_ can grow meanwhile
   net::HeartbeatReply reply;
   reply.node_epoch = node.epoch;

@@ -430,6 +430,8 @@ class Controller {
   void NoteStoreLocked(bool answered);
   bool StoreRestingLocked(int64_t now_ms) const;
   static constexpr int64_t kMaxStorePauseMs = 20000;
+  // Whether a write about job `id` waits unrecorded in the buffer.
+  bool WriteWaitsLocked(int64_t id) const;
   // Whether a write about a job `beat` reports still waits unrecorded (the reply must wait too).
   bool UnrecordedLocked(const net::Heartbeat& beat) const;
   // Drops the buffered marks (same-state updates, such as PREEMPTING) of `ids`: for a caller
