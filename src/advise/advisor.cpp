@@ -54,8 +54,34 @@ double UsedSm(const JobView& v, const UsageBucket& b) {
   return std::min(100.0, static_cast<double>(b.sm_mean) * n / m);
 }
 
+enum class Cause { kIo, kCpu, kTransfer, kMemory, kSmallBatch, kUnexplained, kCount };
+
+Cause CauseOf(const UsageBucket& b, const AdviseOptions& o) {
+  if (b.io_pressure_pct >= o.io_stall_pct) return Cause::kIo;
+  const bool saturated = b.cpu_used_pct >= o.cpu_saturated_pct;
+  const bool quota_bound = saturated && b.cpu_throttled_pct >= o.cpu_throttled_pct;
+  // Where neither the quota's throttling nor CPU pressure is measured (no cgroup: the usage comes
+  // from /proc), a job using all the CPU it asked for is taken as held by it.
+  const bool unmeasured_bound = saturated && b.cpu_throttled_pct < 0 && b.cpu_pressure_pct < 0;
+  if (quota_bound || unmeasured_bound || b.cpu_pressure_pct >= o.cpu_pressure_pct) {
+    return Cause::kCpu;
+  }
+  if (b.pcie_mb_s >= o.pcie_high_mb_s) return Cause::kTransfer;
+  if (b.fb_used_pct >= o.gpu_mem_full_pct || b.mem_used_pct >= o.host_mem_full_pct) {
+    return Cause::kMemory;
+  }
+  // Small batch: memory to spare, and no host pressure (none of the above held).
+  if (b.fb_used_pct >= 0 && b.fb_used_pct < o.gpu_mem_small_pct) return Cause::kSmallBatch;
+  return Cause::kUnexplained;
+}
+
+// A minute in which no step ran: every GPU at about 0% SM, and the host not held by a cause
+// (a CPU-saturated, I/O-stalled or copying job at 0% SM works, and its GPUs wait on it: that is a
+// starved minute, not an idle one).
 bool IdleBucket(const UsageBucket& b, const AdviseOptions& o) {
-  return b.sm_mean >= 0 && b.sm_mean <= o.idle_sm_pct && b.active_gpus < 0.5;
+  if (b.sm_mean < 0 || b.sm_mean > o.idle_sm_pct || b.active_gpus >= 0.5) return false;
+  const Cause c = CauseOf(b, o);
+  return c != Cause::kIo && c != Cause::kCpu && c != Cause::kTransfer;
 }
 
 JobView View(const JobUsage& usage, const JobFacts& facts, const AdviseOptions& o) {
@@ -68,6 +94,12 @@ JobView View(const JobUsage& usage, const JobFacts& facts, const AdviseOptions& 
     const bool used = busy >= o.used_busy_share || g.mem_peak_mib >= o.used_mem_mib;
     v.used.push_back(used);
     v.used_gpus += used ? 1 : 0;
+  }
+  // None passed the bar (a job starved to ~0% SM, on a small context): nothing tells its GPUs
+  // apart, so all count as the ones it meant to use, and its starved minutes are charged on them.
+  if (v.used_gpus == 0) {
+    v.used.assign(v.used.size(), true);
+    v.used_gpus = v.measured_gpus;
   }
   const auto& bs = usage.buckets;
   v.idle.assign(bs.size(), false);
@@ -82,6 +114,12 @@ JobView View(const JobUsage& usage, const JobFacts& facts, const AdviseOptions& 
                 v.idle.begin() + static_cast<std::ptrdiff_t>(j), true);
     }
     i = std::max(j, i + 1);
+  }
+  // An ended job that never ran a step was idle however short its life: no start-up is left to
+  // wait for.
+  if (facts.ended && std::all_of(bs.begin(), bs.end(),
+                                 [&](const UsageBucket& b) { return IdleBucket(b, o); })) {
+    v.idle.assign(bs.size(), true);
   }
   v.end_ms = bs.empty() ? 0 : bs.back().start_ms + kBucketMs;
   v.run_h = facts.run_ms > 0 ? static_cast<double>(facts.run_ms) / 3'600'000.0
@@ -176,22 +214,6 @@ std::optional<Finding> FindUnused(const JobView& v) {
 }
 
 // ---- starved minutes and their causes ----
-
-enum class Cause { kIo, kCpu, kTransfer, kMemory, kSmallBatch, kUnexplained, kCount };
-
-Cause CauseOf(const UsageBucket& b, const AdviseOptions& o) {
-  if (b.io_pressure_pct >= o.io_stall_pct) return Cause::kIo;
-  const bool quota_bound =
-      b.cpu_used_pct >= o.cpu_saturated_pct && b.cpu_throttled_pct >= o.cpu_throttled_pct;
-  if (quota_bound || b.cpu_pressure_pct >= o.cpu_pressure_pct) return Cause::kCpu;
-  if (b.pcie_mb_s >= o.pcie_high_mb_s) return Cause::kTransfer;
-  if (b.fb_used_pct >= o.gpu_mem_full_pct || b.mem_used_pct >= o.host_mem_full_pct) {
-    return Cause::kMemory;
-  }
-  // Small batch: memory to spare, and no host pressure (none of the above held).
-  if (b.fb_used_pct >= 0 && b.fb_used_pct < o.gpu_mem_small_pct) return Cause::kSmallBatch;
-  return Cause::kUnexplained;
-}
 
 // Sums over the starved minutes of one cause.
 struct Starved {
@@ -480,26 +502,46 @@ std::optional<Finding> FindOverRequested(const JobView& v, const AdviseOptions& 
   return f;
 }
 
-Finding Efficient(const JobView& v, const Starved& unexplained) {
+// The one finding when nothing else is: "efficient" only at the good SM level; below it, the
+// summary says the SM was low and why no kind was named.
+Finding Efficient(const JobView& v, const Starved& unexplained, const AdviseOptions& o) {
   Finding f;
   f.kind = FindingKind::kEfficient;
   double sm = 0;
-  int n = 0;
-  for (std::size_t i = 0; i < v.usage->buckets.size(); ++i) {
-    const double s = UsedSm(v, v.usage->buckets[i]);
+  int n = 0, idle = 0;
+  for (const UsageBucket& b : v.usage->buckets) {
+    if (IdleBucket(b, o)) {
+      ++idle;
+      continue;
+    }
+    const double s = UsedSm(v, b);
     if (s >= 0) sm += s, ++n;
   }
   const double mean = n > 0 ? sm / n : -1;
-  f.evidence = {Ev("sm_mean", mean, "%", 0, v.end_ms)};
-  if (unexplained.minutes > 0) {
+  f.evidence = {Ev("sm_mean", mean, "% (working minutes)", 0, v.end_ms)};
+  const std::string idle_note =
+      idle > 0 ? ", besides " + std::to_string(idle) + " min at ~0% SM (shorter than the " +
+                     Minutes(o.idle_min_ms) + " idle threshold)"
+               : "";
+  if (n == 0) {
+    f.summary = "Too early to judge: the GPUs have been at ~0% SM for all " +
+                std::to_string(idle) + " min so far (start-up)";
+  } else if (unexplained.minutes > 0) {
     f.summary = "No bottleneck the advisor can name; SM averaged " + Pct(mean) + ", " +
                 Span(unexplained) + " below the good level without a host-side cause";
     f.advice = {
         "If steps seem slow, profile a few with the PyTorch profiler (or Holistic Trace "
         "Analysis) to see where the GPU waits."};
+  } else if (mean < o.good_sm_pct) {
+    f.summary = "SM averaged " + Pct(mean) + idle_note + ", below the good level of " +
+                Pct(o.good_sm_pct) + "; no single cause cost " + Pct(100 * o.min_waste_share) +
+                " of the allocation";
+    f.advice = {
+        "If steps seem slow, profile a few with the PyTorch profiler (or Holistic Trace "
+        "Analysis) to see where the GPU waits."};
   } else {
     f.summary = "The job used its " + std::to_string(v.alloc_gpus) + " GPU(s) well: SM averaged " +
-                Pct(mean) + " with no host-side bottleneck";
+                Pct(mean) + idle_note + ", with no host-side bottleneck";
   }
   return f;
 }
@@ -567,7 +609,7 @@ std::vector<Finding> Advise(const JobUsage& usage, const JobFacts& facts,
                      : SeverityOf(f.waste_gpu_h, v, options);
   }
   if (out.empty()) {
-    out.push_back(Efficient(v, starved[static_cast<std::size_t>(Cause::kUnexplained)]));
+    out.push_back(Efficient(v, starved[static_cast<std::size_t>(Cause::kUnexplained)], options));
   }
   std::stable_sort(out.begin(), out.end(), [](const Finding& a, const Finding& b) {
     if (a.waste_gpu_h != b.waste_gpu_h) return a.waste_gpu_h > b.waste_gpu_h;

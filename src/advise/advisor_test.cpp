@@ -272,6 +272,82 @@ TEST(Advisor, UnexplainedLowUseIsNotCalledEfficientWork) {
   EXPECT_NE(findings[0].summary.find("No bottleneck"), std::string::npos);
 }
 
+// The H200 run of bench/advise_load.cu (bench/results/real-gpu): host threads spin for each
+// batch, the GPU runs a 5 ms kernel between them. SM read 0.5%, the context held 774 MiB, the node
+// had no cgroup (usage from /proc: no throttling or pressure figures) and the job used ~3.8 cores
+// of the 1 it asked for. It was called "efficient": the near-zero minutes counted as idle, and
+// the idle finding needs ten minutes.
+Job StarvedToZero(int minutes) {
+  Job job{.minutes = minutes, .edit = [](UsageBucket& b) {
+            b.sm_mean = 0.5f, b.sm_min = 0, b.sm_max = 2, b.active_gpus = 0;
+            b.fb_used_pct = 1, b.pcie_mb_s = 300;
+            b.cpu_used_pct = 383, b.cpu_throttled_pct = -1, b.cpu_pressure_pct = -1;
+            b.io_pressure_pct = -1;
+          }};
+  job.cpu_alloc_milli = 1000;
+  job.mem_peak_mib = 774;
+  return job;
+}
+
+TEST(Advisor, AJobStarvedToNearZeroSmByItsCpuIsInputBound) {
+  const Job job = StarvedToZero(3);
+  const auto findings = Advise(Make(job), Facts(job));
+  ASSERT_FALSE(findings.empty());
+  EXPECT_EQ(findings[0].kind, FindingKind::kInputBoundCpu) << findings[0].summary;
+  const auto kinds = Kinds(findings);
+  EXPECT_EQ(std::count(kinds.begin(), kinds.end(), FindingKind::kEfficient), 0);
+  // Nearly all of the GPU time is waste.
+  EXPECT_GT(findings[0].waste_gpu_h, 0.9 * 3 * kBucketMs / 3'600'000.0);
+}
+
+TEST(Advisor, CpuSaturationCountsOnlyWhereThrottlingIsNotMeasured) {
+  // The same job under a measured quota that never stopped it: the CPU figure alone is no cause.
+  Job job = StarvedToZero(30);
+  job.edit = [inner = job.edit](UsageBucket& b) {
+    inner(b);
+    b.cpu_used_pct = 90, b.cpu_throttled_pct = 1, b.cpu_pressure_pct = 2;
+  };
+  for (const Finding& f : Advise(Make(job), Facts(job))) {
+    EXPECT_NE(f.kind, FindingKind::kInputBoundCpu) << f.summary;
+  }
+}
+
+TEST(Advisor, AShortJobThatNeverRanAStepWasIdle) {
+  Job job{.minutes = 3, .edit = [](UsageBucket& b) {
+            b.sm_mean = b.sm_min = b.sm_max = 0, b.active_gpus = 0;
+            b.cpu_used_pct = 1, b.fb_used_pct = 1;
+          }};
+  const auto ended = Advise(Make(job), Facts(job));
+  ASSERT_FALSE(ended.empty());
+  EXPECT_EQ(ended[0].kind, FindingKind::kIdle);
+  // Still running: too early to tell a start-up from a job nobody drives, and nothing is praised.
+  JobFacts running = Facts(job);
+  running.ended = false;
+  const auto now = Advise(Make(job), running);
+  ASSERT_EQ(now.size(), 1u);
+  EXPECT_EQ(now[0].kind, FindingKind::kEfficient);
+  EXPECT_EQ(now[0].summary.find("well"), std::string::npos) << now[0].summary;
+  EXPECT_NE(now[0].summary.find("Too early"), std::string::npos) << now[0].summary;
+}
+
+TEST(Advisor, EfficientNeverPraisesSmBelowTheGoodLevel) {
+  // Starved minutes at 40% SM from I/O, each cause under the 5% waste floor: no finding is
+  // named, and the one left must not say the GPUs were used well.
+  Job job{.minutes = 100, .edit = [](UsageBucket& b) {
+            const int64_t m = b.start_ms / kBucketMs;
+            if (m < 8) b.sm_mean = 40, b.io_pressure_pct = 50;
+            else if (m < 16) b.sm_mean = 40, b.cpu_pressure_pct = 60;
+            else if (m < 24) b.sm_mean = 40, b.pcie_mb_s = 9000;
+            else b.sm_mean = 72;
+          }};
+  const auto findings = Advise(Make(job), Facts(job));
+  ASSERT_EQ(findings.size(), 1u) << findings[0].summary;
+  EXPECT_EQ(findings[0].kind, FindingKind::kEfficient);
+  EXPECT_EQ(findings[0].summary.find("well"), std::string::npos) << findings[0].summary;
+  EXPECT_NE(findings[0].summary.find("below the good level"), std::string::npos)
+      << findings[0].summary;
+}
+
 TEST(Advisor, NoUsageNoFinding) { EXPECT_TRUE(Advise(JobUsage{}, JobFacts{}).empty()); }
 
 TEST(Advisor, OverRequestSuggestsWhatToAsk) {
