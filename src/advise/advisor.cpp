@@ -60,9 +60,10 @@ Cause CauseOf(const UsageBucket& b, const AdviseOptions& o) {
   if (b.io_pressure_pct >= o.io_stall_pct) return Cause::kIo;
   const bool saturated = b.cpu_used_pct >= o.cpu_saturated_pct;
   const bool quota_bound = saturated && b.cpu_throttled_pct >= o.cpu_throttled_pct;
-  // Where neither the quota's throttling nor CPU pressure is measured (no cgroup: the usage comes
-  // from /proc), a job using all the CPU it asked for is taken as held by it.
-  const bool unmeasured_bound = saturated && b.cpu_throttled_pct < 0 && b.cpu_pressure_pct < 0;
+  // Where no quota's throttling is measured (no cgroup: the usage comes from /proc, and nothing
+  // holds the job to its --cpus), a job using all the CPU it asked for is taken as held by it: on
+  // a node with spare cores its threads never wait for one, so the pressure figure stays low.
+  const bool unmeasured_bound = saturated && b.cpu_throttled_pct < 0;
   if (quota_bound || unmeasured_bound || b.cpu_pressure_pct >= o.cpu_pressure_pct) {
     return Cause::kCpu;
   }

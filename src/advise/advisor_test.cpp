@@ -274,14 +274,14 @@ TEST(Advisor, UnexplainedLowUseIsNotCalledEfficientWork) {
 
 // The H200 run of bench/advise_load.cu (bench/results/real-gpu): host threads spin for each
 // batch, the GPU runs a 5 ms kernel between them. SM read 0.5%, the context held 774 MiB, the node
-// had no cgroup (usage from /proc: no throttling or pressure figures) and the job used ~3.8 cores
-// of the 1 it asked for. It was called "efficient": the near-zero minutes counted as idle, and
+// had no cgroup (usage from /proc: no throttling figure, run-queue wait ~0 on 16 cores) and the
+// job used ~3.8 cores of the 1 it asked for. It was called "efficient": the near-zero minutes counted as idle, and
 // the idle finding needs ten minutes.
 Job StarvedToZero(int minutes) {
   Job job{.minutes = minutes, .edit = [](UsageBucket& b) {
             b.sm_mean = 0.5f, b.sm_min = 0, b.sm_max = 2, b.active_gpus = 0;
             b.fb_used_pct = 1, b.pcie_mb_s = 300;
-            b.cpu_used_pct = 383, b.cpu_throttled_pct = -1, b.cpu_pressure_pct = -1;
+            b.cpu_used_pct = 383, b.cpu_throttled_pct = -1, b.cpu_pressure_pct = 0;
             b.io_pressure_pct = -1;
           }};
   job.cpu_alloc_milli = 1000;
