@@ -11,6 +11,8 @@ g() { local command=$1; shift; ./build/gpufleet "$command" --data-dir "$u" "$@";
 s=$(g submit --json --gpu-share 0.5 --cpus 1 --name starved -- /tmp/advise_load starved 150 | sed -n 's/.*"id": *\([0-9]*\).*/\1/p')
 f=$(g submit --json --gpu-share 0.5 --cpus 2 --name fed -- /tmp/advise_load fed 150 | sed -n 's/.*"id": *\([0-9]*\).*/\1/p')
 echo "jobs: starved=$s fed=$f"
+g nodes --json | tr ',' '\n' | grep -E '"limits"|"gpu_model"|"gpus"'
+echo "cgroups here:"; grep -E 'cgroup' /proc/mounts | awk '{print $2, $3}' | head; cat /proc/self/cgroup
 sleep 30; g jobs; nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader
 sleep 130
 for id in $s $f; do g show "$id"; g advise "$id"; g advise "$id" --json >"$out/advice-$id.json"; done

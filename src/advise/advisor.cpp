@@ -42,8 +42,11 @@ struct JobView {
   std::vector<bool> used;  // parallel to usage->gpus: showed activity or memory
   int used_gpus = 0;
   std::vector<bool> idle;  // parallel to usage->buckets: in an idle stretch long enough
+  // Parallel to usage->buckets: the hours each bucket covers (the last one of a run may be
+  // partial) times the job's GPU share: one GPU's allocated time in that bucket.
+  std::vector<double> gpu_h;
   double run_h = 0;        // how long it ran (facts, else the series' span)
-  double alloc_gpu_h = 0;  // alloc_gpus x run_h
+  double alloc_gpu_h = 0;  // alloc_gpus x run_h x the GPU share
   int64_t end_ms = 0;      // end of the last bucket
 };
 
@@ -125,7 +128,13 @@ JobView View(const JobUsage& usage, const JobFacts& facts, const AdviseOptions& 
   v.end_ms = bs.empty() ? 0 : bs.back().start_ms + kBucketMs;
   v.run_h = facts.run_ms > 0 ? static_cast<double>(facts.run_ms) / 3'600'000.0
                              : static_cast<double>(bs.size()) * kBucketH;
-  v.alloc_gpu_h = std::max(1e-9, v.alloc_gpus * v.run_h);
+  const double share = facts.gpu_share > 0 && facts.gpu_share < 1 ? facts.gpu_share : 1.0;
+  v.gpu_h.assign(bs.size(), kBucketH * share);
+  if (!bs.empty() && facts.run_ms > bs.back().start_ms) {  // the run ended (or is) inside it
+    const int64_t covered = std::min(kBucketMs, facts.run_ms - bs.back().start_ms);
+    v.gpu_h.back() = static_cast<double>(covered) / 3'600'000.0 * share;
+  }
+  v.alloc_gpu_h = std::max(1e-9, v.alloc_gpus * v.run_h * share);
   return v;
 }
 
@@ -145,7 +154,7 @@ Evidence Ev(std::string figure, double value, std::string unit, int64_t from, in
 std::optional<Finding> FindIdle(const JobView& v) {
   const auto& bs = v.usage->buckets;
   int64_t idle_ms = 0, longest = 0, run = 0, from = 0, longest_from = 0, longest_to = 0;
-  double sm_sum = 0;
+  double sm_sum = 0, idle_gpu_h = 0;
   for (std::size_t i = 0; i < bs.size(); ++i) {
     if (!v.idle[i]) {
       run = 0;
@@ -155,6 +164,7 @@ std::optional<Finding> FindIdle(const JobView& v) {
     if (run == 0) from = bs[i].start_ms;
     run += kBucketMs;
     idle_ms += kBucketMs;
+    idle_gpu_h += v.gpu_h[i];
     if (run > longest) {
       longest = run;
       longest_from = from;
@@ -164,7 +174,7 @@ std::optional<Finding> FindIdle(const JobView& v) {
   if (idle_ms == 0) return std::nullopt;
   Finding f;
   f.kind = FindingKind::kIdle;
-  f.waste_gpu_h = v.alloc_gpus * static_cast<double>(idle_ms) / 3'600'000.0;
+  f.waste_gpu_h = v.alloc_gpus * idle_gpu_h;
   f.summary = "all " + std::to_string(v.alloc_gpus) + " GPU(s) sat at ~0% SM for " +
               Minutes(idle_ms) + " (longest stretch " + Minutes(longest) + "), " +
               GpuH(f.waste_gpu_h) + " allocated for nothing";
@@ -185,7 +195,7 @@ std::optional<Finding> FindUnused(const JobView& v) {
   if (v.measured_gpus == 0 || v.used_gpus == 0 || v.used_gpus >= v.alloc_gpus) return std::nullopt;
   const auto& bs = v.usage->buckets;
   double active_h = 0;
-  for (std::size_t i = 0; i < bs.size(); ++i) active_h += v.idle[i] ? 0 : kBucketH;
+  for (std::size_t i = 0; i < bs.size(); ++i) active_h += v.idle[i] ? 0 : v.gpu_h[i];
   const int unused = v.measured_gpus - v.used_gpus;
   if (unused <= 0 || active_h <= 0) return std::nullopt;
   Finding f;
@@ -254,7 +264,7 @@ std::array<Starved, static_cast<std::size_t>(Cause::kCount)> StarvedByCause(
     if (v.idle[i] || v.used_gpus == 0 || IdleBucket(bs[i], o)) continue;
     const double sm = UsedSm(v, bs[i]);
     if (sm < 0 || sm >= o.good_sm_pct) continue;
-    const double waste = v.used_gpus * (1.0 - sm / o.good_sm_pct) * kBucketH;
+    const double waste = v.used_gpus * (1.0 - sm / o.good_sm_pct) * v.gpu_h[i];
     out[static_cast<std::size_t>(CauseOf(bs[i], o))].Add(bs[i], sm, waste);
   }
   return out;
@@ -287,9 +297,12 @@ Finding StarvedFinding(FindingKind kind, const Starved& s, const JobView& v,
       ev("cpu_pressure_pct", s.cpu_pressure, s.n_cpu_pressure, "%");
       ev("sm_max_minus_min", s.sm_spread, s.minutes, "%");
       f.summary = head + " while the job's CPU ran at " + Pct(Starved::Mean(s.cpu_used, s.n_cpu)) +
-                  " of its allocation, throttled " +
-                  Pct(std::max(0.0, Starved::Mean(s.cpu_throttled, s.n_throttle))) +
-                  " of the time: the input pipeline cannot keep up";
+                  " of its allocation" +
+                  (s.n_throttle > 0
+                       ? ", throttled " + Pct(Starved::Mean(s.cpu_throttled, s.n_throttle)) +
+                             " of the time"
+                       : " (no CPU limit enforced on this node)") +
+                  ": the input pipeline cannot keep up";
       // Each loader worker wants a core of its own; ask for at least 4, or twice the present.
       const double ask = std::max(4.0, std::ceil(2 * cores));
       f.advice = {
@@ -368,11 +381,13 @@ std::optional<Finding> FindThrottled(const JobView& v, const AdviseOptions& o) {
   const auto& bs = v.usage->buckets;
   double sum = 0, pw = 0;
   int n = 0, npw = 0;
+  double counted_h = 0;
   int64_t from = -1, to = 0;
   for (std::size_t i = 0; i < bs.size(); ++i) {
     if (v.idle[i] || bs[i].throttled_pct < 0 || bs[i].active_gpus < 0.5) continue;
     sum += bs[i].throttled_pct;
     ++n;
+    counted_h += v.gpu_h[i];
     if (bs[i].power_pct >= 0) pw += bs[i].power_pct, ++npw;
     if (from < 0) from = bs[i].start_ms;
     to = bs[i].start_ms + kBucketMs;
@@ -387,7 +402,7 @@ std::optional<Finding> FindThrottled(const JobView& v, const AdviseOptions& o) {
     if (std::find(nodes.begin(), nodes.end(), g.node) == nodes.end()) nodes.push_back(g.node);
   }
   for (const std::string& node : nodes) f.node += (f.node.empty() ? "" : ",") + node;
-  f.waste_gpu_h = std::max(1, v.used_gpus) * share / 100.0 * o.throttle_slowdown * n * kBucketH;
+  f.waste_gpu_h = std::max(1, v.used_gpus) * share / 100.0 * o.throttle_slowdown * counted_h;
   f.summary = "GPUs on " + f.node + " slowed for heat or power in " + Pct(share) +
               " of their samples (power at " + Pct(npw > 0 ? pw / npw : -1) +
               " of the limit): a node problem for the admins";
@@ -439,7 +454,7 @@ std::optional<Finding> FindImbalance(const JobView& v, const AdviseOptions& o) {
     return std::nullopt;
   }
   double active_h = 0;
-  for (bool idle : v.idle) active_h += idle ? 0 : kBucketH;
+  for (std::size_t i = 0; i < v.idle.size(); ++i) active_h += v.idle[i] ? 0 : v.gpu_h[i];
   Finding f;
   f.kind = FindingKind::kImbalance;
   f.node = low.node;

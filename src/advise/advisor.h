@@ -59,6 +59,9 @@ struct Finding {
 // What the advisor knows of the job besides its usage.
 struct JobFacts {
   int gpus = 0;  // GPUs allocated, all nodes
+  // The share of each of those GPUs the job holds: below 1 for a --gpu-share job, whose GPU time
+  // (allocated and wasted) is that share of the GPUs' time.
+  double gpu_share = 1;
   int nodes = 1;
   int64_t cpu_milli = 0;       // CPU asked (0: none asked)
   int64_t memory_mib = 0;      // memory asked (0: none asked)

@@ -298,6 +298,34 @@ TEST(Advisor, AJobStarvedToNearZeroSmByItsCpuIsInputBound) {
   EXPECT_EQ(std::count(kinds.begin(), kinds.end(), FindingKind::kEfficient), 0);
   // Nearly all of the GPU time is waste.
   EXPECT_GT(findings[0].waste_gpu_h, 0.9 * 3 * kBucketMs / 3'600'000.0);
+  EXPECT_NE(findings[0].summary.find("no CPU limit enforced"), std::string::npos)
+      << findings[0].summary;
+}
+
+TEST(Advisor, WasteCountsTheShareHeldAndThePartOfTheLastMinuteRun) {
+  // On H200 the job above ran 150 s on half a GPU: 3 buckets, the last one half covered. Its
+  // waste was reported as 0.05 GPU-h against 0.042 allocated.
+  const Job job = StarvedToZero(3);
+  JobFacts facts = Facts(job);
+  facts.run_ms = 150'000;
+  facts.gpu_share = 0.5;
+  const double allocated_h = 0.5 * 150.0 / 3600;
+  const auto findings = Advise(Make(job), facts);
+  ASSERT_FALSE(findings.empty());
+  EXPECT_EQ(findings[0].kind, FindingKind::kInputBoundCpu);
+  EXPECT_LE(findings[0].waste_gpu_h, allocated_h + 1e-12);
+  EXPECT_GT(findings[0].waste_gpu_h, 0.95 * allocated_h);
+  EXPECT_EQ(findings[0].severity, Severity::kCritical);
+  // The same share scales an idle job's waste.
+  Job idle{.minutes = 30, .edit = [](UsageBucket& b) {
+             b.sm_mean = b.sm_min = b.sm_max = 0, b.active_gpus = 0;
+           }};
+  JobFacts half = Facts(idle);
+  half.gpu_share = 0.5;
+  const auto idle_findings = Advise(Make(idle), half);
+  ASSERT_FALSE(idle_findings.empty());
+  EXPECT_EQ(idle_findings[0].kind, FindingKind::kIdle);
+  EXPECT_NEAR(idle_findings[0].waste_gpu_h, 0.5 * 30.0 / 60, 1e-9);
 }
 
 TEST(Advisor, CpuSaturationCountsOnlyWhereThrottlingIsNotMeasured) {

@@ -1130,7 +1130,8 @@ store::JobUsageRecord Controller::UsageRecordLocked(Active& a, int64_t now_ms, b
   if (!a.ranks.empty()) record.gpu_model = nodes_[a.ranks[0].node].model_name;
   const double hours = static_cast<double>(std::max<int64_t>(0, now_ms - a.job.start_ms)) / 3.6e6;
   const int gpus = HeldGpus(a);  // an elastic job's may be fewer than it asks
-  record.gpu_h_alloc = hours * gpus;
+  const double share = GpuShareOf(a.job);
+  record.gpu_h_alloc = hours * gpus * share;
   int64_t samples = 0;
   double sm = 0;
   for (const advise::GpuTotal& g : usage.gpus) {
@@ -1141,6 +1142,7 @@ store::JobUsageRecord Controller::UsageRecordLocked(Active& a, int64_t now_ms, b
   if (ended) {
     advise::JobFacts facts;
     facts.gpus = gpus;
+    facts.gpu_share = share;
     facts.nodes = static_cast<int>(a.ranks.size());
     facts.cpu_milli = a.job.cpu_milli;
     facts.memory_mib = a.job.memory_mib;
@@ -1198,6 +1200,7 @@ core::Result<std::optional<Controller::JobUsageView>> Controller::Usage(
       view.gpu_h_alloc = record.gpu_h_alloc;
       view.gpu_h_used = record.gpu_h_used;
       view.facts.gpus = HeldGpus(a);
+      view.facts.gpu_share = GpuShareOf(a.job);
       view.facts.nodes = static_cast<int>(a.ranks.size());
       view.facts.gpu_model = record.gpu_model;
       view.facts.run_ms = now_ms - a.job.start_ms;
@@ -1216,6 +1219,7 @@ core::Result<std::optional<Controller::JobUsageView>> Controller::Usage(
     int gpus = 0;
     for (const store::RankPlacement& r : job.placement) gpus += static_cast<int>(r.gpus.size());
     view.facts.gpus = gpus > 0 ? gpus : job.gpus * std::max(1, job.nodes);
+    view.facts.gpu_share = GpuShareOf(job);
     view.facts.nodes = std::max<int>(1, static_cast<int>(job.placement.size()));
     const int64_t end = job.end_ms > 0 ? job.end_ms : stored.value()->updated_ms;
     view.facts.run_ms = job.start_ms > 0 ? std::max<int64_t>(0, end - job.start_ms) : 0;

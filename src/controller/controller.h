@@ -491,6 +491,10 @@ class Controller {
     for (const Rank& r : a.ranks) gpus += std::popcount(r.gpus);
     return gpus;
   }
+  // The share of each of its GPUs `job` holds: gpu_milli / 1000 for a --gpu-share job, else 1.
+  static double GpuShareOf(const store::JobRecord& job) {
+    return job.gpu_milli > 0 && job.gpu_milli < 1000 ? job.gpu_milli / 1000.0 : 1.0;
+  }
   int64_t IdleTimeoutMs(const store::JobRecord& job) const;
   // `job`, ended in state `from` (LOST or PREEMPTED), back to PENDING and into the queue.
   void RequeueLocked(const store::JobRecord& job, store::JobState from, const std::string& why);

@@ -502,6 +502,31 @@ TEST_F(ControllerTest, TheIdleReclaimWarnsThenStopsAJobWhoseGpusStayIdleAndLeave
   EXPECT_NEAR(live.value()->usage.buckets.back().sm_mean, 85, 0.5);
 }
 
+TEST_F(ControllerTest, AGpuShareJobIsChargedItsShareOfTheGpuTime) {
+  Controller& ctl = Make();
+  FakeAgent agent("a", 1);
+  agent.sm_pct = 40;
+  ASSERT_TRUE(agent.Beat(ctl, now_ms_).ok());
+  store::JobRecord job;
+  job.user = "ada";
+  job.argv = {"train"};
+  job.gpus = 1;
+  job.gpu_milli = 500;
+  auto id = ctl.Submit(job);
+  ASSERT_TRUE(id.ok()) << id.error();
+  Step({&agent});
+  ASSERT_EQ(Job(id.value()).state, store::JobState::kRunning);
+  for (int s = 0; s < 6 * 60; s += 5) {
+    now_ms_ += 5'000;
+    Step({&agent});
+  }
+  auto view = ctl.Usage(Job(id.value()));
+  ASSERT_TRUE(view.ok() && view.value().has_value());
+  // Six minutes on half a GPU: 0.05 GPU-h, not the whole GPU's 0.1.
+  EXPECT_NEAR(view.value()->gpu_h_alloc, 0.5 * 6 / 60, 0.005);
+  EXPECT_EQ(view.value()->facts.gpu_share, 0.5);
+}
+
 TEST_F(ControllerTest, AQueueMayBeExemptFromTheIdleReclaim) {
   ControllerOptions options;
   options.idle_timeout_ms = 5 * 60'000;
