@@ -180,3 +180,28 @@ TEST(UsageSeriesBuilder, ResumesAStoredSeriesAndAddsOnlyNewMinutes) {
 
 }  // namespace
 }  // namespace gpufleet::advise
+
+namespace gpufleet::advise {
+namespace {
+
+// Heartbeats come more often than the agent reads the counters (at most once a second): most
+// beats repeat the last read. The rate must still be the counters' over the wall time, as on the
+// H200 run where a job used ~3.8 cores of the 1 it asked for.
+TEST(UsageSeriesBuilder, RepeatedReadsBetweenFreshOnesKeepTheRate) {
+  UsageSeriesBuilder b(0, 1000, 0);
+  core::HostUsage last = Host(0, 0, 0, 0);
+  int64_t read_ms = 0;
+  for (int64_t t = 0; t <= 150'000; t += 333) {
+    if (t - read_ms >= 1000) {
+      read_ms = t;
+      last = Host(t * 3830, 0, 0, 0);  // 3.83 cores
+    }
+    b.AddHost(0, last, t);
+  }
+  const JobUsage u = b.Snapshot();
+  ASSERT_EQ(u.buckets.size(), 3u);
+  for (const UsageBucket& bucket : u.buckets) EXPECT_NEAR(bucket.cpu_used_pct, 383, 15);
+}
+
+}  // namespace
+}  // namespace gpufleet::advise

@@ -62,5 +62,44 @@ TEST(JobUsageMeterTest, WithoutACgroupItSumsTheProcessGroupFromProcAndKeepsWhatE
   EXPECT_FALSE(meter.Last(5).measured());
 }
 
+// A loader's shape (bench/advise_load.cu `starved`): each step starts two threads that spin for
+// 200 ms and are joined. Their CPU time counts though none of them lives to the next sample.
+TEST(JobUsageMeterTest, WithoutACgroupThreadsThatComeAndGoAreCounted) {
+  const CgroupLimits none = CgroupLimits::Detect("/nonexistent-cgroup-root");
+  JobUsageMeter meter(none);
+  const pid_t leader = fork();
+  if (leader == 0) {
+    setpgid(0, 0);
+    for (;;) {
+      std::thread workers[2];
+      for (std::thread& w : workers) {
+        w = std::thread([] {
+          const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+          volatile unsigned long spin = 0;
+          while (std::chrono::steady_clock::now() < until) spin = spin + 1;
+        });
+      }
+      for (std::thread& w : workers) w.join();
+    }
+  }
+  setpgid(leader, leader);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const core::HostUsage first = meter.Sample(6, leader);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  const core::HostUsage last = meter.Sample(6, leader);
+  const double wall_us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  kill(leader, SIGKILL);
+  waitpid(leader, nullptr, 0);
+  const double cores = static_cast<double>(last.get(UsageFigure::kCpuUsageUs) -
+                                           first.get(UsageFigure::kCpuUsageUs)) /
+                       wall_us;
+  // Two threads spinning nearly all the time: about 2 cores where two are free; a loaded machine
+  // gives them less, but the bug this guards against (the threads' time lost) reads ~0.
+  EXPECT_GT(cores, 0.5) << "the threads' CPU time was lost";
+  EXPECT_LT(cores, 2.2);
+}
+
 }  // namespace
 }  // namespace gpufleet::agent
