@@ -521,12 +521,15 @@ core::Result<bool> Controller::Recover(int64_t now_ms) {
                         ? "its process ended while no agent watched it and left no exit record"
                         : "the controller stopped while starting it; not restarted, so that it "
                           "cannot run twice";
-      auto r = store_.Transition(job.id, job.state, store::JobState::kLost, lost, now_ms);
-      if (!r) return core::Error{r.error()};
-      if (job.restartable) {
-        RequeueLocked(job, store::JobState::kLost, lost.reason.value_or(""));
-        if (!FlushLocked(now_ms))
-          return core::Error{"the store could not requeue job " + std::to_string(job.id)};
+      // The end and, for a restartable job, its requeue in one commit: were they two, a stop
+      // between them would leave the job LOST for good, never listed live again to requeue.
+      const std::string why = lost.reason.value_or("");
+      WriteLocked(job.id, job.state, store::JobState::kLost, std::move(lost));
+      if (job.restartable) RequeueLocked(job, store::JobState::kLost, why);
+      if (!FlushLocked(now_ms, nullptr, /*even_resting=*/true)) {
+        writes_.clear();  // recovery starts again from the store
+        return core::Error{"the store could not record the end of job " + std::to_string(job.id) +
+                           (job.restartable ? " and its requeue" : "")};
       }
       continue;
     }

@@ -153,6 +153,47 @@ TEST_F(ControllerTest, AnEndTheStoreCouldNotRecordIsRecordedOnceTheStoreIsBack) 
   EXPECT_EQ(Job(next).state, store::JobState::kRunning);
 }
 
+// A restartable job found started but never placed is ended LOST and requeued on recovery, in one
+// commit. Before, two: a stop between them (here, a trigger refusing the second) left it LOST for
+// good, since a later recovery lists only live jobs.
+TEST_F(ControllerTest, RecoveryEndsAndRequeuesAnUnplacedRestartableJobInOneCommit) {
+  store::JobRecord job;
+  job.user = "ada";
+  job.argv = {"train"};
+  job.gpus = 1;
+  job.restartable = true;
+  auto added = store_->AddJob(job);
+  ASSERT_TRUE(added.ok()) << added.error();
+  const int64_t id = added.value().id;
+  ASSERT_TRUE(store_->Transition(id, store::JobState::kPending, store::JobState::kScheduled, {},
+                                 now_ms_)
+                  .ok());
+  auto sql = [this](const char* statement) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((dir_ / "gpufleet.db").string().c_str(), &db), SQLITE_OK);
+    sqlite3_busy_timeout(db, 5000);
+    EXPECT_EQ(sqlite3_exec(db, statement, nullptr, nullptr, nullptr), SQLITE_OK)
+        << sqlite3_errmsg(db);
+    sqlite3_close(db);
+  };
+  sql("CREATE TRIGGER stop_before_requeue BEFORE UPDATE OF state ON jobs "
+      "WHEN OLD.state = 'LOST' AND NEW.state = 'PENDING' BEGIN SELECT RAISE(ABORT, 'stopped'); "
+      "END");
+  {
+    ControllerOptions options;
+    options.data_dir = dir_.string();
+    options.clock = [this] { return now_ms_; };
+    auto first = Controller::Create(*store_, options);
+    ASSERT_TRUE(first.ok()) << first.error();
+    EXPECT_FALSE(first.value()->Recover(now_ms_).ok());
+  }
+  EXPECT_NE(Job(id).state, store::JobState::kLost) << "ended without its requeue";
+  sql("DROP TRIGGER stop_before_requeue");
+  now_ms_ += 1000;
+  Make();  // the next start recovers it
+  EXPECT_EQ(Job(id).state, store::JobState::kPending);
+}
+
 TEST_F(ControllerTest, AJobThatCannotFitIsExplainedByTheRunningJobWhoseEndFreesIt) {
   Controller& ctl = Make();
   FakeAgent a("a");  // 4 GPUs
