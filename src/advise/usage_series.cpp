@@ -211,7 +211,10 @@ JobUsage UsageSeriesBuilder::Snapshot() const {
 
 namespace {
 
-constexpr uint8_t kVersion = 1;
+// Version 2 stores the figures that may pass 100% (CPU and memory against what the job asked:
+// nothing holds a job to it on a node without cgroup limits) on the wide scale; version 1 capped
+// them at 127%, and is still read.
+constexpr uint8_t kVersion = 2;
 constexpr uint8_t kMissing = 255;
 constexpr int kFiguresPerBucket = 16;
 
@@ -220,6 +223,19 @@ uint8_t Pct(float v) {
   return static_cast<uint8_t>(std::lround(std::min(127.0, static_cast<double>(v)) * 2.0));
 }
 float FromPct(uint8_t b) { return b == kMissing ? -1.0f : static_cast<float>(b) / 2.0f; }
+// Wide: half-percent steps to 100% (codes 0-200), then 8 steps an octave up to about 10,000%.
+constexpr int kWideLinear = 200;
+uint8_t Wide(float v) {
+  if (v < 0) return kMissing;
+  if (v <= 100) return static_cast<uint8_t>(std::lround(static_cast<double>(v) * 2.0));
+  const long step = std::lround(8.0 * std::log2(static_cast<double>(v) / 100.0));
+  return static_cast<uint8_t>(std::min<long>(254, kWideLinear + std::max(1L, step)));
+}
+float FromWide(uint8_t b) {
+  if (b == kMissing) return -1.0f;
+  if (b <= kWideLinear) return static_cast<float>(b) / 2.0f;
+  return static_cast<float>(100.0 * std::exp2((b - kWideLinear) / 8.0));
+}
 // Log scale for MB/s and GPU counts: 16 steps an octave of (1 + v), up to about 60,000.
 uint8_t Log(float v) {
   if (v < 0) return kMissing;
@@ -270,19 +286,21 @@ class Reader {
 };
 
 // The bucket's figures in their stored order, with how each is quantized.
+enum class Scale : uint8_t { kPct, kLog, kWide };
 struct FigureCodec {
   float UsageBucket::*field;
-  bool log;
+  Scale scale;
 };
+constexpr Scale P = Scale::kPct, L = Scale::kLog, W = Scale::kWide;
 constexpr std::array<FigureCodec, kFiguresPerBucket> kCodecs = {{
-    {&UsageBucket::sm_mean, false},          {&UsageBucket::sm_min, false},
-    {&UsageBucket::sm_max, false},           {&UsageBucket::membw_pct, false},
-    {&UsageBucket::fb_used_pct, false},      {&UsageBucket::pcie_mb_s, true},
-    {&UsageBucket::power_pct, false},        {&UsageBucket::throttled_pct, false},
-    {&UsageBucket::active_gpus, true},       {&UsageBucket::cpu_used_pct, false},
-    {&UsageBucket::cpu_throttled_pct, false}, {&UsageBucket::cpu_pressure_pct, false},
-    {&UsageBucket::io_pressure_pct, false},  {&UsageBucket::mem_pressure_pct, false},
-    {&UsageBucket::mem_used_pct, false},     {&UsageBucket::io_mb_s, true},
+    {&UsageBucket::sm_mean, P},           {&UsageBucket::sm_min, P},
+    {&UsageBucket::sm_max, P},            {&UsageBucket::membw_pct, P},
+    {&UsageBucket::fb_used_pct, P},       {&UsageBucket::pcie_mb_s, L},
+    {&UsageBucket::power_pct, P},         {&UsageBucket::throttled_pct, P},
+    {&UsageBucket::active_gpus, L},       {&UsageBucket::cpu_used_pct, W},
+    {&UsageBucket::cpu_throttled_pct, P}, {&UsageBucket::cpu_pressure_pct, P},
+    {&UsageBucket::io_pressure_pct, P},   {&UsageBucket::mem_pressure_pct, P},
+    {&UsageBucket::mem_used_pct, W},      {&UsageBucket::io_mb_s, L},
 }};
 
 constexpr uint64_t kMaxBuckets = 1'000'000;  // 1.9 years of minutes
@@ -317,7 +335,9 @@ std::string EncodeUsage(const JobUsage& usage) {
     for (std::size_t i = first; i < end; ++i) {
       for (const FigureCodec& c : kCodecs) {
         const float v = usage.buckets[i].*(c.field);
-        out.push_back(static_cast<char>(c.log ? Log(v) : Pct(v)));
+        out.push_back(static_cast<char>(c.scale == Scale::kLog    ? Log(v)
+                                        : c.scale == Scale::kWide ? Wide(v)
+                                                                  : Pct(v)));
       }
     }
     next_minute = minute + static_cast<int64_t>(end - first);
@@ -344,7 +364,9 @@ core::Result<JobUsage> DecodeUsage(std::string_view bytes) {
   JobUsage u;
   uint8_t version = 0, source = 0;
   if (!in.Byte(version)) return bad("empty");
-  if (version != kVersion) return bad("unknown version " + std::to_string(version));
+  if (version != 1 && version != kVersion) {
+    return bad("unknown version " + std::to_string(version));
+  }
   if (!in.Byte(source) || source > static_cast<uint8_t>(core::UsageSource::kProc)) {
     return bad("bad host source");
   }
@@ -376,7 +398,9 @@ core::Result<JobUsage> DecodeUsage(std::string_view bytes) {
       for (const FigureCodec& c : kCodecs) {
         uint8_t v = 0;
         in.Byte(v);
-        b.*(c.field) = c.log ? FromLog(v) : FromPct(v);
+        b.*(c.field) = c.scale == Scale::kLog                     ? FromLog(v)
+                       : c.scale == Scale::kWide && version >= 2 ? FromWide(v)
+                                                                 : FromPct(v);
       }
       u.buckets.push_back(b);
     }

@@ -145,8 +145,10 @@ class UsageSeriesBuilder {
 };
 
 // The stored form: a version byte, the header, then 16 bytes a bucket (each figure quantized to
-// one byte: percentages in steps of 0.5 up to 127, MB/s and GPU counts on a log scale; 255 is
-// "not measured"), then the GPUs. Decoding checks every length and value.
+// one byte: percentages in steps of 0.5 up to 127, CPU and memory against the job's request in
+// steps of 0.5 to 100 and then 8 steps an octave to ~10,000% (a job on a node without limits uses
+// more than it asked), MB/s and GPU counts on a log scale; 255 is "not measured"), then the GPUs.
+// Decoding checks every length and value, and reads version 1 too (CPU and memory capped at 127).
 std::string EncodeUsage(const JobUsage& usage);
 core::Result<JobUsage> DecodeUsage(std::string_view bytes);
 

@@ -205,3 +205,45 @@ TEST(UsageSeriesBuilder, RepeatedReadsBetweenFreshOnesKeepTheRate) {
 
 }  // namespace
 }  // namespace gpufleet::advise
+
+namespace gpufleet::advise {
+namespace {
+
+// On the H200 (no cgroup limits), a job used 3.8 cores of the 1 it asked for; the stored series
+// said 127%, the old format's ceiling, and the advisor quoted it.
+TEST(UsageSeries, KeepsCpuUseBeyondWhatTheJobAsked) {
+  UsageSeriesBuilder b(0, 1000, 1024);
+  for (int s = 0; s <= 120; ++s) {
+    b.AddHost(0, Host(s * 3'830'000LL, 0, 0, 3LL << 30), s * 1000);
+  }
+  const JobUsage u = b.Snapshot();
+  ASSERT_GE(u.buckets.size(), 2u);
+  EXPECT_NEAR(u.buckets[0].cpu_used_pct, 383, 1);
+  auto back = DecodeUsage(EncodeUsage(u));
+  ASSERT_TRUE(back.ok()) << back.error();
+  for (std::size_t i = 0; i < u.buckets.size(); ++i) {
+    // Within the half-step of the wide scale's 8 steps an octave (about 4.4%).
+    EXPECT_NEAR(back.value().buckets[i].cpu_used_pct, u.buckets[i].cpu_used_pct,
+                u.buckets[i].cpu_used_pct * 0.045);
+    EXPECT_NEAR(back.value().buckets[i].mem_used_pct, 300, 300 * 0.045);
+  }
+  // Up to 100% the steps stay half a percent.
+  UsageSeriesBuilder c(0, 1000, 1024);
+  for (int s = 0; s <= 60; ++s) c.AddHost(0, Host(s * 733'000LL, 0, 0, 0), s * 1000);
+  auto small = DecodeUsage(EncodeUsage(c.Snapshot()));
+  ASSERT_TRUE(small.ok());
+  EXPECT_NEAR(small.value().buckets[0].cpu_used_pct, 73.3, 0.26);
+}
+
+TEST(UsageSeries, ReadsTheFirstVersion) {
+  UsageSeriesBuilder b(0, 1000, 1024);
+  for (int s = 0; s <= 60; ++s) b.AddHost(0, Host(s * 500'000LL, 0, 0, 0), s * 1000);
+  std::string bytes = EncodeUsage(b.Snapshot());
+  bytes[0] = 1;  // version 1: the same layout, CPU as a plain percentage (50% is code 100)
+  auto old = DecodeUsage(bytes);
+  ASSERT_TRUE(old.ok()) << old.error();
+  EXPECT_NEAR(old.value().buckets[0].cpu_used_pct, 50, 0.26);
+}
+
+}  // namespace
+}  // namespace gpufleet::advise
