@@ -229,20 +229,27 @@ CgroupLimits CgroupLimits::Detect(const std::string& root, const std::string& in
   }
   if (!base.empty()) {
     const std::string controllers = ReadText(base / "cgroup.controllers");
-    if (!HasWord(controllers, "cpu") || !HasWord(controllers, "memory")) {
+    // Memory is required (limits, OOM kills); without the cpu controller (a container or VM that
+    // delegates memory only) jobs get memory limits and are measured from their cgroup, CPU
+    // included (cpu.stat's usage is there in every v2 cgroup), but --cpus is not enforced.
+    c.v2_cpu_ = HasWord(controllers, "cpu");
+    const std::string enable = c.v2_cpu_ ? "+cpu +memory" : "+memory";
+    if (!HasWord(controllers, "memory")) {
       std::string offers = controllers.substr(0, 60);
       while (!offers.empty() && offers.back() == '\n') offers.pop_back();
       v2_why = "the cgroup v2 hierarchy at " + base.string() +
-               " does not offer the cpu and memory controllers (offers: " +
+               " does not offer the memory controller (offers: " +
                (offers.empty() ? std::string("none") : offers) + ")";
-    } else if (!WriteControl(base / "cgroup.subtree_control", "+cpu +memory")) {
+    } else if (!WriteControl(base / "cgroup.subtree_control", enable)) {
       // Processes in `base` (this agent) block enabling controllers: move into a leaf first.
       const fs::path leaf = base / "gpufleet-agent";
       std::error_code ec;
       fs::create_directories(leaf, ec);
       if (ec || !WriteControl(leaf / "cgroup.procs", std::to_string(getpid())) ||
-          !WriteControl(base / "cgroup.subtree_control", "+cpu +memory")) {
-        v2_why = "cannot enable the cpu and memory controllers under " + base.string() +
+          !WriteControl(base / "cgroup.subtree_control", enable)) {
+        v2_why = "cannot enable the " + std::string(c.v2_cpu_ ? "cpu and memory controllers" :
+                                                                "memory controller") +
+                 " under " + base.string() +
                  " (no permission, or other processes share that cgroup)";
       }
     }
@@ -250,11 +257,15 @@ CgroupLimits CgroupLimits::Detect(const std::string& root, const std::string& in
       const fs::path jobs = base / jobs_name;
       std::error_code ec;
       fs::create_directories(jobs, ec);
-      if (ec || !WriteControl(jobs / "cgroup.subtree_control", "+cpu +memory")) {
+      if (ec || !WriteControl(jobs / "cgroup.subtree_control", enable)) {
         v2_why = "cannot prepare " + jobs.string() + " for job cgroups";
       } else {
         c.version_ = CgroupVersion::kV2;
         c.why_.clear();
+        if (!c.v2_cpu_) {
+          c.why_ = "the cgroup v2 hierarchy at " + base.string() +
+                   " does not offer the cpu controller: --cpus is not enforced";
+        }
         c.jobs_dir_ = jobs.string();
         if (root.empty()) {
           const std::string own_path = own.count("") ? own.at("") : "/";
@@ -327,7 +338,7 @@ CgroupLimits CgroupLimits::DetectV1(const std::map<std::string, std::string>& ow
 std::string_view CgroupLimits::Kind() const {
   switch (version_) {
     case CgroupVersion::kV2:
-      return "cgroup-v2";
+      return v2_cpu_ ? "cgroup-v2" : "cgroup-v2-memory";
     case CgroupVersion::kV1:
       return "cgroup-v1";
     case CgroupVersion::kNone:
@@ -395,10 +406,12 @@ core::Result<std::vector<std::string>> CgroupLimits::Prepare(int64_t id, const J
   const int64_t bytes = limits.memory_mib * 1024 * 1024;
   if (version_ == CgroupVersion::kV2) {
     const fs::path dir = JobDirs(id).front();
-    writes.emplace_back(dir / "cpu.max",
-                        limits.cpu_milli > 0 ? std::to_string(limits.cpu_milli * kPeriodUs / 1000) +
-                                                   " " + std::to_string(kPeriodUs)
-                                             : "max " + std::to_string(kPeriodUs));
+    if (v2_cpu_) {
+      writes.emplace_back(dir / "cpu.max", limits.cpu_milli > 0
+                                               ? std::to_string(limits.cpu_milli * kPeriodUs / 1000) +
+                                                     " " + std::to_string(kPeriodUs)
+                                               : "max " + std::to_string(kPeriodUs));
+    }
     writes.emplace_back(dir / "memory.max",
                         limits.memory_mib > 0 ? std::to_string(bytes) : std::string("max"));
   } else {
@@ -450,6 +463,11 @@ std::vector<std::string> CgroupLimits::ForLaunch(int64_t id, const JobLimits& li
     return {};
   }
   auto prepared = Prepare(id, limits, runtime_leaf);
+  if (prepared && limits.cpu_milli > 0 && !CpuLimited() && !said_cpu_) {
+    std::fprintf(stderr, "%s: jobs run without CPU limits (memory limits hold): %s\n", who,
+                 why_.c_str());
+    said_cpu_ = true;
+  }
   if (prepared) return prepared.value();
   if (!said_) {
     std::fprintf(stderr, "%s: jobs run without their cgroup (no limits, usage from /proc): %s\n",

@@ -10,7 +10,9 @@
 // (gpu/process_info). A container job's runtime makes child cgroups in the job's (its own and its
 // monitor's): processes, kills and removal cover the job's whole subtree.
 //  - v2: the cpu and memory controllers enabled on `gpufleet-jobs`; `cpu.max` (quota per 100 ms)
-//    and `memory.max`. When the agent's cgroup still holds processes (the agent itself), the
+//    and `memory.max`. Where the hierarchy offers memory but not cpu (a delegation of memory
+//    only), memory alone: memory limits hold, --cpus does not, and every figure is still read
+//    from the job's cgroup. When the agent's cgroup still holds processes (the agent itself), the
 //    agent first moves itself into a `gpufleet-agent` leaf: v2 enables controllers only for
 //    cgroups without processes of their own.
 //  - v1: the same two levels in each of the cpu, cpuacct, memory and blkio hierarchies (once per
@@ -44,8 +46,8 @@ enum class CgroupVersion { kNone, kV1, kV2 };
 
 class CgroupLimits {
  public:
-  // Finds the agent's own cgroup: on the cgroup2 mount when it offers the cpu and memory
-  // controllers, else on the v1 hierarchies (/proc/self/mountinfo, /proc/self/cgroup).
+  // Finds the agent's own cgroup: on the cgroup2 mount when it offers the memory controller (and
+  // cpu, for CPU limits), else on the v1 hierarchies (/proc/self/mountinfo, /proc/self/cgroup).
   // `root`: a cgroup v2 directory to use instead (tests, `--cgroup-root`); v1 is not tried then.
   // `instance` names this agent's jobs cgroup (InstanceTag; "" : plain `gpufleet-jobs`).
   static CgroupLimits Detect(const std::string& root = "", const std::string& instance = "");
@@ -59,10 +61,14 @@ class CgroupLimits {
 
   CgroupVersion version() const { return version_; }
   bool available() const { return version_ != CgroupVersion::kNone; }
+  // Why not cgroups (unavailable); why no CPU limits ("cgroup-v2-memory"); else empty.
   const std::string& why_unavailable() const { return why_; }
   // What this node enforces and measures with, for the heartbeat and `gpufleet nodes`:
-  // "cgroup-v2", "cgroup-v1" or "none".
+  // "cgroup-v2", "cgroup-v2-memory" (v2 without the cpu controller: memory limits, no CPU
+  // limits), "cgroup-v1" or "none".
   std::string_view Kind() const;
+  // Whether a job's --cpus is enforced here.
+  bool CpuLimited() const { return available() && (version_ != CgroupVersion::kV2 || v2_cpu_); }
   // The job's cgroup directories (one per hierarchy; empty when unavailable).
   std::vector<std::string> JobDirs(int64_t id) const;
   // The jobs that have a cgroup here now (whether or not anything runs in it).
@@ -117,6 +123,8 @@ class CgroupLimits {
   // Released jobs whose cgroups are still there (a launch of the same job again takes it back).
   mutable std::set<int64_t> unremoved_;
   mutable bool said_ = false;
+  mutable bool said_cpu_ = false;
+  bool v2_cpu_ = true;  // v2: the cpu controller is enabled for job cgroups
 };
 
 }  // namespace gpufleet::agent

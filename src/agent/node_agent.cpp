@@ -301,7 +301,9 @@ void NodeAgent::Launch(const net::Assignment& a) {
     spec.container = a.container;
     spec.pull = a.pull;
     spec.container_name = h.container;
-    spec.cpu_milli = a.cpu_milli;
+    // Where the node cannot limit CPU (a v2 hierarchy without the cpu controller), the runtime
+    // could not either, and would refuse to start the container for it.
+    spec.cpu_milli = cgroups_.available() && !cgroups_.CpuLimited() ? 0 : a.cpu_milli;
     spec.memory_mib = a.memory_mib;
     if (!spec.cgroup_procs.empty()) {
       spec.container_cgroup_parent = cgroups_.ContainerParent(a.id);

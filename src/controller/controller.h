@@ -135,8 +135,9 @@ struct NodeView {
   std::string gpu_model;
   bool simulated = false;
   bool local = false;      // its agent runs in the controller's process (ControllerOptions)
-  std::string limits;      // "cgroup-v2", "cgroup-v1", or "none" (unlimited, measured from /proc)
-  std::string limits_why;  // why not cgroups, when "none"
+  std::string limits;      // "cgroup-v2", "cgroup-v2-memory", "cgroup-v1", or "none" (unlimited,
+                           // measured from /proc)
+  std::string limits_why;  // why not cgroups, when "none"; why no CPU limits, "cgroup-v2-memory"
   std::vector<std::string> images;  // container images the node holds (its agent's last word)
   // GPUs nothing new is placed on: unhealthy ones (cause "health": the agent's verdict; their
   // jobs were stopped) and those an admin drained (cause "admin").

@@ -232,8 +232,9 @@ core::Result<Heartbeat> ParseHeartbeat(const std::string& body) {
     b.memory_mib = CheckedInt(j, "memory_mib", 0, int64_t{1} << 40, 0);
     b.simulated = CheckedBool(j, "simulated", false);
     b.limits = CheckedString(j, "limits", 16, "none");
-    if (b.limits != "none" && b.limits != "cgroup-v1" && b.limits != "cgroup-v2") {
-      throw InputFieldError("limits", "must be none, cgroup-v1 or cgroup-v2");
+    if (b.limits != "none" && b.limits != "cgroup-v1" && b.limits != "cgroup-v2" &&
+        b.limits != "cgroup-v2-memory") {
+      throw InputFieldError("limits", "must be none, cgroup-v1, cgroup-v2 or cgroup-v2-memory");
     }
     b.limits_why = CheckedString(j, "limits_why", 1024, "");
     b.wait_ms = CheckedInt(j, "wait_ms", 0, 3600 * 1000, 0);

@@ -76,8 +76,9 @@ struct Heartbeat {
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
   bool simulated = false;
-  // What the node enforces job limits and measures jobs with: "cgroup-v2", "cgroup-v1" or
-  // "none" (agent/cgroup_limits.h), and why not cgroups when "none".
+  // What the node enforces job limits and measures jobs with: "cgroup-v2", "cgroup-v2-memory"
+  // (memory limits only), "cgroup-v1" or "none" (agent/cgroup_limits.h), and why not cgroups
+  // when "none" (why no CPU limits, with "cgroup-v2-memory").
   std::string limits = "none";
   std::string limits_why;
   std::string samples_json;  // the agent's GPU document (as on its /v1/gpus), or ""

@@ -123,6 +123,7 @@ TEST(NodeProtocol, BadHeartbeatsNameWhatIsWrong) {
             std::string::npos);
   EXPECT_NE(ParseHeartbeat(R"({"node":"a","gpus":1,"limits":"cgroup-v9"})").error().find("limits"),
             std::string::npos);
+  EXPECT_TRUE(ParseHeartbeat(R"({"node":"a","gpus":1,"limits":"cgroup-v2-memory"})").ok());
   const std::string job = R"({"node":"a","gpus":1,"jobs":[{"id":1,"epoch":1,"state":"running",)";
   EXPECT_NE(ParseHeartbeat(job + R"("usage":{"source":"cgroup-v1","oom_kills":-1}}]})")
                 .error()
