@@ -3,11 +3,8 @@
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 out=$1; mkdir -p "$out"
 nvcc -O2 -o /tmp/advise_load bench/advise_load.cu || exit 1
-u=$(mktemp -d)
-./build/gpufleet up --data-dir "$u" --listen 127.0.0.1:19401 --allow-root-jobs >"$out/up.log" 2>&1 &
-up=$!
-for _ in $(seq 100); do [ -s "$u/server" ] && break; sleep 0.2; done
-g() { local command=$1; shift; ./build/gpufleet "$command" --data-dir "$u" "$@"; }
+. bench/real_gpu_up.sh
+start_up "$out" 19401
 s=$(g submit --json --gpu-share 0.5 --cpus 1 --name starved -- /tmp/advise_load starved 150 | sed -n 's/.*"id": *\([0-9]*\).*/\1/p')
 f=$(g submit --json --gpu-share 0.5 --cpus 2 --name fed -- /tmp/advise_load fed 150 | sed -n 's/.*"id": *\([0-9]*\).*/\1/p')
 echo "jobs: starved=$s fed=$f"
@@ -17,4 +14,4 @@ sleep 30; g jobs; nvidia-smi --query-compute-apps=pid,used_memory --format=csv,n
 sleep 130
 for id in $s $f; do g show "$id"; g advise "$id"; g advise "$id" --json >"$out/advice-$id.json"; done
 echo "expected: job $s input_bound_cpu, job $f efficient"
-kill $up
+stop_up

@@ -16,11 +16,8 @@ done
 echo "== the starved load alone for 20 s (user+sys over wall = cores used)"
 /usr/bin/time -f "wall %e s, user %U s, sys %S s" /tmp/advise_load starved 20 2>&1 | tail -2
 echo "== the same through up, 70 s"
-u=$(mktemp -d)
-./build/gpufleet up --data-dir "$u" --listen 127.0.0.1:19402 --allow-root-jobs >"$out/up.log" 2>&1 &
-up=$!
-for _ in $(seq 100); do [ -s "$u/server" ] && break; sleep 0.2; done
-g() { local command=$1; shift; ./build/gpufleet "$command" --data-dir "$u" "$@"; }
+. bench/real_gpu_up.sh
+start_up "$out" 19402
 s=$(g submit --json --cpus 1 --name starved -- /tmp/advise_load starved 70 | sed -n 's/.*"id": *\([0-9]*\).*/\1/p')
 sleep 80
 g show "$s" | grep -A2 host_usage
@@ -32,4 +29,4 @@ print("source", d.get("host_source"), "cpu_alloc_milli", d.get("cpu_alloc_milli"
 for b in d.get("buckets", []):
     print({k: b.get(k) for k in ("start_s", "cpu_used_pct", "cpu_throttled_pct", "cpu_pressure_pct", "sm_mean")})
 PY
-kill $up
+stop_up
