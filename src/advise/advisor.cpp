@@ -48,13 +48,16 @@ struct JobView {
   double run_h = 0;        // how long it ran (facts, else the series' span)
   double alloc_gpu_h = 0;  // alloc_gpus x run_h x the GPU share
   int64_t end_ms = 0;      // end of the last bucket
+  bool ended = false;      // the job has ended (facts)
+  double gpu_share = 1;    // the share of each GPU it holds (a --gpu-share job's: below 1)
 };
 
-// The mean SM over the used GPUs in bucket `b` (unused GPUs read ~0 and are taken out).
+// The mean SM over the used GPUs in bucket `b` (unused GPUs read ~0 and are taken out), of what
+// the job holds: a half-share job's own 40% of the GPU is 80% of its half.
 double UsedSm(const JobView& v, const UsageBucket& b) {
   if (b.sm_mean < 0) return -1;
   const int n = std::max(1, v.measured_gpus), m = std::max(1, v.used_gpus);
-  return std::min(100.0, static_cast<double>(b.sm_mean) * n / m);
+  return std::min(100.0, static_cast<double>(b.sm_mean) * n / m / v.gpu_share);
 }
 
 enum class Cause { kIo, kCpu, kTransfer, kMemory, kSmallBatch, kUnexplained, kCount };
@@ -79,11 +82,14 @@ Cause CauseOf(const UsageBucket& b, const AdviseOptions& o) {
   return Cause::kUnexplained;
 }
 
-// A minute in which no step ran: every GPU at about 0% SM, and the host not held by a cause
-// (a CPU-saturated, I/O-stalled or copying job at 0% SM works, and its GPUs wait on it: that is a
-// starved minute, not an idle one).
+// A minute in which no step ran: every GPU at about 0% SM, and unless a kernel ran at all in it
+// (SM above 0 in some sample), whatever the host did: a CPU-only phase holding a GPU (a notebook
+// cell in pandas) is idle for the GPU. A minute with a kernel now and then whose host is held by
+// a cause (a CPU-saturated, I/O-stalled or copying job at 0.5% SM) is a starved minute: the job
+// works and its GPUs wait on it.
 bool IdleBucket(const UsageBucket& b, const AdviseOptions& o) {
   if (b.sm_mean < 0 || b.sm_mean > o.idle_sm_pct || b.active_gpus >= 0.5) return false;
+  if (!(b.sm_max > 0)) return true;
   const Cause c = CauseOf(b, o);
   return c != Cause::kIo && c != Cause::kCpu && c != Cause::kTransfer;
 }
@@ -120,17 +126,21 @@ JobView View(const JobUsage& usage, const JobFacts& facts, const AdviseOptions& 
     i = std::max(j, i + 1);
   }
   // An ended job that never ran a step was idle however short its life: no start-up is left to
-  // wait for.
-  if (facts.ended && std::all_of(bs.begin(), bs.end(),
-                                 [&](const UsageBucket& b) { return IdleBucket(b, o); })) {
-    v.idle.assign(bs.size(), true);
+  // wait for. Minutes without a GPU reading neither count for it nor against it.
+  const auto unmeasured = [](const UsageBucket& b) { return b.sm_mean < 0; };
+  if (facts.ended && !std::all_of(bs.begin(), bs.end(), unmeasured) &&
+      std::all_of(bs.begin(), bs.end(),
+                  [&](const UsageBucket& b) { return unmeasured(b) || IdleBucket(b, o); })) {
+    for (std::size_t i = 0; i < bs.size(); ++i) v.idle[i] = !unmeasured(bs[i]);
   }
+  v.ended = facts.ended;
   v.end_ms = bs.empty() ? 0 : bs.back().start_ms + kBucketMs;
   v.run_h = facts.run_ms > 0 ? static_cast<double>(facts.run_ms) / 3'600'000.0
                              : static_cast<double>(bs.size()) * kBucketH;
   const double share = facts.gpu_share > 0 && facts.gpu_share < 1 ? facts.gpu_share : 1.0;
+  v.gpu_share = share;
   v.gpu_h.assign(bs.size(), kBucketH * share);
-  if (!bs.empty() && facts.run_ms > bs.back().start_ms) {  // the run ended (or is) inside it
+  if (!bs.empty() && facts.run_ms > 0 && facts.run_ms >= bs.back().start_ms) {  // ends inside it
     const int64_t covered = std::min(kBucketMs, facts.run_ms - bs.back().start_ms);
     v.gpu_h.back() = static_cast<double>(covered) / 3'600'000.0 * share;
   }
@@ -539,9 +549,13 @@ Finding Efficient(const JobView& v, const Starved& unexplained, const AdviseOpti
       idle > 0 ? ", besides " + std::to_string(idle) + " min at ~0% SM (shorter than the " +
                      Minutes(o.idle_min_ms) + " idle threshold)"
                : "";
-  if (n == 0) {
-    f.summary = "Too early to judge: the GPUs have been at ~0% SM for all " +
-                std::to_string(idle) + " min so far (start-up)";
+  if (n == 0 && idle == 0) {
+    f.summary = "No GPU utilization was measured for this job: nothing to judge";
+  } else if (n == 0) {
+    f.summary = v.ended ? "No step ran: the GPUs stayed at ~0% SM for all " +
+                              std::to_string(idle) + " min measured"
+                        : "Too early to judge: the GPUs have been at ~0% SM for all " +
+                              std::to_string(idle) + " min so far (start-up)";
   } else if (unexplained.minutes > 0) {
     f.summary = "No bottleneck the advisor can name; SM averaged " + Pct(mean) + ", " +
                 Span(unexplained) + " below the good level without a host-side cause";

@@ -369,11 +369,52 @@ TEST(Advisor, EfficientNeverPraisesSmBelowTheGoodLevel) {
             else b.sm_mean = 72;
           }};
   const auto findings = Advise(Make(job), Facts(job));
-  ASSERT_EQ(findings.size(), 1u) << findings[0].summary;
+  ASSERT_EQ(findings.size(), 1u) << (findings.empty() ? "" : findings[0].summary);
   EXPECT_EQ(findings[0].kind, FindingKind::kEfficient);
   EXPECT_EQ(findings[0].summary.find("well"), std::string::npos) << findings[0].summary;
   EXPECT_NE(findings[0].summary.find("below the good level"), std::string::npos)
       << findings[0].summary;
+}
+
+TEST(Advisor, ACpuOnlyPhaseHoldingAGpuIsIdleNotInputBound) {
+  // A notebook cell in pandas for half an hour: the CPU busy, the GPU never ran a kernel (SM 0 in
+  // every sample). Releasing the GPU is the advice, not more DataLoader workers.
+  Job job = StarvedToZero(30);
+  job.edit = [inner = job.edit](UsageBucket& b) {
+    inner(b);
+    b.sm_mean = b.sm_min = b.sm_max = 0;
+  };
+  const auto findings = Advise(Make(job), Facts(job));
+  ASSERT_FALSE(findings.empty());
+  EXPECT_EQ(findings[0].kind, FindingKind::kIdle) << findings[0].summary;
+}
+
+TEST(Advisor, AShareJobIsJudgedAgainstItsShare) {
+  // Half a GPU at 40% of the whole GPU: 80% of its half, well fed.
+  Job job{.minutes = 60, .edit = [](UsageBucket& b) { b.sm_mean = 40, b.fb_used_pct = 20; }};
+  JobFacts half = Facts(job);
+  half.gpu_share = 0.5;
+  EXPECT_EQ(Kinds(Advise(Make(job), half)), std::vector{FindingKind::kEfficient});
+  // The same on a whole GPU is under-batched.
+  EXPECT_EQ(Advise(Make(job), Facts(job))[0].kind, FindingKind::kUnderBatched);
+}
+
+TEST(Advisor, MinutesWithoutAGpuReadingNeitherMakeNorBreakAnIdleRun) {
+  Job job{.minutes = 4, .edit = [](UsageBucket& b) {
+            b.sm_mean = b.sm_min = b.sm_max = 0, b.active_gpus = 0;
+            if (b.start_ms == 3 * kBucketMs) b.sm_mean = b.sm_min = b.sm_max = -1, b.active_gpus = -1;
+          }};
+  const auto findings = Advise(Make(job), Facts(job));
+  ASSERT_FALSE(findings.empty());
+  EXPECT_EQ(findings[0].kind, FindingKind::kIdle);
+  // None measured at all: nothing to judge, and it says so.
+  Job blind{.minutes = 3, .edit = [](UsageBucket& b) {
+              b.sm_mean = b.sm_min = b.sm_max = -1, b.active_gpus = -1;
+            }};
+  const auto none = Advise(Make(blind), Facts(blind));
+  ASSERT_EQ(none.size(), 1u);
+  EXPECT_NE(none[0].summary.find("No GPU utilization was measured"), std::string::npos)
+      << none[0].summary;
 }
 
 TEST(Advisor, NoUsageNoFinding) { EXPECT_TRUE(Advise(JobUsage{}, JobFacts{}).empty()); }

@@ -226,10 +226,12 @@ float FromPct(uint8_t b) { return b == kMissing ? -1.0f : static_cast<float>(b) 
 // Wide: half-percent steps to 100% (codes 0-200), then 8 steps an octave up to about 10,000%.
 constexpr int kWideLinear = 200;
 uint8_t Wide(float v) {
-  if (v < 0) return kMissing;
+  if (std::isnan(v) || v < 0) return kMissing;
   if (v <= 100) return static_cast<uint8_t>(std::lround(static_cast<double>(v) * 2.0));
+  if (std::isinf(v)) return 254;
+  // Nearest step: 100% to ~104% (a loader at its quota reads a hair above 100) is code 200.
   const long step = std::lround(8.0 * std::log2(static_cast<double>(v) / 100.0));
-  return static_cast<uint8_t>(std::min<long>(254, kWideLinear + std::max(1L, step)));
+  return static_cast<uint8_t>(std::min<long>(254, kWideLinear + std::max(0L, step)));
 }
 float FromWide(uint8_t b) {
   if (b == kMissing) return -1.0f;

@@ -235,14 +235,44 @@ TEST(UsageSeries, KeepsCpuUseBeyondWhatTheJobAsked) {
   EXPECT_NEAR(small.value().buckets[0].cpu_used_pct, 73.3, 0.26);
 }
 
-TEST(UsageSeries, ReadsTheFirstVersion) {
+// A minute's series at `cores` of a 1-core request, encoded.
+std::string OneMinuteAt(double cores) {
   UsageSeriesBuilder b(0, 1000, 1024);
-  for (int s = 0; s <= 60; ++s) b.AddHost(0, Host(s * 500'000LL, 0, 0, 0), s * 1000);
-  std::string bytes = EncodeUsage(b.Snapshot());
-  bytes[0] = 1;  // version 1: the same layout, CPU as a plain percentage (50% is code 100)
+  for (int s = 0; s <= 60; ++s) {
+    b.AddHost(0, Host(static_cast<int64_t>(s * cores * 1'000'000), 0, 0, 0), s * 1000);
+  }
+  return EncodeUsage(b.Snapshot());
+}
+
+TEST(UsageSeries, ALoaderAtItsQuotaReadsOneHundredPercent) {
+  // Just above 100% (a quota's accounting overshoots a little) is 100, not the next step (109).
+  for (double cores : {1.002, 1.04}) {
+    auto back = DecodeUsage(OneMinuteAt(cores));
+    ASSERT_TRUE(back.ok());
+    EXPECT_NEAR(back.value().buckets[0].cpu_used_pct, 100, 0.5) << cores;
+  }
+  auto more = DecodeUsage(OneMinuteAt(1.10));
+  ASSERT_TRUE(more.ok());
+  EXPECT_NEAR(more.value().buckets[0].cpu_used_pct, 110, 110 * 0.045);
+}
+
+TEST(UsageSeries, ReadsTheFirstVersion) {
+  // The CPU byte: where two series that differ only in CPU differ.
+  std::string bytes = OneMinuteAt(0.5);
+  const std::string other = OneMinuteAt(0.6);
+  ASSERT_EQ(bytes.size(), other.size());
+  std::size_t at = 0;
+  while (at < bytes.size() && bytes[at] == other[at]) ++at;
+  ASSERT_LT(at, bytes.size());
+  bytes[at] = static_cast<char>(254);
+  bytes[0] = 1;  // version 1: code 254 is 127%, the old ceiling
   auto old = DecodeUsage(bytes);
   ASSERT_TRUE(old.ok()) << old.error();
-  EXPECT_NEAR(old.value().buckets[0].cpu_used_pct, 50, 0.26);
+  EXPECT_NEAR(old.value().buckets[0].cpu_used_pct, 127, 0.01);
+  bytes[0] = 2;  // version 2: the wide scale's top
+  auto now = DecodeUsage(bytes);
+  ASSERT_TRUE(now.ok()) << now.error();
+  EXPECT_GT(now.value().buckets[0].cpu_used_pct, 10000);
 }
 
 }  // namespace

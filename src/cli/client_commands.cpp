@@ -437,7 +437,7 @@ int RunNodes(const ClientOptions& client) {
     return 0;
   }
   // Group and price: nodes the autoscaler holds; idle since: ready nodes running nothing.
-  std::printf("%-12s %-7s %-5s %-5s %-28s %-10s %-5s %-16s %-8s %s\n", "NODE", "STATE", "GPUS",
+  std::printf("%-12s %-7s %-5s %-5s %-28s %-16s %-5s %-16s %-8s %s\n", "NODE", "STATE", "GPUS",
               "FREE", "MODEL", "LIMITS", "JOBS", "GROUP", "PRICE/H", "IDLE SINCE (UTC)");
   for (const json& n : *answer) {
     const json price = n.value("price_per_hour", json(nullptr));
@@ -452,7 +452,7 @@ int RunNodes(const ClientOptions& client) {
       std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", &tm);
       idle = text;
     }
-    std::printf("%-12s %-7s %-5d %-5d %-28s %-10s %-5d %-16s %-8s %s%s\n", Cell(n["name"]).c_str(),
+    std::printf("%-12s %-7s %-5d %-5d %-28s %-16s %-5d %-16s %-8s %s%s\n", Cell(n["name"]).c_str(),
                 Cell(n["state"]).c_str(), n["gpus"].get<int>(), n["free_gpus"].get<int>(),
                 Cell(n["gpu_model"]).c_str(), Cell(n.value("limits", json("none"))).c_str(),
                 n["running_jobs"].get<int>(), Cell(n.value("group", json(nullptr))).c_str(),
@@ -468,6 +468,8 @@ int RunNodes(const ClientOptions& client) {
     if (n.value("limits", "none") == "none" && !n.value("limits_why", "").empty()) {
       std::printf("%-12s no job limits (usage from /proc): %s\n", "",
                   Cell(n["limits_why"]).c_str());
+    } else if (n.value("limits", "") == "cgroup-v2-memory" && !n.value("limits_why", "").empty()) {
+      std::printf("%-12s memory limits only: %s\n", "", Cell(n["limits_why"]).c_str());
     }
     if (n.contains("images") && n["images"].is_array() && !n["images"].empty()) {
       std::string list;

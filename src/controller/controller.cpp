@@ -1141,7 +1141,11 @@ store::JobUsageRecord Controller::UsageRecordLocked(Active& a, int64_t now_ms, b
     samples += g.samples;
     sm += g.sm_sum;
   }
-  if (samples > 0) record.gpu_h_used = record.gpu_h_alloc * sm / static_cast<double>(samples) / 100;
+  // The job's own SM is of the whole GPU: a half-share job at 50% used all of its half.
+  if (samples > 0) {
+    record.gpu_h_used = std::min(record.gpu_h_alloc,
+                                 hours * gpus * sm / static_cast<double>(samples) / 100);
+  }
   if (ended) {
     advise::JobFacts facts;
     facts.gpus = gpus;
