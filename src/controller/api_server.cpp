@@ -48,9 +48,7 @@ using api::ParseId;
 // includes the other jobs on that GPU).
 json UsageJson(const store::JobRecord& j) {
   if (j.usage_samples <= 0 || j.start_ms <= 0 || j.end_ms < j.start_ms) return nullptr;
-  const double gpus = j.gpu_milli < 1000 ? j.gpu_milli / 1000.0
-                                         : static_cast<double>(j.gpus) * std::max(1, j.nodes);
-  const double allocated_h = gpus * static_cast<double>(j.end_ms - j.start_ms) / 3.6e6;
+  const double allocated_h = j.GpusPlaced() * static_cast<double>(j.end_ms - j.start_ms) / 3.6e6;
   return {{"gpu_util_avg_pct", std::round(j.gpu_util_avg_pct * 10) / 10},
           {"gpu_mem_peak_mib", j.gpu_mem_peak_mib},
           {"gpu_samples", j.usage_samples},
@@ -65,7 +63,7 @@ json JobJson(const store::JobRecord& j) {
           {"state", std::string(store::StateName(j.state))},
           {"gpus", j.gpus},
           {"min_gpus", j.min_gpus > 0 ? json(j.min_gpus) : json(nullptr)},
-          {"gpu_share", j.gpu_milli < 1000 ? json(j.gpu_milli / 1000.0) : json(nullptr)},
+          {"gpu_share", j.GpuShare() < 1 ? json(j.GpuShare()) : json(nullptr)},
           {"gpu_type", j.gpu_type},
           {"nodes", j.nodes},
           {"priority", j.priority},

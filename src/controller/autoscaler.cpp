@@ -137,6 +137,10 @@ bool Autoscaler::Reconcile(int64_t now_ms, const Controller::ScaleView& view) {
   std::map<std::string, int> node_index;
   for (size_t k = 0; k < view.names.size(); ++k) node_index[view.names[k]] = static_cast<int>(k);
   const scale::AutoscaleConfig& config = options_.config;
+  std::erase_if(evacuation_retrying_, [&](const std::string& name) {  // records gone since
+    return std::none_of(records.value().begin(), records.value().end(),
+                        [&](const store::ScaleNodeRecord& r) { return r.name == name; });
+  });
   for (store::ScaleNodeRecord rec : records.value()) {
     auto inst = instances.find(rec.name);
     const bool present = inst != instances.end();
@@ -202,6 +206,16 @@ bool Autoscaler::Reconcile(int64_t now_ms, const Controller::ScaleView& view) {
       auto moved = controller_.Evacuate(rec.name, "spot interruption notice: the provider takes "
                                                   "the node at " +
                                                       std::to_string(i.interruption_at_s));
+      if (!moved && moved.failure().code == core::ErrorCode::kUnavailable) {
+        // Not recorded: the node stays as it is, so the next tick tries again (said once).
+        if (evacuation_retrying_.insert(rec.name).second) {
+          std::lock_guard<std::mutex> lock(mutex_);
+          EventLocked(now_ms, "spot interruption",
+                      "node " + rec.name + ": " + moved.error() + "; trying again");
+        }
+        continue;
+      }
+      evacuation_retrying_.erase(rec.name);
       rec.state = "interrupted";
       rec.detail = "spot notice for " + std::to_string(i.interruption_at_s);
       Put(rec, now_ms);

@@ -25,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -137,6 +138,7 @@ class Autoscaler {
   Status status_;
   std::vector<int64_t> spot_out_until_ms_;  // by group
   std::map<std::string, int64_t> silent_since_ms_;  // ready nodes whose agent is not alive
+  std::set<std::string> evacuation_retrying_;  // spot-noticed nodes whose evacuation failed
   int list_failures_ = 0;                    // the provider's list, failing in a row
   int64_t list_backoff_until_ms_ = 0;
 

@@ -13,6 +13,7 @@
 
 #include "controller/auth.h"
 #include "controller/fake_agent.h"
+#include "controller/store_write_lock.h"
 
 namespace gpufleet::controller {
 namespace {
@@ -450,6 +451,45 @@ TEST_F(AutoscalerTest, ASpotNoticeRequeuesRestartableJobsAndDrainsTheNode) {
   // Nothing new lands on the node, and it is deleted now that it is empty.
   scaler.RunOnce(now_ms_);
   EXPECT_EQ(cloud_->instances.count(name), 0u);
+}
+
+// A notice whose evacuation the store could not record is tried again at the next tick. Before,
+// the node was marked interrupted all the same, and its jobs were never stopped or requeued.
+TEST_F(AutoscalerTest, ASpotNoticeWhoseEvacuationTheStoreCouldNotRecordIsTriedAgain) {
+  config_.policy.spot_fallback_s = 3600;
+  MakeController();
+  Autoscaler& scaler = MakeScaler();
+  const int64_t id = Submit(4, 1, /*restartable=*/true);
+  ctl_->RunOnce(now_ms_);
+  scaler.RunOnce(now_ms_);
+  ASSERT_EQ(Instances().size(), 1u);
+  const std::string name = *Instances().begin();
+  FakeAgent a(name);
+  ASSERT_TRUE(a.Beat(*ctl_, now_ms_).ok());
+  scaler.RunOnce(now_ms_);
+  ctl_->RunOnce(now_ms_);
+  ASSERT_TRUE(a.Beat(*ctl_, now_ms_).ok());
+  ASSERT_TRUE(a.Runs(id));
+  ASSERT_TRUE(a.Beat(*ctl_, now_ms_).ok());  // its start is recorded: only the evacuation
+  ctl_->RunOnce(now_ms_);                    // meets the locked store
+  ASSERT_EQ(Job(id).state, store::JobState::kRunning);
+  cloud_->instances[name].interruption_at_s = now_ms_ / 1000 + 120;
+  now_ms_ += 1000;
+  {
+    StoreWriteLock locked(dir_);  // the evacuation's write waits 5 s, then fails
+    scaler.RunOnce(now_ms_);
+  }
+  EXPECT_EQ(scaler.GetStatus().interruptions, 0) << "not counted: nothing was evacuated";
+  auto beat = a.Beat(*ctl_, now_ms_);
+  ASSERT_TRUE(beat.ok()) << beat.error();
+  EXPECT_TRUE(a.Runs(id)) << "not told to stop: its grace period was never recorded";
+  now_ms_ += 1000;
+  scaler.RunOnce(now_ms_);  // the store is back: evacuated now
+  ASSERT_TRUE(a.Beat(*ctl_, now_ms_).ok());
+  ASSERT_TRUE(a.Beat(*ctl_, now_ms_).ok());
+  ctl_->RunOnce(now_ms_);
+  EXPECT_EQ(Job(id).state, store::JobState::kPending) << "requeued once the notice was recorded";
+  EXPECT_EQ(scaler.GetStatus().interruptions, 1);
 }
 
 }  // namespace

@@ -116,7 +116,7 @@ Controller::Controller(store::Store& store, ControllerOptions options,
   RebuildClusterLocked();
 }
 
-Controller::~Controller() { Stop(); }
+Controller::~Controller() { JoinLoop(); }  // no last flush: the store may be gone already
 
 std::string Controller::LogPath(int64_t id, int rank) const { return logs_.Path(id, rank); }
 
@@ -150,18 +150,15 @@ std::vector<Controller::QueueNow> Controller::Queues() const {
     return q;
   };
   for (const auto& [name, weight] : options_.queue_weights) entry(name);
-  auto gpus_of = [](const store::JobRecord& j) {
-    return j.gpu_milli < 1000 ? j.gpu_milli / 1000.0 : static_cast<double>(j.gpus) * std::max(1, j.nodes);
-  };
   for (const auto& [id, a] : active_) {
     QueueNow& q = entry(a.job.queue);
     ++q.running;
-    q.gpus_allocated += gpus_of(a.job);
+    q.gpus_allocated += HeldGpus(a) * a.job.GpuShare();  // an elastic job: what it runs on now
   }
   for (const auto& [id, j] : waiting_) {
     QueueNow& q = entry(j.queue);
     ++q.waiting;
-    q.gpus_waiting += gpus_of(j);
+    q.gpus_waiting += j.GpusAsked();
   }
   std::vector<QueueNow> out;
   for (auto& [name, q] : queues) out.push_back(std::move(q));
@@ -558,7 +555,7 @@ void Controller::Start() {
   thread_ = std::thread([this] { Loop(); });
 }
 
-void Controller::Stop() {
+void Controller::JoinLoop() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;
@@ -566,6 +563,19 @@ void Controller::Stop() {
   wake_.notify_all();
   node_changed_.notify_all();
   if (thread_.joinable()) thread_.join();
+}
+
+void Controller::Stop() {
+  JoinLoop();
+  // A last try at what waits to be written, and every running job's usage series up to now (a
+  // controller started again resumes them from the store); not once another controller leads.
+  // A failure here stands nobody down (the process is stopping), and the usage waits no second
+  // store timeout after the state changes met one.
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (options_.may_act && !options_.may_act()) return;
+  const int64_t now_ms = Now();
+  stopping_ = true;
+  if (FlushLocked(now_ms, nullptr, /*even_resting=*/true)) FlushUsageLocked(now_ms, /*last=*/true);
 }
 
 void Controller::Loop() {
@@ -852,7 +862,18 @@ bool Controller::CommittedLocked(const std::vector<store::TransitionRequest>& wr
   if (done) {
     for (std::size_t k = 0; k < writes.size(); ++k) {
       if (!done.value()[k]) {
-        if (refused != nullptr) refused->push_back(writes[k].id);
+        ++stats_.writes_refused;
+        if (refused != nullptr) {
+          refused->push_back(writes[k].id);
+        } else {  // the store's row moved on meanwhile (a cancel, say, or another controller)
+          std::fprintf(stderr,
+                       "gpufleet: job %lld: the store refused %s -> %s (its row was no longer %s); "
+                       "the store's state stands\n",
+                       static_cast<long long>(writes[k].id),
+                       std::string(store::StateName(writes[k].from)).c_str(),
+                       std::string(store::StateName(writes[k].to)).c_str(),
+                       std::string(store::StateName(writes[k].from)).c_str());
+        }
       } else if (events_ != nullptr) {
         events_->JobChanged(writes[k].id, writes[k].to, now_ms);
       }
@@ -862,7 +883,7 @@ bool Controller::CommittedLocked(const std::vector<store::TransitionRequest>& wr
     ++stats_.store_errors;
     std::fprintf(stderr, "gpufleet: the store could not record job state changes: %s\n",
                  done.error().c_str());
-    if (options_.on_store_write_failed) options_.on_store_write_failed(done.error());
+    if (options_.on_store_write_failed && !stopping_) options_.on_store_write_failed(done.error());
     return false;
   }
   return true;
@@ -1133,7 +1154,7 @@ store::JobUsageRecord Controller::UsageRecordLocked(Active& a, int64_t now_ms, b
   if (!a.ranks.empty()) record.gpu_model = nodes_[a.ranks[0].node].model_name;
   const double hours = static_cast<double>(std::max<int64_t>(0, now_ms - a.job.start_ms)) / 3.6e6;
   const int gpus = HeldGpus(a);  // an elastic job's may be fewer than it asks
-  const double share = GpuShareOf(a.job);
+  const double share = a.job.GpuShare();
   record.gpu_h_alloc = hours * gpus * share;
   int64_t samples = 0;
   double sm = 0;
@@ -1168,14 +1189,14 @@ store::JobUsageRecord Controller::UsageRecordLocked(Active& a, int64_t now_ms, b
   return record;
 }
 
-void Controller::FlushUsageLocked(int64_t now_ms) {
-  if (StoreRestingLocked(now_ms)) return;  // the records wait
+void Controller::FlushUsageLocked(int64_t now_ms, bool last) {
+  if (!last && StoreRestingLocked(now_ms)) return;  // the records wait
   std::vector<store::JobUsageRecord> records = std::move(usage_writes_);
   usage_writes_.clear();
   const std::size_t ended = records.size();  // ended jobs' last records, never made again
   for (auto& [id, a] : active_) {
-    if (records.size() >= kUsageFlushesPerPass) break;
-    if (!a.usage || now_ms - a.usage_flushed_ms < options_.usage_flush_ms) continue;
+    if (!last && records.size() >= kUsageFlushesPerPass) break;
+    if (!a.usage || (!last && now_ms - a.usage_flushed_ms < options_.usage_flush_ms)) continue;
     a.usage_flushed_ms = now_ms;
     records.push_back(UsageRecordLocked(a, now_ms, /*ended=*/false));
   }
@@ -1185,7 +1206,7 @@ void Controller::FlushUsageLocked(int64_t now_ms) {
   if (!r) {
     ++stats_.store_errors;
     std::fprintf(stderr, "gpufleet: cannot record usage series: %s\n", r.error().c_str());
-    if (r.failure().code == core::ErrorCode::kUnavailable) {  // the ended ones wait, as above
+    if (!last && r.failure().code == core::ErrorCode::kUnavailable) {  // ended ones wait, as above
       records.resize(ended);
       usage_writes_ = std::move(records);
     }
@@ -1207,7 +1228,7 @@ core::Result<std::optional<Controller::JobUsageView>> Controller::Usage(
       view.gpu_h_alloc = record.gpu_h_alloc;
       view.gpu_h_used = record.gpu_h_used;
       view.facts.gpus = HeldGpus(a);
-      view.facts.gpu_share = GpuShareOf(a.job);
+      view.facts.gpu_share = a.job.GpuShare();
       view.facts.nodes = static_cast<int>(a.ranks.size());
       view.facts.gpu_model = record.gpu_model;
       view.facts.run_ms = now_ms - a.job.start_ms;
@@ -1226,7 +1247,7 @@ core::Result<std::optional<Controller::JobUsageView>> Controller::Usage(
     int gpus = 0;
     for (const store::RankPlacement& r : job.placement) gpus += static_cast<int>(r.gpus.size());
     view.facts.gpus = gpus > 0 ? gpus : job.gpus * std::max(1, job.nodes);
-    view.facts.gpu_share = GpuShareOf(job);
+    view.facts.gpu_share = job.GpuShare();
     view.facts.nodes = std::max<int>(1, static_cast<int>(job.placement.size()));
     const int64_t end = job.end_ms > 0 ? job.end_ms : stored.value()->updated_ms;
     view.facts.run_ms = job.start_ms > 0 ? std::max<int64_t>(0, end - job.start_ms) : 0;

@@ -193,7 +193,8 @@ struct ControllerStats {
   int64_t preempted = 0;  // running jobs stopped for a job the queue policy ranks higher
   int64_t resized = 0;    // elastic jobs stopped to restart on more or fewer GPUs
   int64_t heartbeats = 0;
-  int64_t store_errors = 0;  // commits of state changes that failed
+  int64_t store_errors = 0;    // commits of state changes that failed
+  int64_t writes_refused = 0;  // state changes the store refused: its row had moved on
   // The last pass that started jobs: how long it held the controller's lock (deciding, and
   // every other step), and how long the commit of its starts took (with the lock released).
   double last_start_pass_ms = 0, last_start_commit_ms = 0;
@@ -227,6 +228,9 @@ class Controller {
   // and are handled as on a lost node if it does not come.
   core::Result<bool> Recover(int64_t now_ms);
   void Start();  // the scheduling thread
+  // Stops that thread, then tries once to write what waits (state changes, then every running
+  // job's usage series so far), unless another controller leads now; a failure there calls no
+  // on_store_write_failed. The destructor only stops the thread.
   void Stop();
 
   // Why `job` can never run here (naming the field), or nothing: a job asking more GPUs per node
@@ -478,9 +482,12 @@ class Controller {
   advise::UsageSeriesBuilder* UsageOfLocked(Active& a);
   // The stored form of `a`'s usage so far, advised when `ended`.
   store::JobUsageRecord UsageRecordLocked(Active& a, int64_t now_ms, bool ended);
-  // Writes the series of running jobs not written for options_.usage_flush_ms (a bounded number
-  // per pass), then those queued by ended jobs.
-  void FlushUsageLocked(int64_t now_ms);
+  void JoinLoop();  // stops the scheduling thread and waits for it
+  bool stopping_ = false;  // Stop's last flush: a failed write does not call on_store_write_failed
+  // Writes the series queued by ended jobs and those of running jobs not written for
+  // options_.usage_flush_ms (a bounded number per pass). `last` (at Stop): every running job's,
+  // tried once even while the store rests, and nothing is kept to retry.
+  void FlushUsageLocked(int64_t now_ms, bool last = false);
   // Warns and stops jobs whose GPUs stayed idle past their idle timeout.
   void ReclaimIdleLocked(int64_t now_ms);
   // Whether a running elastic job holds fewer GPUs than its most while some GPU is free: the
@@ -491,10 +498,6 @@ class Controller {
     int gpus = 0;
     for (const Rank& r : a.ranks) gpus += std::popcount(r.gpus);
     return gpus;
-  }
-  // The share of each of its GPUs `job` holds: gpu_milli / 1000 for a --gpu-share job, else 1.
-  static double GpuShareOf(const store::JobRecord& job) {
-    return job.gpu_milli > 0 && job.gpu_milli < 1000 ? job.gpu_milli / 1000.0 : 1.0;
   }
   int64_t IdleTimeoutMs(const store::JobRecord& job) const;
   // `job`, ended in state `from` (LOST or PREEMPTED), back to PENDING and into the queue.

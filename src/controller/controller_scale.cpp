@@ -135,7 +135,8 @@ core::Result<int> Controller::Evacuate(const std::string& name, const std::strin
       Active& a = active_.at(id);
       a.preempting = a.job.preempting = false;
     }
-    return core::Error{"the store could not record the evacuation of node " + name};
+    return core::Error{"the store could not record the evacuation of node " + name,
+                       core::ErrorCode::kUnavailable};
   }
   for (int64_t id : stopped) {
     StopRanksLocked(active_.at(id));

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "controller/fake_agent.h"
+#include "controller/store_write_lock.h"
 #include "store/store.h"
 
 namespace gpufleet::controller {
@@ -64,6 +65,15 @@ class ControllerTest : public ::testing::Test {
     EXPECT_TRUE(job.ok() && job.value().has_value());
     return job.ok() && job.value() ? *job.value() : store::JobRecord{};
   }
+  // Runs `statement` on the store's database from a second connection, as another process would.
+  void Sql(const char* statement) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((dir_ / "gpufleet.db").string().c_str(), &db), SQLITE_OK);
+    sqlite3_busy_timeout(db, 5000);
+    EXPECT_EQ(sqlite3_exec(db, statement, nullptr, nullptr, nullptr), SQLITE_OK)
+        << sqlite3_errmsg(db);
+    sqlite3_close(db);
+  }
   // A pass, then a beat of each agent: what the pass placed starts and is reported running.
   void Step(std::initializer_list<FakeAgent*> agents) {
     ctl_->RunOnce(now_ms_);
@@ -92,25 +102,6 @@ TEST_F(ControllerTest, AJobRunsOnAnAgentAndSucceedsWhenItReportsExitZero) {
   EXPECT_EQ(Job(id).state, store::JobState::kSucceeded);
   EXPECT_FALSE(a.Holds(id)) << "a settled job is no longer listed, so the agent forgets it";
 }
-
-// A second connection's write lock on the store's database, held while it lives: the store's
-// own writes wait its busy timeout (5 s: the one test here that takes seconds) and then fail, as
-// with a backup tool holding the file.
-class StoreWriteLock {
- public:
-  explicit StoreWriteLock(const std::filesystem::path& data_dir) {
-    EXPECT_EQ(sqlite3_open((data_dir / "gpufleet.db").string().c_str(), &db_), SQLITE_OK);
-    sqlite3_busy_timeout(db_, 5000);
-    EXPECT_EQ(sqlite3_exec(db_, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
-  }
-  ~StoreWriteLock() {
-    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-    sqlite3_close(db_);
-  }
-
- private:
-  sqlite3* db_ = nullptr;
-};
 
 // An end the store could not record is not forgotten: before, the controller dropped the write
 // and, the job gone from its memory, never wrote it again, so the store kept it RUNNING for good.
@@ -168,15 +159,7 @@ TEST_F(ControllerTest, RecoveryEndsAndRequeuesAnUnplacedRestartableJobInOneCommi
   ASSERT_TRUE(store_->Transition(id, store::JobState::kPending, store::JobState::kScheduled, {},
                                  now_ms_)
                   .ok());
-  auto sql = [this](const char* statement) {
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open((dir_ / "gpufleet.db").string().c_str(), &db), SQLITE_OK);
-    sqlite3_busy_timeout(db, 5000);
-    EXPECT_EQ(sqlite3_exec(db, statement, nullptr, nullptr, nullptr), SQLITE_OK)
-        << sqlite3_errmsg(db);
-    sqlite3_close(db);
-  };
-  sql("CREATE TRIGGER stop_before_requeue BEFORE UPDATE OF state ON jobs "
+  Sql("CREATE TRIGGER stop_before_requeue BEFORE UPDATE OF state ON jobs "
       "WHEN OLD.state = 'LOST' AND NEW.state = 'PENDING' BEGIN SELECT RAISE(ABORT, 'stopped'); "
       "END");
   {
@@ -188,7 +171,7 @@ TEST_F(ControllerTest, RecoveryEndsAndRequeuesAnUnplacedRestartableJobInOneCommi
     EXPECT_FALSE(first.value()->Recover(now_ms_).ok());
   }
   EXPECT_NE(Job(id).state, store::JobState::kLost) << "ended without its requeue";
-  sql("DROP TRIGGER stop_before_requeue");
+  Sql("DROP TRIGGER stop_before_requeue");
   now_ms_ += 1000;
   Make();  // the next start recovers it
   EXPECT_EQ(Job(id).state, store::JobState::kPending);
@@ -566,6 +549,107 @@ TEST_F(ControllerTest, AGpuShareJobIsChargedItsShareOfTheGpuTime) {
   // Six minutes on half a GPU: 0.05 GPU-h, not the whole GPU's 0.1.
   EXPECT_NEAR(view.value()->gpu_h_alloc, 0.5 * 6 / 60, 0.005);
   EXPECT_EQ(view.value()->facts.gpu_share, 0.5);
+}
+
+// Queues count what running jobs hold now: an elastic job started below its most counts the
+// GPUs it runs on (before: its most), a GPU share its part of one GPU.
+TEST_F(ControllerTest, QueuesCountTheGpusRunningJobsHoldNowAndSharesAsTheirPart) {
+  Controller& ctl = Make();
+  FakeAgent a("a", 2);
+  ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
+  store::JobRecord elastic;
+  elastic.user = "ada";
+  elastic.argv = {"train"};
+  elastic.gpus = 4;
+  elastic.min_gpus = 1;
+  auto id = ctl.Submit(elastic);
+  ASSERT_TRUE(id.ok()) << id.error();
+  Step({&a});
+  ASSERT_EQ(Job(id.value()).state, store::JobState::kRunning);
+  ASSERT_EQ(Job(id.value()).gpu_indices.size(), 2u);
+  FakeAgent b("b", 1);  // joins now: the only free GPU
+  ASSERT_TRUE(b.Beat(ctl, now_ms_).ok());
+  store::JobRecord share;
+  share.user = "bob";
+  share.argv = {"serve"};
+  share.gpu_milli = 250;
+  share.queue = "serving";
+  auto shared = ctl.Submit(share);
+  ASSERT_TRUE(shared.ok()) << shared.error();
+  Step({&a, &b});
+  ASSERT_EQ(Job(shared.value()).state, store::JobState::kRunning);
+  double elastic_held = -1, share_held = -1;
+  for (const auto& q : ctl.Queues()) {
+    if (q.name == "default") elastic_held = q.gpus_allocated;
+    if (q.name == "serving") share_held = q.gpus_allocated;
+  }
+  EXPECT_EQ(elastic_held, 2.0);
+  EXPECT_EQ(share_held, 0.25);
+}
+
+// Stop writes every running job's usage series so far: before, the minutes since its last flush
+// (up to usage_flush_ms) were lost, though a restarted controller resumes the series it finds.
+TEST_F(ControllerTest, StopWritesEveryRunningJobsUsageSeriesSoFar) {
+  Controller& ctl = Make();
+  FakeAgent a("a", 1);
+  a.sm_pct = 40;
+  ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
+  const int64_t id = Submit(1);
+  Step({&a});
+  ASSERT_EQ(Job(id).state, store::JobState::kRunning);
+  for (int s = 0; s < 3 * 60; s += 5) {
+    now_ms_ += 5'000;
+    Step({&a});
+  }
+  ctl.Stop();
+  auto stored = store_->GetJobUsage(id);
+  ASSERT_TRUE(stored.ok() && stored.value().has_value());
+  EXPECT_NEAR(stored.value()->gpu_h_alloc, 3.0 / 60, 0.005) << "three minutes on one GPU";
+  EXPECT_EQ(stored.value()->updated_ms, now_ms_);
+}
+
+// ...but not once another controller leads: the series is that one's to write.
+TEST_F(ControllerTest, StopWritesNothingOnceAnotherControllerLeads) {
+  bool leads = true;
+  ControllerOptions options;
+  options.may_act = [&leads] { return leads; };
+  Controller& ctl = Make(options);
+  FakeAgent a("a", 1);
+  a.sm_pct = 40;
+  ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
+  const int64_t id = Submit(1);
+  Step({&a});
+  ASSERT_EQ(Job(id).state, store::JobState::kRunning);
+  for (int s = 0; s < 3 * 60; s += 5) {
+    now_ms_ += 5'000;
+    Step({&a});
+  }
+  auto before = store_->GetJobUsage(id);
+  ASSERT_TRUE(before.ok() && before.value().has_value());
+  leads = false;
+  ctl.Stop();
+  auto after = store_->GetJobUsage(id);
+  ASSERT_TRUE(after.ok() && after.value().has_value());
+  EXPECT_EQ(after.value()->updated_ms, before.value()->updated_ms);
+  EXPECT_LT(after.value()->updated_ms, now_ms_);
+}
+
+// A state change the store refuses (its row moved on: here a second process cancelled the job) is
+// counted and logged, and the store's state stands. Before, it was dropped without a word.
+TEST_F(ControllerTest, AStateChangeTheStoreRefusesIsCountedAndTheStoresStateStands) {
+  Controller& ctl = Make();
+  FakeAgent a("a");
+  ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
+  const int64_t id = Submit(1);
+  Step({&a});
+  ASSERT_EQ(Job(id).state, store::JobState::kRunning);
+  const std::string cancel =
+      "UPDATE jobs SET state='CANCELLED' WHERE id=" + std::to_string(id);
+  Sql(cancel.c_str());
+  a.End(id, 0);
+  Step({&a});
+  EXPECT_EQ(Job(id).state, store::JobState::kCancelled);
+  EXPECT_EQ(ctl.Stats().writes_refused, 1);
 }
 
 TEST_F(ControllerTest, AQueueMayBeExemptFromTheIdleReclaim) {

@@ -86,6 +86,17 @@ struct JobRecord {
   bool preempting = false;
   // Its image and bind mounts when it runs in a container (empty: a host process).
   core::ContainerSpec container;
+  // The part of each GPU slot it holds: gpu_milli / 1000 for a GPU-share job, else 1.
+  double GpuShare() const { return gpu_milli > 0 && gpu_milli < 1000 ? gpu_milli / 1000.0 : 1.0; }
+  // The GPUs it asks for in all, a share counted as its part of one GPU (0 for CPU only).
+  double GpusAsked() const { return gpus * GpuShare() * (nodes > 1 ? nodes : 1); }
+  // The GPUs its placement holds (its last one, once ended: an elastic job's size then), a share
+  // counted as its part; its ask when it was never placed.
+  double GpusPlaced() const {
+    std::size_t placed = 0;
+    for (const RankPlacement& r : placement) placed += r.gpus.size();
+    return placed > 0 ? static_cast<double>(placed) * GpuShare() : GpusAsked();
+  }
 };
 
 // What a transition changes besides the state; unset fields stay as they are.
