@@ -119,8 +119,8 @@ TEST_F(GittinsPolicyTest, ClassChangesAreReportedPerSize) {
   // 20 GPU-minutes: a 1-GPU job is far past its kind's service, an 8-GPU one just began.
   EXPECT_GT(policy_->PriorityClass(small), policy_->PriorityClass(big));
   EXPECT_EQ(policy_->PriorityClass(big), 0);
-  EXPECT_GT(policy_->NextClassChange(0, 1), 0);
-  EXPECT_LT(policy_->NextClassChange(0, 1), policy_->NextClassChange(0, 8));
+  EXPECT_GT(policy_->NextClassChange(small, 0), 0);
+  EXPECT_LT(policy_->NextClassChange(small, 0), policy_->NextClassChange(big, 0));
 }
 
 }  // namespace

@@ -44,10 +44,10 @@ class QueuePolicy {
   // so a restart's cost is not thrown away by the next arrival.
   virtual double MinRunBeforePreemptionS() const { return 0; }
   virtual int PriorityClass(const QueuedJob& /*job*/) const { return 0; }
-  // The attained GPU-seconds at which a job of `total_gpus` GPUs with `attained_gpu_s` changes
-  // priority class next (infinity: never). The simulator wakes the scheduler at that moment, so
-  // crossings are events, not ticks.
-  virtual double NextClassChange(double /*attained_gpu_s*/, int /*total_gpus*/) const {
+  // The attained GPU-seconds at which `job`, having attained `attained_gpu_s`, changes priority
+  // class next (infinity: never). The simulator wakes the scheduler at that moment, so crossings
+  // are events, not ticks.
+  virtual double NextClassChange(const QueuedJob& /*job*/, double /*attained_gpu_s*/) const {
     return HUGE_VAL;
   }
   // Starvation guard: the time at which a waiting job has waited too long and is promoted to

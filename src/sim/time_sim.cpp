@@ -214,9 +214,10 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
   // Wakes the scheduler when a running job of `gpus` GPUs that has attained `attained_now` by
   // `now` changes priority class next (preemptive policies), unless it finishes first.
-  auto arm_class_wake = [&](sched::JobId id, int gpus, double attained_now, int64_t now,
-                            int64_t finish_s, int64_t epoch) {
-    const double change = queue_policy.NextClassChange(attained_now, gpus);
+  auto arm_class_wake = [&](const sched::QueuedJob& job, int gpus, double attained_now,
+                            int64_t now, int64_t finish_s, int64_t epoch) {
+    const sched::JobId id = job.id;
+    const double change = queue_policy.NextClassChange(job, attained_now);
     if (!std::isfinite(change)) return;
     const int64_t at = now + std::max<int64_t>(1, static_cast<int64_t>(std::ceil(
                                                       (change - attained_now) / gpus)));
@@ -352,7 +353,7 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
     events.push(Event{act.finish_s, 0, t.id, act.epoch});
     // Wake the scheduler when the job's priority class changes (preemptive policies), and when an
     // elastic job below its most may grow.
-    arm_class_wake(t.id, act.gpus, attained[t.id], now, act.finish_s, act.epoch);
+    arm_class_wake(r.job, act.gpus, attained[t.id], now, act.finish_s, act.epoch);
     if (sched::IsElastic(r.job) && act.gpus < r.job.total_gpus) {
       const int64_t at = now + static_cast<int64_t>(std::ceil(config.elastic_grow_after_s));
       if (at < act.finish_s && wakes.insert(at).second) events.push(Event{at, 1, -1, 0});
@@ -386,7 +387,7 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
         const sched::RunningJob& r = running[running_slot.at(ev.id)];
         const int gpus = act->second.gpus;
         const double attained_now = attained[ev.id] + gpus * static_cast<double>(now - r.started_s);
-        arm_class_wake(ev.id, gpus, attained_now, now, act->second.finish_s, ev.epoch);
+        arm_class_wake(r.job, gpus, attained_now, now, act->second.finish_s, ev.epoch);
         continue;
       }
       const double last_run_s = stop(ev.id, now);

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
 #include "sched/policy_registry.h"
 #include "sched/queue_policy.h"
 #include "testing/builders.h"
@@ -70,6 +74,42 @@ TEST(TimeSimTest, AnElasticJobGrowsIntoIdleGpusAndRunsFasterThere) {
   // Busy GPU-seconds follow the GPUs it really held: 4 x 1000 (rigid) + 4 x 1000 + 8 x the rest.
   EXPECT_NEAR(r.busy_gpu_s, 4000 + 4000 + 8.0 * static_cast<double>(r.jobs[1].finish_s - 1000),
               1e-6);
+}
+
+// Records the jobs whose next class change the simulator asks about.
+class AskedClassChanges final : public sched::QueuePolicy {
+ public:
+  std::string_view Name() const override { return "asked-class-changes"; }
+  double Key(const sched::QueuedJob& job) const override {
+    return static_cast<double>(job.submit_s);
+  }
+  sched::Backfill backfill() const override { return sched::Backfill::kGreedy; }
+  double NextClassChange(const sched::QueuedJob& job, double /*attained_gpu_s*/) const override {
+    asked_total_gpus.push_back(job.total_gpus);
+    return HUGE_VAL;
+  }
+  mutable std::vector<int> asked_total_gpus;
+};
+
+// An elastic job running below its most is asked about as the job it is (its most GPUs), as the
+// policy ranks it. Before, the simulator passed the GPUs it ran on, so gittins read its class
+// change from another size's table while ranking it by its own.
+TEST(TimeSimTest, AnElasticJobsClassChangeIsAskedForTheJobNotTheGpusItRunsOn) {
+  // One 8-GPU node: a rigid 3-GPU job, and an elastic one (1..8) that starts on the other 5.
+  std::vector<TraceJob> jobs = {{0, 0, 1000, 3, "a"}, {1, 0, 10000, 2, "b"}};
+  jobs[1].min_gpus = 1;
+  jobs[1].max_gpus = 8;
+  TimeSimConfig config;
+  config.elastic_grow_after_s = 600;
+  AskedClassChanges queue;
+  auto placement = sched::MakePlacementPolicy("bestfit");
+  auto r = RunTimeSim(jobs, Cluster(1, 8), queue, *placement, config, true);
+  ASSERT_TRUE(r.ok()) << r.error();
+  ASSERT_NE(r.value().decision_log.find("0,start,1,0:"), std::string::npos)
+      << r.value().decision_log;
+  EXPECT_EQ(r.value().grows, 1) << "it ran below its most, then grew";
+  for (int gpus : queue.asked_total_gpus) EXPECT_TRUE(gpus == 3 || gpus == 8) << gpus;
+  EXPECT_EQ(std::count(queue.asked_total_gpus.begin(), queue.asked_total_gpus.end(), 8), 2);
 }
 
 TEST(TimeSimTest, AnElasticJobShrinksBeforeAnyoneIsPreempted) {

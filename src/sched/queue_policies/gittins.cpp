@@ -33,7 +33,7 @@ class Gittins final : public QueuePolicy {
   // tables are rebuilt (Learn returns true and the caller re-keys).
   double Key(const QueuedJob& job) const override {
     if (job.promoted) return 0;
-    const double index = TableFor(job.total_gpus).Index(job.attained_gpu_s);
+    const double index = TableFor(job).Index(job.attained_gpu_s);
     const double inverse = index > 0 ? std::min(1.0 / index, kClassSpan / 2) : kClassSpan / 2;
     return static_cast<double>(PriorityClass(job)) * kClassSpan + 1 + inverse;
   }
@@ -45,7 +45,7 @@ class Gittins final : public QueuePolicy {
   // restarted on a momentarily free GPU was preempted by the next arrival, over and over.
   double MinRunBeforePreemptionS() const override { return 600; }
   int PriorityClass(const QueuedJob& job) const override {
-    return TableFor(job.total_gpus).Class(job.attained_gpu_s);
+    return TableFor(job).Class(job.attained_gpu_s);
   }
   // Starvation guard, Tiresias' factor and floor: a job that has waited 10 times its expected
   // run (what it ran plus the predicted remainder), and at least an hour, goes first.
@@ -55,8 +55,8 @@ class Gittins final : public QueuePolicy {
     const double expected_s = std::isnan(job.estimate_s) ? ran_s : ran_s + job.estimate_s;
     return static_cast<double>(job.waiting_since_s) + std::max(10 * expected_s, 3600.0);
   }
-  double NextClassChange(double attained_gpu_s, int total_gpus) const override {
-    return TableFor(total_gpus).NextClassChange(attained_gpu_s);
+  double NextClassChange(const QueuedJob& job, double attained_gpu_s) const override {
+    return TableFor(job).NextClassChange(attained_gpu_s);
   }
   bool Learn(int total_gpus, double service_gpu_s) override {
     if (!(service_gpu_s > 0)) return false;
@@ -74,9 +74,10 @@ class Gittins final : public QueuePolicy {
 
  private:
   // Jobs of one GPU count share a service distribution (a 32-GPU job's service is not a 1-GPU
-  // job's); until enough of a size have finished, all jobs' distribution stands in.
-  const GittinsIndex& TableFor(int total_gpus) const {
-    auto it = by_size_.find(total_gpus);
+  // job's); until enough of a size have finished, all jobs' distribution stands in. An elastic
+  // job is read by its most GPUs, whatever it runs on now.
+  const GittinsIndex& TableFor(const QueuedJob& job) const {
+    auto it = by_size_.find(job.total_gpus);
     return it != by_size_.end() && it->second.observed() >= kMinSizeSamples ? it->second : all_;
   }
 

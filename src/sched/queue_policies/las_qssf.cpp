@@ -42,7 +42,7 @@ class LasQssf final : public QueuePolicy {
   int PriorityClass(const QueuedJob& job) const override {
     return classes_.ClassOf(job.attained_gpu_s);
   }
-  double NextClassChange(double attained_gpu_s, int /*total_gpus*/) const override {
+  double NextClassChange(const QueuedJob& /*job*/, double attained_gpu_s) const override {
     return classes_.NextChange(attained_gpu_s);
   }
 

@@ -35,7 +35,7 @@ class Tiresias final : public QueuePolicy {
     return static_cast<double>(job.waiting_since_s) +
            std::max(kStarveFactor * ran_s, kStarveFloorS);
   }
-  double NextClassChange(double attained_gpu_s, int /*total_gpus*/) const override {
+  double NextClassChange(const QueuedJob& /*job*/, double attained_gpu_s) const override {
     return classes_.NextChange(attained_gpu_s);
   }
 
