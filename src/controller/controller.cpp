@@ -487,8 +487,12 @@ core::Result<bool> Controller::Recover(int64_t now_ms) {
     placement_policy_->Prepare(workload_.profile());
   }
   // Nodes registered before the restart: known sizes (submits are checked against them), one
-  // lease to come back.
-  for (const store::NodeRecord& record : registry.value()) nodes_.Restore(record, now_ms);
+  // lease to come back. Retired ones are gone for good (their instance deleted, their
+  // credentials revoked) and are left out: a registry index is never reused within a run, so a
+  // restart is where a fleet that scales up and down sheds them.
+  for (const store::NodeRecord& record : registry.value()) {
+    if (record.state != "RETIRED") nodes_.Restore(record, now_ms);
+  }
   for (const store::JobRecord& job : live.value()) {
     if (job.state == store::JobState::kPending) {
       waiting_[job.id] = job;

@@ -652,6 +652,26 @@ TEST_F(ControllerTest, AStateChangeTheStoreRefusesIsCountedAndTheStoresStateStan
   EXPECT_EQ(ctl.Stats().writes_refused, 1);
 }
 
+// A restart sheds the nodes the autoscaler retired (before, every retired node stayed in the
+// registry for good, and a fleet that scales up and down grew it without end); a lost node stays,
+// since its agent may come back.
+TEST_F(ControllerTest, ARestartLeavesRetiredNodesOut) {
+  store::NodeRecord retired;
+  retired.name = "gone";
+  retired.gpus = 4;
+  retired.gpu_model = "G2";
+  retired.state = "RETIRED";
+  store::NodeRecord lost = retired;
+  lost.name = "away";
+  lost.state = "LOST";
+  ASSERT_TRUE(store_->PutNode(retired).ok());
+  ASSERT_TRUE(store_->PutNode(lost).ok());
+  Controller& ctl = Make();
+  std::vector<std::string> names;
+  for (const NodeView& n : ctl.Nodes()) names.push_back(n.name);
+  EXPECT_EQ(names, std::vector<std::string>{"away"});
+}
+
 TEST_F(ControllerTest, AQueueMayBeExemptFromTheIdleReclaim) {
   ControllerOptions options;
   options.idle_timeout_ms = 5 * 60'000;

@@ -193,7 +193,7 @@ struct NodeRecord {
   int64_t epoch = 0;
   int64_t first_seen_ms = 0;
   int64_t last_seen_ms = 0;
-  std::string state;  // READY or LOST, when recorded
+  std::string state;  // READY, LOST or RETIRED, when recorded
   std::vector<GpuDrain> drains;  // by GPU index
 };
 
