@@ -128,6 +128,21 @@ class AutoscalerTest : public ::testing::Test {
     auto events = store_->Events(0);
     return events.ok() ? events.value() : std::vector<store::JobEvent>{};
   }
+  // The autoscaler buys one node for what waits; its agent (returned) joins, and `id` starts there.
+  std::unique_ptr<FakeAgent> BuyAndRun(Autoscaler& scaler, int64_t id) {
+    ctl_->RunOnce(now_ms_);
+    scaler.RunOnce(now_ms_);
+    EXPECT_EQ(Instances().size(), 1u);
+    if (Instances().empty()) return std::make_unique<FakeAgent>("none");
+    auto agent = std::make_unique<FakeAgent>(*Instances().begin());
+    EXPECT_TRUE(agent->Beat(*ctl_, now_ms_).ok());
+    scaler.RunOnce(now_ms_);
+    ctl_->RunOnce(now_ms_);
+    EXPECT_TRUE(agent->Beat(*ctl_, now_ms_).ok());
+    EXPECT_TRUE(agent->Beat(*ctl_, now_ms_).ok());  // its start is recorded
+    EXPECT_TRUE(agent->Runs(id));
+    return agent;
+  }
   std::set<std::string> Instances() const {
     std::set<std::string> names;
     for (const auto& [name, i] : cloud_->instances) names.insert(name);
@@ -376,17 +391,10 @@ TEST_F(AutoscalerTest, ConsolidationMovesARestartableJobOffAnUnderUsedNodeAndRet
   ASSERT_TRUE(fixed.Beat(*ctl_, now_ms_).ok());
   ASSERT_TRUE(fixed.Runs(stays) && fixed.Runs(ends));
   const int64_t moved = Submit(2, 1, /*restartable=*/true);
-  ctl_->RunOnce(now_ms_);
-  scaler.RunOnce(now_ms_);
-  ASSERT_EQ(Instances().size(), 1u);
+  std::unique_ptr<FakeAgent> bought_agent = BuyAndRun(scaler, moved);
+  ASSERT_TRUE(bought_agent->Runs(moved));
+  FakeAgent& bought = *bought_agent;
   const std::string name = *Instances().begin();
-  FakeAgent bought(name);
-  ASSERT_TRUE(bought.Beat(*ctl_, now_ms_).ok());
-  scaler.RunOnce(now_ms_);
-  ctl_->RunOnce(now_ms_);
-  ASSERT_TRUE(bought.Beat(*ctl_, now_ms_).ok());
-  ASSERT_TRUE(bought.Beat(*ctl_, now_ms_).ok());
-  ASSERT_TRUE(bought.Runs(moved));
   // An hour on, room frees on the fixed node: the bought node's only job fits there.
   now_ms_ += 3'600'000;
   fixed.End(ends, 0);
@@ -460,18 +468,11 @@ TEST_F(AutoscalerTest, ASpotNoticeWhoseEvacuationTheStoreCouldNotRecordIsTriedAg
   MakeController();
   Autoscaler& scaler = MakeScaler();
   const int64_t id = Submit(4, 1, /*restartable=*/true);
-  ctl_->RunOnce(now_ms_);
-  scaler.RunOnce(now_ms_);
-  ASSERT_EQ(Instances().size(), 1u);
-  const std::string name = *Instances().begin();
-  FakeAgent a(name);
-  ASSERT_TRUE(a.Beat(*ctl_, now_ms_).ok());
-  scaler.RunOnce(now_ms_);
-  ctl_->RunOnce(now_ms_);
-  ASSERT_TRUE(a.Beat(*ctl_, now_ms_).ok());
+  std::unique_ptr<FakeAgent> agent = BuyAndRun(scaler, id);
+  FakeAgent& a = *agent;
   ASSERT_TRUE(a.Runs(id));
-  ASSERT_TRUE(a.Beat(*ctl_, now_ms_).ok());  // its start is recorded: only the evacuation
-  ctl_->RunOnce(now_ms_);                    // meets the locked store
+  const std::string name = *Instances().begin();
+  ctl_->RunOnce(now_ms_);  // recorded: only the evacuation meets the locked store
   ASSERT_EQ(Job(id).state, store::JobState::kRunning);
   cloud_->instances[name].interruption_at_s = now_ms_ / 1000 + 120;
   now_ms_ += 1000;

@@ -60,6 +60,30 @@ class ControllerTest : public ::testing::Test {
     EXPECT_TRUE(id.ok()) << id.error();
     return id.ok() ? id.value() : 0;
   }
+  // A job of user ada running `train` on `gpus` GPUs (or a `gpu_milli` share of one).
+  static store::JobRecord NewJob(int gpus, int gpu_milli = 1000) {
+    store::JobRecord job;
+    job.user = "ada";
+    job.argv = {"train"};
+    job.gpus = gpus;
+    job.gpu_milli = gpu_milli;
+    return job;
+  }
+  // A 1-GPU job started on `agent` (already known), then `seconds` of running: its id.
+  int64_t StartAndRun(FakeAgent& agent, int seconds) {
+    const int64_t id = Submit(1);
+    Step({&agent});
+    EXPECT_EQ(Job(id).state, store::JobState::kRunning);
+    RunFor(agent, seconds);
+    return id;
+  }
+  // `seconds` of the clock in 5 s steps, each a pass and beats of `agent`.
+  void RunFor(FakeAgent& agent, int seconds) {
+    for (int s = 0; s < seconds; s += 5) {
+      now_ms_ += 5'000;
+      Step({&agent});
+    }
+  }
   store::JobRecord Job(int64_t id) {
     auto job = store_->GetJob(id);
     EXPECT_TRUE(job.ok() && job.value().has_value());
@@ -531,19 +555,11 @@ TEST_F(ControllerTest, AGpuShareJobIsChargedItsShareOfTheGpuTime) {
   FakeAgent agent("a", 1);
   agent.sm_pct = 40;
   ASSERT_TRUE(agent.Beat(ctl, now_ms_).ok());
-  store::JobRecord job;
-  job.user = "ada";
-  job.argv = {"train"};
-  job.gpus = 1;
-  job.gpu_milli = 500;
-  auto id = ctl.Submit(job);
+  auto id = ctl.Submit(NewJob(1, 500));
   ASSERT_TRUE(id.ok()) << id.error();
   Step({&agent});
   ASSERT_EQ(Job(id.value()).state, store::JobState::kRunning);
-  for (int s = 0; s < 6 * 60; s += 5) {
-    now_ms_ += 5'000;
-    Step({&agent});
-  }
+  RunFor(agent, 6 * 60);
   auto view = ctl.Usage(Job(id.value()));
   ASSERT_TRUE(view.ok() && view.value().has_value());
   // Six minutes on half a GPU: 0.05 GPU-h, not the whole GPU's 0.1.
@@ -557,10 +573,7 @@ TEST_F(ControllerTest, QueuesCountTheGpusRunningJobsHoldNowAndSharesAsTheirPart)
   Controller& ctl = Make();
   FakeAgent a("a", 2);
   ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
-  store::JobRecord elastic;
-  elastic.user = "ada";
-  elastic.argv = {"train"};
-  elastic.gpus = 4;
+  store::JobRecord elastic = NewJob(4);
   elastic.min_gpus = 1;
   auto id = ctl.Submit(elastic);
   ASSERT_TRUE(id.ok()) << id.error();
@@ -569,10 +582,7 @@ TEST_F(ControllerTest, QueuesCountTheGpusRunningJobsHoldNowAndSharesAsTheirPart)
   ASSERT_EQ(Job(id.value()).gpu_indices.size(), 2u);
   FakeAgent b("b", 1);  // joins now: the only free GPU
   ASSERT_TRUE(b.Beat(ctl, now_ms_).ok());
-  store::JobRecord share;
-  share.user = "bob";
-  share.argv = {"serve"};
-  share.gpu_milli = 250;
+  store::JobRecord share = NewJob(1, 250);
   share.queue = "serving";
   auto shared = ctl.Submit(share);
   ASSERT_TRUE(shared.ok()) << shared.error();
@@ -594,13 +604,7 @@ TEST_F(ControllerTest, StopWritesEveryRunningJobsUsageSeriesSoFar) {
   FakeAgent a("a", 1);
   a.sm_pct = 40;
   ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
-  const int64_t id = Submit(1);
-  Step({&a});
-  ASSERT_EQ(Job(id).state, store::JobState::kRunning);
-  for (int s = 0; s < 3 * 60; s += 5) {
-    now_ms_ += 5'000;
-    Step({&a});
-  }
+  const int64_t id = StartAndRun(a, 3 * 60);
   ctl.Stop();
   auto stored = store_->GetJobUsage(id);
   ASSERT_TRUE(stored.ok() && stored.value().has_value());
@@ -617,13 +621,7 @@ TEST_F(ControllerTest, StopWritesNothingOnceAnotherControllerLeads) {
   FakeAgent a("a", 1);
   a.sm_pct = 40;
   ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
-  const int64_t id = Submit(1);
-  Step({&a});
-  ASSERT_EQ(Job(id).state, store::JobState::kRunning);
-  for (int s = 0; s < 3 * 60; s += 5) {
-    now_ms_ += 5'000;
-    Step({&a});
-  }
+  const int64_t id = StartAndRun(a, 3 * 60);
   auto before = store_->GetJobUsage(id);
   ASSERT_TRUE(before.ok() && before.value().has_value());
   leads = false;

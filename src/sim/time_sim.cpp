@@ -391,12 +391,15 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
         continue;
       }
       const double last_run_s = stop(ev.id, now);
-      if (IsElastic(jobs[index_of.at(ev.id)])) --elastic_running;
+      const TraceJob& finished = jobs[index_of.at(ev.id)];
+      if (IsElastic(finished)) --elastic_running;
       JobOutcome& done = result.jobs[index_of.at(ev.id)];
       done.finish_s = now;
       predictor.Observe(done.vc, done.num_gpus, static_cast<double>(done.duration_s));
-      if (fresh_policy && fresh_policy->Learn(done.num_gpus, attained[ev.id] + act->second.gpus *
-                                                                             last_run_s)) {
+      // Learned under the size it is ranked by (an elastic job's most, as its QueuedJob says).
+      const int ranked_gpus = IsElastic(finished) ? finished.max_gpus : finished.num_gpus;
+      if (fresh_policy && fresh_policy->Learn(ranked_gpus, attained[ev.id] + act->second.gpus *
+                                                                            last_run_s)) {
         scheduler.Rekey();
       }
       log(now, "finish", ev.id, "");
@@ -458,12 +461,17 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
         if (d.kind == sched::Decision::Kind::kResize) {
           // A checkpoint-restart on the new placement: progress kept, the restart overhead paid.
           const Active act = active.at(t.id);
-          const sched::QueuedJob job = running[running_slot.at(t.id)].job;
+          const sched::QueuedJob before = running[running_slot.at(t.id)].job;
           const double ran = stop(t.id, now);
           work_left[t.id] =
               std::max(0.0, act.remaining - ran * act.rate) + config.preemption_overhead_s;
           attained[t.id] += static_cast<double>(act.gpus) * ran;
           active.erase(t.id);
+          // Restarted with the service it has had so far (its class and estimate follow from it),
+          // as a preempted job would be; what else the scheduler keeps of it stays.
+          sched::QueuedJob job = queued_of(t, now);
+          job.waiting_since_s = before.waiting_since_s;
+          job.promoted = before.promoted;
           const bool grow = sched::GpusOf(d.placement) > act.gpus;
           ++(grow ? result.grows : result.shrinks);
           launch(t, job, std::move(d.placement), now, grow ? "grow" : "shrink");

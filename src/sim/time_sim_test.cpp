@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <vector>
 
 #include "sched/policy_registry.h"
@@ -76,19 +77,31 @@ TEST(TimeSimTest, AnElasticJobGrowsIntoIdleGpusAndRunsFasterThere) {
               1e-6);
 }
 
-// Records the jobs whose next class change the simulator asks about.
-class AskedClassChanges final : public sched::QueuePolicy {
+// Records what the simulator asks a queue policy: the jobs whose next class change it wants (their
+// sizes), and, when preemptive, the service each running job is ranked by. Every class is 0, so
+// it never preempts.
+class Recording final : public sched::QueuePolicy {
  public:
-  std::string_view Name() const override { return "asked-class-changes"; }
+  explicit Recording(bool preemptive) : preemptive_(preemptive) {}
+  std::string_view Name() const override { return "recording"; }
   double Key(const sched::QueuedJob& job) const override {
     return static_cast<double>(job.submit_s);
   }
   sched::Backfill backfill() const override { return sched::Backfill::kGreedy; }
+  bool Preemptive() const override { return preemptive_; }
+  int PriorityClass(const sched::QueuedJob& job) const override {
+    seen_service[job.id].push_back(job.attained_gpu_s);
+    return 0;
+  }
   double NextClassChange(const sched::QueuedJob& job, double /*attained_gpu_s*/) const override {
     asked_total_gpus.push_back(job.total_gpus);
     return HUGE_VAL;
   }
   mutable std::vector<int> asked_total_gpus;
+  mutable std::map<sched::JobId, std::vector<double>> seen_service;
+
+ private:
+  bool preemptive_;
 };
 
 // An elastic job running below its most is asked about as the job it is (its most GPUs), as the
@@ -101,7 +114,7 @@ TEST(TimeSimTest, AnElasticJobsClassChangeIsAskedForTheJobNotTheGpusItRunsOn) {
   jobs[1].max_gpus = 8;
   TimeSimConfig config;
   config.elastic_grow_after_s = 600;
-  AskedClassChanges queue;
+  Recording queue(/*preemptive=*/false);
   auto placement = sched::MakePlacementPolicy("bestfit");
   auto r = RunTimeSim(jobs, Cluster(1, 8), queue, *placement, config, true);
   ASSERT_TRUE(r.ok()) << r.error();
@@ -110,6 +123,28 @@ TEST(TimeSimTest, AnElasticJobsClassChangeIsAskedForTheJobNotTheGpusItRunsOn) {
   EXPECT_EQ(r.value().grows, 1) << "it ran below its most, then grew";
   for (int gpus : queue.asked_total_gpus) EXPECT_TRUE(gpus == 3 || gpus == 8) << gpus;
   EXPECT_EQ(std::count(queue.asked_total_gpus.begin(), queue.asked_total_gpus.end(), 8), 2);
+}
+
+// A resized elastic job keeps the service it had: before, its restart kept the QueuedJob of its
+// start, so after a grow the scheduler ranked it as if it had run only since the grow.
+TEST(TimeSimTest, AResizedElasticJobIsRankedByAllTheServiceItHasHad) {
+  // One 8-GPU node: a rigid 4-GPU job runs 0..1000; an elastic one (1..8) runs on the other 4
+  // and grows to 8 at 1000; a 1-GPU job arriving at 2000 makes a pass that ranks it.
+  std::vector<TraceJob> jobs = {{0, 0, 1000, 4, "a"}, {1, 0, 100000, 2, "b"}, {2, 2000, 10, 1, "c"}};
+  jobs[1].min_gpus = 1;
+  jobs[1].max_gpus = 8;
+  TimeSimConfig config;
+  config.elastic_grow_after_s = 600;
+  Recording queue(/*preemptive=*/true);
+  auto placement = sched::MakePlacementPolicy("bestfit");
+  auto r = RunTimeSim(jobs, Cluster(1, 8), queue, *placement, config, true);
+  ASSERT_TRUE(r.ok()) << r.error();
+  ASSERT_NE(r.value().decision_log.find("1000,grow,1,0:255"), std::string::npos)
+      << r.value().decision_log;
+  const std::vector<double>& seen = queue.seen_service[1];
+  // 4 GPUs x 1000 s, then 8 x 1000 s: 12,000 GPU-seconds at 2000 (before the fix: 8,000).
+  EXPECT_NE(std::find(seen.begin(), seen.end(), 12000.0), seen.end());
+  EXPECT_EQ(std::find(seen.begin(), seen.end(), 8000.0), seen.end());
 }
 
 TEST(TimeSimTest, AnElasticJobShrinksBeforeAnyoneIsPreempted) {
