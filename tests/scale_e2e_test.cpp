@@ -138,8 +138,17 @@ TEST_F(ScaleE2E, AGangGetsTwoNodesThatRetireWhenUnneededAndAnotherGpuTypeGetsIts
   ASSERT_EQ(used.size(), 2u) << done.dump();
   for (const std::string& node : used) EXPECT_EQ(node.rfind("gf-v100-2-", 0), 0u) << node;
   EXPECT_EQ(CreatedEver(), used) << "exactly the gang's two nodes were bought";
-  // Both retired after the unneeded time: instances deleted, nodes RETIRED.
+  // Both retired after the unneeded time: instances deleted, nodes RETIRED. The provider's
+  // instances are gone before the tick that deleted them ends and updates the status: wait for
+  // that too.
   ASSERT_TRUE(Eventually([&] { return Instances().empty(); }, 30)) << ScaleStatus().dump(2);
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const json s = ScaleStatus();
+        return s.value("retired", 0) == 2 && s.value("spend_per_hour", -1.0) == 0.0;
+      },
+      30))
+      << ScaleStatus().dump(2);
   auto nodes = json::parse(Http(token_).Get("/v1/nodes")->body);
   for (const json& n : nodes) {
     if (used.count(n["name"].get<std::string>())) {

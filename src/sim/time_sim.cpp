@@ -468,7 +468,8 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
           attained[t.id] += static_cast<double>(act.gpus) * ran;
           active.erase(t.id);
           // Restarted with the service it has had so far (its class and estimate follow from it),
-          // as a preempted job would be; what else the scheduler keeps of it stays.
+          // as a preempted job would be. Its waiting time and promotion are those of its start
+          // (read only while a job waits).
           sched::QueuedJob job = queued_of(t, now);
           job.waiting_since_s = before.waiting_since_s;
           job.promoted = before.promoted;
