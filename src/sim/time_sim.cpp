@@ -461,18 +461,14 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
         if (d.kind == sched::Decision::Kind::kResize) {
           // A checkpoint-restart on the new placement: progress kept, the restart overhead paid.
           const Active act = active.at(t.id);
-          const sched::QueuedJob before = running[running_slot.at(t.id)].job;
           const double ran = stop(t.id, now);
           work_left[t.id] =
               std::max(0.0, act.remaining - ran * act.rate) + config.preemption_overhead_s;
           attained[t.id] += static_cast<double>(act.gpus) * ran;
           active.erase(t.id);
           // Restarted with the service it has had so far (its class and estimate follow from it),
-          // as a preempted job would be. Its waiting time and promotion are those of its start
-          // (read only while a job waits).
+          // as a preempted job is when it starts again.
           sched::QueuedJob job = queued_of(t, now);
-          job.waiting_since_s = before.waiting_since_s;
-          job.promoted = before.promoted;
           const bool grow = sched::GpusOf(d.placement) > act.gpus;
           ++(grow ? result.grows : result.shrinks);
           launch(t, job, std::move(d.placement), now, grow ? "grow" : "shrink");
