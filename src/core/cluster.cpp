@@ -33,11 +33,12 @@ Result<bool> ValidateNodeSpec(const NodeSpec& node) {
   return true;
 }
 
-ClusterSnapshot::ClusterSnapshot(std::vector<NodeSpec> nodes) : specs_(std::move(nodes)) {
-  states_.resize(specs_.size());
-  class_counts_.resize(specs_.size());
-  for (size_t i = 0; i < specs_.size(); ++i) {
-    const NodeSpec& spec = specs_[i];
+ClusterSnapshot::ClusterSnapshot(std::vector<NodeSpec> nodes)
+    : specs_(std::make_shared<const std::vector<NodeSpec>>(std::move(nodes))) {
+  states_.resize(specs_->size());
+  class_counts_.resize(specs_->size());
+  for (size_t i = 0; i < specs_->size(); ++i) {
+    const NodeSpec& spec = (*specs_)[i];
     GPUFLEET_CHECK(ValidateNodeSpec(spec).ok());
     NodeState& s = states_[i];
     s.cpu_free = spec.cpu_milli;
@@ -57,7 +58,8 @@ ClusterSnapshot::ClusterSnapshot(const ClusterSnapshot& other)
       class_counts_(other.class_counts_),
       links_(other.links_),
       total_gpu_milli_(other.total_gpu_milli_),
-      used_gpu_milli_(other.used_gpu_milli_) {}
+      used_gpu_milli_(other.used_gpu_milli_),
+      free_whole_gpus_(other.free_whole_gpus_) {}
 
 ClusterSnapshot& ClusterSnapshot::operator=(const ClusterSnapshot& other) {
   if (this != &other) {
@@ -68,6 +70,7 @@ ClusterSnapshot& ClusterSnapshot::operator=(const ClusterSnapshot& other) {
     links_ = other.links_;
     total_gpu_milli_ = other.total_gpu_milli_;
     used_gpu_milli_ = other.used_gpu_milli_;
+    free_whole_gpus_ = other.free_whole_gpus_;
   }
   return *this;
 }
@@ -78,17 +81,18 @@ Result<bool> ClusterSnapshot::SetGpuLinks(int node, GpuLinks links) {
     if (node < static_cast<int>(links_.size())) links_[node].reset();
     return true;
   }
-  if (links.num_gpus != specs_[node].num_gpus) {
+  if (links.num_gpus != (*specs_)[node].num_gpus) {
     return Error{"gpu_links: the table has " + std::to_string(links.num_gpus) + " GPUs, node " +
-                     specs_[node].name + " has " + std::to_string(specs_[node].num_gpus),
+                     (*specs_)[node].name + " has " + std::to_string((*specs_)[node].num_gpus),
                  ErrorCode::kInvalid, "gpu_links"};
   }
-  if (links_.empty()) links_.resize(specs_.size());
+  if (links_.empty()) links_.resize(specs_->size());
   links_[node] = std::make_shared<const GpuLinks>(std::move(links));
   return true;
 }
 
 void ClusterSnapshot::Refresh(NodeState& s) {
+  free_whole_gpus_ -= s.full_free_gpus;
   s.gpu_free_total = 0;
   s.gpu_free_max = 0;
   s.full_free_gpus = 0;
@@ -97,6 +101,7 @@ void ClusterSnapshot::Refresh(NodeState& s) {
     if (s.gpu_free[g] > s.gpu_free_max) s.gpu_free_max = s.gpu_free[g];
     s.full_free_gpus += s.gpu_free[g] == kGpuMilli;
   }
+  free_whole_gpus_ += s.full_free_gpus;
   ++s.version;
 }
 
@@ -105,7 +110,7 @@ void ClusterSnapshot::Allocate(int node, const JobSpec& job, GpuMask gpus) {
   NodeState& s = states_[node];
   GPUFLEET_CHECK(job.cpu_milli <= s.cpu_free && job.memory_mib <= s.memory_free);
   const int want = job.UsesGpu() ? job.num_gpu : 0;
-  GPUFLEET_CHECK(std::popcount(gpus) == want);
+  GPUFLEET_CHECK(GpuCount(gpus) == want);
   GPUFLEET_CHECK(want == 0 || job.gpu_models.Contains(s.model));
   GPUFLEET_CHECK((gpus >> s.num_gpus) == 0);
   for (int g = 0; g < s.num_gpus; ++g) {
@@ -127,9 +132,9 @@ void ClusterSnapshot::Allocate(int node, const JobSpec& job, GpuMask gpus) {
 void ClusterSnapshot::Release(int node, const JobSpec& job, GpuMask gpus) {
   GPUFLEET_CHECK(node >= 0 && node < size());
   NodeState& s = states_[node];
-  const NodeSpec& spec = specs_[node];
+  const NodeSpec& spec = (*specs_)[node];
   const int want = job.UsesGpu() ? job.num_gpu : 0;
-  GPUFLEET_CHECK(std::popcount(gpus) == want);
+  GPUFLEET_CHECK(GpuCount(gpus) == want);
   GPUFLEET_CHECK((gpus >> s.num_gpus) == 0);
   GPUFLEET_CHECK(s.cpu_free + job.cpu_milli <= spec.cpu_milli);
   GPUFLEET_CHECK(s.memory_free + job.memory_mib <= spec.memory_mib);

@@ -27,8 +27,8 @@ class ClusterSnapshot {
   ClusterSnapshot(ClusterSnapshot&&) = default;
   ClusterSnapshot& operator=(ClusterSnapshot&&) = default;
 
-  int size() const { return static_cast<int>(specs_.size()); }
-  const NodeSpec& spec(int node) const { return specs_[node]; }
+  int size() const { return static_cast<int>(states_.size()); }
+  const NodeSpec& spec(int node) const { return (*specs_)[node]; }
   const NodeState& state(int node) const { return states_[node]; }
   std::span<const NodeState> states() const { return states_; }
 
@@ -56,10 +56,16 @@ class ClusterSnapshot {
   int64_t total_gpu_milli() const { return total_gpu_milli_; }
   int64_t used_gpu_milli() const { return used_gpu_milli_; }
   int total_gpus() const { return static_cast<int>(total_gpu_milli_ / kGpuMilli); }
+  // Whole GPUs free (all 1000 milli) over every node: the sum of `NodeState::full_free_gpus`,
+  // kept as nodes change.
+  int64_t free_whole_gpus() const { return free_whole_gpus_; }
 
  private:
   void Refresh(NodeState& s);
-  std::vector<NodeSpec> specs_;
+  // The nodes never change after construction: shared, so a copy (a scheduling pass makes one)
+  // copies only what is free.
+  std::shared_ptr<const std::vector<NodeSpec>> specs_ =
+      std::make_shared<const std::vector<NodeSpec>>();
   std::vector<NodeState> states_;
   std::vector<std::array<uint32_t, 32>> class_counts_;
   std::vector<int> journal_;  // GPU jobs per JobClassBit, per node
@@ -67,6 +73,7 @@ class ClusterSnapshot {
   std::vector<std::shared_ptr<const GpuLinks>> links_;
   int64_t total_gpu_milli_ = 0;
   int64_t used_gpu_milli_ = 0;
+  int64_t free_whole_gpus_ = 0;
 };
 
 // Checks a node description: non-negative resources and 0..kMaxGpusPerNode GPUs.

@@ -257,5 +257,34 @@ TEST_F(ClusterSnapshotDeathTest, ReleasingWhatWasNotAllocatedAborts) {
   EXPECT_DEATH(c.Release(0, Job("whole").Cpu(2000).Gpus(1), 0b10), "invariant violated");
 }
 
+// `free_whole_gpus` is what a pass reads instead of summing every node: it must equal that sum
+// after any mix of shares and whole GPUs taken and given back, in copies too.
+TEST(ClusterSnapshotTest, FreeWholeGpusIsTheSumOverNodesThroughEveryChange) {
+  ClusterSnapshot c = SmallCluster({Node("a").Gpus(4), Node("b").Gpus(8), Node("cpu")});
+  auto summed = [](const ClusterSnapshot& cluster) {
+    int64_t n = 0;
+    for (const NodeState& s : cluster.states()) n += s.full_free_gpus;
+    return n;
+  };
+  EXPECT_EQ(c.free_whole_gpus(), 12);
+  c.Allocate(0, Job().Share(300), 0b0001);
+  EXPECT_EQ(c.free_whole_gpus(), 11);
+  c.Allocate(0, Job().Share(500), 0b0001);  // the same GPU: no whole one lost
+  EXPECT_EQ(c.free_whole_gpus(), 11);
+  c.Allocate(1, Job().Gpus(3), 0b0111);
+  EXPECT_EQ(c.free_whole_gpus(), 8);
+  ClusterSnapshot copy = c;
+  copy.Release(1, Job().Gpus(3), 0b0111);
+  EXPECT_EQ(copy.free_whole_gpus(), 11);
+  EXPECT_EQ(copy.free_whole_gpus(), summed(copy));
+  c.Release(0, Job().Share(300), 0b0001);
+  EXPECT_EQ(c.free_whole_gpus(), 8);  // 500 of GPU 0 still taken
+  c.Release(0, Job().Share(500), 0b0001);
+  EXPECT_EQ(c.free_whole_gpus(), 9);
+  EXPECT_EQ(c.free_whole_gpus(), summed(c));
+  copy = c;
+  EXPECT_EQ(copy.free_whole_gpus(), 9);
+}
+
 }  // namespace
 }  // namespace gpufleet::core

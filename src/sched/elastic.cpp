@@ -51,7 +51,8 @@ std::optional<ShrinkPlan> PlanShrink(const core::ClusterSnapshot& work,
       for (size_t k = 1; k < place.size(); ++k) {
         const int fk = trial.state(place[k].node).full_free_gpus;
         const int fb = trial.state(place[from].node).full_free_gpus;
-        if (fk > fb || (fk == fb && std::popcount(place[k].gpus) < std::popcount(place[from].gpus))) {
+        if (fk > fb ||
+            (fk == fb && core::GpuCount(place[k].gpus) < core::GpuCount(place[from].gpus))) {
           from = k;
         }
       }
@@ -60,27 +61,27 @@ std::optional<ShrinkPlan> PlanShrink(const core::ClusterSnapshot& work,
       const int before = trial.state(node).full_free_gpus;
       // The node's slice is released whole and taken again one GPU smaller, so the cluster's
       // bookkeeping (job classes per node) sees one slice per job and node, as a caller's would.
-      trial.Release(node, SliceSpec(r.job, std::popcount(place[from].gpus)), place[from].gpus);
+      trial.Release(node, SliceSpec(r.job, core::GpuCount(place[from].gpus)), place[from].gpus);
       place[from].gpus &= ~bit;
       if (place[from].gpus != 0) {
-        trial.Allocate(node, SliceSpec(r.job, std::popcount(place[from].gpus)), place[from].gpus);
+        trial.Allocate(node, SliceSpec(r.job, core::GpuCount(place[from].gpus)), place[from].gpus);
       }
       free += trial.state(node).full_free_gpus - before;
       if (place[from].gpus == 0) place.erase(place.begin() + static_cast<std::ptrdiff_t>(from));
       if (free < need) continue;  // cheap test before any placement work
       Placer placer(trial, placement_policy, std::span<const uint32_t>());
-      auto placement = PlaceGang(trial, placer, IsElastic(job) ? SizedTo(job, need) : job,
-                                 allow_spread, rng);
+      auto placement =
+          PlaceGang(trial, placer, IsElastic(job) ? SizedTo(job, need) : job, allow_spread, rng);
       if (placement) {
         // The job gives back everything above its min at once: one restart now, rather than one
         // at each later arrival (a placement found stays valid as more GPUs free up).
         while (GpusOf(place) > r.job.min_gpus) {
           Allocation& a = place.back();
           const core::GpuMask top = core::GpuMask{1} << (31 - std::countl_zero(a.gpus));
-          trial.Release(a.node, SliceSpec(r.job, std::popcount(a.gpus)), a.gpus);
+          trial.Release(a.node, SliceSpec(r.job, core::GpuCount(a.gpus)), a.gpus);
           a.gpus &= ~top;
           if (a.gpus != 0) {
-            trial.Allocate(a.node, SliceSpec(r.job, std::popcount(a.gpus)), a.gpus);
+            trial.Allocate(a.node, SliceSpec(r.job, core::GpuCount(a.gpus)), a.gpus);
           } else {
             place.pop_back();
           }

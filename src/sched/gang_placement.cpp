@@ -80,29 +80,35 @@ std::optional<std::vector<Allocation>> PlaceGang(const core::ClusterSnapshot& cl
   return placement;
 }
 
-std::optional<PreemptionPlan> PlanPreemption(const core::ClusterSnapshot& work,
-                                             const PlacementPolicy& placement_policy,
-                                             const QueuedJob& job,
-                                             std::span<const RunningJob> running,
-                                             std::span<const size_t> candidates,
-                                             const std::function<bool(size_t)>& may_take,
-                                             bool allow_spread, core::Rng& rng) {
+std::optional<PreemptionPlan> PlanPreemption(
+    const core::ClusterSnapshot& work, const PlacementPolicy& placement_policy,
+    const QueuedJob& job, std::span<const RunningJob> running, std::span<const size_t> candidates,
+    const std::function<bool(size_t)>& may_take, bool allow_spread, core::Rng& rng) {
+  return PlanPreemption(
+      work, placement_policy, job, running,
+      [&](size_t k) { return k < candidates.size() ? std::optional(candidates[k]) : std::nullopt; },
+      may_take, allow_spread, rng);
+}
+
+std::optional<PreemptionPlan> PlanPreemption(
+    const core::ClusterSnapshot& work, const PlacementPolicy& placement_policy,
+    const QueuedJob& job, std::span<const RunningJob> running,
+    const std::function<std::optional<size_t>(size_t)>& candidate_at,
+    const std::function<bool(size_t)>& may_take, bool allow_spread, core::Rng& rng) {
   PreemptionPlan plan;
   plan.cluster = work;
   const bool whole = job.gpu_milli >= core::kGpuMilli;
-  int64_t free = 0;  // fully free GPUs on plan.cluster, kept up to date as victims go
-  if (whole) {
-    for (const auto& s : plan.cluster.states()) free += s.full_free_gpus;
-  }
-  for (size_t i : candidates) {
+  for (size_t k = 0;; ++k) {
+    const std::optional<size_t> candidate = candidate_at(k);
+    if (!candidate) break;
+    const size_t i = *candidate;
     if (!may_take(i)) continue;
     for (const Allocation& a : running[i].placement) {
-      const int before = plan.cluster.state(a.node).full_free_gpus;
-      plan.cluster.Release(a.node, SliceSpec(running[i].job, std::popcount(a.gpus)), a.gpus);
-      free += plan.cluster.state(a.node).full_free_gpus - before;
+      plan.cluster.Release(a.node, SliceSpec(running[i].job, core::GpuCount(a.gpus)), a.gpus);
     }
     plan.victims.push_back(i);
-    if (whole && free < job.total_gpus) continue;  // cheap test before any placement work
+    // Cheap test before any placement work.
+    if (whole && plan.cluster.free_whole_gpus() < job.total_gpus) continue;
     Placer placer(plan.cluster, placement_policy, std::span<const uint32_t>());
     if (auto placement = PlaceGang(plan.cluster, placer, job, allow_spread, rng)) {
       plan.placement = std::move(*placement);

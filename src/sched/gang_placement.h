@@ -35,13 +35,18 @@ struct PreemptionPlan {
 // time, skipping those `may_take` refuses, until `job` can be placed; nothing (and nobody
 // preempted) when even all of them are not enough. Shared by every preemptive policy so that
 // victim selection differs only in the candidates' order and the veto.
-std::optional<PreemptionPlan> PlanPreemption(const core::ClusterSnapshot& work,
-                                             const PlacementPolicy& placement_policy,
-                                             const QueuedJob& job,
-                                             std::span<const RunningJob> running,
-                                             std::span<const size_t> candidates,
-                                             const std::function<bool(size_t)>& may_take,
-                                             bool allow_spread, core::Rng& rng);
+std::optional<PreemptionPlan> PlanPreemption(
+    const core::ClusterSnapshot& work, const PlacementPolicy& placement_policy,
+    const QueuedJob& job, std::span<const RunningJob> running, std::span<const size_t> candidates,
+    const std::function<bool(size_t)>& may_take, bool allow_spread, core::Rng& rng);
+// The same, with the candidates produced as they are needed: `candidate_at(k)` is the k-th (k
+// counts up from 0, each asked at most once), nullopt past the last. A caller that orders its
+// candidates lazily pays only for those the plan reads.
+std::optional<PreemptionPlan> PlanPreemption(
+    const core::ClusterSnapshot& work, const PlacementPolicy& placement_policy,
+    const QueuedJob& job, std::span<const RunningJob> running,
+    const std::function<std::optional<size_t>(size_t)>& candidate_at,
+    const std::function<bool(size_t)>& may_take, bool allow_spread, core::Rng& rng);
 
 // The fewest nodes a job of `gpus` whole GPUs can use on a cluster whose largest node has
 // `max_node_gpus` GPUs.

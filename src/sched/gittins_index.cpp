@@ -43,6 +43,7 @@ void GittinsIndex::Observe(double service_gpu_s) {
 }
 
 void GittinsIndex::Rebuild() {
+  built_from_ = observed_;
   // Suffix counts: how many observations lie at or beyond each bin.
   std::vector<double> tail(kBins + 1, 0.0);
   for (int k = kBins - 1; k >= 0; --k) tail[k] = tail[k + 1] + count_[k];

@@ -28,6 +28,8 @@ class GittinsIndex {
   // Recomputes the table from what has been observed.
   void Rebuild();
   int64_t observed() const { return observed_; }
+  // How many of them the table was last built from (`Rebuild`): what `Index` and `Class` reflect.
+  int64_t built_from() const { return built_from_; }
 
   // The index (per GPU-second) of a job that has attained `attained_gpu_s`, from the last
   // `Rebuild`; larger means serve sooner.
@@ -42,13 +44,14 @@ class GittinsIndex {
  private:
   size_t BinOf(double gpu_s) const;
 
-  std::vector<double> lower_edge_;  // bin k holds service in [lower_edge_[k], lower_edge_[k+1])
-  std::vector<double> count_;       // observations per bin (with the prior's weight)
-  std::vector<double> sum_;         // their total service
-  std::vector<double> index_;       // per bin, at its lower edge
-  std::vector<int> class_;          // per bin
+  std::vector<double> lower_edge_;   // bin k holds service in [lower_edge_[k], lower_edge_[k+1])
+  std::vector<double> count_;        // observations per bin (with the prior's weight)
+  std::vector<double> sum_;          // their total service
+  std::vector<double> index_;        // per bin, at its lower edge
+  std::vector<int> class_;           // per bin
   std::vector<double> next_change_;  // per bin: where the class changes next
   int64_t observed_ = 0;
+  int64_t built_from_ = 0;
 };
 
 }  // namespace gpufleet::sched

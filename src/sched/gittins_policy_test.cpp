@@ -123,5 +123,29 @@ TEST_F(GittinsPolicyTest, ClassChangesAreReportedPerSize) {
   EXPECT_LT(policy_->NextClassChange(small, 0), policy_->NextClassChange(big, 0));
 }
 
+// A waiting job's key (and class) may change only when `Learn` returns true, since only then does
+// the caller re-key its queue. Before, a size's own table took over as soon as the 30th job of
+// that size had finished, even when that finish rebuilt nothing: the waiting job's key changed
+// while the queue still held it under the old one.
+TEST_F(GittinsPolicyTest, AWaitingJobsKeyChangesOnlyWhenLearnSaysSo) {
+  const QueuedJob waiting = Job(1, 4, 0, 100);  // a 4-GPU job that ran 25 s
+  int crossings_tried = 0;
+  // Short 1-GPU jobs first (how many decides where the rebuilds fall), then long 4-GPU jobs, so a
+  // job 25 s in reads differently in the shared table and in its size's. The case that matters:
+  // a 30th 4-GPU job whose finish rebuilds nothing.
+  for (int short_jobs = 400; short_jobs < 440; ++short_jobs) {
+    std::unique_ptr<QueuePolicy> policy = MakeQueuePolicy("gittins");
+    for (int i = 0; i < short_jobs; ++i) policy->Learn(1, 300);
+    for (int i = 0; i < 29; ++i) policy->Learn(4, 4 * 36000);
+    const double key_before = policy->Key(waiting);
+    const int class_before = policy->PriorityClass(waiting);
+    if (policy->Learn(4, 4 * 36000)) continue;  // a rebuild: the key may change
+    ++crossings_tried;
+    EXPECT_EQ(policy->Key(waiting), key_before) << short_jobs << " short jobs first";
+    EXPECT_EQ(policy->PriorityClass(waiting), class_before) << short_jobs << " short jobs first";
+  }
+  EXPECT_GT(crossings_tried, 10);
+}
+
 }  // namespace
 }  // namespace gpufleet::sched

@@ -43,7 +43,15 @@ class QueuePolicy {
   // Preemptive policies: a job that (re)started less than this many seconds ago is not preempted,
   // so a restart's cost is not thrown away by the next arrival.
   virtual double MinRunBeforePreemptionS() const { return 0; }
-  virtual int PriorityClass(const QueuedJob& /*job*/) const { return 0; }
+  // `job`'s priority class once it has attained `attained_gpu_s` of service (its own
+  // `attained_gpu_s` is not read): a running job's class now, without a copy of the job. Smaller
+  // classes go first: a preemptive policy's `Key` orders by class before anything else, which
+  // `Scheduler::Schedule` relies on.
+  virtual int PriorityClassAt(const QueuedJob& /*job*/, double /*attained_gpu_s*/) const {
+    return 0;
+  }
+  // `job`'s priority class with the service it has attained.
+  int PriorityClass(const QueuedJob& job) const { return PriorityClassAt(job, job.attained_gpu_s); }
   // The attained GPU-seconds at which `job`, having attained `attained_gpu_s`, changes priority
   // class next (infinity: never). The simulator wakes the scheduler at that moment, so crossings
   // are events, not ticks.

@@ -74,7 +74,7 @@ inline bool IsElastic(const QueuedJob& job) {
 // The GPUs of a placement, over all its nodes.
 inline int GpusOf(const std::vector<Allocation>& placement) {
   int n = 0;
-  for (const Allocation& a : placement) n += std::popcount(a.gpus);
+  for (const Allocation& a : placement) n += core::GpuCount(a.gpus);
   return n;
 }
 

@@ -14,9 +14,17 @@ namespace gpufleet::sched {
 
 void Scheduler::Enqueue(const QueuedJob& job) {
   Entry e{queue_policy_.Key(job), job.submit_s, job.id};
+  e.priority_class = queue_policy_.PriorityClass(job);
+  e.least_gpus = job.gpu_milli < core::kGpuMilli ? 0
+                 : IsElastic(job)                ? job.min_gpus
+                                                 : job.total_gpus;
   GPUFLEET_CHECK(entry_of_.emplace(job.id, e).second);
-  order_.emplace(e, job);
-  if (queue_policy_.FairShare()) queue_entries_[job.queue].insert(e);
+  const QueuedJob& stored = order_.emplace(e, job).first->second;
+  if (queue_policy_.FairShare()) {
+    queue_entries_[job.queue].insert(e);
+  } else {
+    by_class_and_size_[e.priority_class][e.least_gpus].emplace(e, &stored);
+  }
   const double promote = queue_policy_.PromotionTime(job);
   if (std::isfinite(promote)) promotions_.emplace(promote, job.id);
 }
@@ -29,6 +37,7 @@ void Scheduler::Rekey() {
   entry_of_.clear();
   promotions_.clear();
   queue_entries_.clear();
+  by_class_and_size_.clear();
   for (const QueuedJob& job : jobs) Enqueue(job);
 }
 
@@ -45,12 +54,19 @@ bool Scheduler::Remove(JobId id) {
       }
     }
   }
+  const Entry& e = it->second;
   if (queue_policy_.FairShare()) {
     auto q = queue_entries_.find(job.queue);
-    q->second.erase(it->second);
+    q->second.erase(e);
     if (q->second.empty()) queue_entries_.erase(q);
+  } else {
+    auto by_class = by_class_and_size_.find(e.priority_class);
+    auto bucket = by_class->second.find(e.least_gpus);
+    bucket->second.erase(e);
+    if (bucket->second.empty()) by_class->second.erase(bucket);
+    if (by_class->second.empty()) by_class_and_size_.erase(by_class);
   }
-  order_.erase(it->second);
+  order_.erase(e);
   entry_of_.erase(it);
   return true;
 }
@@ -95,12 +111,6 @@ constexpr int kMaxBackfillTested = 500;
 // Shrink plans tried per pass (each copies the cluster), for the same reason.
 constexpr int kMaxShrinkPlans = 16;
 
-int64_t FreeWholeGpus(const core::ClusterSnapshot& cluster) {
-  int64_t free = 0;
-  for (const auto& s : cluster.states()) free += s.full_free_gpus;
-  return free;
-}
-
 }  // namespace
 
 std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
@@ -118,16 +128,21 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
   Placer placer(work, placement_policy_, std::span<const uint32_t>());
   const bool preemptive = queue_policy_.Preemptive();
   const double min_run_s = queue_policy_.MinRunBeforePreemptionS();
-  // Running jobs' priority classes with the service attained by `now` (preemptive policies).
+  // Running jobs' GPUs and (preemptive policies) priority classes with the service attained by
+  // `now`, and the GPUs of the jobs that may be preempted (they ran long enough), per class.
+  std::vector<int> running_gpus(running.size(), 0);
   std::vector<int> running_class(running.size(), 0);
   int max_running_class = -1;
+  std::map<int, int64_t> preemptible_gpus_of_class;
   if (preemptive) {
     for (size_t i = 0; i < running.size(); ++i) {
-      QueuedJob now_job = running[i].job;
-      now_job.attained_gpu_s += static_cast<double>(GpusOf(running[i].placement)) *
-                                static_cast<double>(now - running[i].started_s);
-      running_class[i] = queue_policy_.PriorityClass(now_job);
+      running_gpus[i] = GpusOf(running[i].placement);
+      const double ran_s = static_cast<double>(now - running[i].started_s);
+      running_class[i] = queue_policy_.PriorityClassAt(
+          running[i].job,
+          running[i].job.attained_gpu_s + static_cast<double>(running_gpus[i]) * ran_s);
       max_running_class = std::max(max_running_class, running_class[i]);
+      if (ran_s >= min_run_s) preemptible_gpus_of_class[running_class[i]] += running_gpus[i];
     }
   }
   // The preemption index: every running job that may be preempted (it has run long enough), in
@@ -151,31 +166,45 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
     JobId id;
     size_t index;
   };
-  std::vector<VictimKey> keys;
+  // Candidates indexed but not yet in victim_order, kept as a heap with the next victim on top:
+  // victim_order grows only as far as plans read it (a pass seldom needs more than a few victims,
+  // and sorting every candidate cost O(R log R) per pass).
+  std::vector<VictimKey> victim_heap;
+  auto comes_after = [](const VictimKey& a, const VictimKey& b) {
+    if (a.cls != b.cls) return a.cls < b.cls;
+    if (a.remaining != b.remaining) return a.remaining < b.remaining;
+    if (a.started_s != b.started_s) return a.started_s < b.started_s;
+    return a.id < b.id;
+  };
   auto extend_victim_index = [&](int job_class) {
-    keys.clear();
     for (size_t i = 0; i < running.size(); ++i) {
       if (running_class[i] > job_class && running_class[i] <= indexed_above &&
           static_cast<double>(now - running[i].started_s) >= min_run_s) {
         const double est = running[i].job.estimate_s;
-        keys.push_back(VictimKey{
+        victim_heap.push_back(VictimKey{
             running_class[i],
             std::isnan(est) ? HUGE_VAL : est - static_cast<double>(now - running[i].started_s),
             running[i].started_s, running[i].job.id, i});
       }
     }
     indexed_above = job_class;
-    std::sort(keys.begin(), keys.end(), [](const VictimKey& a, const VictimKey& b) {
-      if (a.cls != b.cls) return a.cls > b.cls;
-      if (a.remaining != b.remaining) return a.remaining > b.remaining;
-      if (a.started_s != b.started_s) return a.started_s > b.started_s;
-      return a.id > b.id;
-    });
-    for (const VictimKey& k : keys) {
-      victim_gpus_before.push_back(victim_gpus_before.back() +
-                                   GpusOf(running[k.index].placement));
-      victim_order.push_back(k.index);
+    std::make_heap(victim_heap.begin(), victim_heap.end(), comes_after);
+  };
+  // victim_order[k], ordered as far as k, if a job of class `job_class` may take it (its class is
+  // above `job_class`); nullopt past the last such job.
+  auto victim_at = [&](size_t k, int job_class) -> std::optional<size_t> {
+    while (victim_order.size() <= k && !victim_heap.empty() &&
+           victim_heap.front().cls > job_class) {
+      std::pop_heap(victim_heap.begin(), victim_heap.end(), comes_after);
+      const size_t i = victim_heap.back().index;
+      victim_heap.pop_back();
+      victim_gpus_before.push_back(victim_gpus_before.back() + running_gpus[i]);
+      victim_order.push_back(i);
     }
+    if (k < victim_order.size() && running_class[victim_order[k]] > job_class) {
+      return victim_order[k];
+    }
+    return std::nullopt;
   };
   // Elastic jobs: every running job's placement as this pass leaves it (only when one of them is
   // elastic: shrinks and grows change placements, and a job is resized at most once a pass).
@@ -188,8 +217,21 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
   // Elastic jobs started in this pass: (index in `decisions`, the job).
   std::vector<std::pair<size_t, const QueuedJob*>> started_elastic;
   int shrink_plans = 0;
-  int64_t free_gpus = FreeWholeGpus(work);
+  int64_t free_gpus = work.free_whole_gpus();
   int64_t free_milli = work.total_gpu_milli() - work.used_gpu_milli();
+  // The whole GPUs a job of class `job_class` could get now at the most: those free, and those of
+  // the running jobs it may preempt that no earlier job of this pass took (victims are taken in
+  // index order, lower classes first, so once any job of a class at or above `job_class` was
+  // taken, every job it may preempt was). A whole job needing more cannot start in this pass
+  // (elastic shrinks aside), and nothing done for it would change anything.
+  auto reachable_gpus = [&](int job_class) {
+    int64_t preemptible = 0;
+    for (auto it = preemptible_gpus_of_class.upper_bound(job_class);
+         it != preemptible_gpus_of_class.end(); ++it) {
+      preemptible += it->second;
+    }
+    return free_gpus + std::max<int64_t>(0, preemptible - victim_gpus_before[victims_taken]);
+  };
   const Backfill backfill = queue_policy_.backfill();
   bool blocked = false;
   int backfill_tested = 0;
@@ -207,12 +249,14 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
                         GpusOf(r.placement));
     }
   }
-  for (const auto& [entry, job] : order_) {
+  // One waiting job's turn, in policy order: start it (shrinking elastic jobs or preempting as
+  // the policy allows) or leave it waiting. False: no later job may start in this pass.
+  auto consider = [&](const Entry& entry, const QueuedJob& job) -> bool {
     // Nothing more can start, unless a waiting job may still preempt a running one (waiting jobs
     // come in class order, so once one cannot, none after it can).
-    const int job_class = preemptive ? queue_policy_.PriorityClass(job) : 0;
+    const int job_class = preemptive ? entry.priority_class : 0;
     const bool may_preempt = preemptive && job_class < max_running_class;
-    if (free_milli <= 0 && !may_preempt && shrinkable <= 0) break;
+    if (free_milli <= 0 && !may_preempt && shrinkable <= 0) return false;
     const bool whole = job.gpu_milli >= core::kGpuMilli;
     // Under EASY, a later job may start only if it ends before the reservation or fits in the
     // GPUs the reservation leaves over; checked before any placement work.
@@ -220,13 +264,13 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
     if (blocked && backfill == Backfill::kEasy) {
       // Like Slurm's bf_max_job_test: past the reservation, only so many jobs are tried per pass,
       // so a long queue does not make every pass scan all of it.
-      if (++backfill_tested > kMaxBackfillTested) break;
+      if (++backfill_tested > kMaxBackfillTested) return false;
       // No reservation time (it waits on jobs of unknown length): nothing may claim to end
       // before it, or a stream of short jobs could hold the blocked job back forever.
       const bool ends_in_time = !std::isnan(job.estimate_s) && std::isfinite(shadow_s) &&
                                 static_cast<double>(now) + job.estimate_s <= shadow_s;
       if (!ends_in_time) {
-        if ((IsElastic(job) ? job.min_gpus : job.total_gpus) > extra_gpus) continue;
+        if ((IsElastic(job) ? job.min_gpus : job.total_gpus) > extra_gpus) return true;
         uses_extra = true;
       }
     }
@@ -237,21 +281,22 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
     if (!whole || least_gpus <= free_gpus) {
       // An elastic job starts at its fewest here; what is left after every waiting job had its
       // turn makes it larger (the grow step below).
-      placement = PlaceGang(work, placer, elastic ? SizedTo(job, least_gpus) : job,
-                            allow_spread_, rng);
+      placement =
+          PlaceGang(work, placer, elastic ? SizedTo(job, least_gpus) : job, allow_spread_, rng);
     }
     // Shrink before preempting: GPUs running elastic jobs hold above their min are taken back
     // first (by any waiting job: they were lent from idle GPUs), and only if that is enough.
     if (!placement && shrinkable > 0 && shrink_plans < kMaxShrinkPlans &&
         (!whole || free_gpus + shrinkable >= least_gpus)) {
       ++shrink_plans;
-      if (auto plan = PlanShrink(work, placement_policy_, job, running, views, allow_spread_, rng)) {
+      if (auto plan =
+              PlanShrink(work, placement_policy_, job, running, views, allow_spread_, rng)) {
         for (auto& [i, place] : plan->resized) {
           for (const Allocation& a : views[i].placement) {
-            work.Release(a.node, SliceSpec(running[i].job, std::popcount(a.gpus)), a.gpus);
+            work.Release(a.node, SliceSpec(running[i].job, core::GpuCount(a.gpus)), a.gpus);
           }
           for (const Allocation& a : place) {
-            work.Allocate(a.node, SliceSpec(running[i].job, std::popcount(a.gpus)), a.gpus);
+            work.Allocate(a.node, SliceSpec(running[i].job, core::GpuCount(a.gpus)), a.gpus);
           }
           views[i].placement = place;
           views[i].touched = true;
@@ -261,28 +306,22 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
         shrinkable = ShrinkableGpus(running, views);
       }
     }
-    if (!placement && may_preempt) {
+    // (A whole job that even every candidate's GPUs could not make room for skips the index.)
+    if (!placement && may_preempt &&
+        (!whole || reference_pass_ || reachable_gpus(job_class) >= least_gpus)) {
       // Preempt running jobs of strictly lower priority, in victim order, until the job fits;
       // preempt nobody if even all of them are not enough.
       if (job_class < indexed_above) extend_victim_index(job_class);
-      const size_t end = static_cast<size_t>(
-          std::partition_point(victim_order.begin(), victim_order.end(),
-                               [&](size_t i) { return running_class[i] > job_class; }) -
-          victim_order.begin());
       const size_t first = victims_taken;
-      // Skipped where the plan must fail without placing anything: no candidates, or (whole
-      // GPUs) fewer GPUs free even with every candidate's GPUs added than the job needs.
-      const bool worth_planning =
-          end > first &&
-          (!whole || free_gpus + victim_gpus_before[end] - victim_gpus_before[first] >=
-                         least_gpus);
+      // Skipped where the plan must fail without placing anything: no candidates left (and, for
+      // whole GPUs, not enough of them: `reachable_gpus` above).
       std::optional<PreemptionPlan> plan;
-      if (worth_planning) {
+      if (victim_at(first, job_class)) {
         // A job resized in this pass is not preempted in it too. An elastic job preempts only
         // for its fewest GPUs (it may grow later into what is idle).
         plan = PlanPreemption(
             work, placement_policy_, elastic ? SizedTo(job, least_gpus) : job, running,
-            std::span<const size_t>(victim_order).subspan(first, end - first),
+            [&](size_t k) { return victim_at(first + k, job_class); },
             [&](size_t i) { return views.empty() || !views[i].touched; }, allow_spread_, rng);
       }
       if (plan) {
@@ -298,7 +337,7 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
           ++victims_taken;
           if (!views.empty()) views[i].touched = true;
           for (const Allocation& a : running[i].placement) {
-            work.Release(a.node, SliceSpec(running[i].job, std::popcount(a.gpus)), a.gpus);
+            work.Release(a.node, SliceSpec(running[i].job, core::GpuCount(a.gpus)), a.gpus);
           }
           decisions.push_back(
               Decision{Decision::Kind::kPreempt, running[i].job.id, running[i].placement});
@@ -310,10 +349,10 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
       const int placed_gpus = GpusOf(*placement);
       if (uses_extra) extra_gpus -= placed_gpus;
       for (const Allocation& a : *placement) {
-        core::JobSpec slice = SliceSpec(job, std::popcount(a.gpus));
+        core::JobSpec slice = SliceSpec(job, core::GpuCount(a.gpus));
         work.Allocate(a.node, slice, a.gpus);
       }
-      free_gpus = FreeWholeGpus(work);
+      free_gpus = work.free_whole_gpus();
       free_milli = work.total_gpu_milli() - work.used_gpu_milli();
       if (backfill == Backfill::kEasy) {
         ends.emplace_back(std::isnan(job.estimate_s) ? std::numeric_limits<double>::infinity()
@@ -322,11 +361,11 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
       }
       if (elastic) started_elastic.emplace_back(decisions.size(), &job);
       decisions.push_back(Decision{Decision::Kind::kStart, job.id, std::move(*placement)});
-      continue;
+      return true;
     }
-    if (blocked) continue;
+    if (blocked) return true;
     blocked = true;
-    if (backfill == Backfill::kNone) break;
+    if (backfill == Backfill::kNone) return false;
     if (backfill == Backfill::kEasy) {
       // The reservation: when enough GPUs will be free for this job, by the estimates.
       std::sort(ends.begin(), ends.end());
@@ -346,6 +385,52 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
         }
       }
       extra_gpus = std::max<int64_t>(0, avail - job.total_gpus);
+    }
+    return true;
+  };
+  // The waiting jobs' turns. Under greedy backfill with no elastic job running, a whole job that
+  // needs more GPUs than it could reach (`reachable_gpus`) is left waiting with nothing tried, so
+  // the turns go only to the jobs of each class whose size is within reach: the queue's buckets
+  // of larger jobs are passed over, not walked (the same decisions; a long queue of jobs too
+  // large for what is free costs nothing). Waiting jobs come in class order (`QueuePolicy::Key`).
+  if (backfill == Backfill::kGreedy && !elastic_running && !reference_pass_) {
+    bool go_on = true;
+    for (const auto& [job_class, by_size] : by_class_and_size_) {
+      struct Cursor {
+        int least_gpus;
+        const Bucket* bucket;
+        Bucket::const_iterator next;
+      };
+      std::vector<Cursor> cursors;  // by size, smallest first
+      for (const auto& [least_gpus, bucket] : by_size) {
+        cursors.push_back(Cursor{least_gpus, &bucket, bucket.begin()});
+      }
+      const Entry* last = nullptr;  // the last job of this class that had its turn
+      while (go_on) {
+        const int64_t reach = preemptive ? reachable_gpus(job_class) : free_gpus;
+        Cursor* first = nullptr;
+        for (Cursor& c : cursors) {
+          if (c.least_gpus > reach) break;
+          // A bucket passed over earlier resumes after the last turn, never before it.
+          if (last != nullptr && c.next != c.bucket->end() && c.next->first < *last) {
+            c.next = c.bucket->upper_bound(*last);
+          }
+          if (c.next != c.bucket->end() &&
+              (first == nullptr || c.next->first < first->next->first)) {
+            first = &c;
+          }
+        }
+        if (first == nullptr) break;
+        const auto& [entry, job] = *first->next;  // the buckets do not change in a pass
+        ++first->next;
+        last = &entry;
+        go_on = consider(entry, *job);
+      }
+      if (!go_on) break;
+    }
+  } else {
+    for (const auto& [entry, job] : order_) {
+      if (!consider(entry, job)) break;
     }
   }
   // Grow: GPUs no waiting job can use now go to elastic jobs below their most, the one the queue
@@ -389,7 +474,7 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
           g.started ? decisions[g.index].placement : views[g.index].placement;
       const int current = GpusOf(old);
       for (const Allocation& a : old) {
-        work.Release(a.node, SliceSpec(job, std::popcount(a.gpus)), a.gpus);
+        work.Release(a.node, SliceSpec(job, core::GpuCount(a.gpus)), a.gpus);
       }
       std::optional<std::vector<Allocation>> bigger;
       const int most = static_cast<int>(std::min<int64_t>(job.total_gpus, current + free_gpus));
@@ -397,7 +482,7 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
         bigger = PlaceGang(work, placer, SizedTo(job, gpus), allow_spread_, rng);
       }
       for (const Allocation& a : bigger ? *bigger : old) {
-        work.Allocate(a.node, SliceSpec(job, std::popcount(a.gpus)), a.gpus);
+        work.Allocate(a.node, SliceSpec(job, core::GpuCount(a.gpus)), a.gpus);
       }
       if (bigger && g.started) {
         // Its larger start may use GPUs that decisions after it free: it moves to the end.
@@ -410,7 +495,7 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
         grown.push_back(Decision{Decision::Kind::kResize, job.id, *bigger});
         views[g.index].placement = std::move(*bigger);
       }
-      free_gpus = FreeWholeGpus(work);
+      free_gpus = work.free_whole_gpus();
     }
     // The grows come last, in the order made: each fits once everything before it is done.
     std::erase_if(decisions, [](const Decision& d) { return d.job == kMovedDecision; });

@@ -53,6 +53,11 @@ class Scheduler {
   // (each resize is a checkpoint-restart, so growing at every pass would thrash). Default 0.
   void SetElasticGrowAfter(double seconds) { elastic_grow_after_s_ = seconds; }
 
+  // For tests and benchmarks: every pass walks the whole queue and looks for victims for every
+  // job that may preempt, as the pass did before it skipped jobs out of reach (the same decisions,
+  // only slower: the reference the faster pass is checked against).
+  void SetReferencePass(bool on) { reference_pass_ = on; }
+
   // Starvation guard: promotes every waiting job whose `PromotionTime` has come (its attained
   // service is forgotten, so it re-enters the top class). Call before `Schedule`.
   void PromoteStarved(int64_t now);
@@ -73,11 +78,15 @@ class Scheduler {
                                  std::span<const RunningJob> running, int64_t now,
                                  core::Rng& rng) const;
 
-  // A waiting job's place in the policy's order (public for the fair-share pass's helpers).
+  // A waiting job's place in the policy's order (public for the fair-share pass's helpers), and
+  // two facts about it the pass reads often (neither changes while the job waits; not part of the
+  // order).
   struct Entry {
     double key;
     int64_t submit_s;
     JobId id;
+    int priority_class = 0;  // QueuePolicy::PriorityClass
+    int least_gpus = 0;      // whole GPUs it needs at the least (an elastic job's min); 0: a share
     bool operator<(const Entry& o) const {
       if (key != o.key) return key < o.key;
       if (submit_s != o.submit_s) return submit_s < o.submit_s;
@@ -93,7 +102,12 @@ class Scheduler {
   const QueuePolicy& queue_policy_;
   const PlacementPolicy& placement_policy_;
   bool allow_spread_;
-  std::map<Entry, QueuedJob> order_;           // waiting jobs in policy order
+  std::map<Entry, QueuedJob> order_;  // waiting jobs in policy order
+  // The same jobs by priority class, then by the GPUs they need at the least, each bucket in
+  // policy order (not under fair share): a pass visits only the buckets of jobs that could start,
+  // not the whole queue (see Schedule).
+  using Bucket = std::map<Entry, const QueuedJob*>;
+  std::map<int, std::map<int, Bucket>> by_class_and_size_;
   std::unordered_map<JobId, Entry> entry_of_;  // for removal by id
   std::multimap<double, JobId> promotions_;    // promotion time -> waiting job
   // Fair-share policies only: each queue's waiting jobs, in policy order.
@@ -101,6 +115,7 @@ class Scheduler {
   std::map<std::string, double> queue_weights_;
   double default_queue_weight_ = 1.0;
   double elastic_grow_after_s_ = 0;
+  bool reference_pass_ = false;
 };
 
 }  // namespace gpufleet::sched

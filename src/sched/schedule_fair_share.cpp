@@ -166,7 +166,7 @@ std::vector<Decision> Scheduler::ScheduleFairShare(const core::ClusterSnapshot& 
       continue;
     }
     for (const Allocation& a : *placement) {
-      work.Allocate(a.node, SliceSpec(job, std::popcount(a.gpus)), a.gpus);
+      work.Allocate(a.node, SliceSpec(job, core::GpuCount(a.gpus)), a.gpus);
     }
     Add(q, job, +1);
     ++q.next;

@@ -252,8 +252,8 @@ TEST(PreemptionIndexTest, VictimsFollowOneOrderAndComeOnlyFromLowerClasses) {
           const RunningJob& v = find_running(d.job);
           EXPECT_GE(static_cast<double>(now - v.started_s), policy->MinRunBeforePreemptionS());
           if (last_victim != nullptr) {
-            EXPECT_TRUE(before(*last_victim, v)) << "victim " << v.job.id << " after "
-                                                 << last_victim->job.id << ", seed " << seed;
+            EXPECT_TRUE(before(*last_victim, v))
+                << "victim " << v.job.id << " after " << last_victim->job.id << ", seed " << seed;
           }
           last_victim = &v;
           group.push_back(&v);
@@ -275,6 +275,92 @@ TEST(PreemptionIndexTest, VictimsFollowOneOrderAndComeOnlyFromLowerClasses) {
     }
     EXPECT_GT(preemptions, 20) << "the scenarios should preempt";
   }
+}
+
+// The pass leaves out waiting jobs too large for what they could reach (free GPUs, and the GPUs
+// of the running jobs they may preempt) without looking at them: it must decide exactly what the
+// reference pass, which walks the whole queue, decides. Random busy clusters with some room,
+// waiting jobs of every kind (whole, shares, multi-node gangs, elastic, demoted), every greedy
+// policy, two placement policies (one of them random, so the draws must match too).
+TEST(SchedulerPassTest, SkippingJobsOutOfReachDecidesWhatTheWholeQueueWalkDecides) {
+  const int64_t now = 2000000;
+  int starts = 0, preemptions = 0, compared = 0;
+  for (const char* name : {"tiresias", "las-qssf", "gittins", "qssf", "sjf-oracle", "priority"}) {
+    for (const char* placing : {"bestfit", "random"}) {
+      SCOPED_TRACE(std::string(name) + " " + placing);
+      for (uint64_t seed = 1; seed <= 40; ++seed) {
+        auto policy = MakeQueuePolicy(name);
+        auto placement = MakePlacementPolicy(placing);
+        // Different tables per size, so gittins' classes differ between jobs.
+        for (int i = 0; i < 60; ++i) policy->Learn(1 << (i % 4), 3600.0 * (1 + i % 7));
+        Scheduler fast(*policy, *placement, /*allow_spread=*/seed % 2 == 0);
+        Scheduler reference(*policy, *placement, /*allow_spread=*/seed % 2 == 0);
+        reference.SetReferencePass(true);
+        core::Rng gen(seed);
+        core::ClusterSnapshot cluster(test::Replicate(Node().Gpus(8), 6));
+        std::vector<RunningJob> running;
+        JobId id = 1000;
+        for (int node = 0; node < 6; ++node) {
+          int used = static_cast<int>(gen.Below(3));  // a few GPUs left free on some nodes
+          while (used < 8) {
+            const int gpus = std::min(8 - used, 1 << gen.Below(3));
+            RunningJob r;
+            r.job = Gpus(id++, gpus, 0, gen.Below(3) == 0 ? std::nan("") : 100.0 * gen.Below(5000));
+            r.job.attained_gpu_s = static_cast<double>(gen.Below(4)) * 3e5 * gen.Below(10);
+            r.started_s = now - static_cast<int64_t>(gen.Below(4000));
+            const core::GpuMask mask = ((1u << gpus) - 1) << used;
+            r.placement = {{node, mask}};
+            cluster.Allocate(node, SliceSpec(r.job, gpus), mask);
+            running.push_back(r);
+            used += gpus;
+          }
+        }
+        for (JobId w = 1; w <= 40; ++w) {
+          QueuedJob j = Gpus(w, 1 << gen.Below(5), static_cast<int64_t>(w), 100.0 * gen.Below(90));
+          j.attained_gpu_s = gen.Below(3) == 0 ? 5e4 * gen.Below(20) : 0;
+          j.priority = static_cast<int>(gen.Below(3));
+          switch (gen.Below(6)) {
+            case 0:  // a share of one GPU
+              j.total_gpus = 1;
+              j.gpu_milli = 250;
+              break;
+            case 1:  // a gang of whole nodes
+              j.total_gpus = 16;
+              j.nodes = 2;
+              break;
+            case 2:  // elastic
+              j.total_gpus = 8;
+              j.min_gpus = 2;
+              break;
+            default:
+              break;
+          }
+          fast.Enqueue(j);
+          reference.Enqueue(j);
+        }
+        core::Rng rng_fast(seed), rng_reference(seed);
+        const auto got = fast.Schedule(cluster, running, now, rng_fast);
+        const auto want = reference.Schedule(cluster, running, now, rng_reference);
+        ASSERT_EQ(got.size(), want.size()) << "seed " << seed;
+        for (size_t k = 0; k < got.size(); ++k) {
+          EXPECT_EQ(got[k].kind, want[k].kind) << "seed " << seed << " decision " << k;
+          EXPECT_EQ(got[k].job, want[k].job) << "seed " << seed << " decision " << k;
+          ASSERT_EQ(got[k].placement.size(), want[k].placement.size()) << "seed " << seed;
+          for (size_t a = 0; a < got[k].placement.size(); ++a) {
+            EXPECT_EQ(got[k].placement[a].node, want[k].placement[a].node) << "seed " << seed;
+            EXPECT_EQ(got[k].placement[a].gpus, want[k].placement[a].gpus) << "seed " << seed;
+          }
+          starts += got[k].kind == Decision::Kind::kStart;
+          preemptions += got[k].kind == Decision::Kind::kPreempt;
+        }
+        EXPECT_EQ(rng_fast.Below(1000000), rng_reference.Below(1000000)) << "seed " << seed;
+        ++compared;
+      }
+    }
+  }
+  EXPECT_EQ(compared, 6 * 2 * 40);
+  EXPECT_GT(starts, 500) << "the scenarios should start jobs";
+  EXPECT_GT(preemptions, 100) << "the scenarios should preempt";
 }
 
 }  // namespace

@@ -121,7 +121,8 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
                                        const TimeSimConfig& config, bool log_decisions) {
   // Every replay learns from its own finished jobs only: a learning policy starts afresh (a
   // policy outside the registry, as tests make, is used as given and learns nothing).
-  std::unique_ptr<sched::QueuePolicy> fresh_policy = sched::MakeQueuePolicy(given_queue_policy.Name());
+  std::unique_ptr<sched::QueuePolicy> fresh_policy =
+      sched::MakeQueuePolicy(given_queue_policy.Name());
   const sched::QueuePolicy& queue_policy = fresh_policy ? *fresh_policy : given_queue_policy;
   const core::GpuCatalog& catalog = core::GpuCatalog::Builtin();
   // An autoscaled replay runs on a snapshot of every group's `max` nodes, most of them blocked.
@@ -143,20 +144,29 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
   result.total_gpus = cluster.total_gpus();
   int max_node_gpus = 0;
   for (const auto& n : spec.nodes) max_node_gpus = std::max(max_node_gpus, n.num_gpus);
+  // Job shapes already found to fit somewhere (the check scans every node; traces repeat a few
+  // shapes many times over).
+  std::set<std::tuple<int, int, uint64_t, int64_t, int64_t>> shapes_that_fit;
   for (size_t i = 0; i < jobs.size(); ++i) {
+    const auto shape =
+        std::make_tuple(jobs[i].num_gpus, jobs[i].gpu_milli, jobs[i].gpu_models.bits(),
+                        jobs[i].cpu_milli_per_gpu, jobs[i].memory_mib_per_gpu);
     // The same check the live controller makes at submit: a job that can never start would
     // wait forever (and hold every queue behind its reservation).
-    sched::JobAsk ask;
-    ask.total_gpus = jobs[i].num_gpus;
-    ask.gpu_milli = jobs[i].gpu_milli;
-    ask.gpu_models = jobs[i].gpu_models;
-    ask.cpu_milli_per_gpu = jobs[i].cpu_milli_per_gpu;
-    ask.memory_mib_per_gpu = jobs[i].memory_mib_per_gpu;
-    if (auto why =
-            sched::NeverFits(sched::BuildQueuedJob(ask, sched::Estimates::kNone, {}), spec.nodes,
-                             config.allow_spread || jobs[i].num_gpus > max_node_gpus)) {
-      return core::Error{"job " + std::to_string(jobs[i].id) + " on cluster " + spec.name + ": " +
-                         why->message};
+    if (shapes_that_fit.count(shape) == 0) {
+      sched::JobAsk ask;
+      ask.total_gpus = jobs[i].num_gpus;
+      ask.gpu_milli = jobs[i].gpu_milli;
+      ask.gpu_models = jobs[i].gpu_models;
+      ask.cpu_milli_per_gpu = jobs[i].cpu_milli_per_gpu;
+      ask.memory_mib_per_gpu = jobs[i].memory_mib_per_gpu;
+      if (auto why =
+              sched::NeverFits(sched::BuildQueuedJob(ask, sched::Estimates::kNone, {}), spec.nodes,
+                               config.allow_spread || jobs[i].num_gpus > max_node_gpus)) {
+        return core::Error{"job " + std::to_string(jobs[i].id) + " on cluster " + spec.name + ": " +
+                           why->message};
+      }
+      shapes_that_fit.insert(shape);
     }
     if (i > 0 && jobs[i].submit_s < jobs[i - 1].submit_s) {
       return core::Error{"jobs must be sorted by submit time (job " + std::to_string(jobs[i].id) +
@@ -214,18 +224,18 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
   // Wakes the scheduler when a running job of `gpus` GPUs that has attained `attained_now` by
   // `now` changes priority class next (preemptive policies), unless it finishes first.
-  auto arm_class_wake = [&](const sched::QueuedJob& job, int gpus, double attained_now,
-                            int64_t now, int64_t finish_s, int64_t epoch) {
+  auto arm_class_wake = [&](const sched::QueuedJob& job, int gpus, double attained_now, int64_t now,
+                            int64_t finish_s, int64_t epoch) {
     const sched::JobId id = job.id;
     const double change = queue_policy.NextClassChange(job, attained_now);
     if (!std::isfinite(change)) return;
-    const int64_t at = now + std::max<int64_t>(1, static_cast<int64_t>(std::ceil(
-                                                      (change - attained_now) / gpus)));
+    const int64_t at =
+        now + std::max<int64_t>(1, static_cast<int64_t>(std::ceil((change - attained_now) / gpus)));
     if (at < finish_s) events.push(Event{at, 1, id, epoch});
   };
   int64_t epoch_counter = 0;
   int64_t elastic_running = 0;  // elastic jobs running now
-  std::set<int64_t> wakes;  // times already scheduled to wake the scheduler for promotions
+  std::set<int64_t> wakes;      // times already scheduled to wake the scheduler for promotions
   auto log = [&](int64_t t, const char* what, sched::JobId id, const std::string& extra) {
     if (!log_decisions) return;
     result.decision_log +=
@@ -270,7 +280,7 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
     const size_t slot = running_slot.at(id);
     sched::RunningJob& r = running[slot];
     for (const auto& a : r.placement) {
-      cluster.Release(a.node, sched::SliceSpec(r.job, std::popcount(a.gpus)), a.gpus);
+      cluster.Release(a.node, sched::SliceSpec(r.job, core::GpuCount(a.gpus)), a.gpus);
     }
     const double ran = static_cast<double>(now - r.started_s);
     // A job on a share of one GPU keeps only that share busy.
@@ -323,8 +333,8 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
     enqueue(t, now);
   };
   // Starts (or restarts, after a resize) trace job `t` as `job` on `placement` at `now`.
-  auto launch = [&](const TraceJob& t, sched::QueuedJob job, std::vector<sched::Allocation> placement,
-                    int64_t now, const char* what) {
+  auto launch = [&](const TraceJob& t, sched::QueuedJob job,
+                    std::vector<sched::Allocation> placement, int64_t now, const char* what) {
     sched::RunningJob r;
     r.placement = std::move(placement);
     r.started_s = now;
@@ -332,7 +342,7 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
     double speed = HUGE_VAL;
     std::string where;
     for (const auto& a : r.placement) {
-      cluster.Allocate(a.node, sched::SliceSpec(r.job, std::popcount(a.gpus)), a.gpus);
+      cluster.Allocate(a.node, sched::SliceSpec(r.job, core::GpuCount(a.gpus)), a.gpus);
       speed = std::min(speed, catalog.model(spec.nodes[a.node].model).relative_speed);
       if (!where.empty()) where += ' ';
       where += std::to_string(a.node) + ":" + std::to_string(a.gpus);
@@ -398,8 +408,8 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
       predictor.Observe(done.vc, done.num_gpus, static_cast<double>(done.duration_s));
       // Learned under the size it is ranked by (an elastic job's most, as its QueuedJob says).
       const int ranked_gpus = IsElastic(finished) ? finished.max_gpus : finished.num_gpus;
-      if (fresh_policy && fresh_policy->Learn(ranked_gpus, attained[ev.id] + act->second.gpus *
-                                                                            last_run_s)) {
+      if (fresh_policy &&
+          fresh_policy->Learn(ranked_gpus, attained[ev.id] + act->second.gpus * last_run_s)) {
         scheduler.Rekey();
       }
       log(now, "finish", ev.id, "");
@@ -437,7 +447,8 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
       if (fleet) fleet->MarkChanged();
     }
     // With elastic jobs running, idle GPUs may be lent to them: the scheduler is asked then too.
-    const bool may_grow = elastic_running > 0 && cluster.used_gpu_milli() < cluster.total_gpu_milli();
+    const bool may_grow =
+        elastic_running > 0 && cluster.used_gpu_milli() < cluster.total_gpu_milli();
     if (scheduler.waiting() > 0 || may_grow) {
       scheduler.PromoteStarved(now);
       ++result.scheduler_calls;

@@ -89,8 +89,8 @@ class Recording final : public sched::QueuePolicy {
   }
   sched::Backfill backfill() const override { return sched::Backfill::kGreedy; }
   bool Preemptive() const override { return preemptive_; }
-  int PriorityClass(const sched::QueuedJob& job) const override {
-    seen_service[job.id].push_back(job.attained_gpu_s);
+  int PriorityClassAt(const sched::QueuedJob& job, double attained_gpu_s) const override {
+    seen_service[job.id].push_back(attained_gpu_s);
     return 0;
   }
   double NextClassChange(const sched::QueuedJob& job, double /*attained_gpu_s*/) const override {

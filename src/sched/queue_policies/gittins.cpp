@@ -44,8 +44,8 @@ class Gittins final : public QueuePolicy {
   // so at most a tenth of a preempted job's GPU time goes to restarts; without it, a demoted job
   // restarted on a momentarily free GPU was preempted by the next arrival, over and over.
   double MinRunBeforePreemptionS() const override { return 600; }
-  int PriorityClass(const QueuedJob& job) const override {
-    return TableFor(job).Class(job.attained_gpu_s);
+  int PriorityClassAt(const QueuedJob& job, double attained_gpu_s) const override {
+    return TableFor(job).Class(attained_gpu_s);
   }
   // Starvation guard, Tiresias' factor and floor: a job that has waited 10 times its expected
   // run (what it ran plus the predicted remainder), and at least an hour, goes first.
@@ -74,11 +74,13 @@ class Gittins final : public QueuePolicy {
 
  private:
   // Jobs of one GPU count share a service distribution (a 32-GPU job's service is not a 1-GPU
-  // job's); until enough of a size have finished, all jobs' distribution stands in. An elastic
-  // job is read by its most GPUs, whatever it runs on now.
+  // job's); until a size's table was built from enough of its jobs, all jobs' distribution stands
+  // in. Read from the last rebuild, not from the jobs seen since: a waiting job's class and key
+  // change only when `Learn` says so (the caller re-keys then). An elastic job is read by its
+  // most GPUs, whatever it runs on now.
   const GittinsIndex& TableFor(const QueuedJob& job) const {
     auto it = by_size_.find(job.total_gpus);
-    return it != by_size_.end() && it->second.observed() >= kMinSizeSamples ? it->second : all_;
+    return it != by_size_.end() && it->second.built_from() >= kMinSizeSamples ? it->second : all_;
   }
 
   static constexpr int64_t kMinSizeSamples = 30;

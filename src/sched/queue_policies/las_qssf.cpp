@@ -39,8 +39,8 @@ class LasQssf final : public QueuePolicy {
   Backfill backfill() const override { return Backfill::kGreedy; }
   Estimates estimates() const override { return Estimates::kPredicted; }
   bool Preemptive() const override { return true; }
-  int PriorityClass(const QueuedJob& job) const override {
-    return classes_.ClassOf(job.attained_gpu_s);
+  int PriorityClassAt(const QueuedJob& /*job*/, double attained_gpu_s) const override {
+    return classes_.ClassOf(attained_gpu_s);
   }
   double NextClassChange(const QueuedJob& /*job*/, double attained_gpu_s) const override {
     return classes_.NextChange(attained_gpu_s);

@@ -26,8 +26,8 @@ class Tiresias final : public QueuePolicy {
   }
   Backfill backfill() const override { return Backfill::kGreedy; }
   bool Preemptive() const override { return true; }
-  int PriorityClass(const QueuedJob& job) const override {
-    return classes_.ClassOf(job.attained_gpu_s);
+  int PriorityClassAt(const QueuedJob& /*job*/, double attained_gpu_s) const override {
+    return classes_.ClassOf(attained_gpu_s);
   }
   double PromotionTime(const QueuedJob& job) const override {
     if (job.attained_gpu_s <= 0) return HUGE_VAL;  // already in the top class
