@@ -33,6 +33,13 @@ Result<bool> ValidateNodeSpec(const NodeSpec& node) {
   return true;
 }
 
+const std::shared_ptr<const std::vector<NodeSpec>>& ClusterSnapshot::NoNodes() {
+  // One empty list for every snapshot made without nodes (a plan's, before it is filled).
+  static const auto* const none = new std::shared_ptr<const std::vector<NodeSpec>>(
+      std::make_shared<const std::vector<NodeSpec>>());
+  return *none;
+}
+
 ClusterSnapshot::ClusterSnapshot(std::vector<NodeSpec> nodes)
     : specs_(std::make_shared<const std::vector<NodeSpec>>(std::move(nodes))) {
   states_.resize(specs_->size());

@@ -64,8 +64,8 @@ class ClusterSnapshot {
   void Refresh(NodeState& s);
   // The nodes never change after construction: shared, so a copy (a scheduling pass makes one)
   // copies only what is free.
-  std::shared_ptr<const std::vector<NodeSpec>> specs_ =
-      std::make_shared<const std::vector<NodeSpec>>();
+  std::shared_ptr<const std::vector<NodeSpec>> specs_ = NoNodes();
+  static const std::shared_ptr<const std::vector<NodeSpec>>& NoNodes();
   std::vector<NodeState> states_;
   std::vector<std::array<uint32_t, 32>> class_counts_;
   std::vector<int> journal_;  // GPU jobs per JobClassBit, per node

@@ -14,7 +14,8 @@ namespace gpufleet::sched {
 
 void Scheduler::Enqueue(const QueuedJob& job) {
   Entry e{queue_policy_.Key(job), job.submit_s, job.id};
-  e.priority_class = queue_policy_.PriorityClass(job);
+  // Classes order only preemptive policies' queues (their keys go by class first).
+  e.priority_class = queue_policy_.Preemptive() ? queue_policy_.PriorityClass(job) : 0;
   e.least_gpus = job.gpu_milli < core::kGpuMilli ? 0
                  : IsElastic(job)                ? job.min_gpus
                                                  : job.total_gpus;
@@ -429,7 +430,11 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
       if (!go_on) break;
     }
   } else {
+    int last_class = std::numeric_limits<int>::min();
     for (const auto& [entry, job] : order_) {
+      // What the buckets rely on: the policy's order goes by class first.
+      GPUFLEET_CHECK(!reference_pass_ || entry.priority_class >= last_class);
+      last_class = entry.priority_class;
       if (!consider(entry, job)) break;
     }
   }

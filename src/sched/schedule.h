@@ -28,6 +28,10 @@ class Scheduler {
       : queue_policy_(queue_policy),
         placement_policy_(placement_policy),
         allow_spread_(allow_spread) {}
+  // Not copied: the buckets point into the queue's own nodes (a move keeps them).
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+  Scheduler(Scheduler&&) = default;
 
   // Adds a waiting job; its id must not be waiting already.
   void Enqueue(const QueuedJob& job);
@@ -53,9 +57,9 @@ class Scheduler {
   // (each resize is a checkpoint-restart, so growing at every pass would thrash). Default 0.
   void SetElasticGrowAfter(double seconds) { elastic_grow_after_s_ = seconds; }
 
-  // For tests and benchmarks: every pass walks the whole queue and looks for victims for every
-  // job that may preempt, as the pass did before it skipped jobs out of reach (the same decisions,
-  // only slower: the reference the faster pass is checked against).
+  // For tests: every pass walks the whole queue and looks for victims for every job that may
+  // preempt, skipping nothing (the same decisions, only slower: the reference the pass that skips
+  // jobs out of reach is checked against), and checks that the queue goes by class first.
   void SetReferencePass(bool on) { reference_pass_ = on; }
 
   // Starvation guard: promotes every waiting job whose `PromotionTime` has come (its attained
