@@ -178,6 +178,35 @@ TEST_F(SchedulerTest, DecisionsFitTogether) {
 namespace gpufleet::sched {
 namespace {
 
+// Fills the 8-GPU nodes of `cluster` with running jobs of 1, 2 and 4 GPUs: random estimates
+// (some unknown), attained service and starts before `now`. `leave_free`: each node keeps 0 to 2
+// GPUs free. `elastic`: now and then a job of 2 or more GPUs is elastic (1..8 GPUs).
+std::vector<RunningJob> FillRandomly(core::ClusterSnapshot& cluster, core::Rng& rng, int64_t now,
+                                     bool leave_free, bool elastic) {
+  std::vector<RunningJob> running;
+  JobId id = 1000;
+  for (int node = 0; node < cluster.size(); ++node) {
+    int used = leave_free ? static_cast<int>(rng.Below(3)) : 0;
+    while (used < 8) {
+      const int gpus = std::min(8 - used, 1 << rng.Below(3));
+      RunningJob r;
+      r.job = Gpus(id++, gpus, 0, rng.Below(3) == 0 ? std::nan("") : 100.0 * rng.Below(5000));
+      r.job.attained_gpu_s = static_cast<double>(rng.Below(4)) * 3e5 * rng.Below(10);
+      r.started_s = now - static_cast<int64_t>(rng.Below(4000));
+      if (elastic && gpus > 1 && rng.Below(8) == 0) {
+        r.job.min_gpus = 1;
+        r.job.total_gpus = 8;
+      }
+      const core::GpuMask mask = ((1u << gpus) - 1) << used;
+      r.placement = {{node, mask}};
+      cluster.Allocate(node, SliceSpec(r.job, gpus), mask);
+      running.push_back(r);
+      used += gpus;
+    }
+  }
+  return running;
+}
+
 // The preemption index must take victims as the per-job scan it replaced did: only jobs of a
 // class strictly below the waiting job's priority (a higher class number), only jobs that ran
 // long enough, and across the whole pass in one order: the highest class number first, then the
@@ -194,23 +223,8 @@ TEST(PreemptionIndexTest, VictimsFollowOneOrderAndComeOnlyFromLowerClasses) {
       Scheduler scheduler(*policy, *placement, /*allow_spread=*/true);
       core::Rng rng(seed);
       core::ClusterSnapshot cluster(test::Replicate(Node().Gpus(8), 6));
-      std::vector<RunningJob> running;
-      JobId id = 1000;
-      for (int node = 0; node < 6; ++node) {
-        int used = 0;
-        while (used < 8) {
-          const int gpus = std::min(8 - used, 1 << rng.Below(3));
-          RunningJob r;
-          r.job = Gpus(id++, gpus, 0, rng.Below(3) == 0 ? std::nan("") : 100.0 * rng.Below(5000));
-          r.job.attained_gpu_s = static_cast<double>(rng.Below(4)) * 3e5 * rng.Below(10);
-          r.started_s = now - static_cast<int64_t>(rng.Below(4000));
-          const core::GpuMask mask = ((1u << gpus) - 1) << used;
-          r.placement = {{node, mask}};
-          cluster.Allocate(node, SliceSpec(r.job, gpus), mask);
-          running.push_back(r);
-          used += gpus;
-        }
-      }
+      const std::vector<RunningJob> running =
+          FillRandomly(cluster, rng, now, /*leave_free=*/false, /*elastic=*/false);
       for (JobId w = 1; w <= 12; ++w) {
         QueuedJob j = Gpus(w, 1 << rng.Below(4), static_cast<int64_t>(w));
         j.attained_gpu_s = rng.Below(3) == 0 ? 5e4 * rng.Below(20) : 0;
@@ -298,28 +312,8 @@ TEST(SchedulerPassTest, SkippingJobsOutOfReachDecidesWhatTheWholeQueueWalkDecide
         reference.SetReferencePass(true);
         core::Rng gen(seed);
         core::ClusterSnapshot cluster(test::Replicate(Node().Gpus(8), 6));
-        std::vector<RunningJob> running;
-        JobId id = 1000;
-        for (int node = 0; node < 6; ++node) {
-          int used = static_cast<int>(gen.Below(3));  // a few GPUs left free on some nodes
-          while (used < 8) {
-            const int gpus = std::min(8 - used, 1 << gen.Below(3));
-            RunningJob r;
-            r.job = Gpus(id++, gpus, 0, gen.Below(3) == 0 ? std::nan("") : 100.0 * gen.Below(5000));
-            r.job.attained_gpu_s = static_cast<double>(gen.Below(4)) * 3e5 * gen.Below(10);
-            r.started_s = now - static_cast<int64_t>(gen.Below(4000));
-            // Now and then an elastic job (the pass then walks the whole queue, and may shrink).
-            if (gpus > 1 && gen.Below(8) == 0) {
-              r.job.min_gpus = 1;
-              r.job.total_gpus = 8;
-            }
-            const core::GpuMask mask = ((1u << gpus) - 1) << used;
-            r.placement = {{node, mask}};
-            cluster.Allocate(node, SliceSpec(r.job, gpus), mask);
-            running.push_back(r);
-            used += gpus;
-          }
-        }
+        const std::vector<RunningJob> running =
+            FillRandomly(cluster, gen, now, /*leave_free=*/true, /*elastic=*/true);
         for (JobId w = 1; w <= 40; ++w) {
           QueuedJob j = Gpus(w, 1 << gen.Below(5), static_cast<int64_t>(w), 100.0 * gen.Below(90));
           j.attained_gpu_s = gen.Below(3) == 0 ? 5e4 * gen.Below(20) : 0;
