@@ -37,7 +37,7 @@ std::optional<ShrinkPlan> PlanShrink(const core::ClusterSnapshot& work,
     return a.surplus != b.surplus ? a.surplus > b.surplus : a.id < b.id;
   });
   const bool whole = job.gpu_milli >= core::kGpuMilli;
-  const int need = !whole ? 1 : IsElastic(job) ? job.min_gpus : job.total_gpus;
+  const int need = !whole ? 1 : FewestGpus(job);
   core::ClusterSnapshot trial = work;
   int64_t free = 0;
   for (const auto& s : trial.states()) free += s.full_free_gpus;

@@ -71,6 +71,11 @@ inline bool IsElastic(const QueuedJob& job) {
   return job.min_gpus > 0 && job.min_gpus < job.total_gpus;
 }
 
+// The fewest GPUs `job` can start on: an elastic job's min, else all it asks.
+inline int FewestGpus(const QueuedJob& job) {
+  return IsElastic(job) ? job.min_gpus : job.total_gpus;
+}
+
 // The GPUs of a placement, over all its nodes.
 inline int GpusOf(const std::vector<Allocation>& placement) {
   int n = 0;

@@ -16,9 +16,7 @@ void Scheduler::Enqueue(const QueuedJob& job) {
   Entry e{queue_policy_.Key(job), job.submit_s, job.id};
   // Classes order only preemptive policies' queues (their keys go by class first).
   e.priority_class = queue_policy_.Preemptive() ? queue_policy_.PriorityClass(job) : 0;
-  e.least_gpus = job.gpu_milli < core::kGpuMilli ? 0
-                 : IsElastic(job)                ? job.min_gpus
-                                                 : job.total_gpus;
+  e.least_gpus = job.gpu_milli < core::kGpuMilli ? 0 : FewestGpus(job);
   GPUFLEET_CHECK(entry_of_.emplace(job.id, e).second);
   const QueuedJob& stored = order_.emplace(e, job).first->second;
   if (queue_policy_.FairShare()) {
@@ -222,9 +220,10 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
   int64_t free_milli = work.total_gpu_milli() - work.used_gpu_milli();
   // The whole GPUs a job of class `job_class` could get now at the most: those free, and those of
   // the running jobs it may preempt that no earlier job of this pass took (victims are taken in
-  // index order, lower classes first, so once any job of a class at or above `job_class` was
-  // taken, every job it may preempt was). A whole job needing more cannot start in this pass
-  // (elastic shrinks aside), and nothing done for it would change anything.
+  // index order, the lowest priority, i.e. the highest class number, first: once any job of a
+  // class at or below `job_class` was taken, every job it may preempt was). A whole job needing
+  // more cannot start in this pass (elastic shrinks aside), and nothing done for it would change
+  // anything.
   auto reachable_gpus = [&](int job_class) {
     int64_t preemptible = 0;
     for (auto it = preemptible_gpus_of_class.upper_bound(job_class);
@@ -271,13 +270,13 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
       const bool ends_in_time = !std::isnan(job.estimate_s) && std::isfinite(shadow_s) &&
                                 static_cast<double>(now) + job.estimate_s <= shadow_s;
       if (!ends_in_time) {
-        if ((IsElastic(job) ? job.min_gpus : job.total_gpus) > extra_gpus) return true;
+        if (FewestGpus(job) > extra_gpus) return true;
         uses_extra = true;
       }
     }
     std::optional<std::vector<Allocation>> placement;
     const bool elastic = IsElastic(job);
-    const int least_gpus = elastic ? job.min_gpus : job.total_gpus;
+    const int least_gpus = FewestGpus(job);
     // Cheap test first: a job asking more whole GPUs than are free cannot start.
     if (!whole || least_gpus <= free_gpus) {
       // An elastic job starts at its fewest here; what is left after every waiting job had its
