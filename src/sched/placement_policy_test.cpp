@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <bit>
+#include <iterator>
 #include <cctype>
 #include <cmath>
 #include <set>
@@ -409,6 +410,47 @@ TEST(FgdTest, TiesGoToTheLowestGpuAndTheDefaultPickDiffers) {
   EXPECT_EQ(fgd->PickGpus(c.state(0), share, rng), 0b001u);
   // The published default (best fit GPU) would take GPU 1.
   EXPECT_EQ(DefaultGpuPick(c.state(0), share), 0b010u);
+}
+
+TEST(FgdTest, MemoizedFragmentationIsTheMeasureForEveryStateAndGpuOrder) {
+  // A workload with CPU-only types, shares, whole and multi-GPU types, and a model-bound type, so
+  // that the CPU covered, the GPU model and each GPU's share all change the measure.
+  std::vector<JobSpec> jobs;
+  const JobSpec types[] = {Job().Cpu(2000),          Job().Cpu(8000),
+                           Job().Cpu(1000).Share(250), Job().Cpu(4000).Share(500),
+                           Job().Cpu(6000).Gpus(1),  Job().Cpu(16000).Gpus(2),
+                           Job().Cpu(3000).Gpus(4),  Job().Cpu(12000).Share(700).Models("T4")};
+  for (size_t t = 0; t < std::size(types); ++t) jobs.insert(jobs.end(), t + 1, types[t]);
+  const WorkloadProfile profile = WorkloadProfile::Build(jobs, {}, 1.0);
+  auto fgd = MakePlacementPolicy("fgd");
+  fgd->Prepare(profile);
+
+  core::Rng rng(7);
+  const int64_t cpus[] = {0, 999, 1000, 2000, 3999, 6000, 8000, 12000, 15999, 16000, 64000};
+  const int32_t shares[] = {0, 100, 250, 300, 500, 700, 999, 1000};
+  const core::ModelId models[] = {test::Model("T4"), test::Model("G2")};
+  for (int i = 0; i < 4000; ++i) {
+    core::NodeState node;
+    node.model = models[rng.Below(2)];
+    // Up to 10 GPUs: nodes of more than 8 are measured without the memo.
+    node.num_gpus = static_cast<uint8_t>(rng.Below(11));
+    node.cpu_free = cpus[rng.Below(std::size(cpus))];
+    for (int g = 0; g < node.num_gpus; ++g) {
+      node.gpu_free[g] = shares[rng.Below(std::size(shares))];
+    }
+    // The same GPUs in another order, and the same node with each other CPU amount: the memo
+    // must answer each as the measure does, to the last bit.
+    for (int round = 0; round < 3; ++round) {
+      SCOPED_TRACE(testing::Message() << "state " << i << " round " << round);
+      EXPECT_EQ(fgd->StateTerm(node),
+                profile.PublishedFragmentation(node.model, node.cpu_free, node.gpu_free.data(),
+                                               node.num_gpus));
+      if (node.num_gpus > 1) {
+        std::swap(node.gpu_free[0], node.gpu_free[rng.Below(node.num_gpus)]);
+      }
+      node.cpu_free = cpus[rng.Below(std::size(cpus))];
+    }
+  }
 }
 
 TEST(FgdBalanceTest, CpuOnlyJobGoesWhereNoGpuWillMissTheCpu) {

@@ -1,5 +1,6 @@
 #include "sched/policies/fgd.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "sched/policy_registry.h"
@@ -15,14 +16,63 @@ int Sigmoid100(double delta) {
 
 }  // namespace
 
+void FgdPolicy::Prepare(const WorkloadProfile& profile) {
+  profile_ = profile;
+  type_cpus_.clear();
+  for (const JobType& t : profile_.types()) type_cpus_.push_back(t.cpu_milli);
+  std::sort(type_cpus_.begin(), type_cpus_.end());
+  type_cpus_.erase(std::unique(type_cpus_.begin(), type_cpus_.end()), type_cpus_.end());
+  memo_ids_.clear();
+  memo_.clear();
+}
+
+size_t FgdPolicy::FragmentationKeyHash::operator()(const FragmentationKey& k) const {
+  uint64_t h = 0x9e3779b97f4a7c15ULL;
+  for (uint64_t w : k.words) h = (h ^ w) * 0xff51afd7ed558ccdULL + (h >> 29);
+  return h;
+}
+
+double FgdPolicy::Fragmentation(core::ModelId model, int64_t cpu_free, const int32_t* gpu_free,
+                                int num_gpus) const {
+  if (num_gpus > kMemoGpus) {
+    return profile_.PublishedFragmentation(model, cpu_free, gpu_free, num_gpus);
+  }
+  // The measure reads the GPUs only as a multiset (counts and sums per share threshold), and the
+  // CPU only as which types' requests it covers.
+  std::array<uint32_t, kMemoGpus> sorted{};
+  for (int g = 0; g < num_gpus; ++g) {
+    const int32_t v = gpu_free[g];
+    if (v < 0 || v > 0xffff) {
+      return profile_.PublishedFragmentation(model, cpu_free, gpu_free, num_gpus);
+    }
+    int i = g;
+    for (; i > 0 && sorted[i - 1] < static_cast<uint32_t>(v); --i) sorted[i] = sorted[i - 1];
+    sorted[i] = static_cast<uint32_t>(v);
+  }
+  const auto cpu_level = static_cast<uint64_t>(
+      std::upper_bound(type_cpus_.begin(), type_cpus_.end(), cpu_free) - type_cpus_.begin());
+  FragmentationKey key{};
+  key.words[0] = uint64_t{model} | cpu_level << 8 | uint64_t(num_gpus) << 48;
+  for (int g = 0; g < kMemoGpus; ++g) key.words[1 + g / 4] |= uint64_t{sorted[g]} << (16 * (g % 4));
+  // Bounded like the placer's tables: forget everything rather than grow without limit.
+  if (memo_.size() >= (1u << 20)) {
+    memo_ids_.clear();
+    memo_.clear();
+  }
+  const uint32_t id = memo_ids_.Intern(key);
+  if (id == memo_.size()) {
+    memo_.push_back(profile_.PublishedFragmentation(model, cpu_free, gpu_free, num_gpus));
+  }
+  return memo_[id];
+}
+
 double FgdPolicy::Score(const core::NodeState& node, const core::JobSpec& job, core::Rng&) const {
   int best_gpu = -1;
   return BestScore(node, job, StateTerm(node), &best_gpu);
 }
 
 double FgdPolicy::StateTerm(const core::NodeState& node) const {
-  return profile_.PublishedFragmentation(node.model, node.cpu_free, node.gpu_free.data(),
-                                         node.num_gpus);
+  return Fragmentation(node.model, node.cpu_free, node.gpu_free.data(), node.num_gpus);
 }
 
 double FgdPolicy::ScoreWithStateTerm(const core::NodeState& node, const core::JobSpec& job,
@@ -55,7 +105,7 @@ int FgdPolicy::BestScore(const core::NodeState& node, const core::JobSpec& job, 
       }
     }
     const double after =
-        profile_.PublishedFragmentation(node.model, cpu_after, gpus.data(), node.num_gpus);
+        Fragmentation(node.model, cpu_after, gpus.data(), node.num_gpus);
     return Sigmoid100(before - after);
   }
   int best = -1;
@@ -67,7 +117,7 @@ int FgdPolicy::BestScore(const core::NodeState& node, const core::JobSpec& job, 
     if (seen) continue;
     gpus[g] -= job.gpu_milli;
     const double after =
-        profile_.PublishedFragmentation(node.model, cpu_after, gpus.data(), node.num_gpus);
+        Fragmentation(node.model, cpu_after, gpus.data(), node.num_gpus);
     gpus[g] += job.gpu_milli;
     const int score = Sigmoid100(before - after);
     if (score > best) {
