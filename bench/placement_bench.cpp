@@ -50,14 +50,18 @@ const Loaded* DefaultTrace() {
 }
 
 void RunOnce(benchmark::State& state, const Loaded& data, const std::string& policy_name) {
-  auto policy = sched::MakePlacementPolicy(policy_name);
-  if (!policy) {
+  if (!sched::MakePlacementPolicy(policy_name)) {
     state.SkipWithError(("unknown placement policy '" + policy_name + "'").c_str());
     return;
   }
-  sim::PreparePlacementPolicy(*policy, data.profile, data.workload);
   int64_t scores = 0;
   for (auto _ : state) {
+    // A fresh policy every iteration, as every run of the process has: a policy may keep caches
+    // (FGD memoizes fragmentation), and one warm from the last iteration would flatter the time.
+    state.PauseTiming();
+    auto policy = sched::MakePlacementPolicy(policy_name);
+    sim::PreparePlacementPolicy(*policy, data.profile, data.workload);
+    state.ResumeTiming();
     core::Rng rng(42);
     auto run = sim::RunPlacement(data.workload, data.order, *policy, data.profile, rng);
     auto curves = sim::SummarizeCurves(run, 130);

@@ -141,7 +141,11 @@ lines.append("How it scales: the placer keeps, per pod shape, the nodes that fit
              "few more distinct nodes changed between two pods of one shape when there are more "
              "nodes to spread over. A policy's figure of the node alone (FGD's fragmentation "
              "before the placement, `PlacementPolicy::StateTerm`) is computed once per distinct "
-             "node state, not once per shape.\n")
+             "node state, not once per shape, and FGD memoizes every fragmentation it computes "
+             "by what the measure reads (GPU model, which job types' CPU fits, the GPUs' free "
+             "shares as a multiset; 32-byte entries), so the states before and after a placement "
+             "that recur across shapes and nodes are measured once. Each iteration makes and "
+             "prepares a fresh policy (untimed), so that memo starts cold, as in a process.\n")
 proc = float(open(f"{tmp}/proc").read().strip())
 lines.append(f"Whole process, `gpufleet sim placement --policy fgd` (the static client, which "
              f"runs it itself) on the default trace with order seed 42 (median of 9 wall times, "

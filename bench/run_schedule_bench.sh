@@ -64,12 +64,15 @@ lines.append("The decision hash is FNV-1a over every decision (kind, job, node, 
              "32 bits; equal hashes and counts mean the same decisions.\n")
 lines.append(f"Peak RSS of the whole benchmark process: {rss/1024:.1f} MiB.\n")
 lines.append("The preemption index (`src/sched/schedule.cpp`): the running jobs that may be "
-             "preempted are sorted once per pass, in victim order, and only for the classes the "
-             "waiting jobs can take; victims are always taken from its front, so a waiting job "
-             "that cannot preempt anyone costs O(1) instead of a scan of every running job, a sort "
-             "and a copy of the cluster. Victims' resources are released on the pass's own "
-             "cluster, so the placer keeps its rankings instead of being rebuilt after each "
-             "preemption.")
+             "preempted are indexed once per pass, only for the classes the waiting jobs can "
+             "take, in a heap popped in victim order only as far as plans read it; victims are "
+             "always taken from its front, so a waiting job that cannot preempt anyone costs O(1) "
+             "instead of a scan of every running job, a sort and a copy of the cluster. Victims' "
+             "resources are released on the pass's own cluster, so the placer keeps its rankings "
+             "instead of being rebuilt after each preemption. Under greedy backfill the pass "
+             "visits only the waiting jobs within reach: the queue is kept in buckets by class "
+             "and fewest GPUs, and a bucket of jobs larger than the free GPUs plus the "
+             "preemptible ones is passed over, not walked.")
 open(out, "w").write("\n".join(lines) + "\n")
 print(f"wrote {out}")
 PY
