@@ -229,10 +229,19 @@ void Controller::LearnRuntimeLocked(const store::JobRecord& job, double runtime_
   }
   const sched::JobTraits traits = TraitsOf(job);
   predictor_.Observe(traits, runtime_s);
-  // Learning queue policies (`gittins`) learn the GPU-service finished jobs needed, as in replay.
-  if (queue_policy_->Learn(traits.gpus, job.attained_gpu_s + traits.gpus * runtime_s)) {
+  // Learning queue policies (`gittins`) learn the GPU-service finished jobs needed, as in replay:
+  // under the most GPUs the job asks (an elastic job's table is its most's), counting each run at
+  // the GPUs it held. A CPU-only job received no GPU-service: nothing to learn.
+  if (job.gpus > 0 && queue_policy_->Learn(traits.gpus, ServiceAtSuccess(job, runtime_s))) {
     scheduler_.Rekey();
   }
+}
+
+double Controller::ServiceAtSuccess(const store::JobRecord& job, double last_run_s) {
+  int held = 0;
+  for (const store::RankPlacement& r : job.placement) held += static_cast<int>(r.gpus.size());
+  if (job.placement.empty()) held = TraitsOf(job).gpus;
+  return job.attained_gpu_s + held * last_run_s;
 }
 
 std::optional<sched::RuntimePrediction> Controller::Prediction(int64_t id) const {

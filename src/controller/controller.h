@@ -353,6 +353,12 @@ class Controller {
   std::string LogPath(int64_t id, int rank = 0) const;
   store::Store& store() { return store_; }
   const ControllerOptions& options() const { return options_; }
+  // The GPU-service (GPU-seconds) job `job` received in all when it succeeded after a last run of
+  // `last_run_s`: its earlier runs' (`attained_gpu_s`) plus the last run's on the GPUs its
+  // placement held (an elastic job's may be fewer than it asks; its ask if it has no placement;
+  // none for a placed CPU-only job). What learning queue policies (`gittins`) learn from, counted
+  // as the replay counts it.
+  static double ServiceAtSuccess(const store::JobRecord& job, double last_run_s);
 
  private:
   using NodeEntry = RegisteredNode;

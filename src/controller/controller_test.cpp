@@ -597,6 +597,40 @@ TEST_F(ControllerTest, QueuesCountTheGpusRunningJobsHoldNowAndSharesAsTheirPart)
   EXPECT_EQ(share_held, 0.25);
 }
 
+// What a learning queue policy (gittins) learns from a job that succeeded: every run at the GPUs
+// it held. Before, the last run was counted at the GPUs the job asks, so an elastic job that
+// finished below its most was learned as larger than the replay learns it.
+TEST_F(ControllerTest, AnElasticJobsServiceCountsTheGpusItHeldNotItsMost) {
+  Controller& ctl = Make();
+  FakeAgent a("a", 2);
+  ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
+  store::JobRecord elastic = NewJob(4);
+  elastic.min_gpus = 1;
+  auto id = ctl.Submit(elastic);
+  ASSERT_TRUE(id.ok()) << id.error();
+  Step({&a});
+  ASSERT_EQ(Job(id.value()).state, store::JobState::kRunning);
+  RunFor(a, 60);
+  a.End(id.value(), 0);
+  Step({&a});
+  const store::JobRecord done = Job(id.value());
+  ASSERT_EQ(done.state, store::JobState::kSucceeded);
+  ASSERT_EQ(done.gpu_indices.size(), 2u);  // it ran on both GPUs, not its most of 4
+  EXPECT_EQ(Controller::ServiceAtSuccess(done, 60), 2 * 60.0);
+  // Earlier runs (preemptions, resizes) count as their attained service.
+  store::JobRecord resumed = done;
+  resumed.attained_gpu_s = 500;
+  EXPECT_EQ(Controller::ServiceAtSuccess(resumed, 60), 500 + 2 * 60.0);
+  // A record with no placement counts its ask: 4 GPUs on each of 2 nodes.
+  store::JobRecord unplaced = NewJob(4);
+  unplaced.nodes = 2;
+  EXPECT_EQ(Controller::ServiceAtSuccess(unplaced, 10), 8 * 10.0);
+  // A placed CPU-only job held no GPU.
+  store::JobRecord cpu_only = NewJob(0);
+  cpu_only.placement = {store::RankPlacement{"a", {}}};
+  EXPECT_EQ(Controller::ServiceAtSuccess(cpu_only, 10), 0.0);
+}
+
 // Stop writes every running job's usage series so far: before, the minutes since its last flush
 // (up to usage_flush_ms) were lost, though a restarted controller resumes the series it finds.
 TEST_F(ControllerTest, StopWritesEveryRunningJobsUsageSeriesSoFar) {

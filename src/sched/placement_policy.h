@@ -26,6 +26,8 @@ core::GpuMask LowestIndexGpus(const core::NodeState& node, int count, int32_t mi
 // on ties. Otherwise the lowest-index GPUs. This is the published policies' default selection.
 core::GpuMask DefaultGpuPick(const core::NodeState& node, const core::JobSpec& job);
 
+// A policy may keep caches behind its const methods (FGD memoizes fragmentation): one policy
+// object serves one thread at a time; parallel runs make one each.
 class PlacementPolicy {
  public:
   virtual ~PlacementPolicy() = default;
