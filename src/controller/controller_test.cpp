@@ -77,6 +77,19 @@ class ControllerTest : public ::testing::Test {
     RunFor(agent, seconds);
     return id;
   }
+  // An elastic job of 1..4 GPUs started on `agent` (already known, 2 GPUs): its id, running on
+  // both of them.
+  int64_t StartElasticOnTwo(FakeAgent& agent) {
+    store::JobRecord elastic = NewJob(4);
+    elastic.min_gpus = 1;
+    auto submitted = ctl_->Submit(elastic);
+    EXPECT_TRUE(submitted.ok()) << submitted.error();
+    const int64_t id = submitted.ok() ? submitted.value() : 0;
+    Step({&agent});
+    EXPECT_EQ(Job(id).state, store::JobState::kRunning);
+    EXPECT_EQ(Job(id).gpu_indices.size(), 2u);
+    return id;
+  }
   // `seconds` of the clock in 5 s steps, each a pass and beats of `agent`.
   void RunFor(FakeAgent& agent, int seconds) {
     for (int s = 0; s < seconds; s += 5) {
@@ -573,13 +586,8 @@ TEST_F(ControllerTest, QueuesCountTheGpusRunningJobsHoldNowAndSharesAsTheirPart)
   Controller& ctl = Make();
   FakeAgent a("a", 2);
   ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
-  store::JobRecord elastic = NewJob(4);
-  elastic.min_gpus = 1;
-  auto id = ctl.Submit(elastic);
-  ASSERT_TRUE(id.ok()) << id.error();
-  Step({&a});
-  ASSERT_EQ(Job(id.value()).state, store::JobState::kRunning);
-  ASSERT_EQ(Job(id.value()).gpu_indices.size(), 2u);
+  const int64_t elastic = StartElasticOnTwo(a);
+  ASSERT_EQ(Job(elastic).gpu_indices.size(), 2u);
   FakeAgent b("b", 1);  // joins now: the only free GPU
   ASSERT_TRUE(b.Beat(ctl, now_ms_).ok());
   store::JobRecord share = NewJob(1, 250);
@@ -604,16 +612,11 @@ TEST_F(ControllerTest, AnElasticJobsServiceCountsTheGpusItHeldNotItsMost) {
   Controller& ctl = Make();
   FakeAgent a("a", 2);
   ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
-  store::JobRecord elastic = NewJob(4);
-  elastic.min_gpus = 1;
-  auto id = ctl.Submit(elastic);
-  ASSERT_TRUE(id.ok()) << id.error();
-  Step({&a});
-  ASSERT_EQ(Job(id.value()).state, store::JobState::kRunning);
+  const int64_t id = StartElasticOnTwo(a);
   RunFor(a, 60);
-  a.End(id.value(), 0);
+  a.End(id, 0);
   Step({&a});
-  const store::JobRecord done = Job(id.value());
+  const store::JobRecord done = Job(id);
   ASSERT_EQ(done.state, store::JobState::kSucceeded);
   ASSERT_EQ(done.gpu_indices.size(), 2u);  // it ran on both GPUs, not its most of 4
   EXPECT_EQ(Controller::ServiceAtSuccess(done, 60), 2 * 60.0);
