@@ -3,9 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <bit>
-#include <iterator>
 #include <cctype>
 #include <cmath>
+#include <iterator>
 #include <set>
 #include <string>
 #include <vector>
@@ -416,10 +416,14 @@ TEST(FgdTest, MemoizedFragmentationIsTheMeasureForEveryStateAndGpuOrder) {
   // A workload with CPU-only types, shares, whole and multi-GPU types, and a model-bound type, so
   // that the CPU covered, the GPU model and each GPU's share all change the measure.
   std::vector<JobSpec> jobs;
-  const JobSpec types[] = {Job().Cpu(2000),          Job().Cpu(8000),
-                           Job().Cpu(1000).Share(250), Job().Cpu(4000).Share(500),
-                           Job().Cpu(6000).Gpus(1),  Job().Cpu(16000).Gpus(2),
-                           Job().Cpu(3000).Gpus(4),  Job().Cpu(12000).Share(700).Models("T4")};
+  const JobSpec types[] = {Job().Cpu(2000),
+                           Job().Cpu(8000),
+                           Job().Cpu(1000).Share(250),
+                           Job().Cpu(4000).Share(500),
+                           Job().Cpu(6000).Gpus(1),
+                           Job().Cpu(16000).Gpus(2),
+                           Job().Cpu(3000).Gpus(4),
+                           Job().Cpu(12000).Share(700).Models("T4")};
   for (size_t t = 0; t < std::size(types); ++t) jobs.insert(jobs.end(), t + 1, types[t]);
   const WorkloadProfile profile = WorkloadProfile::Build(jobs, {}, 1.0);
   auto fgd = MakePlacementPolicy("fgd");

@@ -104,8 +104,7 @@ int FgdPolicy::BestScore(const core::NodeState& node, const core::JobSpec& job, 
         if ((mask >> g) & 1u) gpus[g] -= job.gpu_milli;
       }
     }
-    const double after =
-        Fragmentation(node.model, cpu_after, gpus.data(), node.num_gpus);
+    const double after = Fragmentation(node.model, cpu_after, gpus.data(), node.num_gpus);
     return Sigmoid100(before - after);
   }
   int best = -1;
@@ -116,8 +115,7 @@ int FgdPolicy::BestScore(const core::NodeState& node, const core::JobSpec& job, 
     for (int h = 0; h < g && !seen; ++h) seen = node.gpu_free[h] == node.gpu_free[g];
     if (seen) continue;
     gpus[g] -= job.gpu_milli;
-    const double after =
-        Fragmentation(node.model, cpu_after, gpus.data(), node.num_gpus);
+    const double after = Fragmentation(node.model, cpu_after, gpus.data(), node.num_gpus);
     gpus[g] += job.gpu_milli;
     const int score = Sigmoid100(before - after);
     if (score > best) {
