@@ -114,10 +114,13 @@ constexpr int kMaxShrinkPlans = 16;
 
 std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
                                           std::span<const RunningJob> running, int64_t now,
-                                          core::Rng& rng) const {
+                                          core::Rng& rng, const RunningIndex* index) const {
+  GPUFLEET_CHECK(index == nullptr || (index->size() == running.size() && index->now() == now));
   std::vector<Decision> decisions;
-  const bool elastic_running = std::any_of(running.begin(), running.end(),
-                                           [](const RunningJob& r) { return IsElastic(r.job); });
+  const bool elastic_running =
+      index != nullptr ? index->elastic_jobs() > 0
+                       : std::any_of(running.begin(), running.end(),
+                                     [](const RunningJob& r) { return IsElastic(r.job); });
   if (order_.empty() && !elastic_running) return decisions;
   if (queue_policy_.FairShare()) {
     if (order_.empty()) return decisions;
@@ -129,21 +132,32 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
   const double min_run_s = queue_policy_.MinRunBeforePreemptionS();
   // Running jobs' GPUs and (preemptive policies) priority classes with the service attained by
   // `now`, and the GPUs of the jobs that may be preempted (they ran long enough), per class.
-  std::vector<int> running_gpus(running.size(), 0);
-  std::vector<int> running_class(running.size(), 0);
+  // With a caller's index they are read from it (the same figures, kept across passes), and the
+  // pass reads a running job only when it looks for victims.
+  std::vector<int> own_gpus;
+  std::vector<int> own_class;
   int max_running_class = -1;
-  std::map<int, int64_t> preemptible_gpus_of_class;
-  if (preemptive) {
+  std::map<int, int64_t> own_preemptible_gpus;
+  if (preemptive && index != nullptr) {
+    max_running_class = index->max_class();
+  } else if (preemptive) {
+    own_gpus.resize(running.size());
+    own_class.resize(running.size());
     for (size_t i = 0; i < running.size(); ++i) {
-      running_gpus[i] = GpusOf(running[i].placement);
+      own_gpus[i] = GpusOf(running[i].placement);
       const double ran_s = static_cast<double>(now - running[i].started_s);
-      running_class[i] = queue_policy_.PriorityClassAt(
-          running[i].job,
-          running[i].job.attained_gpu_s + static_cast<double>(running_gpus[i]) * ran_s);
-      max_running_class = std::max(max_running_class, running_class[i]);
-      if (ran_s >= min_run_s) preemptible_gpus_of_class[running_class[i]] += running_gpus[i];
+      own_class[i] = queue_policy_.PriorityClassAt(
+          running[i].job, running[i].job.attained_gpu_s + static_cast<double>(own_gpus[i]) * ran_s);
+      max_running_class = std::max(max_running_class, own_class[i]);
+      if (ran_s >= min_run_s) own_preemptible_gpus[own_class[i]] += own_gpus[i];
     }
   }
+  const std::map<int, int64_t>& preemptible_gpus_of_class =
+      index != nullptr ? index->preemptible_gpus_of_class() : own_preemptible_gpus;
+  auto running_gpus = [&](size_t i) { return index != nullptr ? index->gpus_of(i) : own_gpus[i]; };
+  auto running_class = [&](size_t i) {
+    return index != nullptr ? index->class_of(i) : own_class[i];
+  };
   // The preemption index: every running job that may be preempted (it has run long enough), in
   // the order victims are taken: lowest priority class first; within a class the job expected to
   // run longest (policies without estimates see NaN everywhere and fall through to the most
@@ -177,11 +191,11 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
   };
   auto extend_victim_index = [&](int job_class) {
     for (size_t i = 0; i < running.size(); ++i) {
-      if (running_class[i] > job_class && running_class[i] <= indexed_above &&
+      if (running_class(i) > job_class && running_class(i) <= indexed_above &&
           static_cast<double>(now - running[i].started_s) >= min_run_s) {
         const double est = running[i].job.estimate_s;
         victim_heap.push_back(VictimKey{
-            running_class[i],
+            running_class(i),
             std::isnan(est) ? HUGE_VAL : est - static_cast<double>(now - running[i].started_s),
             running[i].started_s, running[i].job.id, i});
       }
@@ -197,10 +211,10 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
       std::pop_heap(victim_heap.begin(), victim_heap.end(), comes_after);
       const size_t i = victim_heap.back().index;
       victim_heap.pop_back();
-      victim_gpus_before.push_back(victim_gpus_before.back() + running_gpus[i]);
+      victim_gpus_before.push_back(victim_gpus_before.back() + running_gpus(i));
       victim_order.push_back(i);
     }
-    if (k < victim_order.size() && running_class[victim_order[k]] > job_class) {
+    if (k < victim_order.size() && running_class(victim_order[k]) > job_class) {
       return victim_order[k];
     }
     return std::nullopt;

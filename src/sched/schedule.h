@@ -17,6 +17,7 @@
 #include "sched/placement_policy.h"
 #include "sched/queue_policy.h"
 #include "sched/queue_types.h"
+#include "sched/running_index.h"
 
 namespace gpufleet::sched {
 
@@ -78,9 +79,12 @@ class Scheduler {
   // one), every decision fits. Only the non-fair-share policies resize; under a fair-share
   // policy an elastic job starts and stays at its fewest.
   // With elastic jobs running, call it even when nothing waits: idle GPUs may be lent to them.
+  // `index`, if given, mirrors `running` and was advanced to `now` (`RunningIndex`): the pass
+  // then reads the running jobs' classes and GPUs from it instead of computing them (the same
+  // decisions, without a pass cost that grows with every running job).
   std::vector<Decision> Schedule(const core::ClusterSnapshot& cluster,
-                                 std::span<const RunningJob> running, int64_t now,
-                                 core::Rng& rng) const;
+                                 std::span<const RunningJob> running, int64_t now, core::Rng& rng,
+                                 const RunningIndex* index = nullptr) const;
 
   // A waiting job's place in the policy's order (public for the fair-share pass's helpers), and
   // two facts about it the pass reads often (neither changes while the job waits; not part of the

@@ -345,7 +345,15 @@ TEST(SchedulerPassTest, SkippingJobsOutOfReachDecidesWhatTheWholeQueueWalkDecide
         fast.PromoteStarved(now);
         reference.PromoteStarved(now);
         core::Rng rng_fast(seed), rng_reference(seed);
-        const auto got = fast.Schedule(cluster, running, now, rng_fast);
+        // The fast pass reads the running jobs from an index kept since each started (odd seeds)
+        // or computes them itself (even seeds).
+        RunningIndex index(*policy);
+        for (size_t i = 0; i < running.size(); ++i) {
+          index.Append(std::span(running).first(i + 1), running[i].started_s);
+        }
+        index.AdvanceTo(running, now);
+        const auto got =
+            fast.Schedule(cluster, running, now, rng_fast, seed % 2 == 1 ? &index : nullptr);
         const auto want = reference.Schedule(cluster, running, now, rng_reference);
         ASSERT_EQ(got.size(), want.size()) << "seed " << seed;
         for (size_t k = 0; k < got.size(); ++k) {

@@ -209,6 +209,9 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
   std::unordered_map<sched::JobId, double> attained;     // GPU-seconds of service so far
   std::vector<sched::RunningJob> running;
   std::unordered_map<sched::JobId, size_t> running_slot;
+  // The running jobs' classes and GPUs, kept as they start, stop and change class, so that a pass
+  // does not recompute them all (`running` and it change together).
+  sched::RunningIndex running_index(queue_policy);
   std::unordered_map<sched::JobId, Active> active;
   // Completions and priority-class changes of running jobs; an event whose epoch is not the
   // job's current run is stale (the job was preempted since) and is ignored.
@@ -291,6 +294,7 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
     running_slot[running.back().job.id] = slot;
     running[slot] = std::move(running.back());
     running.pop_back();
+    running_index.SwapRemove(slot);
     running_slot.erase(id);
     return ran;
   };
@@ -372,6 +376,7 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
     active.emplace(t.id, act);
     running_slot.emplace(t.id, running.size());
     running.push_back(std::move(r));
+    running_index.Append(running, now);
   };
   auto fleet_pending = [&] {
     return fleet && scheduler.waiting() > 0 && fleet->NextEventTime() != INT64_MAX;
@@ -411,6 +416,7 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
       if (fresh_policy &&
           fresh_policy->Learn(ranked_gpus, attained[ev.id] + act->second.gpus * last_run_s)) {
         scheduler.Rekey();
+        running_index.RecomputeAll(running, now);  // running jobs' classes changed too
       }
       log(now, "finish", ev.id, "");
       active.erase(act);
@@ -452,7 +458,8 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
     if (scheduler.waiting() > 0 || may_grow) {
       scheduler.PromoteStarved(now);
       ++result.scheduler_calls;
-      for (sched::Decision& d : scheduler.Schedule(cluster, running, now, rng)) {
+      running_index.AdvanceTo(running, now);
+      for (sched::Decision& d : scheduler.Schedule(cluster, running, now, rng, &running_index)) {
         const size_t i = index_of.at(d.job);
         const TraceJob& t = jobs[i];
         if (d.kind == sched::Decision::Kind::kPreempt) {
