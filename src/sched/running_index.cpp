@@ -20,13 +20,27 @@ int64_t SecondAtOrBefore(double t) {
 
 }  // namespace
 
+VictimRank RankAsVictim(const RunningJob& r) {
+  const double est = r.job.estimate_s;
+  return VictimRank{std::isnan(est) ? HUGE_VAL : est + static_cast<double>(r.started_s),
+                    r.started_s, r.job.id};
+}
+
 RunningIndex::RunningIndex(const QueuePolicy& policy)
     : policy_(policy), min_run_s_(policy.MinRunBeforePreemptionS()) {}
 
-void RunningIndex::Count(const Slot& s, int sign) {
+void RunningIndex::Count(size_t slot, int sign) {
+  const Slot& s = slots_[slot];
   if ((count_of_class_[s.cls] += sign) == 0) count_of_class_.erase(s.cls);
   if (s.preemptible) {
     if ((preemptible_gpus_[s.cls] += sign * s.gpus) == 0) preemptible_gpus_.erase(s.cls);
+    if (sign > 0) {
+      victims_[s.cls].insert(Victim{s.rank, slot});
+    } else {
+      auto it = victims_.find(s.cls);
+      GPUFLEET_CHECK(it != victims_.end() && it->second.erase(Victim{s.rank, slot}) == 1);
+      if (it->second.empty()) victims_.erase(it);
+    }
   }
   if (s.elastic) elastic_jobs_ += sign;
 }
@@ -36,8 +50,9 @@ void RunningIndex::Evaluate(std::span<const RunningJob> running, size_t slot, in
   Slot& s = slots_[slot];
   s.gpus = GpusOf(r.placement);
   s.elastic = IsElastic(r.job);
+  s.rank = RankAsVictim(r);
   const double ran_s = static_cast<double>(now - r.started_s);
-  s.preemptible = ran_s >= min_run_s_;
+  s.preemptible = policy_.Preemptive() && ran_s >= min_run_s_;
   s.check_s = kNever;
   s.eligible_s = kNever;
   if (!policy_.Preemptive()) {
@@ -72,15 +87,17 @@ void RunningIndex::Append(std::span<const RunningJob> running, int64_t now) {
   GPUFLEET_CHECK(running.size() == slots_.size() + 1);
   slots_.emplace_back();
   Evaluate(running, slots_.size() - 1, now);
-  Count(slots_.back(), +1);
+  Count(slots_.size() - 1, +1);
   Arm(slots_.size() - 1);
 }
 
 void RunningIndex::SwapRemove(size_t slot) {
   GPUFLEET_CHECK(slot < slots_.size());
-  Count(slots_[slot], -1);
+  Count(slot, -1);
   if (slot + 1 != slots_.size()) {
+    Count(slots_.size() - 1, -1);
     slots_[slot] = slots_.back();
+    Count(slot, +1);
     Arm(slot);  // its pending check named the last slot
   }
   slots_.pop_back();
@@ -90,9 +107,9 @@ void RunningIndex::RecomputeAll(std::span<const RunningJob> running, int64_t now
   GPUFLEET_CHECK(running.size() == slots_.size());
   checks_ = {};
   for (size_t i = 0; i < slots_.size(); ++i) {
-    Count(slots_[i], -1);
+    Count(i, -1);
     Evaluate(running, i, now);
-    Count(slots_[i], +1);
+    Count(i, +1);
     Arm(i);
   }
 }
@@ -105,9 +122,9 @@ void RunningIndex::AdvanceTo(std::span<const RunningJob> running, int64_t now) {
     const Check c = checks_.top();
     checks_.pop();
     if (c.slot >= slots_.size() || slots_[c.slot].stamp != c.stamp) continue;  // stale
-    Count(slots_[c.slot], -1);
+    Count(c.slot, -1);
     Evaluate(running, c.slot, now);
-    Count(slots_[c.slot], +1);
+    Count(c.slot, +1);
     Arm(c.slot);
   }
   // Stale checks pile up as jobs stop; rebuild the heap when they outnumber the live ones.

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <queue>
+#include <set>
 #include <span>
 #include <vector>
 
@@ -13,6 +14,23 @@
 #include "sched/queue_types.h"
 
 namespace gpufleet::sched {
+
+// Where a running job stands among the victims of its priority class: the one expected to end
+// last goes first (its estimated end, estimate + start; no estimate: never), then the most
+// recently started, then the largest id. Fixed for as long as the job runs, so an order of
+// running jobs kept across passes stays ordered.
+struct VictimRank {
+  double expected_end_s;
+  int64_t started_s;
+  JobId id;
+  // True if this job is taken before `o`.
+  bool operator<(const VictimRank& o) const {
+    if (expected_end_s != o.expected_end_s) return expected_end_s > o.expected_end_s;
+    if (started_s != o.started_s) return started_s > o.started_s;
+    return id > o.id;
+  }
+};
+VictimRank RankAsVictim(const RunningJob& r);
 
 // Slot i describes running[i] of the caller's list of running jobs, which it mirrors: the caller
 // calls `Append` after adding a job at the end, `SwapRemove` when it moves the last job into a
@@ -41,6 +59,14 @@ class RunningIndex {
   // GPUs of the jobs that may be preempted, by class (classes with none are absent).
   const std::map<int, int64_t>& preemptible_gpus_of_class() const { return preemptible_gpus_; }
   int64_t elastic_jobs() const { return elastic_jobs_; }
+  // The jobs that may be preempted, by class, each class in victim order (`VictimRank`).
+  struct Victim {
+    VictimRank rank;
+    size_t slot;
+    bool operator<(const Victim& o) const { return rank < o.rank; }
+  };
+  using VictimsByClass = std::map<int, std::set<Victim>>;
+  const VictimsByClass& victims_by_class() const { return victims_; }
 
  private:
   struct Slot {
@@ -48,6 +74,7 @@ class RunningIndex {
     int gpus = 0;
     bool preemptible = false;
     bool elastic = false;
+    VictimRank rank{};
     uint64_t stamp = 0;      // changes whenever the slot's checks are re-armed
     int64_t check_s = 0;     // when the class must be looked at again (INT64_MAX: never)
     int64_t eligible_s = 0;  // when it may be preempted (INT64_MAX: already may)
@@ -58,7 +85,8 @@ class RunningIndex {
     uint64_t stamp;
     bool operator>(const Check& o) const { return at > o.at; }
   };
-  void Count(const Slot& s, int sign);
+  // Adds slot `slot` to the figures (+1) or takes it out (-1).
+  void Count(size_t slot, int sign);
   // Recomputes slot `slot`'s class and eligibility at `now` and arms its next checks.
   void Evaluate(std::span<const RunningJob> running, size_t slot, int64_t now);
   void Arm(size_t slot);
@@ -68,6 +96,7 @@ class RunningIndex {
   std::vector<Slot> slots_;
   std::map<int, int64_t> count_of_class_;
   std::map<int, int64_t> preemptible_gpus_;
+  VictimsByClass victims_;
   int64_t elastic_jobs_ = 0;
   int64_t now_ = INT64_MIN;
   uint64_t next_stamp_ = 0;

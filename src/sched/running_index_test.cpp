@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <vector>
 
@@ -26,6 +28,7 @@ void ExpectMatchesAFullScan(const QueuePolicy& policy, const RunningIndex& index
   int max_class = -1;
   int64_t elastic = 0;
   std::map<int, int64_t> preemptible;
+  std::map<int, std::vector<size_t>> victims;  // in victim order, once sorted below
   for (size_t i = 0; i < running.size(); ++i) {
     const RunningJob& r = running[i];
     const int gpus = GpusOf(r.placement);
@@ -37,11 +40,23 @@ void ExpectMatchesAFullScan(const QueuePolicy& policy, const RunningIndex& index
     ASSERT_EQ(index.gpus_of(i), gpus);
     max_class = std::max(max_class, cls);
     elastic += IsElastic(r.job);
-    if (ran_s >= policy.MinRunBeforePreemptionS() && gpus > 0) preemptible[cls] += gpus;
+    if (policy.Preemptive() && ran_s >= policy.MinRunBeforePreemptionS()) {
+      if (gpus > 0) preemptible[cls] += gpus;
+      victims[cls].push_back(i);
+    }
   }
   EXPECT_EQ(index.max_class(), max_class) << "at " << now;
   EXPECT_EQ(index.elastic_jobs(), elastic);
   EXPECT_EQ(index.preemptible_gpus_of_class(), preemptible) << "at " << now;
+  ASSERT_EQ(index.victims_by_class().size(), victims.size());
+  for (auto& [cls, slots] : victims) {
+    std::sort(slots.begin(), slots.end(), [&](size_t a, size_t b) {
+      return RankAsVictim(running[a]) < RankAsVictim(running[b]);
+    });
+    std::vector<size_t> got;
+    for (const auto& v : index.victims_by_class().at(cls)) got.push_back(v.slot);
+    EXPECT_EQ(got, slots) << "class " << cls << " at " << now;
+  }
 }
 
 // Jobs start, stop and run across class thresholds (and, under gittins, the minimum run before
@@ -67,6 +82,7 @@ TEST(RunningIndexTest, SaysWhatAFullScanComputesAsJobsStartStopAndCrossClasses) 
         r.job = Gpus(id++, gpus, now);
         if (gpus > 1 && rng.Below(5) == 0) r.job.min_gpus = 1;
         r.job.attained_gpu_s = rng.Below(3) == 0 ? 1800.0 * rng.Below(100) : 0;
+        r.job.estimate_s = rng.Below(2) == 0 ? 600.0 * rng.Below(20) : std::nan("");
         r.started_s = now;
         r.placement = {{0, static_cast<core::GpuMask>((1u << gpus) - 1)}};
         running.push_back(r);

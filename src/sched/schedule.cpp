@@ -174,9 +174,7 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
   // One candidate's sort key, computed once rather than in every comparison.
   struct VictimKey {
     int cls;
-    double remaining;
-    int64_t started_s;
-    JobId id;
+    VictimRank rank;
     size_t index;
   };
   // Candidates indexed but not yet in victim_order, kept as a heap with the next victim on top:
@@ -185,32 +183,50 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
   std::vector<VictimKey> victim_heap;
   auto comes_after = [](const VictimKey& a, const VictimKey& b) {
     if (a.cls != b.cls) return a.cls < b.cls;
-    if (a.remaining != b.remaining) return a.remaining < b.remaining;
-    if (a.started_s != b.started_s) return a.started_s < b.started_s;
-    return a.id < b.id;
+    return b.rank < a.rank;
   };
   auto extend_victim_index = [&](int job_class) {
     for (size_t i = 0; i < running.size(); ++i) {
       if (running_class(i) > job_class && running_class(i) <= indexed_above &&
           static_cast<double>(now - running[i].started_s) >= min_run_s) {
-        const double est = running[i].job.estimate_s;
-        victim_heap.push_back(VictimKey{
-            running_class(i),
-            std::isnan(est) ? HUGE_VAL : est - static_cast<double>(now - running[i].started_s),
-            running[i].started_s, running[i].job.id, i});
+        victim_heap.push_back(VictimKey{running_class(i), RankAsVictim(running[i]), i});
       }
     }
     indexed_above = job_class;
     std::make_heap(victim_heap.begin(), victim_heap.end(), comes_after);
   };
+  // With a caller's index, the same order is already kept there, class by class: a cursor walks
+  // it from the lowest priority class, as far as plans read.
+  using VictimClasses = RunningIndex::VictimsByClass;
+  VictimClasses::const_reverse_iterator cursor_class;
+  std::set<RunningIndex::Victim>::const_iterator cursor;
+  if (index != nullptr) {
+    cursor_class = index->victims_by_class().crbegin();
+    if (cursor_class != index->victims_by_class().crend()) cursor = cursor_class->second.begin();
+  }
+  // The next victim a job of class `job_class` may take, taken off the index.
+  auto next_victim = [&](int job_class) -> std::optional<size_t> {
+    if (index != nullptr) {
+      const auto end = index->victims_by_class().crend();
+      while (cursor_class != end && cursor == cursor_class->second.end()) {
+        if (++cursor_class != end) cursor = cursor_class->second.begin();
+      }
+      if (cursor_class == end || cursor_class->first <= job_class) return std::nullopt;
+      return (cursor++)->slot;
+    }
+    if (victim_heap.empty() || victim_heap.front().cls <= job_class) return std::nullopt;
+    std::pop_heap(victim_heap.begin(), victim_heap.end(), comes_after);
+    const size_t i = victim_heap.back().index;
+    victim_heap.pop_back();
+    return i;
+  };
   // victim_order[k], ordered as far as k, if a job of class `job_class` may take it (its class is
   // above `job_class`); nullopt past the last such job.
   auto victim_at = [&](size_t k, int job_class) -> std::optional<size_t> {
-    while (victim_order.size() <= k && !victim_heap.empty() &&
-           victim_heap.front().cls > job_class) {
-      std::pop_heap(victim_heap.begin(), victim_heap.end(), comes_after);
-      const size_t i = victim_heap.back().index;
-      victim_heap.pop_back();
+    while (victim_order.size() <= k) {
+      const std::optional<size_t> next = next_victim(job_class);
+      if (!next) break;
+      const size_t i = *next;
       victim_gpus_before.push_back(victim_gpus_before.back() + running_gpus(i));
       victim_order.push_back(i);
     }
@@ -325,7 +341,7 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
         (!whole || reference_pass_ || reachable_gpus(job_class) >= least_gpus)) {
       // Preempt running jobs of strictly lower priority, in victim order, until the job fits;
       // preempt nobody if even all of them are not enough.
-      if (job_class < indexed_above) extend_victim_index(job_class);
+      if (index == nullptr && job_class < indexed_above) extend_victim_index(job_class);
       const size_t first = victims_taken;
       // Skipped where the plan must fail without placing anything: no candidates left (and, for
       // whole GPUs, not enough of them: `reachable_gpus` above).
