@@ -2,7 +2,9 @@
 // pending jobs in at most 100 ms), through the same Scheduler the controller calls:
 //  - BM_SchedulePass/<policy>/empty: the fleet idle, so the pass fills it (thousands of starts);
 //  - BM_SchedulePass/<policy>/busy: every GPU but 64 busy, the usual steady state, where a pass
-//    must find the few jobs that fit.
+//    must find the few jobs that fit;
+//  - BM_SchedulePass/<policy>/busy-indexed (preemptive policies): the same, with the running jobs
+//    read from a `RunningIndex` kept across passes, as the replay keeps one (built untimed).
 // Counters: the pass's decisions (starts and preemptions), and a hash of them (kind, job, node
 // and GPUs, in order) so that a change meant to keep every decision can be checked by comparing
 // the hash before and after. Peak RSS: /usr/bin/time -f %M on the benchmark.
@@ -16,6 +18,7 @@
 #include "core/rng.h"
 #include "sched/policy_registry.h"
 #include "sched/queue_policy.h"
+#include "sched/running_index.h"
 #include "sched/schedule.h"
 
 namespace {
@@ -39,7 +42,7 @@ std::vector<core::NodeSpec> Fleet() {
   return nodes;
 }
 
-void BM_SchedulePass(benchmark::State& state, std::string policy_name, bool busy) {
+void BM_SchedulePass(benchmark::State& state, std::string policy_name, bool busy, bool indexed) {
   auto policy = sched::MakeQueuePolicy(policy_name);
   auto placement = sched::MakePlacementPolicy("gpupacking");
   sched::Scheduler scheduler(*policy, *placement, /*allow_spread=*/false);
@@ -69,10 +72,16 @@ void BM_SchedulePass(benchmark::State& state, std::string policy_name, bool busy
       running.push_back(r);
     }
   }
+  sched::RunningIndex index(*policy);
+  for (size_t i = 0; i < running.size(); ++i) {
+    index.Append(std::span(running).first(i + 1), running[i].started_s);
+  }
+  index.AdvanceTo(running, 1000000);
   std::size_t started = 0;
   uint64_t hash = 0;
   for (auto _ : state) {
-    const auto decisions = scheduler.Schedule(cluster, running, 1000000, rng);
+    const auto decisions =
+        scheduler.Schedule(cluster, running, 1000000, rng, indexed ? &index : nullptr);
     started = decisions.size();
     benchmark::DoNotOptimize(decisions.data());
     state.PauseTiming();
@@ -93,12 +102,15 @@ void BM_SchedulePass(benchmark::State& state, std::string policy_name, bool busy
 }
 
 void Register() {
-  for (const char* policy : {"priority-backfill", "priority", "fifo", "tiresias", "las-qssf",
-                             "gittins", "fairshare"}) {
-    for (bool busy : {false, true}) {
-      benchmark::RegisterBenchmark(
-          (std::string("BM_SchedulePass/") + policy + (busy ? "/busy" : "/empty")).c_str(),
-          BM_SchedulePass, std::string(policy), busy)
+  for (const char* policy :
+       {"priority-backfill", "priority", "fifo", "tiresias", "las-qssf", "gittins", "fairshare"}) {
+    const bool preemptive = sched::MakeQueuePolicy(policy)->Preemptive();
+    for (const char* fleet : {"empty", "busy", "busy-indexed"}) {
+      const bool indexed = std::string(fleet) == "busy-indexed";
+      if (indexed && !preemptive) continue;
+      benchmark::RegisterBenchmark((std::string("BM_SchedulePass/") + policy + "/" + fleet).c_str(),
+                                   BM_SchedulePass, std::string(policy),
+                                   std::string(fleet) != "empty", indexed)
           ->Unit(benchmark::kMillisecond)
           ->Iterations(3);
     }

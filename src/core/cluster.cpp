@@ -1,5 +1,6 @@
 #include "core/cluster.h"
 
+#include <algorithm>
 #include <bit>
 #include <string>
 
@@ -56,6 +57,7 @@ ClusterSnapshot::ClusterSnapshot(std::vector<NodeSpec> nodes)
     Refresh(s);
     s.version = 1;
     total_gpu_milli_ += int64_t{spec.num_gpus} * kGpuMilli;
+    max_node_gpus_ = std::max(max_node_gpus_, spec.num_gpus);
   }
 }
 
@@ -66,7 +68,8 @@ ClusterSnapshot::ClusterSnapshot(const ClusterSnapshot& other)
       links_(other.links_),
       total_gpu_milli_(other.total_gpu_milli_),
       used_gpu_milli_(other.used_gpu_milli_),
-      free_whole_gpus_(other.free_whole_gpus_) {}
+      free_whole_gpus_(other.free_whole_gpus_),
+      max_node_gpus_(other.max_node_gpus_) {}
 
 ClusterSnapshot& ClusterSnapshot::operator=(const ClusterSnapshot& other) {
   if (this != &other) {
@@ -78,6 +81,7 @@ ClusterSnapshot& ClusterSnapshot::operator=(const ClusterSnapshot& other) {
     total_gpu_milli_ = other.total_gpu_milli_;
     used_gpu_milli_ = other.used_gpu_milli_;
     free_whole_gpus_ = other.free_whole_gpus_;
+    max_node_gpus_ = other.max_node_gpus_;
   }
   return *this;
 }

@@ -59,6 +59,8 @@ class ClusterSnapshot {
   // Whole GPUs free (all 1000 milli) over every node: the sum of `NodeState::full_free_gpus`,
   // kept as nodes change.
   int64_t free_whole_gpus() const { return free_whole_gpus_; }
+  // The most GPUs any one node has (0: no node has any).
+  int max_node_gpus() const { return max_node_gpus_; }
 
  private:
   void Refresh(NodeState& s);
@@ -74,6 +76,7 @@ class ClusterSnapshot {
   int64_t total_gpu_milli_ = 0;
   int64_t used_gpu_milli_ = 0;
   int64_t free_whole_gpus_ = 0;
+  int max_node_gpus_ = 0;
 };
 
 // Checks a node description: non-negative resources and 0..kMaxGpusPerNode GPUs.

@@ -47,9 +47,7 @@ std::optional<std::vector<Allocation>> PlaceGang(const core::ClusterSnapshot& cl
                                                  Placer& placer, const QueuedJob& job,
                                                  bool allow_spread, core::Rng& rng) {
   if (job.nodes > 1) return PlaceOnNodes(cluster, job);
-  int largest = 0;
-  for (const auto& s : cluster.states()) largest = std::max<int>(largest, s.num_gpus);
-  if (job.total_gpus <= largest || job.gpu_milli < core::kGpuMilli) {
+  if (job.total_gpus <= cluster.max_node_gpus() || job.gpu_milli < core::kGpuMilli) {
     if (auto one = placer.Choose(SliceSpec(job, job.total_gpus), rng)) {
       return std::vector<Allocation>{{one->node, one->gpus}};
     }
@@ -80,23 +78,24 @@ std::optional<std::vector<Allocation>> PlaceGang(const core::ClusterSnapshot& cl
   return placement;
 }
 
-std::optional<PreemptionPlan> PlanPreemption(
-    const core::ClusterSnapshot& work, const PlacementPolicy& placement_policy,
-    const QueuedJob& job, std::span<const RunningJob> running, std::span<const size_t> candidates,
-    const std::function<bool(size_t)>& may_take, bool allow_spread, core::Rng& rng) {
+std::optional<PreemptionPlan> PlanPreemption(core::ClusterSnapshot& work, Placer& placer,
+                                             const QueuedJob& job,
+                                             std::span<const RunningJob> running,
+                                             std::span<const size_t> candidates,
+                                             const std::function<bool(size_t)>& may_take,
+                                             bool allow_spread, core::Rng& rng) {
   return PlanPreemption(
-      work, placement_policy, job, running,
+      work, placer, job, running,
       [&](size_t k) { return k < candidates.size() ? std::optional(candidates[k]) : std::nullopt; },
       may_take, allow_spread, rng);
 }
 
 std::optional<PreemptionPlan> PlanPreemption(
-    const core::ClusterSnapshot& work, const PlacementPolicy& placement_policy,
-    const QueuedJob& job, std::span<const RunningJob> running,
+    core::ClusterSnapshot& work, Placer& placer, const QueuedJob& job,
+    std::span<const RunningJob> running,
     const std::function<std::optional<size_t>(size_t)>& candidate_at,
     const std::function<bool(size_t)>& may_take, bool allow_spread, core::Rng& rng) {
   PreemptionPlan plan;
-  plan.cluster = work;
   const bool whole = job.gpu_milli >= core::kGpuMilli;
   for (size_t k = 0;; ++k) {
     const std::optional<size_t> candidate = candidate_at(k);
@@ -104,15 +103,20 @@ std::optional<PreemptionPlan> PlanPreemption(
     const size_t i = *candidate;
     if (!may_take(i)) continue;
     for (const Allocation& a : running[i].placement) {
-      plan.cluster.Release(a.node, SliceSpec(running[i].job, core::GpuCount(a.gpus)), a.gpus);
+      work.Release(a.node, SliceSpec(running[i].job, core::GpuCount(a.gpus)), a.gpus);
     }
     plan.victims.push_back(i);
     // Cheap test before any placement work.
-    if (whole && plan.cluster.free_whole_gpus() < job.total_gpus) continue;
-    Placer placer(plan.cluster, placement_policy, std::span<const uint32_t>());
-    if (auto placement = PlaceGang(plan.cluster, placer, job, allow_spread, rng)) {
+    if (whole && work.free_whole_gpus() < job.total_gpus) continue;
+    if (auto placement = PlaceGang(work, placer, job, allow_spread, rng)) {
       plan.placement = std::move(*placement);
       return plan;
+    }
+  }
+  // No plan: the candidates go back.
+  for (const size_t i : plan.victims) {
+    for (const Allocation& a : running[i].placement) {
+      work.Allocate(a.node, SliceSpec(running[i].job, core::GpuCount(a.gpus)), a.gpus);
     }
   }
   return std::nullopt;

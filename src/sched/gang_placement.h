@@ -28,23 +28,28 @@ std::optional<std::vector<Allocation>> PlaceGang(const core::ClusterSnapshot& cl
 struct PreemptionPlan {
   std::vector<Allocation> placement;  // where the job goes once the victims have stopped
   std::vector<size_t> victims;        // indices into `running`, in the order taken
-  core::ClusterSnapshot cluster;      // `work` without the victims (the job not yet added)
 };
 
-// Takes `candidates` (indices into `running`, in preference order) off a copy of `work` one at a
-// time, skipping those `may_take` refuses, until `job` can be placed; nothing (and nobody
-// preempted) when even all of them are not enough. Shared by every preemptive policy so that
-// victim selection differs only in the candidates' order and the veto.
-std::optional<PreemptionPlan> PlanPreemption(
-    const core::ClusterSnapshot& work, const PlacementPolicy& placement_policy,
-    const QueuedJob& job, std::span<const RunningJob> running, std::span<const size_t> candidates,
-    const std::function<bool(size_t)>& may_take, bool allow_spread, core::Rng& rng);
+// Takes `candidates` (indices into `running`, in preference order) off `work` itself one at a
+// time, skipping those `may_take` refuses, until `job` can be placed. With a plan, `work` is left
+// without the victims (the job not yet added); without one (nobody preempted: even all of them
+// are not enough), every candidate taken is put back, so `work` holds what it held. `placer` must
+// be bound to `work`: it follows the changes through the change journal, so a plan costs the
+// nodes it touches rather than a copy of the cluster and a placer built from scratch. Shared by
+// every preemptive policy so that victim selection differs only in the candidates' order and
+// the veto.
+std::optional<PreemptionPlan> PlanPreemption(core::ClusterSnapshot& work, Placer& placer,
+                                             const QueuedJob& job,
+                                             std::span<const RunningJob> running,
+                                             std::span<const size_t> candidates,
+                                             const std::function<bool(size_t)>& may_take,
+                                             bool allow_spread, core::Rng& rng);
 // The same, with the candidates produced as they are needed: `candidate_at(k)` is the k-th (k
 // counts up from 0, each asked at most once), nullopt past the last. A caller that orders its
 // candidates lazily pays only for those the plan reads.
 std::optional<PreemptionPlan> PlanPreemption(
-    const core::ClusterSnapshot& work, const PlacementPolicy& placement_policy,
-    const QueuedJob& job, std::span<const RunningJob> running,
+    core::ClusterSnapshot& work, Placer& placer, const QueuedJob& job,
+    std::span<const RunningJob> running,
     const std::function<std::optional<size_t>(size_t)>& candidate_at,
     const std::function<bool(size_t)>& may_take, bool allow_spread, core::Rng& rng);
 

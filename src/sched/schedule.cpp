@@ -350,13 +350,12 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
         // A job resized in this pass is not preempted in it too. An elastic job preempts only
         // for its fewest GPUs (it may grow later into what is idle).
         plan = PlanPreemption(
-            work, placement_policy_, elastic ? SizedTo(job, least_gpus) : job, running,
+            work, placer, elastic ? SizedTo(job, least_gpus) : job, running,
             [&](size_t k) { return victim_at(first + k, job_class); },
             [&](size_t i) { return views.empty() || !views[i].touched; }, allow_spread_, rng);
       }
       if (plan) {
-        // The victims' resources are released on `work` itself (the plan's copy ends in the same
-        // state), so the placer follows them through the change journal and keeps its rankings.
+        // The victims' resources were released on `work` itself.
         for (size_t i : plan->victims) {
           // Victims come in index order; the only ones skipped were resized in this pass.
           while (victims_taken < victim_order.size() && victim_order[victims_taken] != i) {
@@ -366,9 +365,6 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
           GPUFLEET_CHECK(victims_taken < victim_order.size());
           ++victims_taken;
           if (!views.empty()) views[i].touched = true;
-          for (const Allocation& a : running[i].placement) {
-            work.Release(a.node, SliceSpec(running[i].job, core::GpuCount(a.gpus)), a.gpus);
-          }
           decisions.push_back(
               Decision{Decision::Kind::kPreempt, running[i].job.id, running[i].placement});
         }

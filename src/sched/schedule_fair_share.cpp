@@ -91,7 +91,7 @@ std::vector<Decision> Scheduler::ScheduleFairShare(const core::ClusterSnapshot& 
   };
 
   core::ClusterSnapshot work = cluster;
-  std::optional<Placer> placer(std::in_place, work, placement_policy_, std::span<const uint32_t>());
+  Placer placer(work, placement_policy_, std::span<const uint32_t>());
   std::vector<char> preempted(running.size(), 0);
   auto free_gpus = [&] {
     int64_t free = 0;
@@ -119,7 +119,7 @@ std::vector<Decision> Scheduler::ScheduleFairShare(const core::ClusterSnapshot& 
     const bool whole = job.gpu_milli >= core::kGpuMilli;
     std::optional<std::vector<Allocation>> placement;
     if (!whole || job.total_gpus <= free_gpus()) {
-      placement = PlaceGang(work, *placer, job, allow_spread_, rng);
+      placement = PlaceGang(work, placer, job, allow_spread_, rng);
     }
     // Reclaim: a queue that stays within its quota with this job takes lent GPUs back from
     // queues above theirs, the most recently started jobs first.
@@ -146,12 +146,9 @@ std::vector<Decision> Scheduler::ScheduleFairShare(const core::ClusterSnapshot& 
         it->second -= JobGpus(running[i].job);
         return true;
       };
-      auto plan = PlanPreemption(work, placement_policy_, job, running, candidates, still_borrowing,
+      auto plan = PlanPreemption(work, placer, job, running, candidates, still_borrowing,
                                  allow_spread_, rng);
       if (plan) {
-        placer.reset();
-        work = std::move(plan->cluster);
-        placer.emplace(work, placement_policy_, std::span<const uint32_t>());
         for (size_t i : plan->victims) {
           preempted[i] = 1;
           Add(queues.at(running[i].job.queue), AsHeld(running[i]), -1);
