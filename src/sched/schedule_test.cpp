@@ -6,6 +6,8 @@
 #include <bit>
 #include <cmath>
 
+#include "sched/gang_placement.h"
+#include "sched/placer.h"
 #include "sched/policy_registry.h"
 #include "testing/builders.h"
 
@@ -205,6 +207,82 @@ std::vector<RunningJob> FillRandomly(core::ClusterSnapshot& cluster, core::Rng& 
     }
   }
   return running;
+}
+
+// A plan works on the pass's own cluster: with a plan, the victims are off it; without one
+// (even every candidate is not enough), every candidate taken is back, so what is free is what
+// was free, and the placer bound to it still places as a new one would.
+TEST(PreemptionPlanTest, LeavesTheClusterWithoutTheVictimsOrAsItWas) {
+  const int64_t now = 2000000;
+  auto placement = MakePlacementPolicy("bestfit");
+  int planned = 0, refused = 0;
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    core::Rng gen(seed);
+    core::ClusterSnapshot cluster(test::Replicate(Node().Gpus(8), 4));
+    const std::vector<RunningJob> running =
+        FillRandomly(cluster, gen, now, /*leave_free=*/false, /*elastic=*/false);
+    const core::ClusterSnapshot before = cluster;
+    Placer placer(cluster, *placement, std::span<const uint32_t>());
+    std::vector<size_t> candidates;
+    for (size_t i = 0; i < running.size(); ++i) candidates.push_back(i);
+    // Even seeds: every job off nodes 1..3 may be taken, so a whole node can be freed. Odd seeds:
+    // the first job of every node stays, so none can.
+    std::vector<char> refused_job(running.size(), 0);
+    for (size_t i = 0; i < running.size(); ++i) {
+      const int node = running[i].placement[0].node;
+      refused_job[i] =
+          seed % 2 == 0 ? node == 0 : i == 0 || running[i - 1].placement[0].node != node;
+    }
+    auto may_take = [&](size_t i) { return refused_job[i] == 0; };
+    const QueuedJob big = Gpus(1, 8, 0);
+    core::Rng rng(seed);
+    const auto none =
+        PlanPreemption(cluster, placer, big, running, candidates, may_take, false, rng);
+    int64_t whole_free_without_all = 0;
+    {
+      core::ClusterSnapshot all = before;
+      for (size_t i : candidates) {
+        if (!may_take(i)) continue;
+        for (const Allocation& a : running[i].placement) {
+          all.Release(a.node, SliceSpec(running[i].job, core::GpuCount(a.gpus)), a.gpus);
+        }
+      }
+      whole_free_without_all = all.free_whole_gpus();
+      Placer fresh(all, *placement, std::span<const uint32_t>());
+      core::Rng r(seed);
+      // Whether a plan was possible, computed independently.
+      EXPECT_EQ(none.has_value(), PlaceGang(all, fresh, big, false, r).has_value());
+    }
+    ++(none ? planned : refused);
+    if (!none) {
+      for (int n = 0; n < cluster.size(); ++n) {
+        EXPECT_EQ(cluster.state(n).gpu_free, before.state(n).gpu_free) << "seed " << seed;
+        EXPECT_EQ(cluster.state(n).cpu_free, before.state(n).cpu_free);
+      }
+      EXPECT_EQ(cluster.used_gpu_milli(), before.used_gpu_milli());
+      EXPECT_EQ(cluster.free_whole_gpus(), before.free_whole_gpus());
+    } else {
+      int64_t victim_gpus = 0;
+      for (size_t i : none->victims) victim_gpus += GpusOf(running[i].placement);
+      EXPECT_EQ(cluster.free_whole_gpus(), before.free_whole_gpus() + victim_gpus);
+      EXPECT_LE(cluster.free_whole_gpus(), whole_free_without_all);
+    }
+    // A share of one GPU always finds room once one job is off: the same placer, after the
+    // put-back, places as a new placer on the same state does.
+    QueuedJob share = Gpus(2, 1, 0);
+    share.gpu_milli = 500;
+    core::Rng r1(seed), r2(seed);
+    const auto plan = PlanPreemption(
+        cluster, placer, share, running, candidates, [](size_t) { return true; }, false, r1);
+    ASSERT_TRUE(plan.has_value());
+    Placer fresh(cluster, *placement, std::span<const uint32_t>());
+    const auto again = PlaceGang(cluster, fresh, share, false, r2);
+    ASSERT_TRUE(again.has_value());
+    EXPECT_EQ(plan->placement[0].node, (*again)[0].node);
+    EXPECT_EQ(plan->placement[0].gpus, (*again)[0].gpus);
+  }
+  EXPECT_GT(planned, 0) << "some seeds should make a plan";
+  EXPECT_GT(refused, 0) << "some seeds should find none";
 }
 
 // The preemption index must take victims as the per-job scan it replaced did: only jobs of a
