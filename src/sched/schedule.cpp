@@ -159,14 +159,15 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
     return index != nullptr ? index->class_of(i) : own_class[i];
   };
   // The preemption index: every running job that may be preempted (it has run long enough), in
-  // the order victims are taken: lowest priority class first; within a class the job expected to
-  // run longest (policies without estimates see NaN everywhere and fall through to the most
-  // recently started). A waiting job of class c may take the jobs of classes above c: a
-  // contiguous run of this order. Victims are always taken from its front, so the jobs preempted
-  // in this pass are exactly victim_order[0, victims_taken): no running job is scanned twice.
-  // Built as waiting jobs need it, for the classes they may take: most passes preempt nobody, and
-  // a job of class c needs only the jobs above c. Jobs of lower classes sort after every job
-  // already indexed, so extending the index to them appends and keeps the taken prefix.
+  // the order victims are taken: lowest priority class first; within a class `VictimRank`'s
+  // order (the job expected to end last first; policies without estimates see NaN everywhere and
+  // fall through to the most recently started). A waiting job of class c may take the jobs of
+  // classes above c: a contiguous run of this order. Victims are always taken from its front, so
+  // the jobs preempted in this pass are exactly victim_order[0, victims_taken): no running job is
+  // scanned twice. Without a caller's `RunningIndex`, built as waiting jobs need it, for the
+  // classes they may take: most passes preempt nobody, and a job of class c needs only the jobs
+  // above c. Jobs of lower classes sort after every job already indexed, so extending the index
+  // to them appends and keeps the taken prefix. With one, read from it as far as plans read.
   std::vector<size_t> victim_order;
   std::vector<int64_t> victim_gpus_before{0};  // GPUs held by victim_order[0, k), at index k
   size_t victims_taken = 0;
