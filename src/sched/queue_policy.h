@@ -53,8 +53,9 @@ class QueuePolicy {
   // `job`'s priority class with the service it has attained.
   int PriorityClass(const QueuedJob& job) const { return PriorityClassAt(job, job.attained_gpu_s); }
   // The attained GPU-seconds at which `job`, having attained `attained_gpu_s`, changes priority
-  // class next (infinity: never). The simulator wakes the scheduler at that moment, so crossings
-  // are events, not ticks.
+  // class next (infinity: never); until then `PriorityClassAt` must give the same class. The
+  // simulator wakes the scheduler at that moment, so crossings are events, not ticks, and its
+  // `RunningIndex` recomputes a running job's class only then.
   virtual double NextClassChange(const QueuedJob& /*job*/, double /*attained_gpu_s*/) const {
     return HUGE_VAL;
   }

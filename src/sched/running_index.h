@@ -40,7 +40,9 @@ VictimRank RankAsVictim(const RunningJob& r);
 // and "may be preempted" is exactly "ran at least `MinRunBeforePreemptionS`". A class is recomputed
 // only when the service could have crossed the policy's next class change (`NextClassChange`,
 // checked a second early, so rounding never lets a crossing slip by), so a pass costs
-// O(changes × log R), not O(R). Pure: `now` is the caller's.
+// O(changes × log R), not O(R). Pure: `now` is the caller's. It relies on the policy's contract
+// that a job's class stays put until its service reaches `NextClassChange` (and changes otherwise
+// only when `Learn` returns true): a policy that breaks it would be read stale here.
 class RunningIndex {
  public:
   explicit RunningIndex(const QueuePolicy& policy);
