@@ -237,7 +237,6 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
     if (at < finish_s) events.push(Event{at, 1, id, epoch});
   };
   int64_t epoch_counter = 0;
-  int64_t elastic_running = 0;  // elastic jobs running now
   std::set<int64_t> wakes;      // times already scheduled to wake the scheduler for promotions
   auto log = [&](int64_t t, const char* what, sched::JobId id, const std::string& extra) {
     if (!log_decisions) return;
@@ -315,7 +314,6 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
     lost_gpu_s += static_cast<double>(act.gpus) * (ran - kept + config.preemption_overhead_s);
     ++jobs_interrupted;
     active.erase(id);
-    if (IsElastic(t)) --elastic_running;
     log(now, "interrupt", id, "");
     enqueue(t, now);
   };
@@ -332,7 +330,6 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
     moved_lost_gpu_s += static_cast<double>(act.gpus) * config.preemption_overhead_s;
     ++jobs_moved;
     active.erase(id);
-    if (IsElastic(t)) --elastic_running;
     log(now, "move", id, "");
     enqueue(t, now);
   };
@@ -407,7 +404,6 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
       }
       const double last_run_s = stop(ev.id, now);
       const TraceJob& finished = jobs[index_of.at(ev.id)];
-      if (IsElastic(finished)) --elastic_running;
       JobOutcome& done = result.jobs[index_of.at(ev.id)];
       done.finish_s = now;
       predictor.Observe(done.vc, done.num_gpus, static_cast<double>(done.duration_s));
@@ -454,7 +450,7 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
     }
     // With elastic jobs running, idle GPUs may be lent to them: the scheduler is asked then too.
     const bool may_grow =
-        elastic_running > 0 && cluster.used_gpu_milli() < cluster.total_gpu_milli();
+        running_index.elastic_jobs() > 0 && cluster.used_gpu_milli() < cluster.total_gpu_milli();
     if (scheduler.waiting() > 0 || may_grow) {
       scheduler.PromoteStarved(now);
       ++result.scheduler_calls;
@@ -470,7 +466,6 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
               std::max(0.0, act.remaining - ran * act.rate) + config.preemption_overhead_s;
           attained[t.id] += static_cast<double>(act.gpus) * ran;
           active.erase(t.id);
-          if (IsElastic(t)) --elastic_running;
           ++result.preemptions;
           log(now, "preempt", t.id, "");
           enqueue(t, now);
@@ -496,7 +491,6 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
         scheduler.Remove(t.id);
         waiting_jobs.erase(t.id);
         if (result.jobs[i].start_s < 0) result.jobs[i].start_s = now;
-        if (IsElastic(t)) ++elastic_running;
         launch(t, std::move(job), std::move(d.placement), now, "start");
       }
     }
