@@ -89,7 +89,12 @@ uint32_t Placer::StateId(int node, const core::NodeState& s) {
   if (state_version_[node] == s.version) return state_id_[node];
   // Bounded: a long-lived Placer forgets old states rather than growing without limit. Ids are
   // reissued from zero, so every score learned under the old ids goes too.
-  if (state_ids_.size() >= (1u << 20)) ForgetStates();
+  if (state_ids_.size() >= (1u << 20)) {
+    state_ids_.clear();
+    memo_.Clear();
+    state_term_.clear();
+    std::fill(state_version_.begin(), state_version_.end(), 0u);
+  }
   StateKey key{s.num_gpus, s.model, s.job_classes, s.cpu_free, s.memory_free, s.gpu_free};
   const uint32_t id = state_ids_.Intern(key);
   state_version_[node] = s.version;
@@ -97,25 +102,13 @@ uint32_t Placer::StateId(int node, const core::NodeState& s) {
   return id;
 }
 
-void Placer::ForgetScores() {
-  for (ShapeState& st : shapes_) st.memo.Clear();
-  memo_entries_ = 0;
-}
-
-void Placer::ForgetStates() {
-  state_ids_.clear();
-  ForgetScores();
-  state_term_.clear();
-  std::fill(state_version_.begin(), state_version_.end(), 0u);
-}
-
 double Placer::PureScore(int shape, int node, const core::NodeState& s, const core::JobSpec& job,
                          core::Rng& rng) {
-  const uint32_t id = StateId(node, s);
-  ScoreMemo& memo = shapes_[shape].memo;
-  if (const double* known = memo.Find(id)) return *known;
+  const uint64_t key = uint64_t{static_cast<uint32_t>(shape)} << 32 | StateId(node, s);
+  if (const double* known = memo_.Find(key)) return *known;
   double score;
   if (has_state_term_) {  // the policy's per-state figure, once per distinct state
+    const uint32_t id = static_cast<uint32_t>(key);
     if (id >= state_term_.size()) state_term_.resize(id + 1, kUnknownTerm);
     double& term = state_term_[id];
     if (std::isnan(term)) term = policy_.StateTerm(s);
@@ -126,9 +119,8 @@ double Placer::PureScore(int shape, int node, const core::NodeState& s, const co
   // The heap order needs comparable scores; a pure policy that returns NaN is a bug.
   GPUFLEET_CHECK(!std::isnan(score));
   ++scores_computed_;
-  if (memo_entries_ >= (1u << 20)) ForgetScores();  // bounded (32 MiB in all), like the states
-  memo.Insert(id, score);
-  ++memo_entries_;
+  if (memo_.size() >= (1u << 20)) memo_.Clear();  // bounded (32 MiB), like the state ids
+  memo_.Insert(key, score);
   return score;
 }
 

@@ -85,10 +85,6 @@ class Placer {
     using Ranking = std::variant<NodeRankHeap, NodeRankBuckets>;
     Ranking ranking;
     size_t journal_read = 0;  // how much of the change journal is applied
-    // This shape's score per state id. One table per shape rather than one keyed by (shape, state)
-    // for every shape: a re-rank reads only its own shape's scores, so a frequent shape's few
-    // thousand entries share cache lines with each other instead of with every rare shape's.
-    ScoreMemo memo;
   };
 
   // Applies the snapshot's new journal entries to the recency list.
@@ -96,10 +92,6 @@ class Placer {
 
   // The id of node `node`'s current state, shared by identical states.
   uint32_t StateId(int node, const core::NodeState& s);
-  // Forgets every shape's memo of scores.
-  void ForgetScores();
-  // Forgets every state id and every score learned under them.
-  void ForgetStates();
   // The score of `job` (shape `shape`) on node `node`, computed once per distinct state.
   double PureScore(int shape, int node, const core::NodeState& s, const core::JobSpec& job,
                    core::Rng& rng);
@@ -123,7 +115,7 @@ class Placer {
   std::vector<uint32_t> state_version_;
   std::vector<uint32_t> state_id_;
   FlatInterner<StateKey, StateKeyHash> state_ids_;
-  size_t memo_entries_ = 0;  // scores held in all shapes' memos together
+  ScoreMemo memo_;  // score per (shape, state id)
   // The policy's StateTerm per state id (kUnknownTerm: not computed yet).
   static constexpr double kUnknownTerm = std::numeric_limits<double>::quiet_NaN();
   std::vector<double> state_term_;

@@ -50,7 +50,7 @@ class ScoreMemo {
   }
   void Grow() {
     std::vector<Slot> old = std::move(slots_);
-    slots_.assign(old.empty() ? 64 : old.size() * 2, Slot{});
+    slots_.assign(old.empty() ? 1024 : old.size() * 2, Slot{});
     mask_ = slots_.size() - 1;
     shift_ = 64 - std::countr_zero(slots_.size());
     size_ = 0;
