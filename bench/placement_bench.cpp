@@ -55,6 +55,7 @@ void RunOnce(benchmark::State& state, const Loaded& data, const std::string& pol
     return;
   }
   int64_t scores = 0;
+  int64_t reranked = 0;
   for (auto _ : state) {
     // A fresh policy every iteration, as every run of the process has: a policy may keep caches
     // (FGD memoizes fragmentation), and one warm from the last iteration would flatter the time.
@@ -67,10 +68,12 @@ void RunOnce(benchmark::State& state, const Loaded& data, const std::string& pol
     auto curves = sim::SummarizeCurves(run, 130);
     benchmark::DoNotOptimize(curves.allocation.data());
     scores = run.scores_computed;
+    reranked = run.nodes_reranked;
   }
   state.counters["pods"] = static_cast<double>(data.order.pods.size());
   state.counters["nodes"] = static_cast<double>(data.workload.nodes.size());
   state.counters["scores_computed"] = static_cast<double>(scores);
+  state.counters["nodes_reranked"] = static_cast<double>(reranked);
 }
 
 void BM_OpenbDefault(benchmark::State& state, std::string policy) {

@@ -192,10 +192,13 @@ std::optional<Placement> Placer::ChoosePure(const core::JobSpec& job, core::Rng&
     if (auto* heap = std::get_if<NodeRankHeap>(&st.ranking)) heap->Heapify();
   } else {
     // Each node changed since this shape last looked, once, newest first.
+    int64_t walked = 0;
     for (int node = newest_; node >= 0 && changed_at_[node] > st.journal_read;
          node = older_[node]) {
       Rerank(st, shape, node, job, rng);
+      ++walked;
     }
+    nodes_reranked_ += walked;
   }
   st.journal_read = synced_;
   return std::visit(

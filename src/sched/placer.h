@@ -47,6 +47,9 @@ class Placer {
 
   // How many node scores were computed rather than reused (for benchmarks).
   int64_t scores_computed() const { return scores_computed_; }
+  // How many times a shape looked again at a node that changed since it last placed a job (for
+  // benchmarks): the work that grows with the cluster, beside the first look of each new shape.
+  int64_t nodes_reranked() const { return nodes_reranked_; }
 
  private:
   struct ShapeKey {
@@ -128,6 +131,7 @@ class Placer {
   int newest_ = -1;
   size_t synced_ = 0;  // journal entries applied to the list
   int64_t scores_computed_ = 0;
+  int64_t nodes_reranked_ = 0;
 };
 
 }  // namespace gpufleet::sched

@@ -116,6 +116,7 @@ PlacementRun RunPlacement(const OpenbWorkload& workload, const PlacementOrder& o
     run.frag_ratio.push_back(PythonRound2(frag));
   }
   run.scores_computed = placer.scores_computed();
+  run.nodes_reranked = placer.nodes_reranked();
   return run;
 }
 

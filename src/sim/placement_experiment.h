@@ -32,6 +32,7 @@ struct PlacementRun {
   int failed = 0;
   int64_t capacity_milli = 0;
   int64_t scores_computed = 0;
+  int64_t nodes_reranked = 0;  // Placer::nodes_reranked
 };
 
 // Prepares `policy` as the controller prepares it live: with the workload's profile and with the
