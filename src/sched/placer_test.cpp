@@ -249,6 +249,32 @@ TEST(PlacerTest, IncrementalRankingMatchesABruteForceScanOnALargeCluster) {
   ExpectScanDecisions(MostlyWholePolicy());
 }
 
+TEST(PlacerTest, LooksAgainOnlyAtNodesChangedSinceTheShapeLastLookedEachOnce) {
+  ClusterSnapshot c(test::Replicate(Node().Gpus(8), 6));
+  auto bestfit = MakePlacementPolicy("bestfit");
+  core::Rng rng(0);
+  Placer placer(c, *bestfit, {});
+  const JobSpec one = Job().Gpus(1);
+  const JobSpec two = Job().Gpus(2);
+  ASSERT_TRUE(placer.Choose(one, rng));
+  ASSERT_TRUE(placer.Choose(two, rng));
+  EXPECT_EQ(placer.nodes_reranked(), 0);  // a new shape's first look is not a re-rank
+  // Three changes on node 1 and one on node 4 since either shape looked.
+  c.Allocate(1, one, 0b1);
+  c.Allocate(1, one, 0b10);
+  c.Allocate(1, two, 0b1100);
+  c.Allocate(4, one, 0b1);
+  ASSERT_TRUE(placer.Choose(one, rng));
+  EXPECT_EQ(placer.nodes_reranked(), 2);  // nodes 1 and 4, once each
+  ASSERT_TRUE(placer.Choose(one, rng));
+  EXPECT_EQ(placer.nodes_reranked(), 2);  // nothing changed since
+  c.Release(4, one, 0b1);
+  ASSERT_TRUE(placer.Choose(two, rng));
+  EXPECT_EQ(placer.nodes_reranked(), 4);  // shape two last looked before all five changes
+  ASSERT_TRUE(placer.Choose(one, rng));
+  EXPECT_EQ(placer.nodes_reranked(), 5);  // shape one: node 4 only
+}
+
 TEST(ScoreMemoTest, FindsWhatWasInsertedThroughGrowthAndCollisions) {
   ScoreMemo memo;
   EXPECT_EQ(memo.Find(7), nullptr);
