@@ -634,6 +634,63 @@ TEST_F(ControllerTest, AnElasticJobsServiceCountsTheGpusItHeldNotItsMost) {
   EXPECT_EQ(Controller::ServiceAtSuccess(cpu_only, 10), 0.0);
 }
 
+// The live controller learns gittins' tables from the jobs that succeed, as the replay does, and a
+// restarted one learns them again from the store's history: what they learned orders the queue.
+// Here 2-GPU jobs have needed 1,200 GPU-seconds and 1-GPU jobs 30, so a 1-GPU job queued after a
+// 2-GPU one goes first; with nothing learned the two are alike and the first queued goes first.
+TEST_F(ControllerTest, GittinsLearnsFromJobsThatSucceededAndARestartLearnsItAgain) {
+  ControllerOptions options;
+  options.queue_policy = "gittins";
+  FakeAgent a("a", 2);
+  // Two jobs queued while a third holds both GPUs, then that one ends: which of the two starts?
+  // True when the 1-GPU job, queued second, starts (and the 2-GPU one waits).
+  auto one_gpu_job_goes_first = [&] {
+    const int64_t blocker = Submit(2);
+    Step({&a});
+    EXPECT_EQ(Job(blocker).state, store::JobState::kRunning);
+    const int64_t two = Submit(2);
+    const int64_t one = Submit(1);
+    Step({&a});
+    EXPECT_EQ(Job(two).state, store::JobState::kPending);
+    EXPECT_EQ(Job(one).state, store::JobState::kPending);
+    // Cancelled rather than succeeded, so that it teaches gittins nothing itself.
+    EXPECT_TRUE(ctl_->Cancel(blocker, now_ms_).ok());
+    Step({&a});
+    Step({&a});
+    EXPECT_EQ(Job(blocker).state, store::JobState::kCancelled);
+    const bool one_first = Job(one).state == store::JobState::kRunning;
+    EXPECT_NE(one_first, Job(two).state == store::JobState::kRunning) << "exactly one starts";
+    for (const int64_t id : {one, two}) EXPECT_TRUE(ctl_->Cancel(id, now_ms_).ok());
+    Step({&a});
+    Step({&a});
+    EXPECT_EQ(Job(one).state, store::JobState::kCancelled);
+    EXPECT_EQ(Job(two).state, store::JobState::kCancelled);
+    return one_first;
+  };
+  Make(options);
+  ASSERT_TRUE(a.Beat(*ctl_, now_ms_).ok());
+  EXPECT_FALSE(one_gpu_job_goes_first()) << "nothing learned yet: first queued, first started";
+  // 30 jobs of each size succeed (a size gets its own table at 30): 2 GPUs for 600 s each, then
+  // 1 GPU for 30 s each.
+  for (const auto& [gpus, seconds] : {std::pair{2, 600}, std::pair{1, 30}}) {
+    for (int i = 0; i < 30; ++i) {
+      const int64_t id = Submit(gpus);
+      Step({&a});
+      ASSERT_EQ(Job(id).state, store::JobState::kRunning);
+      now_ms_ += seconds * 1000;
+      ASSERT_TRUE(a.Beat(*ctl_, now_ms_).ok());  // the lease holds across the jump
+      a.End(id, 0);
+      Step({&a});
+      ASSERT_EQ(Job(id).state, store::JobState::kSucceeded);
+    }
+  }
+  EXPECT_TRUE(one_gpu_job_goes_first()) << "learned: the job expected to need less goes first";
+  // A new controller on the same store learns the same from the history it recovers.
+  Make(options);
+  ASSERT_TRUE(a.Beat(*ctl_, now_ms_).ok());
+  EXPECT_TRUE(one_gpu_job_goes_first()) << "relearned after a restart";
+}
+
 // Stop writes every running job's usage series so far: before, the minutes since its last flush
 // (up to usage_flush_ms) were lost, though a restarted controller resumes the series it finds.
 TEST_F(ControllerTest, StopWritesEveryRunningJobsUsageSeriesSoFar) {
