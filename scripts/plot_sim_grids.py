@@ -143,8 +143,9 @@ def queue_plots(folder):
                 got = seeds.get((point, seed))
                 if got:
                     color, shape = STYLE["other seeds"]
+                    # Beside the seed-202 dots rather than on top of them.
                     plot.dot(i, float(got["gittins"][metric]) / float(got["tiresias"][metric]),
-                             color, shape, 6)
+                             color, shape, 11 if metric == "avg_jct_h" else 6)
         legend = [(p, STYLE[p]) for p in (["qssf", "las-qssf"] if metric == "avg_jct_h" else [])]
         legend += [("gittins", STYLE["gittins"]), ("gittins, seeds 303-606", STYLE["other seeds"])]
         svg = plot.render([0.25, 0.5, 0.75, 1, 1.5, 2, 2.5], 1, legend, groups)
