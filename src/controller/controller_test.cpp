@@ -638,8 +638,9 @@ TEST_F(ControllerTest, AnElasticJobsServiceCountsTheGpusItHeldNotItsMost) {
 // restarted one learns them again from the store's history: what they learned orders the queue.
 // Here 2-GPU jobs have needed 1,200 GPU-seconds and 1-GPU jobs 30, so a 1-GPU job queued after a
 // 2-GPU one goes first; with nothing learned the two are alike and the first queued goes first.
-// (The last rebuild comes at the 59th job: the 2-GPU jobs' own table ranks the 2-GPU job, and the
-// table of all jobs, half of them 30 GPU-seconds, ranks the 1-GPU job, whose own has 29.)
+// 31 jobs of each size, so that both sizes have their own table: gittins rebuilds its tables at
+// the 59th and the 62nd finished job, and a size's own table ranks its jobs once a rebuild counted
+// 30 of them.
 TEST_F(ControllerTest, GittinsLearnsFromJobsThatSucceededAndARestartLearnsItAgain) {
   ControllerOptions options;
   options.queue_policy = "gittins";
@@ -672,9 +673,9 @@ TEST_F(ControllerTest, GittinsLearnsFromJobsThatSucceededAndARestartLearnsItAgai
   Make(options);
   ASSERT_TRUE(a.Beat(*ctl_, now_ms_).ok());
   EXPECT_FALSE(one_gpu_job_goes_first()) << "nothing learned yet: first queued, first started";
-  // 30 jobs of each size succeed: 2 GPUs for 600 s each, then 1 GPU for 30 s each.
+  // 31 jobs of each size succeed: 2 GPUs for 600 s each, then 1 GPU for 30 s each.
   for (const auto& [gpus, seconds] : {std::pair{2, 600}, std::pair{1, 30}}) {
-    for (int i = 0; i < 30; ++i) {
+    for (int i = 0; i < 31; ++i) {
       const int64_t id = Submit(gpus);
       Step({&a});
       ASSERT_EQ(Job(id).state, store::JobState::kRunning);
