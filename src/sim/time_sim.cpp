@@ -237,7 +237,7 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
     if (at < finish_s) events.push(Event{at, 1, id, epoch});
   };
   int64_t epoch_counter = 0;
-  std::set<int64_t> wakes;      // times already scheduled to wake the scheduler for promotions
+  std::set<int64_t> wakes;  // times already scheduled to wake the scheduler for promotions
   auto log = [&](int64_t t, const char* what, sched::JobId id, const std::string& extra) {
     if (!log_decisions) return;
     result.decision_log +=
