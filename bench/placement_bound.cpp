@@ -7,14 +7,27 @@
 //
 // Usage: placement_bound [--traces DIR] [--pods NAME[,NAME..]] [--seeds N] [--percent P]
 //                        [--policies fgd,fgd-balance] [--pods-file CSV --seeded]
+//        placement_bound --ordered NODES [--instances N] [--time-limit SECONDS] [--pods NAME]
+//                        [--solver cbc|glpk]
 //   --pods       shared pod lists in DIR (default: default,gpushare40,multigpu20,gpuspec10),
 //                placed in their published orders (seeds 42..41+N; generated when missing)
 //   --pods-file  one more pod list anywhere, placed in seeded orders 42..41+N
 // Prints one markdown table row per order and a mean row per pod list.
+//
+// --ordered: the order-aware integer program of sim/ordered_bound.h instead, on N small instances
+// of NODES random nodes each (seeds 1..N) drawn from the first pod list (default: default). Each
+// is solved within the time limit (default 60 s) by COIN-OR CBC (the `cbc` program, Debian
+// coinor-cbc; much stronger than GLPK here), started from the best policy's placement, or by
+// GLPK's branch and cut where cbc is missing. A row per instance: the program's upper bound (the
+// optimum when solved, else the best bound the solver proved, "open"), the best placement found,
+// the order-free bound of the same pods, and the policies' final allocation.
 #include "sim/placement_bound.h"
 
 #include <glpk.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -25,6 +38,8 @@
 
 #include "core/gpu_catalog.h"
 #include "core/text.h"
+#include "sched/policy_registry.h"
+#include "sim/ordered_bound.h"
 #include "sim/placement_report.h"
 
 namespace {
@@ -32,25 +47,26 @@ namespace {
 using namespace gpufleet;
 namespace fs = std::filesystem;
 
-// The optimum of `lp` (maximize), or nullopt with a message when GLPK does not reach one.
-std::optional<double> Maximize(const sim::LinearProgram& lp, std::string* why) {
+// `lp` as a GLPK problem (maximize), its integer columns marked when `integer`; the caller
+// deletes it.
+glp_prob* ToGlpk(const sim::LinearProgram& lp, bool integer) {
   glp_prob* prob = glp_create_prob();
   glp_set_obj_dir(prob, GLP_MAX);
+  glp_set_obj_name(prob, "allocated");
   const int columns = static_cast<int>(lp.objective.size());
   const int rows = static_cast<int>(lp.rows.size());
-  if (columns == 0) {
-    glp_delete_prob(prob);
-    return 0.0;
-  }
-  glp_add_cols(prob, columns);
+  if (columns > 0) glp_add_cols(prob, columns);
   for (int j = 0; j < columns; ++j) {
+    glp_set_col_name(prob, j + 1, lp.column_names[j].c_str());
     glp_set_col_bnds(prob, j + 1, GLP_DB, 0.0, lp.column_upper[j]);
     glp_set_obj_coef(prob, j + 1, lp.objective[j]);
+    if (integer && !lp.integer.empty() && lp.integer[j]) glp_set_col_kind(prob, j + 1, GLP_IV);
   }
-  glp_add_rows(prob, rows);
+  if (rows > 0) glp_add_rows(prob, rows);
   std::vector<int> ia{0}, ja{0};
   std::vector<double> ar{0};
   for (int i = 0; i < rows; ++i) {
+    glp_set_row_name(prob, i + 1, lp.rows[i].name.c_str());
     glp_set_row_bnds(prob, i + 1, GLP_UP, 0.0, lp.rows[i].upper);
     for (const auto& [column, coefficient] : lp.rows[i].terms) {
       ia.push_back(i + 1);
@@ -59,6 +75,14 @@ std::optional<double> Maximize(const sim::LinearProgram& lp, std::string* why) {
     }
   }
   glp_load_matrix(prob, static_cast<int>(ia.size()) - 1, ia.data(), ja.data(), ar.data());
+  return prob;
+}
+
+// The optimum of `lp` (maximize, every column continuous), or nullopt with a message when GLPK
+// does not reach one.
+std::optional<double> Maximize(const sim::LinearProgram& lp, std::string* why) {
+  if (lp.objective.empty()) return 0.0;
+  glp_prob* prob = ToGlpk(lp, false);
   glp_smcp params;
   glp_init_smcp(&params);
   params.msg_lev = GLP_MSG_OFF;
@@ -72,6 +96,131 @@ std::optional<double> Maximize(const sim::LinearProgram& lp, std::string* why) {
            std::to_string(glp_get_status(prob));
   }
   glp_delete_prob(prob);
+  return out;
+}
+
+struct IntegerResult {
+  bool solved = false;    // the optimum was proved
+  double bound = 0;       // an upper bound on the optimum (the optimum when solved)
+  double incumbent = -1;  // the best integer point found, -1 when none
+  double seconds = 0;
+};
+
+// GLPK's branch-and-bound callback: the best bound of the open nodes, kept as the smallest seen.
+void TrackBound(glp_tree* tree, void* info) {
+  auto* bound = static_cast<double*>(info);
+  const int node = glp_ios_best_node(tree);
+  if (node != 0) *bound = std::min(*bound, glp_ios_node_bound(tree, node));
+}
+
+// Maximizes `lp` with its integer columns whole, for at most `seconds`, with GLPK.
+std::optional<IntegerResult> MaximizeWithGlpk(const sim::LinearProgram& lp, double seconds,
+                                              std::string* why) {
+  glp_prob* prob = ToGlpk(lp, true);
+  double open_bound = 1e300;
+  glp_iocp params;
+  glp_init_iocp(&params);
+  params.msg_lev = GLP_MSG_OFF;
+  params.presolve = GLP_ON;
+  params.gmi_cuts = GLP_ON;
+  params.mir_cuts = GLP_ON;
+  params.cov_cuts = GLP_ON;
+  params.clq_cuts = GLP_ON;
+  params.tm_lim = static_cast<int>(seconds * 1000);
+  params.cb_func = TrackBound;
+  params.cb_info = &open_bound;
+  const auto start = std::chrono::steady_clock::now();
+  const int rc = glp_intopt(prob, &params);
+  IntegerResult out;
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const int status = glp_mip_status(prob);
+  std::optional<IntegerResult> result;
+  if (rc == 0 && status == GLP_OPT) {
+    out.solved = true;
+    out.bound = out.incumbent = glp_mip_obj_val(prob);
+    result = out;
+  } else if (rc == GLP_ETMLIM && open_bound < 1e300) {
+    if (status == GLP_FEAS) out.incumbent = glp_mip_obj_val(prob);
+    out.bound = std::max(open_bound, out.incumbent);
+    result = out;
+  } else {
+    *why = "GLPK intopt returned " + std::to_string(rc) + ", status " + std::to_string(status);
+  }
+  glp_delete_prob(prob);
+  return result;
+}
+
+// The number after `label` on the last line of `text` that holds it, if any.
+std::optional<double> NumberAfter(const std::string& text, const std::string& label) {
+  const size_t at = text.rfind(label);
+  if (at == std::string::npos) return std::nullopt;
+  char* end = nullptr;
+  const char* begin = text.c_str() + at + label.size();
+  const double value = std::strtod(begin, &end);
+  if (end == begin) return std::nullopt;
+  return value;
+}
+
+// Maximizes `lp` with its integer columns whole, for at most `seconds`, with COIN-OR CBC (the
+// `cbc` program, Debian coinor-cbc): the program goes to it as an MPS file, with `start` (a point
+// of the program, a policy's run) as its first solution.
+std::optional<IntegerResult> MaximizeWithCbc(const sim::LinearProgram& lp,
+                                             const std::vector<double>& start, double seconds,
+                                             const fs::path& scratch, std::string* why) {
+  fs::create_directories(scratch);
+  const fs::path model = scratch / "model.mps", first = scratch / "start.sol",
+                 log = scratch / "cbc.log";
+  glp_term_out(GLP_OFF);  // GLPK tells of every file it writes
+  glp_prob* prob = ToGlpk(lp, true);
+  const int written = glp_write_mps(prob, GLP_MPS_FILE, nullptr, model.c_str());
+  glp_delete_prob(prob);
+  if (written != 0) {
+    *why = "could not write " + model.string();
+    return std::nullopt;
+  }
+  {
+    std::FILE* f = std::fopen(first.c_str(), "w");
+    if (f == nullptr) {
+      *why = "could not write " + first.string();
+      return std::nullopt;
+    }
+    std::fprintf(f, "Stopped on iterations - objective value 0\n");
+    for (size_t j = 0; j < start.size(); ++j) {
+      std::fprintf(f, "%zu %s %.9g\n", j, lp.column_names[j].c_str(), start[j]);
+    }
+    std::fclose(f);
+  }
+  const std::string command = "cbc '" + model.string() + "' -max -sec " + std::to_string(seconds) +
+                              " -mips '" + first.string() + "' -solve -quit > '" + log.string() +
+                              "' 2>&1";
+  const auto begin = std::chrono::steady_clock::now();
+  const int rc = std::system(command.c_str());
+  IntegerResult out;
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  std::string text;
+  if (std::FILE* f = std::fopen(log.c_str(), "r")) {
+    char buffer[4096];
+    size_t n;
+    while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) text.append(buffer, n);
+    std::fclose(f);
+  }
+  const std::optional<double> objective = NumberAfter(text, "Objective value:");
+  if (rc != 0 || !objective) {
+    *why = "cbc failed (exit " + std::to_string(rc) + "), see " + log.string();
+    return std::nullopt;
+  }
+  out.incumbent = *objective;
+  if (text.find("Result - Optimal solution found") != std::string::npos) {
+    out.solved = true;
+    out.bound = *objective;
+    return out;
+  }
+  const std::optional<double> bound = NumberAfter(text, "Upper bound:");
+  if (!bound) {
+    *why = "cbc stopped without an upper bound, see " + log.string();
+    return std::nullopt;
+  }
+  out.bound = std::max(*bound, *objective);
   return out;
 }
 
@@ -98,6 +247,107 @@ struct Stats {
   int orders = 0;
 };
 
+// --ordered: one table row per small instance, then the means.
+int RunOrdered(const std::string& nodes_path, const std::string& pods_path, int nodes,
+               int instances, double seconds, const std::string& solver,
+               const std::vector<std::string>& policies) {
+  auto w = sim::ReadOpenbWorkload(nodes_path, pods_path, core::GpuCatalog::Builtin());
+  if (!w) {
+    std::fprintf(stderr, "placement_bound: %s\n", w.error().c_str());
+    return 1;
+  }
+  const fs::path scratch =
+      fs::temp_directory_path() / ("placement_bound." + std::to_string(::getpid()));
+  std::printf(
+      "| instance | GPUs per node | pods | binaries | order-free bound %% | bound %% |"
+      " best found %% |");
+  for (const auto& p : policies) std::printf(" %s %% |", p.c_str());
+  std::printf(" bound - best policy %% | seconds |\n|---|---|---|---|---|---|---|");
+  for (size_t i = 0; i < policies.size() + 2; ++i) std::printf("---|");
+  std::printf("\n");
+  double bound_sum = 0, found_sum = 0, free_sum = 0;
+  std::vector<double> policy_sum(policies.size(), 0);
+  int solved = 0;
+  for (int s = 1; s <= instances; ++s) {
+    core::Rng rng(static_cast<uint64_t>(s));
+    const sim::OrderedInstance instance = sim::OrderedSubsample(w.value(), nodes, 1.3, rng);
+    const sim::OpenbWorkload& sub = instance.workload;
+    const sim::OrderedPlacementProgram program = sim::BuildOrderedPlacementProgram(sub);
+    const double to_percent = 100.0 / program.capacity_gpus;
+    // The policies first: the best one's run is the solver's first solution.
+    const sched::WorkloadProfile profile = sim::ProfileOf(sub);
+    std::vector<double> allocated(policies.size());
+    std::vector<double> start;
+    double best = -1;
+    for (size_t p = 0; p < policies.size(); ++p) {
+      auto policy = sched::MakePlacementPolicy(policies[p]);
+      if (!policy) {
+        std::fprintf(stderr, "placement_bound: unknown policy %s\n", policies[p].c_str());
+        return 2;
+      }
+      sim::PreparePlacementPolicy(*policy, profile, sub);
+      core::Rng policy_rng(static_cast<uint64_t>(s));
+      const sim::PlacementRun run =
+          sim::RunPlacement(sub, instance.order, *policy, profile, policy_rng);
+      allocated[p] = static_cast<double>(run.used_milli.back()) / core::kGpuMilli;
+      if (allocated[p] > best) {
+        best = allocated[p];
+        start = sim::OrderedSolutionOf(program, sub, run);
+      }
+    }
+    std::string why;
+    const auto result = solver == "cbc" ? MaximizeWithCbc(program.lp, start, seconds,
+                                                          scratch / std::to_string(s), &why)
+                                        : MaximizeWithGlpk(program.lp, seconds, &why);
+    if (!result) {
+      std::fprintf(stderr, "placement_bound: instance %d: %s\n", s, why.c_str());
+      return 1;
+    }
+    std::vector<int> all(sub.pods.size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
+    const auto order_free = Maximize(sim::BuildPlacementBound(sub, all).lp, &why);
+    if (!order_free) {
+      std::fprintf(stderr, "placement_bound: instance %d: %s\n", s, why.c_str());
+      return 1;
+    }
+    std::string shape;
+    for (const auto& n : sub.nodes) {
+      shape += (shape.empty() ? "" : "+") + std::to_string(n.num_gpus);
+    }
+    std::printf("| %d | %s | %zu | %d | %.2f | %.2f%s | %.2f |", s, shape.c_str(), sub.pods.size(),
+                program.binary_columns, *order_free * to_percent, result->bound * to_percent,
+                result->solved ? "" : " (open)", result->incumbent * to_percent);
+    for (size_t p = 0; p < policies.size(); ++p) {
+      if (allocated[p] > result->bound + 1e-6) {
+        std::fprintf(stderr, "placement_bound: %s beat the ordered bound (%.4f > %.4f): a bug\n",
+                     policies[p].c_str(), allocated[p], result->bound);
+        return 3;
+      }
+      policy_sum[p] += allocated[p] * to_percent;
+      std::printf(" %.2f |", allocated[p] * to_percent);
+    }
+    std::printf(" %.2f | %.1f |\n", (result->bound - best) * to_percent, result->seconds);
+    std::fflush(stdout);
+    bound_sum += result->bound * to_percent;
+    found_sum += std::max(0.0, result->incumbent) * to_percent;
+    free_sum += *order_free * to_percent;
+    solved += result->solved ? 1 : 0;
+  }
+  if (std::getenv("PLACEMENT_BOUND_KEEP") == nullptr) {  // else the models and logs stay there
+    std::error_code ignored;
+    fs::remove_all(scratch, ignored);
+  }
+  std::printf("| **mean of %d** (%d solved) | | | | **%.2f** | **%.2f** | **%.2f** |", instances,
+              solved, free_sum / instances, bound_sum / instances, found_sum / instances);
+  double best = 0;
+  for (double total : policy_sum) {
+    std::printf(" **%.2f** |", total / instances);
+    best = std::max(best, total / instances);
+  }
+  std::printf(" **%.2f** | |\n", bound_sum / instances - best);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -107,7 +357,9 @@ int main(int argc, char** argv) {
                                         "openb_pod_list_multigpu20", "openb_pod_list_gpuspec10"};
   std::string pods_file;
   std::vector<std::string> policies = {"fgd", "fgd-balance"};
-  int seeds = 10, percent = 130;
+  int seeds = 10, percent = 130, ordered_nodes = 0, instances = 10;
+  double time_limit = 60;
+  std::string solver = std::system("command -v cbc > /dev/null 2>&1") == 0 ? "cbc" : "glpk";
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -127,6 +379,18 @@ int main(int argc, char** argv) {
     } else if (arg == "--percent") {
       percent = std::atoi(value().c_str());
       if (percent < 1 || percent > 130) Usage("--percent must be 1..130 (the orders stop at 130)");
+    } else if (arg == "--ordered") {
+      ordered_nodes = std::atoi(value().c_str());
+      if (ordered_nodes < 1 || ordered_nodes > 64) Usage("--ordered must be 1..64 nodes");
+    } else if (arg == "--instances") {
+      instances = std::atoi(value().c_str());
+      if (instances < 1 || instances > 1000) Usage("--instances must be 1..1000");
+    } else if (arg == "--time-limit") {
+      time_limit = std::atof(value().c_str());
+      if (!(time_limit > 0 && time_limit <= 86400)) Usage("--time-limit must be 0..86400 s");
+    } else if (arg == "--solver") {
+      solver = value();
+      if (solver != "cbc" && solver != "glpk") Usage("--solver must be cbc or glpk");
     } else if (arg == "--policies") {
       policies = SplitCommas(value());
     } else {
@@ -137,6 +401,11 @@ int main(int argc, char** argv) {
   if (!fs::exists(nodes)) {
     std::fprintf(stderr, "placement_bound: needs the shared openb traces in %s\n", traces.c_str());
     return 1;
+  }
+  if (ordered_nodes > 0) {
+    if (pod_lists.empty()) Usage("--ordered needs a pod list (--pods NAME)");
+    return RunOrdered(nodes, (fs::path(traces) / (pod_lists.front() + ".csv")).string(),
+                      ordered_nodes, instances, time_limit, solver, policies);
   }
   struct Input {
     std::string name, path;

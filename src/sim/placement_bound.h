@@ -21,7 +21,8 @@
 
 namespace gpufleet::sim {
 
-// maximize objective·x subject to, for every row, sum(terms) <= upper, and 0 <= x <= column_upper.
+// maximize objective·x subject to, for every row, sum(terms) <= upper, and 0 <= x <= column_upper;
+// x[j] whole where integer[j] (an empty `integer`: none).
 struct LinearProgram {
   struct Row {
     std::string name;
@@ -31,6 +32,7 @@ struct LinearProgram {
   std::vector<std::string> column_names;
   std::vector<double> objective;
   std::vector<double> column_upper;
+  std::vector<bool> integer;
   std::vector<Row> rows;
 };
 
