@@ -24,7 +24,6 @@
 #include "sim/placement_bound.h"
 
 #include <glpk.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -116,6 +115,7 @@ void TrackBound(glp_tree* tree, void* info) {
 // Maximizes `lp` with its integer columns whole, for at most `seconds`, with GLPK.
 std::optional<IntegerResult> MaximizeWithGlpk(const sim::LinearProgram& lp, double seconds,
                                               std::string* why) {
+  glp_term_out(GLP_OFF);  // the cut generators print even with msg_lev off
   glp_prob* prob = ToGlpk(lp, true);
   double open_bound = 1e300;
   glp_iocp params;
@@ -161,13 +161,18 @@ std::optional<double> NumberAfter(const std::string& text, const std::string& la
   return value;
 }
 
-// Maximizes `lp` with its integer columns whole, for at most `seconds`, with COIN-OR CBC (the
-// `cbc` program, Debian coinor-cbc): the program goes to it as an MPS file, with `start` (a point
-// of the program, a policy's run) as its first solution.
+// Maximizes `lp` with its integer columns whole, for at most `seconds` of wall time, with COIN-OR
+// CBC (the `cbc` program, Debian coinor-cbc): the program goes to it as an MPS file in `scratch`
+// (a private directory), with `start` (a point of the program, a policy's run) as its first
+// solution. The bound is CBC's "Upper bound" whenever it prints one; it prints 3 decimals, which
+// stays a valid bound because every objective coefficient is a multiple of 0.001 GPU.
 std::optional<IntegerResult> MaximizeWithCbc(const sim::LinearProgram& lp,
                                              const std::vector<double>& start, double seconds,
                                              const fs::path& scratch, std::string* why) {
-  fs::create_directories(scratch);
+  if (scratch.string().find('\'') != std::string::npos) {
+    *why = "the scratch directory's name has a quote: " + scratch.string();
+    return std::nullopt;
+  }
   const fs::path model = scratch / "model.mps", first = scratch / "start.sol",
                  log = scratch / "cbc.log";
   glp_term_out(GLP_OFF);  // GLPK tells of every file it writes
@@ -186,13 +191,13 @@ std::optional<IntegerResult> MaximizeWithCbc(const sim::LinearProgram& lp,
     }
     std::fprintf(f, "Stopped on iterations - objective value 0\n");
     for (size_t j = 0; j < start.size(); ++j) {
-      std::fprintf(f, "%zu %s %.9g\n", j, lp.column_names[j].c_str(), start[j]);
+      std::fprintf(f, "%zu %s %.17g\n", j, lp.column_names[j].c_str(), start[j]);
     }
     std::fclose(f);
   }
-  const std::string command = "cbc '" + model.string() + "' -max -sec " + std::to_string(seconds) +
-                              " -mips '" + first.string() + "' -solve -quit > '" + log.string() +
-                              "' 2>&1";
+  const std::string command = "cbc '" + model.string() + "' -max -timeMode elapsed -sec " +
+                              std::to_string(seconds) + " -mips '" + first.string() +
+                              "' -solve -quit > '" + log.string() + "' 2>&1";
   const auto begin = std::chrono::steady_clock::now();
   const int rc = std::system(command.c_str());
   IntegerResult out;
@@ -204,23 +209,25 @@ std::optional<IntegerResult> MaximizeWithCbc(const sim::LinearProgram& lp,
     while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) text.append(buffer, n);
     std::fclose(f);
   }
-  const std::optional<double> objective = NumberAfter(text, "Objective value:");
-  if (rc != 0 || !objective) {
+  if (rc != 0) {
     *why = "cbc failed (exit " + std::to_string(rc) + "), see " + log.string();
     return std::nullopt;
   }
-  out.incumbent = *objective;
-  if (text.find("Result - Optimal solution found") != std::string::npos) {
+  const std::optional<double> objective = NumberAfter(text, "Objective value:");
+  const std::optional<double> bound = NumberAfter(text, "Upper bound:");
+  const bool optimal = text.find("Result - Optimal solution found") != std::string::npos &&
+                       text.find("Exiting on maximum time") == std::string::npos;
+  if (objective) out.incumbent = *objective;
+  if (optimal && objective) {
     out.solved = true;
-    out.bound = *objective;
+    out.bound = bound ? std::max(*bound, *objective) : *objective;
     return out;
   }
-  const std::optional<double> bound = NumberAfter(text, "Upper bound:");
   if (!bound) {
     *why = "cbc stopped without an upper bound, see " + log.string();
     return std::nullopt;
   }
-  out.bound = std::max(*bound, *objective);
+  out.bound = objective ? std::max(*bound, *objective) : *bound;
   return out;
 }
 
@@ -256,8 +263,20 @@ int RunOrdered(const std::string& nodes_path, const std::string& pods_path, int 
     std::fprintf(stderr, "placement_bound: %s\n", w.error().c_str());
     return 1;
   }
-  const fs::path scratch =
-      fs::temp_directory_path() / ("placement_bound." + std::to_string(::getpid()));
+  if (policies.empty()) Usage("--ordered needs at least one policy");
+  std::string pattern = (fs::temp_directory_path() / "placement_bound.XXXXXX").string();
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    std::fprintf(stderr, "placement_bound: cannot make a directory like %s\n", pattern.c_str());
+    return 1;
+  }
+  const fs::path scratch = pattern;
+  struct RemoveScratch {  // on every return; PLACEMENT_BOUND_KEEP keeps the models and logs
+    fs::path path;
+    ~RemoveScratch() {
+      std::error_code ignored;
+      if (std::getenv("PLACEMENT_BOUND_KEEP") == nullptr) fs::remove_all(path, ignored);
+    }
+  } remove_scratch{scratch};
   std::printf(
       "| instance | GPUs per node | pods | binaries | order-free bound %% | bound %% |"
       " best found %% |");
@@ -265,7 +284,7 @@ int RunOrdered(const std::string& nodes_path, const std::string& pods_path, int 
   std::printf(" bound - best policy %% | seconds |\n|---|---|---|---|---|---|---|");
   for (size_t i = 0; i < policies.size() + 2; ++i) std::printf("---|");
   std::printf("\n");
-  double bound_sum = 0, found_sum = 0, free_sum = 0;
+  double bound_sum = 0, found_sum = 0, free_sum = 0, gap_sum = 0;
   std::vector<double> policy_sum(policies.size(), 0);
   int solved = 0;
   for (int s = 1; s <= instances; ++s) {
@@ -296,9 +315,11 @@ int RunOrdered(const std::string& nodes_path, const std::string& pods_path, int 
       }
     }
     std::string why;
-    const auto result = solver == "cbc" ? MaximizeWithCbc(program.lp, start, seconds,
-                                                          scratch / std::to_string(s), &why)
-                                        : MaximizeWithGlpk(program.lp, seconds, &why);
+    const fs::path instance_scratch = scratch / std::to_string(s);
+    fs::create_directories(instance_scratch);
+    const auto result = solver == "cbc"
+                            ? MaximizeWithCbc(program.lp, start, seconds, instance_scratch, &why)
+                            : MaximizeWithGlpk(program.lp, seconds, &why);
     if (!result) {
       std::fprintf(stderr, "placement_bound: instance %d: %s\n", s, why.c_str());
       return 1;
@@ -316,7 +337,7 @@ int RunOrdered(const std::string& nodes_path, const std::string& pods_path, int 
     }
     std::printf("| %d | %s | %zu | %d | %.2f | %.2f%s | %.2f |", s, shape.c_str(), sub.pods.size(),
                 program.binary_columns, *order_free * to_percent, result->bound * to_percent,
-                result->solved ? "" : " (open)", result->incumbent * to_percent);
+                result->solved ? "" : " (open)", std::max(result->incumbent, best) * to_percent);
     for (size_t p = 0; p < policies.size(); ++p) {
       if (allocated[p] > result->bound + 1e-6) {
         std::fprintf(stderr, "placement_bound: %s beat the ordered bound (%.4f > %.4f): a bug\n",
@@ -329,22 +350,15 @@ int RunOrdered(const std::string& nodes_path, const std::string& pods_path, int 
     std::printf(" %.2f | %.1f |\n", (result->bound - best) * to_percent, result->seconds);
     std::fflush(stdout);
     bound_sum += result->bound * to_percent;
-    found_sum += std::max(0.0, result->incumbent) * to_percent;
+    found_sum += std::max(result->incumbent, best) * to_percent;  // a policy's run is found too
+    gap_sum += (result->bound - best) * to_percent;
     free_sum += *order_free * to_percent;
     solved += result->solved ? 1 : 0;
   }
-  if (std::getenv("PLACEMENT_BOUND_KEEP") == nullptr) {  // else the models and logs stay there
-    std::error_code ignored;
-    fs::remove_all(scratch, ignored);
-  }
   std::printf("| **mean of %d** (%d solved) | | | | **%.2f** | **%.2f** | **%.2f** |", instances,
               solved, free_sum / instances, bound_sum / instances, found_sum / instances);
-  double best = 0;
-  for (double total : policy_sum) {
-    std::printf(" **%.2f** |", total / instances);
-    best = std::max(best, total / instances);
-  }
-  std::printf(" **%.2f** | |\n", bound_sum / instances - best);
+  for (double total : policy_sum) std::printf(" **%.2f** |", total / instances);
+  std::printf(" **%.2f** | |\n", gap_sum / instances);
   return 0;
 }
 

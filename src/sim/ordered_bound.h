@@ -11,10 +11,13 @@
 //
 // Exact integer programs of this kind are solvable only for a few nodes and a few dozen pods, so
 // `OrderedSubsample` makes small instances from the real trace: a random handful of its nodes and
-// a random sample of its pods arriving until 130% of their GPUs.
+// a random sample of its pods, arriving while their GPU demand stays within 130% of those nodes'
+// GPUs.
 //
-// Pure: builds the program (a solver maximizes it, bench/placement_bound.cpp uses GLPK) and maps a
-// policy's run onto it, which is how the tests check that no policy's run is cut off.
+// Pure: builds the program (a solver maximizes it: bench/placement_bound.cpp hands it to CBC, or
+// to GLPK) and maps a policy's run onto it, which is how the tests check that no policy's run is
+// cut off. With whole numbers everywhere the optimum is exactly the best placement that keeps
+// the rule, knowing the future.
 
 #include <cstdint>
 #include <span>
@@ -28,9 +31,9 @@
 namespace gpufleet::sim {
 
 // A small instance of `workload`: `nodes` of its nodes drawn at random, and its pods shuffled and
-// taken while their GPU demand stays within `tune` x the drawn nodes' GPUs. Pods that fit none of
-// the drawn nodes (their model or size is missing there) are not drawn. The order places the
-// instance's pods 0, 1, ... in turn with random node tie-break ranks.
+// taken until the next one would take their GPU demand over `tune` x the drawn nodes' GPUs. Pods
+// that fit none of the drawn nodes (their model or size is missing there) are not drawn. The order
+// places the instance's pods 0, 1, ... in turn with random node tie-break ranks.
 struct OrderedInstance {
   OpenbWorkload workload;
   PlacementOrder order;
