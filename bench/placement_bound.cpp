@@ -15,12 +15,12 @@
 // Prints one markdown table row per order and a mean row per pod list.
 //
 // --ordered: the order-aware integer program of sim/ordered_bound.h instead, on N small instances
-// of NODES random nodes each (seeds 1..N) drawn from the first pod list (default: default). Each
-// is solved within the time limit (default 60 s) by COIN-OR CBC (the `cbc` program, Debian
-// coinor-cbc; much stronger than GLPK here), started from the best policy's placement, or by
-// GLPK's branch and cut where cbc is missing. A row per instance: the program's upper bound (the
-// optimum when solved, else the best bound the solver proved, "open"), the best placement found,
-// the order-free bound of the same pods, and the policies' final allocation.
+// of NODES random nodes each (seeds 1..N) drawn from --pods-file, or else from the first pod list
+// (default: default). Each is solved within the time limit (default 60 s) by COIN-OR CBC (the
+// `cbc` program, Debian coinor-cbc; much stronger than GLPK here), started from the best policy's
+// placement, or by GLPK's branch and cut where cbc is missing. A row per instance: the program's
+// upper bound (the optimum when solved, else the best bound the solver proved, "open"), the best
+// placement found, the order-free bound of the same pods, and the policies' final allocation.
 #include "sim/placement_bound.h"
 
 #include <glpk.h>
@@ -417,9 +417,12 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (ordered_nodes > 0) {
-    if (pod_lists.empty()) Usage("--ordered needs a pod list (--pods NAME)");
-    return RunOrdered(nodes, (fs::path(traces) / (pod_lists.front() + ".csv")).string(),
-                      ordered_nodes, instances, time_limit, solver, policies);
+    if (pod_lists.empty() && pods_file.empty()) {
+      Usage("--ordered needs a pod list (--pods NAME or --pods-file CSV)");
+    }
+    const std::string pods_path =
+        !pods_file.empty() ? pods_file : (fs::path(traces) / (pod_lists.front() + ".csv")).string();
+    return RunOrdered(nodes, pods_path, ordered_nodes, instances, time_limit, solver, policies);
   }
   struct Input {
     std::string name, path;
