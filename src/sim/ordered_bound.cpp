@@ -7,16 +7,10 @@
 #include <tuple>
 
 #include "core/check.h"
+#include "core/cluster.h"
 
 namespace gpufleet::sim {
 namespace {
-
-// Whether `job` fits `node` when the node is empty.
-bool FitsEmpty(const core::NodeSpec& node, const core::JobSpec& job) {
-  if (job.cpu_milli > node.cpu_milli || job.memory_mib > node.memory_mib) return false;
-  if (!job.UsesGpu()) return true;
-  return job.num_gpu <= node.num_gpus && job.gpu_models.Contains(node.model);
-}
 
 using NodeKey = PlacementBoundModel::NodeKey;
 
@@ -83,11 +77,11 @@ OrderedInstance OrderedSubsample(const OpenbWorkload& workload, int nodes, doubl
   for (size_t i = pod_ids.size(); i > 1; --i) std::swap(pod_ids[i - 1], pod_ids[rng.Below(i)]);
   const double limit = tune * static_cast<double>(capacity);
   int64_t demand = 0;
+  const core::ClusterSnapshot empty(out.workload.nodes);
   for (int id : pod_ids) {
     const OpenbPod& pod = workload.pods[id];
-    const bool fits =
-        std::any_of(out.workload.nodes.begin(), out.workload.nodes.end(),
-                    [&](const core::NodeSpec& node) { return FitsEmpty(node, pod.job); });
+    bool fits = false;
+    for (int j = 0; j < empty.size() && !fits; ++j) fits = empty.state(j).Fits(pod.job);
     if (!fits) continue;
     if (static_cast<double>(demand + pod.job.GpuDemandMilli()) > limit) break;
     demand += pod.job.GpuDemandMilli();
@@ -121,12 +115,13 @@ OrderedPlacementProgram BuildOrderedPlacementProgram(const OpenbWorkload& worklo
   program.gpu.assign(pods, std::vector<std::vector<int>>(node_count));
   program.blocked.assign(pods, std::vector<std::vector<int>>(node_count));
 
-  // Columns first: where each pod may go, and on which GPUs.
+  // Columns first: where each pod may go (it fits the node empty), and on which GPUs.
+  const core::ClusterSnapshot empty(nodes);
   for (int i = 0; i < pods; ++i) {
     const core::JobSpec& job = workload.pods[i].job;
     const std::string pod = "p" + std::to_string(i);
     for (int j = 0; j < node_count; ++j) {
-      if (!FitsEmpty(nodes[j], job)) continue;
+      if (!empty.state(j).Fits(job)) continue;
       const std::string at = pod + ".n" + std::to_string(j);
       program.place[i][j] =
           b.Column(at, 1, static_cast<double>(job.GpuDemandMilli()) / core::kGpuMilli, true);
@@ -173,21 +168,20 @@ OrderedPlacementProgram BuildOrderedPlacementProgram(const OpenbWorkload& worklo
         if (other.cpu_milli > 0) cpu_before.emplace_back(earlier, -other.cpu_milli);
         if (other.memory_mib > 0) memory_before.emplace_back(earlier, -other.memory_mib);
       }
-      if (job.cpu_milli > 0 && !cpu_before.empty()) {
-        const int w = b.Column(at + ".short-cpu", 1, 0, true);
-        program.short_cpu[i][j] = w;
-        reasons.emplace_back(w, -1.0);
-        // short of CPU: what came before uses more than the node's CPU less this pod's
-        cpu_before.emplace_back(w, static_cast<double>(node.cpu_milli - job.cpu_milli + 1));
-        b.Row(at + ".short-cpu", 0, cpu_before);
-      }
-      if (job.memory_mib > 0 && !memory_before.empty()) {
-        const int w = b.Column(at + ".short-mem", 1, 0, true);
-        program.short_memory[i][j] = w;
-        reasons.emplace_back(w, -1.0);
-        memory_before.emplace_back(w, static_cast<double>(node.memory_mib - job.memory_mib + 1));
-        b.Row(at + ".short-mem", 0, memory_before);
-      }
+      // Short of one resource: what came before uses more than the node's amount less this
+      // pod's. `before` holds the earlier pods' uses, negated.
+      const auto short_of = [&](const std::string& name, int64_t capacity, int64_t need,
+                                std::vector<std::pair<int, double>> before, int& column) {
+        if (need <= 0 || before.empty()) return;
+        column = b.Column(at + "." + name, 1, 0, true);
+        reasons.emplace_back(column, -1.0);
+        before.emplace_back(column, static_cast<double>(capacity - need + 1));
+        b.Row(at + "." + name, 0, before);
+      };
+      short_of("short-cpu", node.cpu_milli, job.cpu_milli, std::move(cpu_before),
+               program.short_cpu[i][j]);
+      short_of("short-mem", node.memory_mib, job.memory_mib, std::move(memory_before),
+               program.short_memory[i][j]);
       if (job.UsesGpu() && i > 0) {
         // GPU g blocks the pod when what came before uses more than 1000 - gpu_milli of it; the
         // pod finds no GPU set when more than num_gpus - num_gpu GPUs block it. `blocked` may be
