@@ -326,6 +326,20 @@ TEST(Cli, AgentAndTopRejectBadFlagsClearly) {
   EXPECT_NE(out.status, 0);
 }
 
+// Before, inf went out as JSON null (read as "not given": no limit) and NaN, negatives and 0
+// failed the client's own "> 0" test and were dropped: the job ran without the limit asked.
+TEST(Cli, SubmitRefusesCpusAndGpuSharesThatAreNotFinitePositiveNumbers) {
+  for (const char* flag :
+       {"--cpus inf", "--cpus nan", "--cpus -1", "--cpus 0", "--cpus 5000", "--cpus 2x",
+        "--gpu-share inf", "--gpu-share -0.5", "--gpu-share 0", "--gpu-share 1.5"}) {
+    const Output out = Gpufleet(std::string("submit ") + flag + " -- true");
+    EXPECT_NE(out.status, 0) << flag << ": " << out.text;  // CLI11's code for a bad value
+    EXPECT_NE(out.text.find(std::string(flag).substr(0, std::string(flag).find(' ')) + ": "),
+              std::string::npos)
+        << flag << ": " << out.text;
+  }
+}
+
 TEST(Cli, AgentWithAMalformedScenarioFallsBackAndSaysWhy) {
   test::TempFile bad("bad-scenario.json", "{\"gpus\": [{\"nmae\": \"typo\"}]}");
   const Output out = Gpufleet("top --once --json", "2>&1 >/dev/null",

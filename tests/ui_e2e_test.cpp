@@ -5,6 +5,10 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <atomic>
+#include <chrono>
+#include <thread>
+
 #include "e2e_up_server.h"
 
 namespace gpufleet::e2e {
@@ -95,6 +99,30 @@ TEST_F(UiServer, RevokingAUsersTokenEndsTheirSessions) {
   Cli("users remove carol");
   EXPECT_EQ(c.Get("/v1/jobs", With(carol, false))->status, 401);
   EXPECT_TRUE(json::parse(c.Get("/ui/session", With(carol, false))->body)["user"].is_null());
+}
+
+// Before, an open event stream kept its viewer's identity for good: a removed user (or a revoked
+// admin) went on receiving events. Now the stream is closed at the next ping (every 15 s).
+TEST_F(UiServer, RemovingAUserClosesTheirOpenEventStreamWithinAPing) {
+  const json added = json::parse(Cli("users add erin --json"));
+  const std::string erin = added["token"].get<std::string>();
+  std::atomic<bool> ended{false};
+  std::thread reader([&] {
+    httplib::Client c(url_);
+    c.set_read_timeout(60, 0);
+    c.Get("/v1/events", httplib::Headers{{"Authorization", "Bearer " + erin}},
+          [&](const char*, size_t) { return true; });
+    ended = true;
+  });
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_FALSE(ended.load()) << "the stream ended before the user was removed";
+  Cli("users remove erin");
+  const auto removed = std::chrono::steady_clock::now();
+  while (!ended && std::chrono::steady_clock::now() - removed < std::chrono::seconds(40)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(ended.load()) << "the removed user's stream was still open after 40 s";
+  reader.join();
 }
 
 TEST_F(UiServer, FilesComeWithAStrictPolicyAndNothingOutsideTheDashboardIsServed) {

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -22,6 +23,11 @@ namespace fs = std::filesystem;
 using core::UsageFigure;
 
 constexpr int64_t kPeriodUs = 100000;
+// The kernel refuses a CFS quota under 1 ms (EINVAL), and the job would then run unlimited.
+constexpr int64_t kMinQuotaUs = 1000;
+
+// The CPU quota per period for `cpu_milli` thousandths of a core, at least the kernel's least.
+int64_t QuotaUs(int64_t cpu_milli) { return std::max(kMinQuotaUs, cpu_milli * kPeriodUs / 1000); }
 
 // A small file (a cgroup or /proc file), whole, with plain system calls: a cgroup's usage is a
 // dozen such reads, and a stream per read cost more than the kernel's side. "" when unreadable.
@@ -408,8 +414,8 @@ core::Result<std::vector<std::string>> CgroupLimits::Prepare(int64_t id, const J
     const fs::path dir = JobDirs(id).front();
     if (v2_cpu_) {
       writes.emplace_back(dir / "cpu.max", limits.cpu_milli > 0
-                                               ? std::to_string(limits.cpu_milli * kPeriodUs / 1000) +
-                                                     " " + std::to_string(kPeriodUs)
+                                               ? std::to_string(QuotaUs(limits.cpu_milli)) + " " +
+                                                     std::to_string(kPeriodUs)
                                                : "max " + std::to_string(kPeriodUs));
     }
     writes.emplace_back(dir / "memory.max",
@@ -418,9 +424,9 @@ core::Result<std::vector<std::string>> CgroupLimits::Prepare(int64_t id, const J
     const fs::path cpu = fs::path(v1_jobs_.at("cpu")) / JobName(id);
     const fs::path memory = fs::path(v1_jobs_.at("memory")) / JobName(id);
     writes.emplace_back(cpu / "cpu.cfs_period_us", std::to_string(kPeriodUs));
-    writes.emplace_back(cpu / "cpu.cfs_quota_us",
-                        limits.cpu_milli > 0 ? std::to_string(limits.cpu_milli * kPeriodUs / 1000)
-                                             : std::string("-1"));
+    writes.emplace_back(cpu / "cpu.cfs_quota_us", limits.cpu_milli > 0
+                                                      ? std::to_string(QuotaUs(limits.cpu_milli))
+                                                      : std::string("-1"));
     // memory+swap must stay at or above memory: lift it first, then set both.
     const bool swap_accounted = fs::exists(memory / "memory.memsw.limit_in_bytes");
     if (swap_accounted) writes.emplace_back(memory / "memory.memsw.limit_in_bytes", "-1");

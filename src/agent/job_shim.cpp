@@ -2,12 +2,12 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/openat2.h>
 #include <poll.h>
 #include <signal.h>
-#include <linux/openat2.h>
 #include <sys/eventfd.h>
-#include <sys/syscall.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,7 +21,7 @@
 namespace gpufleet::agent {
 namespace {
 
-constexpr int kFixedArgs = 14;  // before "--env", the environment, "--" and the job's argv
+constexpr int kFixedArgs = 14;  // before "--" and the job's argv
 
 bool ParseInt(const std::string& text, int64_t lo, int64_t hi, int64_t& out) {
   if (text.empty() || text.size() > 19) return false;
@@ -162,17 +162,14 @@ std::vector<std::string> ShimCommandLine(const ShimSpec& spec) {
                                    cleanup,
                                    spec.oom_watch_dir,
                                    checks,
-                                   "--env"};
-  args.insert(args.end(), spec.env.begin(), spec.env.end());
-  args.push_back("--");
+                                   "--"};
   args.insert(args.end(), spec.argv.begin(), spec.argv.end());
   return args;
 }
 
 core::Result<ShimSpec> ParseShimCommandLine(const std::vector<std::string>& args) {
-  if (args.size() < kFixedArgs + 3 || args[kFixedArgs] != "--env") {
-    return core::Error{"expected " + std::to_string(kFixedArgs) +
-                       " fields, --env, the environment, --, and argv"};
+  if (args.size() < kFixedArgs + 2 || args[kFixedArgs] != "--") {
+    return core::Error{"expected " + std::to_string(kFixedArgs) + " fields, --, and argv"};
   }
   ShimSpec spec;
   spec.exit_path = args[0];
@@ -223,16 +220,50 @@ core::Result<ShimSpec> ParseShimCommandLine(const std::vector<std::string>& args
     spec.mount_checks.push_back(check);
     start = end + 1;
   }
-  std::size_t at = kFixedArgs + 1;
-  for (; at < args.size() && args[at] != "--"; ++at) {
-    if (args[at].find('=') == std::string::npos || args[at][0] == '=') {
+  spec.argv.assign(args.begin() + kFixedArgs + 1, args.end());
+  return spec;
+}
+
+std::string ShimEnvironmentBlock(const std::vector<std::string>& env) {
+  std::string block;
+  for (const std::string& e : env) {
+    block += e;
+    block += '\0';
+  }
+  return block;
+}
+
+core::Result<std::vector<std::string>> ParseShimEnvironmentBlock(const std::string& block) {
+  if (!block.empty() && block.back() != '\0') {
+    return core::Error{"an environment not ending in NUL"};
+  }
+  std::vector<std::string> env;
+  for (std::size_t start = 0; start < block.size();) {
+    const std::size_t end = block.find('\0', start);
+    std::string entry = block.substr(start, end - start);
+    if (entry.find('=') == std::string::npos || entry[0] == '=') {
       return core::Error{"an environment entry without NAME="};
     }
-    spec.env.push_back(args[at]);
+    env.push_back(std::move(entry));
+    start = end + 1;
   }
-  if (at + 1 >= args.size()) return core::Error{"no -- and argv after the environment"};
-  spec.argv.assign(args.begin() + static_cast<std::ptrdiff_t>(at) + 1, args.end());
-  return spec;
+  return env;
+}
+
+core::Result<std::vector<std::string>> ReadShimEnvironment(int fd) {
+  (void)lseek(fd, 0, SEEK_SET);  // a pipe cannot seek, and starts at its start anyway
+  std::string block;
+  char buffer[65536];
+  for (;;) {
+    const ssize_t n = read(fd, buffer, sizeof buffer);
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return core::Error{std::string("reading the environment: ") + std::strerror(errno)};
+    }
+    block.append(buffer, static_cast<std::size_t>(n));
+  }
+  return ParseShimEnvironmentBlock(block);
 }
 
 void RunShim(const ShimSpec& spec) {
@@ -302,12 +333,12 @@ void RunShim(const ShimSpec& spec) {
     signal(SIGTERM, SIG_DFL);  // ignored signals survive exec: give the job the defaults
     signal(SIGINT, SIG_DFL);
     signal(SIGHUP, SIG_DFL);
-    umask(022);    // the servers' own umask (077) keeps their files private; jobs get the usual
+    umask(022);  // the servers' own umask (077) keeps their files private; jobs get the usual
     int step = 0;
     // The account first, then the directory: entered as root, a directory below one the user
     // may not pass would still serve relative paths to the job.
-    if (spec.switch_user &&
-        (setgroups(spec.groups.size(), spec.groups.data()) != 0 || setgid(spec.gid) != 0 || setuid(spec.uid) != 0)) {
+    if (spec.switch_user && (setgroups(spec.groups.size(), spec.groups.data()) != 0 ||
+                             setgid(spec.gid) != 0 || setuid(spec.uid) != 0)) {
       step = kShimSetUser;
     }
     if (step == 0 && chdir(spec.workdir.c_str()) != 0) step = kShimChdir;
@@ -334,10 +365,10 @@ void RunShim(const ShimSpec& spec) {
     const ssize_t n = read(out_fd, buffer, sizeof buffer);
     if (n <= 0) return n;
     ssize_t keep = n;
-    if (logged + keep > spec.log_limit) keep = logged < spec.log_limit ? spec.log_limit - logged : 0;
+    if (logged + keep > spec.log_limit)
+      keep = logged < spec.log_limit ? spec.log_limit - logged : 0;
     for (ssize_t done = 0; done < keep;) {
-      const ssize_t w =
-          write(STDOUT_FILENO, buffer + done, static_cast<std::size_t>(keep - done));
+      const ssize_t w = write(STDOUT_FILENO, buffer + done, static_cast<std::size_t>(keep - done));
       if (w <= 0 && errno != EINTR) break;
       if (w > 0) done += w;
     }

@@ -11,11 +11,13 @@
 // `<code> <signal> <oom events>` (the third: OOM events seen in `oom_watch_dir`, 0 without one).
 //
 // The Runner passes: stdin /dev/null, stdout and stderr the log, fd 3 the write end of a status
-// pipe, nothing else; an empty environment (the job's travels on the command line, so that the
-// C library of a root process never reads the user's variables); SIGTERM, SIGINT and SIGHUP blocked (the shim ignores them, so an early
-// stop cannot kill it before it records the job's end). A failure before the job's exec is
-// reported over fd 3 as ints {step, errno[, detail]} (ShimStep); the job's successful exec closes
-// fd 3 (close-on-exec), which the Runner reads as "started".
+// pipe, fd 4 the job's environment (kShimEnvFd), nothing else; an empty environment of its own
+// (so that the C library of a root process never reads the user's variables); SIGTERM, SIGINT
+// and SIGHUP blocked (the shim ignores them, so an early stop cannot kill it before it records
+// the job's end). The job's environment never travels on the command line, which every local
+// account can read (/proc/PID/cmdline): a user's secrets in `--env` would be public. A failure
+// before the job's exec is reported over fd 3 as ints {step, errno[, detail]} (ShimStep); the job's
+// successful exec closes fd 3 (close-on-exec), which the Runner reads as "started".
 #include <sys/types.h>
 
 #include <cstdint>
@@ -28,21 +30,21 @@ namespace gpufleet::agent {
 
 // What failed before the job's exec, as reported over the status pipe.
 enum ShimStep : int {
-  kShimChdir = 1,     // entering the working directory
-  kShimSetUser = 2,   // setgroups / setgid / setuid
-  kShimExec = 3,      // exec of argv[0]
-  kShimCgroup = 4,    // joining the cgroup
-  kShimPipe = 5,      // making the output pipe
-  kShimBadArgs = 6,   // a command line the shim cannot read (a mismatched shim binary)
-  kShimFork = 7,      // forking the job
+  kShimChdir = 1,       // entering the working directory
+  kShimSetUser = 2,     // setgroups / setgid / setuid
+  kShimExec = 3,        // exec of argv[0]
+  kShimCgroup = 4,      // joining the cgroup
+  kShimPipe = 5,        // making the output pipe
+  kShimBadArgs = 6,     // a command line the shim cannot read (a mismatched shim binary)
+  kShimFork = 7,        // forking the job
   kShimMountCheck = 8,  // a container's mount source, checked as the job's account (third int:
                         // which mount)
 };
 
 struct ShimSpec {
-  std::string exit_path;     // where `<code> <signal>\n` goes when the job ends
-  std::string fenced_path;   // left when the shim stopped the job because the lease ran out
-  std::string lease_path;    // "" : no lease to watch (LaunchSpec::lease_path)
+  std::string exit_path;    // where `<code> <signal>\n` goes when the job ends
+  std::string fenced_path;  // left when the shim stopped the job because the lease ran out
+  std::string lease_path;   // "" : no lease to watch (LaunchSpec::lease_path)
   // The cgroup.procs files of the job's cgroups (one per hierarchy on cgroup v1); none: no cgroup.
   std::vector<std::string> cgroup_procs;
   std::string workdir;
@@ -65,13 +67,25 @@ struct ShimSpec {
   // without following any symbolic link and checks it may read it (and write it, for rw), so that
   // the root runtime never mounts what the user could not reach themselves.
   std::vector<std::string> mount_checks;
-  std::vector<std::string> env;   // the job's, "NAME=VALUE" (the shim itself starts with none)
+  std::vector<std::string> env;   // the job's, "NAME=VALUE", passed on kShimEnvFd (see above)
   std::vector<std::string> argv;  // the job's
 };
 
-// The shim's command line after its program name; ParseShimCommandLine reads it back.
+// The shim's command line after its program name: every field but `env`; ParseShimCommandLine
+// reads it back (with `env` empty).
 std::vector<std::string> ShimCommandLine(const ShimSpec& spec);
 core::Result<ShimSpec> ParseShimCommandLine(const std::vector<std::string>& args);
+
+// The descriptor on which the shim finds the job's environment: a memory file (memfd) holding
+// ShimEnvironmentBlock(env), read from its start to its end and closed before anything else.
+inline constexpr int kShimEnvFd = 4;
+// `env`'s entries, each followed by a NUL byte.
+std::string ShimEnvironmentBlock(const std::vector<std::string>& env);
+// The entries of a block made by ShimEnvironmentBlock; an error for an entry without NAME= or a
+// block that does not end in NUL.
+core::Result<std::vector<std::string>> ParseShimEnvironmentBlock(const std::string& block);
+// Reads the whole block from `fd` (from offset 0 when it can seek) and parses it.
+core::Result<std::vector<std::string>> ReadShimEnvironment(int fd);
 
 // Runs the shim for `spec` in this process and exits with the job's status; never returns.
 [[noreturn]] void RunShim(const ShimSpec& spec);

@@ -1,6 +1,11 @@
 #include "agent/job_shim.h"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
 
 namespace gpufleet::agent {
 namespace {
@@ -34,8 +39,11 @@ TEST(JobShim, TheCommandLineCarriesEverySpecFieldBack) {
   EXPECT_EQ(b.uid, 1001u);
   EXPECT_EQ(b.gid, 1002u);
   EXPECT_EQ(b.groups, spec.groups);
-  EXPECT_EQ(b.env, spec.env);
+  EXPECT_TRUE(b.env.empty());  // the environment travels on kShimEnvFd, never here
   EXPECT_EQ(b.argv, spec.argv);
+  for (const std::string& arg : ShimCommandLine(spec)) {
+    EXPECT_EQ(arg.find("WEIRD"), std::string::npos) << arg;
+  }
 
   spec.switch_user = false;
   spec.groups.clear();
@@ -77,20 +85,47 @@ TEST(JobShim, AMalformedCommandLineIsRefused) {
     args[field] = value;
     return ParseShimCommandLine(args).ok();
   };
-  EXPECT_FALSE(with(5, "-1"));                    // lease grace
-  EXPECT_FALSE(with(6, "12x"));                   // log limit
-  EXPECT_FALSE(with(7, "2"));                     // switch user
-  EXPECT_FALSE(with(8, "99999999999"));           // uid
-  EXPECT_FALSE(with(10, "1,,2"));                 // groups
-  EXPECT_FALSE(with(13, "bad-check"));            // a mount check without ro:/ or rw:/
-  EXPECT_FALSE(with(14, "--"));                   // the "--env" before the environment
-  EXPECT_FALSE(with(0, ""));                      // exit path
+  EXPECT_FALSE(with(5, "-1"));           // lease grace
+  EXPECT_FALSE(with(6, "12x"));          // log limit
+  EXPECT_FALSE(with(7, "2"));            // switch user
+  EXPECT_FALSE(with(8, "99999999999"));  // uid
+  EXPECT_FALSE(with(10, "1,,2"));        // groups
+  EXPECT_FALSE(with(13, "bad-check"));   // a mount check without ro:/ or rw:/
+  EXPECT_FALSE(with(14, "--env"));       // the "--" before argv
+  EXPECT_FALSE(with(0, ""));             // exit path
   std::vector<std::string> no_argv(good.begin(), good.end() - 1);
   EXPECT_FALSE(ParseShimCommandLine(no_argv).ok());
-  std::vector<std::string> bad_env = good;
-  bad_env.insert(bad_env.begin() + 15, "NOEQUALS");
-  EXPECT_FALSE(ParseShimCommandLine(bad_env).ok());
   EXPECT_FALSE(ParseShimCommandLine({}).ok());
+}
+
+TEST(JobShim, TheEnvironmentBlockCarriesEveryEntryBackAndRefusesMalformedOnes) {
+  const std::vector<std::string> env = {"PATH=/usr/bin:/bin", "EMPTY=", "WEIRD=a=b --",
+                                        "NEWLINE=a\nb"};
+  auto back = ParseShimEnvironmentBlock(ShimEnvironmentBlock(env));
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_EQ(back.value(), env);
+  auto none = ParseShimEnvironmentBlock(ShimEnvironmentBlock({}));
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none.value().empty());
+  EXPECT_FALSE(ParseShimEnvironmentBlock(std::string("NOEQUALS\0", 9)).ok());
+  EXPECT_FALSE(ParseShimEnvironmentBlock(std::string("=X\0", 3)).ok());
+  EXPECT_FALSE(ParseShimEnvironmentBlock("A=1").ok());  // cut short: no closing NUL
+}
+
+TEST(JobShim, TheEnvironmentIsReadWholeFromAMemoryFileFromItsStart) {
+  std::vector<std::string> env;
+  for (int i = 0; i < 5000; ++i)
+    env.push_back("VAR" + std::to_string(i) + "=" + std::string(40, 'x'));
+  const std::string block = ShimEnvironmentBlock(env);  // larger than one read
+  ASSERT_GT(block.size(), 65536u);
+  const int fd = memfd_create("job-shim-test", MFD_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(write(fd, block.data(), block.size()), static_cast<ssize_t>(block.size()));
+  auto back = ReadShimEnvironment(fd);  // the offset is at the end: it must seek back
+  close(fd);
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_EQ(back.value(), env);
+  EXPECT_FALSE(ReadShimEnvironment(-1).ok());
 }
 
 }  // namespace

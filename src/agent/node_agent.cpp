@@ -15,12 +15,15 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "core/text.h"
 #include "net/host_usage_json.h"
 
 namespace gpufleet::agent {
 namespace {
 
 using nlohmann::json;
+// The most bytes of a job's reason a heartbeat carries (the protocol refuses more than 64 KiB).
+constexpr std::size_t kMaxReportedReason = 4096;
 // Assignments launched per beat at most; the rest go at the next beat, which follows at once.
 constexpr int kLaunchesPerBeat = 16;
 
@@ -365,7 +368,9 @@ net::Heartbeat NodeAgent::Report(int64_t now_ms) {
     r.stopped = h.stopped;
     r.pid = h.pid;
     r.pid_start = h.pid_start;
-    r.reason = h.reason;
+    // Bounded, whatever a launch failure quoted: the controller refuses a heartbeat whose text
+    // is too long, and the node would lose its lease over one job's message.
+    r.reason = core::TruncateUtf8(h.reason, kMaxReportedReason);
     // A running job's cgroup is read at most once a second, however often the node beats.
     if (!h.ended && h.usage_ms == 0) {
       h.usage_ms = now_ms;  // first read a second after it started (a short job: at its end)

@@ -10,6 +10,7 @@
 #include <pwd.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -27,9 +28,21 @@
 
 #include "agent/job_shim.h"
 #include "core/job.h"
+#include "core/text.h"
 
 namespace gpufleet::agent {
 namespace {
+
+// Writes all of `data` to `fd`; false (errno set) on a failure.
+bool WriteAll(int fd, const std::string& data) {
+  for (std::size_t done = 0; done < data.size();) {
+    const ssize_t n = write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<std::size_t>(n);
+  }
+  return true;
+}
 
 std::string JoinedPaths(const std::vector<std::string>& paths) {
   std::string out;
@@ -56,7 +69,11 @@ constexpr const char* kInheritedVariables[] = {"PATH", "LANG", "LC_ALL", "TZ"};
 // says), and the interface gloo and NCCL bind for a multi-node rank.
 void AddJobVariables(const LaunchSpec& spec, const std::string& visible_gpus,
                      std::map<std::string, std::string>& env) {
-  for (const auto& [k, v] : spec.env) env[k] = v;
+  // gpufleet's own names are refused at submit; a job stored before that rule still never sets
+  // them (a single-node job claiming GPUFLEET_NNODES=8, say).
+  for (const auto& [k, v] : spec.env) {
+    if (!core::IsGpufleetJobVariable(k)) env[k] = v;
+  }
   env["CUDA_VISIBLE_DEVICES"] = visible_gpus;
   env["GPUFLEET_JOB_ID"] = std::to_string(spec.job_id);
   auto given = [&](const char* name) {
@@ -421,6 +438,20 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
   shim.oom_watch_dir = container ? spec.oom_watch_dir : std::string();
   shim.mount_checks = mount_checks;
   std::vector<std::string> shim_args = ShimCommandLine(shim);
+  // The job's environment goes on kShimEnvFd, in a memory file only root can open: never on the
+  // shim's command line, which every local account can read.
+  const int env_fd = memfd_create("gpufleet-job-env", MFD_CLOEXEC);
+  const std::string env_block = ShimEnvironmentBlock(shim.env);
+  if (env_fd < 0 || !WriteAll(env_fd, env_block)) {
+    const int err = errno;
+    if (env_fd >= 0) close(env_fd);
+    close(log);
+    close(status_pipe[0]);
+    close(status_pipe[1]);
+    if (container) std::filesystem::remove(ContainerEnvFilePath(spec.log_path), ec);
+    return core::Error{"job " + std::to_string(spec.job_id) +
+                       ": cannot hand its environment to its shim: " + std::strerror(err)};
+  }
   shim_args.insert(shim_args.begin(), shim_path_);
   std::vector<char*> shim_argv;
   for (std::string& a : shim_args) shim_argv.push_back(a.data());
@@ -432,9 +463,10 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
   posix_spawn_file_actions_adddup2(&files, log, STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&files, log, STDERR_FILENO);
   posix_spawn_file_actions_adddup2(&files, status_pipe[1], 3);  // dup2 clears close-on-exec
+  posix_spawn_file_actions_adddup2(&files, env_fd, kShimEnvFd);
   // Nothing else of the agent's (its listening socket above all) may live on in the shim, or a
   // restarted agent could not bind again.
-  posix_spawn_file_actions_addclosefrom_np(&files, 4);
+  posix_spawn_file_actions_addclosefrom_np(&files, kShimEnvFd + 1);
   posix_spawnattr_t attrs;
   posix_spawnattr_init(&attrs);
   posix_spawnattr_setflags(&attrs, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
@@ -455,6 +487,7 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
       posix_spawn(&pid, shim_path_.c_str(), &files, &attrs, shim_argv.data(), no_environment);
   posix_spawn_file_actions_destroy(&files);
   posix_spawnattr_destroy(&attrs);
+  close(env_fd);
   if (spawned != 0) {
     close(log);
     close(status_pipe[0]);
@@ -501,7 +534,7 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
                          " without following a symbolic link" +
                          (spec.container.mounts[mount].read_only ? "" : " (read-write)")
                    : "cannot check its mount sources as account " + user_name)
-                                    : "cannot run '" + argv[0] + "'";
+                                    : "cannot run '" + core::TruncateUtf8(argv[0], 256) + "'";
     return core::Error{"job " + std::to_string(spec.job_id) + ": " + what + ": " +
                        std::strerror(report[1])};
   }

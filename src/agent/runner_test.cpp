@@ -253,6 +253,27 @@ TEST_F(RunnerTest, JobEnvironmentIsBuiltFromScratch) {
   EXPECT_NE(log.find("CUDA_VISIBLE_DEVICES=\n"), std::string::npos) << log;
 }
 
+// Before, the job's environment travelled on the shim's command line, which every local account
+// can read (ps, /proc/PID/cmdline): a secret in --env was public for the job's whole life. Now it
+// comes on a memory file the shim reads and closes; the job neither inherits that descriptor nor
+// gets the variables gpufleet sets itself from its own env (GPUFLEET_NNODES on a single node).
+TEST_F(RunnerTest, TheJobsEnvironmentIsNeverOnTheShimsCommandLine) {
+  Runner runner(TestPolicy());
+  LaunchSpec spec = Spec(17, {"sh", "-c",
+                              "echo secret=$SECRET nnodes=${GPUFLEET_NNODES-unset}; "
+                              "tr '\\0' ' ' < /proc/$PPID/cmdline; echo; "
+                              "readlink /proc/$$/fd/4 || echo no-fd-4"});
+  spec.env = {{"SECRET", "hunter2-value"}, {"GPUFLEET_NNODES", "8"}};
+  ASSERT_TRUE(runner.Launch(spec).ok());
+  ASSERT_EQ(WaitExits(runner, 1).size(), 1U);
+  const std::string log = Slurp(spec.log_path);
+  EXPECT_NE(log.find("secret=hunter2-value nnodes=unset\n"), std::string::npos) << log;
+  const std::size_t shim_line = log.find("gpufleet-shim");
+  ASSERT_NE(shim_line, std::string::npos) << "the job's parent is its shim: " << log;
+  EXPECT_EQ(log.find("hunter2-value", shim_line), std::string::npos) << log;
+  EXPECT_NE(log.find("no-fd-4"), std::string::npos) << log;
+}
+
 // A job's program is searched on the job's own PATH, not the agent's (execvpe searched the
 // agent's).
 TEST_F(RunnerTest, TheProgramIsFoundOnTheJobsOwnPath) {

@@ -260,7 +260,15 @@ int RunSubmit(const SubmitOptions& o) {
                 static_cast<unsigned>(std::random_device{}()),
                 static_cast<unsigned>(std::random_device{}()));
   body["client_token"] = token;
-  const std::string request = body.dump();
+  std::string request;
+  try {
+    request = body.dump();
+  } catch (const json::type_error&) {  // 316: a string that is not UTF-8
+    std::fprintf(stderr,
+                 "gpufleet submit: the command, --name, --queue, --workdir or an --env value is "
+                 "not valid UTF-8\n");
+    return 2;
+  }
   // Repeatable thanks to the token: after a lost answer the next controller tried (or the same
   // one) returns the job the first one made. Several servers: the client follows the leader and
   // retries until its deadline itself, so only a busy leader's 503 is retried here.

@@ -116,4 +116,28 @@ std::optional<store::JobRecord> VisibleJob(store::Store& store, const std::strin
   return *job.value();
 }
 
+void HideOthersProcesses(json& value, const std::set<std::string>& own_jobs) {
+  if (value.is_array()) {
+    for (json& v : value) HideOthersProcesses(v, own_jobs);
+    return;
+  }
+  if (!value.is_object()) return;
+  for (auto& [key, v] : value.items()) {
+    if (key != "processes" || !v.is_array()) {
+      HideOthersProcesses(v, own_jobs);
+      continue;
+    }
+    for (json& p : v) {
+      if (!p.is_object()) continue;
+      const auto job = p.find("job");
+      const bool own =
+          job != p.end() && job->is_string() && own_jobs.count(job->get<std::string>());
+      if (own) continue;
+      for (const char* field : {"command", "user", "uid", "job"}) {
+        if (p.contains(field)) p[field] = nullptr;
+      }
+    }
+  }
+}
+
 }  // namespace gpufleet::controller::api

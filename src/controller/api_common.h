@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "core/result.h"
@@ -48,5 +49,12 @@ std::optional<store::JobRecord> VisibleJob(store::Store& store, const std::strin
 
 // Valid user and node names: 1-64 of [A-Za-z0-9._@-], not starting with '-' or '.'.
 bool ValidName(const std::string& name);
+
+// What a user who is not an admin sees of the GPU processes in a node's samples (any
+// "processes" array, at any depth of `samples`): those of their own jobs (`own_jobs`, ids as text)
+// whole; anyone else's without the command line, account or job (null), since a command line may
+// carry secrets and other users' jobs are not theirs to see. Pid, memory and utilisation stay,
+// as nvidia-smi shows them.
+void HideOthersProcesses(json& samples, const std::set<std::string>& own_jobs);
 
 }  // namespace gpufleet::controller::api

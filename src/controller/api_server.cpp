@@ -400,11 +400,26 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
     res.set_content(Dump(out), "application/json");
   });
   server.Get("/v1/gpus", [&impl](const httplib::Request& req, httplib::Response& res) {
-    if (!impl.Authenticate(req, res)) return;
+    const auto user = impl.Authenticate(req, res);
+    if (!user) return;
+    std::set<std::string> own_jobs;  // a non-admin's running jobs, whose processes they see whole
+    if (!user->admin) {
+      store::JobFilter filter;
+      filter.user = user->name;
+      filter.state = core::JobState::kRunning;
+      filter.limit = 10000;
+      auto jobs = impl.controller.store().ListJobs(filter);
+      if (!jobs) {
+        Fail(res, 503, jobs.error());
+        return;
+      }
+      for (const store::JobRecord& j : jobs.value()) own_jobs.insert(std::to_string(j.id));
+    }
     json out = json::array();
     for (const NodeView& n : impl.controller.Nodes()) {
       json samples =
           n.samples_json.empty() ? json(nullptr) : json::parse(n.samples_json, nullptr, false);
+      if (!user->admin && !samples.is_discarded()) api::HideOthersProcesses(samples, own_jobs);
       out.push_back({{"node", n.name},
                      {"state", n.state},
                      {"last_seen_ms", n.last_seen_ms},

@@ -622,6 +622,23 @@ std::optional<core::Error> Controller::Unrunnable(const store::JobRecord& job) c
     return core::Error{"gpu_share: a multi-node job takes whole GPUs; drop --gpu-share or --nodes",
                        core::ErrorCode::kInvalid, "gpu_share"};
   }
+  // Where an admin declared the queues (--queue-weight), only those (and "default") take jobs:
+  // each made-up queue would get a fair share of its own, and a user could outweigh the quotas
+  // by spreading their jobs over invented names.
+  if (!options_.queue_weights.empty() && job.queue != "default" &&
+      !options_.queue_weights.count(job.queue)) {
+    std::string declared;
+    for (const auto& [name, weight] : options_.queue_weights) {
+      if (declared.size() > 512) {
+        declared += ", ...";
+        break;
+      }
+      declared += (declared.empty() ? "" : ", ") + name;
+    }
+    return core::Error{"queue: not one of this cluster's queues (default, " + declared +
+                           "; an admin declares them with --queue-weight)",
+                       core::ErrorCode::kInvalid, "queue"};
+  }
   const sched::QueuedJob asked = sched::BuildQueuedJob(AskOf(job), sched::Estimates::kNone, {});
   std::lock_guard<std::mutex> lock(summary_mutex_);
   if (summary_.nodes.empty() && options_.growth_nodes.empty()) {

@@ -236,7 +236,8 @@ class Controller {
   // Why `job` can never run here (naming the field), or nothing: a job asking more GPUs per node
   // than any known node has, or more nodes than have that many GPUs, is refused at submit, not
   // left waiting forever (a big enough impossible job would block every queue behind its
-  // reservation).
+  // reservation). Where queues are declared (ControllerOptions::queue_weights), a job for any
+  // other queue but "default" is refused too.
   std::optional<core::Error> Unrunnable(const store::JobRecord& job) const;
   // Commits `job` (PENDING) and queues it; the id is returned after the commit.
   core::Result<int64_t> Submit(store::JobRecord job);

@@ -248,6 +248,32 @@ TEST_F(ControllerTest, AJobThatCannotFitIsExplainedByTheRunningJobWhoseEndFreesI
   EXPECT_TRUE(ctl.ExplainQueue(now_ms_).empty());
 }
 
+// Before, any name was a queue with a fair share of its own: a user spreading jobs over made-up
+// queues outweighed the admin's quotas and preempted another team's jobs.
+TEST_F(ControllerTest, WhereQueuesAreDeclaredAJobForAnyOtherQueueIsRefusedNamingTheField) {
+  ControllerOptions options;
+  options.queue_weights = {{"teama", 1}, {"teamb", 2}};
+  Controller& ctl = Make(options);
+  store::JobRecord job = NewJob(1);
+  job.queue = "x1";
+  auto refused = ctl.Submit(job);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.failure().field, "queue");
+  EXPECT_EQ(refused.failure().code, core::ErrorCode::kInvalid);
+  EXPECT_NE(refused.error().find("teamb"), std::string::npos) << refused.error();
+  for (const char* queue : {"teama", "teamb", "default"}) {
+    job.queue = queue;
+    EXPECT_TRUE(ctl.Submit(job).ok()) << queue;
+  }
+}
+
+TEST_F(ControllerTest, WithoutDeclaredQueuesAnyQueueNameIsTaken) {
+  Controller& ctl = Make();
+  store::JobRecord job = NewJob(1);
+  job.queue = "anything";
+  EXPECT_TRUE(ctl.Submit(job).ok());
+}
+
 TEST_F(ControllerTest, ANonZeroExitFailsTheJobWithItsCode) {
   Controller& ctl = Make();
   FakeAgent a("a");

@@ -33,14 +33,15 @@ EventHub::~EventHub() {
   for (Subscriber& s : subscribers_) s.stream->Close();
 }
 
-std::shared_ptr<net::EventStream> EventHub::Subscribe(const store::UserRecord& viewer) {
+std::shared_ptr<net::EventStream> EventHub::Subscribe(const store::UserRecord& viewer,
+                                                      const std::string& credential_sha256) {
   auto stream = std::make_shared<net::EventStream>();
   // Browsers reconnect by themselves after a drop; 3 s is EventSource's usual pause.
   stream->Send("retry: 3000\n: gpufleet events for " + viewer.name + "\n\n");
   std::lock_guard<std::mutex> lock(mutex_);
   std::erase_if(subscribers_, [](const Subscriber& s) { return s.stream->closed(); });
   if (subscribers_.size() >= kMaxStreams) return nullptr;
-  subscribers_.push_back({stream, viewer});
+  subscribers_.push_back({stream, viewer, credential_sha256});
   return stream;
 }
 
@@ -92,10 +93,30 @@ void EventHub::Loop() {
     const auto now = std::chrono::steady_clock::now();
     const bool ping = now - last_ping >= kPing;
     if (ping) last_ping = now;
+    if (ping && !subscribers_.empty()) {
+      lock.unlock();
+      CloseRevoked();
+      lock.lock();
+      std::erase_if(subscribers_, [](const Subscriber& s) { return s.stream->closed(); });
+    }
     if (subscribers_.empty() || (jobs.empty() && nodes.empty() && logs.empty() && !ping)) continue;
     lock.unlock();
     Publish(std::move(jobs), std::move(nodes), std::move(logs), ping);
     lock.lock();
+  }
+}
+
+void EventHub::CloseRevoked() {
+  std::vector<Subscriber> subscribers;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    subscribers = subscribers_;
+  }
+  for (const Subscriber& s : subscribers) {
+    auto credential = controller_.store().CredentialOf(s.credential_sha256);
+    if (!credential) continue;
+    const std::optional<store::UserRecord>& user = credential.value().user;
+    if (!user || user->name != s.viewer.name || user->admin != s.viewer.admin) s.stream->Close();
   }
 }
 

@@ -6,7 +6,9 @@
 // what its viewer may see: an admin everything, a user their own jobs and logs and every node
 // with other users' jobs unnamed. A node reporting many times within a tick is one event; with
 // no stream open, nothing is built. A `: ping` comment every `kPing` keeps idle streams open
-// through proxies and finds departed clients.
+// through proxies and finds departed clients. At each ping every stream's credential is looked up
+// again: a stream whose token was revoked, whose user was removed or whose admin right was taken
+// away is closed (within kPing), as its next request would be refused.
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -36,8 +38,10 @@ class EventHub final : public ControllerEvents {
   EventHub(const EventHub&) = delete;
   EventHub& operator=(const EventHub&) = delete;
 
-  // A new stream for `viewer`; null when kMaxStreams are open.
-  std::shared_ptr<net::EventStream> Subscribe(const store::UserRecord& viewer);
+  // A new stream for `viewer`, who authenticated with the token whose SHA-256 is
+  // `credential_sha256`; null when kMaxStreams are open.
+  std::shared_ptr<net::EventStream> Subscribe(const store::UserRecord& viewer,
+                                              const std::string& credential_sha256);
   std::size_t streams() const;
 
   void JobChanged(int64_t id, store::JobState state, int64_t time_ms) override;
@@ -48,7 +52,11 @@ class EventHub final : public ControllerEvents {
   struct Subscriber {
     std::shared_ptr<net::EventStream> stream;
     store::UserRecord viewer;
+    std::string credential_sha256;
   };
+  // Closes the streams whose credential no longer stands for their viewer (store errors spare
+  // them: the next ping looks again).
+  void CloseRevoked();
   struct JobChange {
     int64_t id;
     store::JobState state;

@@ -5,7 +5,9 @@
 #include <string>
 
 #include "core/gpu_catalog.h"
+#include "core/job.h"
 #include "core/node.h"
+#include "core/text.h"
 #include "net/json_input.h"
 
 namespace gpufleet::controller {
@@ -69,7 +71,7 @@ void Fill(const json& j, store::JobRecord& job) {
   if (total > 256 * 1024) throw FieldError("argv", "longer than 256 KiB");
   if (job.argv[0].empty()) throw FieldError("argv", "the program (argv[0]) must not be empty");
   job.name = Take("name", [&] { return net::CheckedString(j, "name", 200, ""); });
-  if (job.name.empty()) job.name = job.argv[0].substr(0, 200);
+  if (job.name.empty()) job.name = core::TruncateUtf8(job.argv[0], 200);
   job.gpus = static_cast<int>(Take("gpus", [&] { return net::CheckedInt(j, "gpus", 1, 1024, 1); }));
   if (j.contains("gpu_share") && !j["gpu_share"].is_null()) {
     const double share =
@@ -111,6 +113,15 @@ void Fill(const json& j, store::JobRecord& job) {
           k.find('\0') != std::string::npos || k.size() > 1024) {
         throw FieldError("env", "every entry must be NAME: \"value\", NAME without '=' or NUL");
       }
+      if (!core::IsPortableVariableName(k)) {
+        throw FieldError("env", "'" + core::TruncateUtf8(k, 64) +
+                                    "' is not a variable name (letters, digits and _, not "
+                                    "starting with a digit)");
+      }
+      if (core::IsGpufleetJobVariable(k)) {
+        throw FieldError("env", k + " is set by gpufleet for every job (its GPUs, its id, the "
+                                    "distributed-training variables) and cannot be given");
+      }
       // Named, not captured: clang before 16 cannot capture a structured binding.
       const json& value = v;
       job.env.emplace_back(
@@ -125,7 +136,8 @@ void Fill(const json& j, store::JobRecord& job) {
   if (j.contains("cpus") && !j["cpus"].is_null()) {
     const double cpus =
         Take("cpus", [&] { return net::CheckedNumber(j["cpus"], "cpus", 0, 4096); });
-    if (!(cpus > 0)) throw FieldError("cpus", "must be a number of cores in (0, 4096]");
+    // The kernel's smallest CPU quota is 1 ms per 100 ms period: a hundredth of a core.
+    if (!(cpus >= 0.01)) throw FieldError("cpus", "must be a number of cores in [0.01, 4096]");
     job.cpu_milli = std::max<int64_t>(1, static_cast<int64_t>(cpus * 1000 + 0.5));
   }
   job.memory_mib =

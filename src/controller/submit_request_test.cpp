@@ -30,6 +30,18 @@ TEST(SubmitRequestTest, RefusesBadFieldsNamingThem) {
       {R"({"argv":["x"],"gpus":1,"gpu_share":0.5,"min_gpus":1})", "min_gpus"},
       {R"({"argv":["x"],"time_limit_s":1e300})", "time_limit_s"},
       {R"({"argv":["x"],"cpus":-1})", "cpus"},
+      // Below the kernel's smallest CPU quota: the cgroup refused it and the job ran unlimited.
+      {R"({"argv":["x"],"cpus":0.001})", "cpus"},
+      {R"({"argv":["x"],"cpus":0.0099})", "cpus"},
+      // gpufleet's own variables, and names no shell can read.
+      {R"({"argv":["x"],"env":{"GPUFLEET_NNODES":"8"}})", "env"},
+      {R"({"argv":["x"],"env":{"LOCAL_RANK":"7"}})", "env"},
+      {R"({"argv":["x"],"env":{"TORCHELASTIC_RESTART_COUNT":"3"}})", "env"},
+      {R"({"argv":["x"],"env":{"NVIDIA_VISIBLE_DEVICES":"all"}})", "env"},
+      {R"({"argv":["x"],"env":{"CUDA_VISIBLE_DEVICES":"0,1,2,3"}})", "env"},
+      {R"({"argv":["x"],"env":{"bad name!":"x"}})", "env"},
+      {R"({"argv":["x"],"env":{"1X":"x"}})", "env"},
+      {R"({"argv":["x"],"env":{"A\nB":"x"}})", "env"},
       {R"({"argv":["x"],"memory_mib":0})", "memory_mib"},
       {R"({"argv":["a\u0000b"]})", "argv"},                          // finding 10: NUL truncated
       {R"({"argv":["x"],"workdir":"/tmp\u0000/evil"})", "workdir"},  // finding 10: NUL truncated
@@ -130,6 +142,22 @@ TEST(SubmitRequestTest, DefaultsNameToTheProgramAndShareToThousandths) {
   EXPECT_EQ(job.value().name, "sleep");
   EXPECT_EQ(job.value().gpu_milli, 250);
   EXPECT_EQ(job.value().nodes, 1);
+  // A long program name is cut on a character boundary: the name stays valid UTF-8 (PostgreSQL
+  // refused the submit when the cut fell inside an "é").
+  std::string program = "/opt/xy";
+  for (int i = 0; i < 100; ++i) program += "\xc3\xa9";
+  auto accented = ParseSubmitRequest(R"({"argv":[")" + program + R"("]})");
+  ASSERT_TRUE(accented.ok()) << accented.error();
+  const std::string& name = accented.value().name;
+  EXPECT_LE(name.size(), 200U);
+  EXPECT_EQ(name.substr(name.size() - 5), "\xc3\xa9...") << name;
+}
+
+TEST(SubmitRequestTest, TakesTheSmallestCpuQuotaAndPortableVariableNames) {
+  auto job = ParseSubmitRequest(
+      R"({"argv":["x"],"cpus":0.01,"env":{"_a1":"x","NCCL_SOCKET_IFNAME":"eth1","HOME":"/h"}})");
+  ASSERT_TRUE(job.ok()) << job.error();
+  EXPECT_EQ(job.value().cpu_milli, 10);
 }
 
 TEST(SubmitRequestTest, UnknownFieldNamesAreNotEchoedWithControlCharacters) {

@@ -30,8 +30,9 @@ std::optional<int64_t> ParseDurationSeconds(const std::string& text) {
           part.size() > 9) {
         return std::nullopt;
       }
+      // At most three parts, checked before the product: "1:2:...:14" overflowed int64 before.
+      if (++parts > 3) return std::nullopt;
       total = total * 60 + std::stoll(part);
-      ++parts;
       if (colon == std::string::npos) break;
       start = colon + 1;
     }

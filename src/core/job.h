@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -62,6 +63,41 @@ inline std::vector<std::pair<std::string, std::string>> DistributedEnv(
           {"LOCAL_WORLD_SIZE", std::to_string(per_node)},
           {"GPUFLEET_NNODES", std::to_string(nodes)},
           {"GPUFLEET_NODE_RANK", std::to_string(node_rank)}};
+}
+
+// Whether `name` is a variable gpufleet sets for a job, which a job's own `env` may not name:
+// GPUFLEET_*, the torchrun env:// variables (DistributedEnv, TORCHELASTIC_*), and the GPU
+// selection (CUDA_VISIBLE_DEVICES, and NVIDIA_VISIBLE_DEVICES / NVIDIA_DRIVER_CAPABILITIES,
+// which a container runtime's NVIDIA hook would obey to expose other GPUs).
+inline bool IsGpufleetJobVariable(std::string_view name) {
+  constexpr std::string_view kNames[] = {"MASTER_ADDR",
+                                         "MASTER_PORT",
+                                         "WORLD_SIZE",
+                                         "RANK",
+                                         "NODE_RANK",
+                                         "LOCAL_RANK",
+                                         "LOCAL_WORLD_SIZE",
+                                         "CUDA_VISIBLE_DEVICES",
+                                         "GROUP_RANK",
+                                         "NVIDIA_VISIBLE_DEVICES",
+                                         "NVIDIA_DRIVER_CAPABILITIES"};
+  if (name.starts_with("GPUFLEET_") || name.starts_with("TORCHELASTIC_")) return true;
+  for (std::string_view n : kNames) {
+    if (name == n) return true;
+  }
+  return false;
+}
+
+// Whether `name` is a portable environment variable name: a letter or '_', then letters, digits
+// and '_' (POSIX's portable set; shells cannot even read others).
+inline bool IsPortableVariableName(std::string_view name) {
+  if (name.empty() || (name[0] >= '0' && name[0] <= '9')) return false;
+  for (char c : name) {
+    const bool ok =
+        (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+    if (!ok) return false;
+  }
+  return true;
 }
 
 }  // namespace gpufleet::core

@@ -66,4 +66,14 @@ std::string HtmlEscape(std::string_view text) {
   return out;
 }
 
+std::string TruncateUtf8(std::string_view text, std::size_t max_bytes) {
+  if (text.size() <= max_bytes) return std::string(text);
+  constexpr std::string_view kMore = "...";
+  if (max_bytes < kMore.size()) return std::string(kMore.substr(0, max_bytes));
+  std::size_t cut = max_bytes - kMore.size();
+  // Back over continuation bytes (10xxxxxx) to the start of the character that would be split.
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return std::string(text.substr(0, cut)) + std::string(kMore);
+}
+
 }  // namespace gpufleet::core

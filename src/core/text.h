@@ -1,5 +1,6 @@
 #pragma once
 // Small text helpers for the hand-written parsers of CSV and key = value files.
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,6 +15,10 @@ std::string_view TrimText(std::string_view text);
 // `text` is plain ASCII. The TOML files are read as ASCII only: Debian 12's toml++ 3.3 reaches
 // __builtin_unreachable() on some non-ASCII input (marzer/tomlplusplus#190, #295).
 std::string FirstNonAsciiPosition(std::string_view text);
+
+// `text` cut to at most `max_bytes` bytes, never inside a UTF-8 character (a cut text ends with
+// "..." within the limit), for messages that quote what a user gave.
+std::string TruncateUtf8(std::string_view text, std::size_t max_bytes);
 
 // `text` with &, <, >, " and ' as character references: safe inside HTML or XML text and
 // quoted attribute values.
