@@ -326,18 +326,25 @@ TEST(Cli, AgentAndTopRejectBadFlagsClearly) {
   EXPECT_NE(out.status, 0);
 }
 
-// Before, inf went out as JSON null (read as "not given": no limit) and NaN, negatives and 0
-// failed the client's own "> 0" test and were dropped: the job ran without the limit asked.
+// Before, inf went out as JSON null (read as "not given": no limit) and NaN and negatives failed
+// the client's own "> 0" test and were dropped: the job ran without the limit asked. 0 still
+// means "none" (scripts pass --cpus ${CPUS:-0}).
 TEST(Cli, SubmitRefusesCpusAndGpuSharesThatAreNotFinitePositiveNumbers) {
   for (const char* flag :
-       {"--cpus inf", "--cpus nan", "--cpus -1", "--cpus 0", "--cpus 5000", "--cpus 2x",
-        "--gpu-share inf", "--gpu-share -0.5", "--gpu-share 0", "--gpu-share 1.5"}) {
+       {"--cpus inf", "--cpus nan", "--cpus -1", "--cpus 0.005", "--cpus 5000", "--cpus 2x",
+        "--gpu-share inf", "--gpu-share -0.5", "--gpu-share 0.0001", "--gpu-share 1.5"}) {
     const Output out = Gpufleet(std::string("submit ") + flag + " -- true");
     EXPECT_NE(out.status, 0) << flag << ": " << out.text;  // CLI11's code for a bad value
     EXPECT_NE(out.text.find(std::string(flag).substr(0, std::string(flag).find(' ')) + ": "),
               std::string::npos)
         << flag << ": " << out.text;
   }
+  // Past the flags, it stops for want of a server (none configured), not at them.
+  const Output none = Gpufleet("submit --cpus 0 --gpu-share 0 -- true", "2>&1",
+                               "HOME=/nonexistent GPUFLEET_SERVER= GPUFLEET_DATA_DIR=");
+  EXPECT_NE(none.text.find("no server"), std::string::npos) << none.text;
+  EXPECT_EQ(none.text.find("--cpus:"), std::string::npos) << none.text;
+  EXPECT_EQ(none.text.find("--gpu-share:"), std::string::npos) << none.text;
 }
 
 TEST(Cli, AgentWithAMalformedScenarioFallsBackAndSaysWhy) {

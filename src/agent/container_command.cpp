@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <filesystem>
@@ -92,8 +93,11 @@ std::vector<std::string> ContainerRunArgv(const ContainerRun& run, const Contain
   a.push_back("--shm-size=" + std::to_string(shm_mib) + "m");
   if (!run.cgroup_parent.empty()) a.push_back("--cgroup-parent=" + run.cgroup_parent);
   if (run.cpu_milli > 0) {
-    const std::string cpus = std::to_string(run.cpu_milli / 1000) + "." +
-                             std::to_string(1000 + run.cpu_milli % 1000).substr(1);
+    // At least a hundredth of a core, the kernel's smallest quota (jobs stored before submit
+    // refused less would otherwise ask the runtime for what it cannot set).
+    const int64_t milli = std::max<int64_t>(10, run.cpu_milli);
+    const std::string cpus = std::to_string(milli / 1000) + "." +
+                             std::to_string(1000 + milli % 1000).substr(1);
     a.push_back("--cpus=" + cpus);
   }
   if (!run.env_file.empty()) a.push_back("--env-file=" + run.env_file);

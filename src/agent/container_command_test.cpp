@@ -48,6 +48,9 @@ TEST(ContainerCommand, RunsAsTheUserWithoutPrivilegeOnTheHostNetworkUnderTheJobs
   EXPECT_TRUE(Has(a, "--pull=never"));
   EXPECT_TRUE(Has(a, "--cgroup-parent=/gpufleet-jobs-ab/gpufleet-job-7"));
   EXPECT_TRUE(Has(a, "--cpus=2.500"));
+  ContainerRun tiny = SampleRun();  // a job stored before submit refused under 0.01 cores
+  tiny.cpu_milli = 3;
+  EXPECT_TRUE(Has(ContainerRunArgv(tiny, ContainerHost{}), "--cpus=0.010"));
   EXPECT_TRUE(Has(a, "--shm-size=4096m"));
   EXPECT_TRUE(Has(a, "--env-file=/var/lib/gpufleet/logs/7-3.log.env"));
   EXPECT_TRUE(Has(a, "--mount=type=bind,source=/data/set,destination=/data,ro=true"));

@@ -44,6 +44,18 @@ bool WriteAll(int fd, const std::string& data) {
   return true;
 }
 
+// `fd` moved to a number above kShimEnvFd (close-on-exec), the old one closed: the spawn's dup2s
+// onto 0..4 must not overwrite a source still to be copied, and another thread of the server may
+// free a low number at any moment, which the next descriptor opened here takes. Unchanged when it
+// is already above, or when no descriptor is free.
+int AboveShimDescriptors(int fd) {
+  if (fd < 0 || fd > kShimEnvFd) return fd;
+  const int moved = fcntl(fd, F_DUPFD_CLOEXEC, kShimEnvFd + 1);
+  if (moved < 0) return fd;
+  close(fd);
+  return moved;
+}
+
 std::string JoinedPaths(const std::vector<std::string>& paths) {
   std::string out;
   for (const std::string& p : paths) out += (out.empty() ? "" : ", ") + p;
@@ -300,8 +312,8 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
   const UnixAccount& account = identity.value().account;
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(spec.log_path).parent_path(), ec);
-  const int log =
-      open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+  const int log = AboveShimDescriptors(
+      open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600));
   if (log < 0) {
     return core::Error{"cannot open log " + spec.log_path + ": " + std::strerror(errno)};
   }
@@ -410,6 +422,7 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
     if (container) std::filesystem::remove(ContainerEnvFilePath(spec.log_path), ec);
     return core::Error{std::string("pipe: ") + std::strerror(errno)};
   }
+  status_pipe[1] = AboveShimDescriptors(status_pipe[1]);
   const std::string exit_path = ExitFilePath(spec.log_path);
   std::filesystem::remove(exit_path, ec);
   const std::string fenced_path = FencedFilePath(spec.log_path);
@@ -440,7 +453,7 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
   std::vector<std::string> shim_args = ShimCommandLine(shim);
   // The job's environment goes on kShimEnvFd, in a memory file only root can open: never on the
   // shim's command line, which every local account can read.
-  const int env_fd = memfd_create("gpufleet-job-env", MFD_CLOEXEC);
+  const int env_fd = AboveShimDescriptors(memfd_create("gpufleet-job-env", MFD_CLOEXEC));
   const std::string env_block = ShimEnvironmentBlock(shim.env);
   if (env_fd < 0 || !WriteAll(env_fd, env_block)) {
     const int err = errno;

@@ -63,10 +63,10 @@ void ClientCli::Register(CLI::App& app) {
       ->capture_default_str();
   submit_cmd->add_option("--gpu-type", submit_.gpu_type,
                          "GPU model(s), e.g. H100-80GB or A100-40GB|A100-80GB");
-  // A finite number in (low, high]: CLI11's Range lets NaN through, and inf became JSON null,
-  // which the server read as "not given" (no limit at all).
-  const auto positive_up_to = [](double high, const char* label) {
-    return [high, label](const std::string& text) -> std::string {
+  // 0 (not given, as before) or a finite number in [low, high]: CLI11's Range lets NaN through,
+  // inf became JSON null, which the server read as "not given", and negatives were dropped.
+  const auto zero_or_within = [](double low, double high, const char* label) {
+    return [low, high, label](const std::string& text) -> std::string {
       double value = 0;
       try {
         std::size_t used = 0;
@@ -75,14 +75,15 @@ void ClientCli::Register(CLI::App& app) {
       } catch (const std::exception&) {
         return "'" + text.substr(0, 32) + "' is not a number";
       }
-      if (!std::isfinite(value) || !(value > 0) || value > high) {
-        return std::string("must be a number in (0, ") + label + "]";
+      if (value == 0) return {};
+      if (!std::isfinite(value) || !(value >= low) || value > high) {
+        return std::string("must be a number in ") + label + " (or 0: none)";
       }
       return {};
     };
   };
   submit_cmd->add_option("--gpu-share", submit_.gpu_share, "a share of one GPU, in (0, 1]")
-      ->check(positive_up_to(1, "1"));
+      ->check(zero_or_within(0.001, 1, "[0.001, 1]"));
   submit_cmd
       ->add_option("--nodes", submit_.nodes,
                    "nodes, all started together; each gets --gpus GPUs and MASTER_ADDR, "
@@ -98,7 +99,7 @@ void ClientCli::Register(CLI::App& app) {
       ->add_option("--cpus", submit_.cpus,
                    "CPU limit in cores (cgroup v2 cpu.max or v1 cpu.cfs_quota_us, where "
                    "the node has cgroups: see `gpufleet nodes`)")
-      ->check(positive_up_to(4096, "4096"));
+      ->check(zero_or_within(0.01, 4096, "[0.01, 4096]"));
   submit_cmd->add_option("--memory", submit_.memory,
                          "memory limit: 512M, 16G, or MiB (cgroup v2 memory.max or v1 "
                          "memory.limit_in_bytes; past it the kernel kills the job: FAILED, OOM)");

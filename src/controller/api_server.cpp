@@ -402,11 +402,14 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
   server.Get("/v1/gpus", [&impl](const httplib::Request& req, httplib::Response& res) {
     const auto user = impl.Authenticate(req, res);
     if (!user) return;
-    std::set<std::string> own_jobs;  // a non-admin's running jobs, whose processes they see whole
-    if (!user->admin) {
+    // A non-admin's started jobs (a SCHEDULED one may have processes already), whose processes
+    // they see whole.
+    std::set<std::string> own_jobs;
+    for (core::JobState state : {core::JobState::kScheduled, core::JobState::kRunning}) {
+      if (user->admin) break;
       store::JobFilter filter;
       filter.user = user->name;
-      filter.state = core::JobState::kRunning;
+      filter.state = state;
       filter.limit = 10000;
       auto jobs = impl.controller.store().ListJobs(filter);
       if (!jobs) {

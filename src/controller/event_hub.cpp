@@ -112,10 +112,16 @@ void EventHub::CloseRevoked() {
     std::lock_guard<std::mutex> lock(mutex_);
     subscribers = subscribers_;
   }
+  // Each credential once, however many streams it opened (each lookup may be a database read).
+  std::map<std::string, std::optional<store::UserRecord>> standing;
   for (const Subscriber& s : subscribers) {
-    auto credential = controller_.store().CredentialOf(s.credential_sha256);
-    if (!credential) continue;
-    const std::optional<store::UserRecord>& user = credential.value().user;
+    auto it = standing.find(s.credential_sha256);
+    if (it == standing.end()) {
+      auto credential = controller_.store().CredentialOf(s.credential_sha256);
+      if (!credential) continue;  // not known now: the next ping looks again
+      it = standing.emplace(s.credential_sha256, credential.value().user).first;
+    }
+    const std::optional<store::UserRecord>& user = it->second;
     if (!user || user->name != s.viewer.name || user->admin != s.viewer.admin) s.stream->Close();
   }
 }

@@ -36,7 +36,6 @@ TEST(SubmitRequestTest, RefusesBadFieldsNamingThem) {
       // gpufleet's own variables, and names no shell can read.
       {R"({"argv":["x"],"env":{"GPUFLEET_NNODES":"8"}})", "env"},
       {R"({"argv":["x"],"env":{"LOCAL_RANK":"7"}})", "env"},
-      {R"({"argv":["x"],"env":{"TORCHELASTIC_RESTART_COUNT":"3"}})", "env"},
       {R"({"argv":["x"],"env":{"NVIDIA_VISIBLE_DEVICES":"all"}})", "env"},
       {R"({"argv":["x"],"env":{"CUDA_VISIBLE_DEVICES":"0,1,2,3"}})", "env"},
       {R"({"argv":["x"],"env":{"bad name!":"x"}})", "env"},
@@ -155,7 +154,8 @@ TEST(SubmitRequestTest, DefaultsNameToTheProgramAndShareToThousandths) {
 
 TEST(SubmitRequestTest, TakesTheSmallestCpuQuotaAndPortableVariableNames) {
   auto job = ParseSubmitRequest(
-      R"({"argv":["x"],"cpus":0.01,"env":{"_a1":"x","NCCL_SOCKET_IFNAME":"eth1","HOME":"/h"}})");
+      R"({"argv":["x"],"cpus":0.01,"env":{"_a1":"x","NCCL_SOCKET_IFNAME":"eth1","HOME":"/h",)"
+      R"("GPUFLEET_SERVER":"https://c:9500","GPUFLEET_TOKEN":"t","NVIDIA_DRIVER_CAPABILITIES":"all"}})");
   ASSERT_TRUE(job.ok()) << job.error();
   EXPECT_EQ(job.value().cpu_milli, 10);
 }

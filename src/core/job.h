@@ -65,23 +65,19 @@ inline std::vector<std::pair<std::string, std::string>> DistributedEnv(
           {"GPUFLEET_NODE_RANK", std::to_string(node_rank)}};
 }
 
-// Whether `name` is a variable gpufleet sets for a job, which a job's own `env` may not name:
-// GPUFLEET_*, the torchrun env:// variables (DistributedEnv, TORCHELASTIC_*), and the GPU
-// selection (CUDA_VISIBLE_DEVICES, and NVIDIA_VISIBLE_DEVICES / NVIDIA_DRIVER_CAPABILITIES,
-// which a container runtime's NVIDIA hook would obey to expose other GPUs).
+// Whether `name` is a variable gpufleet sets for a job, which a job's own `env` may not name: its
+// id and restart count, the torchrun env:// variables of DistributedEnv (GPUFLEET_NNODES and
+// GPUFLEET_NODE_RANK among them), and the GPU selection: CUDA_VISIBLE_DEVICES, and
+// NVIDIA_VISIBLE_DEVICES, which a container runtime's NVIDIA hook would obey to expose other GPUs.
+// Other GPUFLEET_* names (GPUFLEET_SERVER and GPUFLEET_TOKEN for a job that submits jobs) pass.
 inline bool IsGpufleetJobVariable(std::string_view name) {
-  constexpr std::string_view kNames[] = {"MASTER_ADDR",
-                                         "MASTER_PORT",
-                                         "WORLD_SIZE",
-                                         "RANK",
-                                         "NODE_RANK",
-                                         "LOCAL_RANK",
-                                         "LOCAL_WORLD_SIZE",
-                                         "CUDA_VISIBLE_DEVICES",
-                                         "GROUP_RANK",
-                                         "NVIDIA_VISIBLE_DEVICES",
-                                         "NVIDIA_DRIVER_CAPABILITIES"};
-  if (name.starts_with("GPUFLEET_") || name.starts_with("TORCHELASTIC_")) return true;
+  // clang-format off
+  constexpr std::string_view kNames[] = {
+      "GPUFLEET_JOB_ID", "GPUFLEET_RESTART_COUNT", "GPUFLEET_NNODES", "GPUFLEET_NODE_RANK",
+      "MASTER_ADDR",     "MASTER_PORT",            "WORLD_SIZE",      "RANK",
+      "NODE_RANK",       "LOCAL_RANK",             "LOCAL_WORLD_SIZE", "CUDA_VISIBLE_DEVICES",
+      "NVIDIA_VISIBLE_DEVICES"};
+  // clang-format on
   for (std::string_view n : kNames) {
     if (name == n) return true;
   }
