@@ -96,8 +96,8 @@ std::vector<std::string> ContainerRunArgv(const ContainerRun& run, const Contain
     // At least a hundredth of a core, the kernel's smallest quota (jobs stored before submit
     // refused less would otherwise ask the runtime for what it cannot set).
     const int64_t milli = std::max<int64_t>(10, run.cpu_milli);
-    const std::string cpus = std::to_string(milli / 1000) + "." +
-                             std::to_string(1000 + milli % 1000).substr(1);
+    const std::string cpus =
+        std::to_string(milli / 1000) + "." + std::to_string(1000 + milli % 1000).substr(1);
     a.push_back("--cpus=" + cpus);
   }
   if (!run.env_file.empty()) a.push_back("--env-file=" + run.env_file);

@@ -626,7 +626,8 @@ std::optional<core::Error> Controller::Unrunnable(const store::JobRecord& job) c
   // each made-up queue would get a fair share of its own, and a user could outweigh the quotas
   // by spreading their jobs over invented names.
   if (!options_.queue_weights.empty() && job.queue != "default" &&
-      !options_.queue_weights.count(job.queue) && !options_.queue_idle_timeout_ms.count(job.queue)) {
+      !options_.queue_weights.count(job.queue) &&
+      !options_.queue_idle_timeout_ms.count(job.queue)) {
     std::string declared;
     for (const auto& [name, weight] : options_.queue_weights) {
       if (declared.size() > 512) {
