@@ -1,6 +1,7 @@
 #include "controller/api_common.h"
 
 #include <charconv>
+#include <string_view>
 
 #include "controller/auth.h"
 
@@ -44,17 +45,25 @@ std::optional<int64_t> ParseId(const std::string& text) {
   return id;
 }
 
+namespace {
+constexpr std::string_view kBearer = "Bearer ";
+}  // namespace
+
+std::string CredentialSha256(const httplib::Request& req) {
+  const std::string header = req.get_header_value("Authorization");
+  if (header.rfind(kBearer, 0) != 0 || header.size() == kBearer.size()) return "";
+  return Sha256Hex(header.substr(kBearer.size()));
+}
+
 std::optional<Caller> Authenticate(store::Store& store, const httplib::Request& req,
                                    httplib::Response& res, int64_t now_ms) {
-  const std::string header = req.get_header_value("Authorization");
-  const std::string prefix = "Bearer ";
-  if (header.rfind(prefix, 0) != 0 || header.size() == prefix.size()) {
+  const std::string sha = CredentialSha256(req);
+  if (sha.empty()) {
     Fail(res, 401,
          "missing bearer token: pass GPUFLEET_TOKEN or use the token file that "
          "`gpufleet up` wrote in its data directory");
     return std::nullopt;
   }
-  const std::string sha = Sha256Hex(header.substr(prefix.size()));
   auto credential = store.CredentialOf(sha);  // from memory, mostly (store.h)
   if (!credential) {
     Fail(res, 503, credential.error());

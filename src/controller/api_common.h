@@ -47,6 +47,9 @@ std::optional<store::UserRecord> AuthenticateUser(store::Store& store, const htt
 std::optional<store::JobRecord> VisibleJob(store::Store& store, const std::string& id_text,
                                            const store::UserRecord& user, httplib::Response& res);
 
+// The SHA-256 (hex) of the request's bearer token, as the store keys credentials; "" without one.
+std::string CredentialSha256(const httplib::Request& req);
+
 // Valid user and node names: 1-64 of [A-Za-z0-9._@-], not starting with '-' or '.'.
 bool ValidName(const std::string& name);
 

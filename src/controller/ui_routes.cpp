@@ -215,9 +215,7 @@ void AddUiRoutes(net::HttpServer& server, const UiRouteContext& context) {
                                      -> std::shared_ptr<net::EventStream> {
     auto user = api::AuthenticateUser(controller.store(), req, res, NowMs());
     if (!user) return nullptr;
-    const std::string bearer = req.get_header_value("Authorization");
-    auto stream = events.Subscribe(*user, Sha256Hex(bearer.substr(std::min<std::size_t>(
-                                              bearer.size(), std::string_view("Bearer ").size()))));
+    auto stream = events.Subscribe(*user, api::CredentialSha256(req));
     if (!stream) {
       Fail(res, 503, "too many open event streams; try again later");
       return nullptr;
