@@ -539,6 +539,24 @@ TEST_F(ControllerTest, AJobThatCanNeverFitIsRefusedAtSubmitNamingTheField) {
   EXPECT_EQ(refused.failure().field, "nodes");
 }
 
+// Before any node joined, a submit cannot be checked against the nodes. A gang that then turns out
+// to be larger than the cluster stays pending (an admin may add nodes) but holds nothing back: the
+// default policy's backfill reservation went to it and idled the cluster for good.
+TEST_F(ControllerTest, AGangAcceptedBeforeAnyNodeJoinedHoldsNothingBackOnceTheyDo) {
+  Controller& ctl = Make();
+  store::JobRecord gang = NewJob(8);
+  gang.nodes = 2;
+  auto accepted = ctl.Submit(gang);
+  ASSERT_TRUE(accepted.ok()) << accepted.error();
+  FakeAgent a("a", 4);
+  ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
+  Step({&a});
+  const int64_t small = Submit(1);
+  Step({&a});
+  EXPECT_EQ(Job(small).state, store::JobState::kRunning);
+  EXPECT_EQ(Job(accepted.value()).state, store::JobState::kPending);
+}
+
 TEST_F(ControllerTest, TheIdleReclaimWarnsThenStopsAJobWhoseGpusStayIdleAndLeavesABusyOneAlone) {
   ControllerOptions options;
   options.idle_timeout_ms = 10 * 60'000;

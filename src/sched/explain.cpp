@@ -371,15 +371,17 @@ std::vector<Explanation> ExplainQueue(const ExplainInput& in, core::Rng& rng) {
       ++searches;
       f.after = SearchFitsAfter(job, work, in.running, ends, in, rng);
     }
+    // A job that can never fit holds no reservation and blocks no order (Schedule passes over it).
     const JobId first_blocked = blocker;
-    if (blocker == 0) blocker = job.id;
+    if (blocker == 0 && !f.never) blocker = job.id;
     QueueUse* queue = policy.FairShare() ? &queues[job.queue] : nullptr;
     const JobId queue_blocked = queue != nullptr ? queue->blocker : 0;
-    if (queue != nullptr && queue->blocker == 0) queue->blocker = job.id;
+    if (queue != nullptr && queue->blocker == 0 && !f.never) queue->blocker = job.id;
 
     if (f.never) {
       e.kind = WaitKind::kNeverFits;
-      e.reason = "can never start on the nodes there are now: " + f.never->message;
+      e.reason = "can never start on the nodes there are now: " + f.never->message +
+                 "; it holds no other job back";
     } else if (f.fits_now) {
       if (queue != nullptr && queue_blocked != 0) {
         e.kind = WaitKind::kBlockedByOrder;

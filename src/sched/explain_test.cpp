@@ -141,6 +141,19 @@ TEST_F(ExplainTest, StrictOrderBlocksAJobThatFitsBehindOneThatDoesNot) {
             "cannot start yet");
 }
 
+TEST_F(ExplainTest, AJobThatCanNeverFitBlocksNoOrder) {
+  core::ClusterSnapshot c({Node().Gpus(8)});
+  std::vector<ExplainRunning> running = {Running(c, 100, {0}, 6, 600)};
+  auto e = Explain("fifo", c, {Job(1, 16), Job(2, 1), Job(3, 4), Job(4, 1)}, running);
+  ASSERT_EQ(e.size(), 4u);
+  EXPECT_EQ(e[0].kind, WaitKind::kNeverFits);
+  EXPECT_TRUE(Holds(e[0].reason, "it holds no other job back"));
+  EXPECT_EQ(e[1].kind, WaitKind::kStarting) << e[1].reason;
+  EXPECT_EQ(e[2].kind, WaitKind::kNoFitNow) << e[2].reason;
+  EXPECT_EQ(e[3].kind, WaitKind::kBlockedByOrder) << e[3].reason;
+  EXPECT_TRUE(Holds(e[3].reason, "job 3 ahead of it cannot start yet"));
+}
+
 TEST_F(ExplainTest, EasyBackfillSaysAJobThatFitsWouldDelayTheReservation) {
   core::ClusterSnapshot c({Node().Gpus(8)});
   std::vector<ExplainRunning> running = {Running(c, 100, {0}, 6, 100)};

@@ -80,6 +80,20 @@ TEST_F(FairShareTest, SharesFollowTheWeights) {
   EXPECT_EQ(GpusByQueue(running), (std::map<std::string, int>{{"a", 6}, {"b", 2}}));
 }
 
+// Within a queue jobs start in order, but one that no nodes of the cluster could ever hold (more
+// GPUs than the cluster has) is passed over rather than stopping its queue for good.
+TEST_F(FairShareTest, AJobThatCanNeverFitDoesNotStopItsQueue) {
+  core::ClusterSnapshot cluster({Node().Gpus(8)});
+  std::vector<RunningJob> running;
+  Submit(Job(1, "a", 16, 0));
+  Submit(Job(2, "a", 2, 1));
+  Submit(Job(3, "a", 8, 2));  // fits the empty node only: its queue waits behind it
+  Submit(Job(4, "a", 1, 3));
+  Apply(scheduler_.Schedule(cluster, running, 0, rng_), cluster, running, jobs_, 0);
+  ASSERT_EQ(running.size(), 1u);
+  EXPECT_EQ(running[0].job.id, 2);
+}
+
 TEST_F(FairShareTest, SharesConvergeAsJobsFinish) {
   // Queue a starts alone and takes everything; b arrives with jobs larger than its quota can
   // reclaim at once. As a's jobs finish one by one, the freed GPUs go to whoever is furthest

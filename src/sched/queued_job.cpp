@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/cluster.h"
 #include "core/gpu_catalog.h"
 
 namespace gpufleet::sched {
@@ -42,13 +43,17 @@ QueuedJob BuildQueuedJob(const JobAsk& ask, Estimates estimates, const JobRunTim
   return q;
 }
 
-std::optional<core::Error> NeverFits(const QueuedJob& job, std::span<const core::NodeSpec> nodes,
-                                     bool allow_spread, std::string_view models_label) {
+namespace {
+
+// NeverFits over `node_count` nodes, the i-th read by `spec_at(i)`: a list of specs or a snapshot.
+template <typename SpecAt>
+std::optional<core::Error> NeverFitsOn(const QueuedJob& job, int node_count, const SpecAt& spec_at,
+                                       bool allow_spread, std::string_view models_label) {
   if (IsElastic(job)) {  // it can start at its fewest
     QueuedJob least = job;
     least.total_gpus = job.min_gpus;
     least.min_gpus = 0;
-    return NeverFits(least, nodes, allow_spread, models_label);
+    return NeverFitsOn(least, node_count, spec_at, allow_spread, models_label);
   }
   const core::GpuCatalog& catalog = core::GpuCatalog::Builtin();
   const std::string models = models_label.empty() ? "the asked" : std::string(models_label);
@@ -60,7 +65,8 @@ std::optional<core::Error> NeverFits(const QueuedJob& job, std::span<const core:
   int gpus_fit_cpu_short = 0, gpus_fit_memory_short = 0;
   int64_t cpu_most = 0, memory_most = 0;
   std::string present;  // models of the cluster, for the message
-  for (const core::NodeSpec& n : nodes) {
+  for (int i = 0; i < node_count; ++i) {
+    const core::NodeSpec& n = spec_at(i);
     if (n.num_gpus > 0) {
       const std::string& name = catalog.model(n.model).name;
       if (present.find(name) == std::string::npos) {
@@ -122,6 +128,23 @@ std::optional<core::Error> NeverFits(const QueuedJob& job, std::span<const core:
                          std::to_string(per_node) + " GPUs each; the cluster has " +
                          std::to_string(big_enough) + of_models,
                      core::ErrorCode::kInfeasible, "nodes"};
+}
+
+}  // namespace
+
+std::optional<core::Error> NeverFits(const QueuedJob& job, std::span<const core::NodeSpec> nodes,
+                                     bool allow_spread, std::string_view models_label) {
+  return NeverFitsOn(
+      job, static_cast<int>(nodes.size()),
+      [&](int i) -> const core::NodeSpec& { return nodes[static_cast<size_t>(i)]; }, allow_spread,
+      models_label);
+}
+
+std::optional<core::Error> NeverFits(const QueuedJob& job, const core::ClusterSnapshot& cluster,
+                                     bool allow_spread) {
+  return NeverFitsOn(
+      job, cluster.size(), [&](int i) -> const core::NodeSpec& { return cluster.spec(i); },
+      allow_spread, "");
 }
 
 }  // namespace gpufleet::sched

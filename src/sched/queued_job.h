@@ -14,6 +14,10 @@
 #include "sched/queue_policy.h"
 #include "sched/queue_types.h"
 
+namespace gpufleet::core {
+class ClusterSnapshot;
+}  // namespace gpufleet::core
+
 namespace gpufleet::sched {
 
 // What a job asks of the cluster.
@@ -57,5 +61,8 @@ QueuedJob BuildQueuedJob(const JobAsk& ask, Estimates estimates, const JobRunTim
 // `models_label` names the asked models in messages ("" : "the asked").
 std::optional<core::Error> NeverFits(const QueuedJob& job, std::span<const core::NodeSpec> nodes,
                                      bool allow_spread, std::string_view models_label = "");
+// The same over every node of `cluster`, at its full capacity (what is free now does not matter).
+std::optional<core::Error> NeverFits(const QueuedJob& job, const core::ClusterSnapshot& cluster,
+                                     bool allow_spread);
 
 }  // namespace gpufleet::sched

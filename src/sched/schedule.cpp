@@ -9,6 +9,7 @@
 #include "sched/elastic.h"
 #include "sched/gang_placement.h"
 #include "sched/placer.h"
+#include "sched/queued_job.h"
 
 namespace gpufleet::sched {
 
@@ -391,6 +392,10 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
       return true;
     }
     if (blocked) return true;
+    // A job that no nodes of this cluster could ever hold (a gang larger than the cluster, or of
+    // a GPU model it lacks, accepted before its nodes joined) holds nothing back: it takes no
+    // reservation and does not stop the strict order, or it would idle the cluster for good.
+    if (backfill != Backfill::kGreedy && NeverFits(job, cluster, allow_spread_)) return true;
     blocked = true;
     if (backfill == Backfill::kNone) return false;
     if (backfill == Backfill::kEasy) {

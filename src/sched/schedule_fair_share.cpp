@@ -8,6 +8,7 @@
 #include "sched/elastic.h"
 #include "sched/gang_placement.h"
 #include "sched/placer.h"
+#include "sched/queued_job.h"
 #include "sched/schedule.h"
 
 namespace gpufleet::sched {
@@ -159,7 +160,13 @@ std::vector<Decision> Scheduler::ScheduleFairShare(const core::ClusterSnapshot& 
       }
     }
     if (!placement) {
-      q.blocked = true;  // first come, first served within the queue
+      // First come, first served within the queue; but a job that no nodes of this cluster could
+      // ever hold is passed over, or it would stop its queue for good.
+      if (NeverFits(job, cluster, allow_spread_)) {
+        ++q.next;
+      } else {
+        q.blocked = true;
+      }
       continue;
     }
     for (const Allocation& a : *placement) {

@@ -53,6 +53,28 @@ TEST_F(SchedulerTest, FifoStopsAtTheFirstJobThatCannotStart) {
   EXPECT_TRUE(s.Schedule(c, running, 30, rng_).empty());
 }
 
+// A job accepted before its nodes joined may never fit them (here a gang of 4 nodes on a cluster
+// of 2): it must hold neither the strict order nor a reservation, or the cluster idles for good.
+TEST_F(SchedulerTest, AJobThatCanNeverFitHoldsNoOrderAndNoReservation) {
+  for (const char* name : {"fifo", "backfill"}) {
+    auto policy = MakeQueuePolicy(name);
+    Scheduler s(*policy, *placement_, /*allow_spread=*/false);
+    core::ClusterSnapshot c({Node().Gpus(8), Node().Gpus(8)});
+    std::vector<RunningJob> running = {Running(c, 100, 0, 6, 0, 100)};
+    QueuedJob never = Gpus(1, 32, 10);
+    never.nodes = 4;
+    s.Enqueue(never);
+    s.Enqueue(Gpus(2, 2, 20));  // fits now, of unknown length
+    QueuedJob both = Gpus(3, 16, 30);  // fits once job 100 ends: it holds the order from here
+    both.nodes = 2;
+    s.Enqueue(both);
+    s.Enqueue(Gpus(4, 1, 40));
+    auto d = s.Schedule(c, running, 30, rng_);
+    ASSERT_EQ(d.size(), 1u) << name;
+    EXPECT_EQ(d[0].job, 2) << name;
+  }
+}
+
 TEST_F(SchedulerTest, EasyBackfillNeverDelaysTheHeadReservation) {
   auto easy = MakeQueuePolicy("backfill");
   Scheduler s(*easy, *placement_, true);
