@@ -64,7 +64,7 @@ TEST_F(SchedulerTest, AJobThatCanNeverFitHoldsNoOrderAndNoReservation) {
     QueuedJob never = Gpus(1, 32, 10);
     never.nodes = 4;
     s.Enqueue(never);
-    s.Enqueue(Gpus(2, 2, 20));  // fits now, of unknown length
+    s.Enqueue(Gpus(2, 2, 20));         // fits now, of unknown length
     QueuedJob both = Gpus(3, 16, 30);  // fits once job 100 ends: it holds the order from here
     both.nodes = 2;
     s.Enqueue(both);
