@@ -1366,4 +1366,49 @@ TEST_F(IdleServer, AJobWhoseGpuStaysIdleIsWarnedThenStoppedAndABusyOneRunsOn) {
   Cli("cancel " + std::to_string(busy));
 }
 
+// --metrics-auth: /metrics asks for a user's token. An admin's shows every running job's series;
+// another user's the controller's own figures and their own jobs' series only (the series name
+// each job's id and user, which no other user may learn).
+class MetricsAuthServer : public UpServer {
+ protected:
+  void SetUp() override {
+    extra_up_args = {"--metrics-auth", "--run-as-map", "bob=nobody"};
+    UpServer::SetUp();
+    extra_up_args.clear();
+  }
+};
+
+TEST_F(MetricsAuthServer, MetricsAskForATokenAndShowOthersJobsToAdminsOnly) {
+  EXPECT_EQ(Http("").Get("/metrics")->status, 401);
+  EXPECT_EQ(Http("not-a-token").Get("/metrics")->status, 401);
+  const std::string bob = json::parse(Cli("users add bob --json"))["token"].get<std::string>();
+  const int64_t admins = json::parse(Cli("submit --json -- sleep 120"))["id"].get<int64_t>();
+  auto r = Http(bob).Post("/v1/jobs", R"({"argv":["sleep","120"],"gpus":1,"workdir":"/tmp"})", "application/json");
+  ASSERT_TRUE(r && r->status == 201) << (r ? r->body : "no reply");
+  const int64_t bobs = json::parse(r->body)["id"].get<int64_t>();
+  WaitFor(admins, "RUNNING");
+  WaitFor(bobs, "RUNNING");
+  auto series = [](int64_t id) {
+    return "gpufleet_job_gpu_efficiency_pct{job=\"" + std::to_string(id) + "\"";
+  };
+  // Each job's series appears once its GPUs have reported a sample.
+  std::string all;
+  e2e::WaitUntil(
+      [&] {
+        all = Http(token_).Get("/metrics")->body;
+        return all.find(series(admins)) != std::string::npos &&
+               all.find(series(bobs)) != std::string::npos;
+      },
+      20);
+  EXPECT_NE(all.find(series(admins)), std::string::npos) << all;
+  EXPECT_NE(all.find(series(bobs)), std::string::npos) << all;
+  const std::string bobs_view = Http(bob).Get("/metrics")->body;
+  EXPECT_NE(bobs_view.find(series(bobs)), std::string::npos) << bobs_view;
+  EXPECT_EQ(bobs_view.find(series(admins)), std::string::npos) << bobs_view;
+  EXPECT_EQ(bobs_view.find("user=\"admin\""), std::string::npos) << bobs_view;
+  EXPECT_NE(bobs_view.find("gpufleet_controller_jobs_running 2"), std::string::npos) << bobs_view;
+  Cli("cancel " + std::to_string(admins));
+  Cli("cancel " + std::to_string(bobs));
+}
+
 }  // namespace gpufleet

@@ -268,6 +268,10 @@ int main(int argc, char** argv) {
     cmd->add_option("--ui-dir", o.ui_dir,
                     "serve the web dashboard (/ui/) from this directory (a checkout's web/), "
                     "read at each request, instead of the copy built in (development)");
+    cmd->add_flag("--metrics-auth", o.metrics_auth,
+                  "/metrics asks for a user's token (Prometheus: authorization in the scrape "
+                  "config): an admin's shows every job's series, another user's their own jobs' "
+                  "only (default: open, every job's id and user included)");
     cmd->add_option("--own-hardware", o.own_hardware,
                     "what owning GPUs costs, for `advise --sizing`: a key = value file like "
                     "data/own_hardware.example.conf (default: that file's values)");

@@ -498,7 +498,14 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
     res.set_content(HealthJson(leading, options.leader ? options.leader() : store::LeaderInfo{}),
                     "application/json");
   });
-  server.Get("/metrics", [&impl](const httplib::Request&, httplib::Response& res) {
+  server.Get("/metrics", [&impl, need_token = options.metrics_need_token](
+                             const httplib::Request& req, httplib::Response& res) {
+    // With a token asked for, a user who is not an admin sees their own jobs' series only.
+    std::optional<store::UserRecord> caller;
+    if (need_token) {
+      caller = impl.Authenticate(req, res);
+      if (!caller) return;
+    }
     const ControllerStats s = impl.controller.Stats();
     std::string out;
     auto metric = [&](const char* name, const char* type, const char* help, int64_t value) {
@@ -548,6 +555,7 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
     out += "# HELP gpufleet_job_gpu_efficiency_pct A running job's mean SM utilization so far.\n"
            "# TYPE gpufleet_job_gpu_efficiency_pct gauge\n";
     for (const ControllerStats::JobEfficiency& e : s.running_efficiency) {
+      if (caller && !caller->admin && e.user != caller->name) continue;
       char text[64];
       std::snprintf(text, sizeof text, "%.1f", e.sm_pct);
       out += "gpufleet_job_gpu_efficiency_pct{job=\"" + std::to_string(e.id) + "\",user=\"" +

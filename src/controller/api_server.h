@@ -34,6 +34,10 @@ struct ApiServerOptions {
   // Serve the dashboard's files from this directory, read at each request, instead of the
   // compiled-in copy (development; "": the compiled-in copy).
   std::string ui_dir;
+  // GET /metrics asks for a user's bearer token (Prometheus: `authorization` in its scrape config)
+  // and shows per-job series of the caller's own jobs only, or every job's to an admin. Off: open
+  // to anyone who reaches the port, as Prometheus scrapes by default, every job's series included.
+  bool metrics_need_token = false;
   // Leadership among controllers sharing a store (server/leader_lease.h): while `leading` says
   // no, every request but /healthz gets the standby's 503 naming `leader` (controller/standby.h).
   // Unset: this controller always leads (one machine's SQLite store).
