@@ -1383,7 +1383,8 @@ TEST_F(MetricsAuthServer, MetricsAskForATokenAndShowOthersJobsToAdminsOnly) {
   EXPECT_EQ(Http("not-a-token").Get("/metrics")->status, 401);
   const std::string bob = json::parse(Cli("users add bob --json"))["token"].get<std::string>();
   const int64_t admins = json::parse(Cli("submit --json -- sleep 120"))["id"].get<int64_t>();
-  auto r = Http(bob).Post("/v1/jobs", R"({"argv":["sleep","120"],"gpus":1,"workdir":"/tmp"})", "application/json");
+  auto r = Http(bob).Post("/v1/jobs", R"({"argv":["sleep","120"],"gpus":1,"workdir":"/tmp"})",
+                          "application/json");
   ASSERT_TRUE(r && r->status == 201) << (r ? r->body : "no reply");
   const int64_t bobs = json::parse(r->body)["id"].get<int64_t>();
   WaitFor(admins, "RUNNING");
