@@ -4,9 +4,9 @@
 # build-fuzz/fuzz/corpus/TARGET (kept between runs), findings in build-fuzz/fuzz/artifacts/.
 #
 # Usage: bash scripts/fuzz.sh [SECONDS] [TARGET...]   (default: 20 seconds, every target)
-# Environment: JOBS (parallel compile jobs, default: nproc); BUILD_LOCK (a file: the build runs
-#   under `flock` on it, for machines shared by several builders); NICE (the fuzzers' niceness,
-#   default 0).
+# Environment: JOBS (parallel compile jobs, default: nproc); FUZZ_JOBS (targets fuzzed at once,
+#   default: JOBS); BUILD_LOCK (a file: the build runs under `flock` on it, for machines shared by
+#   several builders); NICE (the fuzzers' niceness, default 0).
 # Exit status: 0 when no target found anything, 1 otherwise (the targets are named).
 set -euo pipefail
 
@@ -34,26 +34,69 @@ if [ ${#targets[@]} -eq 0 ]; then
   for exe in build-fuzz/fuzz/*_fuzz; do targets+=("$(basename "$exe" _fuzz)"); done
 fi
 
-failed=()
-for t in "${targets[@]}"; do
-  exe=build-fuzz/fuzz/${t}_fuzz
-  if [ ! -x "$exe" ]; then echo "fuzz.sh: no target '$t'" >&2; failed+=("$t"); continue; fi
+# One target's run; its outcome goes to build-fuzz/fuzz/TARGET.result ("ok STATS" or "found").
+run_target() {
+  local t=$1 exe=build-fuzz/fuzz/${1}_fuzz max_len scratch log result
   max_len=$(awk -v t="$t" '$1 == t { print $2 }' fuzz/max_len.txt)
   scratch=build-fuzz/fuzz/corpus/$t
-  mkdir -p "$scratch" build-fuzz/fuzz/artifacts
   log=build-fuzz/fuzz/$t.log
-  echo "== $t: ${seconds} s (max_len ${max_len:-4096}; log: $log)"
+  result=build-fuzz/fuzz/$t.result
   if ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
      nice -n "${NICE:-0}" "$exe" -max_total_time="$seconds" -max_len="${max_len:-4096}" \
        -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
        -artifact_prefix="build-fuzz/fuzz/artifacts/$t-" "$scratch" "fuzz/corpus/$t" >"$log" 2>&1; then
-    grep -E '^stat::(number_of_executed_units|average_exec_per_sec)' "$log" | tr '\n' ' '; echo
+    echo "ok $(grep -E '^stat::(number_of_executed_units|average_exec_per_sec)' "$log" | tr '\n' ' ')" \
+      >"$result"
   else
-    echo "!! $t found something:"; grep -E 'ERROR|runtime error|SUMMARY|invariant|written to' "$log" | head -5
+    echo found >"$result"
+  fi
+}
+# Each fuzzer is one busy process: as many run at once as there are cores (FUZZ_JOBS).
+parallel=${FUZZ_JOBS:-$jobs}
+if ! [[ "$parallel" =~ ^[1-9][0-9]*$ ]]; then
+  echo "fuzz.sh: FUZZ_JOBS must be a positive whole number, not '$parallel'" >&2
+  exit 2
+fi
+# Stopped early (Ctrl-C, a CI timeout): no fuzzer is left running behind.
+stop_fuzzers() {
+  local pid
+  for pid in $(jobs -rp); do
+    pkill -P "$pid" 2>/dev/null || true
+    kill "$pid" 2>/dev/null || true
+  done
+}
+trap stop_fuzzers EXIT
+trap 'exit 130' INT TERM
+failed=()
+started=()
+mkdir -p build-fuzz/fuzz/artifacts
+for t in "${targets[@]}"; do
+  if [ ! -x "build-fuzz/fuzz/${t}_fuzz" ]; then
+    echo "fuzz.sh: no target '$t'" >&2
+    failed+=("$t")
+    continue
+  fi
+  if [[ " ${started[*]} " == *" $t "* ]]; then continue; fi  # named twice: fuzzed once
+  mkdir -p "build-fuzz/fuzz/corpus/$t"
+  rm -f "build-fuzz/fuzz/$t.result"
+  while [ "$(jobs -rp | wc -l)" -ge "$parallel" ]; do wait -n || true; done
+  run_target "$t" &
+  started+=("$t")
+done
+wait
+for t in "${started[@]}"; do
+  max_len=$(awk -v t="$t" '$1 == t { print $2 }' fuzz/max_len.txt)
+  echo "== $t: ${seconds} s (max_len ${max_len:-4096}; log: build-fuzz/fuzz/$t.log)"
+  result=$(cat "build-fuzz/fuzz/$t.result" 2>/dev/null || echo "found (no result written)")
+  if [[ "$result" == ok* ]]; then
+    echo "${result#ok }"
+  else
+    echo "!! $t found something:"
+    grep -E 'ERROR|runtime error|SUMMARY|invariant|written to' "build-fuzz/fuzz/$t.log" 2>/dev/null |
+      head -5 || true
     failed+=("$t")
   fi
 done
-
 if [ ${#failed[@]} -gt 0 ]; then
   echo "== Findings in: ${failed[*]} (inputs in build-fuzz/fuzz/artifacts/)" >&2
   exit 1

@@ -111,6 +111,7 @@ Controller::Controller(store::Store& store, ControllerOptions options,
       scheduler_(*queue_policy_, *placement_policy_, /*allow_spread=*/false) {
   if (!options_.queue_weights.empty()) scheduler_.SetQueueWeights(options_.queue_weights);
   scheduler_.SetElasticGrowAfter(options_.elastic_grow_after_s);
+  scheduler_.SetGrowthNodes(options_.growth_nodes);
   if (options_.workload_profile) placement_policy_->Prepare(*options_.workload_profile);
   // Node epochs only grow, across restarts too (they are only compared for change).
   RebuildClusterLocked();

@@ -43,6 +43,7 @@ std::vector<Controller::QueueExplanation> Controller::ExplainQueue(int64_t now_m
   in.queue_policy = queue_policy_.get();
   in.placement_policy = placement_policy_.get();
   in.allow_spread = false;  // as scheduler_ is made
+  in.growth_nodes = options_.growth_nodes;
   in.queue_weights = &scheduler_.queue_weights();
   in.default_queue_weight = scheduler_.default_queue_weight();
   in.now_s = now_s;

@@ -320,8 +320,6 @@ std::vector<Explanation> ExplainQueue(const ExplainInput& in, core::Rng& rng) {
     for (auto& [name, q] : queues) q.quota = capacity * weight_of(name) / total_weight;
   }
 
-  std::vector<core::NodeSpec> specs;
-  for (int n = 0; n < work.size(); ++n) specs.push_back(work.spec(n));
   Placer placer(work, *in.placement_policy, std::span<const uint32_t>());
   struct ShapeFacts {
     std::optional<core::Error> never;
@@ -363,7 +361,7 @@ std::vector<Explanation> ExplainQueue(const ExplainInput& in, core::Rng& rng) {
     auto [it, added] = shapes.try_emplace(ShapeOf(job));
     ShapeFacts& f = it->second;
     if (added) {
-      f.never = NeverFits(job, specs, in.allow_spread);
+      f.never = NeverFits(job, work, in.growth_nodes, in.allow_spread);
       if (!f.never) f.fits_now = PlaceGang(work, placer, job, in.allow_spread, rng).has_value();
       if (!f.never && !f.fits_now) f.need = NeedText(job, work, in.allow_spread);
     }
@@ -380,8 +378,9 @@ std::vector<Explanation> ExplainQueue(const ExplainInput& in, core::Rng& rng) {
 
     if (f.never) {
       e.kind = WaitKind::kNeverFits;
-      e.reason = "can never start on the nodes there are now: " + f.never->message +
-                 "; it holds no other job back";
+      e.reason = std::string("can never start on the nodes there are now") +
+                 (in.growth_nodes.empty() ? "" : " or the fleet may grow by") + ": " +
+                 f.never->message + "; it holds no other job back";
     } else if (f.fits_now) {
       if (queue != nullptr && queue_blocked != 0) {
         e.kind = WaitKind::kBlockedByOrder;

@@ -40,6 +40,9 @@ struct ExplainInput {
   const QueuePolicy* queue_policy = nullptr;
   const PlacementPolicy* placement_policy = nullptr;  // prepared
   bool allow_spread = false;
+  // Nodes the fleet may grow by (`Scheduler::SetGrowthNodes`): a job that fits only them is not
+  // "never_fits", and it holds the order as the scheduler lets it.
+  std::span<const core::NodeSpec> growth_nodes;
   // Fair-share policies: each queue's weight, as `Scheduler::SetQueueWeights` got them.
   const std::map<std::string, double>* queue_weights = nullptr;
   double default_queue_weight = 1.0;

@@ -119,12 +119,12 @@ TEST_F(ExplainTest, UnknownEndsAreSaidSoAndLongWaitsInHours) {
   core::ClusterSnapshot c({Node().Gpus(8), Node().Gpus(8)});
   std::vector<ExplainRunning> running = {Running(c, 20, {0}, 8, std::nan("")),
                                          Running(c, 21, {1}, 8, /*limit_s=*/3 * 3600 + 600)};
-  auto e = Explain("priority", c, {Job(1, 8), Job(2, 16)}, running);
+  auto e = Explain("priority", c, {Job(1, 8), Job(2, 24)}, running);
   ASSERT_EQ(e.size(), 2u);
   EXPECT_TRUE(Holds(e[0].reason, "after job 21 ends (time limit in 3 h 10 min)"));
   // Only with both gone: 20, of unknown end, is last in the order of ends.
-  EXPECT_EQ(e[1].kind, WaitKind::kNeverFits) << "16 GPUs on one node of 8 (no spreading)";
-  EXPECT_TRUE(Holds(e[1].reason, "gpus: asks 16 GPUs per node"));
+  EXPECT_EQ(e[1].kind, WaitKind::kNeverFits) << "24 GPUs on 16";
+  EXPECT_TRUE(Holds(e[1].reason, "gpus: asks for 24 GPUs; the cluster has 16"));
 }
 
 TEST_F(ExplainTest, StrictOrderBlocksAJobThatFitsBehindOneThatDoesNot) {

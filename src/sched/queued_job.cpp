@@ -64,15 +64,8 @@ std::optional<core::Error> NeverFitsOn(const QueuedJob& job, int node_count, con
   int big_enough = 0;         // nodes of its models with `per_node` GPUs
   int gpus_fit_cpu_short = 0, gpus_fit_memory_short = 0;
   int64_t cpu_most = 0, memory_most = 0;
-  std::string present;  // models of the cluster, for the message
   for (int i = 0; i < node_count; ++i) {
     const core::NodeSpec& n = spec_at(i);
-    if (n.num_gpus > 0) {
-      const std::string& name = catalog.model(n.model).name;
-      if (present.find(name) == std::string::npos) {
-        present += (present.empty() ? "" : ", ") + name;
-      }
-    }
     if (!job.gpu_models.Contains(n.model) || n.num_gpus <= 0) continue;
     largest = std::max(largest, n.num_gpus);
     model_gpus += n.num_gpus;
@@ -91,6 +84,15 @@ std::optional<core::Error> NeverFitsOn(const QueuedJob& job, int node_count, con
     }
   }
   if (largest < 0) {
+    std::string present;  // models of the cluster, for the message
+    for (int i = 0; i < node_count; ++i) {
+      const core::NodeSpec& n = spec_at(i);
+      if (n.num_gpus <= 0) continue;
+      const std::string& name = catalog.model(n.model).name;
+      if (present.find(name) == std::string::npos) {
+        present += (present.empty() ? "" : ", ") + name;
+      }
+    }
     return core::Error{"gpu_type: no node has " + models + " GPUs (nodes have: " +
                            (present.empty() ? "none" : present) + ")",
                        core::ErrorCode::kInfeasible, "gpu_type"};
@@ -141,10 +143,22 @@ std::optional<core::Error> NeverFits(const QueuedJob& job, std::span<const core:
 }
 
 std::optional<core::Error> NeverFits(const QueuedJob& job, const core::ClusterSnapshot& cluster,
+                                     std::span<const core::NodeSpec> more_nodes,
                                      bool allow_spread) {
+  int most_gpus = cluster.max_node_gpus();
+  for (const core::NodeSpec& n : more_nodes) most_gpus = std::max(most_gpus, n.num_gpus);
+  // As PlaceGang places it: a job of whole GPUs on no set number of nodes that is larger than
+  // every node is spread over several, whatever `allow_spread` says.
+  const int least_gpus = IsElastic(job) ? job.min_gpus : job.total_gpus;
+  const bool spreads = allow_spread || (job.nodes <= 1 && job.gpu_milli >= core::kGpuMilli &&
+                                        least_gpus > most_gpus);
+  const int in_cluster = cluster.size();
   return NeverFitsOn(
-      job, cluster.size(), [&](int i) -> const core::NodeSpec& { return cluster.spec(i); },
-      allow_spread, "");
+      job, in_cluster + static_cast<int>(more_nodes.size()),
+      [&](int i) -> const core::NodeSpec& {
+        return i < in_cluster ? cluster.spec(i) : more_nodes[static_cast<size_t>(i - in_cluster)];
+      },
+      spreads, "");
 }
 
 }  // namespace gpufleet::sched

@@ -61,8 +61,10 @@ QueuedJob BuildQueuedJob(const JobAsk& ask, Estimates estimates, const JobRunTim
 // `models_label` names the asked models in messages ("" : "the asked").
 std::optional<core::Error> NeverFits(const QueuedJob& job, std::span<const core::NodeSpec> nodes,
                                      bool allow_spread, std::string_view models_label = "");
-// The same over every node of `cluster`, at its full capacity (what is free now does not matter).
+// The same over every node of `cluster` at its full capacity (what is free now does not matter)
+// and `more_nodes` (nodes the fleet may grow by), placed as `PlaceGang` places: a whole-GPU job
+// larger than every node is taken as spread over nodes even without `allow_spread`.
 std::optional<core::Error> NeverFits(const QueuedJob& job, const core::ClusterSnapshot& cluster,
-                                     bool allow_spread);
+                                     std::span<const core::NodeSpec> more_nodes, bool allow_spread);
 
 }  // namespace gpufleet::sched

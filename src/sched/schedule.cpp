@@ -395,7 +395,9 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
     // A job that no nodes of this cluster could ever hold (a gang larger than the cluster, or of
     // a GPU model it lacks, accepted before its nodes joined) holds nothing back: it takes no
     // reservation and does not stop the strict order, or it would idle the cluster for good.
-    if (backfill != Backfill::kGreedy && NeverFits(job, cluster, allow_spread_)) return true;
+    if (backfill != Backfill::kGreedy && NeverFits(job, cluster, growth_nodes_, allow_spread_)) {
+      return true;
+    }
     blocked = true;
     if (backfill == Backfill::kNone) return false;
     if (backfill == Backfill::kEasy) {

@@ -57,6 +57,10 @@ class Scheduler {
   // A running elastic job grows only after this many seconds since its last start or resize
   // (each resize is a checkpoint-restart, so growing at every pass would thrash). Default 0.
   void SetElasticGrowAfter(double seconds) { elastic_grow_after_s_ = seconds; }
+  // Nodes the fleet may grow by (an autoscaler's groups). A waiting job that no nodes of the
+  // cluster or of these could ever hold takes no reservation, strict order or queue turn (it
+  // would idle the cluster for good); one that fits only these still does. Default: none.
+  void SetGrowthNodes(std::vector<core::NodeSpec> nodes) { growth_nodes_ = std::move(nodes); }
 
   // For tests: every pass walks the whole queue and looks for victims for every job that may
   // preempt, skipping nothing (the same decisions, only slower: the reference the pass that skips
@@ -123,6 +127,7 @@ class Scheduler {
   std::map<std::string, double> queue_weights_;
   double default_queue_weight_ = 1.0;
   double elastic_grow_after_s_ = 0;
+  std::vector<core::NodeSpec> growth_nodes_;
   bool reference_pass_ = false;
 };
 

@@ -75,6 +75,27 @@ TEST_F(SchedulerTest, AJobThatCanNeverFitHoldsNoOrderAndNoReservation) {
   }
 }
 
+// What can start one day keeps its place: a job larger than every node, which the placer spreads
+// over nodes even where spreading is off, and a gang that fits only the nodes the fleet may grow
+// by.
+TEST_F(SchedulerTest, AJobThatFitsOnlySpreadOrOnlyTheGrowthNodesHoldsTheOrder) {
+  auto fifo = MakeQueuePolicy("fifo");
+  for (const bool growth : {false, true}) {
+    Scheduler s(*fifo, *placement_, /*allow_spread=*/false);
+    core::ClusterSnapshot c({Node().Gpus(8), Node().Gpus(8)});
+    std::vector<RunningJob> running = {Running(c, 100, 0, 6, 0, 100)};
+    QueuedJob head = Gpus(1, 16, 10);  // both nodes, once job 100 ends
+    if (growth) {
+      s.SetGrowthNodes({Node().Gpus(8), Node().Gpus(8)});
+      head = Gpus(1, 32, 10);
+      head.nodes = 4;
+    }
+    s.Enqueue(head);
+    s.Enqueue(Gpus(2, 1, 20));
+    EXPECT_TRUE(s.Schedule(c, running, 30, rng_).empty()) << (growth ? "growth" : "spread");
+  }
+}
+
 TEST_F(SchedulerTest, EasyBackfillNeverDelaysTheHeadReservation) {
   auto easy = MakeQueuePolicy("backfill");
   Scheduler s(*easy, *placement_, true);
