@@ -498,8 +498,22 @@ TEST_F(UpServer, UsersTokensAndNodeCredentials) {
   kill(agent, SIGKILL);
   waitpid(agent, nullptr, 0);
   // A removed user's token stops working.
+  auto job = Http(alice).Post("/v1/jobs", R"({"argv":["sleep","0"],"gpus":1,"name":"alices-job"})",
+                              "application/json");
+  ASSERT_TRUE(job && job->status == 201) << (job ? job->body : "no answer");
+  const std::string job_path = "/v1/jobs/" + std::to_string(json::parse(job->body)["id"].get<int64_t>());
   EXPECT_NE(Cli("users remove alice").find("removed"), std::string::npos);
   EXPECT_EQ(Http(alice).Get("/v1/jobs")->status, 401);
+  // Her name still owns that job, so a new account of that name is refused (it would see her
+  // job) unless the admin says it is her again.
+  const std::string refused = Cli("users add alice");
+  EXPECT_NE(refused.find("still owns 1 job"), std::string::npos) << refused;
+  EXPECT_NE(refused.find("--reclaim"), std::string::npos) << refused;
+  EXPECT_EQ(Http(token_).Post("/v1/users", R"({"name":"alice","reclaim":"yes"})",
+                              "application/json")->status,
+            400);
+  const std::string back = json::parse(Cli("users add alice --reclaim --json"))["token"];
+  EXPECT_EQ(Http(back).Get(job_path)->status, 200);
   const json audit = json::parse(Http(token_).Get("/v1/audit")->body);
   std::set<std::string> seen;
   for (const json& e : audit)
@@ -509,6 +523,9 @@ TEST_F(UpServer, UsersTokensAndNodeCredentials) {
   for (const json& e : audit)
     added_by_admin |= e["what"] == "user added" && !e["actor"].get<std::string>().empty();
   EXPECT_TRUE(added_by_admin) << audit.dump();
+  EXPECT_TRUE(std::any_of(audit.begin(), audit.end(), [](const json& e) {
+    return e["what"] == "user added" && e["detail"] == "alice (reclaiming 1 job(s))";
+  })) << audit.dump();
   std::filesystem::remove_all(agent_dir);
 }
 

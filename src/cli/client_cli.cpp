@@ -216,6 +216,9 @@ void ClientCli::Register(CLI::App& app) {
   CLI::App* users_add = users_cmd->add_subcommand("add", "Add a user; prints their token once");
   users_add->add_option("name", admin_.name, "user name")->required();
   users_add->add_flag("--admin", admin_.admin, "the user may manage users, tokens and nodes");
+  users_add->add_flag("--reclaim", admin_.reclaim,
+                      "NAME was removed and still owns jobs: this is the same person, who gets "
+                      "them back (without it such a name is refused)");
   add_client_flags(users_add, admin_.client);
   users_add->callback([this] { std::exit(Guarded([&] { return RunUsersAdd(admin_); })); });
   CLI::App* users_list = users_cmd->add_subcommand("list", "List users");

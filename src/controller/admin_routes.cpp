@@ -1,5 +1,7 @@
 #include "controller/admin_routes.h"
 
+#include <algorithm>
+
 #include "controller/api_common.h"
 #include "controller/auth.h"
 #include "core/node.h"
@@ -77,8 +79,34 @@ void AddAdminRoutes(net::HttpServer& server, Controller& controller, const std::
     if (j.contains("admin") && !j["admin"].is_boolean()) {
       return Fail(res, 400, "admin: must be true or false", "admin");
     }
+    if (j.contains("reclaim") && !j["reclaim"].is_boolean()) {
+      return Fail(res, 400, "reclaim: must be true or false", "reclaim");
+    }
     const std::string name = j["name"].get<std::string>();
     const bool make_admin = j.value("admin", false);
+    // Jobs are owned by user name, so a new account under a removed user's name would see,
+    // cancel and read the logs of that user's jobs. It may, but only when the admin says this
+    // is the same person (reclaim); otherwise the name is refused while it owns any job.
+    const bool reclaim = j.value("reclaim", false);
+    store::JobFilter owned;
+    owned.user = name;
+    auto old_jobs = controller.store().CountJobs(owned);
+    if (!old_jobs) return Fail(res, 503, old_jobs.error());
+    if (old_jobs.value() > 0 && !reclaim) {
+      auto existing = controller.store().Users();
+      if (!existing) return Fail(res, 503, existing.error());
+      const bool exists = std::any_of(existing.value().begin(), existing.value().end(),
+                                      [&](const store::UserInfo& u) { return u.name == name; });
+      if (!exists) {
+        return Fail(res, 409,
+                    "name: " + name + " was removed but still owns " +
+                        std::to_string(old_jobs.value()) +
+                        " job(s); a new account of that name would see them. Choose another "
+                        "name, or add it with reclaim (gpufleet users add " + name +
+                        " --reclaim) if this is the same person",
+                    "name");
+      }
+    }
     auto token = NewToken();
     if (!token) return Fail(res, 503, token.error());
     store::TokenRecord record;
@@ -87,7 +115,11 @@ void AddAdminRoutes(net::HttpServer& server, Controller& controller, const std::
     record.created_by = admin->name;
     auto added = controller.store().AddUser(name, make_admin, record);
     if (!added) return Fail(res, added.failure());
-    Audit(controller, *admin, "user added", name + (make_admin ? " (admin)" : ""));
+    Audit(controller, *admin, "user added",
+          name + (make_admin ? " (admin)" : "") +
+              (reclaim && old_jobs.value() > 0
+                   ? " (reclaiming " + std::to_string(old_jobs.value()) + " job(s))"
+                   : ""));
     res.status = 201;
     res.set_content(Dump({{"user", name},
                           {"admin", make_admin},
