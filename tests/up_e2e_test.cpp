@@ -501,7 +501,8 @@ TEST_F(UpServer, UsersTokensAndNodeCredentials) {
   auto job = Http(alice).Post("/v1/jobs", R"({"argv":["sleep","0"],"gpus":1,"name":"alices-job"})",
                               "application/json");
   ASSERT_TRUE(job && job->status == 201) << (job ? job->body : "no answer");
-  const std::string job_path = "/v1/jobs/" + std::to_string(json::parse(job->body)["id"].get<int64_t>());
+  const std::string job_path =
+      "/v1/jobs/" + std::to_string(json::parse(job->body)["id"].get<int64_t>());
   EXPECT_NE(Cli("users remove alice").find("removed"), std::string::npos);
   EXPECT_EQ(Http(alice).Get("/v1/jobs")->status, 401);
   // Her name still owns that job, so a new account of that name is refused (it would see her
@@ -509,8 +510,9 @@ TEST_F(UpServer, UsersTokensAndNodeCredentials) {
   const std::string refused = Cli("users add alice");
   EXPECT_NE(refused.find("still owns 1 job"), std::string::npos) << refused;
   EXPECT_NE(refused.find("--reclaim"), std::string::npos) << refused;
-  EXPECT_EQ(Http(token_).Post("/v1/users", R"({"name":"alice","reclaim":"yes"})",
-                              "application/json")->status,
+  EXPECT_EQ(Http(token_)
+                .Post("/v1/users", R"({"name":"alice","reclaim":"yes"})", "application/json")
+                ->status,
             400);
   const std::string back = json::parse(Cli("users add alice --reclaim --json"))["token"];
   EXPECT_EQ(Http(back).Get(job_path)->status, 200);

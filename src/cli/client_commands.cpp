@@ -494,8 +494,10 @@ int RunNodes(const ClientOptions& client) {
 int RunUsersAdd(const AdminOptions& o) {
   auto c = Connect(o.client);
   if (!c) return 1;
-  auto answer = Check(c->http->Post("/v1/users", json{{"name", o.name}, {"admin", o.admin}, {"reclaim", o.reclaim}}.dump()),
-                      *c, "users add");
+  auto answer = Check(
+      c->http->Post("/v1/users",
+                    json{{"name", o.name}, {"admin", o.admin}, {"reclaim", o.reclaim}}.dump()),
+      *c, "users add");
   if (!answer) return 1;
   if (o.client.json) {
     std::printf("%s\n",

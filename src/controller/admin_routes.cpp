@@ -102,8 +102,8 @@ void AddAdminRoutes(net::HttpServer& server, Controller& controller, const std::
                     "name: " + name + " was removed but still owns " +
                         std::to_string(old_jobs.value()) +
                         " job(s); a new account of that name would see them. Choose another "
-                        "name, or add it with reclaim (gpufleet users add " + name +
-                        " --reclaim) if this is the same person",
+                        "name, or add it with reclaim (gpufleet users add " +
+                        name + " --reclaim) if this is the same person",
                     "name");
       }
     }
