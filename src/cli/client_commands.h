@@ -62,7 +62,7 @@ struct AdminOptions {
   ClientOptions client;
   std::string name;        // users add/remove: the user; nodes revoke: the node
   bool admin = false;      // users add --admin
-  bool reclaim = false;  // users add --reclaim: the removed user of that name, back with their jobs
+  bool reclaim = false;    // users add --reclaim: a removed user back, with their jobs
   std::string user;        // token create --user (default: yourself)
   bool join = false;       // token create --join: a one-time token for a new agent
   std::string ttl = "1h";  // token create --join --ttl
