@@ -47,7 +47,7 @@ std::optional<std::vector<Allocation>> PlaceGang(const core::ClusterSnapshot& cl
                                                  Placer& placer, const QueuedJob& job,
                                                  bool allow_spread, core::Rng& rng) {
   if (job.nodes > 1) return PlaceOnNodes(cluster, job);
-  if (job.total_gpus <= cluster.max_node_gpus() || job.gpu_milli < core::kGpuMilli) {
+  if (!LargerThanEveryNode(job, job.total_gpus, cluster.max_node_gpus())) {
     if (auto one = placer.Choose(SliceSpec(job, job.total_gpus), rng)) {
       return std::vector<Allocation>{{one->node, one->gpus}};
     }

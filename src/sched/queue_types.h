@@ -76,6 +76,14 @@ inline int FewestGpus(const QueuedJob& job) {
   return IsElastic(job) ? job.min_gpus : job.total_gpus;
 }
 
+// Whether `gpus` of `job` are more than any node of the cluster holds (`most_node_gpus`, its
+// largest node's) while the job takes whole GPUs on no set number of nodes: the one case in which
+// PlaceGang spreads a job over several nodes even when spreading is not allowed. NeverFits and
+// the simulator's load check apply the same rule, so that they agree with PlaceGang.
+inline bool LargerThanEveryNode(const QueuedJob& job, int gpus, int most_node_gpus) {
+  return job.nodes <= 1 && job.gpu_milli >= core::kGpuMilli && gpus > most_node_gpus;
+}
+
 // The GPUs of a placement, over all its nodes.
 inline int GpusOf(const std::vector<Allocation>& placement) {
   int n = 0;

@@ -149,9 +149,7 @@ std::optional<core::Error> NeverFits(const QueuedJob& job, const core::ClusterSn
   for (const core::NodeSpec& n : more_nodes) most_gpus = std::max(most_gpus, n.num_gpus);
   // As PlaceGang places it: a job of whole GPUs on no set number of nodes that is larger than
   // every node is spread over several, whatever `allow_spread` says.
-  const int least_gpus = IsElastic(job) ? job.min_gpus : job.total_gpus;
-  const bool spreads = allow_spread || (job.nodes <= 1 && job.gpu_milli >= core::kGpuMilli &&
-                                        least_gpus > most_gpus);
+  const bool spreads = allow_spread || LargerThanEveryNode(job, FewestGpus(job), most_gpus);
   const int in_cluster = cluster.size();
   return NeverFitsOn(
       job, in_cluster + static_cast<int>(more_nodes.size()),

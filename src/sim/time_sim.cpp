@@ -160,9 +160,11 @@ core::Result<TimeSimResult> RunTimeSim(const std::vector<TraceJob>& jobs,
       ask.gpu_models = jobs[i].gpu_models;
       ask.cpu_milli_per_gpu = jobs[i].cpu_milli_per_gpu;
       ask.memory_mib_per_gpu = jobs[i].memory_mib_per_gpu;
-      if (auto why =
-              sched::NeverFits(sched::BuildQueuedJob(ask, sched::Estimates::kNone, {}), spec.nodes,
-                               config.allow_spread || jobs[i].num_gpus > max_node_gpus)) {
+      const sched::QueuedJob queued = sched::BuildQueuedJob(ask, sched::Estimates::kNone, {});
+      if (auto why = sched::NeverFits(
+              queued, spec.nodes,
+              config.allow_spread ||
+                  sched::LargerThanEveryNode(queued, jobs[i].num_gpus, max_node_gpus))) {
         return core::Error{"job " + std::to_string(jobs[i].id) + " on cluster " + spec.name + ": " +
                            why->message};
       }
