@@ -531,6 +531,48 @@ TEST_F(UpServer, UsersTokensAndNodeCredentials) {
   std::filesystem::remove_all(agent_dir);
 }
 
+// `up` made its local user an admin with the token in <data-dir>/token at every start, so a
+// restart brought back a token an admin had revoked, and made admin again a local user removed
+// and re-added without admin rights. Now it writes nothing then; only an absent token file (the
+// machine owner's way back in) makes a new admin token, audited.
+TEST_F(UpServer, ARestartBringsBackNoRevokedTokenAndNoAdminRights) {
+  std::string local = "uid" + std::to_string(::geteuid());
+  for (const json& u : json::parse(Http(token_).Get("/v1/users")->body)) {
+    if (u["admin"].get<bool>()) local = u["name"].get<std::string>();
+  }
+  const std::string admin2 =
+      json::parse(Cli("users add admin2 --admin --json"))["token"].get<std::string>();
+  const std::string first_token = token_;
+  const std::string id = store::TokenId(controller::Sha256Hex(first_token));
+  ASSERT_EQ(Http(admin2).Delete("/v1/tokens/" + id)->status, 200);
+  ASSERT_EQ(Http(first_token).Get("/v1/jobs")->status, 401);
+  Kill(SIGTERM);
+  Start();
+  EXPECT_EQ(token_, first_token);  // the file is left as it was
+  EXPECT_EQ(Http(first_token).Get("/v1/jobs")->status, 401) << "a revoked token came back";
+  EXPECT_NE(Slurp(dir_.string() + ".up.log").find("no longer works"), std::string::npos);
+  // The local user removed, then added again without admin rights, stays without them.
+  ASSERT_EQ(Http(admin2).Delete("/v1/users/" + local)->status, 200);
+  auto again = Http(admin2).Post("/v1/users", json{{"name", local}}.dump(), "application/json");
+  ASSERT_EQ(again->status, 201) << again->body;
+  const std::string plain = json::parse(again->body)["token"].get<std::string>();
+  Kill(SIGTERM);
+  Start();
+  EXPECT_EQ(Http(plain).Get("/v1/jobs")->status, 200);
+  EXPECT_EQ(Http(plain).Get("/v1/users")->status, 403) << "made admin by a restart";
+  // Whoever may delete the token file gets a new admin token for the local user, audited.
+  std::filesystem::remove(dir_ / "token");
+  Kill(SIGTERM);
+  Start();
+  EXPECT_NE(token_, first_token);
+  EXPECT_EQ(Http(token_).Get("/v1/users")->status, 200);
+  const json audit = json::parse(Http(admin2).Get("/v1/audit")->body);
+  EXPECT_TRUE(std::any_of(audit.begin(), audit.end(), [&](const json& e) {
+    return e["what"] == "user added" &&
+           e["detail"].get<std::string>().find(local + " (admin, at startup: a new token") == 0;
+  })) << audit.dump();
+}
+
 // Issue 19: the controller held its lock through a whole pass of launches, so a SIGTERM waited
 // minutes for the queue to drain. Now Stop ends the launching at once: with 10,000 jobs queued
 // and jobs ending all the time, `up` exits within 2 s, and every job it started is re-adopted.

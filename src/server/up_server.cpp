@@ -66,6 +66,52 @@ bool WritePrivate(const std::string& path, const std::string& text) {
   return net::WritePrivateFile(path, text).ok();
 }
 
+// The local admin and its token in `token_path` (0600), shown to clients on this machine. The
+// account (LocalUser, admin) is made at the first start, when the store has no user yet, and
+// again with a fresh token when the file is absent: whoever may delete that file may also replace
+// the store, so this is the machine owner's way back in, and it is audited. Otherwise nothing is
+// written, so a token an admin revoked, or a local user an admin removed or re-added without
+// admin rights, stays so across restarts (the token in the file then simply no longer works,
+// which is said on stderr).
+core::Result<bool> EnsureLocalAdmin(store::Store& store, const std::string& token_path,
+                                    const char* self) {
+  std::string token;
+  if (std::ifstream in(token_path); in) std::getline(in, token);
+  auto users = store.Users();
+  if (!users) return users.failure();
+  std::string why;
+  if (!token.empty()) {
+    auto holder = store.UserByToken(controller::Sha256Hex(token));
+    if (!holder) return holder.failure();
+    if (holder.value()) return true;  // it still works: nothing to do
+    if (!users.value().empty()) {
+      std::fprintf(stderr,
+                   "%s: the token in %s no longer works (revoked, or its user removed); clients "
+                   "on this machine need another one (an admin makes it with `gpufleet token "
+                   "create`), or remove that file and restart to make %s an admin again\n",
+                   self, token_path.c_str(), LocalUser().c_str());
+      return true;
+    }
+    why = "the first user of this store";
+  } else {
+    auto fresh = controller::NewToken();
+    if (!fresh) return fresh.failure();
+    token = fresh.value();
+    if (!WritePrivate(token_path, token + "\n")) {
+      return core::Error{"cannot write " + token_path + " (is the data directory writable?)"};
+    }
+    why = users.value().empty() ? "the first user of this store"
+                                : "a new token, as " + token_path + " was absent";
+  }
+  if (auto r = store.PutUser(LocalUser(), controller::Sha256Hex(token), true); !r) return r;
+  if (auto r = store.Audit(0, "", "user added", LocalUser() + " (admin, at startup: " + why + ")",
+                           controller::NowMs());
+      !r) {
+    std::fprintf(stderr, "%s: audit log: %s\n", self, r.error().c_str());
+  }
+  return true;
+}
+
 // Whether `host` (of --listen) reaches this machine only.
 bool IsLoopback(const std::string& host) {
   return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
@@ -344,22 +390,7 @@ int RunUpOnce(const UpOptions& o) {
 
   // The local user's token, shown to clients through a 0600 file in the data directory.
   const std::string token_path = (std::filesystem::path(data_dir) / "token").string();
-  std::string token;
-  if (std::ifstream in(token_path); in) std::getline(in, token);
-  if (token.empty()) {
-    auto fresh = controller::NewToken();
-    if (!fresh) {
-      std::fprintf(stderr, "%s: %s\n", self, fresh.error().c_str());
-      return 1;
-    }
-    token = fresh.value();
-    if (!WritePrivate(token_path, token + "\n")) {
-      std::fprintf(stderr, "%s: cannot write %s (is the data directory writable?)\n", self,
-                   token_path.c_str());
-      return 1;
-    }
-  }
-  if (auto r = store.value()->PutUser(LocalUser(), controller::Sha256Hex(token), true); !r) {
+  if (auto r = EnsureLocalAdmin(*store.value(), token_path, self); !r) {
     std::fprintf(stderr, "%s: %s\n", self, r.error().c_str());
     return failed_leading(1);
   }
