@@ -412,8 +412,15 @@ TEST_F(UpServer, QueueExplainShowsOthersJobsWithoutTheirIdentity) {
       EXPECT_TRUE(j["id"].is_null() && j["user"].is_null() && j["name"].is_null()) << j.dump();
     }
   }
+  // Nor the ids of others' jobs in the reasons: the admin's running blocker is what both wait
+  // for, and only the admin's view names it.
+  const std::string blocker_named = "job " + std::to_string(blocker);
+  EXPECT_EQ(seen->body.find(blocker_named), std::string::npos) << seen->body;
+  EXPECT_NE(seen->body.find("another user's job"), std::string::npos) << seen->body;
+  for (const json& j : explained["jobs"]) EXPECT_TRUE(j["fits_after_job"].is_null()) << j.dump();
   // The admin sees both, named.
   const std::string all = admin.Get("/v1/queue/explain")->body;
+  EXPECT_NE(all.find(blocker_named), std::string::npos) << all;
   EXPECT_NE(all.find("admins-secret-name"), std::string::npos);
   EXPECT_NE(all.find("bobs-job"), std::string::npos);
   // No credential, or a join token, reads nothing.
@@ -436,6 +443,7 @@ TEST_F(UpServer, UsersTokensAndNodeCredentials) {
   EXPECT_EQ(Http(alice).Get("/v1/users")->status, 403);
   EXPECT_EQ(Http(alice).Get("/v1/jobs")->status, 200);
   EXPECT_NE(Cli("users add alice").find("exists already"), std::string::npos);
+  EXPECT_NE(Cli("users add all").find("'all' is reserved"), std::string::npos);
   EXPECT_NE(Cli("users list").find("alice"), std::string::npos);
 
   const json join = json::parse(Cli("token create --join --ttl 10m --json"));

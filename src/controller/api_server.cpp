@@ -203,8 +203,11 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
     auto user = impl.Authenticate(req, res);
     if (!user) return;
     store::JobFilter filter;
-    filter.user = req.has_param("user") ? req.get_param_value("user") : user->name;
-    if (filter.user == "*" || filter.user == "all") filter.user.clear();
+    // ?user=all (or *) asks for every user's jobs; without ?user, the caller's own, whatever
+    // their name (a user named "all", made before that name was reserved, sees theirs).
+    const bool asked_user = req.has_param("user");
+    filter.user = asked_user ? req.get_param_value("user") : user->name;
+    if (asked_user && (filter.user == "*" || filter.user == "all")) filter.user.clear();
     if (!user->admin && filter.user != user->name) {
       Fail(res, 403, "only admins list other users' jobs", "user");
       return;

@@ -1,7 +1,11 @@
 #include "controller/queue_routes.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <set>
+#include <string>
+#include <string_view>
 
 #include "controller/api_common.h"
 
@@ -15,8 +19,40 @@ using nlohmann::json;
 constexpr int64_t kDefaultLimit = 1000;
 constexpr int64_t kMaxLimit = 100000;
 
-json ExplanationJson(const Controller::QueueExplanation& e, bool whole) {
+// `text` with every "job N" whose id is not in `shown` replaced by "another user's job": the
+// reasons name other jobs by id only (sched::Explanation::reason), and a user reading the queue
+// learns others' jobs' place in it, not their ids.
+std::string WithoutOthersJobIds(const std::string& text, const std::set<int64_t>& shown) {
+  static constexpr std::string_view kJob = "job ";
+  std::string out;
+  out.reserve(text.size());
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const std::size_t at = text.find(kJob, pos);
+    if (at == std::string::npos) break;
+    std::size_t end = at + kJob.size();
+    while (end < text.size() && text[end] >= '0' && text[end] <= '9') ++end;
+    const bool word_start = at == 0 || !std::isalnum(static_cast<unsigned char>(text[at - 1]));
+    if (end == at + kJob.size() || !word_start || end - at - kJob.size() > 18) {
+      out.append(text, pos, end - pos);
+      pos = end;
+      continue;
+    }
+    out.append(text, pos, at - pos);
+    const int64_t id = std::stoll(text.substr(at + kJob.size(), end - at - kJob.size()));
+    out += shown.count(id) ? text.substr(at, end - at) : "another user's job";
+    pos = end;
+  }
+  out.append(text, pos, std::string::npos);
+  return out;
+}
+
+// `shown`: the ids the caller may see (null: every id, for admins).
+json ExplanationJson(const Controller::QueueExplanation& e, bool whole,
+                     const std::set<int64_t>* shown) {
   const sched::Explanation& why = e.why;
+  const bool after_shown =
+      why.fits_after_job && (shown == nullptr || shown->count(*why.fits_after_job) > 0);
   return {{"position", why.position},
           {"id", whole ? json(why.id) : json(nullptr)},
           {"user", whole ? json(e.user) : json(nullptr)},
@@ -25,9 +61,9 @@ json ExplanationJson(const Controller::QueueExplanation& e, bool whole) {
           {"gpus", e.gpus},
           {"nodes", e.nodes},
           {"kind", std::string(sched::WaitKindName(why.kind))},
-          {"reason", why.reason},
+          {"reason", shown == nullptr ? why.reason : WithoutOthersJobIds(why.reason, *shown)},
           {"higher_priority_ahead", why.higher_priority_ahead},
-          {"fits_after_job", why.fits_after_job ? json(*why.fits_after_job) : json(nullptr)},
+          {"fits_after_job", after_shown ? json(*why.fits_after_job) : json(nullptr)},
           {"fits_after_s", why.fits_after_s ? json(std::round(*why.fits_after_s)) : json(nullptr)},
           {"fits_after_basis", why.fits_after_job
                                    ? json(std::string(sched::EndBasisName(why.fits_after_basis)))
@@ -52,11 +88,20 @@ void AddQueueRoutes(net::HttpServer& server, Controller& controller) {
         }
         const int64_t now_ms = NowMs();
         const std::vector<Controller::QueueExplanation> all = controller.ExplainQueue(now_ms);
+        // What a user may see named: their own jobs, waiting or running.
+        std::set<int64_t> own;
+        if (!user->admin) {
+          auto live = controller.store().LiveJobs();
+          if (!live) return Fail(res, 503, live.error());
+          for (const store::JobRecord& j : live.value()) {
+            if (j.user == user->name) own.insert(j.id);
+          }
+        }
         json jobs = json::array();
         for (const Controller::QueueExplanation& e : all) {
           if (static_cast<int64_t>(jobs.size()) >= limit) break;
           const bool mine = e.user == user->name;
-          jobs.push_back(ExplanationJson(e, user->admin || mine));
+          jobs.push_back(ExplanationJson(e, user->admin || mine, user->admin ? nullptr : &own));
           jobs.back()["mine"] = mine;
         }
         const bool truncated = static_cast<int64_t>(all.size()) > limit;

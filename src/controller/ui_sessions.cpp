@@ -14,11 +14,20 @@ core::Result<UiSessions::Opened> UiSessions::Open(std::string token, int64_t now
   if (!csrf) return csrf.failure();
   std::lock_guard<std::mutex> lock(mutex_);
   std::erase_if(sessions_, [&](const auto& s) { return s.second.expires_ms <= now_ms; });
-  if (sessions_.size() >= kMaxSessions) {
-    auto first = std::min_element(sessions_.begin(), sessions_.end(), [](const auto& a, const auto& b) {
-      return a.second.expires_ms < b.second.expires_ms;
-    });
-    sessions_.erase(first);
+  auto expires_first = [&](const std::string* only_token) {
+    auto first = sessions_.end();
+    for (auto it = sessions_.begin(); it != sessions_.end(); ++it) {
+      if (only_token != nullptr && it->second.token != *only_token) continue;
+      if (first == sessions_.end() || it->second.expires_ms < first->second.expires_ms) first = it;
+    }
+    return first;
+  };
+  const std::size_t own = static_cast<std::size_t>(std::count_if(
+      sessions_.begin(), sessions_.end(), [&](const auto& s) { return s.second.token == token; }));
+  if (own >= kMaxSessionsPerToken) {
+    sessions_.erase(expires_first(&token));
+  } else if (sessions_.size() >= kMaxSessions) {
+    sessions_.erase(expires_first(nullptr));
   }
   sessions_[Sha256Hex(id.value())] = Session{std::move(token), csrf.value(), now_ms + kLifetimeMs};
   return Opened{id.value(), csrf.value()};

@@ -20,6 +20,10 @@ class UiSessions {
   static constexpr int64_t kLifetimeMs = 12LL * 3600 * 1000;
   // Sessions at most; a new one beyond it ends the one that expires first.
   static constexpr std::size_t kMaxSessions = 10000;
+  // Sessions of one token at most; a new one beyond it ends that token's own that expires first,
+  // so that no user's logins can fill the table and end other users' sessions (users cannot make
+  // tokens; admins hand them out).
+  static constexpr std::size_t kMaxSessionsPerToken = 32;
 
   struct Session {
     std::string token;  // the API token it stands for

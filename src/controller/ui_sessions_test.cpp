@@ -1,0 +1,48 @@
+#include "controller/ui_sessions.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace gpufleet::controller {
+namespace {
+
+// Found by a review: one user logging in 10,000 times ended every other user's dashboard session
+// (the table's cap dropped whichever session expired first, whoever's it was).
+TEST(UiSessionsTest, OneTokensLoginsEndOnlyItsOwnSessions) {
+  UiSessions sessions;
+  const int64_t t0 = 1'000'000;
+  auto alice = sessions.Open("alice-token", t0);
+  ASSERT_TRUE(alice.ok());
+  std::vector<std::string> bobs;
+  for (std::size_t k = 0; k < UiSessions::kMaxSessions + 5; ++k) {
+    auto bob = sessions.Open("bob-token", t0 + 1 + static_cast<int64_t>(k));
+    ASSERT_TRUE(bob.ok());
+    bobs.push_back(bob.value().id);
+  }
+  const int64_t now = t0 + 20'000;
+  ASSERT_TRUE(sessions.Find(alice.value().id, now).has_value()) << "alice was logged out by bob";
+  EXPECT_EQ(sessions.Find(alice.value().id, now)->token, "alice-token");
+  // Bob keeps his newest kMaxSessionsPerToken sessions; his older ones ended.
+  int live = 0;
+  for (const std::string& id : bobs) live += sessions.Find(id, now).has_value();
+  EXPECT_EQ(live, static_cast<int>(UiSessions::kMaxSessionsPerToken));
+  EXPECT_TRUE(sessions.Find(bobs.back(), now).has_value());
+  EXPECT_FALSE(sessions.Find(bobs.front(), now).has_value());
+}
+
+TEST(UiSessionsTest, SessionsExpireAndEnd) {
+  UiSessions sessions;
+  auto s = sessions.Open("t", 0);
+  ASSERT_TRUE(s.ok());
+  EXPECT_TRUE(sessions.Find(s.value().id, UiSessions::kLifetimeMs - 1).has_value());
+  EXPECT_FALSE(sessions.Find(s.value().id, UiSessions::kLifetimeMs).has_value());
+  auto t = sessions.Open("t", 0);
+  ASSERT_TRUE(t.ok());
+  sessions.End(t.value().id);
+  EXPECT_FALSE(sessions.Find(t.value().id, 1).has_value());
+}
+
+}  // namespace
+}  // namespace gpufleet::controller
