@@ -80,7 +80,8 @@ void AddAdminRoutes(net::HttpServer& server, Controller& controller, const std::
       return Fail(res, 400, "admin: must be true or false", "admin");
     }
     if (j["name"] == "all") {
-      return Fail(res, 400, "name: 'all' is reserved (GET /v1/jobs?user=all means every user's jobs)",
+      return Fail(res, 400,
+                  "name: 'all' is reserved (GET /v1/jobs?user=all means every user's jobs)",
                   "name");
     }
     if (j.contains("reclaim") && !j["reclaim"].is_boolean()) {
