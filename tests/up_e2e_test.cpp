@@ -581,6 +581,43 @@ TEST_F(UpServer, ARestartBringsBackNoRevokedTokenAndNoAdminRights) {
   })) << audit.dump();
 }
 
+// Found by a review: right after a controller restart, a node restored from the store is
+// UNKNOWN until its agent beats again, and a join token could claim its name in that window
+// (an agent that used an admin token has no node credential to protect it).
+TEST_F(UpServer, AJoinCannotTakeANodeWhoseAgentMayStillReturnAfterARestart) {
+  const std::filesystem::path agent_dir = dir_.string() + ".agent";
+  std::filesystem::remove_all(agent_dir);
+  const pid_t agent = e2e::Spawn(
+      {GPUFLEET_BINARY, "agent", "--controller", url_, "--token-file", (dir_ / "token").string(),
+       "--hostname", "gpu-a", "--data-dir", agent_dir.string(), "--listen", "127.0.0.1:0",
+       "--simulated-gpus", "1", "--heartbeat", "0.2", "--allow-root-jobs"},
+      agent_dir.string() + ".log");
+  ASSERT_GT(agent, 0);
+  auto state_of = [&](const std::string& name) {
+    auto r = Http(token_).Get("/v1/nodes");
+    if (!r || r->status != 200) return std::string();
+    for (const json& n : json::parse(r->body)) {
+      if (n["name"] == name) return n["state"].get<std::string>();
+    }
+    return std::string();
+  };
+  for (int i = 0; i < 100 && state_of("gpu-a") != "READY"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(state_of("gpu-a"), "READY") << Slurp(agent_dir.string() + ".log");
+  kill(agent, SIGKILL);
+  waitpid(agent, nullptr, 0);
+  Kill(SIGTERM);
+  Start();
+  ASSERT_EQ(state_of("gpu-a"), "UNKNOWN");
+  const std::string join =
+      json::parse(Cli("token create --join --ttl 10m --json"))["token"].get<std::string>();
+  auto taken = Http(join).Post("/v1/agent/join", R"({"node":"gpu-a"})", "application/json");
+  EXPECT_EQ(taken->status, 403) << taken->body;
+  EXPECT_NE(taken->body.find("may still return"), std::string::npos) << taken->body;
+  std::filesystem::remove_all(agent_dir);
+}
+
 // Issue 19: the controller held its lock through a whole pass of launches, so a SIGTERM waited
 // minutes for the queue to drain. Now Stop ends the launching at once: with 10,000 jobs queued
 // and jobs ending all the time, `up` exits within 2 s, and every job it started is re-adopted.

@@ -315,13 +315,23 @@ void AddAdminRoutes(net::HttpServer& server, Controller& controller, const std::
       return Fail(res, 400, "node: 1-64 of A-Z a-z 0-9 . _ @ -", "node");
     }
     // A live node (one whose agent heartbeats, with an admin token say) is not for the taking:
-    // its assignments carry other users' commands and environments.
+    // its assignments carry other users' commands and environments. Nor is one that was live
+    // when the controller restarted and has not been heard from since (UNKNOWN): its agent may
+    // be about to return, with its jobs; once it misses its lease (LOST) it may be joined.
     for (const NodeView& n : controller.Nodes()) {
-      if (n.name == j["node"].get<std::string>() && (n.state == "READY" || n.local)) {
+      if (n.name != j["node"].get<std::string>()) continue;
+      if (n.state == "READY" || n.local) {
         return Fail(res, 403,
                     "node " + n.name +
                         " is live; a join cannot take it over (stop its agent, "
                         "or pick another --hostname)",
+                    "node");
+      }
+      if (n.state == "UNKNOWN") {
+        return Fail(res, 403,
+                    "node " + n.name +
+                        " was live when the controller restarted and its agent may still return; "
+                        "a join may take the name once it has missed its lease (LOST)",
                     "node");
       }
     }
