@@ -134,6 +134,10 @@ TEST_F(UiServer, FilesComeWithAStrictPolicyAndNothingOutsideTheDashboardIsServed
   EXPECT_EQ(csp.find("unsafe-inline"), std::string::npos) << csp;
   EXPECT_NE(csp.find("frame-ancestors 'none'"), std::string::npos) << csp;
   EXPECT_EQ(page->get_header_value("X-Content-Type-Options"), "nosniff");
+  // The API's answers (one caller's jobs and logs) are never kept by a cache.
+  auto jobs = c.Get("/v1/jobs");
+  ASSERT_TRUE(jobs);
+  EXPECT_EQ(jobs->get_header_value("Cache-Control"), "no-store");
   EXPECT_EQ(page->body.find("<script>"), std::string::npos) << "inline script in index.html";
   EXPECT_EQ(page->body.find("style=\""), std::string::npos) << "inline style in index.html";
   auto again = c.Get("/ui/", httplib::Headers{{"If-None-Match", page->get_header_value("ETag")}});

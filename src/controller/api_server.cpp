@@ -159,6 +159,9 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
                                                httplib::Response& res) {
     ++impl.requests;
     res.set_header("X-Content-Type-Options", "nosniff");
+    // The API's answers are one caller's view (their jobs, their logs; the dashboard's cookie
+    // becomes a bearer token here, which a shared cache would not see): never stored.
+    if (req.path.rfind("/v1/", 0) == 0) res.set_header("Cache-Control", "no-store");
     // A controller whose lease ran out acts on nothing: it answers as a standby at once, before
     // any other controller can have taken over (server/leader_lease.h).
     if (options.leading && req.path != "/healthz" && !options.leading()) {

@@ -170,6 +170,9 @@ async function main() {
   const stateOf = async (id) => (await A('GET', `/v1/jobs/${id}`)).body.state;
   const j5 = await submit(A, { argv: ['sh', '-c', 'echo finished-ui'], gpus: 1, name: 'done-ui' });
   await until(`job ${j5} to succeed`, async () => (await stateOf(j5)) === 'SUCCEEDED', 20000);
+  // A finished job with a 9 MB log, for the job page's log (it reads the last 2 MiB only).
+  const big = await submit(A, { argv: ['sh', '-c', "head -c 9000000 /dev/zero | tr '\\0' x; echo; echo END-OF-LOG"], gpus: 1, name: 'long-log' });
+  await until(`job ${big} to succeed`, async () => ((await stateOf(big)) === 'SUCCEEDED' ? true : await stateOf(big)), 30000);
   const j1 = await submit(A, {
     argv: ['sh', '-c', 'echo hello-ui; i=0; while true; do i=$((i+1)); echo tick $i; sleep 1; done'],
     gpus: 2, name: 'ticker-ui',
@@ -442,6 +445,20 @@ async function main() {
   await until('the history to show the cancel', async () => (await texts('#job-history tbody tr td:nth-child(2)')).length
     === (await A('GET', `/v1/jobs/${j1}`)).body.events.length);
   await shot('job-cancelled');
+  checkProblems();
+
+  step('job page: a long log is read from its last 2 MiB, not downloaded whole');
+  let logRequests = 0;
+  const countLogs = (r) => { if (r.url().includes(`/v1/jobs/${big}/logs`)) logRequests += 1; };
+  page.on('request', countLogs);
+  await page.evaluate((id) => { window.location.hash = `#/job/${id}`; }, big);
+  await page.waitForFunction(() => document.querySelector('#job-log').textContent.includes('END-OF-LOG'), { timeout: 15000 });
+  page.off('request', countLogs);
+  const shownLog = await page.$eval('#job-log', (e) => e.textContent.length);
+  if (shownLog > (2 << 20)) fail(`the page holds ${shownLog} characters of log`);
+  // Its size, then its last 2 MiB in one answer (reading it all takes 3 answers of 4 MiB).
+  if (logRequests > 2) fail(`${logRequests} log requests for a 9 MB log (its size, then its tail)`);
+  if (!(await text('#log-info')).includes('last 2 MiB')) fail(`log info: ${await text('#log-info')}`);
   checkProblems();
 
   step('fleet: a tile changes live when a job ends');

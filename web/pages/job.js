@@ -9,6 +9,7 @@ import { timeChart, alignSeries } from '../lib/chart.js';
 
 const TERMINAL = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED']);
 const LOG_KEEP = 2 << 20; // characters of log kept on the page (the end of it)
+const LOG_SIZE_PROBE = 2 ** 53 - 1; // an offset past any log: the answer is its size alone
 const CHART_REFRESH_MS = 10000; // the controller keeps a sample per GPU every 10 s
 
 function dlRows(pairs) {
@@ -168,9 +169,13 @@ export function mount(ctx) {
     if (ctx.alive) fill(adviceEl, findings(advice));
   }
 
-  // The log, from the last offset; one fetch at a time, again if asked meanwhile.
+  // The log, from the last offset; one fetch at a time, again if asked meanwhile. The first
+  // fetch asks only for the size, and the page reads from there back LOG_KEEP bytes: a job can
+  // write a gigabyte, and whoever opens its page (an admin, say) would otherwise download it all.
   let logText = '';
   let logOffset = 0;
+  let logSkipped = 0; // bytes before the part read
+  let logStarted = false;
   let logBusy = false;
   let logAgain = false;
   const decoder = new TextDecoder();
@@ -181,6 +186,15 @@ export function mount(ctx) {
     }
     logBusy = true;
     try {
+      if (!logStarted) {
+        const probe = await request(`/v1/jobs/${id}/logs?offset=${LOG_SIZE_PROBE}`);
+        await probe.arrayBuffer(); // empty; read so that the request ends rather than aborts
+        const total = parseInt(probe.headers.get('X-Log-Size') || '0', 10);
+        if (!ctx.alive) return;
+        logStarted = true;
+        logSkipped = Math.max(0, total - LOG_KEEP);
+        logOffset = logSkipped;
+      }
       for (;;) {
         logAgain = false;
         const res = await request(`/v1/jobs/${id}/logs?offset=${logOffset}`);
@@ -190,15 +204,15 @@ export function mount(ctx) {
         if (bytes.length > 0) {
           logOffset += bytes.length;
           logText += decoder.decode(bytes, { stream: true });
-          let note = '';
+          let note = logSkipped > 0 ? ' (the page shows the last 2 MiB)' : '';
           if (logText.length > LOG_KEEP) {
             logText = logText.slice(logText.length - LOG_KEEP);
-            note = ' (the page keeps the last 2 MiB)';
+            note = ' (the page shows the last 2 MiB)';
           }
           logPre.textContent = logText;
           logInfo.textContent = `${fmtNum(logOffset)} bytes${note}`;
           if (follow.checked) logPre.scrollTop = logPre.scrollHeight;
-        } else if (logOffset === 0) {
+        } else if (logOffset === 0 && logSkipped === 0) {
           logInfo.textContent = 'No output yet.';
         }
         if (!(logAgain || (bytes.length > 0 && logOffset < size))) break;
@@ -227,7 +241,9 @@ export function mount(ctx) {
 
   cancelBtn.addEventListener('click', async () => {
     // eslint-disable-next-line no-alert
-    if (!window.confirm(`Cancel job ${id}${job && job.name ? ` (${job.name})` : ''}? A running job is stopped.`)) return;
+    // The name on one short line: it is the job owner's text, and a dialog is a trusted surface.
+    const name = job && job.name ? job.name.replace(/[\s\p{Cc}\p{Cf}]+/gu, ' ').slice(0, 60) : '';
+    if (!window.confirm(`Cancel job ${id}${name ? ` (${name})` : ''}? A running job is stopped.`)) return;
     cancelBtn.disabled = true;
     try {
       const r = await postJson(`/v1/jobs/${id}/cancel`);
