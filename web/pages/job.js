@@ -240,9 +240,9 @@ export function mount(ctx) {
   }
 
   cancelBtn.addEventListener('click', async () => {
-    // eslint-disable-next-line no-alert
     // The name on one short line: it is the job owner's text, and a dialog is a trusted surface.
     const name = job && job.name ? job.name.replace(/[\s\p{Cc}\p{Cf}]+/gu, ' ').slice(0, 60) : '';
+    // eslint-disable-next-line no-alert
     if (!window.confirm(`Cancel job ${id}${name ? ` (${name})` : ''}? A running job is stopped.`))
       return;
     cancelBtn.disabled = true;
