@@ -9,7 +9,7 @@ import { timeChart, alignSeries } from '../lib/chart.js';
 
 const TERMINAL = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED']);
 const LOG_KEEP = 2 << 20; // characters of log kept on the page (the end of it)
-const LOG_SIZE_PROBE = 2 ** 53 - 1;  // an offset past any log: the answer is its size alone
+const LOG_SIZE_PROBE = 2 ** 53 - 1; // an offset past any log: the answer is its size alone
 const CHART_REFRESH_MS = 10000; // the controller keeps a sample per GPU every 10 s
 
 function dlRows(pairs) {
@@ -174,7 +174,7 @@ export function mount(ctx) {
   // write a gigabyte, and whoever opens its page (an admin, say) would otherwise download it all.
   let logText = '';
   let logOffset = 0;
-  let logSkipped = 0;  // bytes before the part read
+  let logSkipped = 0; // bytes before the part read
   let logStarted = false;
   let logBusy = false;
   let logAgain = false;
@@ -188,7 +188,7 @@ export function mount(ctx) {
     try {
       if (!logStarted) {
         const probe = await request(`/v1/jobs/${id}/logs?offset=${LOG_SIZE_PROBE}`);
-        await probe.arrayBuffer();  // empty; read so that the request ends rather than aborts
+        await probe.arrayBuffer(); // empty; read so that the request ends rather than aborts
         const total = parseInt(probe.headers.get('X-Log-Size') || '0', 10);
         if (!ctx.alive) return;
         logStarted = true;
@@ -243,8 +243,7 @@ export function mount(ctx) {
     // The name on one short line: it is the job owner's text, and a dialog is a trusted surface.
     const name = job && job.name ? job.name.replace(/[\s\p{Cc}\p{Cf}]+/gu, ' ').slice(0, 60) : '';
     // eslint-disable-next-line no-alert
-    if (!window.confirm(`Cancel job ${id}${name ? ` (${name})` : ''}? A running job is stopped.`))
-      return;
+    if (!window.confirm(`Cancel job ${id}${name ? ` (${name})` : ''}? A running job is stopped.`)) return;
     cancelBtn.disabled = true;
     try {
       const r = await postJson(`/v1/jobs/${id}/cancel`);
