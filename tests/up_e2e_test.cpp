@@ -19,6 +19,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "controller/auth.h"
@@ -537,6 +538,29 @@ TEST_F(UpServer, UsersTokensAndNodeCredentials) {
     return e["what"] == "user added" && e["detail"] == "alice (reclaiming 1 job(s))";
   })) << audit.dump();
   std::filesystem::remove_all(agent_dir);
+}
+
+// Found by a review: jobs stayed in the agent's session, so a job could open the controlling
+// terminal of whoever started `up` and type commands into their root shell (TIOCSTI). Each job
+// now runs in a session of its own, with no controlling terminal.
+TEST_F(UpServer, AJobRunsInASessionOfItsOwnWithoutATerminal) {
+  auto session_of = [](const std::string& stat) {
+    // Fields after the command (in parentheses): state, ppid, pgrp, session.
+    std::istringstream rest(stat.substr(stat.rfind(')') + 2));
+    std::string state, ppid, pgrp, session;
+    rest >> state >> ppid >> pgrp >> session;
+    return session;
+  };
+  const std::string server_session = session_of(Slurp("/proc/" + std::to_string(pid_) + "/stat"));
+  ASSERT_FALSE(server_session.empty());
+  const int64_t id = json::parse(Cli("submit --json -- sh -c 'cat /proc/self/stat; "
+                                     "(exec 3</dev/tty) 2>/dev/null && echo HAS-TTY || echo NO-TTY'"))
+                         ["id"]
+                             .get<int64_t>();
+  WaitFor(id, "SUCCEEDED");
+  const std::string log = Cli("logs " + std::to_string(id));
+  EXPECT_NE(session_of(log.substr(0, log.find('\n'))), server_session) << log;
+  EXPECT_NE(log.find("NO-TTY"), std::string::npos) << log;
 }
 
 // `up` made its local user an admin with the token in <data-dir>/token at every start, so a

@@ -42,6 +42,11 @@ core::Result<RunIdentity> ResolveRunAs(const RunAsPolicy& policy, const std::str
                        "') on node " + policy.node_name +
                        ", which it refuses unless its agent runs with --allow-root-jobs"};
   }
+  if (account->uid != 0 && account->gid == 0 && !policy.allow_root) {
+    return core::Error{"user '" + job_user + "' would run with root's group (account '" +
+                       account->name + "', gid 0) on node " + policy.node_name +
+                       ", which it refuses unless its agent runs with --allow-root-jobs"};
+  }
   RunIdentity identity;
   identity.account = *account;
   if (agent_uid != 0) {

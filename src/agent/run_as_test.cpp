@@ -9,6 +9,7 @@ std::optional<UnixAccount> FakeAccounts(const std::string& name) {
   if (name == "root") return UnixAccount{"root", 0, 0, "/root"};
   if (name == "alice") return UnixAccount{"alice", 1001, 1001, "/home/alice"};
   if (name == "al") return UnixAccount{"al", 1002, 1002, "/home/al"};
+  if (name == "operator") return UnixAccount{"operator", 11, 0, "/root"};
   return std::nullopt;
 }
 
@@ -62,6 +63,17 @@ TEST(RunAsTest, RootNeedsExplicitConsentEvenThroughAMap) {
   auto allowed = ResolveRunAs(mapped, "alice", 0, FakeAccounts);
   ASSERT_TRUE(allowed.ok());
   EXPECT_FALSE(allowed.value().switch_user);  // root runs root's job as it is
+}
+
+// Found by a review: only uid 0 was refused, so an account whose primary group is root's (RHEL's
+// `operator`) ran jobs with gid 0 on a node that refuses root jobs.
+TEST(RunAsTest, RootsGroupNeedsExplicitConsentToo) {
+  auto refused = ResolveRunAs(Policy(), "operator", 0, FakeAccounts);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().find("gid 0"), std::string::npos) << refused.error();
+  RunAsPolicy allowed = Policy();
+  allowed.allow_root = true;
+  EXPECT_TRUE(ResolveRunAs(allowed, "operator", 0, FakeAccounts).ok());
 }
 
 TEST(RunAsTest, NonRootAgentRunsOnlyItsOwnAccountsJobs) {

@@ -372,6 +372,14 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
       groups.resize(static_cast<std::size_t>(count));
     }
     groups.resize(static_cast<std::size_t>(count));
+    // Root's group among the account's groups counts as root's (as its primary group does in
+    // ResolveRunAs).
+    if (!run_as_.allow_root && std::find(groups.begin(), groups.end(), gid_t{0}) != groups.end()) {
+      close(log);
+      return core::Error{"job " + std::to_string(spec.job_id) + ": account '" + account.name +
+                         "' is in root's group (gid 0) on node " + run_as_.node_name +
+                         ", which it refuses unless its agent runs with --allow-root-jobs"};
+    }
   }
   const std::string user_name = account.name;
   std::vector<std::string> argv = spec.argv;
@@ -482,9 +490,11 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
   posix_spawn_file_actions_addclosefrom_np(&files, kShimEnvFd + 1);
   posix_spawnattr_t attrs;
   posix_spawnattr_init(&attrs);
-  posix_spawnattr_setflags(&attrs, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+  // Its own session (and so its own process group, led by it): a job left in the agent's
+  // session shared its controlling terminal, where it could type commands into the shell of
+  // whoever started the agent (TIOCSTI), read what they type, or SIGCONT any process there.
+  posix_spawnattr_setflags(&attrs, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
                                        POSIX_SPAWN_SETSIGDEF);
-  posix_spawnattr_setpgroup(&attrs, 0);  // its own group, led by it
   sigset_t stops;  // blocked until the shim ignores them (job_shim.h)
   sigemptyset(&stops);
   sigaddset(&stops, SIGTERM);
