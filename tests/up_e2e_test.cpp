@@ -553,10 +553,10 @@ TEST_F(UpServer, AJobRunsInASessionOfItsOwnWithoutATerminal) {
   };
   const std::string server_session = session_of(Slurp("/proc/" + std::to_string(pid_) + "/stat"));
   ASSERT_FALSE(server_session.empty());
-  const int64_t id = json::parse(Cli("submit --json -- sh -c 'cat /proc/self/stat; "
-                                     "(exec 3</dev/tty) 2>/dev/null && echo HAS-TTY || echo NO-TTY'"))
-                         ["id"]
-                             .get<int64_t>();
+  const int64_t id =
+      json::parse(Cli("submit --json -- sh -c 'cat /proc/self/stat; "
+                      "(exec 3</dev/tty) 2>/dev/null && echo HAS-TTY || echo NO-TTY'"))["id"]
+          .get<int64_t>();
   WaitFor(id, "SUCCEEDED");
   const std::string log = Cli("logs " + std::to_string(id));
   EXPECT_NE(session_of(log.substr(0, log.find('\n'))), server_session) << log;

@@ -493,8 +493,8 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
   // Its own session (and so its own process group, led by it): a job left in the agent's
   // session shared its controlling terminal, where it could type commands into the shell of
   // whoever started the agent (TIOCSTI), read what they type, or SIGCONT any process there.
-  posix_spawnattr_setflags(&attrs, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
-                                       POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setflags(&attrs,
+                           POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   sigset_t stops;  // blocked until the shim ignores them (job_shim.h)
   sigemptyset(&stops);
   sigaddset(&stops, SIGTERM);
