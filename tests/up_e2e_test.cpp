@@ -162,6 +162,21 @@ TEST_F(UpServer, CpuAndMemoryLimitsHoldAndEveryJobIsMeasured) {
   }
   EXPECT_FALSE(AnyProcessNamed(marker)) << "a job's leftover processes must end with it";
 
+  // Found by a review: nothing capped a job's processes, so one job could take every pid of the
+  // node. Where the pids controller is there, each job holds at most a quarter of pid_max.
+  const int64_t counted = json::parse(Cli(
+      "submit --json -- sh -c 'p=$(grep -E \"^[0-9]+:pids:\" /proc/self/cgroup | cut -d: -f3); "
+      "if [ -n \"$p\" ]; then cat /sys/fs/cgroup/pids$p/pids.max; "
+      "else p=$(grep \"^0::\" /proc/self/cgroup | cut -d: -f3); "
+      "cat /sys/fs/cgroup$p/pids.max 2>/dev/null || echo no-pids; fi'"))["id"].get<int64_t>();
+  WaitFor(counted, "SUCCEEDED", 30);
+  std::string pids_max = Cli("logs " + std::to_string(counted));
+  while (!pids_max.empty() && pids_max.back() == '\n') pids_max.pop_back();
+  const int64_t pid_max = std::stoll(Slurp("/proc/sys/kernel/pid_max"));
+  if (pids_max != "no-pids") {
+    EXPECT_EQ(pids_max, std::to_string(std::max<int64_t>(1024, pid_max / 4)));
+  }
+
   // A hog past its memory limit is killed by the kernel, and the job says so.
   const int64_t hog = json::parse(Cli(
       "submit --json --memory 64M -- sh -c 'x=$(head -c 400000000 /dev/zero | tr \"\\0\" a); "

@@ -73,6 +73,12 @@ int64_t ParseCount(const char* text) {
 // A whole file holding one number; -1 when absent or not a number.
 int64_t ReadNumber(const fs::path& path) { return ParseCount(ReadText(path).c_str()); }
 
+// A quarter of the kernel's pid_max (threads count as pids too), at least 1024.
+int64_t PidsMaxPerJob() {
+  const int64_t pid_max = ReadNumber("/proc/sys/kernel/pid_max");
+  return std::max<int64_t>(1024, pid_max / 4);
+}
+
 // The value after `key` in text of "key value" lines (cpu.stat, memory.events,
 // memory.oom_control); -1 when absent.
 int64_t KeyedValue(const std::string& text, const std::string& key) {
@@ -273,6 +279,12 @@ CgroupLimits CgroupLimits::Detect(const std::string& root, const std::string& in
                    " does not offer the cpu controller: --cpus is not enforced";
         }
         c.jobs_dir_ = jobs.string();
+        // Best effort: without the pids controller jobs only lose their process cap.
+        if (HasWord(controllers, "pids") &&
+            WriteControl(base / "cgroup.subtree_control", "+pids") &&
+            WriteControl(jobs / "cgroup.subtree_control", "+pids")) {
+          c.pids_max_ = PidsMaxPerJob();
+        }
         if (root.empty()) {
           const std::string own_path = own.count("") ? own.at("") : "/";
           c.relative_jobs_ = (own_path == "/" ? "" : own_path) + "/" + jobs_name;
@@ -290,7 +302,9 @@ CgroupLimits CgroupLimits::Detect(const std::string& root, const std::string& in
   for (const Mount& m : mounts) {
     if (m.type != "cgroup") continue;
     for (const std::string& opt : SplitCommas(m.options)) {
-      if (opt != "cpu" && opt != "cpuacct" && opt != "memory" && opt != "blkio") continue;
+      if (opt != "cpu" && opt != "cpuacct" && opt != "memory" && opt != "blkio" && opt != "pids") {
+        continue;
+      }
       own_dirs[opt] = DirIn(m, own.count(opt) ? own.at(opt) : "/").string();
     }
   }
@@ -322,7 +336,7 @@ CgroupLimits CgroupLimits::DetectV1(const std::map<std::string, std::string>& ow
         c.v1_jobs_.clear();
         return c;
       }
-      continue;  // cpuacct or blkio: those figures go unmeasured
+      continue;  // cpuacct, blkio or pids: those figures go unmeasured, or unlimited
     }
     c.v1_jobs_[controller] = jobs.string();
   }
@@ -338,6 +352,7 @@ CgroupLimits CgroupLimits::DetectV1(const std::map<std::string, std::string>& ow
   }
   c.version_ = CgroupVersion::kV1;
   c.why_.clear();
+  if (c.v1_jobs_.count("pids") > 0) c.pids_max_ = PidsMaxPerJob();
   return c;
 }
 
@@ -420,6 +435,7 @@ core::Result<std::vector<std::string>> CgroupLimits::Prepare(int64_t id, const J
     }
     writes.emplace_back(dir / "memory.max",
                         limits.memory_mib > 0 ? std::to_string(bytes) : std::string("max"));
+    if (pids_max_ > 0) writes.emplace_back(dir / "pids.max", std::to_string(pids_max_));
   } else {
     const fs::path cpu = fs::path(v1_jobs_.at("cpu")) / JobName(id);
     const fs::path memory = fs::path(v1_jobs_.at("memory")) / JobName(id);
@@ -434,6 +450,10 @@ core::Result<std::vector<std::string>> CgroupLimits::Prepare(int64_t id, const J
     writes.emplace_back(memory / "memory.limit_in_bytes", memory_limit);
     if (swap_accounted && limits.memory_mib > 0) {
       writes.emplace_back(memory / "memory.memsw.limit_in_bytes", memory_limit);
+    }
+    if (auto it = v1_jobs_.find("pids"); it != v1_jobs_.end() && pids_max_ > 0) {
+      writes.emplace_back(fs::path(it->second) / JobName(id) / "pids.max",
+                          std::to_string(pids_max_));
     }
     // Recent kernels count v1 blkio only on devices with a throttle rule: a rule no job can reach
     // (2^63-1 bytes/s) on each disk makes its reads and direct writes counted. Best effort: a

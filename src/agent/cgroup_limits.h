@@ -20,6 +20,10 @@
 //    100 ms, `memory.limit_in_bytes` and, where swap is accounted, `memory.memsw.limit_in_bytes`
 //    at the same value (no swap beyond the limit). cpu and memory are required; a missing
 //    cpuacct or blkio hierarchy only leaves those figures unmeasured.
+//  - Both: where the pids controller is there (v2: offered; v1: its hierarchy mounted), each job
+//    may hold at most `JobPidsMax()` processes and threads (`pids.max`), so that one job (a fork
+//    bomb, a runaway loader) cannot take every pid of the node and stop other jobs and the agent
+//    from starting processes.
 // Unavailable (no usable hierarchy, no permission) is not an error: `Detect` says why in one line,
 // jobs run unlimited and are measured from /proc (agent/job_usage.h), and the caller says so once.
 #include <sys/types.h>
@@ -112,6 +116,9 @@ class CgroupLimits {
   core::HostUsage ReadUsage(int64_t id) const;
   // The processes in job `id`'s cgroup (empty when it has none).
   std::vector<pid_t> Processes(int64_t id) const;
+  // The most processes and threads one job may hold: a quarter of the kernel's pid_max, at least
+  // 1024 (0: the pids controller is not available, so there is no such limit).
+  int64_t JobPidsMax() const { return pids_max_; }
 
  private:
   CgroupVersion version_ = CgroupVersion::kNone;
@@ -125,6 +132,7 @@ class CgroupLimits {
   mutable bool said_ = false;
   mutable bool said_cpu_ = false;
   bool v2_cpu_ = true;  // v2: the cpu controller is enabled for job cgroups
+  int64_t pids_max_ = 0;  // per job (JobPidsMax); 0: no pids controller
 };
 
 }  // namespace gpufleet::agent

@@ -33,7 +33,7 @@ class CgroupLimitsTest : public ::testing::Test {
 };
 
 TEST_F(CgroupLimitsTest, WritesCpuAndMemoryLimitsIntoTheJobCgroup) {
-  std::ofstream(root_ / "cgroup.controllers") << "cpuset cpu io memory pids\n";
+  std::ofstream(root_ / "cgroup.controllers") << "cpuset cpu io memory\n";
   CgroupLimits limits = CgroupLimits::Detect(root_.string());
   ASSERT_TRUE(limits.available()) << limits.why_unavailable();
   EXPECT_EQ(Read(root_ / "cgroup.subtree_control"), "+cpu +memory");
@@ -45,6 +45,8 @@ TEST_F(CgroupLimitsTest, WritesCpuAndMemoryLimitsIntoTheJobCgroup) {
   EXPECT_EQ(limits.Kind(), "cgroup-v2");
   EXPECT_EQ(Read(job / "cpu.max"), "150000 100000");  // 1.5 cores per 100 ms
   EXPECT_EQ(Read(job / "memory.max"), "268435456");   // 256 MiB
+  EXPECT_EQ(limits.JobPidsMax(), 0) << "no pids controller: no process cap";
+  EXPECT_FALSE(fs::exists(job / "pids.max"));
   // Only memory: CPU unlimited.
   ASSERT_TRUE(limits.Prepare(43, JobLimits{0, 1024}).ok());
   EXPECT_EQ(Read(root_ / "gpufleet-jobs" / "gpufleet-job-43" / "cpu.max"), "max 100000");
@@ -52,6 +54,22 @@ TEST_F(CgroupLimitsTest, WritesCpuAndMemoryLimitsIntoTheJobCgroup) {
   EXPECT_EQ(limits.ForLaunch(44, JobLimits{}, "test").size(), 1U);
   EXPECT_EQ(Read(root_ / "gpufleet-jobs" / "gpufleet-job-44" / "memory.max"), "max");
   limits.Release(44, 0);  // a plain directory here still holds the stand-in files: stays
+}
+
+// Found by a review: nothing capped a job's processes. Where the pids controller is offered, it
+// is enabled (after cpu and memory, on its own, so that a hierarchy refusing it still limits
+// those) and every job's pids.max is a quarter of pid_max, at least 1024.
+TEST_F(CgroupLimitsTest, WherePidsIsOfferedEachJobHoldsAtMostAQuarterOfThePids) {
+  std::ofstream(root_ / "cgroup.controllers") << "cpuset cpu io memory pids\n";
+  CgroupLimits limits = CgroupLimits::Detect(root_.string());
+  ASSERT_TRUE(limits.available()) << limits.why_unavailable();
+  // Plain files keep the last write; the kernel's add each: "+cpu +memory", then "+pids".
+  EXPECT_EQ(Read(root_ / "gpufleet-jobs" / "cgroup.subtree_control"), "+pids");
+  const int64_t pid_max = std::stoll(Read("/proc/sys/kernel/pid_max"));
+  EXPECT_EQ(limits.JobPidsMax(), std::max<int64_t>(1024, pid_max / 4));
+  ASSERT_TRUE(limits.Prepare(42, JobLimits{}).ok());
+  EXPECT_EQ(Read(root_ / "gpufleet-jobs" / "gpufleet-job-42" / "pids.max"),
+            std::to_string(limits.JobPidsMax()));
 }
 
 // As on the H200 VM (bench/results/real-gpu): a v2 delegation of the memory controller only.
@@ -161,6 +179,7 @@ TEST_F(CgroupLimitsTest, OnV1ItLimitsAndMeasuresInEachHierarchy) {
   EXPECT_EQ(Read(c / "cpu.cfs_quota_us"), "150000");
   EXPECT_EQ(Read(m / "memory.limit_in_bytes"), "268435456");
   EXPECT_EQ(Read(m / "memory.memsw.limit_in_bytes"), "268435456") << "no swap beyond the limit";
+  EXPECT_EQ(limits.JobPidsMax(), 0) << "no pids hierarchy: no process cap";
   // Unlimited: -1 in both.
   ASSERT_TRUE(limits.Prepare(10, JobLimits{}).ok());
   EXPECT_EQ(Read(cpu / "gpufleet-jobs" / "gpufleet-job-10" / "cpu.cfs_quota_us"), "-1");
@@ -224,6 +243,24 @@ TEST_F(CgroupLimitsTest, WithoutTheControllersItSaysWhyAndJobsRunUnlimited) {
   EXPECT_FALSE(limits.ReadUsage(1).measured());
   // No cgroup v2 at all (this machine may have one; a path that is none certainly is not).
   EXPECT_FALSE(CgroupLimits::Detect((root_ / "nowhere").string()).available());
+}
+
+// With a pids hierarchy (as this kind of machine mounts), each job joins it and holds at most a
+// quarter of pid_max.
+TEST_F(CgroupLimitsTest, OnV1APidsHierarchyCapsEachJobsProcesses) {
+  const fs::path cpu = root_ / "cpu" / "agent", memory = root_ / "memory" / "agent",
+                 pids = root_ / "pids";
+  const CgroupLimits limits = CgroupLimits::DetectV1(
+      {{"cpu", cpu.string()}, {"memory", memory.string()}, {"pids", pids.string()}});
+  ASSERT_TRUE(limits.available()) << limits.why_unavailable();
+  const int64_t pid_max = std::stoll(Read("/proc/sys/kernel/pid_max"));
+  EXPECT_EQ(limits.JobPidsMax(), std::max<int64_t>(1024, pid_max / 4));
+  auto procs = limits.Prepare(5, JobLimits{});
+  ASSERT_TRUE(procs.ok()) << procs.error();
+  const fs::path job = pids / "gpufleet-jobs" / "gpufleet-job-5";
+  EXPECT_NE(std::find(procs.value().begin(), procs.value().end(), (job / "cgroup.procs").string()),
+            procs.value().end());
+  EXPECT_EQ(Read(job / "pids.max"), std::to_string(limits.JobPidsMax()));
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -404,6 +405,11 @@ bool NodeAgent::Apply(const net::HeartbeatReply& reply) {
   lease_ms_ = reply.lease_ms;
   std::set<std::pair<int64_t, int64_t>> listed;  // (id, epoch)
   int launched = 0;
+  // Launches in one beat stop after a quarter of a lease (the rest go at the next beat, at
+  // once): a launch may wait up to Runner::kExecWaitMs for a job's exec, which the job's user
+  // can stall, and the beats that renew the lease must go on.
+  const auto launches_start = std::chrono::steady_clock::now();
+  const auto launch_budget = std::chrono::milliseconds(std::max<int64_t>(lease_ms_ / 4, 1));
   for (const net::Assignment& a : reply.assignments) {
     listed.emplace(a.id, a.epoch);
     auto it = held_.find(a.id);
@@ -433,7 +439,8 @@ bool NodeAgent::Apply(const net::HeartbeatReply& reply) {
     } else {
       // Stopping: launch nothing more. A storm: the next beat (at once) launches the rest, after
       // this one's starts are reported, so the store hears of starts as they happen.
-      if (interrupted_.load() || launched >= kLaunchesPerBeat) {
+      if (interrupted_.load() || launched >= kLaunchesPerBeat ||
+          (launched > 0 && std::chrono::steady_clock::now() - launches_start >= launch_budget)) {
         changed = true;
         continue;
       }
@@ -545,14 +552,15 @@ core::Result<bool> NodeAgent::Beat(int64_t now_ms) {
   }
   self_fenced_ = false;
   last_ok_ms_ = now_ms;
-  const bool changed = Apply(reply.value());
   // The deadline moves half a lease ahead; rewritten once it has slipped an eighth of a lease
-  // (not at every beat: up's own node beats up to 20 times a second).
+  // (not at every beat: up's own node beats up to 20 times a second). Before Apply, whose
+  // launches take time: the jobs already running must not be fenced while they happen.
+  lease_ms_ = reply.value().lease_ms;
   if (now_ms + lease_ms_ / 2 - lease_written_ms_ >= lease_ms_ / 8 || lease_written_ms_ == 0) {
     lease_written_ms_ = now_ms + lease_ms_ / 2;
     WriteLease(lease_written_ms_);
   }
-  return changed;
+  return Apply(reply.value());
 }
 
 }  // namespace gpufleet::agent

@@ -524,9 +524,10 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
   int report[3] = {0, 0, 0};
   ssize_t n = 0;
   // The exec's outcome, waited for at most kExecWaitMs: an exec that hangs (argv[0] on a dead
-  // NFS or FUSE mount the job's user controls) must not hold the launcher. Past that the job
-  // counts as started; if its exec fails later, the shim records exit 127.
-  constexpr int kExecWaitMs = 5000;
+  // NFS or FUSE mount the job's user controls, or a shim the user stopped with SIGSTOP after it
+  // took their uid) must not hold the launcher, whose beats renew the node's lease. Past that
+  // the job counts as started; if its exec fails later, the shim records exit 127.
+  constexpr int kExecWaitMs = 1000;
   pollfd status_ready{status_pipe[0], POLLIN, 0};
   int polled;
   do {
