@@ -168,7 +168,8 @@ TEST_F(UpServer, CpuAndMemoryLimitsHoldAndEveryJobIsMeasured) {
       "submit --json -- sh -c 'p=$(grep -E \"^[0-9]+:pids:\" /proc/self/cgroup | cut -d: -f3); "
       "if [ -n \"$p\" ]; then cat /sys/fs/cgroup/pids$p/pids.max; "
       "else p=$(grep \"^0::\" /proc/self/cgroup | cut -d: -f3); "
-      "cat /sys/fs/cgroup$p/pids.max 2>/dev/null || echo no-pids; fi'"))["id"].get<int64_t>();
+      "cat /sys/fs/cgroup$p/pids.max 2>/dev/null || echo no-pids; fi'"))["id"]
+                              .get<int64_t>();
   WaitFor(counted, "SUCCEEDED", 30);
   std::string pids_max = Cli("logs " + std::to_string(counted));
   while (!pids_max.empty() && pids_max.back() == '\n') pids_max.pop_back();
