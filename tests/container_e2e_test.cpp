@@ -4,6 +4,7 @@
 // cannot run containers (no podman, no busybox-static, podman refusing to run): skipped, never
 // passed.
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <httplib.h>
 #include <signal.h>
 
@@ -122,14 +123,14 @@ class Containers : public ::testing::Test {
     listen_ = url_.substr(url_.find("//") + 2);
     token_ = e2e::FirstLine((dir_ / "ctl" / "token").string());
   }
-  void StartAgent(const std::string& node) {
-    agents_[node] = e2e::Spawn(
-        {GPUFLEET_BINARY, "agent", "--controller", url_, "--token-file",
+  void StartAgent(const std::string& node, const std::vector<std::string>& more = {}) {
+    std::vector<std::string> args = {GPUFLEET_BINARY, "agent", "--controller", url_, "--token-file",
          (dir_ / "ctl" / "token").string(), "--hostname", node, "--data-dir",
          (dir_ / node).string(), "--listen", "127.0.0.1:0", "--simulated-gpus", "4",
          "--heartbeat", "0.2", "--advertise-address", "127.0.0.1", "--run-as-map",
-         "alice=nobody"},
-        (dir_ / (node + ".log")).string());
+         "alice=nobody"};
+    args.insert(args.end(), more.begin(), more.end());
+    agents_[node] = e2e::Spawn(args, (dir_ / (node + ".log")).string());
     ASSERT_GT(agents_[node], 0);
     ASSERT_TRUE(WaitUntil([&] { return NodeField(node, "state") == "READY"; }, 10))
         << Slurp((dir_ / (node + ".log")).string());
@@ -319,6 +320,41 @@ TEST_F(Containers, AMountSourceTheUserCannotReachOrThatPassesASymlinkFailsTheJob
   EXPECT_NE(done["reason"].get<std::string>().find("symbolic link"), std::string::npos)
       << done.dump();
   EXPECT_EQ(Logs(linked).find("passwd"), std::string::npos) << "/etc was never mounted";
+}
+
+// Found by a review: the mount check opened the source as the job's account, but the root
+// runtime was then given the path as text, so renaming a directory of it to a symbolic link in
+// between had the runtime mount whatever the link named (a root-only directory here). The shim
+// now mounts the very directory it checked and gives the runtime that. A stand-in runtime does
+// the swap itself, deterministically, then lists what it was told to mount.
+TEST_F(Containers, AMountSourceSwappedForALinkAfterItsCheckStillMountsWhatWasChecked) {
+  namespace fs = std::filesystem;
+  const fs::path data = dir_ / "data", secret = data / "secret", mine = data / "mine";
+  fs::create_directories(secret / "inner");
+  std::ofstream(secret / "inner" / "secret-flag") << "root only\n";
+  fs::permissions(secret, fs::perms::owner_all, fs::perm_options::replace);
+  fs::create_directories(mine);
+  std::ofstream(mine / "original-file") << "alice's\n";
+  ASSERT_EQ(::chown(mine.c_str(), 65534, 65534), 0);  // nobody, alice's account
+  fs::permissions(data, fs::perms::others_read | fs::perms::others_exec, fs::perm_options::add);
+  const fs::path runtime = dir_ / "swapping-runtime.sh";
+  std::ofstream(runtime) << "#!/bin/sh\n"
+                            "case \" $* \" in *\" run \"*) ;; *) exit 0;; esac\n"
+                            "for a in \"$@\"; do case \"$a\" in --mount=type=bind,source=*)\n"
+                            "  src=${a#--mount=type=bind,source=}; src=${src%%,*};; esac; done\n"
+                         << "mv '" << mine.string() << "' '" << mine.string() << ".away'\n"
+                         << "ln -s '" << (secret / "inner").string() << "' '" << mine.string()
+                         << "'\n"
+                         << "echo \"mounting $src:\"; ls \"$src\"\n";
+  fs::permissions(runtime, fs::perms::owner_all);
+  StartAgent("alpha", {"--container-runtime", runtime.string()});
+  const int64_t id =
+      Submit({{"argv", {"ls", "/x"}}, {"gpus", 1}, {"mounts", {mine.string() + ":/x:ro"}}});
+  const json done = WaitFor(id, "SUCCEEDED");
+  const std::string log = Logs(id);
+  EXPECT_NE(log.find("original-file"), std::string::npos) << done.dump() << "\n" << log;
+  EXPECT_EQ(log.find("secret-flag"), std::string::npos) << "the swapped-in link was mounted: "
+                                                        << log;
 }
 
 TEST_F(Containers, AnAgentKilledWithSigkillReadoptsItAndItsLogGoesOn) {

@@ -6,6 +6,8 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/eventfd.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -17,6 +19,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
 
 namespace gpufleet::agent {
 namespace {
@@ -53,10 +58,58 @@ int WatchOom(const std::string& dir) {
   return efd;
 }
 
+// Sends descriptor `fd` over the socket `sock` (SCM_RIGHTS); false on failure.
+bool SendFd(int sock, int fd) {
+  char byte = 0;
+  iovec iov{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+  return sendmsg(sock, &msg, MSG_NOSIGNAL) == 1;
+}
+
+// The descriptor SendFd sent over `sock`, or -1.
+int ReceiveFd(int sock) {
+  char byte = 0;
+  iovec iov{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) != 1) return -1;
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  if (c == nullptr || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
+      c->cmsg_len != CMSG_LEN(sizeof(int))) {
+    return -1;
+  }
+  int fd = -1;
+  std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
+  return fd;
+}
+
 // In a child with the job's account: each of `spec.mount_checks` opened without following a
 // symbolic link anywhere in its path, and readable (and writable for "rw:") by the account;
 // true when all pass. A failure is reported over fd 3 as {kShimMountCheck, errno, index}.
-bool MountSourcesReachable(const ShimSpec& spec) {
+// With `pinned` (a root shim), the child hands each checked descriptor back: the caller mounts
+// exactly the object checked, so that renaming a directory of the path to a symbolic link after
+// the check (the runtime, as root, follows links) reaches nothing the user could not.
+bool MountSourcesReachable(const ShimSpec& spec, std::vector<int>* pinned) {
+  int channel[2] = {-1, -1};
+  if (pinned != nullptr && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, channel) != 0) {
+    const int report[3] = {kShimMountCheck, errno, -1};
+    (void)!write(3, report, sizeof report);
+    return false;
+  }
   const pid_t checker = fork();
   if (checker < 0) {
     const int report[2] = {kShimFork, errno};
@@ -88,6 +141,9 @@ bool MountSourcesReachable(const ShimSpec& spec) {
         if (ok != 0 && errno == ENOSYS) ok = access(path, mode);
         if (ok != 0) failed = errno;
       }
+      if (failed == 0 && channel[1] >= 0 && !SendFd(channel[1], static_cast<int>(fd))) {
+        failed = errno != 0 ? errno : EPIPE;
+      }
       if (failed != 0) {
         const int report[3] = {kShimMountCheck, failed, static_cast<int>(k)};
         (void)!write(3, report, sizeof report);
@@ -97,6 +153,16 @@ bool MountSourcesReachable(const ShimSpec& spec) {
     }
     _exit(0);
   }
+  if (channel[1] >= 0) close(channel[1]);
+  if (checker > 0 && channel[0] >= 0) {
+    // One descriptor per check, in order, until the child ends (SEQPACKET: one per message).
+    for (std::size_t k = 0; k < spec.mount_checks.size(); ++k) {
+      const int fd = ReceiveFd(channel[0]);
+      if (fd < 0) break;
+      pinned->push_back(fd);
+    }
+  }
+  if (channel[0] >= 0) close(channel[0]);
   int status = 0;
   pid_t done = -1;
   while ((done = waitpid(checker, &status, 0)) < 0 && errno == EINTR) {
@@ -107,7 +173,62 @@ bool MountSourcesReachable(const ShimSpec& spec) {
     (void)!write(3, report, sizeof report);
     return false;
   }
-  return WEXITSTATUS(status) == 0;
+  if (WEXITSTATUS(status) != 0) return false;
+  if (pinned != nullptr && pinned->size() != spec.mount_checks.size()) {
+    const int report[3] = {kShimMountCheck, EPROTO, -1};
+    (void)!write(3, report, sizeof report);
+    return false;
+  }
+  return true;
+}
+
+// Bind-mounts each pinned source (a descriptor from MountSourcesReachable) on a root-only place
+// beside the job's exit record, `<exit_path>.mount<k>`, and points the runtime's matching
+// `--mount=type=bind,source=SRC,` argument there. Returns the places (for UnpinMounts), or
+// reports over fd 3 and returns nothing on failure.
+std::optional<std::vector<std::string>> PinMounts(const ShimSpec& spec,
+                                                  const std::vector<int>& pinned,
+                                                  std::vector<std::string>& args) {
+  std::vector<std::string> places;
+  for (std::size_t k = 0; k < pinned.size(); ++k) {
+    const std::string source = spec.mount_checks[k].substr(3);
+    const std::string place = spec.exit_path + ".mount" + std::to_string(k);
+    umount2(place.c_str(), MNT_DETACH);  // left by a shim that was killed
+    rmdir(place.c_str());
+    unlink(place.c_str());
+    struct stat st {};
+    int made = fstat(pinned[k], &st);
+    if (made == 0) {
+      if (S_ISDIR(st.st_mode)) {
+        made = mkdir(place.c_str(), 0700);
+      } else {
+        const int f = open(place.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        made = f >= 0 ? close(f) : -1;
+      }
+    }
+    const std::string from = "/proc/self/fd/" + std::to_string(pinned[k]);
+    if (made != 0 || mount(from.c_str(), place.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+      const int report[3] = {kShimMountCheck, errno, static_cast<int>(k)};
+      (void)!write(3, report, sizeof report);
+      return std::nullopt;
+    }
+    places.push_back(place);
+    const std::string was = "--mount=type=bind,source=" + source + ",";
+    for (std::string& a : args) {
+      if (a.rfind(was, 0) == 0) {
+        a = "--mount=type=bind,source=" + place + "," + a.substr(was.size());
+        break;
+      }
+    }
+  }
+  return places;
+}
+
+void UnpinMounts(const std::vector<std::string>& places) {
+  for (const std::string& place : places) {
+    umount2(place.c_str(), MNT_DETACH);
+    if (rmdir(place.c_str()) != 0) unlink(place.c_str());
+  }
 }
 
 // Runs `argv` with no input or output and waits for it, at most 60 s (then SIGKILL).
@@ -306,7 +427,25 @@ void RunShim(const ShimSpec& spec) {
     }
     close(cg);
   }
-  if (!spec.mount_checks.empty() && !MountSourcesReachable(spec)) _exit(127);
+  // A root shim mounts what was checked itself (PinMounts); one that is not root runs a rootless
+  // runtime, which can reach no more than the user anyway.
+  std::vector<std::string> pinned_places;
+  if (!spec.mount_checks.empty()) {
+    std::vector<int> pinned;
+    const bool as_root = geteuid() == 0;
+    if (!MountSourcesReachable(spec, as_root ? &pinned : nullptr)) _exit(127);
+    if (as_root) {
+      static std::vector<std::string> runtime_args;
+      runtime_args = spec.argv;
+      auto places = PinMounts(spec, pinned, runtime_args);
+      for (int fd : pinned) close(fd);
+      if (!places) _exit(127);
+      pinned_places = std::move(*places);
+      argv.clear();
+      for (const std::string& a : runtime_args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+    }
+  }
   // Counts the OOM events of the job's memory cgroup and below (cgroup v1's notification: the
   // kernel signals it for the cgroup whose limit was hit, and its descendants' listeners).
   int oom_fd = -1;
@@ -474,6 +613,7 @@ void RunShim(const ShimSpec& spec) {
     if (sig == 0 && code > 128 && code <= 128 + 64) sig = code - 128;
     RunCleanup(spec.cleanup);
   }
+  UnpinMounts(pinned_places);
   // "<exit code> <signal> <oom events>\n", written to a temporary name and renamed: a reader
   // never sees half.
   char text[80];
