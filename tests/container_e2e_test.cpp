@@ -4,17 +4,17 @@
 // cannot run containers (no podman, no busybox-static, podman refusing to run): skipped, never
 // passed.
 #include <gtest/gtest.h>
-#include <unistd.h>
 #include <httplib.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <thread>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "e2e_cgroups.h"
 #include "e2e_process.h"
@@ -124,11 +124,26 @@ class Containers : public ::testing::Test {
     token_ = e2e::FirstLine((dir_ / "ctl" / "token").string());
   }
   void StartAgent(const std::string& node, const std::vector<std::string>& more = {}) {
-    std::vector<std::string> args = {GPUFLEET_BINARY, "agent", "--controller", url_, "--token-file",
-         (dir_ / "ctl" / "token").string(), "--hostname", node, "--data-dir",
-         (dir_ / node).string(), "--listen", "127.0.0.1:0", "--simulated-gpus", "4",
-         "--heartbeat", "0.2", "--advertise-address", "127.0.0.1", "--run-as-map",
-         "alice=nobody"};
+    std::vector<std::string> args = {GPUFLEET_BINARY,
+                                     "agent",
+                                     "--controller",
+                                     url_,
+                                     "--token-file",
+                                     (dir_ / "ctl" / "token").string(),
+                                     "--hostname",
+                                     node,
+                                     "--data-dir",
+                                     (dir_ / node).string(),
+                                     "--listen",
+                                     "127.0.0.1:0",
+                                     "--simulated-gpus",
+                                     "4",
+                                     "--heartbeat",
+                                     "0.2",
+                                     "--advertise-address",
+                                     "127.0.0.1",
+                                     "--run-as-map",
+                                     "alice=nobody"};
     args.insert(args.end(), more.begin(), more.end());
     agents_[node] = e2e::Spawn(args, (dir_ / (node + ".log")).string());
     ASSERT_GT(agents_[node], 0);
@@ -353,8 +368,8 @@ TEST_F(Containers, AMountSourceSwappedForALinkAfterItsCheckStillMountsWhatWasChe
   const json done = WaitFor(id, "SUCCEEDED");
   const std::string log = Logs(id);
   EXPECT_NE(log.find("original-file"), std::string::npos) << done.dump() << "\n" << log;
-  EXPECT_EQ(log.find("secret-flag"), std::string::npos) << "the swapped-in link was mounted: "
-                                                        << log;
+  EXPECT_EQ(log.find("secret-flag"), std::string::npos)
+      << "the swapped-in link was mounted: " << log;
 }
 
 TEST_F(Containers, AnAgentKilledWithSigkillReadoptsItAndItsLogGoesOn) {

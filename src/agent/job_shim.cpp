@@ -202,7 +202,8 @@ std::optional<std::vector<std::string>> PinMounts(const ShimSpec& spec,
       if (S_ISDIR(st.st_mode)) {
         made = mkdir(place.c_str(), 0700);
       } else {
-        const int f = open(place.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        const int f =
+            open(place.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         made = f >= 0 ? close(f) : -1;
       }
     }
