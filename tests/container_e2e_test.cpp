@@ -370,6 +370,12 @@ TEST_F(Containers, AMountSourceSwappedForALinkAfterItsCheckStillMountsWhatWasChe
   EXPECT_NE(log.find("original-file"), std::string::npos) << done.dump() << "\n" << log;
   EXPECT_EQ(log.find("secret-flag"), std::string::npos)
       << "the swapped-in link was mounted: " << log;
+  // What the shim mounted for the runtime is gone with the job.
+  std::error_code ec;
+  for (const auto& entry : fs::recursive_directory_iterator(dir_ / "alpha", ec)) {
+    EXPECT_EQ(entry.path().filename().string().find(".mount"), std::string::npos)
+        << entry.path() << " outlived its job";
+  }
 }
 
 TEST_F(Containers, AnAgentKilledWithSigkillReadoptsItAndItsLogGoesOn) {

@@ -88,7 +88,11 @@ bool SendFd(int sock, int fd) {
 // The descriptor SendFd sent over `sock`, or -1.
 int ReceiveFd(int sock) {
   FdMessage m;
-  if (recvmsg(sock, &m.msg, MSG_CMSG_CLOEXEC) != 1) return -1;
+  ssize_t got = -1;
+  do {
+    got = recvmsg(sock, &m.msg, MSG_CMSG_CLOEXEC);
+  } while (got < 0 && errno == EINTR);
+  if (got != 1 || (m.msg.msg_flags & MSG_CTRUNC) != 0) return -1;
   cmsghdr* c = CMSG_FIRSTHDR(&m.msg);
   if (c == nullptr || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
       c->cmsg_len != CMSG_LEN(sizeof(int))) {
@@ -114,7 +118,11 @@ bool MountSourcesReachable(const ShimSpec& spec, std::vector<int>* pinned) {
   }
   const pid_t checker = fork();
   if (checker < 0) {
-    const int report[2] = {kShimFork, errno};
+    const int err = errno;
+    for (int end : channel) {
+      if (end >= 0) close(end);
+    }
+    const int report[2] = {kShimFork, err};
     (void)!write(3, report, sizeof report);
     return false;
   }
@@ -144,7 +152,7 @@ bool MountSourcesReachable(const ShimSpec& spec, std::vector<int>* pinned) {
         if (ok != 0) failed = errno;
       }
       if (failed == 0 && channel[1] >= 0 && !SendFd(channel[1], static_cast<int>(fd))) {
-        failed = errno != 0 ? errno : EPIPE;
+        failed = EPIPE;
       }
       if (failed != 0) {
         const int report[3] = {kShimMountCheck, failed, static_cast<int>(k)};
@@ -186,7 +194,8 @@ bool MountSourcesReachable(const ShimSpec& spec, std::vector<int>* pinned) {
 
 // Bind-mounts each pinned source (a descriptor from MountSourcesReachable) on a root-only place
 // beside the job's exit record, `<exit_path>.mount<k>`, and points the runtime's matching
-// `--mount=type=bind,source=SRC,` argument there. Returns the places (for UnpinMounts), or
+// `--mount=type=bind,source=SRC,` argument there. Returns the places (ReleasePinnedMounts removes
+// them), or
 // reports over fd 3 and returns nothing on failure.
 std::optional<std::vector<std::string>> PinMounts(const ShimSpec& spec,
                                                   const std::vector<int>& pinned,
@@ -211,27 +220,30 @@ std::optional<std::vector<std::string>> PinMounts(const ShimSpec& spec,
     }
     const std::string from = "/proc/self/fd/" + std::to_string(pinned[k]);
     if (made != 0 || mount(from.c_str(), place.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
-      const int report[3] = {kShimMountCheck, errno, static_cast<int>(k)};
+      const int report[3] = {kShimMountPin, errno, static_cast<int>(k)};
       (void)!write(3, report, sizeof report);
+      ReleasePinnedMounts(spec.exit_path);
       return std::nullopt;
     }
     places.push_back(place);
+    // The runtime's argument for this mount (agent/container_command.cpp writes it so): fails
+    // closed when it is not there, rather than let the runtime mount the unchecked path.
     const std::string was = "--mount=type=bind,source=" + source + ",";
-    for (std::string& a : args) {
-      if (a.rfind(was, 0) == 0) {
-        a = "--mount=type=bind,source=" + place + "," + a.substr(was.size());
-        break;
+    bool pointed = false;
+    for (std::size_t a = 0; a < args.size() && !pointed; ++a) {
+      if (args[a].rfind(was, 0) == 0) {
+        args[a] = "--mount=type=bind,source=" + place + "," + args[a].substr(was.size());
+        pointed = true;
       }
+    }
+    if (!pointed) {
+      const int report[3] = {kShimMountPin, EPROTO, static_cast<int>(k)};
+      (void)!write(3, report, sizeof report);
+      ReleasePinnedMounts(spec.exit_path);
+      return std::nullopt;
     }
   }
   return places;
-}
-
-void UnpinMounts(const std::vector<std::string>& places) {
-  for (const std::string& place : places) {
-    umount2(place.c_str(), MNT_DETACH);
-    if (rmdir(place.c_str()) != 0) unlink(place.c_str());
-  }
 }
 
 // Runs `argv` with no input or output and waits for it, at most 60 s (then SIGKILL).
@@ -262,6 +274,16 @@ void RunCleanup(const std::vector<std::string>& args) {
 }
 
 }  // namespace
+
+void ReleasePinnedMounts(const std::string& exit_path) {
+  for (int k = 0; k < 64; ++k) {
+    const std::string place = exit_path + ".mount" + std::to_string(k);
+    struct stat st {};
+    if (lstat(place.c_str(), &st) != 0) break;  // numbered from 0, without gaps
+    umount2(place.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW);
+    if (rmdir(place.c_str()) != 0) unlink(place.c_str());
+  }
+}
 
 std::vector<std::string> ShimCommandLine(const ShimSpec& spec) {
   std::string groups;
@@ -408,6 +430,9 @@ void RunShim(const ShimSpec& spec) {
                                    " bytes; later output is dropped]\n";
   // fd 3 reaches the job only until its exec (which closes it): its exec's outcome.
   fcntl(3, F_SETFD, FD_CLOEXEC);
+  // A write to the status pipe after the runner stopped waiting (it closed its end) must fail
+  // with EPIPE, not kill the shim before it records anything.
+  signal(SIGPIPE, SIG_IGN);
   signal(SIGTERM, SIG_IGN);  // a stop is for the job; the shim must live to record its end
   signal(SIGINT, SIG_IGN);
   signal(SIGHUP, SIG_IGN);
@@ -458,12 +483,14 @@ void RunShim(const ShimSpec& spec) {
   if (spec.log_limit > 0 && pipe2(output, O_CLOEXEC) != 0) {
     const int report[2] = {kShimPipe, errno};
     (void)!write(3, report, sizeof report);
+    if (!pinned_places.empty()) ReleasePinnedMounts(spec.exit_path);
     _exit(127);
   }
   const pid_t job = fork();
   if (job < 0) {
     const int report[2] = {kShimFork, errno};
     (void)!write(3, report, sizeof report);
+    if (!pinned_places.empty()) ReleasePinnedMounts(spec.exit_path);
     _exit(127);
   }
   if (job == 0) {
@@ -475,6 +502,7 @@ void RunShim(const ShimSpec& spec) {
     signal(SIGTERM, SIG_DFL);  // ignored signals survive exec: give the job the defaults
     signal(SIGINT, SIG_DFL);
     signal(SIGHUP, SIG_DFL);
+    signal(SIGPIPE, SIG_DFL);
     umask(022);  // the servers' own umask (077) keeps their files private; jobs get the usual
     int step = 0;
     // The account first, then the directory: entered as root, a directory below one the user
@@ -616,7 +644,7 @@ void RunShim(const ShimSpec& spec) {
     if (sig == 0 && code > 128 && code <= 128 + 64) sig = code - 128;
     RunCleanup(spec.cleanup);
   }
-  UnpinMounts(pinned_places);
+  if (!pinned_places.empty()) ReleasePinnedMounts(spec.exit_path);
   // "<exit code> <signal> <oom events>\n", written to a temporary name and renamed: a reader
   // never sees half.
   char text[80];

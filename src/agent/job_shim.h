@@ -39,7 +39,13 @@ enum ShimStep : int {
   kShimFork = 7,        // forking the job
   kShimMountCheck = 8,  // a container's mount source, checked as the job's account (third int:
                         // which mount)
+  kShimMountPin = 9,    // mounting a checked source for the runtime (third int: which mount)
 };
+
+// Unmounts and removes what a root shim mounted for a container job beside its exit record
+// (`<exit_path>.mount<k>`): the shim does it when the container has ended, the agent again when
+// it reaps a shim that was killed. Nothing when there is none.
+void ReleasePinnedMounts(const std::string& exit_path);
 
 struct ShimSpec {
   std::string exit_path;    // where `<code> <signal>\n` goes when the job ends

@@ -555,8 +555,20 @@ core::Result<bool> NodeAgent::Beat(int64_t now_ms) {
   // The deadline moves half a lease ahead; rewritten once it has slipped an eighth of a lease
   // (not at every beat: up's own node beats up to 20 times a second). Before Apply, whose
   // launches take time: the jobs already running must not be fenced while they happen.
+  // When the reply may start jobs, always, from the clock after the exchange (its long poll may
+  // have taken a while): the launches' time budget is counted from this deadline.
   lease_ms_ = reply.value().lease_ms;
-  if (now_ms + lease_ms_ / 2 - lease_written_ms_ >= lease_ms_ / 8 || lease_written_ms_ == 0) {
+  const bool may_launch = std::any_of(
+      reply.value().assignments.begin(), reply.value().assignments.end(),
+      [&](const net::Assignment& a) { return !a.started && !a.stop && !held_.count(a.id); });
+  if (may_launch) {
+    now_ms = std::max(now_ms, static_cast<int64_t>(
+                                  std::chrono::duration_cast<std::chrono::milliseconds>(
+                                      std::chrono::system_clock::now().time_since_epoch())
+                                      .count()));
+  }
+  if (may_launch || now_ms + lease_ms_ / 2 - lease_written_ms_ >= lease_ms_ / 8 ||
+      lease_written_ms_ == 0) {
     lease_written_ms_ = now_ms + lease_ms_ / 2;
     WriteLease(lease_written_ms_);
   }

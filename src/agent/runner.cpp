@@ -558,6 +558,12 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
                          " without following a symbolic link" +
                          (spec.container.mounts[mount].read_only ? "" : " (read-write)")
                    : "cannot check its mount sources as account " + user_name)
+        : report[0] == kShimMountPin
+            ? (mount < spec.container.mounts.size()
+                   ? "cannot mount source " + spec.container.mounts[mount].source +
+                         " for the container runtime (the agent needs CAP_SYS_ADMIN in the "
+                         "runtime's mount namespace)"
+                   : std::string("cannot mount its sources for the container runtime"))
                                     : "cannot run '" + core::TruncateUtf8(argv[0], 256) + "'";
     return core::Error{"job " + std::to_string(spec.job_id) + ": " + what + ": " +
                        std::strerror(report[1])};
@@ -641,9 +647,11 @@ std::vector<JobExit> Runner::Reap() {
       // while members are left; a job that ended before it was adopted is not signalled.)
       if (child.stopping && !child.ended) kill(-child.pid, SIGKILL);
       exits.push_back(e);
-      // A container job's env file (its variables) goes with it; a host job has none.
+      // A container job's env file (its variables) goes with it; a host job has none. So do
+      // the mounts its shim made for the runtime, if the shim was killed before it removed them.
       std::error_code ec;
       const std::string& exit_path = child.exit_path;
+      if (!child.container_cleanup.empty()) ReleasePinnedMounts(exit_path);
       if (exit_path.size() > 5) {
         std::filesystem::remove(exit_path.substr(0, exit_path.size() - 5) + ".env", ec);
       }

@@ -33,14 +33,15 @@ std::string WithoutOthersJobIds(const std::string& text, const std::set<int64_t>
     std::size_t end = at + kJob.size();
     while (end < text.size() && text[end] >= '0' && text[end] <= '9') ++end;
     const bool word_start = at == 0 || !std::isalnum(static_cast<unsigned char>(text[at - 1]));
-    if (end == at + kJob.size() || !word_start || end - at - kJob.size() > 18) {
+    if (end == at + kJob.size() || !word_start) {
       out.append(text, pos, end - pos);
       pos = end;
       continue;
     }
     out.append(text, pos, at - pos);
-    const int64_t id = std::stoll(text.substr(at + kJob.size(), end - at - kJob.size()));
-    out += shown.count(id) ? text.substr(at, end - at) : "another user's job";
+    const std::size_t digits = end - at - kJob.size();
+    const bool own = digits <= 18 && shown.count(std::stoll(text.substr(at + kJob.size(), digits)));
+    out += own ? text.substr(at, end - at) : "another user's job";
     pos = end;
   }
   out.append(text, pos, std::string::npos);
