@@ -562,10 +562,10 @@ core::Result<bool> NodeAgent::Beat(int64_t now_ms) {
       reply.value().assignments.begin(), reply.value().assignments.end(),
       [&](const net::Assignment& a) { return !a.started && !a.stop && !held_.count(a.id); });
   if (may_launch) {
-    now_ms = std::max(now_ms, static_cast<int64_t>(
-                                  std::chrono::duration_cast<std::chrono::milliseconds>(
-                                      std::chrono::system_clock::now().time_since_epoch())
-                                      .count()));
+    now_ms = std::max(now_ms,
+                      static_cast<int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                               std::chrono::system_clock::now().time_since_epoch())
+                                               .count()));
   }
   if (may_launch || now_ms + lease_ms_ / 2 - lease_written_ms_ >= lease_ms_ / 8 ||
       lease_written_ms_ == 0) {

@@ -547,7 +547,8 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
     std::string what =
         report[0] == kShimChdir     ? "cannot enter the working directory " + workdir
         : report[0] == kShimSetUser ? "cannot switch to account " + user_name
-        : report[0] == kShimCgroup  ? "cannot join its cgroup (" + JoinedPaths(spec.cgroup_procs) + ")"
+        : report[0] == kShimCgroup
+            ? "cannot join its cgroup (" + JoinedPaths(spec.cgroup_procs) + ")"
         : report[0] == kShimPipe    ? std::string("cannot make its output pipe")
         : report[0] == kShimFork    ? std::string("its shim cannot fork")
         : report[0] == kShimBadArgs ? "the shim " + shim_path_ + " does not match this agent"
@@ -564,7 +565,7 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
                          " for the container runtime (the agent needs CAP_SYS_ADMIN in the "
                          "runtime's mount namespace)"
                    : std::string("cannot mount its sources for the container runtime"))
-                                    : "cannot run '" + core::TruncateUtf8(argv[0], 256) + "'";
+            : "cannot run '" + core::TruncateUtf8(argv[0], 256) + "'";
     return core::Error{"job " + std::to_string(spec.job_id) + ": " + what + ": " +
                        std::strerror(report[1])};
   }
