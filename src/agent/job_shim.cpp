@@ -19,7 +19,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -194,19 +193,14 @@ bool MountSourcesReachable(const ShimSpec& spec, std::vector<int>* pinned) {
 
 // Bind-mounts each pinned source (a descriptor from MountSourcesReachable) on a root-only place
 // beside the job's exit record, `<exit_path>.mount<k>`, and points the runtime's matching
-// `--mount=type=bind,source=SRC,` argument there. Returns the places (ReleasePinnedMounts removes
-// them), or
-// reports over fd 3 and returns nothing on failure.
-std::optional<std::vector<std::string>> PinMounts(const ShimSpec& spec,
-                                                  const std::vector<int>& pinned,
-                                                  std::vector<std::string>& args) {
-  std::vector<std::string> places;
+// `--mount=type=bind,source=SRC,` argument there (ReleasePinnedMounts removes them). False, having
+// reported over fd 3 and removed what it made, on failure.
+bool PinMounts(const ShimSpec& spec, const std::vector<int>& pinned,
+               std::vector<std::string>& args) {
+  ReleasePinnedMounts(spec.exit_path);  // left by a shim that was killed
   for (std::size_t k = 0; k < pinned.size(); ++k) {
     const std::string source = spec.mount_checks[k].substr(3);
     const std::string place = spec.exit_path + ".mount" + std::to_string(k);
-    umount2(place.c_str(), MNT_DETACH);  // left by a shim that was killed
-    rmdir(place.c_str());
-    unlink(place.c_str());
     struct stat st {};
     int made = fstat(pinned[k], &st);
     if (made == 0) {
@@ -223,9 +217,8 @@ std::optional<std::vector<std::string>> PinMounts(const ShimSpec& spec,
       const int report[3] = {kShimMountPin, errno, static_cast<int>(k)};
       (void)!write(3, report, sizeof report);
       ReleasePinnedMounts(spec.exit_path);
-      return std::nullopt;
+      return false;
     }
-    places.push_back(place);
     // The runtime's argument for this mount (agent/container_command.cpp writes it so): fails
     // closed when it is not there, rather than let the runtime mount the unchecked path.
     const std::string was = "--mount=type=bind,source=" + source + ",";
@@ -240,10 +233,10 @@ std::optional<std::vector<std::string>> PinMounts(const ShimSpec& spec,
       const int report[3] = {kShimMountPin, EPROTO, static_cast<int>(k)};
       (void)!write(3, report, sizeof report);
       ReleasePinnedMounts(spec.exit_path);
-      return std::nullopt;
+      return false;
     }
   }
-  return places;
+  return true;
 }
 
 // Runs `argv` with no input or output and waits for it, at most 60 s (then SIGKILL).
@@ -457,7 +450,7 @@ void RunShim(const ShimSpec& spec) {
   }
   // A root shim mounts what was checked itself (PinMounts); one that is not root runs a rootless
   // runtime, which can reach no more than the user anyway.
-  std::vector<std::string> pinned_places;
+  bool pinned_any = false;
   if (!spec.mount_checks.empty()) {
     std::vector<int> pinned;
     const bool as_root = geteuid() == 0;
@@ -465,10 +458,10 @@ void RunShim(const ShimSpec& spec) {
     if (as_root) {
       static std::vector<std::string> runtime_args;
       runtime_args = spec.argv;
-      auto places = PinMounts(spec, pinned, runtime_args);
+      const bool made = PinMounts(spec, pinned, runtime_args);
       for (int fd : pinned) close(fd);
-      if (!places) _exit(127);
-      pinned_places = std::move(*places);
+      if (!made) _exit(127);
+      pinned_any = true;
       argv.clear();
       for (const std::string& a : runtime_args) argv.push_back(const_cast<char*>(a.c_str()));
       argv.push_back(nullptr);
@@ -483,14 +476,14 @@ void RunShim(const ShimSpec& spec) {
   if (spec.log_limit > 0 && pipe2(output, O_CLOEXEC) != 0) {
     const int report[2] = {kShimPipe, errno};
     (void)!write(3, report, sizeof report);
-    if (!pinned_places.empty()) ReleasePinnedMounts(spec.exit_path);
+    if (pinned_any) ReleasePinnedMounts(spec.exit_path);
     _exit(127);
   }
   const pid_t job = fork();
   if (job < 0) {
     const int report[2] = {kShimFork, errno};
     (void)!write(3, report, sizeof report);
-    if (!pinned_places.empty()) ReleasePinnedMounts(spec.exit_path);
+    if (pinned_any) ReleasePinnedMounts(spec.exit_path);
     _exit(127);
   }
   if (job == 0) {
@@ -644,7 +637,7 @@ void RunShim(const ShimSpec& spec) {
     if (sig == 0 && code > 128 && code <= 128 + 64) sig = code - 128;
     RunCleanup(spec.cleanup);
   }
-  if (!pinned_places.empty()) ReleasePinnedMounts(spec.exit_path);
+  if (pinned_any) ReleasePinnedMounts(spec.exit_path);
   // "<exit code> <signal> <oom events>\n", written to a temporary name and renamed: a reader
   // never sees half.
   char text[80];

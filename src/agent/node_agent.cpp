@@ -401,8 +401,7 @@ bool NodeAgent::Apply(const net::HeartbeatReply& reply) {
                  "gpufleet agent: the controller declared this node lost while it was silent; "
                  "stopping the jobs it no longer lists\n");
   }
-  node_epoch_ = reply.node_epoch;
-  lease_ms_ = reply.lease_ms;
+  node_epoch_ = reply.node_epoch;  // lease_ms_: set by Beat, before the lease file is written
   std::set<std::pair<int64_t, int64_t>> listed;  // (id, epoch)
   int launched = 0;
   // Launches in one beat stop after a quarter of a lease (the rest go at the next beat, at
