@@ -91,6 +91,45 @@ TEST_F(UiServer, ACookieSessionActsAsItsTokenAndStateChangesNeedItsCsrfToken) {
   EXPECT_EQ(c.Get("/v1/jobs", httplib::Headers{{"Cookie", "gf_session=guess"}})->status, 401);
 }
 
+// Behind an https proxy (--behind-https-proxy) the cookie is made for https: Secure, and named
+// __Host- so that a browser takes it only from this host, for every path. The plain name is not a
+// session there: a cookie a sibling host planted under it opens nothing.
+class UiBehindProxy : public UiServer {
+ protected:
+  void SetUp() override {
+    extra_up_args = {"--behind-https-proxy"};
+    UiServer::SetUp();
+    extra_up_args.clear();
+  }
+};
+
+TEST_F(UiBehindProxy, TheSessionCookieIsSecureAndHostOnly) {
+  auto r = Http("").Post("/ui/login", json{{"token", token_}}.dump(), "application/json");
+  ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no answer");
+  const std::string set_cookie = r->get_header_value("Set-Cookie");
+  EXPECT_EQ(set_cookie.rfind("__Host-gf_session=", 0), 0U) << set_cookie;
+  EXPECT_NE(set_cookie.find("; Secure"), std::string::npos) << set_cookie;
+  EXPECT_NE(set_cookie.find("; Path=/;"), std::string::npos) << set_cookie;
+  EXPECT_EQ(set_cookie.find("Domain"), std::string::npos) << set_cookie;
+  const std::string id = set_cookie.substr(18, set_cookie.find(';') - 18);
+  auto c = Http("");
+  EXPECT_EQ(c.Get("/v1/jobs", httplib::Headers{{"Cookie", "__Host-gf_session=" + id}})->status,
+            200);
+  EXPECT_EQ(c.Get("/v1/jobs", httplib::Headers{{"Cookie", "gf_session=" + id}})->status, 401);
+  auto session = c.Get("/ui/session", httplib::Headers{{"Cookie", "gf_session=" + id}});
+  ASSERT_TRUE(session && session->status == 200);
+  EXPECT_TRUE(json::parse(session->body)["user"].is_null()) << session->body;
+  // Logging out clears the same cookie.
+  httplib::Headers with{{"Cookie", "__Host-gf_session=" + id},
+                        {"X-CSRF-Token", json::parse(r->body)["csrf"].get<std::string>()}};
+  auto out = c.Post("/ui/logout", with, "", "application/json");
+  ASSERT_TRUE(out && out->status == 200);
+  const std::string cleared = out->get_header_value("Set-Cookie");
+  EXPECT_EQ(cleared.rfind("__Host-gf_session=;", 0), 0U) << cleared;
+  EXPECT_NE(cleared.find("Max-Age=0"), std::string::npos) << cleared;
+  EXPECT_NE(cleared.find("; Secure"), std::string::npos) << cleared;
+}
+
 TEST_F(UiServer, RevokingAUsersTokenEndsTheirSessions) {
   const json added = json::parse(Cli("users add carol --json"));
   const Login carol = LogIn(added["token"].get<std::string>());

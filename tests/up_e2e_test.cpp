@@ -392,6 +392,14 @@ TEST_F(UpServer, JobListingsEscapeControlCharacters) {
   EXPECT_NE(listing.find("evil\\x1b[2J"), std::string::npos) << listing;
   const std::string shown = Cli("show " + std::to_string(id));
   EXPECT_EQ(shown.find('\x1b'), std::string::npos) << shown;
+  // A right-to-left override would make the rest of the row read backwards (another user's
+  // name seeming to be the owner): shown as its code instead.
+  r = c.Post("/v1/jobs", "{\"argv\":[\"true\"],\"name\":\"a\\u202eb\\u2066c\\u061cd\"}",
+             "application/json");
+  ASSERT_EQ(r->status, 201) << r->body;
+  const std::string bidi = Cli("jobs");
+  EXPECT_EQ(bidi.find("\u202e"), std::string::npos) << bidi;
+  EXPECT_NE(bidi.find("a\\u202eb\\u2066c\\u061cd"), std::string::npos) << bidi;
 }
 
 // Why jobs wait (GET /v1/queue/explain), read by another user: every position and reason, but the

@@ -156,6 +156,7 @@ void NodeAgent::Persist(const Held& h) const {
                   {"rank", h.rank},
                   {"pid", h.pid},
                   {"pid_start", h.pid_start},
+                  {"boot_id", h.boot_id},
                   {"log_path", h.log_path},
                   {"restartable", h.restartable},
                   {"ended", h.ended},
@@ -228,6 +229,7 @@ core::Result<bool> NodeAgent::Recover() {
     h.rank = j.value("rank", 0);
     h.pid = j.value("pid", int64_t{0});
     h.pid_start = j.value("pid_start", uint64_t{0});
+    h.boot_id = j.value("boot_id", std::string());
     h.log_path = j.value("log_path", std::string());
     h.restartable = j.value("restartable", false);
     h.ended = j.value("ended", false);
@@ -252,7 +254,7 @@ core::Result<bool> NodeAgent::Recover() {
           RemoveContainerNow(h.container, ContainerIdFilePath(h.log_path),
                              runner_.container_host());
         }
-      } else if (!runner_.Adopt(h.id, Launched{static_cast<pid_t>(h.pid), h.pid_start},
+      } else if (!runner_.Adopt(h.id, Launched{static_cast<pid_t>(h.pid), h.pid_start, h.boot_id},
                                 h.log_path, h.container)) {
         h.ended = h.lost = true;
         h.reason = "its process ended while the agent was down and left no exit record";
@@ -322,6 +324,7 @@ void NodeAgent::Launch(const net::Assignment& a) {
   if (launched) {
     h.pid = launched.value().pid;
     h.pid_start = launched.value().start_ticks;
+    h.boot_id = launched.value().boot_id;
   } else {
     h.ended = true;
     h.exit_code = 127;

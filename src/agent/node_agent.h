@@ -99,6 +99,7 @@ class NodeAgent {
     int rank = 0;
     int64_t pid = 0;
     uint64_t pid_start = 0;
+    std::string boot_id;  // the machine's boot at launch (Launched::boot_id)
     std::string log_path;
     bool restartable = false;
     bool ended = false;

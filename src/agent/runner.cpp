@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
 
@@ -229,6 +230,13 @@ uint64_t ReadStartTicks(pid_t pid, bool zombie_counts) {
 }  // namespace
 
 uint64_t ProcessStartTicks(pid_t pid) { return ReadStartTicks(pid, false); }
+
+std::string CurrentBootId() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(in, id);
+  return id;
+}
 uint64_t ChildStartTicks(pid_t child) { return ReadStartTicks(child, true); }
 
 // Whether `child`'s pid still names its process group: always for our own unreaped child; for an
@@ -288,8 +296,13 @@ bool Runner::Adopt(int64_t job_id, const Launched& launched, const std::string& 
   child.pid = launched.pid;
   child.start_ticks = launched.start_ticks;
   child.exit_path = ExitFilePath(log_path);
-  const bool alive =
-      launched.start_ticks != 0 && ProcessStartTicks(launched.pid) == launched.start_ticks;
+  // After a reboot the pid and start time may well match an unrelated process of this boot.
+  // (Unknown either side: pid and start time decide, as before boot ids were recorded.)
+  const std::string boot_now = CurrentBootId();
+  const bool same_boot =
+      launched.boot_id.empty() || boot_now.empty() || launched.boot_id == boot_now;
+  const bool alive = same_boot && launched.start_ticks != 0 &&
+                     ProcessStartTicks(launched.pid) == launched.start_ticks;
   if (!alive && !ReadExitFile(child.exit_path)) return false;
   child.ended = !alive;  // how it ended is on record: Reap reports it at once
   // Checked against its start time after opening, so the pidfd is of the job's process.
@@ -579,7 +592,7 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
   child.pidfd = OpenPidFd(pid);  // our child, unreaped: the pid cannot name another process
   child.container_cleanup = cleanup;
   jobs_[spec.job_id] = child;
-  return Launched{pid, child.start_ticks};
+  return Launched{pid, child.start_ticks, CurrentBootId()};
 }
 
 bool Runner::Stop(int64_t job_id, double grace_s) {

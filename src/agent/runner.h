@@ -98,10 +98,14 @@ std::string ContainerEnvFilePath(const std::string& log_path);
 uint64_t ProcessStartTicks(pid_t pid);
 // The same for this process's own child `child`, also once it has ended and is not yet reaped.
 uint64_t ChildStartTicks(pid_t child);
+// This boot of the machine (/proc/sys/kernel/random/boot_id), "" when unreadable. Start ticks
+// count from boot, so only with it do pid and start time name one process across a reboot.
+std::string CurrentBootId();
 
 struct Launched {
   pid_t pid = 0;             // the job's shim, leader of its process group
   uint64_t start_ticks = 0;  // ProcessStartTicks(pid) at launch
+  std::string boot_id;       // CurrentBootId() at launch ("": not recorded, any boot)
 };
 
 // The job shim's program (agent/job_shim.h): $GPUFLEET_SHIM when set (tests, unusual installs),
@@ -120,8 +124,8 @@ class Runner {
   Runner& operator=(const Runner&) = delete;
 
   core::Result<Launched> Launch(const LaunchSpec& spec);
-  // Takes over a job another Runner launched: true when it still runs (same pid and start time)
-  // or has ended and left its exit file (Reap reports it next); false when neither, i.e. how it
+  // Takes over a job another Runner launched: true when it still runs (same boot, pid and start
+  // time) or has ended and left its exit file (Reap reports it next); false when neither, i.e. how it
   // ended is unknown.
   // `container`: the job's container name when it is a container job ("" : a host job).
   bool Adopt(int64_t job_id, const Launched& launched, const std::string& log_path,

@@ -161,6 +161,35 @@ TEST_F(RunnerTest, JobsOutliveTheRunnerAndAreReAdopted) {
   EXPECT_FALSE(fourth.Adopt(8, launched, spec.log_path));
 }
 
+// After a reboot the same pid may run again with the same start tick (ticks count from boot): a
+// record of another boot is never taken for a running process, only for its exit record.
+TEST_F(RunnerTest, AProcessOfAnotherBootIsNotReAdopted) {
+  if (CurrentBootId().empty()) GTEST_SKIP() << "no /proc/sys/kernel/random/boot_id here";
+  LaunchSpec spec = Spec(10, {"sleep", "30"});
+  Launched launched;
+  {
+    Runner first(TestPolicy());
+    auto r = first.Launch(spec);
+    ASSERT_TRUE(r.ok()) << r.error();
+    launched = r.value();
+  }
+  EXPECT_EQ(launched.boot_id, CurrentBootId());
+  Launched before_reboot = launched;
+  before_reboot.boot_id = "00000000-0000-0000-0000-000000000000";
+  Runner second(TestPolicy());
+  EXPECT_FALSE(second.Adopt(10, before_reboot, spec.log_path))
+      << "pid and start ticks match, but they were another boot's";
+  // The same record of this boot is the running job.
+  Runner third(TestPolicy());
+  ASSERT_TRUE(third.Adopt(10, launched, spec.log_path));
+  ASSERT_TRUE(third.Stop(10, 5));  // its shim records how it ended
+  EXPECT_EQ(WaitExits(third, 1).size(), 1U);
+  // Another boot's job that left its exit record is reported from it.
+  Runner fourth(TestPolicy());
+  EXPECT_TRUE(fourth.Adopt(10, before_reboot, spec.log_path));
+  EXPECT_EQ(WaitExits(fourth, 1).size(), 1U);
+}
+
 TEST_F(RunnerTest, AJobThatEndedBeforeItsStartTimeWasReadIsStillReAdopted) {
   // A job as short as `true` can end before the launching agent reads its shim's start time.
   // Such a job, adopted from its exit record by a restarted agent, must be reported as ended,
@@ -168,7 +197,7 @@ TEST_F(RunnerTest, AJobThatEndedBeforeItsStartTimeWasReadIsStillReAdopted) {
   LaunchSpec spec = Spec(9, {"true"});
   { std::ofstream(ExitFilePath(spec.log_path)) << "0 0\n"; }
   Runner runner(TestPolicy());
-  ASSERT_TRUE(runner.Adopt(9, Launched{999999, 0}, spec.log_path));
+  ASSERT_TRUE(runner.Adopt(9, Launched{999999, 0, ""}, spec.log_path));
   const auto exits = WaitExits(runner, 1, 2);
   ASSERT_EQ(exits.size(), 1U) << "the ended job is reported";
   EXPECT_EQ(exits[0].exit_code, 0);

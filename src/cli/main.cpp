@@ -237,6 +237,10 @@ int main(int argc, char** argv) {
                     "or off (plain HTTP: tokens and jobs travel in clear)")
         ->capture_default_str()
         ->check(CLI::IsMember({"auto", "on", "off"}));
+    cmd->add_flag("--behind-https-proxy", o.behind_https_proxy,
+                  "users reach the server through an https proxy that terminates TLS (--tls "
+                  "off behind it): the dashboard's session cookie is then sent over https only "
+                  "(Secure) and cannot be set by another host (__Host-)");
     cmd->add_option("--tls-san", o.tls_names,
                     "a further DNS name or IP address agents and users reach the server at, for "
                     "its certificate (repeatable; this machine's names and addresses are in it)");

@@ -134,12 +134,13 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
   net::HttpServer& server = impl.server;
   // Before any body byte is read, /v1 requests need a known credential of any kind (handlers
   // check whose it is and what it may do); /healthz and /metrics stay open.
-  server.SetAuthHook([&impl](httplib::Request& req, httplib::Response& res) {
+  const bool secure_cookie = options.tls != nullptr || options.behind_https_proxy;
+  server.SetAuthHook([&impl, secure_cookie](httplib::Request& req, httplib::Response& res) {
     if (req.path.rfind("/v1/", 0) == 0) {
       // The dashboard's session cookie stands for its token (with a CSRF check); agents'
       // paths take bearer tokens only.
       if (req.path.rfind("/v1/agent/", 0) != 0 &&
-          !AdmitSession(impl.sessions, req, res, NowMs())) {
+          !AdmitSession(impl.sessions, secure_cookie, req, res, NowMs())) {
         return false;
       }
       return api::Authenticate(impl.controller.store(), req, res, NowMs()).has_value();
@@ -494,7 +495,7 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
       if (auto from_dir = ui::AssetSet::FromDirectory(options.ui_dir)) assets = from_dir;
     }
     AddUiRoutes(server, UiRouteContext{impl.controller, impl.sessions, impl.events, assets,
-                                       options.tls != nullptr});
+                                       secure_cookie});
   }
   AddAdminRoutes(server, impl.controller, options.ca_sha256);
   AddAdviceRoutes(server, impl.controller);

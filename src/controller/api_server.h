@@ -31,6 +31,9 @@ class Autoscaler;
 struct ApiServerOptions {
   std::shared_ptr<net::TlsServerContext> tls;  // https when set
   std::string ca_sha256;  // the cluster CA's hash, appended to join tokens for agents to pin
+  // Users reach this plain-HTTP server through an https proxy that terminates TLS: the dashboard's
+  // session cookie is made for https (Secure, __Host- prefixed) as when `tls` is set.
+  bool behind_https_proxy = false;
   // Serve the dashboard's files from this directory, read at each request, instead of the
   // compiled-in copy (development; "": the compiled-in copy).
   std::string ui_dir;

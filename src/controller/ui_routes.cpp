@@ -30,13 +30,13 @@ void SecurityHeaders(httplib::Response& res) {
 }
 
 std::string SessionCookie(const std::string& value, int64_t max_age_s, bool secure) {
-  return std::string(kSessionCookie) + "=" + value + "; Path=/; HttpOnly; SameSite=Strict; Max-Age=" +
+  return std::string(SessionCookieName(secure)) + "=" + value + "; Path=/; HttpOnly; SameSite=Strict; Max-Age=" +
          std::to_string(max_age_s) + (secure ? "; Secure" : "");
 }
 
-std::optional<std::string> SessionId(const httplib::Request& req) {
+std::optional<std::string> SessionId(const httplib::Request& req, bool secure) {
   if (!req.has_header("Cookie")) return std::nullopt;
-  return CookieValue(req.get_header_value("Cookie"), kSessionCookie);
+  return CookieValue(req.get_header_value("Cookie"), SessionCookieName(secure));
 }
 
 bool StateChanging(const std::string& method) { return method != "GET" && method != "HEAD"; }
@@ -50,10 +50,10 @@ std::optional<store::UserRecord> SessionUser(Controller& controller, const UiSes
 
 }  // namespace
 
-bool AdmitSession(UiSessions& sessions, httplib::Request& req, httplib::Response& res,
-                  int64_t now_ms) {
+bool AdmitSession(UiSessions& sessions, bool secure_cookie, httplib::Request& req,
+                  httplib::Response& res, int64_t now_ms) {
   if (req.has_header("Authorization")) return true;  // a bearer token speaks for itself
-  auto id = SessionId(req);
+  auto id = SessionId(req, secure_cookie);
   if (!id) return true;  // no credential at all: the API answers 401 itself
   auto session = sessions.Find(*id, now_ms);
   if (!session) {
@@ -102,13 +102,13 @@ void AddUiRoutes(net::HttpServer& server, const UiRouteContext& context) {
                           {"csrf", opened.value().csrf}}),
                     "application/json");
   });
-  server.Get("/ui/session", [&controller, &sessions](const httplib::Request& req,
-                                                      httplib::Response& res) {
+  server.Get("/ui/session", [&controller, &sessions, secure](const httplib::Request& req,
+                                                              httplib::Response& res) {
     SecurityHeaders(res);
     res.set_header("Cache-Control", "no-store");
     // Not logged in is an answer, not an error: a page asks this before it shows anything.
     json out = {{"user", nullptr}, {"admin", false}, {"csrf", nullptr}};
-    if (auto id = SessionId(req)) {
+    if (auto id = SessionId(req, secure)) {
       if (auto session = sessions.Find(*id, NowMs())) {
         if (auto user = SessionUser(controller, *session)) {
           out = {{"user", user->name}, {"admin", user->admin}, {"csrf", session->csrf}};
@@ -122,7 +122,7 @@ void AddUiRoutes(net::HttpServer& server, const UiRouteContext& context) {
   server.Post("/ui/logout", [&sessions, secure](const httplib::Request& req,
                                                 httplib::Response& res) {
     SecurityHeaders(res);
-    if (auto id = SessionId(req)) {
+    if (auto id = SessionId(req, secure)) {
       auto session = sessions.Find(*id, NowMs());
       if (session && !ConstantTimeEquals(req.get_header_value("X-CSRF-Token"), session->csrf)) {
         return Fail(res, 403, "X-CSRF-Token: missing or not this session's", "X-CSRF-Token");

@@ -13,24 +13,31 @@
 
 namespace gpufleet::controller {
 
-// The session cookie's name.
+// The session cookie's name over plain HTTP, and over https (the dashboard served with TLS, by
+// the controller or a proxy in front of it): there the cookie is also Secure, and the __Host-
+// prefix makes browsers refuse one set by any other host (a sibling subdomain) or for a narrower
+// path, so that no one can plant a session of their choosing in a user's browser.
 inline constexpr const char* kSessionCookie = "gf_session";
+inline constexpr const char* kSecureSessionCookie = "__Host-gf_session";
+inline const char* SessionCookieName(bool secure) {
+  return secure ? kSecureSessionCookie : kSessionCookie;
+}
 
 struct UiRouteContext {
   Controller& controller;
   UiSessions& sessions;
   EventHub& events;
   std::shared_ptr<const ui::AssetSet> assets;
-  bool secure_cookie = false;  // over TLS: the cookie is marked Secure
+  bool secure_cookie = false;  // reached over https: the cookie is Secure and __Host- prefixed
 };
 
 void AddUiRoutes(net::HttpServer& server, const UiRouteContext& context);
 
-// For the API's auth hook: when a /v1 request has no Authorization header but a session cookie,
-// puts the session's credential in its place (the routes then see a bearer token as from the
+// For the API's auth hook: when a /v1 request has no Authorization header but a session cookie
+// (SessionCookieName(secure_cookie)), puts the session's credential in its place (the routes then see a bearer token as from the
 // CLI). A state-changing method must carry the session's CSRF token in X-CSRF-Token. Returns
 // false after answering 401 (no such session) or 403 (a missing or wrong CSRF token).
-bool AdmitSession(UiSessions& sessions, httplib::Request& req, httplib::Response& res,
-                  int64_t now_ms);
+bool AdmitSession(UiSessions& sessions, bool secure_cookie, httplib::Request& req,
+                  httplib::Response& res, int64_t now_ms);
 
 }  // namespace gpufleet::controller

@@ -231,6 +231,7 @@ int RunUpOnce(const UpOptions& o) {
     api_options.ui_dir = o.ui_dir;
   }
   api_options.metrics_need_token = o.metrics_auth;
+  api_options.behind_https_proxy = o.behind_https_proxy;
   std::string ca_file;  // the cluster CA, for agents the autoscaler starts
   const bool tls = o.tls == "on" || (o.tls == "auto" && !IsLoopback(address.value().host));
   if (tls) {

@@ -33,6 +33,7 @@ struct UpOptions {
   std::string autoscale;  // --autoscale FILE.toml: grow and shrink the fleet (scale/, cloud/)
   std::string ui_dir;     // --ui-dir DIR: serve the dashboard's files from DIR (development)
   bool metrics_auth = false;  // --metrics-auth: /metrics asks for a token (ApiServerOptions)
+  bool behind_https_proxy = false;  // --behind-https-proxy (ApiServerOptions)
   // --store: "" keeps the fleet's state in SQLite in the data directory; a postgresql:// URI (or
   // libpq key=value string) keeps it in PostgreSQL, where several controllers may share it: one
   // leads, the others stand by and take over when its lease (`leader_lease_s`) runs out.

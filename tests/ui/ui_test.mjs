@@ -338,8 +338,12 @@ async function main() {
 
   step('jobs: a job submitted through the API appears without a reload');
   await page.evaluate(() => { window.noReload = true; });
-  const j6 = await submit(A, { argv: ['sleep', '600'], gpus: 1, name: 'live-ui' });
+  // Its name holds a right-to-left override, which would make the text after it read backwards:
+  // the page shows the character's code instead.
+  const j6 = await submit(A, { argv: ['sleep', '600'], gpus: 1, name: 'live-ui\u202e4pm.exe' });
   await page.waitForSelector(`#jobs-table tr[data-id="${j6}"]`, { timeout: 10000 });
+  const liveName = await page.$eval(`#jobs-table tr[data-id="${j6}"]`, (tr) => tr.cells[1].textContent);
+  if (liveName !== 'live-ui\\u202e4pm.exe') fail(`a bidi override in a job name is shown as ${JSON.stringify(liveName)}`);
   if (!(await page.evaluate(() => window.noReload))) fail('the page reloaded');
   await shot('jobs');
   await checkPageQuality('jobs');

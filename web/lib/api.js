@@ -2,14 +2,18 @@
 // session's CSRF token in X-CSRF-Token. A 401 from /v1 means the session is gone: the app is told
 // (onUnauthorized) and shows the login form again.
 
+import { visible } from './dom.js';
+
 export const session = { user: null, admin: false, csrf: null };
 
 let unauthorized = () => {};
 export function onUnauthorized(fn) { unauthorized = fn; }
 
+// Its message may quote what a user sent (a field's value): shown, like all text, with its
+// bidirectional formatting characters as their code (dom.js, visible).
 export class ApiError extends Error {
   constructor(status, message) {
-    super(message);
+    super(visible(message));
     this.status = status;
   }
 }

@@ -2,7 +2,7 @@
 // one line per series. Each chart is a labelled image to assistive technology, with a text
 // summary (mean and peak of every series) printed under it, so no reading depends on the plot.
 import uPlot from '/ui/vendor/uPlot.esm.js';
-import { h, fill, fmtNum } from './dom.js';
+import { h, fill, fmtNum, visible } from './dom.js';
 
 // Line colours, each at least 3:1 against the white plot area; dashes tell series 5-12 apart
 // from series 1-4 without colour.
@@ -96,7 +96,7 @@ export function timeChart(container, { title, unit, digits = 0, range = null }) 
       series: [
         { label: 'time' },
         ...labels.map((label, i) => ({
-          label,
+          label: visible(label),
           stroke: COLORS[i % COLORS.length],
           dash: DASHES[Math.floor(i / COLORS.length) % DASHES.length],
           width: 1.5,
@@ -118,8 +118,8 @@ export function timeChart(container, { title, unit, digits = 0, range = null }) 
     if (!plot || newLabels.join('\n') !== labels.join('\n')) build(newLabels, data);
     else plot.setData(data);
     const text = summary(newLabels, data, unit, digits);
-    summaryEl.textContent = text;
-    plotEl.setAttribute('aria-label', `${title}. ${text}`);
+    summaryEl.textContent = visible(text);
+    plotEl.setAttribute('aria-label', visible(`${title}. ${text}`));
   }
 
   const resize = new ResizeObserver(() => {

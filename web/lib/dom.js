@@ -2,16 +2,25 @@
 // textContent only: nothing from the API is ever parsed as markup (no innerHTML), and no style
 // attribute is ever written (the CSP forbids them; pages set element.style.x where needed).
 
+// Bidirectional formatting characters (U+061C, U+200E-200F, U+202A-202E, U+2066-2069) would let a
+// job name or a log line reorder the text shown after it (a name that seems to be another
+// user's): every text and attribute these helpers set shows them as their code, \u202e, as the
+// CLI does. Pages that set textContent or an attribute themselves pass the text through it.
+const BIDI_CONTROLS = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+export function visible(text) {
+  return String(text).replace(BIDI_CONTROLS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 // h('a', {href: '#/job/1', class: 'x', onclick: fn}, 'text', child, [more]) -> HTMLElement
 export function h(tag, props, ...children) {
   const el = document.createElement(tag);
   for (const [key, value] of Object.entries(props || {})) {
     if (value === null || value === undefined || value === false) continue;
     if (key === 'class') el.className = value;
-    else if (key === 'text') el.textContent = value;
+    else if (key === 'text') el.textContent = visible(value);
     else if (key.startsWith('on')) el.addEventListener(key.slice(2), value);
     else if (key === 'style') throw new Error('no style attributes (CSP): set el.style.x instead');
-    else el.setAttribute(key, value === true ? '' : String(value));
+    else el.setAttribute(key, value === true ? '' : visible(value));
   }
   append(el, children);
   return el;
@@ -20,7 +29,7 @@ export function h(tag, props, ...children) {
 export function append(el, children) {
   for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined || child === false) continue;
-    el.append(child instanceof Node ? child : String(child));
+    el.append(child instanceof Node ? child : visible(child));
   }
   return el;
 }
@@ -33,7 +42,7 @@ export function fill(el, ...children) {
 
 // Sets text only when it changed (cheap in-place updates of big pages).
 export function setText(el, text) {
-  const s = String(text);
+  const s = visible(text);
   if (el.textContent !== s) el.textContent = s;
 }
 

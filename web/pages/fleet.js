@@ -4,7 +4,7 @@
 // shared stream's `node` events, so 1,000 GPUs stay cheap; the totals at the top are refetched
 // (throttled) while events arrive.
 import { getJson } from '../lib/api.js';
-import { h, fill, setText, setClass, fmtNum, throttle } from '../lib/dom.js';
+import { h, fill, setText, setClass, fmtNum, throttle, visible } from '../lib/dom.js';
 import { on } from '../lib/live.js';
 
 const UTIL_LEVELS = [
@@ -92,7 +92,7 @@ function updateTile(t, g) {
     else setText(t.holder, job === 'busy' ? 'busy' : 'free');
   }
   setText(t.mark, !g.healthy && g.drained ? '⚠ unhealthy · ⊘ drained' : !g.healthy ? '⚠ unhealthy' : g.drained ? '⊘ drained' : '');
-  const title = g.drain_reason ? `drained: ${g.drain_reason}` : '';
+  const title = g.drain_reason ? visible(`drained: ${g.drain_reason}`) : '';
   if (t.title !== title) {
     t.title = title;
     t.el.title = title;

@@ -3,7 +3,7 @@
 // following live (refetched from the last offset on `log` events and state changes), the
 // advisor's findings, and a Cancel button for the owner and admins.
 import { request, getJson, postJson, session, ApiError } from '../lib/api.js';
-import { h, fill, fmtNum, fmtTime, fmtDuration, fmtGiB, stateBadge } from '../lib/dom.js';
+import { h, fill, fmtNum, fmtTime, fmtDuration, fmtGiB, stateBadge, visible } from '../lib/dom.js';
 import { on } from '../lib/live.js';
 import { timeChart, alignSeries } from '../lib/chart.js';
 
@@ -117,12 +117,12 @@ export function mount(ctx) {
   let lastState = null;
   function showState(state, why) {
     lastState = state;
-    if (stateEl.textContent !== `State: ${state}${why}`) fill(stateEl, 'State: ', stateBadge(state), why);
+    if (stateEl.textContent !== visible(`State: ${state}${why}`)) fill(stateEl, 'State: ', stateBadge(state), why);
   }
 
   function showJob(j) {
     job = j;
-    title.textContent = j.name ? `Job ${j.id}: ${j.name}` : `Job ${j.id}`;
+    title.textContent = visible(j.name ? `Job ${j.id}: ${j.name}` : `Job ${j.id}`);
     ctx.setTitle(`Job ${j.id}`);
     showState(j.state, j.reason && TERMINAL.has(j.state) ? ` (${j.reason})` : '');
     fill(detailsEl, details(j));
@@ -209,7 +209,7 @@ export function mount(ctx) {
             logText = logText.slice(logText.length - LOG_KEEP);
             note = ' (the page shows the last 2 MiB)';
           }
-          logPre.textContent = logText;
+          logPre.textContent = visible(logText);
           logInfo.textContent = `${fmtNum(logOffset)} bytes${note}`;
           if (follow.checked) logPre.scrollTop = logPre.scrollHeight;
         } else if (logOffset === 0 && logSkipped === 0) {
