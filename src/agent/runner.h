@@ -125,9 +125,9 @@ class Runner {
 
   core::Result<Launched> Launch(const LaunchSpec& spec);
   // Takes over a job another Runner launched: true when it still runs (same boot, pid and start
-  // time) or has ended and left its exit file (Reap reports it next); false when neither, i.e. how it
-  // ended is unknown.
-  // `container`: the job's container name when it is a container job ("" : a host job).
+  // time) or has ended and left its exit file (Reap reports it next); false when neither, i.e. how
+  // it ended is unknown. `container`: the job's container name when it is a container job ("" : a
+  // host job).
   bool Adopt(int64_t job_id, const Launched& launched, const std::string& log_path,
              const std::string& container = "");
   // SIGKILL to every job's group (tests; an agent stopping for good).

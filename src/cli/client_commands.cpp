@@ -154,8 +154,9 @@ std::size_t BidiControlLength(std::string_view text, std::size_t i) {
 // Its code point as four lower-case hex digits (only for what BidiControlLength accepted).
 std::string BidiControlCode(std::string_view text, std::size_t i) {
   const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[i + k]); };
-  const unsigned code = byte(0) == 0xD8 ? 0x0600u | (byte(1) & 0x3Fu)
-                                        : (0x2u << 12) | ((byte(1) & 0x3Fu) << 6) | (byte(2) & 0x3Fu);
+  const unsigned code = byte(0) == 0xD8
+                            ? 0x0600u | (byte(1) & 0x3Fu)
+                            : (0x2u << 12) | ((byte(1) & 0x3Fu) << 6) | (byte(2) & 0x3Fu);
   char buf[8];
   std::snprintf(buf, sizeof buf, "%04x", code);
   return buf;

@@ -494,8 +494,8 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
     if (!options.ui_dir.empty()) {
       if (auto from_dir = ui::AssetSet::FromDirectory(options.ui_dir)) assets = from_dir;
     }
-    AddUiRoutes(server, UiRouteContext{impl.controller, impl.sessions, impl.events, assets,
-                                       secure_cookie});
+    AddUiRoutes(server,
+                UiRouteContext{impl.controller, impl.sessions, impl.events, assets, secure_cookie});
   }
   AddAdminRoutes(server, impl.controller, options.ca_sha256);
   AddAdviceRoutes(server, impl.controller);

@@ -30,8 +30,9 @@ void SecurityHeaders(httplib::Response& res) {
 }
 
 std::string SessionCookie(const std::string& value, int64_t max_age_s, bool secure) {
-  return std::string(SessionCookieName(secure)) + "=" + value + "; Path=/; HttpOnly; SameSite=Strict; Max-Age=" +
-         std::to_string(max_age_s) + (secure ? "; Secure" : "");
+  return std::string(SessionCookieName(secure)) + "=" + value +
+         "; Path=/; HttpOnly; SameSite=Strict; Max-Age=" + std::to_string(max_age_s) +
+         (secure ? "; Secure" : "");
 }
 
 std::optional<std::string> SessionId(const httplib::Request& req, bool secure) {
@@ -102,23 +103,24 @@ void AddUiRoutes(net::HttpServer& server, const UiRouteContext& context) {
                           {"csrf", opened.value().csrf}}),
                     "application/json");
   });
-  server.Get("/ui/session", [&controller, &sessions, secure](const httplib::Request& req,
-                                                              httplib::Response& res) {
-    SecurityHeaders(res);
-    res.set_header("Cache-Control", "no-store");
-    // Not logged in is an answer, not an error: a page asks this before it shows anything.
-    json out = {{"user", nullptr}, {"admin", false}, {"csrf", nullptr}};
-    if (auto id = SessionId(req, secure)) {
-      if (auto session = sessions.Find(*id, NowMs())) {
-        if (auto user = SessionUser(controller, *session)) {
-          out = {{"user", user->name}, {"admin", user->admin}, {"csrf", session->csrf}};
-        } else {
-          sessions.End(*id);
-        }
-      }
-    }
-    res.set_content(Dump(out), "application/json");
-  });
+  server.Get("/ui/session",
+             [&controller, &sessions, secure](const httplib::Request& req, httplib::Response& res) {
+               SecurityHeaders(res);
+               res.set_header("Cache-Control", "no-store");
+               // Not logged in is an answer, not an error: a page asks this before it shows
+               // anything.
+               json out = {{"user", nullptr}, {"admin", false}, {"csrf", nullptr}};
+               if (auto id = SessionId(req, secure)) {
+                 if (auto session = sessions.Find(*id, NowMs())) {
+                   if (auto user = SessionUser(controller, *session)) {
+                     out = {{"user", user->name}, {"admin", user->admin}, {"csrf", session->csrf}};
+                   } else {
+                     sessions.End(*id);
+                   }
+                 }
+               }
+               res.set_content(Dump(out), "application/json");
+             });
   server.Post("/ui/logout", [&sessions, secure](const httplib::Request& req,
                                                 httplib::Response& res) {
     SecurityHeaders(res);

@@ -34,9 +34,10 @@ struct UiRouteContext {
 void AddUiRoutes(net::HttpServer& server, const UiRouteContext& context);
 
 // For the API's auth hook: when a /v1 request has no Authorization header but a session cookie
-// (SessionCookieName(secure_cookie)), puts the session's credential in its place (the routes then see a bearer token as from the
-// CLI). A state-changing method must carry the session's CSRF token in X-CSRF-Token. Returns
-// false after answering 401 (no such session) or 403 (a missing or wrong CSRF token).
+// (SessionCookieName(secure_cookie)), puts the session's credential in its place (the routes then
+// see a bearer token as from the CLI). A state-changing method must carry the session's CSRF token
+// in X-CSRF-Token. Returns false after answering 401 (no such session) or 403 (a missing or wrong
+// CSRF token).
 bool AdmitSession(UiSessions& sessions, bool secure_cookie, httplib::Request& req,
                   httplib::Response& res, int64_t now_ms);
 
