@@ -235,6 +235,47 @@ TEST(CliControllerTest, BadQueueWeightsAreRefusedClearly) {
   std::filesystem::remove_all(dir);
 }
 
+// Found by a review: an output file was opened through whatever stood at its path, so a link
+// planted in a shared --out folder made a run overwrite the linked file. Now the link itself is
+// replaced.
+TEST(CliOutputTest, AnOutputPathThatIsALinkIsReplacedNotWrittenThrough) {
+  const std::string dir = ::testing::TempDir() + "gpufleet-cli-out-" + std::to_string(getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  { std::ofstream(dir + "/victim") << "precious\n"; }
+  std::filesystem::create_symlink(dir + "/victim", dir + "/trace.csv");
+  const Output out = Gpufleet("sim generate --jobs 10 --out '" + dir + "/trace.csv'");
+  EXPECT_EQ(out.status, 0) << out.text;
+  EXPECT_EQ(Slurp(dir + "/victim"), "precious\n");
+  EXPECT_FALSE(std::filesystem::is_symlink(dir + "/trace.csv"));
+  EXPECT_NE(Slurp(dir + "/trace.csv").find('\n'), std::string::npos);
+  // A device given itself is written as it is, never replaced.
+  EXPECT_EQ(Gpufleet("sim generate --jobs 10 --out /dev/null").status, 0);
+  EXPECT_TRUE(std::filesystem::is_character_file("/dev/null"));
+  std::filesystem::remove_all(dir);
+}
+
+// Found by a review: a data directory made in advance by another account (in a shared place) was
+// taken as it was, and its planted token became the admin's. Another account's directory, or a
+// link, is refused.
+TEST(CliControllerTest, ADataDirectoryOfAnotherAccountOrALinkIsRefused) {
+  const std::string dir = ::testing::TempDir() + "gpufleet-cli-owner-" + std::to_string(getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir + "/real");
+  std::filesystem::create_symlink(dir + "/real", dir + "/link");
+  Output out = Gpufleet("controller --listen 127.0.0.1:0 --data-dir '" + dir + "/link'");
+  EXPECT_EQ(out.status, 1) << out.text;
+  EXPECT_NE(out.text.find("symbolic link"), std::string::npos) << out.text;
+  if (geteuid() == 0) {
+    ASSERT_EQ(::chown((dir + "/real").c_str(), 65534, 65534), 0);
+    out = Gpufleet("controller --listen 127.0.0.1:0 --data-dir '" + dir + "/real'");
+    EXPECT_EQ(out.status, 1) << out.text;
+    EXPECT_NE(out.text.find("belongs to uid 65534"), std::string::npos) << out.text;
+    EXPECT_FALSE(std::filesystem::exists(dir + "/real/token")) << "nothing written there";
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CliSimRunTest, BadInputGetsClearErrors) {
   test::TempFile trace("philly.csv", PhillyCsv());
   const std::string good = std::string("sim run --trace philly:'") + trace.path() + "'";

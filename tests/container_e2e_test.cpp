@@ -69,7 +69,9 @@ class Containers : public ::testing::Test {
                        "/bin' && for c in sh id env cat echo sleep head tail dd yes true seq; do "
                        "ln -sf busybox $c; done && mkdir -p '" + root + "/tmp' '" + root +
                        "/data' && tar -C '" + root + "' -cf '" + suite_dir_.string() +
-                       "/rootfs.tar' . && podman import '" + suite_dir_.string() +
+                       // As NGC and CUDA images do: an NVIDIA runtime hook would add every GPU.
+                       "/rootfs.tar' . && podman import --change "
+                       "'ENV NVIDIA_VISIBLE_DEVICES=all' '" + suite_dir_.string() +
                        "/rootfs.tar' " + kImage + " 2>&1";
     auto made = e2e::Sh(make);
     if (made.second != 0) {
@@ -218,7 +220,7 @@ TEST_F(Containers, RunsAsTheSubmitterWithItsGpusVariablesMountAndLogThenIsRemove
       {{"argv",
         {"sh", "-c",
          "echo uid=$(id -u) gid=$(id -g) cvd=$CUDA_VISIBLE_DEVICES foo=$FOO job=$GPUFLEET_JOB_ID "
-         "world=$WORLD_SIZE; cat /data/in/greeting; echo x > /data/in/w 2>/dev/null || echo "
+         "world=$WORLD_SIZE nvd=$NVIDIA_VISIBLE_DEVICES; cat /data/in/greeting; echo x > /data/in/w 2>/dev/null || echo "
          "read-only"}},
        {"gpus", 2},
        {"env", {{"FOO", "bar baz"}}},
@@ -232,6 +234,9 @@ TEST_F(Containers, RunsAsTheSubmitterWithItsGpusVariablesMountAndLogThenIsRemove
   EXPECT_NE(log.find("foo=bar baz"), std::string::npos) << log;
   EXPECT_NE(log.find("job=" + std::to_string(id)), std::string::npos) << log;
   EXPECT_NE(log.find("world=1"), std::string::npos) << log;
+  // The image says NVIDIA_VISIBLE_DEVICES=all; the job's own GPUs are devices, and the variable
+  // is "void" so that no NVIDIA runtime hook adds the node's other GPUs.
+  EXPECT_NE(log.find("nvd=void"), std::string::npos) << log;
   EXPECT_NE(log.find("hello from the host"), std::string::npos) << "the bind mount: " << log;
   EXPECT_NE(log.find("read-only"), std::string::npos) << "mounted :ro: " << log;
   EXPECT_NE(log.find("simulated GPUs"), std::string::npos) << "the note on GPU devices: " << log;

@@ -129,6 +129,30 @@ bool AnyProcessNamed(const std::string& marker) {
          0;
 }
 
+// A process a job left in a session of its own, forking all the time (each fork a new pid), ends
+// with the job: on v1 its freezer cgroup is frozen before the kill (a frozen process cannot fork)
+// and thawed after, on v2 cgroup.kill kills it all at once; either way nothing is left frozen.
+TEST_F(UpServer, AForkingLeftoverEndsWithItsJobAndNothingIsLeftFrozen) {
+  const json nodes = json::parse(Cli("nodes --json"));
+  const std::string limits = NodeLimits(nodes);
+  if (limits == "none") GTEST_SKIP() << "no usable cgroup v1 or v2 hierarchy here";
+  const std::string marker = "gpufleet-forker-" + std::to_string(::getpid());
+  const int64_t id = json::parse(Cli(
+      "submit --json -- sh -c 'grep -E \"^[0-9]+:freezer:\" /proc/self/cgroup; "
+      "setsid sh -c \"while :; do sh -c true; done\" " + marker + " & sleep 1'"))["id"]
+                         .get<int64_t>();
+  WaitFor(id, "SUCCEEDED", 30);
+  if (limits == "cgroup-v1" && std::filesystem::exists("/sys/fs/cgroup/freezer")) {
+    EXPECT_NE(Cli("logs " + std::to_string(id)).find("gpufleet-job-" + std::to_string(id)),
+              std::string::npos)
+        << "the job runs in a freezer cgroup of its own";
+  }
+  for (int i = 0; i < 200 && AnyProcessNamed(marker); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_FALSE(AnyProcessNamed(marker)) << "the forking leftover outlived its job";
+}
+
 // Issue 20: limits hold on whichever cgroup version the machine has (v1 on this kind of machine),
 // what a job used is recorded, and what a job leaves behind ends with it.
 TEST_F(UpServer, CpuAndMemoryLimitsHoldAndEveryJobIsMeasured) {
@@ -375,6 +399,62 @@ TEST_F(UpServer, HostileSubmitsAreRefusedOrFailSafely) {
   r = admin.Post("/v1/jobs", R"({"argv":["true"],"priority":1000})", "application/json");
   EXPECT_EQ(r->status, 201) << r->body;
   EXPECT_EQ(admin.Get("/v1/jobs?limit=0")->status, 400);
+}
+
+// Found by a review: out-of-range or malformed list and advice parameters were quietly clamped or
+// ignored; each is refused, naming its field.
+TEST_F(UpServer, OutOfRangeQueryParametersAreRefusedNamingTheField) {
+  auto c = Http(token_);
+  auto r = c.Post("/v1/jobs", R"({"argv":["true"]})", "application/json");
+  ASSERT_EQ(r->status, 201) << r->body;
+  const std::string id = std::to_string(json::parse(r->body)["id"].get<int64_t>());
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"/v1/jobs?limit=10001", "limit"},
+      {"/v1/jobs?offset=100000001", "offset"},
+      {"/v1/jobs?total=yes", "total"},
+      {"/v1/queue/explain?limit=100001", "limit"},
+      {"/v1/jobs/" + id + "/advice?deadline_s=abc", "deadline_s"},
+      {"/v1/jobs/" + id + "/advice?sizing=maybe", "sizing"},
+  };
+  for (const auto& [path, field] : cases) {
+    auto got = c.Get(path);
+    ASSERT_TRUE(got) << path;
+    EXPECT_EQ(got->status, 400) << path << ": " << got->body;
+    EXPECT_EQ(json::parse(got->body).value("field", ""), field) << path << ": " << got->body;
+  }
+  EXPECT_EQ(c.Get("/v1/jobs?limit=10000&total=true")->status, 200);
+  EXPECT_EQ(c.Get("/v1/jobs/" + id + "/advice?sizing=0")->status, 200);
+}
+
+// Found by a review: a list of 10,000 jobs with long commands was gigabytes in the controller's
+// memory. The answer stops after the job that takes it past 16 MiB and says so; the rest follows
+// after its last job.
+TEST_F(UpServer, AJobsListIsCutAt16MiBAndTheRestFollowsAfterItsLastJob) {
+  auto c = Http(token_);
+  const std::string arg(120 * 1024, 'x');  // under the kernel's 128 KiB for one argument
+  const std::string body = json{{"argv", {"true", arg, arg}}}.dump();
+  std::set<int64_t> submitted;
+  for (int i = 0; i < 75; ++i) {  // 75 x 240 KiB: 17.6 MiB of commands
+    auto r = c.Post("/v1/jobs", body, "application/json");
+    ASSERT_TRUE(r && r->status == 201) << (r ? r->body : "no answer");
+    submitted.insert(json::parse(r->body)["id"].get<int64_t>());
+  }
+  auto first = c.Get("/v1/jobs?limit=10000");
+  ASSERT_TRUE(first && first->status == 200);
+  EXPECT_EQ(first->get_header_value("X-Truncated"), "true");
+  EXPECT_LT(first->body.size(), (std::size_t{16} << 20) + 300 * 1024);
+  const json page1 = json::parse(first->body);
+  ASSERT_GT(page1.size(), 60U);
+  ASSERT_LT(page1.size(), 75U);
+  auto second =
+      c.Get("/v1/jobs?limit=10000&after=" + std::to_string(page1.back()["id"].get<int64_t>()));
+  ASSERT_TRUE(second && second->status == 200);
+  EXPECT_FALSE(second->has_header("X-Truncated"));
+  std::set<int64_t> listed;
+  for (const json& page : {page1, json::parse(second->body)}) {
+    for (const json& j : page) EXPECT_TRUE(listed.insert(j["id"].get<int64_t>()).second);
+  }
+  EXPECT_EQ(listed, submitted);
 }
 
 // Security finding 10: names with terminal escapes are shown escaped by `gpufleet jobs`.

@@ -181,8 +181,14 @@ int RunAgent(const AgentOptions& options) {
   }
   const sigset_t stop_signals = net::BlockStopSignals();  // before any thread starts
   // Held jobs' records and logs are their users' only: files 0600, folders 0700 (jobs get the
-  // usual umask back in the Runner).
+  // usual umask back in the Runner), in a data directory of this account's own.
   ::umask(077);
+  if (!options.controller_url.empty()) {
+    if (auto prepared = net::PrepareOwnDirectory(options.data_dir); !prepared) {
+      std::fprintf(stderr, "gpufleet agent: --data-dir: %s\n", prepared.error().c_str());
+      return 2;
+    }
+  }
 
   OpenedNode node = OpenNode(options.probe);
   if (!node.host.notice.empty())

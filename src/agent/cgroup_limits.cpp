@@ -186,8 +186,10 @@ std::vector<std::string> ChildCgroups(const std::string& dir) {
   return out;
 }
 
-// SIGKILL to every process in the cgroup at `dir` and the cgroups below it.
+// SIGKILL to every process in the cgroup at `dir` and the cgroups below it: on v2 (Linux 5.14+)
+// by the kernel, all at once, then (and elsewhere only) pid by pid.
 void KillAllIn(const std::string& dir) {
+  if (fs::exists(dir + "/cgroup.kill")) WriteControl(dir + "/cgroup.kill", "1");
   std::vector<std::string> dirs = ChildCgroups(dir);
   dirs.push_back(dir);
   for (const std::string& d : dirs) {
@@ -302,7 +304,8 @@ CgroupLimits CgroupLimits::Detect(const std::string& root, const std::string& in
   for (const Mount& m : mounts) {
     if (m.type != "cgroup") continue;
     for (const std::string& opt : SplitCommas(m.options)) {
-      if (opt != "cpu" && opt != "cpuacct" && opt != "memory" && opt != "blkio" && opt != "pids") {
+      if (opt != "cpu" && opt != "cpuacct" && opt != "memory" && opt != "blkio" && opt != "pids" &&
+          opt != "freezer") {
         continue;
       }
       own_dirs[opt] = DirIn(m, own.count(opt) ? own.at(opt) : "/").string();
@@ -336,7 +339,7 @@ CgroupLimits CgroupLimits::DetectV1(const std::map<std::string, std::string>& ow
         c.v1_jobs_.clear();
         return c;
       }
-      continue;  // cpuacct, blkio or pids: those figures go unmeasured, or unlimited
+      continue;  // cpuacct, blkio, pids or freezer: unmeasured, unlimited, or killed pid by pid
     }
     c.v1_jobs_[controller] = jobs.string();
   }
@@ -514,11 +517,26 @@ void CgroupLimits::Release(int64_t id, pid_t pgid) {
   ReleasePending();
 }
 
+std::string CgroupLimits::FreezeJob(int64_t id) const {
+  const auto freezer = v1_jobs_.find("freezer");
+  if (version_ != CgroupVersion::kV1 || freezer == v1_jobs_.end()) return "";
+  const fs::path state = fs::path(freezer->second) / JobName(id) / "freezer.state";
+  if (!fs::exists(state) || !WriteControl(state, "FROZEN")) return "";
+  // FREEZING until every process stopped (one in uninterruptible sleep holds it there: then the
+  // kill goes on without waiting longer, as it would without a freezer).
+  for (int i = 0; i < 100 && ReadText(state).rfind("FROZEN", 0) != 0; ++i) usleep(1000);
+  return state.string();
+}
+
 void CgroupLimits::ReleasePending() {
   for (auto it = unremoved_.begin(); it != unremoved_.end();) {
+    const std::vector<std::string> dirs = JobDirs(*it);
+    const std::string frozen = FreezeJob(*it);
+    for (const std::string& dir : dirs) KillAllIn(dir);
+    // Killed while frozen, they die once thawed; never left frozen.
+    if (!frozen.empty()) WriteControl(frozen, "THAWED");
     bool gone = true;
-    for (const std::string& dir : JobDirs(*it)) {
-      KillAllIn(dir);
+    for (const std::string& dir : dirs) {
       // rmdir, not a recursive remove: a cgroup directory goes only once its processes have.
       if (!RemoveCgroupTree(dir)) gone = false;
     }

@@ -24,6 +24,11 @@
 //    may hold at most `JobPidsMax()` processes and threads (`pids.max`), so that one job (a fork
 //    bomb, a runaway loader) cannot take every pid of the node and stop other jobs and the agent
 //    from starting processes.
+//  - Stopping what a job left (`Release`) cannot be outrun by a process that keeps forking: on v2
+//    the kernel kills the whole cgroup at once (`cgroup.kill`, Linux 5.14+); on v1, where the
+//    freezer hierarchy is mounted, each job has a cgroup there too, frozen before its processes
+//    are killed (a frozen process cannot fork) and thawed after, so that they die. Elsewhere the
+//    pids are killed one by one, again at each later `ReleasePending` until none is left.
 // Unavailable (no usable hierarchy, no permission) is not an error: `Detect` says why in one line,
 // jobs run unlimited and are measured from /proc (agent/job_usage.h), and the caller says so once.
 #include <sys/types.h>
@@ -129,6 +134,9 @@ class CgroupLimits {
   std::string relative_jobs_;  // the jobs cgroup from its hierarchy's root (ContainerParent)
   // Released jobs whose cgroups are still there (a launch of the same job again takes it back).
   mutable std::set<int64_t> unremoved_;
+  // v1 with a freezer hierarchy: freezes job `id`'s cgroup there (waiting up to 100 ms for it to
+  // take) and returns its freezer.state file to thaw after the kill; "" when there is none.
+  std::string FreezeJob(int64_t id) const;
   mutable bool said_ = false;
   mutable bool said_cpu_ = false;
   bool v2_cpu_ = true;  // v2: the cpu controller is enabled for job cgroups

@@ -247,6 +247,23 @@ TEST_F(CgroupLimitsTest, WithoutTheControllersItSaysWhyAndJobsRunUnlimited) {
 
 // With a pids hierarchy (as this kind of machine mounts), each job joins it and holds at most a
 // quarter of pid_max.
+TEST_F(CgroupLimitsTest, OnV1AFreezerHierarchyHoldsEachJobWhichIsThawedAfterItsRelease) {
+  const fs::path cpu = root_ / "cpu" / "agent", memory = root_ / "memory" / "agent",
+                 freezer = root_ / "freezer";
+  CgroupLimits limits = CgroupLimits::DetectV1(
+      {{"cpu", cpu.string()}, {"memory", memory.string()}, {"freezer", freezer.string()}});
+  ASSERT_TRUE(limits.available()) << limits.why_unavailable();
+  auto procs = limits.Prepare(6, JobLimits{});
+  ASSERT_TRUE(procs.ok()) << procs.error();
+  const fs::path job = freezer / "gpufleet-jobs" / "gpufleet-job-6";
+  EXPECT_NE(std::find(procs.value().begin(), procs.value().end(), (job / "cgroup.procs").string()),
+            procs.value().end());
+  std::ofstream(job / "freezer.state") << "THAWED\n";
+  limits.Release(6, 0);
+  // (Plain files: the directory stays, with what was written last.)
+  EXPECT_EQ(Read(job / "freezer.state"), "THAWED") << "frozen for the kill, then thawed";
+}
+
 TEST_F(CgroupLimitsTest, OnV1APidsHierarchyCapsEachJobsProcesses) {
   const fs::path cpu = root_ / "cpu" / "agent", memory = root_ / "memory" / "agent",
                  pids = root_ / "pids";

@@ -88,6 +88,9 @@ void AddJobVariables(const LaunchSpec& spec, const std::string& visible_gpus,
     if (!core::IsGpufleetJobVariable(k)) env[k] = v;
   }
   env["CUDA_VISIBLE_DEVICES"] = visible_gpus;
+  // The indices are NVML's, in PCI bus order; CUDA's own default order (fastest first) would
+  // make them other GPUs on a node of mixed models: another job's.
+  env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID";
   env["GPUFLEET_JOB_ID"] = std::to_string(spec.job_id);
   auto given = [&](const char* name) {
     return std::any_of(spec.launch_env.begin(), spec.launch_env.end(),
@@ -154,6 +157,10 @@ std::vector<std::pair<std::string, std::string>> ContainerEnvironment(const Laun
   std::vector<int> visible;
   for (std::size_t k = 0; k < spec.gpu_indices.size(); ++k) visible.push_back(static_cast<int>(k));
   AddJobVariables(spec, Join(visible), env);
+  // The job's GPUs are given as devices (CDI or device nodes); an image's own
+  // NVIDIA_VISIBLE_DEVICES=all (NGC and CUDA images set it) would make an NVIDIA runtime hook
+  // add every GPU of the node beside them. "void": the hook adds none.
+  env["NVIDIA_VISIBLE_DEVICES"] = "void";
   return {env.begin(), env.end()};
 }
 

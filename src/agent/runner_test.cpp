@@ -266,7 +266,7 @@ TEST_F(RunnerTest, JobEnvironmentIsBuiltFromScratch) {
   ::setenv("AGENT_ONLY_VARIABLE", "leak", 1);
   Runner runner(TestPolicy());
   LaunchSpec spec = Spec(11, {"env"});
-  spec.env = {{"MINE", "1"}, {"CUDA_VISIBLE_DEVICES", "9"}};
+  spec.env = {{"MINE", "1"}, {"CUDA_VISIBLE_DEVICES", "9"}, {"CUDA_DEVICE_ORDER", "FASTEST_FIRST"}};
   ASSERT_TRUE(runner.Launch(spec).ok());
   ASSERT_EQ(WaitExits(runner, 1).size(), 1U);
   ::unsetenv("GPUFLEET_TOKEN");
@@ -280,6 +280,8 @@ TEST_F(RunnerTest, JobEnvironmentIsBuiltFromScratch) {
   EXPECT_NE(log.find("HOME="), std::string::npos) << log;
   // gpufleet's variables win over the job's.
   EXPECT_NE(log.find("CUDA_VISIBLE_DEVICES=\n"), std::string::npos) << log;
+  // Its GPU indices are NVML's, in PCI bus order: CUDA is told to count them so.
+  EXPECT_NE(log.find("CUDA_DEVICE_ORDER=PCI_BUS_ID\n"), std::string::npos) << log;
 }
 
 // Before, the job's environment travelled on the shim's command line, which every local account

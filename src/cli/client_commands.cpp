@@ -332,8 +332,17 @@ int RunJobs(const JobsOptions& o) {
   if (o.after > 0) path += "&after=" + std::to_string(o.after);
   if (o.all_users) path += "&user=all";
   if (!o.state.empty()) path += "&state=" + QueryValue(o.state);
-  auto answer = Check(c->http->Get(path), *c, "jobs");
+  const auto reply = c->http->Get(path);
+  auto answer = Check(reply, *c, "jobs");
   if (!answer) return 1;
+  // The server cuts a list that would pass 16 MiB (jobs with very long commands).
+  if (reply.ok() && reply.value().Header("X-Truncated") == "true" && answer->is_array() &&
+      !answer->empty()) {
+    std::fprintf(stderr,
+                 "gpufleet jobs: the list was cut at %zu jobs (16 MiB); the next ones follow "
+                 "--after %lld\n",
+                 answer->size(), static_cast<long long>(answer->back()["id"].get<int64_t>()));
+  }
   if (o.client.json) {
     std::printf("%s\n", answer->dump(2).c_str());
     return 0;

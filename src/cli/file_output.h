@@ -6,7 +6,9 @@
 
 namespace gpufleet::cli {
 
-// Writes `text` to `path`, creating its folder; prints an error and returns false on failure.
+// Writes `text` to `path`, creating its folder: into a new file beside it, renamed over it, so
+// that a symbolic link at `path` is replaced, never written through. Prints an error and returns
+// false on failure.
 bool WriteTextFile(const std::string& path, const std::string& text);
 
 }  // namespace gpufleet::cli

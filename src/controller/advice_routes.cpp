@@ -226,6 +226,24 @@ void AddAdviceRoutes(net::HttpServer& server, Controller& controller) {
              [&controller](const httplib::Request& req, httplib::Response& res) {
                auto job = CallersJob(controller, req, res);
                if (!job) return;
+               // The parameters are checked whatever the job's usage, so that a wrong one is
+               // never silently ignored.
+               bool sizing = false;
+               if (req.has_param("sizing")) {
+                 const std::string v = req.get_param_value("sizing");
+                 if (v != "0" && v != "1" && v != "true" && v != "false") {
+                   return Fail(res, 400, "sizing: 0, 1, true or false", "sizing");
+                 }
+                 sizing = v == "1" || v == "true";
+               }
+               std::optional<double> deadline_h;
+               if (req.has_param("deadline_s")) {
+                 auto s = api::ParseId(req.get_param_value("deadline_s"));
+                 if (!s || *s <= 0) {
+                   return Fail(res, 400, "deadline_s must be a positive integer", "deadline_s");
+                 }
+                 deadline_h = static_cast<double>(*s) / 3600.0;
+               }
                auto view = controller.Usage(*job);
                if (!view) return Fail(res, view.failure());
                json findings = json::array();
@@ -239,16 +257,7 @@ void AddAdviceRoutes(net::HttpServer& server, Controller& controller) {
                  out["gpu_h_alloc"] = Round(view.value()->gpu_h_alloc, 0.001);
                  out["gpu_h_used"] = Round(view.value()->gpu_h_used, 0.001);
                  out["minutes"] = view.value()->usage.buckets.size();
-                 if (req.has_param("sizing") && req.get_param_value("sizing") != "0") {
-                   std::optional<double> deadline_h;
-                   if (req.has_param("deadline_s")) {
-                     auto s = api::ParseId(req.get_param_value("deadline_s"));
-                     if (!s || *s <= 0) {
-                       return Fail(res, 400, "deadline_s must be a positive integer",
-                                   "deadline_s");
-                     }
-                     deadline_h = static_cast<double>(*s) / 3600.0;
-                   }
+                 if (sizing) {
                    AddSizing(*view.value(), deadline_h, controller.options().own_hardware, out);
                  }
                } else {

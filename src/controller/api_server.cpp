@@ -56,6 +56,11 @@ json UsageJson(const store::JobRecord& j) {
           {"gpu_hours_used", allocated_h * j.gpu_util_avg_pct / 100}};
 }
 
+// GET /v1/jobs reads its rows this many at a time, and its answer ends after the job that takes
+// it past this many bytes.
+constexpr int kListChunk = 100;
+constexpr std::size_t kListBudgetBytes = std::size_t{16} << 20;
+
 json JobJson(const store::JobRecord& j) {
   return {{"id", j.id},
           {"name", j.name},
@@ -252,7 +257,7 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
     if (req.has_param("offset")) {
       auto v = ParseId(req.get_param_value("offset"));
       if (!v || *v < 0 || *v > 100'000'000) {
-        Fail(res, 400, "offset must be a non-negative integer", "offset");
+        Fail(res, 400, "offset must be an integer in 0..100000000", "offset");
         return;
       }
       filter.offset = *v;
@@ -261,25 +266,29 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
       if (!req.has_param(name)) continue;
       auto v = ParseId(req.get_param_value(name));
       const bool is_limit = std::string_view(name) == "limit";
-      if (!v || *v < (is_limit ? 1 : 0)) {
+      if (!v || *v < (is_limit ? 1 : 0) || (is_limit && *v > 10000)) {
         Fail(res, 400,
-             std::string(name) +
-                 (is_limit ? " must be a positive integer" : " must be a non-negative integer"),
+             std::string(name) + (is_limit ? " must be an integer in 1..10000"
+                                           : " must be a non-negative integer"),
              name);
         return;
       }
       if (!is_limit) {
         filter.after_id = *v;
       } else {
-        filter.limit = static_cast<int>(std::min<int64_t>(*v, 10000));
+        filter.limit = static_cast<int>(*v);
       }
     }
-    auto jobs = impl.controller.store().ListJobs(filter);
-    if (!jobs) {
-      Fail(res, 503, jobs.error());
-      return;
+    bool want_total = false;
+    if (req.has_param("total")) {
+      const std::string t = req.get_param_value("total");
+      if (t != "0" && t != "1" && t != "true" && t != "false") {
+        Fail(res, 400, "total: 0, 1, true or false", "total");
+        return;
+      }
+      want_total = t == "1" || t == "true";
     }
-    if (req.has_param("total") && req.get_param_value("total") != "0") {
+    if (want_total) {
       auto total = impl.controller.store().CountJobs(filter);
       if (!total) {
         Fail(res, 503, total.error());
@@ -287,9 +296,38 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
       }
       res.set_header("X-Total-Count", std::to_string(total.value()));
     }
-    json out = json::array();
-    for (const store::JobRecord& j : jobs.value()) out.push_back(JobJson(j));
-    res.set_content(Dump(out), "application/json");
+    // Read in chunks, and ended once the answer passes kListBudgetBytes (after its first job):
+    // 10,000 jobs of 256 KiB of argv each would otherwise be gigabytes in memory. A cut answer
+    // says so in X-Truncated; the next page starts after its last job (or at offset + its size).
+    std::string body = "[";
+    int listed = 0;
+    int64_t read = 0;
+    bool truncated = false;
+    while (listed < filter.limit && !truncated) {
+      store::JobFilter chunk = filter;
+      chunk.offset = filter.offset + read;
+      chunk.limit = std::min(kListChunk, filter.limit - listed);
+      auto jobs = impl.controller.store().ListJobs(chunk);
+      if (!jobs) {
+        Fail(res, 503, jobs.error());
+        return;
+      }
+      for (const store::JobRecord& j : jobs.value()) {
+        std::string row = Dump(JobJson(j));
+        if (listed > 0 && body.size() + row.size() + 2 > kListBudgetBytes) {
+          truncated = true;
+          break;
+        }
+        if (listed > 0) body += ',';
+        body += row;
+        ++listed;
+      }
+      read += static_cast<int64_t>(jobs.value().size());
+      if (static_cast<int>(jobs.value().size()) < chunk.limit) break;
+    }
+    body += ']';
+    if (truncated) res.set_header("X-Truncated", "true");
+    res.set_content(std::move(body), "application/json");
   });
   server.Get(R"(/v1/jobs/([^/]+))", [&impl](const httplib::Request& req, httplib::Response& res) {
     auto user = impl.Authenticate(req, res);
@@ -409,21 +447,16 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
   server.Get("/v1/gpus", [&impl](const httplib::Request& req, httplib::Response& res) {
     const auto user = impl.Authenticate(req, res);
     if (!user) return;
-    // A non-admin's started jobs (a SCHEDULED one may have processes already), whose processes
-    // they see whole.
+    // A non-admin's live jobs (a SCHEDULED one may have processes already), whose processes
+    // they see whole: their ids only, not their rows.
     std::set<std::string> own_jobs;
-    for (core::JobState state : {core::JobState::kScheduled, core::JobState::kRunning}) {
-      if (user->admin) break;
-      store::JobFilter filter;
-      filter.user = user->name;
-      filter.state = state;
-      filter.limit = 10000;
-      auto jobs = impl.controller.store().ListJobs(filter);
-      if (!jobs) {
-        Fail(res, 503, jobs.error());
+    if (!user->admin) {
+      auto ids = impl.controller.store().LiveJobIdsOf(user->name);
+      if (!ids) {
+        Fail(res, 503, ids.error());
         return;
       }
-      for (const store::JobRecord& j : jobs.value()) own_jobs.insert(std::to_string(j.id));
+      for (int64_t id : ids.value()) own_jobs.insert(std::to_string(id));
     }
     json out = json::array();
     for (const NodeView& n : impl.controller.Nodes()) {

@@ -14,6 +14,7 @@
 #include "controller/auth.h"
 #include "controller/fake_agent.h"
 #include "controller/store_write_lock.h"
+#include "controller/scale_routes.h"
 
 namespace gpufleet::controller {
 namespace {
@@ -339,6 +340,13 @@ TEST_F(AutoscalerTest, AFailingProviderBacksOffVisiblyAndLosesNoJob) {
   ASSERT_FALSE(s.events.empty());
   EXPECT_NE(s.events.back().what.find("failed"), std::string::npos);
   EXPECT_NE(s.events.back().detail.find("quota exceeded"), std::string::npos);
+  // The provider's words reach admins only (they may name cloud accounts and roles).
+  const nlohmann::json for_admin = ScaleStatusJson(scaler, true),
+                       for_user = ScaleStatusJson(scaler, false);
+  EXPECT_NE(for_admin.dump().find("quota exceeded"), std::string::npos);
+  EXPECT_EQ(for_user.dump().find("quota exceeded"), std::string::npos) << for_user.dump();
+  EXPECT_EQ(for_user["events"].back()["what"], s.events.back().what);
+  EXPECT_NE(for_user["groups"][0]["last_error"].get<std::string>(), "");
   EXPECT_GT(s.groups[0].backoff_until_ms, now_ms_);
   EXPECT_TRUE(Records().empty()) << "a failed create leaves no record";
   // Within the backoff nothing is asked; after it, again (and the wait doubles on failure).

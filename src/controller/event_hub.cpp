@@ -1,5 +1,6 @@
 #include "controller/event_hub.h"
 
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -40,6 +41,13 @@ std::shared_ptr<net::EventStream> EventHub::Subscribe(const store::UserRecord& v
   stream->Send("retry: 3000\n: gpufleet events for " + viewer.name + "\n\n");
   std::lock_guard<std::mutex> lock(mutex_);
   std::erase_if(subscribers_, [](const Subscriber& s) { return s.stream->closed(); });
+  const auto own = [&](const Subscriber& s) { return s.viewer.name == viewer.name; };
+  if (static_cast<std::size_t>(std::count_if(subscribers_.begin(), subscribers_.end(), own)) >=
+      kMaxStreamsPerUser) {
+    auto oldest = std::find_if(subscribers_.begin(), subscribers_.end(), own);
+    oldest->stream->Close();
+    subscribers_.erase(oldest);
+  }
   if (subscribers_.size() >= kMaxStreams) return nullptr;
   subscribers_.push_back({stream, viewer, credential_sha256});
   return stream;

@@ -30,6 +30,9 @@ class EventHub final : public ControllerEvents {
   static constexpr std::chrono::milliseconds kTick{250};
   static constexpr std::chrono::seconds kPing{15};
   static constexpr std::size_t kMaxStreams = 2000;
+  // One user's open streams at most: their oldest closes for a new one, so that no user can take
+  // every stream and lock the others' dashboards out (a tab reconnects by itself).
+  static constexpr std::size_t kMaxStreamsPerUser = 64;
 
   // Registers with `controller` (SetEvents) and starts the thread.
   explicit EventHub(Controller& controller);
@@ -39,7 +42,8 @@ class EventHub final : public ControllerEvents {
   EventHub& operator=(const EventHub&) = delete;
 
   // A new stream for `viewer`, who authenticated with the token whose SHA-256 is
-  // `credential_sha256`; null when kMaxStreams are open.
+  // `credential_sha256`; null when kMaxStreams are open. The viewer's oldest stream is closed
+  // when they already have kMaxStreamsPerUser.
   std::shared_ptr<net::EventStream> Subscribe(const store::UserRecord& viewer,
                                               const std::string& credential_sha256);
   std::size_t streams() const;

@@ -81,22 +81,20 @@ void AddQueueRoutes(net::HttpServer& server, Controller& controller) {
         int64_t limit = kDefaultLimit;
         if (req.has_param("limit")) {
           auto v = api::ParseId(req.get_param_value("limit"));
-          if (!v || *v < 1) {
-            Fail(res, 400, "limit must be a positive integer", "limit");
+          if (!v || *v < 1 || *v > kMaxLimit) {
+            Fail(res, 400, "limit must be an integer in 1.." + std::to_string(kMaxLimit), "limit");
             return;
           }
-          limit = std::min(*v, kMaxLimit);
+          limit = *v;
         }
         const int64_t now_ms = NowMs();
         const std::vector<Controller::QueueExplanation> all = controller.ExplainQueue(now_ms);
         // What a user may see named: their own jobs, waiting or running.
         std::set<int64_t> own;
         if (!user->admin) {
-          auto live = controller.store().LiveJobs();
+          auto live = controller.store().LiveJobIdsOf(user->name);
           if (!live) return Fail(res, 503, live.error());
-          for (const store::JobRecord& j : live.value()) {
-            if (j.user == user->name) own.insert(j.id);
-          }
+          own.insert(live.value().begin(), live.value().end());
         }
         json jobs = json::array();
         for (const Controller::QueueExplanation& e : all) {

@@ -12,7 +12,17 @@ using api::Dump;
 using api::Fail;
 using nlohmann::json;
 
-json StatusJson(const Autoscaler& autoscaler, bool admin) {
+// What a failing provider script or store said may name cloud accounts, roles, subnets and
+// images: admins read it; other users learn only that something failed.
+constexpr const char* kAdminsOnly = "(an error; its text is shown to admins)";
+bool IsFailure(const std::string& what) {
+  return what == "store error" ||
+         (what.size() >= 6 && what.compare(what.size() - 6, 6, "failed") == 0);
+}
+
+}  // namespace
+
+json ScaleStatusJson(const Autoscaler& autoscaler, bool admin) {
   const Autoscaler::Status s = autoscaler.GetStatus();
   const scale::AutoscaleConfig& config = autoscaler.config();
   json groups = json::array();
@@ -33,7 +43,8 @@ json StatusJson(const Autoscaler& autoscaler, bool admin) {
                       {"retiring", gs.retiring},
                       {"failures", gs.failures},
                       {"backoff_until_ms", gs.backoff_until_ms},
-                      {"last_error", gs.last_error}});
+                      {"last_error", admin || gs.last_error.empty() ? gs.last_error
+                                                                    : std::string(kAdminsOnly)}});
   }
   json nodes = json::array();
   for (const store::ScaleNodeRecord& n : s.nodes) {
@@ -49,7 +60,9 @@ json StatusJson(const Autoscaler& autoscaler, bool admin) {
   }
   json events = json::array();
   for (const Autoscaler::Event& e : s.events) {
-    events.push_back({{"time_ms", e.time_ms}, {"what", e.what}, {"detail", e.detail}});
+    events.push_back({{"time_ms", e.time_ms},
+                      {"what", e.what},
+                      {"detail", admin || !IsFailure(e.what) ? e.detail : kAdminsOnly}});
   }
   const double cap = config.policy.max_spend_per_hour;
   json out = {{"provider", s.provider},
@@ -83,8 +96,6 @@ json StatusJson(const Autoscaler& autoscaler, bool admin) {
   return out;
 }
 
-}  // namespace
-
 void AddScaleRoutes(net::HttpServer& server, Controller& controller,
                     const std::atomic<const Autoscaler*>& autoscaler) {
   server.Get("/v1/scale", [&controller, &autoscaler](const httplib::Request& req,
@@ -95,7 +106,7 @@ void AddScaleRoutes(net::HttpServer& server, Controller& controller,
     if (a == nullptr) {
       return Fail(res, 404, "this controller runs without an autoscaler (--autoscale FILE.toml)");
     }
-    res.set_content(Dump(StatusJson(*a, user->admin)), "application/json");
+    res.set_content(Dump(ScaleStatusJson(*a, user->admin)), "application/json");
   });
 }
 

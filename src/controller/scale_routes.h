@@ -5,6 +5,7 @@
 //                   latest events; the jobs it cannot serve (ids for admins, counts otherwise).
 //                   404 when the controller runs without --autoscale.
 #include <atomic>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "controller/autoscaler.h"
@@ -15,6 +16,10 @@ namespace gpufleet::controller {
 // `autoscaler` is read on every request: set it (or leave it null) before the server serves.
 void AddScaleRoutes(net::HttpServer& server, Controller& controller,
                     const std::atomic<const Autoscaler*>& autoscaler);
+
+// GET /v1/scale's answer for an admin (`admin`) or another user: job ids, and what a failing
+// provider or store said (cloud account, role and image names), are the admins' only.
+nlohmann::json ScaleStatusJson(const Autoscaler& autoscaler, bool admin);
 
 // The autoscaler's Prometheus metrics, in the text format.
 std::string ScaleMetricsText(const Autoscaler& autoscaler);

@@ -76,7 +76,7 @@ inline bool IsGpufleetJobVariable(std::string_view name) {
       "GPUFLEET_JOB_ID", "GPUFLEET_RESTART_COUNT", "GPUFLEET_NNODES", "GPUFLEET_NODE_RANK",
       "MASTER_ADDR",     "MASTER_PORT",            "WORLD_SIZE",      "RANK",
       "NODE_RANK",       "LOCAL_RANK",             "LOCAL_WORLD_SIZE", "CUDA_VISIBLE_DEVICES",
-      "NVIDIA_VISIBLE_DEVICES"};
+      "NVIDIA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"};
   // clang-format on
   for (std::string_view n : kNames) {
     if (name == n) return true;

@@ -1,11 +1,13 @@
 #include "net/private_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 namespace gpufleet::net {
 
@@ -33,6 +35,35 @@ core::Result<bool> WritePrivateFile(const std::string& path, const std::string& 
     ::unlink(tmp.c_str());
     return core::Error{"cannot rename " + tmp + " to " + path + ": " + why};
   }
+  return true;
+}
+
+core::Result<bool> PrepareOwnDirectory(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::create_directories(path, ec);
+  if (ec) return core::Error{"cannot create " + path + ": " + ec.message()};
+  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ELOOP || errno == ENOTDIR) {
+      return core::Error{path + " is a symbolic link (or not a directory): give the directory "
+                                "itself"};
+    }
+    return core::Error{"cannot open " + path + ": " + std::strerror(errno)};
+  }
+  struct stat st {};
+  std::string why;
+  if (::fstat(fd, &st) != 0) {
+    why = "cannot read " + path + ": " + std::strerror(errno);
+  } else if (st.st_uid != ::geteuid()) {
+    why = path + " belongs to uid " + std::to_string(st.st_uid) + ", not to this account (uid " +
+          std::to_string(::geteuid()) +
+          "): another account could read or plant what is kept there; use a directory of your "
+          "own";
+  } else if ((st.st_mode & 07777) != 0700 && ::fchmod(fd, 0700) != 0) {
+    why = "cannot make " + path + " mode 0700: " + std::strerror(errno);
+  }
+  ::close(fd);
+  if (!why.empty()) return core::Error{why};
   return true;
 }
 

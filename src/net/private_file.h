@@ -11,4 +11,10 @@ namespace gpufleet::net {
 // file and the reason.
 core::Result<bool> WritePrivateFile(const std::string& path, const std::string& text);
 
+// Makes `path` (and its parents) when missing, and its mode 0700. Refused, saying why, when it is
+// a symbolic link or belongs to another account: a directory someone else owns (made in advance
+// in a shared place) would let them read, or plant, the tokens, the store and the keys that a
+// server or agent keeps there, root's included.
+core::Result<bool> PrepareOwnDirectory(const std::string& path);
+
 }  // namespace gpufleet::net

@@ -2,6 +2,7 @@
 
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -134,6 +135,12 @@ core::Result<NodeGroup> ReadGroup(const toml::table& t, const std::string& origi
     return core::Error{Where(origin, *t.get("min"), "min") + ": min " + std::to_string(min) +
                        " is above max " + std::to_string(max)};
   }
+  // A price of 0 would take the group out of max_spend_per_hour (and out of the reported spend):
+  // a placeholder left in a file must not buy without a limit.
+  if (!(g.price_per_hour > 0)) {
+    return core::Error{Where(origin, *t.get("price_per_hour"), "price_per_hour") +
+                       ": must be above 0 (what one node costs per hour)"};
+  }
   if (g.spot_price_per_hour > g.price_per_hour) {
     return core::Error{Where(origin, *t.get("spot_price_per_hour"), "spot_price_per_hour") +
                        ": above price_per_hour (spot capacity is the cheaper kind)"};
@@ -231,6 +238,15 @@ std::string_view ExpanderName(Expander e) {
     case Expander::kPriority: return "priority";
   }
   return "?";
+}
+
+int GrowthNodeCount(const NodeGroup& g, const ScalePolicy& policy) {
+  double n = std::min(g.max, 256);
+  const double cheapest = g.HasSpot() ? g.spot_price_per_hour : g.price_per_hour;
+  if (std::isfinite(policy.max_spend_per_hour) && cheapest > 0) {
+    n = std::min(n, std::floor(policy.max_spend_per_hour / cheapest * (1 + 1e-12)));
+  }
+  return std::max(0, static_cast<int>(n));
 }
 
 bool ValidScaleName(std::string_view name) {

@@ -88,6 +88,12 @@ struct ScalePolicy {
   int64_t consolidation_min_saving_s = 600;
 };
 
+// How many nodes of group `g` the fleet may ever hold, what submits and the scheduler count on
+// (ControllerOptions::growth_nodes): its max, at most 256, and no more than `policy`'s spend cap
+// buys at the group's cheapest price. (Spot counts as cheapest, so a job that may not use spot
+// can still be counted on more nodes than the cap buys it on demand.)
+int GrowthNodeCount(const NodeGroup& g, const ScalePolicy& policy);
+
 struct ProviderConfig {
   std::string kind;    // "exec" or "local"
   std::string script;  // exec

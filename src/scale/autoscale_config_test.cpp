@@ -84,6 +84,7 @@ TEST(AutoscaleConfig, BadInputNamesTheField) {
       {{"max = 16", "max = -1"}, "max"},
       {{"min = 1", "min = 9"}, "min"},
       {{"price_per_hour = 24.48", "price_per_hour = \"cheap\""}, "price_per_hour"},
+      {{"price_per_hour = 24.48", "price_per_hour = 0"}, "price_per_hour"},
       {{"spot_price_per_hour = 7.34", "spot_price_per_hour = 99.0"}, "spot_price_per_hour"},
       {{"expander = \"least-waste\"", "expander = \"random\""}, "expander"},
       {{"boot_s = 180", "boot_s = 180\ncolour = 1"}, "colour"},
@@ -152,6 +153,27 @@ TEST(AutoscaleConfig, TheShippedExamplesParse) {
     EXPECT_EQ(c.value().policy.consolidation,
               std::string(name).find("consolidate") != std::string::npos);
   }
+}
+
+// Found by a review: a gang the spend cap could never buy was accepted, counted on nodes that
+// would never come, and held the queue's reservation for good.
+TEST(GrowthNodeCountTest, TheSpendCapBoundsWhatAGroupMayGrowTo) {
+  NodeGroup g;
+  g.max = 8;
+  g.price_per_hour = 55.84;
+  ScalePolicy policy;
+  EXPECT_EQ(GrowthNodeCount(g, policy), 8) << "no cap: the group's max";
+  policy.max_spend_per_hour = 300;
+  EXPECT_EQ(GrowthNodeCount(g, policy), 5) << "300 / 55.84 buys 5";
+  policy.max_spend_per_hour = 55.84 * 3;
+  EXPECT_EQ(GrowthNodeCount(g, policy), 3) << "exactly three, not two by rounding";
+  g.spot_price_per_hour = 20;
+  EXPECT_EQ(GrowthNodeCount(g, policy), 8) << "at the spot price the cap buys 8";
+  g.max = 1000;
+  policy.max_spend_per_hour = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(GrowthNodeCount(g, policy), 256);
+  policy.max_spend_per_hour = 0;
+  EXPECT_EQ(GrowthNodeCount(g, policy), 0);
 }
 
 }  // namespace

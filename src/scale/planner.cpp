@@ -130,10 +130,14 @@ int64_t NodesNeededBound(const NodeGroup& g, const sched::QueuedJob& job) {
   return (job.total_gpus + g.gpus - 1) / g.gpus;
 }
 
-// A job without a node count that asks more whole GPUs than one node of `g` has: `PlaceGang`
-// spreads it over the fewest nodes (allowed or not), so whether it fits is judged that way.
-bool NeedsSpread(const NodeGroup& g, const sched::QueuedJob& job) {
-  return job.nodes <= 1 && job.gpu_milli >= core::kGpuMilli && job.total_gpus > g.gpus;
+// A job without a node count that asks more whole GPUs than any node the scheduler will know
+// has (`most_node_gpus`: the cluster's, lost and busy nodes included, and the new ones):
+// `PlaceGang` spreads only such a job over the fewest nodes, so only its fit is judged that way.
+// (Judged by the group's nodes alone, a job one GPU larger than a small group's node but smaller
+// than a busy big node was bought small nodes for, pass after pass, which the scheduler never
+// spread it over.)
+bool NeedsSpread(int most_node_gpus, const sched::QueuedJob& job) {
+  return sched::LargerThanEveryNode(job, job.total_gpus, most_node_gpus);
 }
 
 struct Offering {
@@ -272,7 +276,8 @@ Plan PlanScaling(const PlanInput& input, const sched::PlacementPolicy& placement
       bool ok = need <= groups[g].max;
       if (ok) {
         std::vector<core::NodeSpec> specs(static_cast<size_t>(need), one);
-        const bool spread = NeedsSpread(groups[g], *example[c]);
+        const bool spread =
+            NeedsSpread(std::max(groups[g].gpus, ready.max_node_gpus()), *example[c]);
         ok = !sched::NeverFits(*example[c], specs, spread).has_value();
       }
       fits[g][c] = ok;
@@ -293,10 +298,9 @@ Plan PlanScaling(const PlanInput& input, const sched::PlacementPolicy& placement
     }
     // A job without a node count that no one node holds is spread over the fewest nodes (what
     // `PlaceGang` does for it); judge it that way.
-    bool spread = false;
-    for (int g = 0; g < num_groups && !spread; ++g) {
-      spread = NeedsSpread(groups[g], candidates[i].job->job);
-    }
+    int most_gpus = ready.max_node_gpus();
+    for (int g = 0; g < num_groups; ++g) most_gpus = std::max(most_gpus, groups[g].gpus);
+    const bool spread = NeedsSpread(most_gpus, candidates[i].job->job);
     auto why = sched::NeverFits(candidates[i].job->job, specs, spread);
     plan.unservable.emplace_back(candidates[i].job->job.id,
                                  why ? why->message : "no group's max allows its nodes");

@@ -42,6 +42,22 @@ WaitingJob Job(sched::JobId id, int gpus, int nodes = 0, std::string model = "",
   return w;
 }
 
+// A fleet of one ready node of group `g`'s kind, its first `busy_gpus` GPUs taken.
+core::ClusterSnapshot OneReadyNode(const NodeGroup& g, int busy_gpus) {
+  core::NodeSpec spec;
+  spec.cpu_milli = g.cpu_milli;
+  spec.memory_mib = g.memory_mib;
+  spec.num_gpus = g.gpus;
+  spec.model = g.model;
+  spec.name = "n0";
+  core::ClusterSnapshot cluster({spec});
+  core::JobSpec busy;
+  busy.num_gpu = busy_gpus;
+  busy.gpu_milli = core::kGpuMilli;
+  cluster.Allocate(0, busy, (core::GpuMask{1} << busy_gpus) - 1);
+  return cluster;
+}
+
 class PlannerTest : public ::testing::Test {
  protected:
   Plan Run(const std::vector<NodeGroup>& groups, std::vector<WaitingJob> waiting,
@@ -226,19 +242,21 @@ TEST_F(PlannerTest, IdleNodesPastTheUnneededTimeAreRetiredUnlessAJobNeedsThem) {
   EXPECT_TRUE(Run(floor, {}, nodes, &cluster, 1000).retire.empty());
 }
 
+// Found by a review: the scheduler spreads a job over several nodes only when no node it knows
+// could hold it. With a (busy) 8-GPU node in the fleet, a 6-GPU job waits for one node; the
+// planner judged it by a 4-GPU group's nodes alone, and bought them every pass for nothing.
+TEST_F(PlannerTest, NoSmallNodesAreBoughtForAJobABigBusyNodeWillHold) {
+  const std::vector<NodeGroup> groups = {Group("v100-4", "V100M32", 4, 12.0, 10)};
+  const core::ClusterSnapshot cluster = OneReadyNode(Group("v100-8", "V100M32", 8, 24.0, 1), 8);
+  const Plan p = Run(groups, {Job(1, 6)}, {}, &cluster);
+  EXPECT_EQ(Created(p, "v100-4", groups), 0);
+  // Without the big node, the scheduler would spread it: two 4-GPU nodes are bought.
+  EXPECT_EQ(Created(Run(groups, {Job(1, 6)}), "v100-4", groups), 2);
+}
+
 TEST_F(PlannerTest, FreeCapacityOnReadyNodesIsUsedBeforeBuying) {
   const std::vector<NodeGroup> groups = {Group("v100-8", "V100M32", 8, 24.0, 10)};
-  core::NodeSpec spec;
-  spec.cpu_milli = groups[0].cpu_milli;
-  spec.memory_mib = groups[0].memory_mib;
-  spec.num_gpus = 8;
-  spec.model = groups[0].model;
-  spec.name = "n0";
-  core::ClusterSnapshot cluster({spec});
-  core::JobSpec half;
-  half.num_gpu = 4;
-  half.gpu_milli = core::kGpuMilli;
-  cluster.Allocate(0, half, 0x0f);
+  const core::ClusterSnapshot cluster = OneReadyNode(groups[0], 4);
   // 4 GPUs free: a 4-GPU job fits, a 6-GPU job does not.
   EXPECT_TRUE(Run(groups, {Job(1, 4)}, {}, &cluster).create.empty());
   EXPECT_EQ(Created(Run(groups, {Job(1, 6)}, {}, &cluster), "v100-8", groups), 1);

@@ -120,13 +120,11 @@ bool IsLoopback(const std::string& host) {
 // The data directory holds every job's argv and environment, logs and the admin token: it and
 // everything the server creates in it are its owner's only (umask 077, the folder 0700, also
 // when an older version made it 0755). Jobs get the usual umask back (Runner).
+// It must be this account's own (net::PrepareOwnDirectory).
 bool PrepareDataDir(const std::string& data_dir, const char* self) {
   ::umask(077);
-  std::error_code ec;
-  std::filesystem::create_directories(data_dir, ec);
-  if (ec || ::chmod(data_dir.c_str(), 0700) != 0) {
-    std::fprintf(stderr, "%s: cannot create data directory %s with mode 0700: %s\n", self,
-                 data_dir.c_str(), ec ? ec.message().c_str() : std::strerror(errno));
+  if (auto prepared = net::PrepareOwnDirectory(data_dir); !prepared) {
+    std::fprintf(stderr, "%s: --data-dir: %s\n", self, prepared.error().c_str());
     return false;
   }
   return true;
@@ -527,9 +525,11 @@ int RunUpOnce(const UpOptions& o) {
       return 2;
     }
     autoscale = std::move(config).value();
-    // Submits are checked against what the fleet may grow to, not only what it has now.
+    // Submits are checked against what the fleet may grow to, not only what it has now: each
+    // group's max, within what the spend cap buys (a gang it cannot buy is refused at submit,
+    // not left to hold the queue's reservation for good).
     for (const scale::NodeGroup& g : autoscale->groups) {
-      for (int k = 0; k < std::min(g.max, 256); ++k) {
+      for (int k = 0; k < scale::GrowthNodeCount(g, autoscale->policy); ++k) {
         options.growth_nodes.push_back({g.name, g.cpu_milli, g.memory_mib, g.gpus, g.model});
       }
     }

@@ -431,6 +431,18 @@ class SqliteStore final : public Store {
     return Rows(s);
   }
 
+  core::Result<std::vector<int64_t>> LiveJobIdsOf(const std::string& user) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Statement s(cache_, "SELECT id FROM jobs WHERE user=? AND "
+                        "state IN ('PENDING','SCHEDULED','RUNNING') ORDER BY id");
+    s.Bind(1, user);
+    std::vector<int64_t> ids;
+    int rc;
+    while ((rc = s.Step()) == SQLITE_ROW) ids.push_back(s.Int(0));
+    if (rc != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
+    return ids;
+  }
+
   core::Result<std::vector<bool>> TransitionAll(const std::vector<TransitionRequest>& requests,
                                                 int64_t now_ms) override {
     if (auto checked = CheckTransitions(requests); !checked) return checked.failure();

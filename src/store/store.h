@@ -300,6 +300,9 @@ class Store {
   // Jobs in any of the live states (PENDING, SCHEDULED, RUNNING), in id order: what a restarted
   // controller rebuilds its queue from.
   virtual core::Result<std::vector<JobRecord>> LiveJobs() = 0;
+  // The ids of `user`'s jobs in the live states, ascending: what a user may see named of the
+  // queue, read without the jobs' rows (their argv and env may be large).
+  virtual core::Result<std::vector<int64_t>> LiveJobIdsOf(const std::string& user) = 0;
   // Compare-and-set: moves job `id` from `from` to `to` with `update` and records an event.
   // Returns false (changing nothing) when the job is not in `from`; an error when the transition
   // is not allowed or the store fails. (One TransitionAll of one request, for every store.)

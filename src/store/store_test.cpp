@@ -505,6 +505,13 @@ TEST_P(StoreTest, ListFiltersAndPages) {
   ASSERT_EQ(p2.size(), 2U);
   EXPECT_GT(p2.front().id, p1.back().id);
   EXPECT_EQ(store_->LiveJobs().value().size(), 4U);
+  // Alice's live jobs by id alone: her first was cancelled.
+  const std::vector<int64_t> alices = store_->LiveJobIdsOf("alice").value();
+  ASSERT_EQ(alices.size(), 2U);
+  EXPECT_TRUE(std::is_sorted(alices.begin(), alices.end()));
+  EXPECT_EQ(std::count(alices.begin(), alices.end(), first), 0);
+  for (int64_t id : alices) EXPECT_EQ(store_->GetJob(id).value()->user, "alice");
+  EXPECT_TRUE(store_->LiveJobIdsOf("carol").value().empty());
 }
 
 TEST_P(StoreTest, ListSortsByAnyKeyFiltersByQueueAndModelAndCounts) {

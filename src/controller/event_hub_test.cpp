@@ -1,0 +1,49 @@
+// EventHub's stream limits: one user cannot hold every live event stream.
+#include "controller/event_hub.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+#include <vector>
+
+#include "controller/controller.h"
+#include "store/store.h"
+
+namespace gpufleet::controller {
+namespace {
+
+TEST(EventHubTest, AUsersOldestStreamClosesForTheirNewOneAndOthersStillSubscribe) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("gpufleet-event-hub-test-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  {
+    auto store = store::OpenSqliteStore(dir.string());
+    ASSERT_TRUE(store.ok()) << store.error();
+    ControllerOptions options;
+    options.data_dir = dir.string();
+    auto controller = Controller::Create(*store.value(), options);
+    ASSERT_TRUE(controller.ok()) << controller.error();
+    EventHub hub(*controller.value());
+    const store::UserRecord mallory{"mallory", false}, bob{"bob", false};
+    std::vector<std::shared_ptr<net::EventStream>> streams;
+    for (std::size_t i = 0; i < EventHub::kMaxStreamsPerUser; ++i) {
+      streams.push_back(hub.Subscribe(mallory, "m"));
+      ASSERT_NE(streams.back(), nullptr);
+    }
+    EXPECT_FALSE(streams.front()->closed());
+    auto one_more = hub.Subscribe(mallory, "m");
+    ASSERT_NE(one_more, nullptr);
+    EXPECT_TRUE(streams.front()->closed()) << "her oldest stream made room";
+    EXPECT_FALSE(streams[1]->closed());
+    EXPECT_EQ(hub.streams(), EventHub::kMaxStreamsPerUser);
+    auto bobs = hub.Subscribe(bob, "b");
+    ASSERT_NE(bobs, nullptr);
+    EXPECT_EQ(hub.streams(), EventHub::kMaxStreamsPerUser + 1);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace gpufleet::controller
