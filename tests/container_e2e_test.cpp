@@ -67,12 +67,13 @@ class Containers : public ::testing::Test {
     const std::string root = (suite_dir_ / "rootfs").string();
     std::string make = "cp " + busybox + " '" + root + "/bin/busybox' && cd '" + root +
                        "/bin' && for c in sh id env cat echo sleep head tail dd yes true seq; do "
-                       "ln -sf busybox $c; done && mkdir -p '" + root + "/tmp' '" + root +
-                       "/data' && tar -C '" + root + "' -cf '" + suite_dir_.string() +
+                       "ln -sf busybox $c; done && mkdir -p '" +
+                       root + "/tmp' '" + root + "/data' && tar -C '" + root + "' -cf '" +
+                       suite_dir_.string() +
                        // As NGC and CUDA images do: an NVIDIA runtime hook would add every GPU.
                        "/rootfs.tar' . && podman import --change "
-                       "'ENV NVIDIA_VISIBLE_DEVICES=all' '" + suite_dir_.string() +
-                       "/rootfs.tar' " + kImage + " 2>&1";
+                       "'ENV NVIDIA_VISIBLE_DEVICES=all' '" +
+                       suite_dir_.string() + "/rootfs.tar' " + kImage + " 2>&1";
     auto made = e2e::Sh(make);
     if (made.second != 0) {
       why = "podman cannot import a local image: " + made.first.substr(0, 400);
@@ -220,7 +221,8 @@ TEST_F(Containers, RunsAsTheSubmitterWithItsGpusVariablesMountAndLogThenIsRemove
       {{"argv",
         {"sh", "-c",
          "echo uid=$(id -u) gid=$(id -g) cvd=$CUDA_VISIBLE_DEVICES foo=$FOO job=$GPUFLEET_JOB_ID "
-         "world=$WORLD_SIZE nvd=$NVIDIA_VISIBLE_DEVICES; cat /data/in/greeting; echo x > /data/in/w 2>/dev/null || echo "
+         "world=$WORLD_SIZE nvd=$NVIDIA_VISIBLE_DEVICES; cat /data/in/greeting; echo x > "
+         "/data/in/w 2>/dev/null || echo "
          "read-only"}},
        {"gpus", 2},
        {"env", {{"FOO", "bar baz"}}},

@@ -137,10 +137,11 @@ TEST_F(UpServer, AForkingLeftoverEndsWithItsJobAndNothingIsLeftFrozen) {
   const std::string limits = NodeLimits(nodes);
   if (limits == "none") GTEST_SKIP() << "no usable cgroup v1 or v2 hierarchy here";
   const std::string marker = "gpufleet-forker-" + std::to_string(::getpid());
-  const int64_t id = json::parse(Cli(
-      "submit --json -- sh -c 'grep -E \"^[0-9]+:freezer:\" /proc/self/cgroup; "
-      "setsid sh -c \"while :; do sh -c true; done\" " + marker + " & sleep 1'"))["id"]
-                         .get<int64_t>();
+  const int64_t id =
+      json::parse(Cli("submit --json -- sh -c 'grep -E \"^[0-9]+:freezer:\" /proc/self/cgroup; "
+                      "setsid sh -c \"while :; do sh -c true; done\" " +
+                      marker + " & sleep 1'"))["id"]
+          .get<int64_t>();
   WaitFor(id, "SUCCEEDED", 30);
   if (limits == "cgroup-v1" && std::filesystem::exists("/sys/fs/cgroup/freezer")) {
     EXPECT_NE(Cli("logs " + std::to_string(id)).find("gpufleet-job-" + std::to_string(id)),

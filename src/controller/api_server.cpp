@@ -268,8 +268,8 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
       const bool is_limit = std::string_view(name) == "limit";
       if (!v || *v < (is_limit ? 1 : 0) || (is_limit && *v > 10000)) {
         Fail(res, 400,
-             std::string(name) + (is_limit ? " must be an integer in 1..10000"
-                                           : " must be a non-negative integer"),
+             std::string(name) +
+                 (is_limit ? " must be an integer in 1..10000" : " must be a non-negative integer"),
              name);
         return;
       }

@@ -13,8 +13,8 @@
 
 #include "controller/auth.h"
 #include "controller/fake_agent.h"
-#include "controller/store_write_lock.h"
 #include "controller/scale_routes.h"
+#include "controller/store_write_lock.h"
 
 namespace gpufleet::controller {
 namespace {

@@ -43,8 +43,8 @@ json ScaleStatusJson(const Autoscaler& autoscaler, bool admin) {
                       {"retiring", gs.retiring},
                       {"failures", gs.failures},
                       {"backoff_until_ms", gs.backoff_until_ms},
-                      {"last_error", admin || gs.last_error.empty() ? gs.last_error
-                                                                    : std::string(kAdminsOnly)}});
+                      {"last_error",
+                       admin || gs.last_error.empty() ? gs.last_error : std::string(kAdminsOnly)}});
   }
   json nodes = json::array();
   for (const store::ScaleNodeRecord& n : s.nodes) {

@@ -45,8 +45,9 @@ core::Result<bool> PrepareOwnDirectory(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ELOOP || errno == ENOTDIR) {
-      return core::Error{path + " is a symbolic link (or not a directory): give the directory "
-                                "itself"};
+      return core::Error{path +
+                         " is a symbolic link (or not a directory): give the directory "
+                         "itself"};
     }
     return core::Error{"cannot open " + path + ": " + std::strerror(errno)};
   }

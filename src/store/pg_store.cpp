@@ -608,9 +608,10 @@ class PgStore final : public Store {
 
   core::Result<std::vector<int64_t>> LiveJobIdsOf(const std::string& user) override {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto r = Read("SELECT id FROM jobs WHERE owner=$1 AND "
-                  "state IN ('PENDING','SCHEDULED','RUNNING') ORDER BY id",
-                  {Str(user)});
+    auto r = Read(
+        "SELECT id FROM jobs WHERE owner=$1 AND "
+        "state IN ('PENDING','SCHEDULED','RUNNING') ORDER BY id",
+        {Str(user)});
     if (!r) return r.failure();
     std::vector<int64_t> ids;
     for (int row = 0; row < r.value().Rows(); ++row) ids.push_back(r.value().Int(row, 0));

@@ -433,8 +433,9 @@ class SqliteStore final : public Store {
 
   core::Result<std::vector<int64_t>> LiveJobIdsOf(const std::string& user) override {
     std::lock_guard<std::mutex> lock(mutex_);
-    Statement s(cache_, "SELECT id FROM jobs WHERE user=? AND "
-                        "state IN ('PENDING','SCHEDULED','RUNNING') ORDER BY id");
+    Statement s(cache_,
+                "SELECT id FROM jobs WHERE user=? AND "
+                "state IN ('PENDING','SCHEDULED','RUNNING') ORDER BY id");
     s.Bind(1, user);
     std::vector<int64_t> ids;
     int rc;
