@@ -189,7 +189,8 @@ std::vector<std::string> ChildCgroups(const std::string& dir) {
 // SIGKILL to every process in the cgroup at `dir` and the cgroups below it: on v2 (Linux 5.14+)
 // by the kernel, all at once, then (and elsewhere only) pid by pid.
 void KillAllIn(const std::string& dir) {
-  if (fs::exists(dir + "/cgroup.kill")) WriteControl(dir + "/cgroup.kill", "1");
+  std::error_code ec;
+  if (fs::exists(dir + "/cgroup.kill", ec)) WriteControl(dir + "/cgroup.kill", "1");
   std::vector<std::string> dirs = ChildCgroups(dir);
   dirs.push_back(dir);
   for (const std::string& d : dirs) {
@@ -413,7 +414,11 @@ core::Result<std::vector<std::string>> CgroupLimits::Prepare(int64_t id, const J
         return core::Error{"cannot create " + dir + ": " + std::strerror(errno)};
       }
       // Left from before: its counts would add to this run's. Empty it and make it anew (a
-      // cgroup whose processes will not go is used as it is).
+      // cgroup whose processes will not go is used as it is). A freezer cgroup an agent that
+      // died mid-release left frozen is thawed first: its processes die, and the new job would
+      // otherwise start frozen.
+      std::error_code ec;
+      if (fs::exists(dir + "/freezer.state", ec)) WriteControl(dir + "/freezer.state", "THAWED");
       for (int tries = 0; tries < 50 && !RemoveCgroupTree(dir); ++tries) {
         KillAllIn(dir);
         usleep(2000);
@@ -520,11 +525,21 @@ void CgroupLimits::Release(int64_t id, pid_t pgid) {
 std::string CgroupLimits::FreezeJob(int64_t id) const {
   const auto freezer = v1_jobs_.find("freezer");
   if (version_ != CgroupVersion::kV1 || freezer == v1_jobs_.end()) return "";
-  const fs::path state = fs::path(freezer->second) / JobName(id) / "freezer.state";
-  if (!fs::exists(state) || !WriteControl(state, "FROZEN")) return "";
-  // FREEZING until every process stopped (one in uninterruptible sleep holds it there: then the
-  // kill goes on without waiting longer, as it would without a freezer).
-  for (int i = 0; i < 100 && ReadText(state).rfind("FROZEN", 0) != 0; ++i) usleep(1000);
+  const fs::path dir = fs::path(freezer->second) / JobName(id);
+  const fs::path state = dir / "freezer.state";
+  std::error_code ec;
+  // Nothing left in it (the usual end of a job): nothing to freeze, nothing to wait for.
+  if (!fs::exists(state, ec) || ReadText(dir / "cgroup.procs").empty() ||
+      !WriteControl(state, "FROZEN")) {
+    return "";
+  }
+  // FREEZING until every process stopped. One in uninterruptible sleep (a hung driver or file
+  // system) holds it there: the kill then goes on without waiting longer, as it would without a
+  // freezer, and later passes for the same job do not wait again (the agent's beat must not
+  // stall on it).
+  if (freeze_waited_.insert(id).second) {
+    for (int i = 0; i < 100 && ReadText(state).rfind("FROZEN", 0) != 0; ++i) usleep(1000);
+  }
   return state.string();
 }
 
@@ -540,6 +555,7 @@ void CgroupLimits::ReleasePending() {
       // rmdir, not a recursive remove: a cgroup directory goes only once its processes have.
       if (!RemoveCgroupTree(dir)) gone = false;
     }
+    if (gone) freeze_waited_.erase(*it);
     it = gone ? unremoved_.erase(it) : std::next(it);
   }
 }

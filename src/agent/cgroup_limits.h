@@ -135,8 +135,10 @@ class CgroupLimits {
   // Released jobs whose cgroups are still there (a launch of the same job again takes it back).
   mutable std::set<int64_t> unremoved_;
   // v1 with a freezer hierarchy: freezes job `id`'s cgroup there (waiting up to 100 ms for it to
-  // take) and returns its freezer.state file to thaw after the kill; "" when there is none.
+  // take, the first time for this job only) and returns its freezer.state file to thaw after the
+  // kill; "" when there is none, or it holds no process.
   std::string FreezeJob(int64_t id) const;
+  mutable std::set<int64_t> freeze_waited_;  // jobs FreezeJob waited for once already
   mutable bool said_ = false;
   mutable bool said_cpu_ = false;
   bool v2_cpu_ = true;  // v2: the cpu controller is enabled for job cgroups

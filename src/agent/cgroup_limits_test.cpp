@@ -1,9 +1,11 @@
 #include "agent/cgroup_limits.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -259,9 +261,25 @@ TEST_F(CgroupLimitsTest, OnV1AFreezerHierarchyHoldsEachJobWhichIsThawedAfterItsR
   EXPECT_NE(std::find(procs.value().begin(), procs.value().end(), (job / "cgroup.procs").string()),
             procs.value().end());
   std::ofstream(job / "freezer.state") << "THAWED\n";
+  // A leftover process of the job (a child of this test, so that the kill reaches nothing else).
+  const pid_t leftover = ::fork();
+  if (leftover == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  ASSERT_GT(leftover, 0);
+  std::ofstream(job / "cgroup.procs") << leftover << "\n";
   limits.Release(6, 0);
   // (Plain files: the directory stays, with what was written last.)
   EXPECT_EQ(Read(job / "freezer.state"), "THAWED") << "frozen for the kill, then thawed";
+  int status = 0;
+  ASSERT_EQ(::waitpid(leftover, &status, 0), leftover);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  // With no process left in it, nothing is frozen (and nothing waited for).
+  std::ofstream(job / "cgroup.procs", std::ios::trunc).flush();
+  std::ofstream(job / "freezer.state") << "THAWED\n";
+  limits.ReleasePending();
+  EXPECT_EQ(Read(job / "freezer.state"), "THAWED\n");
 }
 
 TEST_F(CgroupLimitsTest, OnV1APidsHierarchyCapsEachJobsProcesses) {

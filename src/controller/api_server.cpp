@@ -56,8 +56,8 @@ json UsageJson(const store::JobRecord& j) {
           {"gpu_hours_used", allocated_h * j.gpu_util_avg_pct / 100}};
 }
 
-// GET /v1/jobs reads its rows this many at a time, and its answer ends after the job that takes
-// it past this many bytes.
+// GET /v1/jobs reads its rows this many at a time, and its answer ends before the job that would
+// take it past this many bytes (it holds one job at least).
 constexpr int kListChunk = 100;
 constexpr std::size_t kListBudgetBytes = std::size_t{16} << 20;
 
@@ -296,13 +296,17 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
       }
       res.set_header("X-Total-Count", std::to_string(total.value()));
     }
-    // Read in chunks, and ended once the answer passes kListBudgetBytes (after its first job):
-    // 10,000 jobs of 256 KiB of argv each would otherwise be gigabytes in memory. A cut answer
-    // says so in X-Truncated; the next page starts after its last job (or at offset + its size).
+    // Read in chunks, and ended before the job that would take it past kListBudgetBytes (one job
+    // at least): 10,000 jobs of 256 KiB of argv each would otherwise be gigabytes in memory. A
+    // cut answer says so in X-Truncated; the next page starts after its last job (or at offset +
+    // its size). A list of more than one chunk is read in several queries: a job that changes
+    // state or sort key between them may be missed or come twice, as with any paging by offset;
+    // one that would come twice is left out the second time.
     std::string body = "[";
     int listed = 0;
     int64_t read = 0;
     bool truncated = false;
+    std::set<int64_t> listed_ids;
     while (listed < filter.limit && !truncated) {
       store::JobFilter chunk = filter;
       chunk.offset = filter.offset + read;
@@ -313,6 +317,7 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
         return;
       }
       for (const store::JobRecord& j : jobs.value()) {
+        if (!listed_ids.insert(j.id).second) continue;
         std::string row = Dump(JobJson(j));
         if (listed > 0 && body.size() + row.size() + 2 > kListBudgetBytes) {
           truncated = true;

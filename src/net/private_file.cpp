@@ -38,7 +38,10 @@ core::Result<bool> WritePrivateFile(const std::string& path, const std::string& 
   return true;
 }
 
-core::Result<bool> PrepareOwnDirectory(const std::string& path) {
+core::Result<bool> PrepareOwnDirectory(const std::string& given) {
+  // "dir/" would make the kernel follow a link at "dir" despite O_NOFOLLOW.
+  std::string path = given;
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
   std::error_code ec;
   std::filesystem::create_directories(path, ec);
   if (ec) return core::Error{"cannot create " + path + ": " + ec.message()};

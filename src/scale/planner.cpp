@@ -290,6 +290,12 @@ Plan PlanScaling(const PlanInput& input, const sched::PlacementPolicy& placement
   }
   for (size_t i = 0; i < candidates.size(); ++i) {
     if (served[i] || fits_any[candidates[i].cls]) continue;
+    // Nodes the fleet has (a busy one, say) will hold it: it waits for them, with nothing to buy,
+    // and is not unservable.
+    if (!sched::NeverFits(candidates[i].job->job, ready, {}, false)) {
+      serve(i);
+      continue;
+    }
     std::vector<core::NodeSpec> specs;
     for (int g = 0; g < num_groups; ++g) {
       const int64_t k = std::clamp<int64_t>(NodesNeededBound(groups[g], candidates[i].job->job), 1,

@@ -250,6 +250,7 @@ TEST_F(PlannerTest, NoSmallNodesAreBoughtForAJobABigBusyNodeWillHold) {
   const core::ClusterSnapshot cluster = OneReadyNode(Group("v100-8", "V100M32", 8, 24.0, 1), 8);
   const Plan p = Run(groups, {Job(1, 6)}, {}, &cluster);
   EXPECT_EQ(Created(p, "v100-4", groups), 0);
+  EXPECT_TRUE(p.unservable.empty()) << "it waits for the big node; nothing to cancel";
   // Without the big node, the scheduler would spread it: two 4-GPU nodes are bought.
   EXPECT_EQ(Created(Run(groups, {Job(1, 6)}), "v100-4", groups), 2);
 }

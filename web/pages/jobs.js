@@ -92,7 +92,9 @@ export function mount(ctx) {
   const next = h('button', { type: 'button', id: 'page-next', text: 'Next 50 →' });
   const pager = h('nav', { class: 'pager', 'aria-label': 'Pages of jobs' }, prev, next);
   prev.addEventListener('click', () => go({ ...state, offset: Math.max(0, state.offset - LIMIT) }));
-  next.addEventListener('click', () => go({ ...state, offset: state.offset + LIMIT }));
+  // By the rows shown, not by 50: a page the server cut at 16 MiB (X-Truncated) holds fewer.
+  let shownRows = LIMIT;
+  next.addEventListener('click', () => go({ ...state, offset: state.offset + shownRows }));
   fill(ctx.main, h('h1', { text: 'Jobs' }), form, count, errorEl, h('div', { class: 'table-wrap' }, table), pager);
 
   function showControls() {
@@ -128,6 +130,7 @@ export function mount(ctx) {
     if (!ctx.alive || seq !== loadSeq) return;
     errorEl.hidden = true;
     if (!isFinite(total)) total = state.offset + jobs.length;
+    shownRows = Math.max(1, jobs.length);
     const frag = document.createDocumentFragment();
     rows = new Map();
     for (const j of jobs) {
