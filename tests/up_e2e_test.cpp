@@ -425,6 +425,7 @@ TEST_F(UpServer, OutOfRangeQueryParametersAreRefusedNamingTheField) {
   }
   EXPECT_EQ(c.Get("/v1/jobs?limit=10000&total=true")->status, 200);
   EXPECT_EQ(c.Get("/v1/jobs/" + id + "/advice?sizing=0")->status, 200);
+  EXPECT_EQ(c.Get("/v1/jobs/" + id + "/advice?sizing=true&deadline_s=3600")->status, 200);
 }
 
 // Found by a review: a list of 10,000 jobs with long commands was gigabytes in the controller's

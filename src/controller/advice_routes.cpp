@@ -230,11 +230,9 @@ void AddAdviceRoutes(net::HttpServer& server, Controller& controller) {
                // never silently ignored.
                bool sizing = false;
                if (req.has_param("sizing")) {
-                 const std::string v = req.get_param_value("sizing");
-                 if (v != "0" && v != "1" && v != "true" && v != "false") {
-                   return Fail(res, 400, "sizing: 0, 1, true or false", "sizing");
-                 }
-                 sizing = v == "1" || v == "true";
+                 const std::optional<bool> flag = api::ParseFlag(req.get_param_value("sizing"));
+                 if (!flag) return Fail(res, 400, "sizing: 0, 1, true or false", "sizing");
+                 sizing = *flag;
                }
                std::optional<double> deadline_h;
                if (req.has_param("deadline_s")) {

@@ -85,6 +85,12 @@ std::optional<Caller> Authenticate(store::Store& store, const httplib::Request& 
   return Caller{store::TokenKind::kJoin, "join:" + store::TokenId(t.sha256), false, t.node};
 }
 
+std::optional<bool> ParseFlag(const std::string& text) {
+  if (text == "1" || text == "true") return true;
+  if (text == "0" || text == "false") return false;
+  return std::nullopt;
+}
+
 bool ValidName(const std::string& name) {
   if (name.empty() || name.size() > 64 || name[0] == '-' || name[0] == '.') return false;
   for (char c : name) {

@@ -25,6 +25,8 @@ void Fail(httplib::Response& res, int status, const std::string& message,
 int HttpStatus(core::ErrorCode code);
 void Fail(httplib::Response& res, const core::Error& error);
 std::optional<int64_t> ParseId(const std::string& text);
+// A yes/no query parameter: "1" or "true", "0" or "false"; nothing for anything else.
+std::optional<bool> ParseFlag(const std::string& text);
 
 // Who sent a request: a user, a node's agent, or the holder of a join token.
 struct Caller {

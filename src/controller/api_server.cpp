@@ -42,6 +42,7 @@ constexpr std::size_t kMaxLogChunk = 4 << 20;
 using api::Dump;
 using api::Fail;  // Fail(res, error): the status follows from the error's code
 using api::ParseId;
+using api::ParseFlag;
 
 // Allocated against really used GPU time, from the GPUs' utilization while the job ran; null
 // until the job has ended with samples (utilization is the whole GPU's: under a GPU share it
@@ -281,12 +282,12 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
     }
     bool want_total = false;
     if (req.has_param("total")) {
-      const std::string t = req.get_param_value("total");
-      if (t != "0" && t != "1" && t != "true" && t != "false") {
+      const std::optional<bool> flag = ParseFlag(req.get_param_value("total"));
+      if (!flag) {
         Fail(res, 400, "total: 0, 1, true or false", "total");
         return;
       }
-      want_total = t == "1" || t == "true";
+      want_total = *flag;
     }
     if (want_total) {
       auto total = impl.controller.store().CountJobs(filter);
