@@ -41,8 +41,8 @@ constexpr std::size_t kMaxLogChunk = 4 << 20;
 
 using api::Dump;
 using api::Fail;  // Fail(res, error): the status follows from the error's code
-using api::ParseId;
 using api::ParseFlag;
+using api::ParseId;
 
 // Allocated against really used GPU time, from the GPUs' utilization while the job ran; null
 // until the job has ended with samples (utilization is the whole GPU's: under a GPU share it
