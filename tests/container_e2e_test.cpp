@@ -14,6 +14,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "e2e_cgroups.h"
@@ -279,6 +280,61 @@ TEST_F(Containers, ItsMemoryLimitKillsItAndThatIsReportedAsAnOomKill) {
   EXPECT_NE(done["reason"].get<std::string>().find("memory"), std::string::npos) << done.dump();
   EXPECT_EQ(Logs(id).find("survived"), std::string::npos);
   EXPECT_FALSE(ContainerExists(id, done["epoch"].get<int64_t>()));
+}
+
+// Found by a review: on cgroup v1 the container's cgroups were made below the job's path in the
+// memory hierarchy, which is not the job's path in the others where the agent's own cgroup differs
+// between hierarchies (as on this kind of machine): its CPU time landed outside the job's cpu
+// cgroup and its processes outside the job's freezer. Now one path serves every hierarchy.
+TEST_F(Containers, ItsProcessesAreInTheJobsCgroupInEveryHierarchy) {
+  StartAgent("alpha");
+  if (NodeField("alpha", "limits") != "cgroup-v1") {
+    GTEST_SKIP() << "not cgroup v1 here: " << NodeField("alpha", "limits");
+  }
+  const int64_t id = Submit({{"argv", {"cat", "/proc/self/cgroup"}}, {"gpus", 1}});
+  WaitFor(id, "SUCCEEDED");
+  // The job's cgroups as the agent made them (and limits, measures, freezes them), one per
+  // hierarchy; the container's path in each hierarchy must lie below one of them.
+  const agent::CgroupLimits cgroups = agent::CgroupLimits::Detect(
+      "", agent::CgroupLimits::InstanceTag((dir_ / "alpha").string()));
+  const std::vector<std::string> dirs = cgroups.JobDirs(id);
+  const std::string job = "/gpufleet-job-" + std::to_string(id);
+  std::istringstream lines(Logs(id));
+  int checked = 0;
+  // Where each v1 hierarchy is mounted, by controller ("cpu" -> "/sys/fs/cgroup/cpu").
+  std::map<std::string, std::string> mounted;
+  std::ifstream mountinfo("/proc/self/mountinfo");
+  for (std::string m; std::getline(mountinfo, m);) {
+    std::istringstream fields(m);
+    std::string mount_id, parent, dev, root, point, type, source, options;
+    fields >> mount_id >> parent >> dev >> root >> point;
+    const std::size_t dash = m.find(" - ");
+    if (dash == std::string::npos) continue;
+    std::istringstream after(m.substr(dash + 3));
+    after >> type >> source >> options;
+    if (type != "cgroup") continue;
+    std::istringstream names(options);
+    for (std::string name; std::getline(names, name, ',');) mounted[name] = point;
+  }
+  for (std::string line; std::getline(lines, line);) {
+    for (const char* controller : {"cpu", "memory", "freezer", "pids"}) {
+      const std::size_t colon = line.find(':');
+      const std::size_t colon2 = line.find(':', colon + 1);
+      if (colon2 == std::string::npos) continue;
+      std::istringstream names(line.substr(colon + 1, colon2 - colon - 1));
+      bool names_it = false;
+      for (std::string name; std::getline(names, name, ',');) names_it |= name == controller;
+      if (!names_it || mounted.count(controller) == 0) continue;
+      const std::size_t at = line.find(job + "/");
+      ASSERT_NE(at, std::string::npos) << "outside the job's cgroup: " << line;
+      const std::string dir = mounted[controller] + line.substr(colon2 + 1, at + job.size() - colon2 - 1);
+      EXPECT_NE(std::find(dirs.begin(), dirs.end(), dir), dirs.end())
+          << "the container's " << controller << " cgroup is below " << dir
+          << ", not the job's cgroup of that hierarchy";
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 2) << Logs(id);
 }
 
 TEST_F(Containers, CancelStopsItWithinTheGracePeriod) {

@@ -64,6 +64,14 @@ TEST(NvmlProbe, ReadsEveryFieldFromTheFullLibrary) {
                       "nvmlDeviceGetComputeRunningProcesses_v3: "
                       "nvmlDeviceGetComputeRunningProcesses_v3"));
   EXPECT_TRUE(HasLine(symbols, "nvmlGpmMetricsGet: nvmlGpmMetricsGet"));
+  // Each GPU's device node by its minor number (the scenario's default: the index).
+  EXPECT_TRUE(HasLine(symbols, "nvmlDeviceGetMinorNumber: nvmlDeviceGetMinorNumber"));
+  if (std::getenv("GPUFLEET_NVIDIA_DEVICE_DIR") == nullptr) {
+    EXPECT_EQ(probe.DeviceNode(0), "/dev/nvidia0");
+    EXPECT_EQ(probe.DeviceNode(2), "/dev/nvidia2");
+  }
+  EXPECT_EQ(probe.DeviceNode(3), "") << "no such GPU";
+  EXPECT_EQ(probe.DeviceNode(-1), "");
 
   gpu::GpuSample s = probe.Sample(0, 1.5);
   EXPECT_FALSE(s.lost);

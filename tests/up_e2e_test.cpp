@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1019,6 +1020,77 @@ TEST_F(UpServer, ADrainedGpuTakesNoNewShareOfItWhileAShareJobRunsThere) {
   Cli("undrain local:" + std::to_string(gpu));
   const json placed = WaitFor(second, "RUNNING");
   EXPECT_EQ(placed["gpu_indices"][0].get<int>(), gpu);
+}
+
+// `up` on a fake NVML whose 4 GPUs have minor numbers 10-13 (not their indices), with device
+// nodes for them in a directory of the test's (char 242:10-13, a major no driver here holds: an
+// open that the cgroup lets through fails with ENXIO, one it denies with EPERM).
+class ConfinedGpuServer : public UpServer {
+ protected:
+  void SetUp() override {
+    devices_ = std::filesystem::temp_directory_path() /
+               ("gpufleet-devices-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(devices_);
+    scenario_ = devices_ / "scenario.json";
+    std::string gpus;
+    for (int g = 0; g < 4; ++g) {
+      const std::string node = (devices_ / ("nvidia" + std::to_string(10 + g))).string();
+      made_nodes_ = made_nodes_ && ::mknod(node.c_str(), S_IFCHR | 0666, makedev(242, 10 + g)) == 0;
+      gpus += std::string(g == 0 ? "" : ",") + R"({"minor_number": )" + std::to_string(10 + g) +
+              R"(, "timeline": [{"t": 0, "gpu_util": 0, "memory_used_mib": 0}]})";
+    }
+    std::ofstream(scenario_) << R"({"gpus": [)" << gpus << "]}";
+    setenv("FAKE_NVML_SCENARIO", scenario_.c_str(), 1);
+    setenv("GPUFLEET_NVIDIA_DEVICE_DIR", devices_.c_str(), 1);
+    gpu_args = {"--nvml-library", FAKE_NVML_FULL};
+    UpServer::SetUp();
+    gpu_args = {"--simulated-gpus", "4"};
+  }
+  void TearDown() override {
+    UpServer::TearDown();
+    unsetenv("FAKE_NVML_SCENARIO");
+    unsetenv("GPUFLEET_NVIDIA_DEVICE_DIR");
+    std::filesystem::remove_all(devices_);
+  }
+  std::filesystem::path devices_, scenario_;
+  bool made_nodes_ = true;
+};
+
+// Found by a review: a job was kept to its GPUs by CUDA_VISIBLE_DEVICES alone, so a job that
+// ignores it used (and read the memory of) every other job's GPU on the node. Now its devices
+// cgroup denies it the GPUs it was not given, by their device nodes (minor numbers, not indices).
+TEST_F(ConfinedGpuServer, AJobCanOpenItsOwnGpuAndNoOther) {
+  if (!made_nodes_) GTEST_SKIP() << "mknod is not permitted here";
+  const json nodes = json::parse(Cli("nodes --json"));
+  if (NodeLimits(nodes) != "cgroup-v1" || !std::filesystem::exists("/sys/fs/cgroup/devices")) {
+    GTEST_SKIP() << "no cgroup v1 devices hierarchy here (" << NodeLimits(nodes)
+                 << "): GPUs are not confined, so that is not tested";
+  }
+  std::string script = "for n in 10 11 12 13; do (exec 3<" + devices_.string() + "/nvidia$n) 2>&1;"
+                       " done; echo done";
+  auto submit = [&](const std::string& gpus) {
+    return json::parse(Cli("submit --json --gpus " + gpus + " -- sh -c '" + script + "'"))["id"]
+        .get<int64_t>();
+  };
+  const int64_t one = submit("1");
+  const json done = WaitFor(one, "SUCCEEDED", 30);
+  const int mine = 10 + done["gpu_indices"][0].get<int>();
+  const std::string log = Cli("logs " + std::to_string(one));
+  ASSERT_NE(log.find("done"), std::string::npos) << log;
+  for (int n = 10; n <= 13; ++n) {
+    const std::string line = "nvidia" + std::to_string(n) + ": ";
+    const std::string expect = n == mine ? "No such device" : "Operation not permitted";
+    const std::size_t at = log.find(line);
+    ASSERT_NE(at, std::string::npos) << log;
+    EXPECT_EQ(log.compare(at + line.size(), expect.size(), expect), 0)
+        << "GPU with minor " << n << " (the job's: " << mine << "): " << log;
+  }
+  // A job given every GPU is denied none of them.
+  const int64_t all = submit("4");
+  WaitFor(all, "SUCCEEDED", 30);
+  const std::string all_log = Cli("logs " + std::to_string(all));
+  EXPECT_EQ(all_log.find("Operation not permitted"), std::string::npos) << all_log;
+  EXPECT_NE(all_log.find("No such device"), std::string::npos) << all_log;
 }
 
 // `up` on a fake NVML (tests/fake_nvml) with 4 H100s; GPUs 0 and 1 raise XID 79 ("fallen off

@@ -235,6 +235,9 @@ int RunAgent(const AgentOptions& options) {
     n.simulated = probe.IsSimulated();
     // Simulated GPUs have a made-up topology: placement must not be steered by it.
     if (!n.simulated) n.gpu_links = gpu::LinksFromTopology(probe.Topology());
+    for (int g = 0; g < n.gpus && !n.simulated; ++g) {
+      n.gpu_device_nodes.push_back(probe.DeviceNode(g));
+    }
     n.long_poll_ms = static_cast<int64_t>(options.heartbeat_s * 1000);
     n.run_as = options.run_as;
     n.log_limit_bytes = options.log_limit_mib * (int64_t{1} << 20);

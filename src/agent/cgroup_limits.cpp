@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -300,22 +301,25 @@ CgroupLimits CgroupLimits::Detect(const std::string& root, const std::string& in
     c.why_ = v2_why;
     return c;
   }
-  // cgroup v1: the agent's cgroup in each hierarchy that carries a controller we use.
+  // cgroup v1: in each hierarchy that carries a controller we use, the agent's cgroup path in the
+  // memory hierarchy. One path for all, as a container runtime's --cgroup-parent is one path for
+  // all: where the agent sits at different paths in different hierarchies, a container made below
+  // a job's cgroup then lands in the job's cpu, freezer and devices cgroups too, not beside them.
+  const std::string own_path = own.count("memory") ? own.at("memory") : "/";
   std::map<std::string, std::string> own_dirs;
   for (const Mount& m : mounts) {
     if (m.type != "cgroup") continue;
     for (const std::string& opt : SplitCommas(m.options)) {
       if (opt != "cpu" && opt != "cpuacct" && opt != "memory" && opt != "blkio" && opt != "pids" &&
-          opt != "freezer") {
+          opt != "freezer" && opt != "devices") {
         continue;
       }
-      own_dirs[opt] = DirIn(m, own.count(opt) ? own.at(opt) : "/").string();
+      own_dirs[opt] = DirIn(m, own_path).string();
     }
   }
   CgroupLimits v1 = DetectV1(own_dirs, instance);
   if (!v1.available()) v1.why_ = v2_why + "; " + v1.why_;
   if (v1.available()) {
-    const std::string own_path = own.count("memory") ? own.at("memory") : "/";
     v1.relative_jobs_ = (own_path == "/" ? "" : own_path) + "/" +
                         (instance.empty() ? "gpufleet-jobs" : "gpufleet-jobs-" + instance);
   }
@@ -340,7 +344,9 @@ CgroupLimits CgroupLimits::DetectV1(const std::map<std::string, std::string>& ow
         c.v1_jobs_.clear();
         return c;
       }
-      continue;  // cpuacct, blkio, pids or freezer: unmeasured, unlimited, or killed pid by pid
+      // cpuacct, blkio, pids, freezer or devices: unmeasured, unlimited, killed pid by pid, or
+      // not kept off other jobs' GPUs
+      continue;
     }
     c.v1_jobs_[controller] = jobs.string();
   }
@@ -403,8 +409,15 @@ std::vector<int64_t> CgroupLimits::JobIds() const {
   return {ids.begin(), ids.end()};
 }
 
-core::Result<std::vector<std::string>> CgroupLimits::Prepare(int64_t id, const JobLimits& limits,
-                                                             bool runtime_leaf) const {
+std::string DeviceRule(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISCHR(st.st_mode)) return "";
+  return "c " + std::to_string(major(st.st_rdev)) + ":" + std::to_string(minor(st.st_rdev));
+}
+
+core::Result<std::vector<std::string>> CgroupLimits::Prepare(
+    int64_t id, const JobLimits& limits, bool runtime_leaf,
+    const std::vector<std::string>& denied_devices) const {
   if (!available()) return core::Error{"cgroups are unavailable: " + why_};
   unremoved_.erase(id);  // launched again (requeued): no longer to be killed and removed
   std::vector<std::string> procs;
@@ -477,6 +490,19 @@ core::Result<std::vector<std::string>> CgroupLimits::Prepare(int64_t id, const J
   for (const auto& [file, text] : writes) {
     if (!WriteControl(file, text)) return core::Error{"cannot write " + file.string()};
   }
+  if (auto it = v1_jobs_.find("devices"); it != v1_jobs_.end() && version_ == CgroupVersion::kV1) {
+    // One rule per write, as the kernel takes them; appended (tests use plain files). A rule the
+    // kernel refuses fails the launch: the job must not start with GPUs it was not given.
+    const fs::path deny = fs::path(it->second) / JobName(id) / "devices.deny";
+    for (const std::string& rule : denied_devices) {
+      const std::string text = rule + " rwm";
+      const int fd = ::open(deny.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+      const bool ok = fd >= 0 && ::write(fd, text.data(), text.size()) ==
+                                     static_cast<ssize_t>(text.size());
+      if (fd >= 0) ::close(fd);
+      if (!ok) return core::Error{"cannot write " + deny.string() + " (" + text + ")"};
+    }
+  }
   if (runtime_leaf && version_ == CgroupVersion::kV2) {
     const fs::path leaf = fs::path(JobDirs(id).front()) / "runtime";
     if (::mkdir(leaf.c_str(), 0755) != 0 && errno != EEXIST) {
@@ -487,8 +513,9 @@ core::Result<std::vector<std::string>> CgroupLimits::Prepare(int64_t id, const J
   return procs;
 }
 
-std::vector<std::string> CgroupLimits::ForLaunch(int64_t id, const JobLimits& limits,
-                                                 const char* who, bool runtime_leaf) const {
+std::vector<std::string> CgroupLimits::ForLaunch(
+    int64_t id, const JobLimits& limits, const char* who, bool runtime_leaf,
+    const std::vector<std::string>& denied_devices) const {
   if (!available()) {
     if (limits.any() && !said_) {
       std::fprintf(stderr, "%s: jobs run without CPU and memory limits: %s\n", who, why_.c_str());
@@ -496,7 +523,7 @@ std::vector<std::string> CgroupLimits::ForLaunch(int64_t id, const JobLimits& li
     }
     return {};
   }
-  auto prepared = Prepare(id, limits, runtime_leaf);
+  auto prepared = Prepare(id, limits, runtime_leaf, denied_devices);
   if (prepared && limits.cpu_milli > 0 && !CpuLimited() && !said_cpu_) {
     std::fprintf(stderr, "%s: jobs run without CPU limits (memory limits hold): %s\n", who,
                  why_.c_str());

@@ -20,6 +20,11 @@
 //    100 ms, `memory.limit_in_bytes` and, where swap is accounted, `memory.memsw.limit_in_bytes`
 //    at the same value (no swap beyond the limit). cpu and memory are required; a missing
 //    cpuacct or blkio hierarchy only leaves those figures unmeasured.
+//    Where the devices hierarchy is mounted, a job's cgroup there denies it the GPUs of the node it
+//    was not given (Slurm's ConstrainDevices): CUDA_VISIBLE_DEVICES alone is a convention a job
+//    can ignore. Container jobs are left to the runtime, which passes only their own GPUs.
+//    Every hierarchy uses the agent's path in the memory hierarchy, so that a container
+//    runtime's --cgroup-parent (one path for all hierarchies) is the job's cgroup in each.
 //  - Both: where the pids controller is there (v2: offered; v1: its hierarchy mounted), each job
 //    may hold at most `JobPidsMax()` processes and threads (`pids.max`), so that one job (a fork
 //    bomb, a runaway loader) cannot take every pid of the node and stop other jobs and the agent
@@ -52,6 +57,10 @@ struct JobLimits {
 };
 
 enum class CgroupVersion { kNone, kV1, kV2 };
+
+// The devices-cgroup rule for the character device at `path` ("c 195:3"); "" when `path` is not
+// a character device (absent, a link to nothing, a plain file).
+std::string DeviceRule(const std::string& path);
 
 class CgroupLimits {
  public:
@@ -91,8 +100,11 @@ class CgroupLimits {
   // `runtime` below the job's cgroup instead, so that the job's cgroup holds no process of its own
   // and the runtime may enable controllers for the container's cgroup beside it (v2's rule: a
   // cgroup that hands controllers to children holds no processes). v1: no difference.
-  core::Result<std::vector<std::string>> Prepare(int64_t id, const JobLimits& limits,
-                                                 bool runtime_leaf = false) const;
+  // `denied_devices`: device rules ("c MAJ:MIN", DeviceRule) the job may not open, read or
+  // write (the GPUs it was not given), where ConfinesDevices(); ignored elsewhere.
+  core::Result<std::vector<std::string>> Prepare(
+      int64_t id, const JobLimits& limits, bool runtime_leaf = false,
+      const std::vector<std::string>& denied_devices = {}) const;
   // Once job `id`'s main process has ended: SIGKILLs what is left of it (the processes in its
   // cgroups; without cgroups, its process group `pgid`, when that still has members), then removes
   // its cgroups. A cgroup whose killed processes have not gone yet is removed by a later call.
@@ -106,7 +118,14 @@ class CgroupLimits {
   // could not be prepared. When limits were asked and cannot be applied, says so on stderr once,
   // prefixed with `who`; never an error. Not thread-safe.
   std::vector<std::string> ForLaunch(int64_t id, const JobLimits& limits, const char* who,
-                                     bool runtime_leaf = false) const;
+                                     bool runtime_leaf = false,
+                                     const std::vector<std::string>& denied_devices = {}) const;
+  // Whether Prepare can keep a job off devices (v1's devices hierarchy; on v2 that takes a BPF
+  // program, not written yet); when not, a job reaches every GPU it opens, whatever
+  // CUDA_VISIBLE_DEVICES says.
+  bool ConfinesDevices() const {
+    return version_ == CgroupVersion::kV1 && v1_jobs_.count("devices") > 0;
+  }
 
   // Job `id`'s cgroup as a container runtime names it for --cgroup-parent: its path from the root
   // of the cgroup2 hierarchy or, on v1, of the memory hierarchy (the runtime makes the container's

@@ -282,6 +282,39 @@ TEST_F(CgroupLimitsTest, OnV1AFreezerHierarchyHoldsEachJobWhichIsThawedAfterItsR
   EXPECT_EQ(Read(job / "freezer.state"), "THAWED\n");
 }
 
+// Found by a review: jobs were kept to their GPUs by CUDA_VISIBLE_DEVICES alone, which a job can
+// unset. With a devices hierarchy, each job's cgroup there denies the GPUs it was not given.
+TEST_F(CgroupLimitsTest, OnV1ADevicesHierarchyDeniesTheGpusAJobWasNotGiven) {
+  const fs::path cpu = root_ / "cpu" / "agent", memory = root_ / "memory" / "agent",
+                 devices = root_ / "devices";
+  const CgroupLimits without =
+      CgroupLimits::DetectV1({{"cpu", cpu.string()}, {"memory", memory.string()}});
+  EXPECT_FALSE(without.ConfinesDevices());
+  const CgroupLimits limits = CgroupLimits::DetectV1(
+      {{"cpu", cpu.string()}, {"memory", memory.string()}, {"devices", devices.string()}});
+  ASSERT_TRUE(limits.available()) << limits.why_unavailable();
+  EXPECT_TRUE(limits.ConfinesDevices());
+  auto procs = limits.Prepare(7, JobLimits{}, false, {"c 195:1", "c 195:3"});
+  ASSERT_TRUE(procs.ok()) << procs.error();
+  const fs::path job = devices / "gpufleet-jobs" / "gpufleet-job-7";
+  EXPECT_NE(std::find(procs.value().begin(), procs.value().end(), (job / "cgroup.procs").string()),
+            procs.value().end())
+      << "the job joins its devices cgroup";
+  // Plain files: both writes appended (the kernel takes one rule per write).
+  EXPECT_EQ(Read(job / "devices.deny"), "c 195:1 rwmc 195:3 rwm");
+  // A job given every GPU is denied none.
+  ASSERT_TRUE(limits.Prepare(8, JobLimits{}).ok());
+  EXPECT_FALSE(fs::exists(devices / "gpufleet-jobs" / "gpufleet-job-8" / "devices.deny"));
+}
+
+TEST(DeviceRule, NamesACharacterDeviceAndNothingElse) {
+  EXPECT_EQ(DeviceRule("/dev/null"), "c 1:3");
+  EXPECT_EQ(DeviceRule("/dev/zero"), "c 1:5");
+  EXPECT_EQ(DeviceRule("/etc/passwd"), "");
+  EXPECT_EQ(DeviceRule("/dev/no-such-device-here"), "");
+  EXPECT_EQ(DeviceRule("/dev"), "");
+}
+
 TEST_F(CgroupLimitsTest, OnV1APidsHierarchyCapsEachJobsProcesses) {
   const fs::path cpu = root_ / "cpu" / "agent", memory = root_ / "memory" / "agent",
                  pids = root_ / "pids";

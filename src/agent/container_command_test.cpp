@@ -87,6 +87,13 @@ TEST(ContainerCommand, GpusThroughCdiOrDeviceNodes) {
   EXPECT_TRUE(Has(b,
                   "--mount=type=bind,source=/usr/lib/x86_64-linux-gnu/libcuda.so.1,"
                   "destination=/usr/lib/x86_64-linux-gnu/libcuda.so.1,ro=true"));
+  // The device node is the driver's minor number, which need not be the index.
+  ContainerRun by_minor = SampleRun();
+  by_minor.gpu_device_nodes = {"/dev/nvidia7", ""};
+  const auto c = ContainerRunArgv(by_minor, nodes);
+  EXPECT_TRUE(Has(c, "--device=/dev/nvidia7"));
+  EXPECT_FALSE(Has(c, "--device=/dev/nvidia2")) << "GPU 2's node is /dev/nvidia7";
+  EXPECT_TRUE(Has(c, "--device=/dev/nvidia5")) << "unknown: the index";
 }
 
 TEST(ContainerCommand, PullPolicyAndRemovalPerRuntime) {

@@ -210,6 +210,29 @@ void NodeAgent::Forget(int64_t id) {
 core::Result<bool> NodeAgent::Recover() {
   cgroups_ =
       CgroupLimits::Detect(options_.cgroup_root, CgroupLimits::InstanceTag(options_.data_dir));
+  gpu_device_rules_.clear();
+  std::string missing;  // GPUs whose device node is not here
+  for (std::size_t i = 0; i < options_.gpu_device_nodes.size(); ++i) {
+    const std::string& node = options_.gpu_device_nodes[i];
+    gpu_device_rules_.push_back(node.empty() ? "" : DeviceRule(node));
+    if (gpu_device_rules_.back().empty()) {
+      missing += (missing.empty() ? "" : ", ") + std::to_string(i) +
+                 (node.empty() ? std::string(" (the driver named none)") : " (" + node + ")");
+    }
+  }
+  if (!options_.gpu_device_nodes.empty()) {
+    if (!cgroups_.ConfinesDevices()) {
+      std::fprintf(stderr,
+                   "gpufleet agent: jobs are not kept off GPUs they were not given (they get "
+                   "CUDA_VISIBLE_DEVICES only): that takes the cgroup v1 devices hierarchy, and "
+                   "this node has %s\n",
+                   std::string(cgroups_.Kind()).c_str());
+    } else if (!missing.empty()) {
+      std::fprintf(stderr,
+                   "gpufleet agent: no device node for GPU %s: jobs are not kept off it\n",
+                   missing.c_str());
+    }
+  }
   const std::filesystem::path dir = std::filesystem::path(options_.data_dir) / "assignments";
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -297,12 +320,31 @@ void NodeAgent::Launch(const net::Assignment& a) {
   spec.node_address = options_.address;
   spec.workdir = a.workdir;
   spec.gpu_indices = a.gpu_indices;
+  for (int g : a.gpu_indices) {
+    const bool known = g >= 0 && static_cast<std::size_t>(g) < options_.gpu_device_nodes.size();
+    spec.gpu_device_nodes.push_back(known ? options_.gpu_device_nodes[g] : "");
+  }
   spec.user = a.user;
   spec.log_path = h.log_path;
   spec.log_limit_bytes = options_.log_limit_bytes;
+  // A container job gets its own GPUs' devices from the runtime, and no others; a process job
+  // is denied the rest in its devices cgroup.
+  const std::vector<std::string> denied =
+      a.container.empty() && cgroups_.ConfinesDevices() ? DeniedDevices(a.gpu_indices)
+                                                        : std::vector<std::string>{};
   spec.cgroup_procs =
       cgroups_.ForLaunch(a.id, JobLimits{a.cpu_milli, a.memory_mib}, "gpufleet agent",
-                         /*runtime_leaf=*/!a.container.empty());
+                         /*runtime_leaf=*/!a.container.empty(), denied);
+  if (!denied.empty() && spec.cgroup_procs.empty()) {
+    // Without its cgroup it would reach every GPU of the node: not started.
+    h.ended = true;
+    h.exit_code = 127;
+    h.reason = "its cgroup could not be prepared, so it could not be kept off the node's other "
+               "GPUs (the agent's log says why)";
+    Persist(h);
+    held_[a.id] = std::move(h);
+    return;
+  }
   if (!a.container.empty()) {
     spec.container = a.container;
     spec.pull = a.pull;
@@ -332,6 +374,16 @@ void NodeAgent::Launch(const net::Assignment& a) {
   }
   Persist(h);
   held_[a.id] = std::move(h);
+}
+
+std::vector<std::string> NodeAgent::DeniedDevices(const std::vector<int>& gpu_indices) const {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < gpu_device_rules_.size(); ++i) {
+    const bool given = std::find(gpu_indices.begin(), gpu_indices.end(), static_cast<int>(i)) !=
+                       gpu_indices.end();
+    if (!given && !gpu_device_rules_[i].empty()) out.push_back(gpu_device_rules_[i]);
+  }
+  return out;
 }
 
 net::Heartbeat NodeAgent::Report(int64_t now_ms) {

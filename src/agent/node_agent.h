@@ -43,6 +43,9 @@ struct NodeAgentOptions {
   int gpus = 0;
   std::string gpu_model;
   bool simulated = false;
+  // Each GPU's character device by index (GpuProbe::DeviceNode; "" : none), so that a job is
+  // kept off the GPUs it was not given where cgroups allow. Empty: none known (simulated GPUs).
+  std::vector<std::string> gpu_device_nodes;
   // How the GPUs are connected, sent in every heartbeat; empty: not known (simulated GPUs).
   core::GpuLinks gpu_links;
   double fence_grace_s = 5;  // SIGTERM -> SIGKILL for fenced jobs
@@ -149,6 +152,10 @@ class NodeAgent {
   std::optional<std::vector<std::string>> images_fresh_;  // listed, not yet reported
   std::thread images_thread_;
   int64_t host_cpu_milli_ = 0, host_memory_mib_ = 0;  // reported with each beat (0: unknown)
+  // Each GPU's devices-cgroup rule by index (DeviceRule; "" : not a device here), set by Recover.
+  std::vector<std::string> gpu_device_rules_;
+  // The rules of the node's GPUs that a job on `gpu_indices` was not given.
+  std::vector<std::string> DeniedDevices(const std::vector<int>& gpu_indices) const;
   int64_t lease_written_ms_ = 0;  // the deadline last written to the lease file
   bool logs_pending_ = false;    // the last report left log bytes unshipped
   std::atomic<bool> interrupted_{false};

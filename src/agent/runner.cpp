@@ -433,6 +433,7 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
     run.cpu_milli = spec.cpu_milli;
     run.memory_mib = spec.memory_mib;
     run.gpu_indices = spec.gpu_indices;
+    run.gpu_device_nodes = spec.gpu_device_nodes;
     run.argv = spec.argv;
     run.groups = groups;
     run.cidfile = ContainerIdFilePath(spec.log_path);

@@ -37,6 +37,7 @@ struct LaunchSpec {
   std::vector<std::pair<std::string, std::string>> env;
   std::string workdir;  // "" : the home directory of the job's account
   std::vector<int> gpu_indices;
+  std::vector<std::string> gpu_device_nodes;  // each GPU's device node (ContainerRun's)
   std::string user;  // the job's gpufleet user: it runs as that user's account (RunAsPolicy)
   std::string log_path;
   // gpufleet's variables for one rank of a multi-node job (MASTER_ADDR, RANK, ...); they replace

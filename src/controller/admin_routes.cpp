@@ -5,6 +5,7 @@
 #include "controller/api_common.h"
 #include "controller/auth.h"
 #include "core/node.h"
+#include "net/json_input.h"
 
 namespace gpufleet::controller {
 namespace {
@@ -30,12 +31,13 @@ std::optional<Caller> Admin(Controller& controller, const httplib::Request& req,
 }
 
 std::optional<json> Body(const httplib::Request& req, httplib::Response& res) {
-  json j = json::parse(req.body.empty() ? std::string("{}") : req.body, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    Fail(res, 400, "the body is not a JSON object", "body");
+  auto parsed = net::ParseJsonInput(req.body.empty() ? std::string_view("{}") : req.body);
+  if (!parsed || !parsed.value().is_object()) {
+    Fail(res, 400, "the body is not a JSON object" + (parsed ? "" : ": " + parsed.error()),
+         "body");
     return std::nullopt;
   }
-  return j;
+  return std::move(parsed).value();
 }
 
 void Audit(Controller& controller, const Caller& who, const std::string& what,

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "controller/auth.h"
+#include "net/json_input.h"
 
 namespace gpufleet::controller {
 
@@ -27,7 +28,9 @@ core::Result<UiSessions::Opened> UiSessions::Open(std::string token, int64_t now
   if (own >= kMaxSessionsPerToken) {
     sessions_.erase(expires_first(&token));
   } else if (sessions_.size() >= kMaxSessions) {
-    sessions_.erase(expires_first(nullptr));
+    // Never another holder's session: a login beyond the cap waits for one to end.
+    return core::Error{"too many dashboard sessions are open; log in again later",
+                       core::ErrorCode::kUnavailable};
   }
   sessions_[Sha256Hex(id.value())] = Session{std::move(token), csrf.value(), now_ms + kLifetimeMs};
   return Opened{id.value(), csrf.value()};
@@ -53,8 +56,16 @@ void UiSessions::End(std::string_view id) {
 }
 
 core::Result<std::string> ParseLoginRequest(std::string_view body) {
-  auto doc = nlohmann::json::parse(body, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object() || !doc.contains("token") ||
+  // Read before any login: bounded like every other body (ParseJsonInput refuses deep nesting
+  // before parsing; a login body is tiny).
+  if (body.size() > 4096) {
+    return core::Error{"token: a login body is at most 4096 bytes", core::ErrorCode::kInvalid,
+                       "token"};
+  }
+  auto parsed = net::ParseJsonInput(body);
+  if (!parsed) return core::Error{"token: " + parsed.error(), core::ErrorCode::kInvalid, "token"};
+  const nlohmann::json& doc = parsed.value();
+  if (!doc.is_object() || !doc.contains("token") ||
       !doc["token"].is_string()) {
     return core::Error{"token: a JSON string is required", core::ErrorCode::kInvalid, "token"};
   }

@@ -18,11 +18,12 @@ namespace gpufleet::controller {
 class UiSessions {
  public:
   static constexpr int64_t kLifetimeMs = 12LL * 3600 * 1000;
-  // Sessions at most; a new one beyond it ends the one that expires first.
+  // Sessions at most; a login beyond it is refused (kUnavailable) until one ends: it never ends
+  // another holder's session.
   static constexpr std::size_t kMaxSessions = 10000;
   // Sessions of one token at most; a new one beyond it ends that token's own that expires first,
-  // so that no user's logins can fill the table and end other users' sessions (users cannot make
-  // tokens; admins hand them out).
+  // so that no user's logins can fill the table alone (users cannot make tokens; admins hand
+  // them out).
   static constexpr std::size_t kMaxSessionsPerToken = 32;
 
   struct Session {
@@ -35,7 +36,7 @@ class UiSessions {
     std::string csrf;
   };
   // A new session for the holder of `token` (already checked to be a user's), or an error when
-  // the system has no randomness.
+  // the table is full of other holders' sessions or the system has no randomness.
   core::Result<Opened> Open(std::string token, int64_t now_ms);
   // The live session with this id (expired ones are forgotten).
   std::optional<Session> Find(std::string_view id, int64_t now_ms);

@@ -32,6 +32,34 @@ TEST(UiSessionsTest, OneTokensLoginsEndOnlyItsOwnSessions) {
   EXPECT_FALSE(sessions.Find(bobs.front(), now).has_value());
 }
 
+// Found by a review: with the table full (many tokens' logins), a new login ended whichever
+// session expired first, another user's. It is refused instead.
+TEST(UiSessionsTest, AFullTableRefusesANewLoginAndEndsNoOneElses) {
+  UiSessions sessions;
+  auto alice = sessions.Open("alice-token", 0);
+  ASSERT_TRUE(alice.ok());
+  for (std::size_t k = 1; k < UiSessions::kMaxSessions; ++k) {
+    ASSERT_TRUE(sessions.Open("token-" + std::to_string(k / 16), 1 + static_cast<int64_t>(k)).ok());
+  }
+  auto refused = sessions.Open("mallory-token", 20'000);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.failure().code, core::ErrorCode::kUnavailable);
+  EXPECT_TRUE(sessions.Find(alice.value().id, 20'000).has_value()) << "alice's session stays";
+  // Once sessions expire, logins work again.
+  EXPECT_TRUE(sessions.Open("mallory-token", UiSessions::kLifetimeMs + 20'000).ok());
+}
+
+TEST(UiSessionsTest, ALoginBodyIsBoundedAndNestingIsRefusedBeforeParsing) {
+  EXPECT_TRUE(ParseLoginRequest(R"({"token": "abc"})").ok());
+  const std::string deep = std::string(100, '[') + std::string(100, ']');
+  auto nested = ParseLoginRequest(R"({"x": )" + deep + R"(, "token": "abc"})");
+  ASSERT_FALSE(nested.ok());
+  EXPECT_NE(nested.error().find("nested deeper"), std::string::npos) << nested.error();
+  auto big = ParseLoginRequest(R"({"token": "abc", "pad": ")" + std::string(5000, 'x') + R"("})");
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.failure().field, "token");
+}
+
 TEST(UiSessionsTest, SessionsExpireAndEnd) {
   UiSessions sessions;
   auto s = sessions.Open("t", 0);

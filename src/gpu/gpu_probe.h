@@ -36,6 +36,12 @@ class GpuProbe {
 
   virtual GpuTopology Topology() = 0;
 
+  // The character device through which processes reach GPU `index` (`/dev/nvidiaN`, N the
+  // driver's minor number, which need not equal the index), for confining each job to its own
+  // GPUs; "" when there is none (simulated GPUs) or the driver does not say. The directory is
+  // /dev, or $GPUFLEET_NVIDIA_DEVICE_DIR where set (tests give fake device nodes that way).
+  virtual std::string DeviceNode(int /*index*/) const { return ""; }
+
   // One line per NVML entry point: which symbol was resolved (or "missing"). Empty for backends
   // that have no symbols.
   virtual std::vector<std::string> SymbolReport() const { return {}; }

@@ -56,6 +56,7 @@ core::Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::Open(const std::string& 
   Resolve(handle, {"nvmlDeviceGetName"}, f.device_get_name, r);
   Resolve(handle, {"nvmlDeviceGetUUID"}, f.device_get_uuid, r);
   Resolve(handle, {"nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2"}, f.device_get_pci_info, r);
+  Resolve(handle, {"nvmlDeviceGetMinorNumber"}, f.device_get_minor_number, r);
   Resolve(handle, {"nvmlDeviceGetUtilizationRates"}, f.device_get_utilization_rates, r);
   Resolve(handle, {"nvmlDeviceGetMemoryInfo_v2"}, f.device_get_memory_info_v2, r);
   Resolve(handle, {"nvmlDeviceGetMemoryInfo"}, f.device_get_memory_info, r);

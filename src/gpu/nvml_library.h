@@ -22,6 +22,7 @@ struct NvmlFunctions {
   NvmlDeviceGetStringFn device_get_name = nullptr;
   NvmlDeviceGetStringFn device_get_uuid = nullptr;
   NvmlDeviceGetPciInfoFn device_get_pci_info = nullptr;
+  NvmlDeviceGetUintFn device_get_minor_number = nullptr;  // N of the GPU's /dev/nvidiaN
   NvmlDeviceGetUtilizationRatesFn device_get_utilization_rates = nullptr;
   NvmlDeviceGetMemoryInfoV2Fn device_get_memory_info_v2 = nullptr;
   NvmlDeviceGetMemoryInfoFn device_get_memory_info = nullptr;

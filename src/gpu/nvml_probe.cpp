@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iterator>
 
@@ -115,6 +116,13 @@ NvmlProbe::NvmlProbe(std::unique_ptr<NvmlLibrary> library, int slow_refresh_ever
     if (device.handle == nullptr) continue;
     GpuSample scratch;
     ReadIdentity(device, scratch);
+    unsigned minor = 0;
+    if (f.device_get_minor_number != nullptr &&
+        f.device_get_minor_number(device.handle, &minor) == NVML_SUCCESS) {
+      const char* dir = std::getenv("GPUFLEET_NVIDIA_DEVICE_DIR");
+      device.device_node = std::string(dir != nullptr && *dir != '\0' ? dir : "/dev") +
+                           "/nvidia" + std::to_string(minor);
+    }
     if (event_set_ != nullptr && f.device_register_events != nullptr) {
       // Some GPUs refuse ECC events (no ECC); XID alone is still worth having.
       const unsigned long long all = nvmlEventTypeXidCriticalError |
@@ -146,6 +154,11 @@ NvmlProbe::~NvmlProbe() {
     if (device.gpm_current != nullptr) f.gpm_sample_free(device.gpm_current);
   }
   if (event_set_ != nullptr && f.event_set_free != nullptr) f.event_set_free(event_set_);
+}
+
+std::string NvmlProbe::DeviceNode(int index) const {
+  if (index < 0 || index >= DeviceCount()) return "";
+  return devices_[static_cast<std::size_t>(index)].device_node;
 }
 
 void NvmlProbe::ReadIdentity(Device& device, GpuSample& sample) {

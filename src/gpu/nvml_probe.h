@@ -26,6 +26,7 @@ class NvmlProbe final : public GpuProbe {
   GpuSample Sample(int index, double now_s) override;
   std::vector<GpuEvent> WaitEvents(int timeout_ms) override;
   GpuTopology Topology() override;
+  std::string DeviceNode(int index) const override;
   std::vector<std::string> SymbolReport() const override { return lib_->symbol_report(); }
 
  private:
@@ -38,6 +39,7 @@ class NvmlProbe final : public GpuProbe {
     nvmlDevice_t handle = nullptr;
     nvmlReturn_t open_rc = NVML_SUCCESS;  // nvmlDeviceGetHandleByIndex's answer
     std::string uuid, name, pci_bus_id;
+    std::string device_node;  // "/dev/nvidiaN", or "" when the driver gave no minor number
     std::size_t process_capacity = 16;
     std::size_t process_util_capacity = 16;
     bool gpm_supported = false;

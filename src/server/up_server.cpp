@@ -556,6 +556,9 @@ int RunUpOnce(const UpOptions& o) {
     n.gpu_model = model;
     n.simulated = simulated;
     if (!simulated) n.gpu_links = gpu::LinksFromTopology(opened.probe->Topology());
+    for (int g = 0; g < gpus && !simulated; ++g) {
+      n.gpu_device_nodes.push_back(opened.probe->DeviceNode(g));
+    }
     n.long_poll_ms = 0;  // answered at once: the agent waits for news itself (below)
     n.run_as = run_as;
     n.log_limit_bytes = o.log_limit_mib * (int64_t{1} << 20);

@@ -696,6 +696,16 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid,
   return fake_nvml::CopyString(c.mig != nullptr ? c.mig->uuid : c.gpu->uuid, uuid, length);
 }
 
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int* minor) {
+  FAKE_ENTRY();
+  auto& s = St();
+  std::lock_guard<std::mutex> lock(s.mu);
+  Ctx c;
+  if (nvmlReturn_t r = Open(s, device, minor != nullptr, kNoFeature, &c)) return r;
+  *minor = c.gpu->minor_number;
+  return NVML_SUCCESS;
+}
+
 #if !FAKE_NVML_LEGACY
 FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t* pci) {
   FAKE_ENTRY();
@@ -1408,6 +1418,7 @@ static_assert(kSame<decltype(&nvmlDeviceGetMemoryInfo), api::NvmlDeviceGetMemory
 static_assert(kSame<decltype(&nvmlDeviceGetTemperature), api::NvmlDeviceGetTemperatureFn>);
 static_assert(kSame<decltype(&nvmlDeviceGetFieldValues), api::NvmlDeviceGetFieldValuesFn>);
 static_assert(kSame<decltype(&nvmlDeviceGetPowerUsage), api::NvmlDeviceGetUintFn>);
+static_assert(kSame<decltype(&nvmlDeviceGetMinorNumber), api::NvmlDeviceGetUintFn>);
 static_assert(kSame<decltype(&nvmlDeviceGetEnforcedPowerLimit), api::NvmlDeviceGetUintFn>);
 static_assert(kSame<decltype(&nvmlDeviceGetTotalEnergyConsumption), api::NvmlDeviceGetUllFn>);
 static_assert(kSame<decltype(&nvmlDeviceGetClockInfo), api::NvmlDeviceGetClockInfoFn>);

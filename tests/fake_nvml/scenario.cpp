@@ -308,7 +308,7 @@ void ParseProcesses(const json& j, const std::string& path, Gpu* gpu) {
 Gpu ParseGpu(const json& j, const std::string& p, std::size_t index) {
   CheckObject(
       j, p,
-      {"name", "uuid", "pci_bus_id", "memory_total_mib", "memory_reserved_mib", "power_limit_w",
+      {"name", "uuid", "pci_bus_id", "minor_number", "memory_total_mib", "memory_reserved_mib", "power_limit_w",
        "not_supported", "timeline", "processes", "retired_pages", "remapped_rows", "mig_mode",
        "mig_devices", "nvlinks", "gpm_supported", "vgpu_instances"});
   Gpu gpu;
@@ -321,6 +321,10 @@ Gpu ParseGpu(const json& j, const std::string& p, std::size_t index) {
   gpu.bus = slot & 0xFFU;
   if (const json* v = Find(j, "pci_bus_id")) {
     ParseBusId(String(*v, Key(p, "pci_bus_id")), Key(p, "pci_bus_id"), &gpu);
+  }
+  gpu.minor_number = static_cast<unsigned>(index);
+  if (const json* v = Find(j, "minor_number")) {
+    gpu.minor_number = UInt32(*v, Key(p, "minor_number"), 255);
   }
   if (const json* v = Find(j, "memory_total_mib")) {
     gpu.memory_total_mib = UInt(*v, Key(p, "memory_total_mib"));

@@ -121,6 +121,7 @@ struct Gpu {
   unsigned bus = 0;
   unsigned device = 0;
   unsigned function = 0;
+  unsigned minor_number = 0;  // the /dev/nvidiaN device's N; default: the GPU's index
   unsigned long long memory_total_mib = 81559;
   unsigned long long memory_reserved_mib = 0;
   double power_limit_w = 700;
