@@ -295,8 +295,8 @@ TEST_F(Containers, ItsProcessesAreInTheJobsCgroupInEveryHierarchy) {
   WaitFor(id, "SUCCEEDED");
   // The job's cgroups as the agent made them (and limits, measures, freezes them), one per
   // hierarchy; the container's path in each hierarchy must lie below one of them.
-  const agent::CgroupLimits cgroups = agent::CgroupLimits::Detect(
-      "", agent::CgroupLimits::InstanceTag((dir_ / "alpha").string()));
+  const agent::CgroupLimits cgroups =
+      agent::CgroupLimits::Detect("", agent::CgroupLimits::InstanceTag((dir_ / "alpha").string()));
   const std::vector<std::string> dirs = cgroups.JobDirs(id);
   const std::string job = "/gpufleet-job-" + std::to_string(id);
   std::istringstream lines(Logs(id));
@@ -327,7 +327,8 @@ TEST_F(Containers, ItsProcessesAreInTheJobsCgroupInEveryHierarchy) {
       if (!names_it || mounted.count(controller) == 0) continue;
       const std::size_t at = line.find(job + "/");
       ASSERT_NE(at, std::string::npos) << "outside the job's cgroup: " << line;
-      const std::string dir = mounted[controller] + line.substr(colon2 + 1, at + job.size() - colon2 - 1);
+      const std::string dir =
+          mounted[controller] + line.substr(colon2 + 1, at + job.size() - colon2 - 1);
       EXPECT_NE(std::find(dirs.begin(), dirs.end(), dir), dirs.end())
           << "the container's " << controller << " cgroup is below " << dir
           << ", not the job's cgroup of that hierarchy";

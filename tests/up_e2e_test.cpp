@@ -1028,8 +1028,8 @@ TEST_F(UpServer, ADrainedGpuTakesNoNewShareOfItWhileAShareJobRunsThere) {
 class ConfinedGpuServer : public UpServer {
  protected:
   void SetUp() override {
-    devices_ = std::filesystem::temp_directory_path() /
-               ("gpufleet-devices-" + std::to_string(::getpid()));
+    devices_ =
+        std::filesystem::temp_directory_path() / ("gpufleet-devices-" + std::to_string(::getpid()));
     std::filesystem::create_directories(devices_);
     scenario_ = devices_ / "scenario.json";
     std::string gpus;
@@ -1066,7 +1066,8 @@ TEST_F(ConfinedGpuServer, AJobCanOpenItsOwnGpuAndNoOther) {
     GTEST_SKIP() << "no cgroup v1 devices hierarchy here (" << NodeLimits(nodes)
                  << "): GPUs are not confined, so that is not tested";
   }
-  std::string script = "for n in 10 11 12 13; do (exec 3<" + devices_.string() + "/nvidia$n) 2>&1;"
+  std::string script = "for n in 10 11 12 13; do (exec 3<" + devices_.string() +
+                       "/nvidia$n) 2>&1;"
                        " done; echo done";
   auto submit = [&](const std::string& gpus) {
     return json::parse(Cli("submit --json --gpus " + gpus + " -- sh -c '" + script + "'"))["id"]

@@ -497,8 +497,8 @@ core::Result<std::vector<std::string>> CgroupLimits::Prepare(
     for (const std::string& rule : denied_devices) {
       const std::string text = rule + " rwm";
       const int fd = ::open(deny.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-      const bool ok = fd >= 0 && ::write(fd, text.data(), text.size()) ==
-                                     static_cast<ssize_t>(text.size());
+      const bool ok =
+          fd >= 0 && ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
       if (fd >= 0) ::close(fd);
       if (!ok) return core::Error{"cannot write " + deny.string() + " (" + text + ")"};
     }

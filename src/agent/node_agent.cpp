@@ -228,8 +228,7 @@ core::Result<bool> NodeAgent::Recover() {
                    "this node has %s\n",
                    std::string(cgroups_.Kind()).c_str());
     } else if (!missing.empty()) {
-      std::fprintf(stderr,
-                   "gpufleet agent: no device node for GPU %s: jobs are not kept off it\n",
+      std::fprintf(stderr, "gpufleet agent: no device node for GPU %s: jobs are not kept off it\n",
                    missing.c_str());
     }
   }
@@ -329,9 +328,9 @@ void NodeAgent::Launch(const net::Assignment& a) {
   spec.log_limit_bytes = options_.log_limit_bytes;
   // A container job gets its own GPUs' devices from the runtime, and no others; a process job
   // is denied the rest in its devices cgroup.
-  const std::vector<std::string> denied =
-      a.container.empty() && cgroups_.ConfinesDevices() ? DeniedDevices(a.gpu_indices)
-                                                        : std::vector<std::string>{};
+  const std::vector<std::string> denied = a.container.empty() && cgroups_.ConfinesDevices()
+                                              ? DeniedDevices(a.gpu_indices)
+                                              : std::vector<std::string>{};
   spec.cgroup_procs =
       cgroups_.ForLaunch(a.id, JobLimits{a.cpu_milli, a.memory_mib}, "gpufleet agent",
                          /*runtime_leaf=*/!a.container.empty(), denied);
@@ -339,8 +338,9 @@ void NodeAgent::Launch(const net::Assignment& a) {
     // Without its cgroup it would reach every GPU of the node: not started.
     h.ended = true;
     h.exit_code = 127;
-    h.reason = "its cgroup could not be prepared, so it could not be kept off the node's other "
-               "GPUs (the agent's log says why)";
+    h.reason =
+        "its cgroup could not be prepared, so it could not be kept off the node's other "
+        "GPUs (the agent's log says why)";
     Persist(h);
     held_[a.id] = std::move(h);
     return;
@@ -379,8 +379,8 @@ void NodeAgent::Launch(const net::Assignment& a) {
 std::vector<std::string> NodeAgent::DeniedDevices(const std::vector<int>& gpu_indices) const {
   std::vector<std::string> out;
   for (std::size_t i = 0; i < gpu_device_rules_.size(); ++i) {
-    const bool given = std::find(gpu_indices.begin(), gpu_indices.end(), static_cast<int>(i)) !=
-                       gpu_indices.end();
+    const bool given =
+        std::find(gpu_indices.begin(), gpu_indices.end(), static_cast<int>(i)) != gpu_indices.end();
     if (!given && !gpu_device_rules_[i].empty()) out.push_back(gpu_device_rules_[i]);
   }
   return out;

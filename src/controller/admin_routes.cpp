@@ -33,8 +33,7 @@ std::optional<Caller> Admin(Controller& controller, const httplib::Request& req,
 std::optional<json> Body(const httplib::Request& req, httplib::Response& res) {
   auto parsed = net::ParseJsonInput(req.body.empty() ? std::string_view("{}") : req.body);
   if (!parsed || !parsed.value().is_object()) {
-    Fail(res, 400, "the body is not a JSON object" + (parsed ? "" : ": " + parsed.error()),
-         "body");
+    Fail(res, 400, "the body is not a JSON object" + (parsed ? "" : ": " + parsed.error()), "body");
     return std::nullopt;
   }
   return std::move(parsed).value();

@@ -65,8 +65,7 @@ core::Result<std::string> ParseLoginRequest(std::string_view body) {
   auto parsed = net::ParseJsonInput(body);
   if (!parsed) return core::Error{"token: " + parsed.error(), core::ErrorCode::kInvalid, "token"};
   const nlohmann::json& doc = parsed.value();
-  if (!doc.is_object() || !doc.contains("token") ||
-      !doc["token"].is_string()) {
+  if (!doc.is_object() || !doc.contains("token") || !doc["token"].is_string()) {
     return core::Error{"token: a JSON string is required", core::ErrorCode::kInvalid, "token"};
   }
   std::string token = doc["token"].get<std::string>();

@@ -120,8 +120,8 @@ NvmlProbe::NvmlProbe(std::unique_ptr<NvmlLibrary> library, int slow_refresh_ever
     if (f.device_get_minor_number != nullptr &&
         f.device_get_minor_number(device.handle, &minor) == NVML_SUCCESS) {
       const char* dir = std::getenv("GPUFLEET_NVIDIA_DEVICE_DIR");
-      device.device_node = std::string(dir != nullptr && *dir != '\0' ? dir : "/dev") +
-                           "/nvidia" + std::to_string(minor);
+      device.device_node = std::string(dir != nullptr && *dir != '\0' ? dir : "/dev") + "/nvidia" +
+                           std::to_string(minor);
     }
     if (event_set_ != nullptr && f.device_register_events != nullptr) {
       // Some GPUs refuse ECC events (no ECC); XID alone is still worth having.

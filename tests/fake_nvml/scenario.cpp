@@ -308,9 +308,9 @@ void ParseProcesses(const json& j, const std::string& path, Gpu* gpu) {
 Gpu ParseGpu(const json& j, const std::string& p, std::size_t index) {
   CheckObject(
       j, p,
-      {"name", "uuid", "pci_bus_id", "minor_number", "memory_total_mib", "memory_reserved_mib", "power_limit_w",
-       "not_supported", "timeline", "processes", "retired_pages", "remapped_rows", "mig_mode",
-       "mig_devices", "nvlinks", "gpm_supported", "vgpu_instances"});
+      {"name", "uuid", "pci_bus_id", "minor_number", "memory_total_mib", "memory_reserved_mib",
+       "power_limit_w", "not_supported", "timeline", "processes", "retired_pages", "remapped_rows",
+       "mig_mode", "mig_devices", "nvlinks", "gpm_supported", "vgpu_instances"});
   Gpu gpu;
   gpu.name = "NVIDIA H100 80GB HBM3";
   if (const json* v = Find(j, "name")) gpu.name = String(*v, Key(p, "name"));
