@@ -1287,6 +1287,44 @@ TEST_F(ElasticServer, AnElasticJobGrowsIntoIdleGpusAndShrinksForANewJobRestartin
   std::filesystem::remove(runs);
 }
 
+class CappedServer : public UpServer {
+ protected:
+  void SetUp() override {
+    extra_up_args = {"--max-jobs-per-user", "3"};
+    UpServer::SetUp();
+    extra_up_args.clear();
+  }
+};
+
+// Found by a review: nothing bounded how many jobs one user could queue, and each waiting job is
+// held whole in the controller's memory (argv and env up to 256 KiB each): 100,000 submits of
+// 500 KiB took 50 GB. Now a user holds at most --max-jobs-per-user live jobs.
+TEST_F(CappedServer, AUserHoldsAtMostTheCapOfLiveJobsAndAdminsAreNotHeld) {
+  const std::string bob = json::parse(Cli("users add bob --json"))["token"].get<std::string>();
+  std::vector<int64_t> ids;
+  for (int k = 0; k < 3; ++k) {
+    auto r = Http(bob).Post("/v1/jobs", R"({"argv":["sleep","60"],"gpus":4})", "application/json");
+    ASSERT_TRUE(r && r->status == 201) << (r ? r->body : "no answer");
+    ids.push_back(json::parse(r->body)["id"].get<int64_t>());
+  }
+  auto refused =
+      Http(bob).Post("/v1/jobs", R"({"argv":["sleep","60"],"gpus":1})", "application/json");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 403) << refused->body;
+  EXPECT_EQ(json::parse(refused->body)["field"], "jobs") << refused->body;
+  EXPECT_NE(refused->body.find("--max-jobs-per-user"), std::string::npos) << refused->body;
+  // Another user, and the admin, are not held by bob's jobs.
+  auto admin = Http(token_).Post("/v1/jobs", R"({"argv":["true"],"gpus":1})", "application/json");
+  EXPECT_TRUE(admin && admin->status == 201);
+  // Once one of bob's jobs ends, bob may submit again.
+  Cli("cancel " + std::to_string(ids.back()));
+  WaitFor(ids.back(), "CANCELLED", 20);
+  auto again = Http(bob).Post("/v1/jobs", R"({"argv":["true"],"gpus":1})", "application/json");
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->status, 201) << again->body;
+  for (int64_t id : ids) Cli("cancel " + std::to_string(id));
+}
+
 class QssfServer : public UpServer {
  protected:
   void SetUp() override {

@@ -80,6 +80,13 @@ int64_t PidsMaxPerJob() {
   return std::max<int64_t>(1024, pid_max / 4);
 }
 
+// All of one agent's jobs together: three quarters of pid_max (at least one job's share), so that
+// several jobs of one user cannot take every pid either, and the agent and the system keep some.
+int64_t PidsMaxAllJobs() {
+  const int64_t pid_max = ReadNumber("/proc/sys/kernel/pid_max");
+  return std::max(PidsMaxPerJob(), pid_max / 4 * 3);
+}
+
 // The value after `key` in text of "key value" lines (cpu.stat, memory.events,
 // memory.oom_control); -1 when absent.
 int64_t KeyedValue(const std::string& text, const std::string& key) {
@@ -288,6 +295,7 @@ CgroupLimits CgroupLimits::Detect(const std::string& root, const std::string& in
             WriteControl(base / "cgroup.subtree_control", "+pids") &&
             WriteControl(jobs / "cgroup.subtree_control", "+pids")) {
           c.pids_max_ = PidsMaxPerJob();
+          WriteControl(jobs / "pids.max", std::to_string(PidsMaxAllJobs()));
         }
         if (root.empty()) {
           const std::string own_path = own.count("") ? own.at("") : "/";
@@ -362,7 +370,10 @@ CgroupLimits CgroupLimits::DetectV1(const std::map<std::string, std::string>& ow
   }
   c.version_ = CgroupVersion::kV1;
   c.why_.clear();
-  if (c.v1_jobs_.count("pids") > 0) c.pids_max_ = PidsMaxPerJob();
+  if (c.v1_jobs_.count("pids") > 0) {
+    c.pids_max_ = PidsMaxPerJob();
+    WriteControl(fs::path(c.v1_jobs_.at("pids")) / "pids.max", std::to_string(PidsMaxAllJobs()));
+  }
   return c;
 }
 
@@ -456,6 +467,12 @@ core::Result<std::vector<std::string>> CgroupLimits::Prepare(
     }
     writes.emplace_back(dir / "memory.max",
                         limits.memory_mib > 0 ? std::to_string(bytes) : std::string("max"));
+    // No swap beyond the limit (v1 sets memory+swap to it): a limited job would otherwise push
+    // the rest into swap and slow the whole node. Where swap is accounted.
+    if (fs::exists(fs::path(jobs_dir_) / "memory.swap.max")) {
+      writes.emplace_back(dir / "memory.swap.max",
+                          limits.memory_mib > 0 ? std::string("0") : std::string("max"));
+    }
     if (pids_max_ > 0) writes.emplace_back(dir / "pids.max", std::to_string(pids_max_));
   } else {
     const fs::path cpu = fs::path(v1_jobs_.at("cpu")) / JobName(id);

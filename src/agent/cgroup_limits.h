@@ -28,7 +28,10 @@
 //  - Both: where the pids controller is there (v2: offered; v1: its hierarchy mounted), each job
 //    may hold at most `JobPidsMax()` processes and threads (`pids.max`), so that one job (a fork
 //    bomb, a runaway loader) cannot take every pid of the node and stop other jobs and the agent
-//    from starting processes.
+//    from starting processes; and all of the agent's jobs together at most three quarters of
+//    pid_max (`pids.max` of the jobs cgroup), so that several jobs cannot either.
+//  - v2, where swap is accounted: a job with a memory limit gets no swap (`memory.swap.max` 0),
+//    as v1's memory+swap limit at the memory limit.
 //  - Stopping what a job left (`Release`) cannot be outrun by a process that keeps forking: on v2
 //    the kernel kills the whole cgroup at once (`cgroup.kill`, Linux 5.14+); on v1, where the
 //    freezer hierarchy is mounted, each job has a cgroup there too, frozen before its processes

@@ -329,6 +329,24 @@ TEST_F(CgroupLimitsTest, OnV1APidsHierarchyCapsEachJobsProcesses) {
   EXPECT_NE(std::find(procs.value().begin(), procs.value().end(), (job / "cgroup.procs").string()),
             procs.value().end());
   EXPECT_EQ(Read(job / "pids.max"), std::to_string(limits.JobPidsMax()));
+  // Found by a review: the cap was per job only, so four jobs of one user took every pid.
+  EXPECT_EQ(Read(pids / "gpufleet-jobs" / "pids.max"),
+            std::to_string(std::max(limits.JobPidsMax(), pid_max / 4 * 3)))
+      << "all jobs together";
+}
+
+// Found by a review: on v2 only memory.max was written, so a limited job could push the rest of
+// its memory into swap (v1 limits memory+swap).
+TEST_F(CgroupLimitsTest, OnV2ALimitedJobGetsNoSwapWhereSwapIsAccounted) {
+  std::ofstream(root_ / "cgroup.controllers") << "cpu memory\n";
+  fs::create_directories(root_ / "gpufleet-jobs");
+  std::ofstream(root_ / "gpufleet-jobs" / "memory.swap.max") << "max\n";
+  CgroupLimits limits = CgroupLimits::Detect(root_.string());
+  ASSERT_TRUE(limits.available()) << limits.why_unavailable();
+  ASSERT_TRUE(limits.Prepare(9, JobLimits{0, 512}).ok());
+  EXPECT_EQ(Read(root_ / "gpufleet-jobs" / "gpufleet-job-9" / "memory.swap.max"), "0");
+  ASSERT_TRUE(limits.Prepare(10, JobLimits{}).ok());
+  EXPECT_EQ(Read(root_ / "gpufleet-jobs" / "gpufleet-job-10" / "memory.swap.max"), "max");
 }
 
 }  // namespace

@@ -131,8 +131,11 @@ std::vector<std::string> ContainerRunArgv(const ContainerRun& run, const Contain
 
 std::vector<std::string> ContainerRemoveArgv(const std::string& name, const std::string& cidfile,
                                              const ContainerHost& host) {
-  if (IsDocker(host) || cidfile.empty()) return {host.runtime, "rm", "--force", name};
-  return {host.runtime, "rm", "--force", "--time=0", "--ignore", "--cidfile", cidfile};
+  // --volumes: the anonymous volumes of an image's VOLUME lines go with it, or every job would
+  // leave them in the runtime's storage.
+  if (IsDocker(host) || cidfile.empty()) return {host.runtime, "rm", "--force", "--volumes", name};
+  return {host.runtime, "rm", "--force", "--volumes", "--time=0", "--ignore", "--cidfile",
+          cidfile};
 }
 
 pid_t SpawnQuietly(const std::vector<std::string>& args) {

@@ -103,14 +103,16 @@ TEST(ContainerCommand, PullPolicyAndRemovalPerRuntime) {
   run.pull = core::PullPolicy::kAlways;
   EXPECT_TRUE(Has(ContainerRunArgv(run, ContainerHost{}), "--pull=always"));
   EXPECT_EQ(ContainerRemoveArgv("gpufleet-job-7-3", "/l/7-3.log.cid", ContainerHost{}),
-            (std::vector<std::string>{"podman", "rm", "--force", "--time=0", "--ignore",
-                                      "--cidfile", "/l/7-3.log.cid"}))
+            (std::vector<std::string>{"podman", "rm", "--force", "--volumes", "--time=0",
+                                      "--ignore", "--cidfile", "/l/7-3.log.cid"}))
       << "by the id this run recorded, never by a name another's container may hold";
   ContainerHost docker;
   docker.runtime = "/usr/bin/docker";
   EXPECT_FALSE(Has(ContainerRunArgv(SampleRun(), docker), "--cgroup-manager=cgroupfs"));
   EXPECT_EQ(ContainerRemoveArgv("gpufleet-job-7-3", "/l/7-3.log.cid", docker),
-            (std::vector<std::string>{"/usr/bin/docker", "rm", "--force", "gpufleet-job-7-3"}));
+            (std::vector<std::string>{"/usr/bin/docker", "rm", "--force", "--volumes",
+                                      "gpufleet-job-7-3"}))
+      << "anonymous volumes go with the container";
 }
 
 TEST(ContainerCommand, EnvFileHoldsOneVariablePerLineAndDropsWhatCannot) {

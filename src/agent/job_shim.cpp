@@ -2,11 +2,14 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/keyctl.h>
 #include <linux/openat2.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -498,10 +501,27 @@ void RunShim(const ShimSpec& spec) {
     signal(SIGPIPE, SIG_DFL);
     umask(022);  // the servers' own umask (077) keeps their files private; jobs get the usual
     int step = 0;
+    // The agent's standing is not the job's: an agent made hard to OOM-kill, reniced or given a
+    // real-time policy by its service manager would hand that to every job. Best effort (an
+    // agent that is not root cannot lower its own score, and then the job keeps it).
+    if (const int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC); fd >= 0) {
+      (void)!write(fd, "0", 1);
+      close(fd);
+    }
+    setpriority(PRIO_PROCESS, 0, 0);
+    const sched_param normal{};
+    sched_setscheduler(0, SCHED_OTHER, &normal);
     // The account first, then the directory: entered as root, a directory below one the user
     // may not pass would still serve relative paths to the job.
     if (spec.switch_user && (setgroups(spec.groups.size(), spec.groups.data()) != 0 ||
                              setgid(spec.gid) != 0 || setuid(spec.uid) != 0)) {
+      step = kShimSetUser;
+    }
+    // A session keyring of its own, the job's account's: it would otherwise possess the
+    // agent's (root's, with whatever root keeps there: Kerberos tickets, keys), which setuid and
+    // exec keep. A kernel without keys (or a sandbox that forbids keyctl) has none to hand on.
+    if (step == 0 && syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, 0) < 0 &&
+        errno != ENOSYS && errno != EPERM) {
       step = kShimSetUser;
     }
     if (step == 0 && chdir(spec.workdir.c_str()) != 0) step = kShimChdir;

@@ -31,7 +31,7 @@ namespace gpufleet::agent {
 // What failed before the job's exec, as reported over the status pipe.
 enum ShimStep : int {
   kShimChdir = 1,       // entering the working directory
-  kShimSetUser = 2,     // setgroups / setgid / setuid
+  kShimSetUser = 2,     // setgroups / setgid / setuid, and the job's own session keyring
   kShimExec = 3,        // exec of argv[0]
   kShimCgroup = 4,      // joining the cgroup
   kShimPipe = 5,        // making the output pipe

@@ -1,13 +1,18 @@
 #include "agent/runner.h"
 
 #include <gtest/gtest.h>
+#include <linux/keyctl.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -405,6 +410,45 @@ TEST_F(RunnerTest, AsRootAJobRunsAsItsUsersAccountAndOwnsItsLog) {
   ASSERT_EQ(::stat(spec.log_path.c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, nobody->pw_uid);
   EXPECT_EQ(st.st_mode & 0777, 0600U);
+}
+
+// Found by a review: a job kept the agent's session keyring (setuid and exec keep it), so a job
+// of any account possessed root's keys; and it kept the agent's OOM score and nice value.
+TEST_F(RunnerTest, AJobGetsItsOwnKeyringAndNotTheAgentsOomScoreOrNiceValue) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to switch users and lower the OOM score";
+  const passwd* nobody = getpwnam("nobody");
+  if (nobody == nullptr) GTEST_SKIP() << "no 'nobody' account here";
+  if (!std::filesystem::exists("/proc/keys")) GTEST_SKIP() << "no kernel keys here";
+  // This test process's own session keyring (so that nothing else's is touched), holding a key.
+  if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, "gpufleet-runner-test") < 0) {
+    GTEST_SKIP() << "keyctl is not permitted here: " << std::strerror(errno);
+  }
+  const std::string secret = "gpufleet-secret-" + std::to_string(::getpid());
+  ASSERT_GE(syscall(SYS_add_key, "user", secret.c_str(), "v", 1, KEY_SPEC_SESSION_KEYRING), 0)
+      << std::strerror(errno);
+  ASSERT_NE(Slurp("/proc/keys").find(secret), std::string::npos) << "the test itself sees it";
+  const std::string old_score = Slurp("/proc/self/oom_score_adj");
+  std::ofstream("/proc/self/oom_score_adj") << "-500";
+  // (Some sandboxes refuse the write; then only the keyring and the nice value are checked.)
+  const bool score_set = Slurp("/proc/self/oom_score_adj").rfind("-500", 0) == 0;
+  const int old_nice = getpriority(PRIO_PROCESS, 0);
+  setpriority(PRIO_PROCESS, 0, -5);
+  RunAsPolicy policy = TestPolicy();
+  policy.user_map["alice"] = "nobody";
+  Runner runner(policy);
+  LaunchSpec spec = Spec(15, {"sh", "-c",
+                              "echo keys:; cat /proc/keys; echo score=$(cat "
+                              "/proc/self/oom_score_adj) nice=$(nice)"});
+  spec.user = "alice";
+  spec.workdir = "/";
+  const auto launched = runner.Launch(spec);
+  std::ofstream("/proc/self/oom_score_adj") << old_score;
+  setpriority(PRIO_PROCESS, 0, old_nice);
+  ASSERT_TRUE(launched.ok()) << launched.error();
+  ASSERT_EQ(WaitExits(runner, 1).size(), 1U);
+  const std::string log = Slurp(spec.log_path);
+  EXPECT_EQ(log.find(secret), std::string::npos) << "the job possesses the agent's keys: " << log;
+  EXPECT_NE(log.find(score_set ? "score=0 nice=0" : "nice=0"), std::string::npos) << log;
 }
 
 // Security finding 10: a job's log had no cap. With one, the first bytes are kept, one line says

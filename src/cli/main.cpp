@@ -258,6 +258,13 @@ int main(int argc, char** argv) {
                     "the highest job priority non-admin users may set: N for all of them, "
                     "USER=N for one (default 0: users can only lower their priority)");
   };
+  auto add_jobs_cap_flag = [](CLI::App* cmd, int64_t& value) {
+    cmd->add_option("--max-jobs-per-user", value,
+                    "the pending and running jobs one non-admin user may hold at once; a submit "
+                    "beyond it is refused (403) until some end (0: no cap)")
+        ->check(CLI::Range(int64_t{0}, int64_t{100000000}))
+        ->capture_default_str();
+  };
   auto add_idle_flags = [](CLI::App* cmd, server::UpOptions& o) {
     cmd->add_option("--idle-timeout", o.idle_timeout,
                     "stop a running job whose GPUs all stay idle (below 2% SM) this long, e.g. "
@@ -426,6 +433,7 @@ int main(int argc, char** argv) {
   add_run_as_flags(up_cmd, up.run_as_maps, up.allow_root_jobs);
   add_log_limit_flag(up_cmd, up.log_limit_mib);
   add_priority_flag(up_cmd, up.max_priorities);
+  add_jobs_cap_flag(up_cmd, up.max_jobs_per_user);
   add_idle_flags(up_cmd, up);
   add_tls_flags(up_cmd, up);
   add_container_flags(up_cmd, up);
@@ -469,6 +477,7 @@ int main(int argc, char** argv) {
                    "and PENDING again when restartable")
       ->capture_default_str();
   add_priority_flag(controller_cmd, controller_opts.max_priorities);
+  add_jobs_cap_flag(controller_cmd, controller_opts.max_jobs_per_user);
   add_idle_flags(controller_cmd, controller_opts);
   add_tls_flags(controller_cmd, controller_opts);
   add_container_flags(controller_cmd, controller_opts);

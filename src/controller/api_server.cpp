@@ -201,7 +201,7 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
       Fail(res, *why);
       return;
     }
-    auto id = impl.controller.Submit(std::move(job));
+    auto id = impl.controller.Submit(std::move(job), /*within_cap=*/!user->admin);
     if (!id) {
       Fail(res, id.failure());
       return;

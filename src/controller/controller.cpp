@@ -657,10 +657,23 @@ int Controller::MaxUserPriority(const std::string& user) const {
   return it != options_.user_max_priority.end() ? it->second : options_.max_user_priority;
 }
 
-core::Result<int64_t> Controller::Submit(store::JobRecord job) {
+core::Result<int64_t> Controller::Submit(store::JobRecord job, bool within_cap) {
   if (auto why = Unrunnable(job)) return *why;
   job.state = store::JobState::kPending;
   if (job.submit_ms == 0) job.submit_ms = Now();
+  std::unique_lock<std::mutex> capped(capped_submit_mutex_, std::defer_lock);
+  if (within_cap && options_.max_live_jobs_per_user > 0) {
+    capped.lock();  // so that concurrent submits of one user cannot all pass the count
+    auto live = store_.LiveJobIdsOf(job.user);
+    if (!live) return live.failure();
+    if (static_cast<int64_t>(live.value().size()) >= options_.max_live_jobs_per_user) {
+      return core::Error{"jobs: " + job.user + " already holds " +
+                             std::to_string(live.value().size()) +
+                             " pending or running jobs, the most one user may (an admin sets "
+                             "--max-jobs-per-user); cancel some or wait for them to end",
+                         core::ErrorCode::kForbidden, "jobs"};
+    }
+  }
   auto added = store_.AddJob(job);  // durable before anything else sees it
   if (!added) return added.failure();
   const int64_t id = added.value().id;

@@ -87,6 +87,10 @@ struct ControllerOptions {
   // names, `max_user_priority` for the others (0 by default: users can only lower their jobs'
   // priority, like `nice`; admins set any).
   int max_user_priority = 0;
+  // The live (pending, scheduled or running) jobs one non-admin user may hold at once, as Slurm's
+  // MaxSubmitJobs: each waiting job is kept whole in the controller's memory (argv and env up to
+  // 256 KiB each), so that without a cap one user could take it all. 0: no cap.
+  int64_t max_live_jobs_per_user = 10000;
   std::map<std::string, int> user_max_priority;
   // A remote node silent for this long is lost: its jobs become LOST (and PENDING again when
   // restartable), and whatever it still runs of them is stopped when it returns.
@@ -239,8 +243,11 @@ class Controller {
   // reservation). Where queues are declared (ControllerOptions::queue_weights), a job for any
   // other queue but "default" is refused too.
   std::optional<core::Error> Unrunnable(const store::JobRecord& job) const;
-  // Commits `job` (PENDING) and queues it; the id is returned after the commit.
-  core::Result<int64_t> Submit(store::JobRecord job);
+  // Commits `job` (PENDING) and queues it; the id is returned after the commit. `within_cap`
+  // (a non-admin's submit): refused (kForbidden, field "jobs") when `job.user` already holds
+  // ControllerOptions::max_live_jobs_per_user live jobs (a retry of a submit that went through is
+  // refused too once the cap is reached: the count cannot tell it from a new one).
+  core::Result<int64_t> Submit(store::JobRecord job, bool within_cap = false);
   // The highest priority non-admin `user` may set (ControllerOptions::max_user_priority).
   int MaxUserPriority(const std::string& user) const;
   // Cancels a live job (a running one is stopped with the grace period and becomes CANCELLED
@@ -550,6 +557,7 @@ class Controller {
     std::vector<core::NodeSpec> nodes;  // the nodes whose size is known
   };
   mutable std::mutex summary_mutex_;
+  std::mutex capped_submit_mutex_;  // a cap's count and the submit it admits, one at a time
   NodeSummary summary_;
   ControllerStats stats_;
 

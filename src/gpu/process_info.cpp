@@ -111,8 +111,11 @@ ProcessOwner ProcessInspector::Read(std::uint32_t pid) const {
   }
   if (cmdline.size() > kMaxCommandChars) cmdline = cmdline.substr(0, kMaxCommandChars - 3) + "...";
   owner.command = std::move(cmdline);
-  owner.job_id = JobIdFromEnviron(ReadSmallFile(dir + "/environ"));
-  if (owner.job_id.empty()) owner.job_id = JobIdFromCgroup(ReadSmallFile(dir + "/cgroup"));
+  // The cgroup first: a process cannot leave its job's cgroup, but any process may set
+  // GPUFLEET_JOB_ID to another job's id (and its GPU use would count as that job's, its command
+  // shown under it). The variable serves nodes without job cgroups.
+  owner.job_id = JobIdFromCgroup(ReadSmallFile(dir + "/cgroup"));
+  if (owner.job_id.empty()) owner.job_id = JobIdFromEnviron(ReadSmallFile(dir + "/environ"));
   return owner;
 }
 

@@ -1,8 +1,8 @@
 #pragma once
 // `ProcessInspector`: who runs a GPU process. Reads /proc/<pid> for the owner's uid (mapped to a
-// user name), the command line, and the gpufleet job it belongs to: the `GPUFLEET_JOB_ID`
-// environment marker the runner sets, or else a cgroup path the runner created
-// (".../gpufleet-job-<id>..." or ".../gpufleet/job-<id>..."). A pid that cannot be read (gone, or
+// user name), the command line, and the gpufleet job it belongs to: the cgroup path the agent
+// created (".../gpufleet-job-<id>..." or ".../gpufleet/job-<id>..."), which a process cannot
+// leave, or else (nodes without job cgroups) the `GPUFLEET_JOB_ID` variable the runner sets. A pid that cannot be read (gone, or
 // another user's environment without privileges) yields what could be read; never an error.
 #include <cstdint>
 #include <string>

@@ -48,15 +48,17 @@ TEST_F(FakeProc, ReadsOwnerCommandAndJob) {
   EXPECT_EQ(owner.uid, 0);
   EXPECT_EQ(owner.user, "root");
   EXPECT_EQ(owner.command, "python train.py --lr");
-  EXPECT_EQ(owner.job_id, "7") << "the environment marker wins over the cgroup";
+  // Found by a review: the variable came first, and any process may set it to another job's id.
+  EXPECT_EQ(owner.job_id, "8") << "the cgroup (which a process cannot leave) wins over the "
+                                  "environment (which it sets itself)";
 }
 
 TEST_F(FakeProc, CachesUntilTheEntryExpires) {
   ProcessInspector inspector(root_.string(), /*cache_seconds=*/30);
-  EXPECT_EQ(inspector.Lookup(4242, 0).job_id, "7");
-  Write("4242/environ", "");
-  EXPECT_EQ(inspector.Lookup(4242, 10).job_id, "7") << "cached";
-  EXPECT_EQ(inspector.Lookup(4242, 31).job_id, "8") << "re-read: now from the cgroup";
+  EXPECT_EQ(inspector.Lookup(4242, 0).job_id, "8");
+  Write("4242/cgroup", "0::/user.slice\n");
+  EXPECT_EQ(inspector.Lookup(4242, 10).job_id, "8") << "cached";
+  EXPECT_EQ(inspector.Lookup(4242, 31).job_id, "7") << "re-read: no job cgroup, the variable";
 }
 
 TEST_F(FakeProc, VanishedProcessYieldsEmptyOwner) {

@@ -492,6 +492,7 @@ int RunUpOnce(const UpOptions& o) {
     }
     options.own_hardware = own.value();
   }
+  options.max_live_jobs_per_user = o.max_jobs_per_user;
   for (const std::string& text : o.max_priorities) {
     const std::size_t eq = text.find('=');
     const std::string number = eq == std::string::npos ? text : text.substr(eq + 1);
