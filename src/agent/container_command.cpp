@@ -134,8 +134,7 @@ std::vector<std::string> ContainerRemoveArgv(const std::string& name, const std:
   // --volumes: the anonymous volumes of an image's VOLUME lines go with it, or every job would
   // leave them in the runtime's storage.
   if (IsDocker(host) || cidfile.empty()) return {host.runtime, "rm", "--force", "--volumes", name};
-  return {host.runtime, "rm", "--force", "--volumes", "--time=0", "--ignore", "--cidfile",
-          cidfile};
+  return {host.runtime, "rm", "--force", "--volumes", "--time=0", "--ignore", "--cidfile", cidfile};
 }
 
 pid_t SpawnQuietly(const std::vector<std::string>& args) {

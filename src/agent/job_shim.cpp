@@ -520,8 +520,8 @@ void RunShim(const ShimSpec& spec) {
     // A session keyring of its own, the job's account's: it would otherwise possess the
     // agent's (root's, with whatever root keeps there: Kerberos tickets, keys), which setuid and
     // exec keep. A kernel without keys (or a sandbox that forbids keyctl) has none to hand on.
-    if (step == 0 && syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, 0) < 0 &&
-        errno != ENOSYS && errno != EPERM) {
+    if (step == 0 && syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, 0) < 0 && errno != ENOSYS &&
+        errno != EPERM) {
       step = kShimSetUser;
     }
     if (step == 0 && chdir(spec.workdir.c_str()) != 0) step = kShimChdir;

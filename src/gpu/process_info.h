@@ -2,8 +2,9 @@
 // `ProcessInspector`: who runs a GPU process. Reads /proc/<pid> for the owner's uid (mapped to a
 // user name), the command line, and the gpufleet job it belongs to: the cgroup path the agent
 // created (".../gpufleet-job-<id>..." or ".../gpufleet/job-<id>..."), which a process cannot
-// leave, or else (nodes without job cgroups) the `GPUFLEET_JOB_ID` variable the runner sets. A pid that cannot be read (gone, or
-// another user's environment without privileges) yields what could be read; never an error.
+// leave, or else (nodes without job cgroups) the `GPUFLEET_JOB_ID` variable the runner sets. A pid
+// that cannot be read (gone, or another user's environment without privileges) yields what could be
+// read; never an error.
 #include <cstdint>
 #include <string>
 #include <string_view>

@@ -28,7 +28,7 @@ struct UpOptions {
   bool allow_root_jobs = false;             // jobs may run as root on the local node
   int64_t log_limit_mib = 1024;             // each local job's log keeps this much (0: no cap)
   std::vector<std::string> max_priorities;  // "N" (every non-admin user) or "USER=N"
-  int64_t max_jobs_per_user = 10000;  // ControllerOptions::max_live_jobs_per_user (0: no cap)
+  int64_t max_jobs_per_user = 10000;        // ControllerOptions::max_live_jobs_per_user (0: no cap)
   std::string tls = "auto";                 // auto (on unless listening on loopback), on, off
   std::vector<std::string> tls_names;       // --tls-san: more names for the certificate
   std::string autoscale;  // --autoscale FILE.toml: grow and shrink the fleet (scale/, cloud/)
