@@ -1287,10 +1287,27 @@ TEST_F(ElasticServer, AnElasticJobGrowsIntoIdleGpusAndShrinksForANewJobRestartin
   std::filesystem::remove(runs);
 }
 
+// Found by a review: a node kept every job's log for good (each up to --log-limit), so one user's
+// many chatty jobs could fill its disk. Once the controller holds the whole log and the job is
+// settled, the node's copy goes; `gpufleet logs` still shows it.
+TEST_F(UpServer, AShippedLogLeavesTheNodeOnceItsJobIsSettled) {
+  const int64_t id = json::parse(Cli("submit --json -- sh -c 'seq 1 20000'"))["id"].get<int64_t>();
+  const json done = WaitFor(id, "SUCCEEDED", 30);
+  const std::filesystem::path node_log =
+      dir_ / "node" / "logs" /
+      (std::to_string(id) + "-" + std::to_string(done["epoch"].get<int64_t>()) + ".log");
+  for (int i = 0; i < 100 && std::filesystem::exists(node_log); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_FALSE(std::filesystem::exists(node_log)) << node_log;
+  const std::string log = Cli("logs " + std::to_string(id));
+  EXPECT_NE(log.find("\n20000\n"), std::string::npos) << log.size();
+}
+
 class CappedServer : public UpServer {
  protected:
   void SetUp() override {
-    extra_up_args = {"--max-jobs-per-user", "3"};
+    extra_up_args = {"--max-jobs-per-user", "3", "--run-as-map", "bob=nobody"};
     UpServer::SetUp();
     extra_up_args.clear();
   }
@@ -1301,14 +1318,15 @@ class CappedServer : public UpServer {
 // 500 KiB took 50 GB. Now a user holds at most --max-jobs-per-user live jobs.
 TEST_F(CappedServer, AUserHoldsAtMostTheCapOfLiveJobsAndAdminsAreNotHeld) {
   const std::string bob = json::parse(Cli("users add bob --json"))["token"].get<std::string>();
+  // (bob runs as nobody, whose home is not there: in / instead.)
   std::vector<int64_t> ids;
   for (int k = 0; k < 3; ++k) {
-    auto r = Http(bob).Post("/v1/jobs", R"({"argv":["sleep","60"],"gpus":4})", "application/json");
+    auto r = Http(bob).Post("/v1/jobs", R"({"argv":["sleep","60"],"gpus":4,"workdir":"/"})", "application/json");
     ASSERT_TRUE(r && r->status == 201) << (r ? r->body : "no answer");
     ids.push_back(json::parse(r->body)["id"].get<int64_t>());
   }
   auto refused =
-      Http(bob).Post("/v1/jobs", R"({"argv":["sleep","60"],"gpus":1})", "application/json");
+      Http(bob).Post("/v1/jobs", R"({"argv":["sleep","60"],"gpus":1,"workdir":"/"})", "application/json");
   ASSERT_TRUE(refused);
   EXPECT_EQ(refused->status, 403) << refused->body;
   EXPECT_EQ(json::parse(refused->body)["field"], "jobs") << refused->body;

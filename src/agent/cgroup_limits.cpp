@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "agent/job_usage.h"
+#include "agent/runner.h"
 
 namespace gpufleet::agent {
 namespace {
@@ -555,11 +556,16 @@ std::vector<std::string> CgroupLimits::ForLaunch(
   return {};
 }
 
-void CgroupLimits::Release(int64_t id, pid_t pgid) {
+void CgroupLimits::Release(int64_t id, pid_t pgid, uint64_t pgid_start) {
   if (!available()) {
-    // Without a cgroup, the process group: killed only while it has members, so that a group id
-    // since given to an unrelated process is never signalled.
-    if (pgid > 0 && !ProcessGroupMembers(pgid).empty()) kill(-pgid, SIGKILL);
+    // Without a cgroup, the process group: killed only while it has members, and only while no
+    // other process holds its id. The kernel gives a pid to no new process while a group of that
+    // id has members, so a process there now with another start time (a pid wrap since the job
+    // ended) means the job's group is empty, and the group there is another's (another job's
+    // shim, a login) that must not be killed.
+    if (pgid <= 0 || ProcessGroupMembers(pgid).empty()) return;
+    const uint64_t now_there = ChildStartTicks(pgid);
+    if (now_there == 0 || pgid_start == 0 || now_there == pgid_start) kill(-pgid, SIGKILL);
     return;
   }
   unremoved_.insert(id);

@@ -109,9 +109,11 @@ class CgroupLimits {
       int64_t id, const JobLimits& limits, bool runtime_leaf = false,
       const std::vector<std::string>& denied_devices = {}) const;
   // Once job `id`'s main process has ended: SIGKILLs what is left of it (the processes in its
-  // cgroups; without cgroups, its process group `pgid`, when that still has members), then removes
-  // its cgroups. A cgroup whose killed processes have not gone yet is removed by a later call.
-  void Release(int64_t id, pid_t pgid);
+  // cgroups; without cgroups, its process group `pgid`, when that still has members and the
+  // group's id is not another process's now: one whose start time differs from `pgid_start`),
+  // then removes its cgroups. A cgroup whose killed processes have not gone yet is removed by a
+  // later call.
+  void Release(int64_t id, pid_t pgid, uint64_t pgid_start = 0);
   // Kills and removes again what earlier Release calls left (call it now and then).
   void ReleasePending();
   // When the agent stops for good: removes its jobs cgroup if no job cgroup is left in it (a job

@@ -1,4 +1,5 @@
 #include "agent/cgroup_limits.h"
+#include "agent/runner.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -305,6 +306,31 @@ TEST_F(CgroupLimitsTest, OnV1ADevicesHierarchyDeniesTheGpusAJobWasNotGiven) {
   // A job given every GPU is denied none.
   ASSERT_TRUE(limits.Prepare(8, JobLimits{}).ok());
   EXPECT_FALSE(fs::exists(devices / "gpufleet-jobs" / "gpufleet-job-8" / "devices.deny"));
+}
+
+// Found by a review: without cgroups, a job's process group was killed whenever a group of its
+// id had members, long after the job ended; after a pid wrap that id may be another process's
+// group (another job's shim, a login), which was killed with it.
+TEST(CgroupLimitsRelease, WithoutCgroupsAGroupWhoseIdAnotherProcessHoldsIsNotKilled) {
+  const pid_t leader = ::fork();
+  if (leader == 0) {
+    ::setsid();
+    ::pause();
+    ::_exit(0);
+  }
+  ASSERT_GT(leader, 0);
+  for (int i = 0; i < 1000 && ::getpgid(leader) != leader; ++i) ::usleep(1000);
+  ASSERT_EQ(::getpgid(leader), leader);
+  CgroupLimits none;  // no cgroups: the process group is what Release kills
+  ASSERT_FALSE(none.available());
+  const uint64_t start = ChildStartTicks(leader);
+  none.Release(1, leader, start + 1);  // the job's leader started at another time: not this one
+  ::usleep(20000);
+  int status = 0;
+  EXPECT_EQ(::waitpid(leader, &status, WNOHANG), 0) << "another's process group was killed";
+  none.Release(1, leader, start);  // the job's own group
+  ASSERT_EQ(::waitpid(leader, &status, 0), leader);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 }
 
 TEST(DeviceRule, NamesACharacterDeviceAndNothingElse) {

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -202,9 +203,25 @@ void NodeAgent::Forget(int64_t id) {
   std::filesystem::remove(RecordPath(id), ec);
   auto it = held_.find(id);
   const pid_t pgid = it == held_.end() ? 0 : static_cast<pid_t>(it->second.pid);
+  const uint64_t pgid_start = it == held_.end() ? 0 : it->second.pid_start;
+  if (it != held_.end()) {
+    // The controller keeps its copy of the log: the node's goes with the job, or every job ever
+    // run would stay on the node's disk (a user's many chatty jobs could fill it). A log the
+    // controller did not take whole (it stopped waiting for the rest) stays, for an admin.
+    const Held& h = it->second;
+    std::error_code size_ec;
+    const uintmax_t size = std::filesystem::file_size(h.log_path, size_ec);
+    if (size_ec || (h.log_acked >= 0 && static_cast<uintmax_t>(h.log_acked) >= size)) {
+      for (const std::string& path : {h.log_path, ExitFilePath(h.log_path),
+                                      FencedFilePath(h.log_path),
+                                      ContainerIdFilePath(h.log_path)}) {
+        std::filesystem::remove(path, ec);
+      }
+    }
+  }
   held_.erase(id);
   meter_.Forget(id);
-  cgroups_.Release(id, pgid);
+  cgroups_.Release(id, pgid, pgid_start);
 }
 
 core::Result<bool> NodeAgent::Recover() {
@@ -509,7 +526,12 @@ bool NodeAgent::Apply(const net::HeartbeatReply& reply) {
   bool log_progress = false;
   for (const net::LogAck& ack : reply.logs) {
     auto it = held_.find(ack.id);
-    if (it != held_.end() && listed.count({ack.id, it->second.epoch})) {
+    // Listed at the epoch held here, or not listed at all: the last ack of a job that the
+    // controller settled with this reply (an ack while another epoch is listed is not this run's).
+    const auto l = listed.lower_bound({ack.id, std::numeric_limits<int64_t>::min()});
+    const bool listed_other = it != held_.end() && l != listed.end() && l->first == ack.id &&
+                              l->second != it->second.epoch;
+    if (it != held_.end() && !listed_other) {
       log_progress |= ack.size > it->second.log_acked;
       it->second.log_acked = ack.size;
     }
@@ -566,7 +588,7 @@ core::Result<bool> NodeAgent::Beat(int64_t now_ms) {
       h.usage.set(core::UsageFigure::kOomKills,
                   std::max<int64_t>(1, h.usage.get(core::UsageFigure::kOomKills)));
     }
-    cgroups_.Release(h.id, static_cast<pid_t>(h.pid));         // what it left running goes too
+    cgroups_.Release(h.id, static_cast<pid_t>(h.pid), h.pid_start);  // what it left goes too
     std::error_code ec;
     if (std::filesystem::exists(FencedFilePath(h.log_path), ec)) {
       // Its shim stopped it when the lease ran out: the controller requeues it.

@@ -208,6 +208,30 @@ std::string DefaultShimPath() {
   return ((ec ? std::filesystem::path(".") : self.parent_path()) / "gpufleet-shim").string();
 }
 
+std::optional<std::string> UnsafeForRoot(const std::string& program) {
+  if (geteuid() != 0) return std::nullopt;
+  std::error_code ec;
+  const std::filesystem::path real = std::filesystem::canonical(program, ec);
+  if (ec) return "the shim " + program + " cannot be found: " + ec.message();
+  // The file, then every directory above it: each must be root's and writable by root alone (a
+  // directory with the sticky bit, as /tmp, lets no one else replace root's entries in it).
+  for (std::filesystem::path p = real;; p = p.parent_path()) {
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0) return "the shim's path " + p.string() + " cannot be read";
+    const bool others_write = (st.st_mode & (S_IWGRP | S_IWOTH)) != 0;
+    const bool sticky_dir = S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX) != 0;
+    if (st.st_uid != 0 || (others_write && !sticky_dir)) {
+      return "the shim " + real.string() + " is not safe to run as root: " + p.string() +
+             (st.st_uid != 0 ? " belongs to uid " + std::to_string(st.st_uid)
+                             : std::string(" is writable by others than root")) +
+             " (anyone who can replace it would run as root; install gpufleet where only root "
+             "writes)";
+    }
+    if (p == p.root_path()) break;
+  }
+  return std::nullopt;
+}
+
 std::string ExitFilePath(const std::string& log_path) { return log_path + ".exit"; }
 std::string ContainerEnvFilePath(const std::string& log_path) { return log_path + ".env"; }
 std::string ContainerIdFilePath(const std::string& log_path) { return log_path + ".cid"; }
@@ -329,6 +353,9 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
   }
   auto identity = ResolveRunAs(run_as_, spec.user, geteuid());
   if (!identity) return core::Error{"job " + std::to_string(spec.job_id) + ": " + identity.error()};
+  if (auto unsafe = UnsafeForRoot(shim_path_)) {
+    return core::Error{"job " + std::to_string(spec.job_id) + ": " + *unsafe};
+  }
   const UnixAccount& account = identity.value().account;
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(spec.log_path).parent_path(), ec);
@@ -635,9 +662,17 @@ std::vector<JobExit> Runner::Reap() {
     int status = 0;
     bool have_status = false;
     if (child.own_child) {
-      const pid_t r = waitpid(child.pid, &status, WNOHANG);
-      ended = r == child.pid || (r < 0 && errno == ECHILD);
-      have_status = r == child.pid;
+      // Seen to end without reaping it first: until it is reaped its pid, and so its process
+      // group's id, cannot be given to another process, and the group kill below reaches this
+      // job's leftovers only (after the reap, a pid wrap could give the id to another's group).
+      siginfo_t info{};
+      const int w =
+          waitid(P_PID, static_cast<id_t>(child.pid), &info, WEXITED | WNOHANG | WNOWAIT);
+      ended = (w == 0 && info.si_pid == child.pid) || (w < 0 && errno == ECHILD);
+      if (ended && w == 0) {
+        if (child.stopping) kill(-child.pid, SIGKILL);
+        have_status = waitpid(child.pid, &status, 0) == child.pid;
+      }
     } else {
       // Gone, or the pid reused; or it had ended before it was adopted.
       ended = child.ended || ProcessStartTicks(child.pid) != child.start_ticks;
@@ -665,9 +700,15 @@ std::vector<JobExit> Runner::Reap() {
         e.signal = SIGKILL;  // ended unseen, with no record: it was killed
         e.exit_code = 128 + SIGKILL;
       }
-      // Nothing of the job's group may outlive it after a stop. (The group id cannot be reused
-      // while members are left; a job that ended before it was adopted is not signalled.)
-      if (child.stopping && !child.ended) kill(-child.pid, SIGKILL);
+      // Nothing of an adopted job's group may outlive it after a stop (our own child's group was
+      // killed before its reap, above). The group id cannot be given to another process while
+      // members are left; a pid that another process holds now means the group is empty, and
+      // that process's group is not this job's. A job that ended before it was adopted is not
+      // signalled.
+      if (!child.own_child && child.stopping && !child.ended) {
+        const uint64_t now_there = ChildStartTicks(child.pid);
+        if (now_there == 0 || now_there == child.start_ticks) kill(-child.pid, SIGKILL);
+      }
       exits.push_back(e);
       // A container job's env file (its variables) goes with it; a host job has none. So do
       // the mounts its shim made for the runtime, if the shim was killed before it removed them.

@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -92,6 +93,11 @@ struct JobExit {
 std::string ContainerIdFilePath(const std::string& log_path);
 // Where a job's exit status is recorded ("<code> <signal> <oom events>").
 std::string ExitFilePath(const std::string& log_path);
+// Run as root, why `program` (the shim) must not be run: it or a directory above it belongs to
+// another account, or others than root may write there (a sticky directory such as /tmp is
+// fine: no one else may replace root's entries in it); nothing when it is safe, or when this
+// process is not root.
+std::optional<std::string> UnsafeForRoot(const std::string& program);
 // A container job's env file (private to the agent; removed with the job's other files).
 std::string ContainerEnvFilePath(const std::string& log_path);
 // The start time of process `pid` in clock ticks since boot (field 22 of /proc/PID/stat); 0 when

@@ -451,6 +451,31 @@ TEST_F(RunnerTest, AJobGetsItsOwnKeyringAndNotTheAgentsOomScoreOrNiceValue) {
   EXPECT_NE(log.find(score_set ? "score=0 nice=0" : "nice=0"), std::string::npos) << log;
 }
 
+// Found by a review: a root agent ran whatever shim it found beside its binary, so whoever could
+// write there (a build tree of another account) ran code as root with the next job.
+TEST_F(RunnerTest, ARootAgentRefusesAShimOthersCouldReplace) {
+  if (geteuid() != 0) GTEST_SKIP() << "the check is for root agents";
+  EXPECT_FALSE(UnsafeForRoot(GPUFLEET_SHIM_BINARY).has_value())
+      << *UnsafeForRoot(GPUFLEET_SHIM_BINARY);
+  const std::filesystem::path open_dir = dir_ / "open";
+  std::filesystem::create_directories(open_dir);
+  std::filesystem::permissions(open_dir, std::filesystem::perms::all);  // 0777, not sticky
+  std::filesystem::copy_file(GPUFLEET_SHIM_BINARY, open_dir / "gpufleet-shim");
+  Runner runner(TestPolicy(), (open_dir / "gpufleet-shim").string());
+  auto refused = runner.Launch(Spec(16, {"true"}));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().find("writable by others than root"), std::string::npos)
+      << refused.error();
+  // Made root's own again, it runs.
+  std::filesystem::permissions(open_dir, std::filesystem::perms::owner_all |
+                                             std::filesystem::perms::group_read |
+                                             std::filesystem::perms::group_exec |
+                                             std::filesystem::perms::others_read |
+                                             std::filesystem::perms::others_exec);
+  ASSERT_TRUE(runner.Launch(Spec(17, {"true"})).ok());
+  EXPECT_EQ(WaitExits(runner, 1).size(), 1U);
+}
+
 // Security finding 10: a job's log had no cap. With one, the first bytes are kept, one line says
 // the rest was dropped, and the job is never blocked by its output.
 TEST_F(RunnerTest, ALogLimitKeepsTheFirstBytesAndSaysTheRestWasDropped) {

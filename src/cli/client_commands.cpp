@@ -17,6 +17,7 @@
 #include "cli/advise_commands.h"
 #include "cli/client_http.h"
 #include "core/duration.h"
+#include "core/text.h"
 #include "net/failover_client.h"
 #include "net/http_client.h"
 
@@ -135,63 +136,7 @@ namespace {
 using nlohmann::json;
 }  // namespace
 
-namespace {
-
-// The UTF-8 length of the bidirectional formatting character at `text[i]`, or 0 when none is.
-std::size_t BidiControlLength(std::string_view text, std::size_t i) {
-  const auto at = [&](std::size_t k) {
-    return i + k < text.size() ? static_cast<unsigned char>(text[i + k]) : 0;
-  };
-  if (at(0) == 0xD8 && at(1) == 0x9C) return 2;  // U+061C
-  if (at(0) != 0xE2) return 0;
-  if (at(1) == 0x80 && (at(2) == 0x8E || at(2) == 0x8F || (at(2) >= 0xAA && at(2) <= 0xAE))) {
-    return 3;  // U+200E, U+200F, U+202A..U+202E
-  }
-  if (at(1) == 0x81 && at(2) >= 0xA6 && at(2) <= 0xA9) return 3;  // U+2066..U+2069
-  return 0;
-}
-
-// Its code point as four lower-case hex digits (only for what BidiControlLength accepted).
-std::string BidiControlCode(std::string_view text, std::size_t i) {
-  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[i + k]); };
-  const unsigned code = byte(0) == 0xD8
-                            ? 0x0600u | (byte(1) & 0x3Fu)
-                            : (0x2u << 12) | ((byte(1) & 0x3Fu) << 6) | (byte(2) & 0x3Fu);
-  char buf[8];
-  std::snprintf(buf, sizeof buf, "%04x", code);
-  return buf;
-}
-
-}  // namespace
-
-std::string Printable(std::string_view text) {
-  static const char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    // C1 controls arrive in UTF-8 as 0xC2 0x80..0x9F; some terminals obey them too (CSI).
-    const bool c1 = c == 0xC2 && i + 1 < text.size() &&
-                    static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
-                    static_cast<unsigned char>(text[i + 1]) <= 0x9F;
-    // Bidirectional formatting characters (U+061C, U+200E-200F, U+202A-202E, U+2066-2069) let a
-    // name reorder what a terminal shows around it (a job name that seems to be another user's).
-    const std::size_t bidi = BidiControlLength(text, i);
-    if (bidi > 0) {
-      out += "\\u";
-      out += BidiControlCode(text, i);
-      i += bidi - 1;
-    } else if (c < 0x20 || c == 0x7F || c1) {
-      const unsigned char shown = c1 ? static_cast<unsigned char>(text[++i]) : c;
-      out += "\\x";
-      out += kHex[shown >> 4];
-      out += kHex[shown & 0xF];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
+std::string Printable(std::string_view text) { return core::Printable(text); }
 
 void SetHttpsHandoff(void (*handoff)()) { https_handoff = handoff; }
 

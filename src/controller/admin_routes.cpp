@@ -6,6 +6,7 @@
 #include "controller/auth.h"
 #include "core/node.h"
 #include "net/json_input.h"
+#include "net/node_protocol.h"
 
 namespace gpufleet::controller {
 namespace {
@@ -245,6 +246,7 @@ void AddAdminRoutes(net::HttpServer& server, Controller& controller, const std::
     auto admin = Admin(controller, req, res);
     if (!admin) return;
     const std::string node = req.matches[1];
+    if (!net::IsNodeName(node)) return Fail(res, 400, "node: not a node name", "node");
     auto revoked = controller.store().RevokeNodeTokens(node);
     if (!revoked) return Fail(res, 503, revoked.error());
     Audit(controller, *admin, "node credentials revoked",
@@ -278,6 +280,7 @@ void AddAdminRoutes(net::HttpServer& server, Controller& controller, const std::
         reason = j["reason"].get<std::string>();
       }
       const std::string node = req.matches[1];
+      if (!net::IsNodeName(node)) return Fail(res, 400, "node: not a node name", "node");
       auto done = drain ? controller.Drain(node, gpu, reason, admin->name)
                         : controller.Undrain(node, gpu);
       if (!done) return Fail(res, done.failure());

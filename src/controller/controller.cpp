@@ -1409,6 +1409,7 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
   }
 
   std::vector<int64_t> touched;
+  std::vector<net::LogAck> acked;  // what this beat's logs came to (settled jobs' too, below)
   for (const net::ReportedJob& rep : beat.jobs) {
     auto it = active_.find(rep.id);
     if (it == active_.end() || it->second.job.epoch != rep.epoch || rep.rank < 0 ||
@@ -1424,6 +1425,7 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
       }
     }
     r.log_total = rep.log_size;
+    acked.push_back({rep.id, rep.rank, r.log_acked});
     if (r.ended) continue;
     if (rep.usage.measured()) {
       r.host_usage = rep.usage;
@@ -1514,6 +1516,11 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
       reply.assignments.push_back(std::move(x));
       reply.logs.push_back({id, static_cast<int>(k), r.log_acked});
     }
+  }
+  // A job settled by this beat is listed no more; its log's last ack still goes, so that the
+  // agent knows the controller holds the whole log and may delete its own copy.
+  for (const net::LogAck& ack : acked) {
+    if (active_.count(ack.id) == 0) reply.logs.push_back(ack);
   }
   if (freed) {
     woken_ = true;

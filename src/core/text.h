@@ -24,4 +24,9 @@ std::string TruncateUtf8(std::string_view text, std::size_t max_bytes);
 // quoted attribute values.
 std::string HtmlEscape(std::string_view text);
 
+// `text` safe to print on a terminal or in a log line: C0 and C1 control characters as \xNN and
+// bidirectional formatting characters (which reorder what is shown around them) as \uNNNN;
+// other UTF-8 unchanged. For text that came from outside (job names, what a node reports).
+std::string Printable(std::string_view text);
+
 }  // namespace gpufleet::core

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/node.h"
+#include "core/text.h"
 #include "net/host_usage_json.h"
 #include "net/json_input.h"
 
@@ -236,7 +237,9 @@ core::Result<Heartbeat> ParseHeartbeat(const std::string& body) {
         b.limits != "cgroup-v2-memory") {
       throw InputFieldError("limits", "must be none, cgroup-v1, cgroup-v2 or cgroup-v2-memory");
     }
-    b.limits_why = CheckedString(j, "limits_why", 1024, "");
+    // Free text a node says, shown in `gpufleet nodes` and the controller's log: no control
+    // characters (a line break would forge a log line; an escape sequence a terminal command).
+    b.limits_why = core::Printable(CheckedString(j, "limits_why", 1024, ""));
     b.wait_ms = CheckedInt(j, "wait_ms", 0, 3600 * 1000, 0);
     if (j.contains("images")) {
       const json& images = j["images"];
@@ -277,7 +280,7 @@ core::Result<Heartbeat> ParseHeartbeat(const std::string& body) {
         g.job_sm.emplace_back(id, CheckedNumber(pair[1], "figures[].jobs[][1]", 0, 100));
       }
       g.healthy = CheckedBool(f, "ok", true);
-      if (!g.healthy) g.health_reason = CheckedString(f, "why", 1024, "");
+      if (!g.healthy) g.health_reason = core::Printable(CheckedString(f, "why", 1024, ""));
       b.figures.push_back(g);
     }
     b.gpu_links = ReadGpuLinks(j, b.gpus);
@@ -315,12 +318,16 @@ core::Result<Heartbeat> ParseHeartbeat(const std::string& body) {
       b.jobs.push_back(std::move(job));
     }
   });
-  if (parsed && (parsed.value().node.empty() ||
-                 parsed.value().node.find_first_of(",/ \t\n") != std::string::npos)) {
+  if (parsed && !IsNodeName(parsed.value().node)) {
     return core::Error{"node: must be 1-64 characters without commas, slashes or spaces",
                        core::ErrorCode::kInvalid, "node"};
   }
   return parsed;
+}
+
+bool IsNodeName(std::string_view name) {
+  return !name.empty() && name.size() <= 64 && name.find_first_of(",/ ") == std::string::npos &&
+         core::Printable(name) == name;
 }
 
 core::Result<HeartbeatReply> ParseHeartbeatReply(const std::string& body) {

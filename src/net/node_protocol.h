@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -136,6 +137,9 @@ std::string ToJson(const Heartbeat& beat);
 std::string ToJson(const HeartbeatReply& reply);
 // Errors name the bad field.
 core::Result<Heartbeat> ParseHeartbeat(const std::string& body);
+// Whether `name` may name a node: 1-64 bytes, no comma, slash, space, control or bidirectional
+// formatting character (names are shown in tables and logs, and end up in URL paths).
+bool IsNodeName(std::string_view name);
 core::Result<HeartbeatReply> ParseHeartbeatReply(const std::string& body);
 
 std::string Base64Encode(const std::string& bytes);

@@ -124,6 +124,17 @@ TEST(NodeProtocol, BadHeartbeatsNameWhatIsWrong) {
   EXPECT_NE(ParseHeartbeat(R"({"node":"a","gpus":1,"limits":"cgroup-v9"})").error().find("limits"),
             std::string::npos);
   EXPECT_TRUE(ParseHeartbeat(R"({"node":"a","gpus":1,"limits":"cgroup-v2-memory"})").ok());
+  // Found by a review: what a node says is printed to the controller's log and terminals; a line
+  // break in it forged log lines, an escape sequence reached terminals.
+  auto said = ParseHeartbeat(
+      R"({"node":"a","gpus":1,"limits_why":"x\ngpufleet: admin token is ...\u001b[2J"})");
+  ASSERT_TRUE(said.ok()) << said.error();
+  EXPECT_EQ(said.value().limits_why, "x\\x0agpufleet: admin token is ...\\x1b[2J");
+  EXPECT_FALSE(ParseHeartbeat(R"({"node":"a\rb","gpus":1})").ok()) << "no control characters";
+  EXPECT_FALSE(ParseHeartbeat(R"({"node":"a\u001bb","gpus":1})").ok());
+  EXPECT_TRUE(IsNodeName("gpu-07.rack3"));
+  EXPECT_FALSE(IsNodeName("a\u202eb"));
+  EXPECT_FALSE(IsNodeName(""));
   const std::string job = R"({"node":"a","gpus":1,"jobs":[{"id":1,"epoch":1,"state":"running",)";
   EXPECT_NE(ParseHeartbeat(job + R"("usage":{"source":"cgroup-v1","oom_kills":-1}}]})")
                 .error()
