@@ -1321,12 +1321,13 @@ TEST_F(CappedServer, AUserHoldsAtMostTheCapOfLiveJobsAndAdminsAreNotHeld) {
   // (bob runs as nobody, whose home is not there: in / instead.)
   std::vector<int64_t> ids;
   for (int k = 0; k < 3; ++k) {
-    auto r = Http(bob).Post("/v1/jobs", R"({"argv":["sleep","60"],"gpus":4,"workdir":"/"})", "application/json");
+    auto r = Http(bob).Post("/v1/jobs", R"({"argv":["sleep","60"],"gpus":4,"workdir":"/"})",
+                            "application/json");
     ASSERT_TRUE(r && r->status == 201) << (r ? r->body : "no answer");
     ids.push_back(json::parse(r->body)["id"].get<int64_t>());
   }
-  auto refused =
-      Http(bob).Post("/v1/jobs", R"({"argv":["sleep","60"],"gpus":1,"workdir":"/"})", "application/json");
+  auto refused = Http(bob).Post("/v1/jobs", R"({"argv":["sleep","60"],"gpus":1,"workdir":"/"})",
+                                "application/json");
   ASSERT_TRUE(refused);
   EXPECT_EQ(refused->status, 403) << refused->body;
   EXPECT_EQ(json::parse(refused->body)["field"], "jobs") << refused->body;

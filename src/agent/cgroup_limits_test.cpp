@@ -1,5 +1,4 @@
 #include "agent/cgroup_limits.h"
-#include "agent/runner.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -10,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include "agent/runner.h"
 
 namespace gpufleet::agent {
 namespace {

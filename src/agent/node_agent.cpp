@@ -212,9 +212,9 @@ void NodeAgent::Forget(int64_t id) {
     std::error_code size_ec;
     const uintmax_t size = std::filesystem::file_size(h.log_path, size_ec);
     if (size_ec || (h.log_acked >= 0 && static_cast<uintmax_t>(h.log_acked) >= size)) {
-      for (const std::string& path : {h.log_path, ExitFilePath(h.log_path),
-                                      FencedFilePath(h.log_path),
-                                      ContainerIdFilePath(h.log_path)}) {
+      for (const std::string& path :
+           {h.log_path, ExitFilePath(h.log_path), FencedFilePath(h.log_path),
+            ContainerIdFilePath(h.log_path)}) {
         std::filesystem::remove(path, ec);
       }
     }

@@ -666,8 +666,7 @@ std::vector<JobExit> Runner::Reap() {
       // group's id, cannot be given to another process, and the group kill below reaches this
       // job's leftovers only (after the reap, a pid wrap could give the id to another's group).
       siginfo_t info{};
-      const int w =
-          waitid(P_PID, static_cast<id_t>(child.pid), &info, WEXITED | WNOHANG | WNOWAIT);
+      const int w = waitid(P_PID, static_cast<id_t>(child.pid), &info, WEXITED | WNOHANG | WNOWAIT);
       ended = (w == 0 && info.si_pid == child.pid) || (w < 0 && errno == ECHILD);
       if (ended && w == 0) {
         if (child.stopping) kill(-child.pid, SIGKILL);

@@ -467,11 +467,10 @@ TEST_F(RunnerTest, ARootAgentRefusesAShimOthersCouldReplace) {
   EXPECT_NE(refused.error().find("writable by others than root"), std::string::npos)
       << refused.error();
   // Made root's own again, it runs.
-  std::filesystem::permissions(open_dir, std::filesystem::perms::owner_all |
-                                             std::filesystem::perms::group_read |
-                                             std::filesystem::perms::group_exec |
-                                             std::filesystem::perms::others_read |
-                                             std::filesystem::perms::others_exec);
+  std::filesystem::permissions(
+      open_dir, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+                    std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+                    std::filesystem::perms::others_exec);
   ASSERT_TRUE(runner.Launch(Spec(17, {"true"})).ok());
   EXPECT_EQ(WaitExits(runner, 1).size(), 1U);
 }

@@ -18,9 +18,9 @@
 #include <utility>
 #include <vector>
 
+#include "core/container.h"
 #include "core/gpu_links.h"
 #include "core/host_usage.h"
-#include "core/container.h"
 #include "core/result.h"
 
 namespace gpufleet::net {
