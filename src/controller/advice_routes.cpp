@@ -278,12 +278,10 @@ void AddAdviceRoutes(net::HttpServer& server, Controller& controller) {
     if (by != "user" && by != "queue" && by != "model") {
       return Fail(res, 400, "by: one of user, queue, model", "by");
     }
-    auto rows = controller.store().ReportRows(NowMs() - since_s * 1000);
+    // A user's report covers their own jobs only, read as such.
+    auto rows =
+        controller.store().ReportRows(NowMs() - since_s * 1000, caller->admin ? "" : caller->name);
     if (!rows) return Fail(res, 503, rows.error());
-    if (!caller->admin) {  // a user's report covers their own jobs only
-      std::erase_if(rows.value(),
-                    [&](const store::JobReportRow& r) { return r.user != caller->name; });
-    }
     json out = FleetReport(rows.value(), by);
     out["since_s"] = since_s;
     out["scope"] = caller->admin ? "fleet" : "user " + caller->name;

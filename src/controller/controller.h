@@ -298,6 +298,9 @@ class Controller {
   // for the whole of it: the decisions a pass would make now (`Schedule` on a copy of the
   // random generator: nothing changes) and the explanation; for 10,000 waiting jobs on 1,000
   // nodes tens of milliseconds (sched/explain_test), during which passes and heartbeats wait.
+  // So that callers cannot keep the lock taken (a user asking in a loop, from many
+  // connections), one explanation is made at a time, and one made less than
+  // `kExplainReuseMs` ago with no pass since is answered again instead of made anew.
   // Running jobs end by their time limit, or by their predicted run time where the predictor has
   // learnt the class (not its fixed prior).
   struct QueueExplanation {
@@ -309,6 +312,9 @@ class Controller {
     int nodes = 1;
   };
   std::vector<QueueExplanation> ExplainQueue(int64_t now_ms) const;
+  static constexpr int64_t kExplainReuseMs = 1000;
+  // How many explanations ExplainQueue has made (not answered again), for tests and /metrics.
+  int64_t ExplanationsMade() const;
   // For the autoscaler (controller/autoscaler.h). What it plans from: the cluster as placement
   // sees it, each node's name, and since when each alive node has run nothing (-1: busy or not
   // alive), with the waiting jobs.
@@ -557,7 +563,13 @@ class Controller {
     std::vector<core::NodeSpec> nodes;  // the nodes whose size is known
   };
   mutable std::mutex summary_mutex_;
-  std::mutex capped_submit_mutex_;  // a cap's count and the submit it admits, one at a time
+  std::mutex capped_submit_mutex_;
+  // ExplainQueue's latest explanation: made at `explained_ms`, after `explained_passes` passes.
+  mutable std::mutex explain_mutex_;  // one explanation made at a time; taken before mutex_
+  mutable std::vector<QueueExplanation> explained_;
+  mutable int64_t explained_ms_ = 0;
+  mutable int64_t explained_passes_ = -1;
+  mutable int64_t explanations_made_ = 0;  // a cap's count and the submit it admits, one at a time
   NodeSummary summary_;
   ControllerStats stats_;
 

@@ -8,8 +8,18 @@
 
 namespace gpufleet::controller {
 
+int64_t Controller::ExplanationsMade() const {
+  std::lock_guard<std::mutex> one(explain_mutex_);
+  return explanations_made_;
+}
+
 std::vector<Controller::QueueExplanation> Controller::ExplainQueue(int64_t now_ms) const {
+  std::lock_guard<std::mutex> one(explain_mutex_);
   std::lock_guard<std::mutex> lock(mutex_);
+  if (explained_passes_ == stats_.passes && now_ms >= explained_ms_ &&
+      now_ms - explained_ms_ < kExplainReuseMs) {
+    return explained_;
+  }
   const int64_t now_s = now_ms / 1000;
   std::vector<sched::ExplainRunning> running;
   std::vector<sched::RunningJob> runs;
@@ -61,6 +71,10 @@ std::vector<Controller::QueueExplanation> Controller::ExplainQueue(int64_t now_m
     e.why = std::move(why);
     out.push_back(std::move(e));
   }
+  explained_ = out;
+  explained_ms_ = now_ms;
+  explained_passes_ = stats_.passes;
+  ++explanations_made_;
   return out;
 }
 

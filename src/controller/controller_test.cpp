@@ -248,6 +248,31 @@ TEST_F(ControllerTest, AJobThatCannotFitIsExplainedByTheRunningJobWhoseEndFreesI
   EXPECT_TRUE(ctl.ExplainQueue(now_ms_).empty());
 }
 
+// Found by a review: each explanation took the controller's lock for a whole scheduling pass, so
+// a user asking in a loop from many connections kept heartbeats waiting until nodes were lost.
+// One made less than a second ago with no pass since is answered again.
+TEST_F(ControllerTest, AnExplanationIsReusedUntilAPassOrASecondHasGone) {
+  Controller& ctl = Make();
+  FakeAgent a("a");
+  ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
+  const int64_t big = Submit(3, /*time_limit_s=*/2400);
+  Step({&a});
+  const int64_t waiting = Submit(2);
+  Step({&a});
+  const int64_t made = ctl.ExplanationsMade();
+  ASSERT_EQ(ctl.ExplainQueue(now_ms_).size(), 1u);
+  for (int k = 0; k < 50; ++k) EXPECT_EQ(ctl.ExplainQueue(now_ms_ + k * 10)[0].why.id, waiting);
+  EXPECT_EQ(ctl.ExplanationsMade(), made + 1) << "made once, answered 50 more times";
+  ctl.ExplainQueue(now_ms_ + Controller::kExplainReuseMs);
+  EXPECT_EQ(ctl.ExplanationsMade(), made + 2) << "a second later: made anew";
+  a.End(big, 0);
+  Step({&a});  // passes: the waiting job starts
+  Step({&a});
+  EXPECT_TRUE(ctl.ExplainQueue(now_ms_ + Controller::kExplainReuseMs).empty())
+      << "passes since: made anew, not the old answer";
+  EXPECT_EQ(ctl.ExplanationsMade(), made + 3);
+}
+
 // Before, any name was a queue with a fair share of its own: a user spreading jobs over made-up
 // queues outweighed the admin's quotas and preempted another team's jobs.
 TEST_F(ControllerTest, WhereQueuesAreDeclaredAJobForAnyOtherQueueIsRefusedNamingTheField) {

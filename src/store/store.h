@@ -316,10 +316,12 @@ class Store {
   virtual core::Result<std::vector<JobEvent>> Events(int64_t job_id) = 0;
   // Usage series: `PutJobUsage` adds or replaces each record by job id, in one transaction;
   // `GetJobUsage` reads one (none: never measured). `ReportRows` lists the jobs that ended at or
-  // after `since_ms` with a usage record, in id order.
+  // after `since_ms` with a usage record, in id order: `user`'s only ("" : every user's), chosen
+  // by the query, so that a user's report never reads the whole fleet's rows.
   virtual core::Result<bool> PutJobUsage(const std::vector<JobUsageRecord>& records) = 0;
   virtual core::Result<std::optional<JobUsageRecord>> GetJobUsage(int64_t job_id) = 0;
-  virtual core::Result<std::vector<JobReportRow>> ReportRows(int64_t since_ms) = 0;
+  virtual core::Result<std::vector<JobReportRow>> ReportRows(int64_t since_ms,
+                                                             const std::string& user = "") = 0;
   // The node registry: `PutNode` adds or replaces a node by name (keeping its first_seen_ms);
   // `Nodes` lists them by name.
   virtual core::Result<bool> PutNode(const NodeRecord& node) = 0;

@@ -877,6 +877,10 @@ TEST_P(StoreTest, KeepsUsageSeriesAndListsEndedJobsForTheReport) {
   EXPECT_EQ(rows.value()[0].reason, "idle for 30 min");
   EXPECT_EQ(rows.value()[0].gpu_model, "H100");
   EXPECT_TRUE(store_->ReportRows(6000).value().empty());
+  // One user's rows, chosen by the query.
+  EXPECT_EQ(store_->ReportRows(4000, "alice").value().size(), 1u);
+  EXPECT_TRUE(store_->ReportRows(4000, "bob").value().empty());
+  EXPECT_TRUE(store_->ReportRows(4000, "alice' OR '1'='1").value().empty());
 }
 
 
