@@ -31,6 +31,10 @@ using std::chrono::milliseconds;
 constexpr uint64_t kListenerId = 0;
 constexpr uint64_t kWakeId = 1;
 constexpr std::size_t kReadChunk = 16 * 1024;
+// Answers up to this size are never refused for the unread budgets (errors, heartbeats, pings).
+constexpr std::size_t kUnreadExemptBytes = 64 * 1024;
+// A writing connection's deadline moves only after this much of its answer went out (or all).
+constexpr std::size_t kMinWriteProgressBytes = 64 * 1024;
 // After an answer that ends the connection, unread request bytes are drained for a while so that
 // closing does not reset the connection before the client has read the answer.
 constexpr auto kLingerTime = milliseconds(2000);
@@ -92,6 +96,8 @@ struct Conn {
   std::size_t head_scan = 0;
   std::string out;  // to send
   std::size_t out_pos = 0;
+  std::size_t counted = 0;            // bytes of `out` counted in the server's unread totals
+  std::size_t sent_since_progress = 0;  // sent since `write_progress` last moved
   bool close_after = false;
   std::unique_ptr<Exchange> ex;     // the request being read
   uint32_t events = 0;              // registered with epoll
@@ -169,6 +175,9 @@ struct HttpServer::Impl {
   // --- I/O thread only -------------------------------------------------------------------------
   std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns;
   std::unordered_map<std::string, int> per_ip;
+  // Answer bytes that wait for their clients (Conn::counted), in all and by limit key.
+  std::size_t unread_total = 0;
+  std::unordered_map<std::string, std::size_t> unread_by_key;
   std::vector<uint64_t> dead;
   int open_count = 0;
   uint64_t next_id = 2;
@@ -257,6 +266,7 @@ struct HttpServer::Impl {
   void Close(Conn& c) {
     if (c.closed) return;
     c.closed = true;
+    Account(c);
     if (c.stream) {
       c.stream->Detach();
       c.stream.reset();
@@ -270,11 +280,42 @@ struct HttpServer::Impl {
     dead.push_back(c.id);
   }
 
+  // Keeps the unread totals in step with what `c` holds to send (nothing once it is closed).
+  void Account(Conn& c) {
+    const std::size_t now = c.closed ? 0 : c.out.size() - c.out_pos;
+    if (now == c.counted) return;
+    std::size_t& by_key = unread_by_key[c.limit_key];
+    unread_total = unread_total - c.counted + now;
+    by_key = by_key - c.counted + now;
+    if (by_key == 0) unread_by_key.erase(c.limit_key);
+    c.counted = now;
+  }
+
   void QueueAnswer(Conn& c, std::string bytes, bool close_after) {
+    if (bytes.size() > kUnreadExemptBytes) {
+      const auto key = unread_by_key.find(c.limit_key);
+      const std::size_t by_key = key == unread_by_key.end() ? 0 : key->second;
+      if (unread_total + bytes.size() > options.max_unread_bytes ||
+          by_key + bytes.size() > options.max_unread_bytes_per_address) {
+        httplib::Response res;
+        res.status = 503;
+        static const httplib::Request kNoRequest;
+        router.ErrorAnswer(c.ex ? c.ex->req : kNoRequest, res,
+                           "too many answers wait unread" +
+                               std::string(by_key + bytes.size() >
+                                                   options.max_unread_bytes_per_address
+                                               ? " by this address"
+                                               : "") +
+                               "; read them, then ask again");
+        bytes = wire::FormatResponse(res, false, false);
+        close_after = true;
+      }
+    }
     c.ex.reset();
     c.state = ConnState::kWriting;
     c.close_after = close_after;
     c.write_progress = Clock::now();
+    c.sent_since_progress = 0;
     if (c.out.empty()) {
       c.out = std::move(bytes);
     } else {
@@ -294,14 +335,29 @@ struct HttpServer::Impl {
     QueueAnswer(c, wire::FormatResponse(res, false, false), true);
   }
 
+  // `n` more bytes of `c.out` went out: progress once kMinWriteProgressBytes have since the last
+  // time (or the answer is out), so that trickle reads do not keep a connection's deadline away.
+  void Progressed(Conn& c, std::size_t n) {
+    c.sent_since_progress += n;
+    if (c.sent_since_progress >= kMinWriteProgressBytes || c.out_pos == c.out.size()) {
+      c.write_progress = Clock::now();
+      c.sent_since_progress = 0;
+    }
+  }
+
   void Flush(Conn& c) {
+    FlushOut(c);
+    Account(c);
+  }
+
+  void FlushOut(Conn& c) {
     c.write_wants_read = false;
     while (!c.closed && c.ssl && c.out_pos < c.out.size()) {
       std::size_t n = 0;
       ERR_clear_error();
       if (SSL_write_ex(c.ssl.get(), c.out.data() + c.out_pos, c.out.size() - c.out_pos, &n) == 1) {
         c.out_pos += n;
-        c.write_progress = Clock::now();
+        Progressed(c, n);
         continue;
       }
       const int error = SSL_get_error(c.ssl.get(), 0);
@@ -319,7 +375,7 @@ struct HttpServer::Impl {
           send(c.fd, c.out.data() + c.out_pos, c.out.size() - c.out_pos, MSG_NOSIGNAL);
       if (n > 0) {
         c.out_pos += static_cast<std::size_t>(n);
-        c.write_progress = Clock::now();
+        Progressed(c, static_cast<std::size_t>(n));
       } else if (n < 0 && errno == EINTR) {
         continue;
       } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {

@@ -49,8 +49,15 @@ struct HttpServerOptions {
   std::size_t max_body_bytes = 64 * 1024;
   // An idle kept-alive connection (no byte of a next request) is closed after this.
   int keep_alive_s = 2;
-  // An answer the client does not read for this long is dropped with its connection.
+  // An answer the client does not read for this long is dropped with its connection; reading
+  // counts only by `kMinWriteProgressBytes` (or the rest of the answer) at a time, so a client
+  // that takes a byte now and then cannot hold an answer in memory for long.
   int io_timeout_s = 5;
+  // Answer bytes waiting for their clients to read them, all connections together and those of
+  // one client address (ConnectionLimitKey): an answer above 64 KiB that would pass either is
+  // replaced by a 503, and its connection closed. Slow readers cannot take the server's memory.
+  std::size_t max_unread_bytes = std::size_t{1} << 30;
+  std::size_t max_unread_bytes_per_address = std::size_t{64} << 20;
   // The whole request (head and body) must arrive within this from the connection's opening or
   // its previous answer, else 408 and the connection is closed: slow-loris clients cannot stay.
   int request_deadline_ms = 10000;

@@ -263,6 +263,66 @@ TEST(HttpServer, SlowLorisConnectionsAreClosedAtTheDeadlineAndCostNoWorker) {
   for (int fd : drips) close(fd);
 }
 
+// Found by a review: an answer waited whole in memory as long as its client read a byte every
+// few seconds, so slow readers of big answers (16 MiB job lists) from many connections held
+// gigabytes. Unread answers now have a budget per address and in all, and a trickle of reads
+// does not keep a connection alive.
+TEST(HttpServer, SlowReadersOfBigAnswersHoldNoMoreThanTheUnreadBudget) {
+  HttpServerOptions options;
+  options.threads = 2;
+  options.io_timeout_s = 1;
+  options.max_unread_bytes_per_address = 24u << 20;
+  const std::string big(16u << 20, 'x');
+  Served s(options, [&big](HttpServer& server) {
+    server.Get("/big", [&big](const httplib::Request&, httplib::Response& res) {
+      res.set_content(big, "text/plain");
+    });
+  });
+  // Clients that do not read: the first one's answer waits (less what the kernel took).
+  auto slow_client = [&] {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const int small = 4096;
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    timeval tv{5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(s.port()));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    EXPECT_TRUE(SendAll(fd, "GET /big HTTP/1.1\r\nHost: a\r\n\r\n"));
+    return fd;
+  };
+  const int first = slow_client();
+  std::this_thread::sleep_for(milliseconds(300));
+  const int second = slow_client();  // 16 MiB more would pass the address's 24 MiB
+  const std::string refused = ReadAnswer(second);
+  EXPECT_EQ(StatusOf(refused), 503) << refused.substr(0, 200);
+  EXPECT_NE(ErrorOf(refused).find("unread"), std::string::npos) << refused.substr(0, 300);
+  close(second);
+  // The first client trickles, 2 KiB every 200 ms: too little for its answer to move on (on
+  // loopback the kernel does not even wake the server for it; where it would, the server counts
+  // progress only by 64 KiB), so it is closed after about io_timeout_s, and its share of the
+  // budget is free again (the kernel may still hand it what it had taken).
+  std::atomic<bool> stop{false};
+  std::thread trickle([&] {
+    char chunk[2048];
+    while (!stop && recv(first, chunk, sizeof chunk, 0) > 0) {
+      std::this_thread::sleep_for(milliseconds(200));
+    }
+  });
+  std::this_thread::sleep_for(milliseconds(2500));
+  httplib::Client client("127.0.0.1", s.port());
+  auto r = client.Get("/big");
+  stop = true;
+  shutdown(first, SHUT_RDWR);
+  trickle.join();
+  close(first);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << "the trickling reader still holds its answer: " << r->body.substr(0, 200);
+  EXPECT_EQ(r->body.size(), big.size());
+}
+
 TEST(HttpServer, ReservedPrefixIsServedWhileEveryUserWorkerIsBusy) {
   HttpServerOptions options;
   options.threads = 2;
