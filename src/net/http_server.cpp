@@ -96,7 +96,7 @@ struct Conn {
   std::size_t head_scan = 0;
   std::string out;  // to send
   std::size_t out_pos = 0;
-  std::size_t counted = 0;            // bytes of `out` counted in the server's unread totals
+  std::size_t counted = 0;              // bytes of `out` counted in the server's unread totals
   std::size_t sent_since_progress = 0;  // sent since `write_progress` last moved
   bool close_after = false;
   std::unique_ptr<Exchange> ex;     // the request being read
@@ -300,13 +300,13 @@ struct HttpServer::Impl {
         httplib::Response res;
         res.status = 503;
         static const httplib::Request kNoRequest;
-        router.ErrorAnswer(c.ex ? c.ex->req : kNoRequest, res,
-                           "too many answers wait unread" +
-                               std::string(by_key + bytes.size() >
-                                                   options.max_unread_bytes_per_address
-                                               ? " by this address"
-                                               : "") +
-                               "; read them, then ask again");
+        router.ErrorAnswer(
+            c.ex ? c.ex->req : kNoRequest, res,
+            "too many answers wait unread" +
+                std::string(by_key + bytes.size() > options.max_unread_bytes_per_address
+                                ? " by this address"
+                                : "") +
+                "; read them, then ask again");
         bytes = wire::FormatResponse(res, false, false);
         close_after = true;
       }

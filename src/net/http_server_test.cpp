@@ -319,7 +319,8 @@ TEST(HttpServer, SlowReadersOfBigAnswersHoldNoMoreThanTheUnreadBudget) {
   trickle.join();
   close(first);
   ASSERT_TRUE(r);
-  EXPECT_EQ(r->status, 200) << "the trickling reader still holds its answer: " << r->body.substr(0, 200);
+  EXPECT_EQ(r->status, 200) << "the trickling reader still holds its answer: "
+                            << r->body.substr(0, 200);
   EXPECT_EQ(r->body.size(), big.size());
 }
 
