@@ -111,10 +111,12 @@ std::vector<std::string> ContainerRunArgv(const ContainerRun& run, const Contain
       for (int g : run.gpu_indices) a.push_back("--device=nvidia.com/gpu=" + std::to_string(g));
       break;
     case GpuAccess::kDeviceNodes:
+      // Never a guess: /dev/nvidia<index> may be another job's GPU (minor numbers need not
+      // follow the indices), so a GPU whose node is not known is not passed at all.
       for (std::size_t k = 0; k < run.gpu_indices.size(); ++k) {
-        const bool known = k < run.gpu_device_nodes.size() && !run.gpu_device_nodes[k].empty();
-        a.push_back("--device=" + (known ? run.gpu_device_nodes[k]
-                                         : "/dev/nvidia" + std::to_string(run.gpu_indices[k])));
+        if (k < run.gpu_device_nodes.size() && !run.gpu_device_nodes[k].empty()) {
+          a.push_back("--device=" + run.gpu_device_nodes[k]);
+        }
       }
       for (const std::string& d : host.shared_devices) a.push_back("--device=" + d);
       for (const std::string& f : host.driver_files) {

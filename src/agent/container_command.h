@@ -59,7 +59,7 @@ struct ContainerRun {
   int64_t memory_mib = 0;     // sizes /dev/shm (0: 8 GiB; the cgroup limits the memory itself)
   std::vector<int> gpu_indices;
   // Each of those GPUs' device node (GpuProbe::DeviceNode; /dev/nvidiaN with N the minor number,
-  // not always the index); missing or "" : /dev/nvidia<index>.
+  // not always the index); missing or "" : not known, and that GPU is not passed (kDeviceNodes).
   std::vector<std::string> gpu_device_nodes;
   std::vector<std::string> argv;
 };

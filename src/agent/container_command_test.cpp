@@ -79,7 +79,9 @@ TEST(ContainerCommand, GpusThroughCdiOrDeviceNodes) {
   nodes.gpus = GpuAccess::kDeviceNodes;
   nodes.shared_devices = {"/dev/nvidiactl", "/dev/nvidia-uvm"};
   nodes.driver_files = {"/usr/lib/x86_64-linux-gnu/libcuda.so.1"};
-  const auto b = ContainerRunArgv(SampleRun(), nodes);
+  ContainerRun run = SampleRun();
+  run.gpu_device_nodes = {"/dev/nvidia2", "/dev/nvidia5"};
+  const auto b = ContainerRunArgv(run, nodes);
   EXPECT_TRUE(Has(b, "--device=/dev/nvidia2"));
   EXPECT_TRUE(Has(b, "--device=/dev/nvidia5"));
   EXPECT_FALSE(Has(b, "--device=/dev/nvidia0")) << "only the job's GPUs";
@@ -93,7 +95,7 @@ TEST(ContainerCommand, GpusThroughCdiOrDeviceNodes) {
   const auto c = ContainerRunArgv(by_minor, nodes);
   EXPECT_TRUE(Has(c, "--device=/dev/nvidia7"));
   EXPECT_FALSE(Has(c, "--device=/dev/nvidia2")) << "GPU 2's node is /dev/nvidia7";
-  EXPECT_TRUE(Has(c, "--device=/dev/nvidia5")) << "unknown: the index";
+  EXPECT_FALSE(Has(c, "--device=/dev/nvidia5")) << "unknown: not passed, never guessed";
 }
 
 TEST(ContainerCommand, PullPolicyAndRemovalPerRuntime) {
