@@ -1333,6 +1333,9 @@ TEST_F(CappedServer, AUserHoldsAtMostTheCapOfLiveJobsAndAdminsAreNotHeld) {
   EXPECT_EQ(json::parse(refused->body)["field"], "jobs") << refused->body;
   EXPECT_NE(refused->body.find("--max-jobs-per-user"), std::string::npos) << refused->body;
   // Another user, and the admin, are not held by bob's jobs.
+  const std::string carol = json::parse(Cli("users add carol --json"))["token"].get<std::string>();
+  auto other = Http(carol).Post("/v1/jobs", R"({"argv":["true"],"gpus":1})", "application/json");
+  EXPECT_TRUE(other && other->status == 201) << (other ? other->body : "no answer");
   auto admin = Http(token_).Post("/v1/jobs", R"({"argv":["true"],"gpus":1})", "application/json");
   EXPECT_TRUE(admin && admin->status == 201);
   // Once one of bob's jobs ends, bob may submit again.

@@ -316,6 +316,7 @@ CgroupLimits CgroupLimits::Detect(const std::string& root, const std::string& in
   // a job's cgroup then lands in the job's cpu, freezer and devices cgroups too, not beside them.
   const std::string own_path = own.count("memory") ? own.at("memory") : "/";
   std::map<std::string, std::string> own_dirs;
+  std::set<std::string> other_dirs;
   for (const Mount& m : mounts) {
     if (m.type != "cgroup") continue;
     for (const std::string& opt : SplitCommas(m.options)) {
@@ -324,9 +325,12 @@ CgroupLimits CgroupLimits::Detect(const std::string& root, const std::string& in
         continue;
       }
       own_dirs[opt] = DirIn(m, own_path).string();
+      const std::string older = DirIn(m, own.count(opt) ? own.at(opt) : "/").string();
+      if (older != own_dirs[opt]) other_dirs.insert((fs::path(older) / jobs_name).string());
     }
   }
   CgroupLimits v1 = DetectV1(own_dirs, instance);
+  v1.v1_other_jobs_.assign(other_dirs.begin(), other_dirs.end());
   if (!v1.available()) v1.why_ = v2_why + "; " + v1.why_;
   if (v1.available()) {
     v1.relative_jobs_ = (own_path == "/" ? "" : own_path) + "/" +
@@ -593,7 +597,22 @@ std::string CgroupLimits::FreezeJob(int64_t id) const {
   return state.string();
 }
 
+void CgroupLimits::TidyOtherPaths() const {
+  for (const std::string& jobs : v1_other_jobs_) {
+    std::error_code ec;
+    if (!fs::exists(jobs, ec)) continue;
+    for (const auto& entry : fs::directory_iterator(jobs, ec)) {
+      if (entry.path().filename().string().rfind("gpufleet-job-", 0) != 0) continue;
+      const std::string dir = entry.path().string();
+      if (fs::exists(dir + "/freezer.state", ec)) WriteControl(dir + "/freezer.state", "THAWED");
+      RemoveCgroupTree(dir);  // only once nothing runs there
+    }
+    ::rmdir(jobs.c_str());
+  }
+}
+
 void CgroupLimits::ReleasePending() {
+  TidyOtherPaths();
   for (auto it = unremoved_.begin(); it != unremoved_.end();) {
     const std::vector<std::string> dirs = JobDirs(*it);
     const std::string frozen = FreezeJob(*it);

@@ -116,6 +116,12 @@ class CgroupLimits {
   void Release(int64_t id, pid_t pgid, uint64_t pgid_start = 0);
   // Kills and removes again what earlier Release calls left (call it now and then).
   void ReleasePending();
+  // v1, where an older agent made job cgroups at its own path of each hierarchy (before one path
+  // served all, see above) and that path differs: thaws any left frozen there (an agent that
+  // died mid-release) and removes those that are empty, then their jobs cgroup. Never kills: a
+  // re-adopted job still running there is left alone (its CPU is then measured and limited
+  // there, as before). Called by ReleasePending.
+  void TidyOtherPaths() const;
   // When the agent stops for good: removes its jobs cgroup if no job cgroup is left in it (a job
   // still running keeps it, for the next start to re-adopt).
   void RemoveJobsCgroupIfEmpty() const;
@@ -156,6 +162,7 @@ class CgroupLimits {
   std::map<std::string, std::string> v1_jobs_;  // v1: controller -> its gpufleet-jobs cgroup
   std::vector<std::string> v1_disks_;           // v1: MAJ:MIN of the disks (blkio rules)
   std::string relative_jobs_;  // the jobs cgroup from its hierarchy's root (ContainerParent)
+  std::vector<std::string> v1_other_jobs_;  // v1: jobs cgroups at older paths (TidyOtherPaths)
   // Released jobs whose cgroups are still there (a launch of the same job again takes it back).
   mutable std::set<int64_t> unremoved_;
   // v1 with a freezer hierarchy: freezes job `id`'s cgroup there (waiting up to 100 ms for it to

@@ -522,7 +522,7 @@ void RunShim(const ShimSpec& spec) {
     // exec keep. A kernel without keys (or a sandbox that forbids keyctl) has none to hand on.
     if (step == 0 && syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, 0) < 0 && errno != ENOSYS &&
         errno != EPERM) {
-      step = kShimSetUser;
+      step = kShimKeyring;
     }
     if (step == 0 && chdir(spec.workdir.c_str()) != 0) step = kShimChdir;
     if (step == 0) {

@@ -31,7 +31,7 @@ namespace gpufleet::agent {
 // What failed before the job's exec, as reported over the status pipe.
 enum ShimStep : int {
   kShimChdir = 1,       // entering the working directory
-  kShimSetUser = 2,     // setgroups / setgid / setuid, and the job's own session keyring
+  kShimSetUser = 2,     // setgroups / setgid / setuid
   kShimExec = 3,        // exec of argv[0]
   kShimCgroup = 4,      // joining the cgroup
   kShimPipe = 5,        // making the output pipe
@@ -40,6 +40,7 @@ enum ShimStep : int {
   kShimMountCheck = 8,  // a container's mount source, checked as the job's account (third int:
                         // which mount)
   kShimMountPin = 9,    // mounting a checked source for the runtime (third int: which mount)
+  kShimKeyring = 10,    // a session keyring of the job's own
 };
 
 // Unmounts and removes what a root shim mounted for a container job beside its exit record

@@ -210,8 +210,12 @@ void NodeAgent::Forget(int64_t id) {
     // controller did not take whole (it stopped waiting for the rest) stays, for an admin.
     const Held& h = it->second;
     std::error_code size_ec;
-    const uintmax_t size = std::filesystem::file_size(h.log_path, size_ec);
-    if (size_ec || (h.log_acked >= 0 && static_cast<uintmax_t>(h.log_acked) >= size)) {
+    const uintmax_t size =
+        h.log_path.empty() ? 0 : std::filesystem::file_size(h.log_path, size_ec);
+    const bool gone = size_ec == std::errc::no_such_file_or_directory;
+    // (A job this agent never launched has no log path: nothing of it to delete.)
+    if (!h.log_path.empty() && (gone || (!size_ec && h.log_acked >= 0 &&
+                                         static_cast<uintmax_t>(h.log_acked) >= size))) {
       for (const std::string& path :
            {h.log_path, ExitFilePath(h.log_path), FencedFilePath(h.log_path),
             ContainerIdFilePath(h.log_path)}) {
@@ -225,8 +229,12 @@ void NodeAgent::Forget(int64_t id) {
 }
 
 core::Result<bool> NodeAgent::Recover() {
+  // A root agent whose shim others could replace would fail every job it is given while it looks
+  // healthy: it does not start.
+  if (auto unsafe = UnsafeForRoot(runner_.shim_path())) return core::Error{*unsafe};
   cgroups_ =
       CgroupLimits::Detect(options_.cgroup_root, CgroupLimits::InstanceTag(options_.data_dir));
+  cgroups_.TidyOtherPaths();  // what an older agent left at other paths
   gpu_device_rules_.clear();
   std::string missing;  // GPUs whose device node is not here
   for (std::size_t i = 0; i < options_.gpu_device_nodes.size(); ++i) {

@@ -353,7 +353,13 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
   }
   auto identity = ResolveRunAs(run_as_, spec.user, geteuid());
   if (!identity) return core::Error{"job " + std::to_string(spec.job_id) + ": " + identity.error()};
-  if (auto unsafe = UnsafeForRoot(shim_path_)) {
+  // Resolved once: the file the check approves is the one run, not a path through a link that
+  // may point elsewhere by then.
+  std::error_code resolve_ec;
+  const std::filesystem::path resolved = std::filesystem::canonical(shim_path_, resolve_ec);
+  const std::string shim_program =
+      geteuid() == 0 && !resolve_ec ? resolved.string() : shim_path_;
+  if (auto unsafe = UnsafeForRoot(shim_program)) {
     return core::Error{"job " + std::to_string(spec.job_id) + ": " + *unsafe};
   }
   const UnixAccount& account = identity.value().account;
@@ -521,7 +527,7 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
     return core::Error{"job " + std::to_string(spec.job_id) +
                        ": cannot hand its environment to its shim: " + std::strerror(err)};
   }
-  shim_args.insert(shim_args.begin(), shim_path_);
+  shim_args.insert(shim_args.begin(), shim_program);
   std::vector<char*> shim_argv;
   for (std::string& a : shim_args) shim_argv.push_back(a.data());
   shim_argv.push_back(nullptr);
@@ -555,7 +561,7 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
   pid_t pid = -1;
   char* no_environment[] = {nullptr};  // see job_shim.h
   const int spawned =
-      posix_spawn(&pid, shim_path_.c_str(), &files, &attrs, shim_argv.data(), no_environment);
+      posix_spawn(&pid, shim_program.c_str(), &files, &attrs, shim_argv.data(), no_environment);
   posix_spawn_file_actions_destroy(&files);
   posix_spawnattr_destroy(&attrs);
   close(env_fd);
@@ -595,6 +601,9 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
     std::string what =
         report[0] == kShimChdir     ? "cannot enter the working directory " + workdir
         : report[0] == kShimSetUser ? "cannot switch to account " + user_name
+        : report[0] == kShimKeyring
+            ? "cannot give it a session keyring of its own (is account " + user_name +
+                  "'s key quota full? see /proc/key-users)"
         : report[0] == kShimCgroup
             ? "cannot join its cgroup (" + JoinedPaths(spec.cgroup_procs) + ")"
         : report[0] == kShimPipe    ? std::string("cannot make its output pipe")

@@ -126,6 +126,8 @@ class Runner {
   // How container jobs reach the runtime and the GPUs (default: podman, no GPUs).
   void set_container_host(ContainerHost host) { container_host_ = std::move(host); }
   const ContainerHost& container_host() const { return container_host_; }
+  // The shim's program path (DefaultShimPath unless given).
+  const std::string& shim_path() const { return shim_path_; }
   ~Runner();  // leaves jobs running: a new Runner can Adopt them
   Runner(const Runner&) = delete;
   Runner& operator=(const Runner&) = delete;

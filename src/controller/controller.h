@@ -563,13 +563,13 @@ class Controller {
     std::vector<core::NodeSpec> nodes;  // the nodes whose size is known
   };
   mutable std::mutex summary_mutex_;
-  std::mutex capped_submit_mutex_;
-  // ExplainQueue's latest explanation: made at `explained_ms`, after `explained_passes` passes.
+  std::mutex capped_submit_mutex_;  // a cap's count and the submit it admits, one at a time
+  // ExplainQueue's latest explanation: made at `explained_ms_`, after `explained_passes_` passes.
   mutable std::mutex explain_mutex_;  // one explanation made at a time; taken before mutex_
   mutable std::vector<QueueExplanation> explained_;
   mutable int64_t explained_ms_ = 0;
   mutable int64_t explained_passes_ = -1;
-  mutable int64_t explanations_made_ = 0;  // a cap's count and the submit it admits, one at a time
+  mutable int64_t explanations_made_ = 0;  // ExplanationsMade
   NodeSummary summary_;
   ControllerStats stats_;
 

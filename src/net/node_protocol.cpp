@@ -225,10 +225,10 @@ std::string ToJson(const HeartbeatReply& r) {
 core::Result<Heartbeat> ParseHeartbeat(const std::string& body) {
   auto parsed = Parse<Heartbeat>(body, [](const json& j, Heartbeat& b) {
     b.node = CheckedString(Field(j, "node"), "node", 64);
-    b.address = CheckedString(j, "address", 255, "");
+    b.address = core::Printable(CheckedString(j, "address", 255, ""));
     b.node_epoch = CheckedInt(j, "node_epoch", 0, kMaxId, 0);
     b.gpus = static_cast<int>(CheckedInt(Field(j, "gpus"), "gpus", 0, core::kMaxGpusPerNode));
-    b.gpu_model = CheckedString(j, "gpu_model", 128, "");
+    b.gpu_model = core::Printable(CheckedString(j, "gpu_model", 128, ""));
     b.cpu_milli = CheckedInt(j, "cpu_milli", 0, int64_t{1} << 40, 0);
     b.memory_mib = CheckedInt(j, "memory_mib", 0, int64_t{1} << 40, 0);
     b.simulated = CheckedBool(j, "simulated", false);
@@ -305,7 +305,7 @@ core::Result<Heartbeat> ParseHeartbeat(const std::string& body) {
       job.stopped = CheckedBool(r, "stopped", false);
       job.pid = CheckedInt(r, "pid", 0, std::numeric_limits<int32_t>::max(), 0);
       job.pid_start = static_cast<uint64_t>(CheckedInt(r, "pid_start", 0, kMaxId, 0));
-      job.reason = CheckedString(r, "reason", kMaxText, "");
+      job.reason = core::Printable(CheckedString(r, "reason", kMaxText, ""));
       job.log_size = CheckedInt(r, "log_size", 0, kMaxId, 0);
       if (r.contains("usage")) job.usage = ParseHostUsageJson(r.at("usage"), "jobs[].usage");
       if (r.contains("log_from")) {
