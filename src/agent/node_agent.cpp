@@ -210,12 +210,11 @@ void NodeAgent::Forget(int64_t id) {
     // controller did not take whole (it stopped waiting for the rest) stays, for an admin.
     const Held& h = it->second;
     std::error_code size_ec;
-    const uintmax_t size =
-        h.log_path.empty() ? 0 : std::filesystem::file_size(h.log_path, size_ec);
+    const uintmax_t size = h.log_path.empty() ? 0 : std::filesystem::file_size(h.log_path, size_ec);
     const bool gone = size_ec == std::errc::no_such_file_or_directory;
     // (A job this agent never launched has no log path: nothing of it to delete.)
-    if (!h.log_path.empty() && (gone || (!size_ec && h.log_acked >= 0 &&
-                                         static_cast<uintmax_t>(h.log_acked) >= size))) {
+    if (!h.log_path.empty() &&
+        (gone || (!size_ec && h.log_acked >= 0 && static_cast<uintmax_t>(h.log_acked) >= size))) {
       for (const std::string& path :
            {h.log_path, ExitFilePath(h.log_path), FencedFilePath(h.log_path),
             ContainerIdFilePath(h.log_path)}) {

@@ -357,8 +357,7 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
   // may point elsewhere by then.
   std::error_code resolve_ec;
   const std::filesystem::path resolved = std::filesystem::canonical(shim_path_, resolve_ec);
-  const std::string shim_program =
-      geteuid() == 0 && !resolve_ec ? resolved.string() : shim_path_;
+  const std::string shim_program = geteuid() == 0 && !resolve_ec ? resolved.string() : shim_path_;
   if (auto unsafe = UnsafeForRoot(shim_program)) {
     return core::Error{"job " + std::to_string(spec.job_id) + ": " + *unsafe};
   }
@@ -601,9 +600,8 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
     std::string what =
         report[0] == kShimChdir     ? "cannot enter the working directory " + workdir
         : report[0] == kShimSetUser ? "cannot switch to account " + user_name
-        : report[0] == kShimKeyring
-            ? "cannot give it a session keyring of its own (is account " + user_name +
-                  "'s key quota full? see /proc/key-users)"
+        : report[0] == kShimKeyring ? "cannot give it a session keyring of its own (is account " +
+                                          user_name + "'s key quota full? see /proc/key-users)"
         : report[0] == kShimCgroup
             ? "cannot join its cgroup (" + JoinedPaths(spec.cgroup_procs) + ")"
         : report[0] == kShimPipe    ? std::string("cannot make its output pipe")
