@@ -191,23 +191,9 @@ std::string DiskOf(const std::filesystem::path& path) {
   return dev;
 }
 
-class AdviseServer : public e2e::UpServer {
+class AdviseServer : public e2e::FakeNvmlUpServer {
  protected:
-  void SetUp() override {
-    scenario_ = std::filesystem::temp_directory_path() /
-                ("gpufleet-advise-" + std::to_string(::getpid()) + ".json");
-    std::ofstream(scenario_) << ScenarioJson();
-    setenv("FAKE_NVML_SCENARIO", scenario_.c_str(), 1);
-    gpu_args = {"--nvml-library", FAKE_NVML_FULL};
-    UpServer::SetUp();
-    gpu_args = {"--simulated-gpus", "4"};
-  }
-  void TearDown() override {
-    UpServer::TearDown();
-    unsetenv("FAKE_NVML_SCENARIO");
-    std::filesystem::remove(scenario_);
-  }
-  std::filesystem::path scenario_;
+  std::string Scenario() const override { return ScenarioJson(); }
 };
 
 TEST_F(AdviseServer, EachJobGetsTheTopFindingItsGpuAndProcessWereMadeFor) {

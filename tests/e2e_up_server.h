@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -148,5 +149,30 @@ class UpServer : public ::testing::Test {
   std::string url_, token_;
   std::string listen_ = "127.0.0.1:0";
 };
+
+#ifdef FAKE_NVML_FULL
+// `up` on the fake NVML (tests/fake_nvml) with the scenario `Scenario()` gives, written to a file
+// of the test's own for the server to read.
+class FakeNvmlUpServer : public UpServer {
+ protected:
+  virtual std::string Scenario() const = 0;
+  void SetUp() override {
+    scenario_ = std::filesystem::temp_directory_path() /
+                ("gpufleet-scenario-" + std::to_string(::getpid()) + "-" +
+                 ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".json");
+    std::ofstream(scenario_) << Scenario();
+    setenv("FAKE_NVML_SCENARIO", scenario_.c_str(), 1);
+    gpu_args = {"--nvml-library", FAKE_NVML_FULL};
+    UpServer::SetUp();
+    gpu_args = {"--simulated-gpus", "4"};
+  }
+  void TearDown() override {
+    UpServer::TearDown();
+    unsetenv("FAKE_NVML_SCENARIO");
+    std::filesystem::remove(scenario_);
+  }
+  std::filesystem::path scenario_;
+};
+#endif
 
 }  // namespace gpufleet::e2e

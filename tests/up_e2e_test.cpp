@@ -1025,34 +1025,33 @@ TEST_F(UpServer, ADrainedGpuTakesNoNewShareOfItWhileAShareJobRunsThere) {
 // `up` on a fake NVML whose 4 GPUs have minor numbers 10-13 (not their indices), with device
 // nodes for them in a directory of the test's (char 242:10-13, a major no driver here holds: an
 // open that the cgroup lets through fails with ENXIO, one it denies with EPERM).
-class ConfinedGpuServer : public UpServer {
+class ConfinedGpuServer : public e2e::FakeNvmlUpServer {
  protected:
   void SetUp() override {
-    devices_ =
-        std::filesystem::temp_directory_path() / ("gpufleet-devices-" + std::to_string(::getpid()));
+    devices_ = std::filesystem::temp_directory_path() /
+               ("gpufleet-devices-" + std::to_string(::getpid()));
     std::filesystem::create_directories(devices_);
-    scenario_ = devices_ / "scenario.json";
-    std::string gpus;
     for (int g = 0; g < 4; ++g) {
       const std::string node = (devices_ / ("nvidia" + std::to_string(10 + g))).string();
       made_nodes_ = made_nodes_ && ::mknod(node.c_str(), S_IFCHR | 0666, makedev(242, 10 + g)) == 0;
-      gpus += std::string(g == 0 ? "" : ",") + R"({"minor_number": )" + std::to_string(10 + g) +
-              R"(, "timeline": [{"t": 0, "gpu_util": 0, "memory_used_mib": 0}]})";
     }
-    std::ofstream(scenario_) << R"({"gpus": [)" << gpus << "]}";
-    setenv("FAKE_NVML_SCENARIO", scenario_.c_str(), 1);
     setenv("GPUFLEET_NVIDIA_DEVICE_DIR", devices_.c_str(), 1);
-    gpu_args = {"--nvml-library", FAKE_NVML_FULL};
-    UpServer::SetUp();
-    gpu_args = {"--simulated-gpus", "4"};
+    FakeNvmlUpServer::SetUp();
   }
   void TearDown() override {
-    UpServer::TearDown();
-    unsetenv("FAKE_NVML_SCENARIO");
+    FakeNvmlUpServer::TearDown();
     unsetenv("GPUFLEET_NVIDIA_DEVICE_DIR");
     std::filesystem::remove_all(devices_);
   }
-  std::filesystem::path devices_, scenario_;
+  std::string Scenario() const override {
+    std::string gpus;
+    for (int g = 0; g < 4; ++g) {
+      gpus += std::string(g == 0 ? "" : ",") + R"({"minor_number": )" + std::to_string(10 + g) +
+              R"(, "timeline": [{"t": 0, "gpu_util": 0, "memory_used_mib": 0}]})";
+    }
+    return R"({"gpus": [)" + gpus + "]}";
+  }
+  std::filesystem::path devices_;
   bool made_nodes_ = true;
 };
 
@@ -1096,35 +1095,26 @@ TEST_F(ConfinedGpuServer, AJobCanOpenItsOwnGpuAndNoOther) {
 
 // `up` on a fake NVML (tests/fake_nvml) with 4 H100s; GPUs 0 and 1 raise XID 79 ("fallen off
 // the bus", critical and sticky) 5 s after the server starts.
-class HealthServer : public UpServer {
+class HealthServer : public e2e::FakeNvmlUpServer {
  protected:
   void SetUp() override {
-    scenario_ = std::filesystem::temp_directory_path() /
-                ("gpufleet-xid-" + std::to_string(::getpid()) + ".json");
+    FakeNvmlUpServer::SetUp();
+    started_ = std::chrono::steady_clock::now();
+  }
+  std::string Scenario() const override {
     std::string gpus;
     for (int g = 0; g < 4; ++g) {
       gpus += std::string(g == 0 ? "" : ",") +
               R"({"name": "NVIDIA H100 80GB HBM3", "memory_total_mib": 81559,
                   "timeline": [{"t": 0, "gpu_util": 50, "memory_used_mib": 1000}]})";
     }
-    std::ofstream(scenario_) << R"({"gpus": [)" << gpus << R"(], "faults": {"xid_events": [
+    return R"({"gpus": [)" + gpus + R"(], "faults": {"xid_events": [
         {"gpu": 0, "at": 5, "xid": 79}, {"gpu": 1, "at": 5, "xid": 79}]}})";
-    setenv("FAKE_NVML_SCENARIO", scenario_.c_str(), 1);
-    gpu_args = {"--nvml-library", FAKE_NVML_FULL};
-    UpServer::SetUp();
-    gpu_args = {"--simulated-gpus", "4"};
-    started_ = std::chrono::steady_clock::now();
-  }
-  void TearDown() override {
-    UpServer::TearDown();
-    unsetenv("FAKE_NVML_SCENARIO");
-    std::filesystem::remove(scenario_);
   }
   json Node() {
     const json nodes = json::parse(Cli("nodes --json"));
     return nodes.is_array() && !nodes.empty() ? nodes[0] : json::object();
   }
-  std::filesystem::path scenario_;
   std::chrono::steady_clock::time_point started_;
 };
 
@@ -1654,30 +1644,21 @@ TEST(UpCommand, RefusesAnOracleQueuePolicyLive) {
 }  // namespace
 // `up` on a fake NVML with GPU 0 idle (0% SM) and GPU 1 busy (90%), an idle timeout of one
 // minute: issue 13's idle reclaim end to end, and the usage and advice endpoints.
-class IdleServer : public UpServer {
+class IdleServer : public e2e::FakeNvmlUpServer {
  protected:
   void SetUp() override {
-    scenario_ = std::filesystem::temp_directory_path() /
-                ("gpufleet-idle-" + std::to_string(::getpid()) + ".json");
-    std::ofstream(scenario_) << R"({"gpus": [
+    extra_up_args = {"--idle-timeout", "1m"};
+    FakeNvmlUpServer::SetUp();
+    extra_up_args.clear();
+  }
+  std::string Scenario() const override {
+    return R"({"gpus": [
       {"name": "NVIDIA H100 80GB HBM3", "memory_total_mib": 81559, "power_limit_w": 700,
        "timeline": [{"t": 0, "gpu_util": 0, "mem_util": 0, "memory_used_mib": 500, "power_w": 70}]},
       {"name": "NVIDIA H100 80GB HBM3", "memory_total_mib": 81559, "power_limit_w": 700,
        "timeline": [{"t": 0, "gpu_util": 90, "mem_util": 40, "memory_used_mib": 60000,
                      "power_w": 600, "pcie_rx_kbps": 100000, "pcie_tx_kbps": 50000}]}]})";
-    setenv("FAKE_NVML_SCENARIO", scenario_.c_str(), 1);
-    gpu_args = {"--nvml-library", FAKE_NVML_FULL};
-    extra_up_args = {"--idle-timeout", "1m"};
-    UpServer::SetUp();
-    gpu_args = {"--simulated-gpus", "4"};
-    extra_up_args.clear();
   }
-  void TearDown() override {
-    UpServer::TearDown();
-    unsetenv("FAKE_NVML_SCENARIO");
-    std::filesystem::remove(scenario_);
-  }
-  std::filesystem::path scenario_;
 };
 
 TEST_F(IdleServer, AJobWhoseGpuStaysIdleIsWarnedThenStoppedAndABusyOneRunsOn) {

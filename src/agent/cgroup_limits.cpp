@@ -598,17 +598,17 @@ std::string CgroupLimits::FreezeJob(int64_t id) const {
 }
 
 void CgroupLimits::TidyOtherPaths() const {
-  for (const std::string& jobs : v1_other_jobs_) {
+  // A jobs cgroup once gone is not looked at again (this runs at every ReleasePending).
+  std::erase_if(v1_other_jobs_, [](const std::string& jobs) {
     std::error_code ec;
-    if (!fs::exists(jobs, ec)) continue;
     for (const auto& entry : fs::directory_iterator(jobs, ec)) {
       if (entry.path().filename().string().rfind("gpufleet-job-", 0) != 0) continue;
       const std::string dir = entry.path().string();
       if (fs::exists(dir + "/freezer.state", ec)) WriteControl(dir + "/freezer.state", "THAWED");
       RemoveCgroupTree(dir);  // only once nothing runs there
     }
-    ::rmdir(jobs.c_str());
-  }
+    return ::rmdir(jobs.c_str()) == 0 || errno == ENOENT;
+  });
 }
 
 void CgroupLimits::ReleasePending() {

@@ -162,7 +162,8 @@ class CgroupLimits {
   std::map<std::string, std::string> v1_jobs_;  // v1: controller -> its gpufleet-jobs cgroup
   std::vector<std::string> v1_disks_;           // v1: MAJ:MIN of the disks (blkio rules)
   std::string relative_jobs_;  // the jobs cgroup from its hierarchy's root (ContainerParent)
-  std::vector<std::string> v1_other_jobs_;  // v1: jobs cgroups at older paths (TidyOtherPaths)
+  // v1: jobs cgroups at older paths, until TidyOtherPaths has removed them.
+  mutable std::vector<std::string> v1_other_jobs_;
   // Released jobs whose cgroups are still there (a launch of the same job again takes it back).
   mutable std::set<int64_t> unremoved_;
   // v1 with a freezer hierarchy: freezes job `id`'s cgroup there (waiting up to 100 ms for it to

@@ -136,8 +136,6 @@ namespace {
 using nlohmann::json;
 }  // namespace
 
-std::string Printable(std::string_view text) { return core::Printable(text); }
-
 void SetHttpsHandoff(void (*handoff)()) { https_handoff = handoff; }
 
 std::string DataDir(const std::string& flag) {

@@ -8,13 +8,13 @@
 #include <utility>
 #include <vector>
 
+#include "core/text.h"
+
 namespace gpufleet::cli {
 
-// `text` safe to print to a terminal: control characters (C0, DEL and UTF-8-encoded C1) become
-// `\xNN`, so a job name or reason can never move the cursor, clear the screen or retitle the
-// window of whoever lists it; bidirectional formatting characters (U+202E and its kin) become
-// `\uNNNN`, so that it cannot reorder the text around it either.
-std::string Printable(std::string_view text);
+// Everything the CLI prints for people goes through core::Printable, so a job name or reason
+// can never move the cursor, clear the screen, retitle the window or reorder the text around it.
+using core::Printable;
 
 struct ClientOptions {
   std::string server;
