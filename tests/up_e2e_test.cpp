@@ -1028,8 +1028,8 @@ TEST_F(UpServer, ADrainedGpuTakesNoNewShareOfItWhileAShareJobRunsThere) {
 class ConfinedGpuServer : public e2e::FakeNvmlUpServer {
  protected:
   void SetUp() override {
-    devices_ = std::filesystem::temp_directory_path() /
-               ("gpufleet-devices-" + std::to_string(::getpid()));
+    devices_ =
+        std::filesystem::temp_directory_path() / ("gpufleet-devices-" + std::to_string(::getpid()));
     std::filesystem::create_directories(devices_);
     for (int g = 0; g < 4; ++g) {
       const std::string node = (devices_ / ("nvidia" + std::to_string(10 + g))).string();
