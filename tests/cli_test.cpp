@@ -235,6 +235,24 @@ TEST(CliControllerTest, BadQueueWeightsAreRefusedClearly) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(CliControllerTest, BadLogRetentionAndQuotaAreRefusedClearly) {
+  const std::string dir = ::testing::TempDir() + "gpufleet-cli-logs-" + std::to_string(getpid());
+  for (const char* age : {"5m", "x", "-1d", "30"}) {
+    const Output out = Gpufleet("controller --listen 127.0.0.1:0 --data-dir '" + dir +
+                                "' --log-retention '" + age + "'");
+    EXPECT_EQ(out.status, 2) << age;
+    EXPECT_NE(out.text.find("--log-retention '" + std::string(age) +
+                            "': expected a duration of at least 1 h"),
+              std::string::npos)
+        << out.text;
+  }
+  const Output negative = Gpufleet("controller --listen 127.0.0.1:0 --data-dir '" + dir +
+                                   "' --log-quota -1");
+  EXPECT_NE(negative.status, 0);
+  EXPECT_NE(negative.text.find("--log-quota"), std::string::npos) << negative.text;
+  std::filesystem::remove_all(dir);
+}
+
 // Found by a review: an output file was opened through whatever stood at its path, so a link
 // planted in a shared --out folder made a run overwrite the linked file. Now the link itself is
 // replaced.

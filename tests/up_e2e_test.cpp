@@ -24,6 +24,7 @@
 #include <thread>
 
 #include "controller/auth.h"
+#include "controller/job_logs.h"
 #include "e2e_cgroups.h"
 #include "e2e_process.h"
 #include "e2e_up_server.h"
@@ -48,6 +49,18 @@ TEST_F(UpServer, SubmitRunsLogsAndCancels) {
   EXPECT_EQ(done["exit_code"], 0);
   EXPECT_EQ(done["gpu_indices"].size(), 2U);
   EXPECT_NE(Cli("logs " + std::to_string(id)).find("gpus=0,1"), std::string::npos);
+  // Once retention removes a log (controller/log_retention.h, here by hand), `logs` says so.
+  {
+    const controller::JobLogs logs(dir_.string());
+    bool found = false;
+    for (const controller::JobLogs::Held& held : logs.Scan()) {
+      if (held.job_id != id) continue;
+      found = true;
+      ASSERT_TRUE(logs.Remove(held, "[gpufleet] removed for the test"));
+    }
+    ASSERT_TRUE(found);
+    EXPECT_EQ(Cli("logs " + std::to_string(id)), "[gpufleet] removed for the test\n");
+  }
 
   const json failing = json::parse(Cli("submit --json -- sh -c 'exit 7'"));
   const json failed = WaitFor(failing["id"].get<int64_t>(), "FAILED");

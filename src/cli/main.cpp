@@ -265,6 +265,17 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(int64_t{0}, int64_t{100000000}))
         ->capture_default_str();
   };
+  auto add_log_retention_flags = [](CLI::App* cmd, server::UpOptions& o) {
+    cmd->add_option("--log-retention", o.log_retention,
+                    "remove an ended job's logs from the controller this long after it ended, "
+                    "e.g. 30d (0: keep them)")
+        ->capture_default_str();
+    cmd->add_option("--log-quota", o.log_quota_mib,
+                    "MiB of job logs each user may keep on the controller; over it, the user's "
+                    "longest-ended jobs' logs are removed first (0: no quota)")
+        ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))
+        ->capture_default_str();
+  };
   auto add_idle_flags = [](CLI::App* cmd, server::UpOptions& o) {
     cmd->add_option("--idle-timeout", o.idle_timeout,
                     "stop a running job whose GPUs all stay idle (below 2% SM) this long, e.g. "
@@ -435,6 +446,7 @@ int main(int argc, char** argv) {
   add_priority_flag(up_cmd, up.max_priorities);
   add_jobs_cap_flag(up_cmd, up.max_jobs_per_user);
   add_idle_flags(up_cmd, up);
+  add_log_retention_flags(up_cmd, up);
   add_tls_flags(up_cmd, up);
   add_container_flags(up_cmd, up);
   up_cmd
@@ -479,6 +491,7 @@ int main(int argc, char** argv) {
   add_priority_flag(controller_cmd, controller_opts.max_priorities);
   add_jobs_cap_flag(controller_cmd, controller_opts.max_jobs_per_user);
   add_idle_flags(controller_cmd, controller_opts);
+  add_log_retention_flags(controller_cmd, controller_opts);
   add_tls_flags(controller_cmd, controller_opts);
   add_container_flags(controller_cmd, controller_opts);
   controller_cmd->callback([&] { std::exit(server::RunUp(WithDataDir(controller_opts))); });

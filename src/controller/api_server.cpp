@@ -409,6 +409,15 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
                    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
                  }
                }
+               // Removed by retention (controller/log_retention.h): the note says why, as
+               // the log's text, and a header says so to scripts.
+               if (!in) {
+                 if (auto note = impl.controller.Logs().RemovedNote(job->id)) {
+                   res.set_header("X-Log-Removed", "1");
+                   size = static_cast<int64_t>(note->size());
+                   if (offset < size) chunk = note->substr(static_cast<std::size_t>(offset));
+                 }
+               }
                res.set_header("X-Log-Size", std::to_string(size));
                res.set_header("X-Job-State", std::string(store::StateName(job->state)));
                res.set_content(chunk, "text/plain");

@@ -365,6 +365,7 @@ class Controller {
   std::vector<QueueNow> Queues() const;
   // Where the controller keeps rank `rank`'s log of job `id` (rank 0: what `logs` shows).
   std::string LogPath(int64_t id, int rank = 0) const;
+  const JobLogs& Logs() const { return logs_; }
   store::Store& store() { return store_; }
   const ControllerOptions& options() const { return options_; }
   // The GPU-service (GPU-seconds) job `job` received in all when it succeeded after a last run of

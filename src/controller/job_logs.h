@@ -5,8 +5,10 @@
 // requeue. Knows files only; which chunk is next is the caller's (the agent and controller agree
 // on offsets through the heartbeat).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace gpufleet::controller {
 
@@ -23,6 +25,22 @@ class JobLogs {
   // Before job `id` runs again (its placement `epoch`): each of its `ranks` logs of the run before
   // is kept aside as `.attempt<epoch - 1>`, so the new run's logs start empty.
   void KeepEarlierAttempt(int64_t id, int ranks, int64_t epoch) const;
+
+  // One job's files here (every rank's log, earlier attempts included) and their bytes.
+  struct Held {
+    int64_t job_id = 0;
+    int64_t bytes = 0;
+    std::vector<std::string> files;
+  };
+  // Every job with a log here, in id order. Files not named as this class names them are left
+  // out (and never removed).
+  std::vector<Held> Scan() const;
+  // Removes `held`'s files, first writing `note` (one line: why and when) where `gpufleet logs`
+  // finds it (RemovedNote). A chunk that arrives for the job later is dropped (Append says true).
+  // False when the note or a file could not be written or removed.
+  bool Remove(const Held& held, std::string_view note) const;
+  // Why job `id`'s log was removed; none while it is kept.
+  std::optional<std::string> RemovedNote(int64_t id) const;
 
  private:
   std::string dir_;

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -32,6 +33,7 @@
 #include "controller/auth.h"
 #include "controller/controller.h"
 #include "controller/in_process_link.h"
+#include "controller/log_retention.h"
 #include "controller/standby.h"
 #include "core/duration.h"
 #include "gpu/gpu_probe.h"
@@ -51,6 +53,9 @@ namespace {
 // controller has work for it: see ControllerOptions::on_local_node_change), else this often
 // (usage figures, log chunks, GPU health).
 constexpr int kLocalIdleBeatMs = 250;
+// How often the controller's log folder is swept for retention (controller/log_retention.h): a
+// user can go past their quota by at most what their jobs log in this time.
+constexpr int64_t kLogSweepMs = 10 * 60'000;
 // A job's log reaches the controller's copy in chunks of at most this much per beat.
 constexpr int64_t kLocalLogBudget = int64_t{8} << 20;
 
@@ -479,6 +484,17 @@ int RunUpOnce(const UpOptions& o) {
     }
     options.queue_idle_timeout_ms[kv.substr(0, eq)] = *ms;
   }
+  controller::LogRetention log_retention;
+  log_retention.user_quota_bytes = o.log_quota_mib * (int64_t{1} << 20);
+  if (o.log_retention == "0" || o.log_retention == "off") {
+    log_retention.max_age_ms = 0;
+  } else if (auto seconds = core::ParseDurationSeconds(o.log_retention); seconds && *seconds >= 3600) {
+    log_retention.max_age_ms = *seconds * 1000;
+  } else {
+    std::fprintf(stderr, "%s: --log-retention '%s': expected a duration of at least 1 h, such as "
+                 "30d or 12h (0: keep logs for good)\n", self, o.log_retention.c_str());
+    return 2;
+  }
   if (!o.own_hardware.empty()) {
     std::ifstream in(o.own_hardware);
     std::stringstream text;
@@ -615,6 +631,33 @@ int RunUpOnce(const UpOptions& o) {
   if (sampler) sampler->Start();
   ctl.Start();
   if (autoscaler) autoscaler->Start();
+  // Log retention: at start, then every kLogSweepMs, on a thread of its own (a sweep reads the
+  // log folder and the store, never the controller's lock).
+  std::mutex sweep_mutex;
+  std::condition_variable sweep_wake;
+  bool stop_sweeping = false;
+  std::thread sweeps;
+  if (log_retention.max_age_ms > 0 || log_retention.user_quota_bytes > 0) {
+    sweeps = std::thread([&, sweeper = controller::LogSweeper(*store.value(), ctl.Logs(),
+                                                               log_retention)]() mutable {
+      std::unique_lock<std::mutex> lock(sweep_mutex);
+      while (!stop_sweeping) {
+        lock.unlock();
+        const controller::LogSweepStats swept = sweeper.SweepOnce(controller::NowMs());
+        if (!swept.error.empty()) {
+          std::fprintf(stderr, "%s: log retention: cannot ask the store: %s\n", self,
+                       swept.error.c_str());
+        } else if (swept.jobs_removed > 0) {
+          std::fprintf(stderr, "%s: log retention: removed the logs of %lld jobs (%lld MiB)\n",
+                       self, static_cast<long long>(swept.jobs_removed),
+                       static_cast<long long>(swept.bytes_removed >> 20));
+        }
+        lock.lock();
+        sweep_wake.wait_for(lock, std::chrono::milliseconds(kLogSweepMs),
+                            [&] { return stop_sweeping; });
+      }
+    });
+  }
   std::atomic<bool> stop_beats{false};
   std::thread beats;
   // Well inside the lease, which the local node must keep like any other.
@@ -637,6 +680,14 @@ int RunUpOnce(const UpOptions& o) {
     node->Interrupt();               // a beat launching a storm of jobs stops launching
     options.on_local_node_change();  // wakes the agent's wait
     beats.join();
+  }
+  if (sweeps.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(sweep_mutex);
+      stop_sweeping = true;
+    }
+    sweep_wake.notify_all();
+    sweeps.join();
   }
   if (autoscaler) autoscaler->Stop();
   ctl.Stop();

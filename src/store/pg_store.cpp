@@ -618,6 +618,24 @@ class PgStore final : public Store {
     return ids;
   }
 
+  core::Result<std::vector<JobOwner>> JobOwners(const std::vector<int64_t>& ids) override {
+    std::vector<JobOwner> out;
+    if (ids.empty()) return out;
+    std::string array = "{";  // a bigint[] literal: digits and commas only
+    for (int64_t id : ids) array += (array.size() > 1 ? "," : "") + std::to_string(id);
+    array += "}";
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto r = Read("SELECT id,owner,state,end_ms FROM jobs WHERE id = ANY($1::bigint[]) ORDER BY id",
+                  {Str(array)});
+    if (!r) return r.failure();
+    for (int i = 0; i < r.value().Rows(); ++i) {
+      const Row s{r.value(), i};
+      out.push_back({s.Int(0), s.Text(1), ParseState(s.Text(2)).value_or(JobState::kFailed),
+                     s.Int(3)});
+    }
+    return out;
+  }
+
   // One round trip and one transaction (libpq's pipeline mode), as a batch of submits: the fence
   // check, then one statement (kTransitionSql) per run of requests for distinct jobs (a request
   // for a job already in the run starts the next one, so that each sees the ones before it),

@@ -444,6 +444,34 @@ class SqliteStore final : public Store {
     return ids;
   }
 
+  core::Result<std::vector<JobOwner>> JobOwners(const std::vector<int64_t>& ids) override {
+    // One cached statement of kBatch placeholders; a short batch repeats its last id.
+    constexpr std::size_t kBatch = 128;
+    static const std::string sql = [] {
+      std::string text = "SELECT id,user,state,end_ms FROM jobs WHERE id IN (?";
+      for (std::size_t k = 1; k < kBatch; ++k) text += ",?";
+      return text + ") ORDER BY id";
+    }();
+    std::vector<int64_t> sorted = ids;
+    std::sort(sorted.begin(), sorted.end());
+    sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<JobOwner> out;
+    for (std::size_t from = 0; from < sorted.size(); from += kBatch) {
+      Statement s(cache_, sql);
+      for (std::size_t k = 0; k < kBatch; ++k) {
+        s.Bind(static_cast<int>(k) + 1, sorted[std::min(from + k, sorted.size() - 1)]);
+      }
+      int rc;
+      while ((rc = s.Step()) == SQLITE_ROW) {
+        out.push_back({s.Int(0), s.Text(1), ParseState(s.Text(2)).value_or(JobState::kFailed),
+                       s.Int(3)});
+      }
+      if (rc != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
+    }
+    return out;
+  }
+
   core::Result<std::vector<bool>> TransitionAll(const std::vector<TransitionRequest>& requests,
                                                 int64_t now_ms) override {
     if (auto checked = CheckTransitions(requests); !checked) return checked.failure();

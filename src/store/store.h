@@ -156,6 +156,15 @@ struct JobUsageRecord {
   int64_t updated_ms = 0;
 };
 
+// Whose a job is and where it stands, without its row (argv and env may be large): what the
+// controller's log retention decides by.
+struct JobOwner {
+  int64_t id = 0;
+  std::string user;
+  JobState state = JobState::kPending;
+  int64_t end_ms = 0;  // 0: not ended
+};
+
 // One ended job for the fleet report: its identity and its usage summary (no series).
 struct JobReportRow {
   int64_t id = 0;
@@ -303,6 +312,9 @@ class Store {
   // The ids of `user`'s jobs in the live states, ascending: what a user may see named of the
   // queue, read without the jobs' rows (their argv and env may be large).
   virtual core::Result<std::vector<int64_t>> LiveJobIdsOf(const std::string& user) = 0;
+  // The owner, state and end of each job of `ids` that exists, in id order (ids not found are
+  // left out).
+  virtual core::Result<std::vector<JobOwner>> JobOwners(const std::vector<int64_t>& ids) = 0;
   // Compare-and-set: moves job `id` from `from` to `to` with `update` and records an event.
   // Returns false (changing nothing) when the job is not in `from`; an error when the transition
   // is not allowed or the store fails. (One TransitionAll of one request, for every store.)

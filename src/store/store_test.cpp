@@ -256,6 +256,30 @@ TEST_P(StoreTest, ConcurrentSubmitsAreGroupCommittedAndAllKept) {
   EXPECT_EQ(store_->ListJobs(all).value().size(), 800U);
 }
 
+TEST_P(StoreTest, JobOwnersNameEachKnownJobsUserStateAndEnd) {
+  const int64_t a = store_->SubmitJob(Job("alice")).value();
+  const int64_t b = store_->SubmitJob(Job("bob")).value();
+  JobUpdate cancelled;
+  cancelled.end_ms = 7000;
+  ASSERT_TRUE(
+      store_->Transition(b, JobState::kPending, JobState::kCancelled, cancelled, 7000).value());
+  // More ids than one batch, unknown and repeated ones among them, out of order.
+  std::vector<int64_t> ids = {b, 999999, a, b};
+  for (int64_t k = 1; k <= 300; ++k) ids.push_back(100000 + k);
+  auto owners = store_->JobOwners(ids);
+  ASSERT_TRUE(owners.ok()) << owners.error();
+  ASSERT_EQ(owners.value().size(), 2u);
+  EXPECT_EQ(owners.value()[0].id, a);
+  EXPECT_EQ(owners.value()[0].user, "alice");
+  EXPECT_EQ(owners.value()[0].state, JobState::kPending);
+  EXPECT_EQ(owners.value()[0].end_ms, 0);
+  EXPECT_EQ(owners.value()[1].id, b);
+  EXPECT_EQ(owners.value()[1].user, "bob");
+  EXPECT_EQ(owners.value()[1].state, JobState::kCancelled);
+  EXPECT_EQ(owners.value()[1].end_ms, 7000);
+  EXPECT_TRUE(store_->JobOwners({}).value().empty());
+}
+
 TEST_P(StoreTest, TransitionsAreCompareAndSetAndLogged) {
   const int64_t id = store_->SubmitJob(Job("alice")).value();
   JobUpdate placed;

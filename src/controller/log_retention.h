@@ -1,0 +1,64 @@
+#pragma once
+// Log retention on the controller: which jobs' logs to remove so that the logs a controller keeps
+// stay within an age and a per-user quota, as journald's MaxRetentionSec and SystemMaxUse do for
+// a machine. `PlanLogRemovals` decides (pure); `LogSweeper` scans the log folder, asks the store
+// whose each job is, and removes.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "controller/job_logs.h"
+#include "store/store.h"
+
+namespace gpufleet::controller {
+
+struct LogRetention {
+  // An ended job's logs are removed this long after it ended (0: kept however old).
+  int64_t max_age_ms = 0;
+  // The bytes of logs each user may hold on the controller, running jobs' included; over it, the
+  // user's longest-ended jobs' logs are removed first (0: no quota). Running jobs are never
+  // touched, so their logs can take a user over it until they end: each is capped by its node's
+  // --log-limit, and their number by --max-jobs-per-user.
+  int64_t user_quota_bytes = 0;
+  // A job that ended less than this long ago is kept whatever the above say: its agent may still
+  // be shipping its last chunks.
+  int64_t settle_ms = 10 * 60'000;
+};
+
+struct LogRemoval {
+  int64_t job_id = 0;
+  std::string why;  // "older than 30 d" or "over user alice's log quota of 10240 MiB"
+};
+
+// The jobs whose logs `retention` removes, in id order. `held`: each job's bytes of logs;
+// `owners`: the store's word on those jobs (a job it does not know is never removed: nobody can
+// be charged for it, and a controller pointed at another store must not empty its folder).
+std::vector<LogRemoval> PlanLogRemovals(const std::vector<JobLogs::Held>& held,
+                                        const std::vector<store::JobOwner>& owners,
+                                        const LogRetention& retention, int64_t now_ms);
+
+struct LogSweepStats {
+  int64_t jobs_held = 0, bytes_held = 0;        // before the sweep
+  int64_t jobs_removed = 0, bytes_removed = 0;  // by it
+  int64_t unknown_jobs = 0;                     // logs of jobs the store does not know
+  std::string error;                            // the store's, when it could not be asked
+};
+
+class LogSweeper {
+ public:
+  LogSweeper(store::Store& store, JobLogs logs, LogRetention retention);
+  // One sweep at `now_ms`: scans, plans and removes. Safe beside the controller's appends (only
+  // jobs that ended settle_ms ago are touched).
+  LogSweepStats SweepOnce(int64_t now_ms);
+
+ private:
+  store::Store& store_;
+  JobLogs logs_;
+  LogRetention retention_;
+};
+
+// "older than 30 d"-style text of a duration, for notes.
+std::string RetentionText(int64_t ms);
+
+}  // namespace gpufleet::controller
