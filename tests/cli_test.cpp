@@ -246,8 +246,8 @@ TEST(CliControllerTest, BadLogRetentionAndQuotaAreRefusedClearly) {
               std::string::npos)
         << out.text;
   }
-  const Output negative = Gpufleet("controller --listen 127.0.0.1:0 --data-dir '" + dir +
-                                   "' --log-quota -1");
+  const Output negative =
+      Gpufleet("controller --listen 127.0.0.1:0 --data-dir '" + dir + "' --log-quota -1");
   EXPECT_NE(negative.status, 0);
   EXPECT_NE(negative.text.find("--log-quota"), std::string::npos) << negative.text;
   std::filesystem::remove_all(dir);

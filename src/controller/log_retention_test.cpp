@@ -29,12 +29,14 @@ std::vector<int64_t> Ids(const std::vector<LogRemoval>& removals) {
 TEST(PlanLogRemovals, RemovesEndedJobsOlderThanTheRetentionOnly) {
   LogRetention r;
   r.max_age_ms = 30 * kDay;
-  const auto plan = PlanLogRemovals(
-      {Held(1, 10), Held(2, 10), Held(3, 10), Held(4, 10), Held(5, 10)},
-      {Ended(1, "a", kNow - 31 * kDay), Ended(2, "a", kNow - 29 * kDay),
-       Ended(3, "a", kNow - 40 * kDay, JobState::kFailed), {4, "a", JobState::kRunning, 0},
-       {5, "a", JobState::kPreempted, kNow - 40 * kDay}},
-      r, kNow);
+  const auto plan =
+      PlanLogRemovals({Held(1, 10), Held(2, 10), Held(3, 10), Held(4, 10), Held(5, 10)},
+                      {Ended(1, "a", kNow - 31 * kDay),
+                       Ended(2, "a", kNow - 29 * kDay),
+                       Ended(3, "a", kNow - 40 * kDay, JobState::kFailed),
+                       {4, "a", JobState::kRunning, 0},
+                       {5, "a", JobState::kPreempted, kNow - 40 * kDay}},
+                      r, kNow);
   EXPECT_EQ(Ids(plan), (std::vector<int64_t>{1, 3}))
       << "a running or requeued job's log is kept however old";
   EXPECT_EQ(plan[0].why, "older than 30 d");
@@ -47,13 +49,14 @@ TEST(PlanLogRemovals, AUserOverQuotaLosesTheirLongestEndedJobsFirstAndNobodyElse
   r.user_quota_bytes = 100 << 20;
   const int64_t mib = 1 << 20;
   // alice holds 150 MiB: 60 of a running job, 40 + 30 + 20 of ended ones.
-  const auto plan = PlanLogRemovals(
-      {Held(1, 40 * mib), Held(2, 30 * mib), Held(3, 20 * mib), Held(4, 60 * mib),
-       Held(5, 90 * mib), Held(6, 500 * mib)},
-      {Ended(2, "alice", kNow - 3 * kDay), Ended(1, "alice", kNow - 2 * kDay),
-       Ended(3, "alice", kNow - 5 * kDay), {4, "alice", JobState::kRunning, 0},
-       Ended(5, "bob", kNow - 9 * kDay)},
-      r, kNow);
+  const auto plan = PlanLogRemovals({Held(1, 40 * mib), Held(2, 30 * mib), Held(3, 20 * mib),
+                                     Held(4, 60 * mib), Held(5, 90 * mib), Held(6, 500 * mib)},
+                                    {Ended(2, "alice", kNow - 3 * kDay),
+                                     Ended(1, "alice", kNow - 2 * kDay),
+                                     Ended(3, "alice", kNow - 5 * kDay),
+                                     {4, "alice", JobState::kRunning, 0},
+                                     Ended(5, "bob", kNow - 9 * kDay)},
+                                    r, kNow);
   // Oldest end first: 3 (20 MiB, 130 left), then 2 (30 MiB, 100 left: within the quota).
   EXPECT_EQ(Ids(plan), (std::vector<int64_t>{2, 3}));
   EXPECT_EQ(plan[0].why, "over user alice's log quota of 100 MiB");

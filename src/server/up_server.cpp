@@ -8,9 +8,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -23,14 +23,13 @@
 #include <thread>
 
 #include "advise/own_hardware.h"
-#include "cloud/provider.h"
-#include "controller/autoscaler.h"
-#include "scale/autoscale_config.h"
 #include "agent/node_agent.h"
 #include "agent/run_as.h"
 #include "agent/sample_json.h"
+#include "cloud/provider.h"
 #include "controller/api_server.h"
 #include "controller/auth.h"
+#include "controller/autoscaler.h"
 #include "controller/controller.h"
 #include "controller/in_process_link.h"
 #include "controller/log_retention.h"
@@ -43,6 +42,7 @@
 #include "net/private_file.h"
 #include "net/tls.h"
 #include "net/tls_identity.h"
+#include "scale/autoscale_config.h"
 #include "server/leader_lease.h"
 #include "store/store.h"
 
@@ -488,11 +488,14 @@ int RunUpOnce(const UpOptions& o) {
   log_retention.user_quota_bytes = o.log_quota_mib * (int64_t{1} << 20);
   if (o.log_retention == "0" || o.log_retention == "off") {
     log_retention.max_age_ms = 0;
-  } else if (auto seconds = core::ParseDurationSeconds(o.log_retention); seconds && *seconds >= 3600) {
+  } else if (auto seconds = core::ParseDurationSeconds(o.log_retention);
+             seconds && *seconds >= 3600) {
     log_retention.max_age_ms = *seconds * 1000;
   } else {
-    std::fprintf(stderr, "%s: --log-retention '%s': expected a duration of at least 1 h, such as "
-                 "30d or 12h (0: keep logs for good)\n", self, o.log_retention.c_str());
+    std::fprintf(stderr,
+                 "%s: --log-retention '%s': expected a duration of at least 1 h, such as "
+                 "30d or 12h (0: keep logs for good)\n",
+                 self, o.log_retention.c_str());
     return 2;
   }
   if (!o.own_hardware.empty()) {
@@ -638,25 +641,25 @@ int RunUpOnce(const UpOptions& o) {
   bool stop_sweeping = false;
   std::thread sweeps;
   if (log_retention.max_age_ms > 0 || log_retention.user_quota_bytes > 0) {
-    sweeps = std::thread([&, sweeper = controller::LogSweeper(*store.value(), ctl.Logs(),
-                                                               log_retention)]() mutable {
-      std::unique_lock<std::mutex> lock(sweep_mutex);
-      while (!stop_sweeping) {
-        lock.unlock();
-        const controller::LogSweepStats swept = sweeper.SweepOnce(controller::NowMs());
-        if (!swept.error.empty()) {
-          std::fprintf(stderr, "%s: log retention: cannot ask the store: %s\n", self,
-                       swept.error.c_str());
-        } else if (swept.jobs_removed > 0) {
-          std::fprintf(stderr, "%s: log retention: removed the logs of %lld jobs (%lld MiB)\n",
-                       self, static_cast<long long>(swept.jobs_removed),
-                       static_cast<long long>(swept.bytes_removed >> 20));
-        }
-        lock.lock();
-        sweep_wake.wait_for(lock, std::chrono::milliseconds(kLogSweepMs),
-                            [&] { return stop_sweeping; });
-      }
-    });
+    sweeps = std::thread(
+        [&, sweeper = controller::LogSweeper(*store.value(), ctl.Logs(), log_retention)]() mutable {
+          std::unique_lock<std::mutex> lock(sweep_mutex);
+          while (!stop_sweeping) {
+            lock.unlock();
+            const controller::LogSweepStats swept = sweeper.SweepOnce(controller::NowMs());
+            if (!swept.error.empty()) {
+              std::fprintf(stderr, "%s: log retention: cannot ask the store: %s\n", self,
+                           swept.error.c_str());
+            } else if (swept.jobs_removed > 0) {
+              std::fprintf(stderr, "%s: log retention: removed the logs of %lld jobs (%lld MiB)\n",
+                           self, static_cast<long long>(swept.jobs_removed),
+                           static_cast<long long>(swept.bytes_removed >> 20));
+            }
+            lock.lock();
+            sweep_wake.wait_for(lock, std::chrono::milliseconds(kLogSweepMs),
+                                [&] { return stop_sweeping; });
+          }
+        });
   }
   std::atomic<bool> stop_beats{false};
   std::thread beats;

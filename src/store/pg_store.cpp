@@ -630,8 +630,8 @@ class PgStore final : public Store {
     if (!r) return r.failure();
     for (int i = 0; i < r.value().Rows(); ++i) {
       const Row s{r.value(), i};
-      out.push_back({s.Int(0), s.Text(1), ParseState(s.Text(2)).value_or(JobState::kFailed),
-                     s.Int(3)});
+      out.push_back(
+          {s.Int(0), s.Text(1), ParseState(s.Text(2)).value_or(JobState::kFailed), s.Int(3)});
     }
     return out;
   }

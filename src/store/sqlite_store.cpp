@@ -464,8 +464,8 @@ class SqliteStore final : public Store {
       }
       int rc;
       while ((rc = s.Step()) == SQLITE_ROW) {
-        out.push_back({s.Int(0), s.Text(1), ParseState(s.Text(2)).value_or(JobState::kFailed),
-                       s.Int(3)});
+        out.push_back(
+            {s.Int(0), s.Text(1), ParseState(s.Text(2)).value_or(JobState::kFailed), s.Int(3)});
       }
       if (rc != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
     }
