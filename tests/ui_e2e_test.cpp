@@ -64,11 +64,29 @@ TEST_F(UiServer, ACookieSessionActsAsItsTokenAndStateChangesNeedItsCsrfToken) {
   const Login admin = LogIn(token_);
   ASSERT_FALSE(admin.cookie.empty());
   auto c = Http("");
-  auto session = c.Get("/ui/session", With(admin, false));
+  auto session = c.Get("/ui/session", With(admin, true));
   ASSERT_TRUE(session && session->status == 200);
-  EXPECT_EQ(json::parse(session->body)["csrf"], admin.csrf);
+  EXPECT_FALSE(json::parse(session->body)["user"].is_null()) << session->body;
+  EXPECT_FALSE(json::parse(session->body).contains("csrf")) << "only the login's answer has it";
   EXPECT_TRUE(json::parse(c.Get("/ui/session")->body)["user"].is_null());  // not logged in
-  EXPECT_EQ(c.Get("/v1/jobs", With(admin, false))->status, 200);
+  // Found by a review: browsers send a host's cookies to all its ports, so a page another local
+  // user serves on localhost:6006 got this cookie, read /ui/session for the CSRF token and acted
+  // as the admin. Now the cookie alone reads nothing, not even who it is.
+  EXPECT_EQ(c.Get("/v1/jobs", With(admin, false))->status, 403);
+  EXPECT_TRUE(json::parse(c.Get("/ui/session", With(admin, false))->body)["user"].is_null());
+  EXPECT_EQ(c.Get("/v1/jobs", With(admin, true))->status, 200);
+  // The event stream (EventSource sends no headers) takes the token in its query instead.
+  for (const auto& [query, status] :
+       std::vector<std::pair<std::string, int>>{{"?csrf=" + admin.csrf, 200}, {"?csrf=x", 403}, {"", 403}}) {
+    int got = 0;
+    c.Get("/v1/events" + query, With(admin, false),
+          [&](const httplib::Response& r) {
+            got = r.status;
+            return false;  // the head is enough
+          },
+          [](const char*, size_t) { return false; });
+    EXPECT_EQ(got, status) << query;
+  }
   const std::string job = R"({"argv":["sleep","1"],"gpus":1})";
   // A submit with the cookie alone is what a cross-site form would send: refused.
   auto forged = c.Post("/v1/jobs", With(admin, false), job, "application/json");
@@ -113,15 +131,21 @@ TEST_F(UiBehindProxy, TheSessionCookieIsSecureAndHostOnly) {
   EXPECT_EQ(set_cookie.find("Domain"), std::string::npos) << set_cookie;
   const std::string id = set_cookie.substr(18, set_cookie.find(';') - 18);
   auto c = Http("");
-  EXPECT_EQ(c.Get("/v1/jobs", httplib::Headers{{"Cookie", "__Host-gf_session=" + id}})->status,
+  const std::string csrf = json::parse(r->body)["csrf"].get<std::string>();
+  EXPECT_EQ(c.Get("/v1/jobs", httplib::Headers{{"Cookie", "__Host-gf_session=" + id},
+                                              {"X-CSRF-Token", csrf}})
+                ->status,
             200);
-  EXPECT_EQ(c.Get("/v1/jobs", httplib::Headers{{"Cookie", "gf_session=" + id}})->status, 401);
-  auto session = c.Get("/ui/session", httplib::Headers{{"Cookie", "gf_session=" + id}});
+  EXPECT_EQ(c.Get("/v1/jobs", httplib::Headers{{"Cookie", "gf_session=" + id},
+                                              {"X-CSRF-Token", csrf}})
+                ->status,
+            401);
+  auto session = c.Get("/ui/session",
+                       httplib::Headers{{"Cookie", "gf_session=" + id}, {"X-CSRF-Token", csrf}});
   ASSERT_TRUE(session && session->status == 200);
   EXPECT_TRUE(json::parse(session->body)["user"].is_null()) << session->body;
   // Logging out clears the same cookie.
-  httplib::Headers with{{"Cookie", "__Host-gf_session=" + id},
-                        {"X-CSRF-Token", json::parse(r->body)["csrf"].get<std::string>()}};
+  httplib::Headers with{{"Cookie", "__Host-gf_session=" + id}, {"X-CSRF-Token", csrf}};
   auto out = c.Post("/ui/logout", with, "", "application/json");
   ASSERT_TRUE(out && out->status == 200);
   const std::string cleared = out->get_header_value("Set-Cookie");
@@ -134,10 +158,10 @@ TEST_F(UiServer, RevokingAUsersTokenEndsTheirSessions) {
   const json added = json::parse(Cli("users add carol --json"));
   const Login carol = LogIn(added["token"].get<std::string>());
   auto c = Http("");
-  EXPECT_EQ(c.Get("/v1/jobs", With(carol, false))->status, 200);
+  EXPECT_EQ(c.Get("/v1/jobs", With(carol, true))->status, 200);
   Cli("users remove carol");
-  EXPECT_EQ(c.Get("/v1/jobs", With(carol, false))->status, 401);
-  EXPECT_TRUE(json::parse(c.Get("/ui/session", With(carol, false))->body)["user"].is_null());
+  EXPECT_EQ(c.Get("/v1/jobs", With(carol, true))->status, 401);
+  EXPECT_TRUE(json::parse(c.Get("/ui/session", With(carol, true))->body)["user"].is_null());
 }
 
 // Before, an open event stream kept its viewer's identity for good: a removed user (or a revoked
@@ -162,6 +186,38 @@ TEST_F(UiServer, RemovingAUserClosesTheirOpenEventStreamWithinAPing) {
   }
   EXPECT_TRUE(ended.load()) << "the removed user's stream was still open after 40 s";
   reader.join();
+}
+
+// Found by a review: a logout ended the session but not the event streams it had opened, which
+// went on for good (every job change, to an admin's stream). Now the logout closes them at once,
+// and an expired or ended session's stream is closed at the next ping as a revoked token's is.
+// A login also ends the session the same browser held before (a shared browser's last user).
+TEST_F(UiServer, LoggingOutClosesTheSessionsEventStreamsAtOnce) {
+  const Login login = LogIn(token_);
+  std::atomic<bool> ended{false};
+  std::thread reader([&] {
+    httplib::Client c(url_);
+    c.set_read_timeout(60, 0);
+    c.Get("/v1/events", With(login, true), [&](const char*, size_t) { return true; });
+    ended = true;
+  });
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_FALSE(ended.load()) << "the stream ended before the logout";
+  auto c = Http("");
+  ASSERT_EQ(c.Post("/ui/logout", With(login, true), "", "application/json")->status, 200);
+  const auto out = std::chrono::steady_clock::now();
+  while (!ended && std::chrono::steady_clock::now() - out < std::chrono::seconds(10)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(ended.load()) << "the stream was still open 10 s after the logout";
+  reader.join();
+
+  const Login first = LogIn(token_);
+  auto again = Http("").Post("/ui/login", httplib::Headers{{"Cookie", first.cookie}},
+                             json{{"token", token_}}.dump(), "application/json");
+  ASSERT_TRUE(again && again->status == 200);
+  EXPECT_EQ(c.Get("/v1/jobs", With(first, false))->status, 401)
+      << "the browser's earlier session outlived its next login";
 }
 
 TEST_F(UiServer, FilesComeWithAStrictPolicyAndNothingOutsideTheDashboardIsServed) {

@@ -3,7 +3,7 @@
 // the header (navigation, live status, logout) and the shared live stream, and marks
 // `gf-data-shown` (performance.mark) when a page says its data is on screen.
 import {
-  session, request, getJson, onUnauthorized, requestEarly, signedInHint, setSignedInHint,
+  session, request, getJson, onUnauthorized, requestEarly, signedInHint, setSignedInHint, keepCsrf,
 } from './lib/api.js';
 import { readJobsState, jobsUrl } from './lib/jobs_query.js';
 import { h, fill } from './lib/dom.js';
@@ -113,7 +113,6 @@ function showLogin(message) {
   stopLive();
   setSignedInHint(false);
   session.user = null;
-  session.csrf = null;
   nav.hidden = true;
   sessionBox.hidden = true;
   document.title = 'Sign in · gpufleet';
@@ -135,7 +134,9 @@ function showLogin(message) {
     error.textContent = '';
     try {
       const res = await request('/ui/login', { method: 'POST', body: { token: input.value.trim() } });
-      Object.assign(session, await res.json());
+      const signed = await res.json();
+      Object.assign(session, { user: signed.user, admin: signed.admin });
+      keepCsrf(signed.csrf);
       input.value = '';
       start();
     } catch (err) {
@@ -160,10 +161,22 @@ function start() {
   route();
 }
 
-document.getElementById('logout').addEventListener('click', async () => {
+// Signed out only when the server says so: a failed logout (no network, a standby controller)
+// leaves the session live, so the page says that rather than hiding it behind the login form.
+document.getElementById('logout').addEventListener('click', async (e) => {
+  const button = e.currentTarget;
+  button.disabled = true;
   try {
     await request('/ui/logout', { method: 'POST' });
-  } catch { /* the session is gone either way */ }
+  } catch (err) {
+    button.disabled = false;
+    fill(document.getElementById('who'), h('span', {
+      class: 'error', role: 'alert', id: 'logout-error',
+      text: `Sign-out failed, your session is still active: ${err.message}. Try again.`,
+    }));
+    return;
+  }
+  button.disabled = false;
   showLogin('You are signed out.');
 });
 

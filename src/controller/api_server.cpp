@@ -7,6 +7,7 @@
 #include <atomic>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -118,7 +119,7 @@ struct ApiServer::Impl {
                                       .tls = o.tls}) {}
   Controller& controller;
   UiSessions sessions;
-  EventHub events{controller};
+  EventHub events{controller, &sessions};
   net::HttpServer server;
   std::atomic<int64_t> requests{0};
   std::atomic<const Autoscaler*> autoscaler{nullptr};
@@ -152,8 +153,18 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
       return api::Authenticate(impl.controller.store(), req, res, NowMs()).has_value();
     }
     // Logging in and out of the dashboard take a small body; nothing else outside /v1 does:
-    // nothing is read for anyone without a token.
+    // nothing is read for anyone without a token. Those two bodies are judged on the head: a
+    // larger or chunked one is refused before a byte of it is read (else anyone could make the
+    // server hold the 1 MiB body limit per connection).
     if (req.method == "POST" && (req.path == "/ui/login" || req.path == "/ui/logout")) {
+      const std::string length = req.get_header_value("Content-Length");
+      if (req.has_header("Transfer-Encoding") || length.size() > 9 ||
+          std::strtoll(length.c_str(), nullptr, 10) > static_cast<long long>(kMaxLoginBody)) {
+        Fail(res, 413, "token: a login or logout body is at most " +
+                           std::to_string(kMaxLoginBody) + " bytes, with a Content-Length",
+             "token");
+        return false;
+      }
       return true;
     }
     if (req.method != "GET" && req.method != "HEAD") {

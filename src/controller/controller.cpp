@@ -292,6 +292,7 @@ void Controller::RebuildClusterLocked() {
   for (auto& [id, a] : active_) {
     for (Rank& r : a.ranks) {
       const NodeEntry& node = nodes_[r.node];
+      r.held = false;
       if (!node.alive) continue;  // held by the blocker until it returns
       const core::NodeState& s = cluster_.state(r.node);
       const core::JobSpec slice = RankSlice(a.queued, r.gpus);
@@ -307,6 +308,7 @@ void Controller::RebuildClusterLocked() {
         continue;
       }
       cluster_.Allocate(r.node, slice, r.gpus);
+      r.held = true;
     }
   }
   for (std::size_t n = 0; n < nodes_.size(); ++n) {
@@ -808,8 +810,9 @@ void Controller::PlanLocked(store::JobRecord job, const std::vector<sched::Alloc
   a.job = std::move(job);
   a.queued = QueuedOf(a.job);
   a.committing = true;
-  for (const Rank& r : a.ranks) {
+  for (Rank& r : a.ranks) {
     cluster_.Allocate(r.node, RankSlice(a.queued, r.gpus), r.gpus);
+    r.held = true;
   }
   active_[a.job.id] = std::move(a);
 }
@@ -820,6 +823,7 @@ void Controller::UnplanLocked(int64_t id) {
   Active a = std::move(it->second);
   active_.erase(it);
   for (const Rank& r : a.ranks) {
+    if (!r.held) continue;  // its node was lost meanwhile: the blocker holds its GPUs
     cluster_.Release(r.node, RankSlice(a.queued, r.gpus), r.gpus);
     HoldDrainedLocked(r.node);  // a GPU drained meanwhile is held, not placed on again
   }
@@ -1008,6 +1012,10 @@ void Controller::NoteSimulatedContainerLocked(const Active& a, int64_t now_ms) {
   if (auto r = store_.Audit(a.job.id, "", "container", detail, now_ms); !r) ++stats_.store_errors;
 }
 
+bool Controller::AllRanksHeld(const Active& a) {
+  return std::all_of(a.ranks.begin(), a.ranks.end(), [](const Rank& r) { return r.held; });
+}
+
 void Controller::EndLocked(int64_t id, store::JobState to, std::optional<int> exit_code,
                            std::string reason, int64_t now_ms) {
   Active a = std::move(active_.at(id));
@@ -1015,7 +1023,8 @@ void Controller::EndLocked(int64_t id, store::JobState to, std::optional<int> ex
   for (const Rank& r : a.ranks) {
     TouchNodeLocked(r.node);
     if (nodes_[r.node].alive) {
-      cluster_.Release(r.node, RankSlice(a.queued, r.gpus), r.gpus);
+      // (A rank its node came back too small for was never taken: nothing to give back.)
+      if (r.held) cluster_.Release(r.node, RankSlice(a.queued, r.gpus), r.gpus);
       HoldDrainedLocked(r.node);  // a drained GPU it leaves is held, not placed on
     }
   }
@@ -1592,6 +1601,7 @@ void Controller::Pass(std::unique_lock<std::mutex>& lock, int64_t now_ms) {
     std::vector<sched::RunningJob> running;
     running.reserve(active_.size());
     for (const auto& [id, a] : active_) {
+      if (!AllRanksHeld(a)) continue;  // not a victim, shrunk or grown (Rank::held)
       sched::RunningJob r;
       r.job = a.queued;
       // A job not yet running has had no service in this run.

@@ -384,6 +384,10 @@ class Controller {
     bool ended = false;
     bool lost = false;     // ended without a known exit (its state on the node was lost)
     bool stopped = false;  // ended after the controller asked it to stop
+    // Its slice is taken on cluster_: not while its node is not alive (the node's blocker holds
+    // it), nor when the node came back too small for it. A job with a rank not held is never
+    // handed to the scheduler as running: releasing that rank there would corrupt the snapshot.
+    bool held = false;
     int exit_code = 0;
     int64_t pid = 0;
     uint64_t pid_start = 0;
@@ -398,6 +402,8 @@ class Controller {
     int64_t mem_peak_mib = 0;
     core::HostUsage host_usage;  // the latest its node reported (final once ended)
   };
+  struct Active;
+  static bool AllRanksHeld(const Active& a);
   struct Active {
     store::JobRecord job;
     sched::QueuedJob queued;

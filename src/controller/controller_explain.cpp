@@ -25,6 +25,7 @@ std::vector<Controller::QueueExplanation> Controller::ExplainQueue(int64_t now_m
   std::vector<sched::RunningJob> runs;
   running.reserve(active_.size());
   for (const auto& [id, a] : active_) {
+    if (!AllRanksHeld(a)) continue;  // as the pass sees it (Rank::held)
     sched::ExplainRunning r;
     r.run.job = a.queued;
     // As the pass sees it: a job not yet running has had no service in this run.

@@ -582,6 +582,56 @@ TEST_F(ControllerTest, AGangAcceptedBeforeAnyNodeJoinedHoldsNothingBackOnceTheyD
   EXPECT_EQ(Job(accepted.value()).state, store::JobState::kPending);
 }
 
+// Found by a review: after a restart, a running job's rank on a node not heard from yet is held
+// by that node's blocker, not by the job; the job was still handed to the scheduler as running,
+// and the queue explanation (or a preemption, shrink or grow) released its rank there: a failed
+// check aborted the controller, again at every restart while the node stayed away.
+TEST_F(ControllerTest, ARankOnANodeNotYetBackIsNeverReleasedByAPassOrAnExplanation) {
+  Make();
+  FakeAgent a("a");  // 4 GPUs
+  ASSERT_TRUE(a.Beat(*ctl_, now_ms_).ok());
+  store::JobRecord one_job = NewJob(1);
+  one_job.cpu_milli = 1000;
+  const int64_t one = ctl_->Submit(one_job).value();
+  Step({&a});
+  ASSERT_TRUE(a.Runs(one));
+  const int64_t four = Submit(4);  // waits: 3 GPUs free
+  Step({&a});
+  Make();  // a restart: node a not heard from yet
+  now_ms_ += 1000;
+  ctl_->RunOnce(now_ms_);
+  const auto why = ctl_->ExplainQueue(now_ms_);
+  ASSERT_EQ(why.size(), 1u);
+  EXPECT_EQ(why[0].why.id, four);
+  EXPECT_EQ(Job(one).state, store::JobState::kRunning);
+}
+
+TEST_F(ControllerTest, AnElasticJobWithARankOnANodeNotYetBackIsNotGrown) {
+  ControllerOptions options;
+  options.elastic_grow_after_s = 0;
+  Make(options);
+  FakeAgent a("a", 2);
+  ASSERT_TRUE(a.Beat(*ctl_, now_ms_).ok());
+  store::JobRecord elastic = NewJob(4);
+  elastic.min_gpus = 1;
+  elastic.cpu_milli = 4000;
+  const int64_t id = ctl_->Submit(elastic).value();
+  Step({&a});
+  ASSERT_EQ(Job(id).state, store::JobState::kRunning);
+  Make(options);  // a restart; a has not beaten since
+  FakeAgent b("b", 2);
+  now_ms_ += 1000;
+  ASSERT_TRUE(b.Beat(*ctl_, now_ms_).ok());
+  ctl_->RunOnce(now_ms_);
+  EXPECT_EQ(Job(id).state, store::JobState::kRunning);
+  EXPECT_EQ(Job(id).gpu_indices.size(), 2u) << "not resized while a rank's node is away";
+  // Once its node is back, it may grow into b's GPUs as usual.
+  now_ms_ += 1000;
+  Step({&a, &b});
+  Step({&a, &b});
+  EXPECT_NE(Job(id).state, store::JobState::kFailed);
+}
+
 TEST_F(ControllerTest, TheIdleReclaimWarnsThenStopsAJobWhoseGpusStayIdleAndLeavesABusyOneAlone) {
   ControllerOptions options;
   options.idle_timeout_ms = 10 * 60'000;

@@ -18,7 +18,8 @@ std::string Event(const char* kind, const json& data) {
 
 }  // namespace
 
-EventHub::EventHub(Controller& controller) : controller_(controller) {
+EventHub::EventHub(Controller& controller, UiSessions* sessions)
+    : controller_(controller), sessions_(sessions) {
   controller_.SetEvents(this);
   thread_ = std::thread([this] { Loop(); });
 }
@@ -35,7 +36,8 @@ EventHub::~EventHub() {
 }
 
 std::shared_ptr<net::EventStream> EventHub::Subscribe(const store::UserRecord& viewer,
-                                                      const std::string& credential_sha256) {
+                                                      const std::string& credential_sha256,
+                                                      const std::string& session_key) {
   auto stream = std::make_shared<net::EventStream>();
   // Browsers reconnect by themselves after a drop; 3 s is EventSource's usual pause.
   stream->Send("retry: 3000\n: gpufleet events for " + viewer.name + "\n\n");
@@ -49,8 +51,16 @@ std::shared_ptr<net::EventStream> EventHub::Subscribe(const store::UserRecord& v
     subscribers_.erase(oldest);
   }
   if (subscribers_.size() >= kMaxStreams) return nullptr;
-  subscribers_.push_back({stream, viewer, credential_sha256});
+  subscribers_.push_back({stream, viewer, credential_sha256, session_key});
   return stream;
+}
+
+void EventHub::CloseSession(const std::string& session_key) {
+  if (session_key.empty()) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const Subscriber& s : subscribers_) {
+    if (s.session_key == session_key) s.stream->Close();
+  }
 }
 
 std::size_t EventHub::streams() const {
@@ -122,7 +132,12 @@ void EventHub::CloseRevoked() {
   }
   // Each credential once, however many streams it opened (each lookup may be a database read).
   std::map<std::string, std::optional<store::UserRecord>> standing;
+  const int64_t now_ms = NowMs();
   for (const Subscriber& s : subscribers) {
+    if (!s.session_key.empty() && sessions_ != nullptr && !sessions_->Alive(s.session_key, now_ms)) {
+      s.stream->Close();
+      continue;
+    }
     auto it = standing.find(s.credential_sha256);
     if (it == standing.end()) {
       auto credential = controller_.store().CredentialOf(s.credential_sha256);

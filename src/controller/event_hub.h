@@ -8,7 +8,8 @@
 // no stream open, nothing is built. A `: ping` comment every `kPing` keeps idle streams open
 // through proxies and finds departed clients. At each ping every stream's credential is looked up
 // again: a stream whose token was revoked, whose user was removed or whose admin right was taken
-// away is closed (within kPing), as its next request would be refused.
+// away, or whose dashboard session ended, is closed (within kPing; at once at a logout), as its
+// next request would be refused.
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "controller/controller.h"
+#include "controller/ui_sessions.h"
 #include "net/event_stream.h"
 #include "store/store.h"
 
@@ -34,18 +36,23 @@ class EventHub final : public ControllerEvents {
   // every stream and lock the others' dashboards out (a tab reconnects by itself).
   static constexpr std::size_t kMaxStreamsPerUser = 64;
 
-  // Registers with `controller` (SetEvents) and starts the thread.
-  explicit EventHub(Controller& controller);
+  // Registers with `controller` (SetEvents) and starts the thread. `sessions`: the dashboard's,
+  // whose streams end with their session (null: none).
+  explicit EventHub(Controller& controller, UiSessions* sessions = nullptr);
   // Unregisters, stops the thread and closes every stream.
   ~EventHub() override;
   EventHub(const EventHub&) = delete;
   EventHub& operator=(const EventHub&) = delete;
 
   // A new stream for `viewer`, who authenticated with the token whose SHA-256 is
-  // `credential_sha256`; null when kMaxStreams are open. The viewer's oldest stream is closed
-  // when they already have kMaxStreamsPerUser.
+  // `credential_sha256`, through the dashboard session `session_key` (UiSessions::KeyOf; "": a
+  // bearer token); null when kMaxStreams are open. The viewer's oldest stream is closed when they
+  // already have kMaxStreamsPerUser.
   std::shared_ptr<net::EventStream> Subscribe(const store::UserRecord& viewer,
-                                              const std::string& credential_sha256);
+                                              const std::string& credential_sha256,
+                                              const std::string& session_key = "");
+  // Closes the streams opened through session `session_key` at once (its logout).
+  void CloseSession(const std::string& session_key);
   std::size_t streams() const;
 
   void JobChanged(int64_t id, store::JobState state, int64_t time_ms) override;
@@ -57,9 +64,10 @@ class EventHub final : public ControllerEvents {
     std::shared_ptr<net::EventStream> stream;
     store::UserRecord viewer;
     std::string credential_sha256;
+    std::string session_key;  // "": opened with a bearer token
   };
-  // Closes the streams whose credential no longer stands for their viewer (store errors spare
-  // them: the next ping looks again).
+  // Closes the streams whose credential no longer stands for their viewer, or whose dashboard
+  // session ended or expired (store errors spare them: the next ping looks again).
   void CloseRevoked();
   struct JobChange {
     int64_t id;
@@ -71,6 +79,7 @@ class EventHub final : public ControllerEvents {
                std::vector<std::pair<int64_t, int64_t>> logs, bool ping);
 
   Controller& controller_;
+  UiSessions* sessions_;
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   bool stop_ = false;

@@ -40,8 +40,6 @@ std::optional<std::string> SessionId(const httplib::Request& req, bool secure) {
   return CookieValue(req.get_header_value("Cookie"), SessionCookieName(secure));
 }
 
-bool StateChanging(const std::string& method) { return method != "GET" && method != "HEAD"; }
-
 // The session's user, when its token is still a user's (a revoked token ends its sessions).
 std::optional<store::UserRecord> SessionUser(Controller& controller, const UiSessions::Session& s) {
   auto user = controller.store().UserByToken(Sha256Hex(s.token));
@@ -53,6 +51,8 @@ std::optional<store::UserRecord> SessionUser(Controller& controller, const UiSes
 
 bool AdmitSession(UiSessions& sessions, bool secure_cookie, httplib::Request& req,
                   httplib::Response& res, int64_t now_ms) {
+  // Which session a request came through is the server's word only (an event stream ends with it).
+  req.headers.erase(std::string(kSessionKeyHeader));
   if (req.has_header("Authorization")) return true;  // a bearer token speaks for itself
   auto id = SessionId(req, secure_cookie);
   if (!id) return true;  // no credential at all: the API answers 401 itself
@@ -61,12 +61,21 @@ bool AdmitSession(UiSessions& sessions, bool secure_cookie, httplib::Request& re
     Fail(res, 401, "your dashboard session has ended: log in again");
     return false;
   }
-  if (StateChanging(req.method) &&
-      !ConstantTimeEquals(req.get_header_value("X-CSRF-Token"), session->csrf)) {
+  // Every request, reads too, must show the session's CSRF token: the cookie alone is not enough.
+  // Browsers send a host's cookies to all of its ports, so a page another local user serves on
+  // localhost:6006 gets this one's cookie; it cannot read this origin's storage, where the page
+  // keeps the token. EventSource sends no headers: the stream takes the token as `csrf` in its
+  // query.
+  std::string shown = req.get_header_value("X-CSRF-Token");
+  if (shown.empty() && req.method == "GET" && req.path == "/v1/events") {
+    shown = req.get_param_value("csrf");
+  }
+  if (!ConstantTimeEquals(shown, session->csrf)) {
     Fail(res, 403, "X-CSRF-Token: missing or not this session's", "X-CSRF-Token");
     return false;
   }
   req.set_header("Authorization", "Bearer " + session->token);
+  req.set_header(std::string(kSessionKeyHeader), UiSessions::KeyOf(*id));
   return true;
 }
 
@@ -93,6 +102,8 @@ void AddUiRoutes(net::HttpServer& server, const UiRouteContext& context) {
       return Fail(res, 401, "token: not a user's token (node and join tokens cannot log in)",
                   "token");
     }
+    // A new login ends the session this browser held before (a shared browser's last user).
+    if (auto old = SessionId(req, secure)) sessions.End(*old);
     auto opened = sessions.Open(std::move(token), NowMs());
     if (!opened) return Fail(res, opened.failure());
     res.set_header("Set-Cookie",
@@ -108,12 +119,16 @@ void AddUiRoutes(net::HttpServer& server, const UiRouteContext& context) {
                SecurityHeaders(res);
                res.set_header("Cache-Control", "no-store");
                // Not logged in is an answer, not an error: a page asks this before it shows
-               // anything.
-               json out = {{"user", nullptr}, {"admin", false}, {"csrf", nullptr}};
+               // anything. A session is named only to a request showing its CSRF token (as
+               // every /v1 request must), which only the login's answer gave: never to the
+               // cookie alone (AdmitSession says why).
+               json out = {{"user", nullptr}, {"admin", false}};
                if (auto id = SessionId(req, secure)) {
-                 if (auto session = sessions.Find(*id, NowMs())) {
+                 auto session = sessions.Find(*id, NowMs());
+                 if (session && ConstantTimeEquals(req.get_header_value("X-CSRF-Token"),
+                                                   session->csrf)) {
                    if (auto user = SessionUser(controller, *session)) {
-                     out = {{"user", user->name}, {"admin", user->admin}, {"csrf", session->csrf}};
+                     out = {{"user", user->name}, {"admin", user->admin}};
                    } else {
                      sessions.End(*id);
                    }
@@ -121,8 +136,8 @@ void AddUiRoutes(net::HttpServer& server, const UiRouteContext& context) {
                }
                res.set_content(Dump(out), "application/json");
              });
-  server.Post("/ui/logout", [&sessions, secure](const httplib::Request& req,
-                                                httplib::Response& res) {
+  server.Post("/ui/logout", [&sessions, &events, secure](const httplib::Request& req,
+                                                         httplib::Response& res) {
     SecurityHeaders(res);
     if (auto id = SessionId(req, secure)) {
       auto session = sessions.Find(*id, NowMs());
@@ -130,6 +145,7 @@ void AddUiRoutes(net::HttpServer& server, const UiRouteContext& context) {
         return Fail(res, 403, "X-CSRF-Token: missing or not this session's", "X-CSRF-Token");
       }
       sessions.End(*id);
+      events.CloseSession(UiSessions::KeyOf(*id));
     }
     res.set_header("Set-Cookie", SessionCookie("", 0, secure));
     res.set_content(Dump({{"user", nullptr}}), "application/json");
@@ -217,7 +233,8 @@ void AddUiRoutes(net::HttpServer& server, const UiRouteContext& context) {
                                      -> std::shared_ptr<net::EventStream> {
     auto user = api::AuthenticateUser(controller.store(), req, res, NowMs());
     if (!user) return nullptr;
-    auto stream = events.Subscribe(*user, api::CredentialSha256(req));
+    auto stream = events.Subscribe(*user, api::CredentialSha256(req),
+                                   req.get_header_value(std::string(kSessionKeyHeader)));
     if (!stream) {
       Fail(res, 503, "too many open event streams; try again later");
       return nullptr;

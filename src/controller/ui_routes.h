@@ -4,6 +4,7 @@
 // and the API it needs beyond the CLI's: GET /v1/fleet, GET /v1/queues, GET /v1/jobs/<id>/gpus,
 // and the live stream GET /v1/events. Internal to src/controller.
 #include <memory>
+#include <string_view>
 
 #include "controller/controller.h"
 #include "controller/event_hub.h"
@@ -35,9 +36,11 @@ void AddUiRoutes(net::HttpServer& server, const UiRouteContext& context);
 
 // For the API's auth hook: when a /v1 request has no Authorization header but a session cookie
 // (SessionCookieName(secure_cookie)), puts the session's credential in its place (the routes then
-// see a bearer token as from the CLI). A state-changing method must carry the session's CSRF token
-// in X-CSRF-Token. Returns false after answering 401 (no such session) or 403 (a missing or wrong
-// CSRF token).
+// see a bearer token as from the CLI). Every request must carry the session's CSRF token in
+// X-CSRF-Token (GET /v1/events: or in its `csrf` query parameter), reads too. Returns false after
+// answering 401 (no such session) or 403 (a missing or wrong CSRF token). It also names the session in kSessionKeyHeader (UiSessions::KeyOf), removing
+// any such header the client sent.
+inline constexpr std::string_view kSessionKeyHeader = "X-Gpufleet-Session-Key";
 bool AdmitSession(UiSessions& sessions, bool secure_cookie, httplib::Request& req,
                   httplib::Response& res, int64_t now_ms);
 

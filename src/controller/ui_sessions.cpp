@@ -49,6 +49,14 @@ std::optional<UiSessions::Session> UiSessions::Find(std::string_view id, int64_t
   return it->second;
 }
 
+std::string UiSessions::KeyOf(std::string_view id) { return Sha256Hex(std::string(id)); }
+
+bool UiSessions::Alive(const std::string& key, int64_t now_ms) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = sessions_.find(key);
+  return it != sessions_.end() && it->second.expires_ms > now_ms;
+}
+
 void UiSessions::End(std::string_view id) {
   const std::string key = Sha256Hex(std::string(id));
   std::lock_guard<std::mutex> lock(mutex_);
@@ -58,9 +66,9 @@ void UiSessions::End(std::string_view id) {
 core::Result<std::string> ParseLoginRequest(std::string_view body) {
   // Read before any login: bounded like every other body (ParseJsonInput refuses deep nesting
   // before parsing; a login body is tiny).
-  if (body.size() > 4096) {
-    return core::Error{"token: a login body is at most 4096 bytes", core::ErrorCode::kInvalid,
-                       "token"};
+  if (body.size() > kMaxLoginBody) {
+    return core::Error{"token: a login body is at most " + std::to_string(kMaxLoginBody) + " bytes",
+                       core::ErrorCode::kInvalid, "token"};
   }
   auto parsed = net::ParseJsonInput(body);
   if (!parsed) return core::Error{"token: " + parsed.error(), core::ErrorCode::kInvalid, "token"};

@@ -41,6 +41,11 @@ class UiSessions {
   // The live session with this id (expired ones are forgotten).
   std::optional<Session> Find(std::string_view id, int64_t now_ms);
   void End(std::string_view id);
+  // Whether the session whose id hashes to `key` (KeyOf) is live: what an open event stream
+  // checks, holding only the key.
+  bool Alive(const std::string& key, int64_t now_ms);
+  // The key a session is held under (the SHA-256 of its id): names it without the id itself.
+  static std::string KeyOf(std::string_view id);
 
  private:
   std::mutex mutex_;
@@ -49,6 +54,8 @@ class UiSessions {
 
 // The token of a dashboard login body, `{"token": "..."}` (1-256 characters), or an error naming
 // the field.
+// The largest login body taken (its head is refused above it, before the body is read).
+inline constexpr std::size_t kMaxLoginBody = 4096;
 core::Result<std::string> ParseLoginRequest(std::string_view body);
 // The value of cookie `name` in a Cookie header ("a=1; gf_session=x"), if present.
 std::optional<std::string> CookieValue(std::string_view header, std::string_view name);

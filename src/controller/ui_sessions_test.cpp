@@ -68,8 +68,13 @@ TEST(UiSessionsTest, SessionsExpireAndEnd) {
   EXPECT_FALSE(sessions.Find(s.value().id, UiSessions::kLifetimeMs).has_value());
   auto t = sessions.Open("t", 0);
   ASSERT_TRUE(t.ok());
+  const std::string key = UiSessions::KeyOf(t.value().id);
+  EXPECT_NE(key, t.value().id) << "the key does not give the cookie away";
+  EXPECT_TRUE(sessions.Alive(key, 1));
+  EXPECT_FALSE(sessions.Alive(key, UiSessions::kLifetimeMs)) << "expired";
   sessions.End(t.value().id);
   EXPECT_FALSE(sessions.Find(t.value().id, 1).has_value());
+  EXPECT_FALSE(sessions.Alive(key, 1)) << "ended";
 }
 
 }  // namespace

@@ -147,6 +147,29 @@ TEST_F(ElasticTest, ShrinksBeforePreemptingAnyone) {
   Apply(c, running, d, s);
 }
 
+// Found by a review: a waiting job that no node could ever hold (here: more CPU per GPU than any
+// node has) tried a shrink plan on every pass and used up one of the pass's kMaxShrinkPlans; 16
+// of them ahead in the queue kept a job behind from the shrink that would start it, for good.
+TEST_F(ElasticTest, JobsThatCanNeverFitDoNotUseUpTheShrinkBudget) {
+  auto fifo = MakeQueuePolicy("fifo");
+  Scheduler s(*fifo, *placement_, false);
+  core::ClusterSnapshot c({Node().Gpus(8)});
+  std::vector<RunningJob> running = {RunningOn(c, Job(100, 8, 0, 2), 0, 8, 0, 0)};
+  for (int k = 0; k < 20; ++k) {
+    QueuedJob never = Job(1 + k, 1, k);
+    never.cpu_milli_per_gpu = int64_t{1} << 40;
+    s.Enqueue(never);
+  }
+  s.Enqueue(Job(50, 1, 100));
+  const auto d = s.Schedule(c, running, 200, rng_);
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0].kind, Decision::Kind::kResize);
+  EXPECT_EQ(d[0].job, 100);
+  EXPECT_EQ(d[1].kind, Decision::Kind::kStart);
+  EXPECT_EQ(d[1].job, 50);
+  Apply(c, running, d, s);
+}
+
 TEST_F(ElasticTest, PreemptsOnlyWhenShrinkingIsNotEnough) {
   auto tiresias = MakeQueuePolicy("tiresias");
   Scheduler s(*tiresias, *placement_, true);

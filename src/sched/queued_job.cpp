@@ -64,11 +64,22 @@ std::optional<core::Error> NeverFitsOn(const QueuedJob& job, int node_count, con
   int big_enough = 0;         // nodes of its models with `per_node` GPUs
   int gpus_fit_cpu_short = 0, gpus_fit_memory_short = 0;
   int64_t cpu_most = 0, memory_most = 0;
+  // Spread over nodes, each node gives the GPUs its CPU and memory cover at the job's per-GPU ask
+  // (as PlaceGang takes them on an empty node): with CPU alone, and with CPU and memory.
+  int64_t spread_cpu_gpus = 0, spread_gpus = 0;
   for (int i = 0; i < node_count; ++i) {
     const core::NodeSpec& n = spec_at(i);
     if (!job.gpu_models.Contains(n.model) || n.num_gpus <= 0) continue;
     largest = std::max(largest, n.num_gpus);
     model_gpus += n.num_gpus;
+    int64_t by_cpu = n.num_gpus;
+    if (job.cpu_milli_per_gpu > 0) by_cpu = std::min(by_cpu, n.cpu_milli / job.cpu_milli_per_gpu);
+    int64_t usable = by_cpu;
+    if (job.memory_mib_per_gpu > 0) {
+      usable = std::min(usable, n.memory_mib / job.memory_mib_per_gpu);
+    }
+    spread_cpu_gpus += by_cpu;
+    spread_gpus += usable;
     if (n.num_gpus < (share ? 1 : per_node)) continue;
     const int taken = share ? 1 : per_node;
     const bool cpu_ok = n.cpu_milli >= job.cpu_milli_per_gpu * taken;
@@ -104,7 +115,17 @@ std::optional<core::Error> NeverFitsOn(const QueuedJob& job, int node_count, con
                              " GPUs; the cluster has " + std::to_string(model_gpus) + of_models,
                          core::ErrorCode::kInfeasible, "gpus"};
     }
-    return std::nullopt;  // spread over nodes: CPU and memory are asked per GPU, as GPUs are
+    if (job.total_gpus > spread_gpus) {
+      const bool cpu = job.total_gpus > spread_cpu_gpus;
+      return core::Error{
+          std::string(cpu ? "cpu: asks " + std::to_string(job.cpu_milli_per_gpu) + " milli-CPUs"
+                          : "memory: asks " + std::to_string(job.memory_mib_per_gpu) + " MiB") +
+              " per GPU; the cluster's nodes" + of_models + " can give that to " +
+              std::to_string(cpu ? spread_cpu_gpus : spread_gpus) + " GPUs, not " +
+              std::to_string(job.total_gpus),
+          core::ErrorCode::kInfeasible, cpu ? "cpu" : "memory"};
+    }
+    return std::nullopt;  // spread over nodes
   }
   if (!share && per_node > largest) {
     return core::Error{"gpus: asks " + std::to_string(per_node) +

@@ -72,6 +72,18 @@ TEST(NeverFits, NamesTheFieldThatCanNeverBeMet) {
   auto spread = NeverFits(q(Ask(21)), nodes, true);
   ASSERT_TRUE(spread);
   EXPECT_NE(spread->message.find("asks for 21 GPUs; the cluster has 20"), std::string::npos);
+  // Found by a review: spread, each node gives only the GPUs its CPU covers (as PlaceGang takes
+  // them), and a job short of CPU on every node was judged to fit, then waited for good at the
+  // head of a strict queue.
+  JobAsk cpu_spread = Ask(16);
+  cpu_spread.cpu_milli_per_gpu = 20000;  // nodes of 64 CPUs give 3 such GPUs each: 9
+  auto short_spread = NeverFits(q(cpu_spread), nodes, true);
+  ASSERT_TRUE(short_spread);
+  EXPECT_EQ(short_spread->field, "cpu");
+  EXPECT_NE(short_spread->message.find("can give that to 9 GPUs, not 16"), std::string::npos)
+      << short_spread->message;
+  cpu_spread.total_gpus = 9;
+  EXPECT_FALSE(NeverFits(q(cpu_spread), nodes, true));
 
   // 8 A100s: the cluster has nodes of 8, but not of that model.
   JobAsk a100 = Ask(8);

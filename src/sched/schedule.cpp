@@ -316,10 +316,19 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
       placement =
           PlaceGang(work, placer, elastic ? SizedTo(job, least_gpus) : job, allow_spread_, rng);
     }
+    // Whether no nodes of this cluster could ever hold the job, asked once and only where it
+    // is about to try a shrink or a preemption: no plan can place such a job, and before, each
+    // one used up a shrink plan of the pass's budget on every pass (kMaxShrinkPlans of them
+    // starved every job behind that a shrink would have started).
+    std::optional<bool> never;
+    const auto never_fits = [&] {
+      if (!never) never = NeverFits(job, cluster, growth_nodes_, allow_spread_).has_value();
+      return *never;
+    };
     // Shrink before preempting: GPUs running elastic jobs hold above their min are taken back
     // first (by any waiting job: they were lent from idle GPUs), and only if that is enough.
     if (!placement && shrinkable > 0 && shrink_plans < kMaxShrinkPlans &&
-        (!whole || free_gpus + shrinkable >= least_gpus)) {
+        (!whole || free_gpus + shrinkable >= least_gpus) && !never_fits()) {
       ++shrink_plans;
       if (auto plan =
               PlanShrink(work, placement_policy_, job, running, views, allow_spread_, rng)) {
@@ -340,7 +349,7 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
     }
     // (A whole job that even every candidate's GPUs could not make room for skips the index.)
     if (!placement && may_preempt &&
-        (!whole || reference_pass_ || reachable_gpus(job_class) >= least_gpus)) {
+        (!whole || reference_pass_ || reachable_gpus(job_class) >= least_gpus) && !never_fits()) {
       // Preempt running jobs of strictly lower priority, in victim order, until the job fits;
       // preempt nobody if even all of them are not enough.
       if (index == nullptr && job_class < indexed_above) extend_victim_index(job_class);
@@ -395,9 +404,7 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
     // A job that no nodes of this cluster could ever hold (a gang larger than the cluster, or of
     // a GPU model it lacks, accepted before its nodes joined) holds nothing back: it takes no
     // reservation and does not stop the strict order, or it would idle the cluster for good.
-    if (backfill != Backfill::kGreedy && NeverFits(job, cluster, growth_nodes_, allow_spread_)) {
-      return true;
-    }
+    if (backfill != Backfill::kGreedy && never_fits()) return true;
     blocked = true;
     if (backfill == Backfill::kNone) return false;
     if (backfill == Backfill::kEasy) {

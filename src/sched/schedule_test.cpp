@@ -9,6 +9,7 @@
 #include "sched/gang_placement.h"
 #include "sched/placer.h"
 #include "sched/policy_registry.h"
+#include "sched/queued_job.h"
 #include "testing/builders.h"
 
 namespace gpufleet::sched {
@@ -42,6 +43,26 @@ class SchedulerTest : public ::testing::Test {
   std::unique_ptr<PlacementPolicy> placement_ = MakePlacementPolicy("bestfit");
   core::Rng rng_{1};
 };
+
+// Found by a review: a job larger than every node is spread over several, taking on each only the
+// GPUs its CPU covers; NeverFits counted GPUs alone, judged this one to fit, and under FIFO it
+// held the queue for good though not even an empty cluster could hold it.
+TEST_F(SchedulerTest, ASpreadJobShortOfCpuOnEveryNodeNeverFitsAndHoldsNothingBack) {
+  auto fifo = MakeQueuePolicy("fifo");
+  Scheduler s(*fifo, *placement_, /*allow_spread=*/false);
+  core::ClusterSnapshot c({Node("a").Cpu(16000).Gpus(4), Node("b").Cpu(16000).Gpus(4)});
+  QueuedJob big = Gpus(1, 8, 10);
+  big.cpu_milli_per_gpu = 5000;  // 3 GPUs a node: 6 in all
+  const auto why = NeverFits(big, c, {}, false);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_EQ(why->field, "cpu");
+  s.Enqueue(big);
+  s.Enqueue(Gpus(2, 1, 20));
+  std::vector<RunningJob> none;
+  const auto d = s.Schedule(c, none, 30, rng_);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].job, 2);
+}
 
 TEST_F(SchedulerTest, FifoStopsAtTheFirstJobThatCannotStart) {
   auto fifo = MakeQueuePolicy("fifo");

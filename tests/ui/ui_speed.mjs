@@ -78,11 +78,19 @@ function fakeNodes(server) {
 }
 
 // Loads `hash` RUNS times in a fresh document; the browser's own timings.
+// A signed-in browser: the session cookie, and the CSRF token where the page keeps it (the login's
+// answer gives it; the cookie alone reads nothing).
+async function signIn(page, cookie) {
+  const { csrf, ...jar } = cookie;
+  await page.setCookie(jar);
+  await page.evaluateOnNewDocument((token) => localStorage.setItem('gpufleet-csrf', token), csrf);
+}
+
 async function measure(browser, server, cookie, hash, check, shotName) {
   const runs = [];
   for (let r = 0; r < RUNS; r++) {
-    const page = await watchedPage(browser, (kind, url, what) => kind === 'failed' && /\/v1\/events$/.test(url) && what === 'net::ERR_ABORTED');
-    await page.setCookie(cookie);
+    const page = await watchedPage(browser, (kind, url, what) => kind === 'failed' && /\/v1\/events(\?|$)/.test(url) && what === 'net::ERR_ABORTED');
+    await signIn(page, cookie);
     await page.setCacheEnabled(r > 0);
     await page.goto(`${server.url}/ui/${hash}`, { waitUntil: 'domcontentloaded' });
     await page.waitForFunction(() => performance.getEntriesByName('gf-data-shown').length > 0
@@ -143,7 +151,7 @@ try {
   });
   const sid = /gf_session=([^;]+)/.exec(login.headers.get('set-cookie') || '');
   if (!login.ok || !sid) fail(`POST /ui/login: ${login.status}`);
-  const cookie = { name: 'gf_session', value: sid[1], url: server.url };
+  const cookie = { name: 'gf_session', value: sid[1], url: server.url, csrf: (await login.json()).csrf };
   browser = await launchBrowser(puppeteer, chromium);
 
   const fleet = await measure(browser, server, cookie, '#/fleet', async (page) => {
@@ -162,8 +170,8 @@ try {
   }
   // Paging through 100,000 jobs: Next and Previous show the API's pages.
   if (total > 100) {
-    const page = await watchedPage(browser, (kind, url, what) => kind === 'failed' && /\/v1\/events$/.test(url) && what === 'net::ERR_ABORTED');
-    await page.setCookie(cookie);
+    const page = await watchedPage(browser, (kind, url, what) => kind === 'failed' && /\/v1\/events(\?|$)/.test(url) && what === 'net::ERR_ABORTED');
+    await signIn(page, cookie);
     await page.goto(`${server.url}/ui/#/jobs`, { waitUntil: 'domcontentloaded' });
     const ids = () => page.$$eval('#jobs-table tbody tr[data-id]', (trs) => trs.map((tr) => Number(tr.dataset.id)));
     const apiIds = async (offset) => (await apiOk(server, server.token, 'GET', `/v1/jobs?user=*&sort=id&order=desc&offset=${offset}&limit=50`)).body.map((j) => j.id);

@@ -22,7 +22,7 @@ const { puppeteer, chromium } = await loadPuppeteer();
 
 // Problems the test expects: [kind ('response'|'failed'), url regexp, status or error text].
 const allowed = [
-  ['failed', /\/v1\/events$/, 'net::ERR_ABORTED'], // the stream, when the page reloads or logs out
+  ['failed', /\/v1\/events(\?|$)/, 'net::ERR_ABORTED'], // the stream, when the page reloads or logs out
 ];
 const isAllowed = (kind, url, what) => allowed.some(([k, re, w]) => k === kind && re.test(url) && w === what);
 
@@ -364,6 +364,23 @@ async function main() {
   });
   await shot('queues');
   await checkPageQuality('queues');
+
+  step('a logout that fails says the session is still active, and keeps it');
+  await page.setRequestInterception(true);
+  const failLogout = (r) => (r.url().endsWith('/ui/logout') ? r.abort('connectionfailed') : r.continue());
+  page.on('request', failLogout);
+  allowed.push(['failed', /\/ui\/logout$/, 'net::ERR_CONNECTION_FAILED']);
+  await page.click('#logout');
+  await page.waitForSelector('#logout-error');
+  if (await page.$('#login-form')) fail('a failed logout showed the sign-in form');
+  const still = await page.evaluate(async () => (await (await fetch('/ui/session', { cache: 'no-store', headers: { 'X-CSRF-Token': localStorage.getItem('gpufleet-csrf') } })).json()).user);
+  if (still !== adminName) fail(`after a failed logout /ui/session says ${still}`);
+  page.off('request', failLogout);
+  await page.setRequestInterception(false);
+  allowed.pop();
+  // The browser logs the request this step made fail, as it should.
+  page.problems = page.problems.filter((p) => !/ERR_CONNECTION_FAILED \(http:[^)]*\/ui\/logout\)$/.test(p));
+  checkProblems();
 
   step('a non-admin (alice) sees only her own jobs');
   await logout();

@@ -1,10 +1,31 @@
-// The API client: JSON over fetch with the session cookie (same origin); every POST carries the
-// session's CSRF token in X-CSRF-Token. A 401 from /v1 means the session is gone: the app is told
-// (onUnauthorized) and shows the login form again.
+// The API client: JSON over fetch with the session cookie (same origin); every request carries the
+// session's CSRF token in X-CSRF-Token, reads too: the server takes the cookie alone for nothing,
+// since browsers send it to every port of the host. The token comes only in the login's answer
+// and is kept in this origin's localStorage, which pages on other ports cannot read. A 401 from
+// /v1 means the session is gone: the app is told (onUnauthorized) and shows the login form again.
 
 import { visible } from './dom.js';
 
-export const session = { user: null, admin: false, csrf: null };
+const CSRF = 'gpufleet-csrf';
+function storedCsrf() {
+  try {
+    return localStorage.getItem(CSRF);
+  } catch {
+    return null;
+  }
+}
+export const session = { user: null, admin: false, csrf: storedCsrf() };
+// Keeps the login's CSRF token for this origin's later page loads (null: forgets it).
+export function keepCsrf(csrf) {
+  session.csrf = csrf;
+  try {
+    if (csrf) localStorage.setItem(CSRF, csrf);
+    else localStorage.removeItem(CSRF);
+  } catch { /* storage off: a reload asks for a login again */ }
+}
+function csrfHeaders() {
+  return session.csrf ? { 'X-CSRF-Token': session.csrf } : {};
+}
 
 let unauthorized = () => {};
 export function onUnauthorized(fn) { unauthorized = fn; }
@@ -23,7 +44,7 @@ export class ApiError extends Error {
 const early = new Map();
 export function requestEarly(path) {
   if (!early.has(path)) {
-    early.set(path, fetch(path, { credentials: 'same-origin', cache: 'no-store', headers: { Accept: 'application/json' } })
+    early.set(path, fetch(path, { credentials: 'same-origin', cache: 'no-store', headers: { Accept: 'application/json', ...csrfHeaders() } })
       .catch(() => null));
   }
 }
@@ -43,18 +64,20 @@ export function setSignedInHint(on) {
     if (on) localStorage.setItem(HINT, JSON.stringify({ admin: session.admin }));
     else localStorage.removeItem(HINT);
   } catch { /* storage off: no early requests */ }
-  if (!on) early.clear();
+  if (!on) {
+    early.clear();
+    keepCsrf(null);
+  }
 }
 
 // fetch with the app's rules; answers the Response (ok only), else throws ApiError.
 export async function request(path, { method = 'GET', body } = {}) {
-  const headers = { Accept: 'application/json' };
+  const headers = { Accept: 'application/json', ...csrfHeaders() };
   const init = { method, headers, credentials: 'same-origin', cache: 'no-store' };
   if (body !== undefined) {
     headers['Content-Type'] = 'application/json';
     init.body = JSON.stringify(body);
   }
-  if (method !== 'GET' && method !== 'HEAD' && session.csrf) headers['X-CSRF-Token'] = session.csrf;
   let res = null;
   if (method === 'GET' && early.has(path)) {
     res = await early.get(path);

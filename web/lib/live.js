@@ -1,6 +1,9 @@
 // The app's one EventSource on /v1/events: pages subscribe to `job`, `node` and `log` events (and
 // `resync`, sent after a reconnect, when events may have been missed). The connection's state is
-// written to the header's aria-live status.
+// written to the header's aria-live status. EventSource sends no headers: the session's CSRF
+// token goes in the query (api.js says why every request needs it).
+
+import { session } from './api.js';
 
 const handlers = { job: new Set(), node: new Set(), log: new Set(), resync: new Set() };
 let source = null;
@@ -27,7 +30,7 @@ function dispatch(type, data) {
 export function startLive(el) {
   statusEl = el || statusEl;
   stopLive();
-  source = new EventSource('/v1/events');
+  source = new EventSource(`/v1/events${session.csrf ? `?csrf=${encodeURIComponent(session.csrf)}` : ''}`);
   status('Connecting…', 'connecting');
   source.addEventListener('open', () => {
     status('Live', 'on');
