@@ -76,15 +76,16 @@ TEST_F(UiServer, ACookieSessionActsAsItsTokenAndStateChangesNeedItsCsrfToken) {
   EXPECT_TRUE(json::parse(c.Get("/ui/session", With(admin, false))->body)["user"].is_null());
   EXPECT_EQ(c.Get("/v1/jobs", With(admin, true))->status, 200);
   // The event stream (EventSource sends no headers) takes the token in its query instead.
-  for (const auto& [query, status] :
-       std::vector<std::pair<std::string, int>>{{"?csrf=" + admin.csrf, 200}, {"?csrf=x", 403}, {"", 403}}) {
+  for (const auto& [query, status] : std::vector<std::pair<std::string, int>>{
+           {"?csrf=" + admin.csrf, 200}, {"?csrf=x", 403}, {"", 403}}) {
     int got = 0;
-    c.Get("/v1/events" + query, With(admin, false),
-          [&](const httplib::Response& r) {
-            got = r.status;
-            return false;  // the head is enough
-          },
-          [](const char*, size_t) { return false; });
+    c.Get(
+        "/v1/events" + query, With(admin, false),
+        [&](const httplib::Response& r) {
+          got = r.status;
+          return false;  // the head is enough
+        },
+        [](const char*, size_t) { return false; });
     EXPECT_EQ(got, status) << query;
   }
   const std::string job = R"({"argv":["sleep","1"],"gpus":1})";
@@ -132,14 +133,14 @@ TEST_F(UiBehindProxy, TheSessionCookieIsSecureAndHostOnly) {
   const std::string id = set_cookie.substr(18, set_cookie.find(';') - 18);
   auto c = Http("");
   const std::string csrf = json::parse(r->body)["csrf"].get<std::string>();
-  EXPECT_EQ(c.Get("/v1/jobs", httplib::Headers{{"Cookie", "__Host-gf_session=" + id},
-                                              {"X-CSRF-Token", csrf}})
+  EXPECT_EQ(c.Get("/v1/jobs",
+                  httplib::Headers{{"Cookie", "__Host-gf_session=" + id}, {"X-CSRF-Token", csrf}})
                 ->status,
             200);
-  EXPECT_EQ(c.Get("/v1/jobs", httplib::Headers{{"Cookie", "gf_session=" + id},
-                                              {"X-CSRF-Token", csrf}})
-                ->status,
-            401);
+  EXPECT_EQ(
+      c.Get("/v1/jobs", httplib::Headers{{"Cookie", "gf_session=" + id}, {"X-CSRF-Token", csrf}})
+          ->status,
+      401);
   auto session = c.Get("/ui/session",
                        httplib::Headers{{"Cookie", "gf_session=" + id}, {"X-CSRF-Token", csrf}});
   ASSERT_TRUE(session && session->status == 200);

@@ -1,5 +1,4 @@
 #include "controller/api_server.h"
-#include "controller/standby.h"
 
 #include <httplib.h>
 #include <sys/socket.h>
@@ -20,12 +19,13 @@
 #include "controller/advice_routes.h"
 #include "controller/api_common.h"
 #include "controller/auth.h"
+#include "controller/event_hub.h"
 #include "controller/queue_routes.h"
 #include "controller/scale_routes.h"
-#include "controller/event_hub.h"
+#include "controller/standby.h"
+#include "controller/submit_request.h"
 #include "controller/ui_routes.h"
 #include "controller/ui_sessions.h"
-#include "controller/submit_request.h"
 #include "core/gpu_catalog.h"
 #include "net/host_usage_json.h"
 
@@ -160,8 +160,9 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
       const std::string length = req.get_header_value("Content-Length");
       if (req.has_header("Transfer-Encoding") || length.size() > 9 ||
           std::strtoll(length.c_str(), nullptr, 10) > static_cast<long long>(kMaxLoginBody)) {
-        Fail(res, 413, "token: a login or logout body is at most " +
-                           std::to_string(kMaxLoginBody) + " bytes, with a Content-Length",
+        Fail(res, 413,
+             "token: a login or logout body is at most " + std::to_string(kMaxLoginBody) +
+                 " bytes, with a Content-Length",
              "token");
         return false;
       }

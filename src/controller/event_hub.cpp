@@ -134,7 +134,8 @@ void EventHub::CloseRevoked() {
   std::map<std::string, std::optional<store::UserRecord>> standing;
   const int64_t now_ms = NowMs();
   for (const Subscriber& s : subscribers) {
-    if (!s.session_key.empty() && sessions_ != nullptr && !sessions_->Alive(s.session_key, now_ms)) {
+    if (!s.session_key.empty() && sessions_ != nullptr &&
+        !sessions_->Alive(s.session_key, now_ms)) {
       s.stream->Close();
       continue;
     }

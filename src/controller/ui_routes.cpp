@@ -125,8 +125,8 @@ void AddUiRoutes(net::HttpServer& server, const UiRouteContext& context) {
                json out = {{"user", nullptr}, {"admin", false}};
                if (auto id = SessionId(req, secure)) {
                  auto session = sessions.Find(*id, NowMs());
-                 if (session && ConstantTimeEquals(req.get_header_value("X-CSRF-Token"),
-                                                   session->csrf)) {
+                 if (session &&
+                     ConstantTimeEquals(req.get_header_value("X-CSRF-Token"), session->csrf)) {
                    if (auto user = SessionUser(controller, *session)) {
                      out = {{"user", user->name}, {"admin", user->admin}};
                    } else {

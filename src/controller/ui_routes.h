@@ -38,8 +38,8 @@ void AddUiRoutes(net::HttpServer& server, const UiRouteContext& context);
 // (SessionCookieName(secure_cookie)), puts the session's credential in its place (the routes then
 // see a bearer token as from the CLI). Every request must carry the session's CSRF token in
 // X-CSRF-Token (GET /v1/events: or in its `csrf` query parameter), reads too. Returns false after
-// answering 401 (no such session) or 403 (a missing or wrong CSRF token). It also names the session in kSessionKeyHeader (UiSessions::KeyOf), removing
-// any such header the client sent.
+// answering 401 (no such session) or 403 (a missing or wrong CSRF token). It also names the session
+// in kSessionKeyHeader (UiSessions::KeyOf), removing any such header the client sent.
 inline constexpr std::string_view kSessionKeyHeader = "X-Gpufleet-Session-Key";
 bool AdmitSession(UiSessions& sessions, bool secure_cookie, httplib::Request& req,
                   httplib::Response& res, int64_t now_ms);
