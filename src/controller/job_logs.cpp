@@ -59,12 +59,6 @@ std::optional<int64_t> JobOfFile(std::string_view name) {
 bool JobLogs::Append(int64_t id, int rank, std::string_view data) const {
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
-  // A removed log stays removed: a late chunk is taken and dropped (a new file would count
-  // against its owner again and show a tail without its beginning).
-  if (!std::filesystem::exists(Path(id, rank), ec) &&
-      std::filesystem::exists(RemovedPath(dir_, id), ec)) {
-    return true;
-  }
   std::ofstream out(Path(id, rank), std::ios::app | std::ios::binary);
   out.write(data.data(), static_cast<std::streamsize>(data.size()));
   out.flush();

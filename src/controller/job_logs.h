@@ -36,8 +36,9 @@ class JobLogs {
   // out (and never removed).
   std::vector<Held> Scan() const;
   // Removes `held`'s files, first writing `note` (one line: why and when) where `gpufleet logs`
-  // finds it (RemovedNote). A chunk that arrives for the job later is dropped (Append says true).
-  // False when the note or a file could not be written or removed.
+  // finds it (RemovedNote) while the job has no log file. Only for jobs that take no more chunks
+  // (the controller appends only to live jobs'). False when the note or a file could not be
+  // written or removed.
   bool Remove(const Held& held, std::string_view note) const;
   // Why job `id`'s log was removed; none while it is kept.
   std::optional<std::string> RemovedNote(int64_t id) const;

@@ -28,8 +28,9 @@ std::vector<LogRemoval> PlanLogRemovals(const std::vector<JobLogs::Held>& held,
     const auto it = owner_of.find(h.job_id);
     if (it == owner_of.end()) continue;
     const store::JobOwner& o = *it->second;
-    const bool removable =
-        core::IsTerminal(o.state) && o.end_ms > 0 && now_ms - o.end_ms >= retention.settle_ms;
+    // Ended: finished, or LOST for good (a restartable job lost is PENDING again at once).
+    const bool ended = core::IsTerminal(o.state) || o.state == store::JobState::kLost;
+    const bool removable = ended && o.end_ms > 0 && now_ms - o.end_ms >= retention.settle_ms;
     if (removable && retention.max_age_ms > 0 && now_ms - o.end_ms > retention.max_age_ms) {
       removed[h.job_id] = "older than " + RetentionText(retention.max_age_ms);
       continue;

@@ -85,8 +85,8 @@ void AddUiRoutes(net::HttpServer& server, const UiRouteContext& context) {
   EventHub& events = context.events;
   const bool secure = context.secure_cookie;
 
-  server.Post("/ui/login", [&controller, &sessions, secure](const httplib::Request& req,
-                                                             httplib::Response& res) {
+  server.Post("/ui/login", [&controller, &sessions, &events, secure](const httplib::Request& req,
+                                                                      httplib::Response& res) {
     SecurityHeaders(res);
     // Only JSON: a cross-site form cannot send it without a CORS preflight, which fails.
     if (req.get_header_value("Content-Type").rfind("application/json", 0) != 0) {
@@ -102,8 +102,15 @@ void AddUiRoutes(net::HttpServer& server, const UiRouteContext& context) {
       return Fail(res, 401, "token: not a user's token (node and join tokens cannot log in)",
                   "token");
     }
-    // A new login ends the session this browser held before (a shared browser's last user).
-    if (auto old = SessionId(req, secure)) sessions.End(*old);
+    // A new login ends the session this browser held before (a shared browser's last user), when
+    // the page shows that session's CSRF token: a cookie alone (another port's page) ends nothing.
+    if (auto old = SessionId(req, secure)) {
+      auto held = sessions.Find(*old, NowMs());
+      if (held && ConstantTimeEquals(req.get_header_value("X-CSRF-Token"), held->csrf)) {
+        sessions.End(*old);
+        events.CloseSession(UiSessions::KeyOf(*old));
+      }
+    }
     auto opened = sessions.Open(std::move(token), NowMs());
     if (!opened) return Fail(res, opened.failure());
     res.set_header("Set-Cookie",

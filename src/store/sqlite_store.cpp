@@ -455,9 +455,10 @@ class SqliteStore final : public Store {
     std::vector<int64_t> sorted = ids;
     std::sort(sorted.begin(), sorted.end());
     sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
-    std::lock_guard<std::mutex> lock(mutex_);
     std::vector<JobOwner> out;
     for (std::size_t from = 0; from < sorted.size(); from += kBatch) {
+      // Locked a batch at a time: a sweep of many logs never holds the controller's writes back.
+      std::lock_guard<std::mutex> lock(mutex_);
       Statement s(cache_, sql);
       for (std::size_t k = 0; k < kBatch; ++k) {
         s.Bind(static_cast<int>(k) + 1, sorted[std::min(from + k, sorted.size() - 1)]);

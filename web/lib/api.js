@@ -23,8 +23,16 @@ export function keepCsrf(csrf) {
     else localStorage.removeItem(CSRF);
   } catch { /* storage off: a reload asks for a login again */ }
 }
+// The token as stored now: another tab of this origin may have logged in again (ending this
+// session) or out since this page loaded.
+export function currentCsrf() {
+  const stored = storedCsrf();
+  if (stored !== null || !session.csrf) session.csrf = stored;
+  return session.csrf;
+}
 function csrfHeaders() {
-  return session.csrf ? { 'X-CSRF-Token': session.csrf } : {};
+  const csrf = currentCsrf();
+  return csrf ? { 'X-CSRF-Token': csrf } : {};
 }
 
 let unauthorized = () => {};
@@ -94,7 +102,9 @@ export async function request(path, { method = 'GET', body } = {}) {
       const j = await res.json();
       if (j && j.error) message = j.error;
     } catch { /* not JSON */ }
-    if (res.status === 401 && path.startsWith('/v1/')) unauthorized();
+    // A 403 for the CSRF token means this page's session is not the browser's any more.
+    const csrfRefused = res.status === 403 && message.startsWith('X-CSRF-Token');
+    if ((res.status === 401 || csrfRefused) && path.startsWith('/v1/')) unauthorized();
     throw new ApiError(res.status, message);
   }
   return res;

@@ -3,7 +3,7 @@
 // written to the header's aria-live status. EventSource sends no headers: the session's CSRF
 // token goes in the query (api.js says why every request needs it).
 
-import { session } from './api.js';
+import { currentCsrf } from './api.js';
 
 const handlers = { job: new Set(), node: new Set(), log: new Set(), resync: new Set() };
 let source = null;
@@ -30,7 +30,8 @@ function dispatch(type, data) {
 export function startLive(el) {
   statusEl = el || statusEl;
   stopLive();
-  source = new EventSource(`/v1/events${session.csrf ? `?csrf=${encodeURIComponent(session.csrf)}` : ''}`);
+  const csrf = currentCsrf();
+  source = new EventSource(`/v1/events${csrf ? `?csrf=${encodeURIComponent(csrf)}` : ''}`);
   status('Connecting…', 'connecting');
   source.addEventListener('open', () => {
     status('Live', 'on');
