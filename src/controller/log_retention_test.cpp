@@ -29,15 +29,15 @@ std::vector<int64_t> Ids(const std::vector<LogRemoval>& removals) {
 TEST(PlanLogRemovals, RemovesEndedJobsOlderThanTheRetentionOnly) {
   LogRetention r;
   r.max_age_ms = 30 * kDay;
-  const auto plan =
-      PlanLogRemovals({Held(1, 10), Held(2, 10), Held(3, 10), Held(4, 10), Held(5, 10), Held(6, 10)},
-                      {Ended(1, "a", kNow - 31 * kDay),
-                       Ended(2, "a", kNow - 29 * kDay),
-                       Ended(3, "a", kNow - 40 * kDay, JobState::kFailed),
-                       {4, "a", JobState::kRunning, 0},
-                       {5, "a", JobState::kPreempted, kNow - 40 * kDay},
-                       Ended(6, "a", kNow - 40 * kDay, JobState::kLost)},
-                      r, kNow);
+  const auto plan = PlanLogRemovals(
+      {Held(1, 10), Held(2, 10), Held(3, 10), Held(4, 10), Held(5, 10), Held(6, 10)},
+      {Ended(1, "a", kNow - 31 * kDay),
+       Ended(2, "a", kNow - 29 * kDay),
+       Ended(3, "a", kNow - 40 * kDay, JobState::kFailed),
+       {4, "a", JobState::kRunning, 0},
+       {5, "a", JobState::kPreempted, kNow - 40 * kDay},
+       Ended(6, "a", kNow - 40 * kDay, JobState::kLost)},
+      r, kNow);
   EXPECT_EQ(Ids(plan), (std::vector<int64_t>{1, 3, 6}))
       << "a running or requeued job's log is kept however old; a job lost for good is ended";
   EXPECT_EQ(plan[0].why, "older than 30 d");

@@ -86,7 +86,7 @@ void AddUiRoutes(net::HttpServer& server, const UiRouteContext& context) {
   const bool secure = context.secure_cookie;
 
   server.Post("/ui/login", [&controller, &sessions, &events, secure](const httplib::Request& req,
-                                                                      httplib::Response& res) {
+                                                                     httplib::Response& res) {
     SecurityHeaders(res);
     // Only JSON: a cross-site form cannot send it without a CORS preflight, which fails.
     if (req.get_header_value("Content-Type").rfind("application/json", 0) != 0) {
