@@ -328,14 +328,15 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
     std::optional<bool> never;
     const auto never_fits = [&] {
       if (!never) {
-        const auto shape = std::make_tuple(job.total_gpus, job.min_gpus, job.nodes, job.gpu_milli,
-                                           job.gpu_models.bits(), job.cpu_milli_per_gpu,
-                                           job.memory_mib_per_gpu);
+        const auto shape =
+            std::make_tuple(job.total_gpus, job.min_gpus, job.nodes, job.gpu_milli,
+                            job.gpu_models.bits(), job.cpu_milli_per_gpu, job.memory_mib_per_gpu);
         auto it = never_by_shape.find(shape);
         if (it == never_by_shape.end()) {
-          it = never_by_shape
-                   .emplace(shape, NeverFits(job, cluster, growth_nodes_, allow_spread_).has_value())
-                   .first;
+          it =
+              never_by_shape
+                  .emplace(shape, NeverFits(job, cluster, growth_nodes_, allow_spread_).has_value())
+                  .first;
         }
         never = it->second;
       }
