@@ -291,6 +291,24 @@ TEST(CliControllerTest, ADataDirectoryOfAnotherAccountOrALinkIsRefused) {
     EXPECT_NE(out.text.find("belongs to uid 65534"), std::string::npos) << out.text;
     EXPECT_FALSE(std::filesystem::exists(dir + "/real/token")) << "nothing written there";
   }
+  // Found by a review: a data directory of one's own under a directory another account may write
+  // (here: everyone, without the sticky bit) was taken; that account could rename it away while
+  // the server ran and put its own, or a link, in its place.
+  std::filesystem::create_directories(dir + "/open");
+  std::filesystem::permissions(dir + "/open", std::filesystem::perms::all);  // 0777, not sticky
+  out = Gpufleet("controller --listen 127.0.0.1:0 --data-dir '" + dir + "/open/data'");
+  EXPECT_EQ(out.status, 1) << out.text;
+  EXPECT_NE(out.text.find("could be replaced by another account: " + dir +
+                          "/open is writable by others"),
+            std::string::npos)
+      << out.text;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/open/data/token")) << "nothing written there";
+  std::filesystem::permissions(dir + "/open", std::filesystem::perms::sticky_bit |
+                                                  std::filesystem::perms::all,
+                               std::filesystem::perm_options::replace);
+  out = Gpufleet("controller --listen 127.0.0.1:0 --data-dir '" + dir +
+                 "/open/data' --log-retention nonsense");
+  EXPECT_EQ(out.status, 2) << "a sticky directory, as /tmp, is fine: " << out.text;
   std::filesystem::remove_all(dir);
 }
 

@@ -30,6 +30,7 @@
 #include "agent/job_shim.h"
 #include "core/job.h"
 #include "core/text.h"
+#include "net/private_file.h"
 
 namespace gpufleet::agent {
 namespace {
@@ -210,24 +211,11 @@ std::string DefaultShimPath() {
 
 std::optional<std::string> UnsafeForRoot(const std::string& program) {
   if (geteuid() != 0) return std::nullopt;
-  std::error_code ec;
-  const std::filesystem::path real = std::filesystem::canonical(program, ec);
-  if (ec) return "the shim " + program + " cannot be found: " + ec.message();
   // The file, then every directory above it: each must be root's and writable by root alone (a
   // directory with the sticky bit, as /tmp, lets no one else replace root's entries in it).
-  for (std::filesystem::path p = real;; p = p.parent_path()) {
-    struct stat st {};
-    if (::lstat(p.c_str(), &st) != 0) return "the shim's path " + p.string() + " cannot be read";
-    const bool others_write = (st.st_mode & (S_IWGRP | S_IWOTH)) != 0;
-    const bool sticky_dir = S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX) != 0;
-    if (st.st_uid != 0 || (others_write && !sticky_dir)) {
-      return "the shim " + real.string() + " is not safe to run as root: " + p.string() +
-             (st.st_uid != 0 ? " belongs to uid " + std::to_string(st.st_uid)
-                             : std::string(" is writable by others than root")) +
-             " (anyone who can replace it would run as root; install gpufleet where only root "
-             "writes)";
-    }
-    if (p == p.root_path()) break;
+  if (auto why = net::ReplaceableByOthers(program, 0, "the shim")) {
+    return *why + " (anyone who can replace it would run as root; install gpufleet where only "
+                  "root writes)";
   }
   return std::nullopt;
 }

@@ -464,7 +464,7 @@ TEST_F(RunnerTest, ARootAgentRefusesAShimOthersCouldReplace) {
   Runner runner(TestPolicy(), (open_dir / "gpufleet-shim").string());
   auto refused = runner.Launch(Spec(16, {"true"}));
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.error().find("writable by others than root"), std::string::npos)
+  EXPECT_NE(refused.error().find("is writable by others (group or all)"), std::string::npos)
       << refused.error();
   // Made root's own again, it runs.
   std::filesystem::permissions(

@@ -38,6 +38,28 @@ core::Result<bool> WritePrivateFile(const std::string& path, const std::string& 
   return true;
 }
 
+std::optional<std::string> ReplaceableByOthers(const std::string& path, uid_t owner,
+                                               const std::string& what, bool from_parent) {
+  std::error_code ec;
+  const std::filesystem::path real = std::filesystem::canonical(path, ec);
+  if (ec) return what + " " + path + " cannot be found: " + ec.message();
+  std::filesystem::path p = from_parent && real != real.root_path() ? real.parent_path() : real;
+  for (;; p = p.parent_path()) {
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0) return what + "'s path " + p.string() + " cannot be read";
+    const bool others_write = (st.st_mode & (S_IWGRP | S_IWOTH)) != 0;
+    const bool sticky_dir = S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX) != 0;
+    const bool owned = st.st_uid == owner || st.st_uid == 0;
+    if (!owned || (others_write && !sticky_dir)) {
+      return what + " " + real.string() + " could be replaced by another account: " + p.string() +
+             (!owned ? " belongs to uid " + std::to_string(st.st_uid)
+                     : std::string(" is writable by others (group or all)"));
+    }
+    if (p == p.root_path()) break;
+  }
+  return std::nullopt;
+}
+
 core::Result<bool> PrepareOwnDirectory(const std::string& given) {
   // "dir/" would make the kernel follow a link at "dir" despite O_NOFOLLOW.
   std::string path = given;
@@ -68,6 +90,12 @@ core::Result<bool> PrepareOwnDirectory(const std::string& given) {
   }
   ::close(fd);
   if (!why.empty()) return core::Error{why};
+  if (auto replaceable = ReplaceableByOthers(path, ::geteuid(), "the data directory",
+                                             /*from_parent=*/true)) {
+    return core::Error{*replaceable +
+                       " (it could rename the directory away and put its own in its place); use "
+                       "a directory under one only you or root may write"};
+  }
   return true;
 }
 
