@@ -298,13 +298,13 @@ TEST(CliControllerTest, ADataDirectoryOfAnotherAccountOrALinkIsRefused) {
   std::filesystem::permissions(dir + "/open", std::filesystem::perms::all);  // 0777, not sticky
   out = Gpufleet("controller --listen 127.0.0.1:0 --data-dir '" + dir + "/open/data'");
   EXPECT_EQ(out.status, 1) << out.text;
-  EXPECT_NE(out.text.find("could be replaced by another account: " + dir +
-                          "/open is writable by others"),
-            std::string::npos)
+  EXPECT_NE(
+      out.text.find("could be replaced by another account: " + dir + "/open is writable by others"),
+      std::string::npos)
       << out.text;
   EXPECT_FALSE(std::filesystem::exists(dir + "/open/data/token")) << "nothing written there";
-  std::filesystem::permissions(dir + "/open", std::filesystem::perms::sticky_bit |
-                                                  std::filesystem::perms::all,
+  std::filesystem::permissions(dir + "/open",
+                               std::filesystem::perms::sticky_bit | std::filesystem::perms::all,
                                std::filesystem::perm_options::replace);
   out = Gpufleet("controller --listen 127.0.0.1:0 --data-dir '" + dir +
                  "/open/data' --log-retention nonsense");

@@ -214,8 +214,9 @@ std::optional<std::string> UnsafeForRoot(const std::string& program) {
   // The file, then every directory above it: each must be root's and writable by root alone (a
   // directory with the sticky bit, as /tmp, lets no one else replace root's entries in it).
   if (auto why = net::ReplaceableByOthers(program, 0, "the shim")) {
-    return *why + " (anyone who can replace it would run as root; install gpufleet where only "
-                  "root writes)";
+    return *why +
+           " (anyone who can replace it would run as root; install gpufleet where only "
+           "root writes)";
   }
   return std::nullopt;
 }
