@@ -91,6 +91,23 @@ TEST_F(UpServer, SubmitRunsLogsAndCancels) {
       << too_big;
 }
 
+// Found while adding log retention: `gpufleet logs ID` printed the server's first answer only, at
+// most 4 MiB, and stopped without a word. Now it reads the whole log, chunk after chunk.
+TEST_F(UpServer, LogsPrintsAWholeLogLargerThanOneAnswer) {
+  const json submitted = json::parse(
+      Cli("submit --json -- sh -c 'head -c 9437184 /dev/zero | tr \"\\\\000\" x; echo; echo the-end'"));
+  const int64_t id = submitted["id"].get<int64_t>();
+  WaitFor(id, "SUCCEEDED");
+  const std::size_t whole = 9437184 + 1 + 8;  // the x's, a newline, "the-end\n"
+  std::string log;
+  for (int i = 0; i < 300 && log.size() < whole; ++i) {  // the controller may still be taking it
+    log = Cli("logs " + std::to_string(id));
+    if (log.size() < whole) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(log.size(), whole);
+  EXPECT_EQ(log.substr(log.size() - 8), "the-end\n");
+}
+
 TEST_F(UpServer, TimeLimitsStopJobsAndLetShortJobsBackfillButNeverStarveABigOne) {
   auto id_of = [](const std::string& out) { return json::parse(out)["id"].get<int64_t>(); };
   // 4 GPUs. A holds 2 for about 3 s (limit 20 s); B, asking all 4, must wait for it.
@@ -878,7 +895,13 @@ TEST_F(UpServer, CancelsAreAnsweredWhileAPassLaunchesFiveHundredJobs) {
 #else
   constexpr double kBoundMs = 100;
 #endif
-  for (double ms : during) EXPECT_LT(ms, kBoundMs) << shown;
+  // The median within the bound, and no answer waiting for the launches as a whole (a lock held
+  // across 500 launches, the bug this guards against, takes seconds). One answer alone may pass
+  // the bound on a loaded machine: under ASan with four tests at once, one came in 302 ms.
+  std::vector<double> sorted = during;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_LT(sorted[(sorted.size() - 1) / 2], kBoundMs) << shown;
+  for (double ms : during) EXPECT_LT(ms, 4 * kBoundMs) << shown;
   std::printf("cancel latencies during the launches: %s\n", shown.c_str());
   for (int64_t id : to_cancel) EXPECT_EQ(WaitFor(id, "CANCELLED")["state"], "CANCELLED");
 }

@@ -404,6 +404,7 @@ int RunLogs(const ClientOptions& client, int64_t id, bool follow) {
   auto c = Connect(client);
   if (!c) return 1;
   int64_t offset = 0;
+  int64_t end = -1;  // without --follow: the log's size at the first answer
   for (;;) {
     auto r =
         c->http->Get("/v1/jobs/" + std::to_string(id) + "/logs?offset=" + std::to_string(offset));
@@ -412,12 +413,25 @@ int RunLogs(const ClientOptions& client, int64_t id, bool follow) {
       return 1;
     }
     const net::HttpReply& reply = r.value();
+    if (reply.Header("X-Log-Removed") == "1" && offset > 0) {
+      // Retention removed it while it was read (controller/log_retention.h).
+      std::fprintf(stderr, "\ngpufleet logs: the rest of job %lld's log was removed meanwhile; "
+                           "`gpufleet logs %lld` says why\n",
+                   static_cast<long long>(id), static_cast<long long>(id));
+      return 1;
+    }
     std::fwrite(reply.body.data(), 1, reply.body.size(), stdout);
     std::fflush(stdout);
     offset += static_cast<int64_t>(reply.body.size());
     const std::string state = reply.Header("X-Job-State");
     const bool live = state == "PENDING" || state == "SCHEDULED" || state == "RUNNING";
-    if (!follow) return 0;
+    // The server answers at most a chunk (4 MiB) at a time: without --follow, the whole log as
+    // it is now, chunk after chunk (before, only the first chunk, silently).
+    if (!follow) {
+      if (end < 0) end = std::strtoll(reply.Header("X-Log-Size").c_str(), nullptr, 10);
+      if (reply.body.empty() || offset >= end) return 0;
+      continue;
+    }
     if (!live && reply.body.empty()) return 0;  // ended, and everything it wrote was shown
     if (reply.body.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }

@@ -427,7 +427,9 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
                  if (auto note = impl.controller.Logs().RemovedNote(job->id)) {
                    res.set_header("X-Log-Removed", "1");
                    size = static_cast<int64_t>(note->size());
-                   if (offset < size) chunk = note->substr(static_cast<std::size_t>(offset));
+                   // Whole, and only to a reader at its start (one that was reading the log
+                   // itself gets nothing more: `X-Log-Removed` tells it why).
+                   if (offset == 0) chunk = *note;
                  }
                }
                res.set_header("X-Log-Size", std::to_string(size));
