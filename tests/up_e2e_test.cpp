@@ -94,8 +94,8 @@ TEST_F(UpServer, SubmitRunsLogsAndCancels) {
 // Found while adding log retention: `gpufleet logs ID` printed the server's first answer only, at
 // most 4 MiB, and stopped without a word. Now it reads the whole log, chunk after chunk.
 TEST_F(UpServer, LogsPrintsAWholeLogLargerThanOneAnswer) {
-  const json submitted = json::parse(
-      Cli("submit --json -- sh -c 'head -c 9437184 /dev/zero | tr \"\\\\000\" x; echo; echo the-end'"));
+  const json submitted = json::parse(Cli(
+      "submit --json -- sh -c 'head -c 9437184 /dev/zero | tr \"\\\\000\" x; echo; echo the-end'"));
   const int64_t id = submitted["id"].get<int64_t>();
   WaitFor(id, "SUCCEEDED");
   const std::size_t whole = 9437184 + 1 + 8;  // the x's, a newline, "the-end\n"

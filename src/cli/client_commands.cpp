@@ -415,8 +415,9 @@ int RunLogs(const ClientOptions& client, int64_t id, bool follow) {
     const net::HttpReply& reply = r.value();
     if (reply.Header("X-Log-Removed") == "1" && offset > 0) {
       // Retention removed it while it was read (controller/log_retention.h).
-      std::fprintf(stderr, "\ngpufleet logs: the rest of job %lld's log was removed meanwhile; "
-                           "`gpufleet logs %lld` says why\n",
+      std::fprintf(stderr,
+                   "\ngpufleet logs: the rest of job %lld's log was removed meanwhile; "
+                   "`gpufleet logs %lld` says why\n",
                    static_cast<long long>(id), static_cast<long long>(id));
       return 1;
     }
