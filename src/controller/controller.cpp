@@ -12,6 +12,7 @@
 #include "advise/advisor.h"
 #include "controller/job_logs.h"
 #include "controller/settlement.h"
+#include "core/duration.h"
 #include "core/gpu_catalog.h"
 #include "core/job.h"
 #include "sched/policy_registry.h"
@@ -1135,13 +1136,6 @@ advise::GpuReading ReadingOf(const net::GpuFigure& f, int64_t job_id, bool share
   return r;
 }
 
-std::string FormatMinutes(int64_t ms) {
-  const int64_t minutes = ms / 60'000;
-  if (minutes >= 60 && minutes % 60 == 0) return std::to_string(minutes / 60) + " h";
-  if (minutes >= 1) return std::to_string(minutes) + " min";
-  return std::to_string(ms / 1000) + " s";
-}
-
 }  // namespace
 
 advise::UsageSeriesBuilder* Controller::UsageOfLocked(Active& a) {
@@ -1326,9 +1320,8 @@ void Controller::ReclaimIdleLocked(int64_t now_ms) {
     if (timeout <= 0) continue;
     const int64_t idle_ms = now_ms - a.idle_since_ms;
     if (idle_ms >= timeout) {
-      a.idle_stop = "idle for " + FormatMinutes(timeout) +
-                    " (every GPU below " + std::to_string(static_cast<int>(kIdleSmPct)) +
-                    "% SM; the idle timeout)";
+      a.idle_stop = "idle for " + core::DurationText(timeout) + " (every GPU below " +
+                    std::to_string(static_cast<int>(kIdleSmPct)) + "% SM; the idle timeout)";
       ++stats_.idle_reclaims;
       events.emplace_back(id, "idle reclaim");
       StopRanksLocked(a);
@@ -1343,8 +1336,8 @@ void Controller::ReclaimIdleLocked(int64_t now_ms) {
     const std::string detail =
         what == "idle reclaim"
             ? a.idle_stop
-            : "its GPUs have been idle for " + FormatMinutes(now_ms - a.idle_since_ms) +
-                  "; it is stopped after " + FormatMinutes(IdleTimeoutMs(a.job)) + " idle";
+            : "its GPUs have been idle for " + core::DurationText(now_ms - a.idle_since_ms) +
+                  "; it is stopped after " + core::DurationText(IdleTimeoutMs(a.job)) + " idle";
     if (auto r = store_.Audit(id, "", what, detail, now_ms); !r) ++stats_.store_errors;
   }
 }

@@ -4,14 +4,9 @@
 #include <ctime>
 #include <unordered_map>
 
-namespace gpufleet::controller {
+#include "core/duration.h"
 
-std::string RetentionText(int64_t ms) {
-  const int64_t minutes = ms / 60'000;
-  if (minutes % (24 * 60) == 0) return std::to_string(minutes / (24 * 60)) + " d";
-  if (minutes % 60 == 0) return std::to_string(minutes / 60) + " h";
-  return std::to_string(minutes) + " min";
-}
+namespace gpufleet::controller {
 
 std::vector<LogRemoval> PlanLogRemovals(const std::vector<JobLogs::Held>& held,
                                         const std::vector<store::JobOwner>& owners,
@@ -32,7 +27,7 @@ std::vector<LogRemoval> PlanLogRemovals(const std::vector<JobLogs::Held>& held,
     const bool ended = core::IsTerminal(o.state) || o.state == store::JobState::kLost;
     const bool removable = ended && o.end_ms > 0 && now_ms - o.end_ms >= retention.settle_ms;
     if (removable && retention.max_age_ms > 0 && now_ms - o.end_ms > retention.max_age_ms) {
-      removed[h.job_id] = "older than " + RetentionText(retention.max_age_ms);
+      removed[h.job_id] = "older than " + core::DurationText(retention.max_age_ms);
       continue;
     }
     user_bytes[o.user] += h.bytes;

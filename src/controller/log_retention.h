@@ -58,7 +58,4 @@ class LogSweeper {
   LogRetention retention_;
 };
 
-// "older than 30 d"-style text of a duration, for notes.
-std::string RetentionText(int64_t ms);
-
 }  // namespace gpufleet::controller

@@ -17,6 +17,15 @@ bool LeadingNumber(const std::string& text, double& value, std::size_t& used) {
 
 }  // namespace
 
+std::string DurationText(int64_t ms) {
+  const int64_t minutes = ms / 60'000;
+  if (minutes >= 24 * 60 && minutes % (24 * 60) == 0)
+    return std::to_string(minutes / (24 * 60)) + " d";
+  if (minutes >= 60 && minutes % 60 == 0) return std::to_string(minutes / 60) + " h";
+  if (minutes >= 1) return std::to_string(minutes) + " min";
+  return std::to_string(ms / 1000) + " s";
+}
+
 std::optional<int64_t> ParseDurationSeconds(const std::string& text) {
   if (text.find(':') != std::string::npos) {
     int64_t total = 0;

@@ -20,4 +20,11 @@ TEST(DurationTest, ReadsClockFormsAndRefusesMoreThanThreeParts) {
 }
 
 }  // namespace
+TEST(DurationText, WholeDaysOrHoursElseMinutesElseSeconds) {
+  EXPECT_EQ(DurationText(30LL * 24 * 3600'000), "30 d");
+  EXPECT_EQ(DurationText(3 * 3600'000), "3 h");
+  EXPECT_EQ(DurationText(90 * 60'000), "90 min");
+  EXPECT_EQ(DurationText(45'000), "45 s");
+}
+
 }  // namespace gpufleet::core
