@@ -679,6 +679,65 @@ TEST_F(UpServer, UsersTokensAndNodeCredentials) {
   std::filesystem::remove_all(agent_dir);
 }
 
+class TokenLifetimeServer : public UpServer {
+ protected:
+  void SetUp() override {
+    extra_up_args = {"--user-token-lifetime", "2h"};
+    UpServer::SetUp();
+    extra_up_args.clear();
+  }
+  static int64_t WallMs() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  }
+};
+
+// User tokens used to work for good. Now an admin may give one an end (--ttl), and the
+// controller may cap every new one (--user-token-lifetime); an ended token opens neither the
+// API nor the dashboard.
+TEST_F(TokenLifetimeServer, UserTokensEndAtTheirTimeAndTheCapBoundsNewOnes) {
+  const int64_t before = WallMs();
+  const json carol = json::parse(Cli("users add carol --json"));
+  const int64_t after = WallMs();
+  // Made without --ttl: exactly the cap.
+  EXPECT_GE(carol["expires_ms"].get<int64_t>(), before + 2 * 3600 * 1000);
+  EXPECT_LE(carol["expires_ms"].get<int64_t>(), after + 2 * 3600 * 1000);
+  const std::string over = Cli("token create --user carol --ttl 3h");
+  EXPECT_NE(over.find("ttl_s"), std::string::npos) << over;
+  EXPECT_NE(over.find("--user-token-lifetime"), std::string::npos) << over;
+  auto zero = Http(token_).Post("/v1/tokens", R"({"user":"carol","ttl_s":0})", "application/json");
+  ASSERT_TRUE(zero);
+  EXPECT_EQ(zero->status, 400);
+  EXPECT_EQ(json::parse(zero->body)["field"], "ttl_s") << zero->body;
+  EXPECT_NE(Cli("token create --user carol --ttl soon").find("--ttl 'soon'"), std::string::npos);
+
+  const json brief = json::parse(Cli("token create --user carol --ttl 3s --json"));
+  const std::string token = brief["token"].get<std::string>();
+  const int64_t ends = brief["expires_ms"].get<int64_t>();
+  ASSERT_GT(ends, WallMs());
+  const std::string login = json{{"token", token}}.dump();
+  auto in = Http("").Post("/ui/login", login, "application/json");
+  ASSERT_TRUE(in);
+  EXPECT_EQ(in->status, 200) << in->body;
+  EXPECT_EQ(Http(token).Get("/v1/jobs")->status, 200);  // and now remembered (Store::CredentialOf)
+  const std::string listed = Cli("token list");
+  EXPECT_NE(listed.find(brief["id"].get<std::string>()), std::string::npos) << listed;
+  EXPECT_EQ(listed.find("(expired)"), std::string::npos) << listed;
+
+  std::this_thread::sleep_for(std::chrono::milliseconds(std::max<int64_t>(0, ends - WallMs()) + 50));
+  auto refused = Http(token).Get("/v1/jobs");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 401) << refused->body;
+  auto late = Http("").Post("/ui/login", login, "application/json");
+  ASSERT_TRUE(late);
+  EXPECT_EQ(late->status, 401) << late->body;
+  EXPECT_NE(late->body.find("expired"), std::string::npos) << late->body;
+  EXPECT_NE(Cli("token list").find("(expired)"), std::string::npos);
+  // Carol's other token is untouched.
+  EXPECT_EQ(Http(carol["token"].get<std::string>()).Get("/v1/jobs")->status, 200);
+}
+
 // Found by a review: jobs stayed in the agent's session, so a job could open the controlling
 // terminal of whoever started `up` and type commands into their root shell (TIOCSTI). Each job
 // now runs in a session of its own, with no controlling terminal.

@@ -216,6 +216,9 @@ void ClientCli::Register(CLI::App& app) {
   CLI::App* users_add = users_cmd->add_subcommand("add", "Add a user; prints their token once");
   users_add->add_option("name", admin_.name, "user name")->required();
   users_add->add_flag("--admin", admin_.admin, "the user may manage users, tokens and nodes");
+  users_add->add_option("--ttl", admin_.ttl,
+                        "how long their first token works (e.g. 90d; default: for "
+                        "good, or the controller's --user-token-lifetime)");
   users_add->add_flag("--reclaim", admin_.reclaim,
                       "NAME was removed and still owns jobs: this is the same person, who gets "
                       "them back (without it such a name is refused)");
@@ -242,9 +245,10 @@ void ClientCli::Register(CLI::App& app) {
                    "the node name the join token may claim (the agent's --hostname; default: any "
                    "name without a credential)")
       ->needs(join);
-  token_create->add_option("--ttl", admin_.ttl, "how long a join token stays valid (15m, 1h, 2d)")
-      ->capture_default_str()
-      ->needs(join);
+  token_create->add_option("--ttl", admin_.ttl,
+                           "how long the token works (15m, 12h, 90d): a join token 1h unless "
+                           "told (30d at most); a user token for good, or the controller's "
+                           "--user-token-lifetime");
   add_client_flags(token_create, admin_.client);
   token_create->callback([this] { std::exit(Guarded([&] { return RunTokenCreate(admin_); })); });
   CLI::App* token_list = token_cmd->add_subcommand("list", "List credentials by id");

@@ -494,22 +494,55 @@ int RunNodes(const ClientOptions& client) {
   return 0;
 }
 
+namespace {
+
+// A token's end as local time, or "never" (expires_ms 0 or absent).
+std::string ExpiryText(const json& token) {
+  if (!token.contains("expires_ms") || !token["expires_ms"].is_number_integer() ||
+      token["expires_ms"].get<int64_t>() <= 0) {
+    return "never";
+  }
+  const std::time_t when = static_cast<std::time_t>(token["expires_ms"].get<int64_t>() / 1000);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", std::localtime(&when));
+  return text;
+}
+
+// Puts --ttl into a token request's body as ttl_s; false after saying why on stderr.
+bool AddTtl(const std::string& ttl, const char* command, json& body) {
+  if (ttl.empty()) return true;
+  const auto seconds = core::ParseDurationSeconds(ttl);
+  if (!seconds || *seconds < 1) {
+    std::fprintf(stderr, "gpufleet %s: --ttl '%s': give a duration like 15m, 1h, 90d\n", command,
+                 ttl.c_str());
+    return false;
+  }
+  body["ttl_s"] = *seconds;
+  return true;
+}
+
+}  // namespace
+
 int RunUsersAdd(const AdminOptions& o) {
+  json body{{"name", o.name}, {"admin", o.admin}, {"reclaim", o.reclaim}};
+  if (!AddTtl(o.ttl, "users add", body)) return 2;
   auto c = Connect(o.client);
   if (!c) return 1;
-  auto answer = Check(
-      c->http->Post("/v1/users",
-                    json{{"name", o.name}, {"admin", o.admin}, {"reclaim", o.reclaim}}.dump()),
-      *c, "users add");
+  auto answer = Check(c->http->Post("/v1/users", body.dump()), *c, "users add");
   if (!answer) return 1;
   if (o.client.json) {
-    std::printf("%s\n",
-                json{{"user", (*answer)["user"]}, {"token", (*answer)["token"]}}.dump().c_str());
+    std::printf("%s\n", json{{"user", (*answer)["user"]},
+                             {"token", (*answer)["token"]},
+                             {"expires_ms", answer->value("expires_ms", int64_t{0})}}
+                            .dump()
+                            .c_str());
     return 0;
   }
   std::printf(
-      "user %s added%s; their token (shown only now; give it to them as GPUFLEET_TOKEN):\n%s\n",
-      Cell((*answer)["user"]).c_str(), o.admin ? " (admin)" : "", Cell((*answer)["token"]).c_str());
+      "user %s added%s; their token (shown only now; give it to them as GPUFLEET_TOKEN; works "
+      "until: %s):\n%s\n",
+      Cell((*answer)["user"]).c_str(), o.admin ? " (admin)" : "", ExpiryText(*answer).c_str(),
+      Cell((*answer)["token"]).c_str());
   return 0;
 }
 
@@ -542,22 +575,16 @@ int RunUsersRemove(const AdminOptions& o) {
 }
 
 int RunTokenCreate(const AdminOptions& o) {
-  auto c = Connect(o.client);
-  if (!c) return 1;
   json body = json::object();
+  if (!AddTtl(o.ttl, "token create", body)) return 2;
   if (o.join) {
-    const auto seconds = core::ParseDurationSeconds(o.ttl);
-    if (!seconds || *seconds < 1) {
-      std::fprintf(stderr, "gpufleet token create: --ttl '%s': give a duration like 15m, 1h, 2d\n",
-                   o.ttl.c_str());
-      return 2;
-    }
     body["join"] = true;
-    body["ttl_s"] = *seconds;
     if (!o.node.empty()) body["node"] = o.node;
   } else if (!o.user.empty()) {
     body["user"] = o.user;
   }
+  auto c = Connect(o.client);
+  if (!c) return 1;
   auto answer = Check(c->http->Post("/v1/tokens", body.dump()), *c, "token create");
   if (!answer) return 1;
   if (o.client.json) {
@@ -570,8 +597,9 @@ int RunTokenCreate(const AdminOptions& o) {
         "on the new node: gpufleet agent --controller URL --join-token TOKEN\n",
         Cell((*answer)["id"]).c_str(), Cell((*answer)["token"]).c_str());
   } else {
-    std::printf("token %s for %s (shown only now):\n%s\n", Cell((*answer)["id"]).c_str(),
-                Cell((*answer)["user"]).c_str(), Cell((*answer)["token"]).c_str());
+    std::printf("token %s for %s (shown only now; works until: %s):\n%s\n",
+                Cell((*answer)["id"]).c_str(), Cell((*answer)["user"]).c_str(),
+                ExpiryText(*answer).c_str(), Cell((*answer)["token"]).c_str());
   }
   return 0;
 }
@@ -585,17 +613,15 @@ int RunTokenList(const ClientOptions& client) {
     std::printf("%s\n", answer->dump(2).c_str());
     return 0;
   }
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
   std::printf("%-12s %-5s %-20s %-14s %s\n", "ID", "KIND", "USER/NODE", "CREATED BY", "EXPIRES");
   for (const json& t : *answer) {
     const std::string kind = t.value("kind", "");
     const json& owner = kind == "node" ? t["node"] : t["user"];
-    std::string expires = "never";
-    if (t.value("expires_ms", int64_t{0}) > 0) {
-      const std::time_t when = static_cast<std::time_t>(t["expires_ms"].get<int64_t>() / 1000);
-      char text[32];
-      std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", std::localtime(&when));
-      expires = text;
-    }
+    std::string expires = ExpiryText(t);
+    if (expires != "never" && t["expires_ms"].get<int64_t>() <= now_ms) expires += " (expired)";
     std::printf("%-12s %-5s %-20s %-14s %s\n", Cell(t["id"]).c_str(), Printable(kind).c_str(),
                 Cell(owner).c_str(), Cell(t["created_by"]).c_str(), expires.c_str());
   }

@@ -66,7 +66,7 @@ struct AdminOptions {
   bool reclaim = false;    // users add --reclaim: a removed user back, with their jobs
   std::string user;        // token create --user (default: yourself)
   bool join = false;       // token create --join: a one-time token for a new agent
-  std::string ttl = "1h";  // token create --join --ttl
+  std::string ttl;         // users add / token create --ttl ("": the server's default)
   std::string node;        // token create --join --node: the one node name it may claim
   std::string id;          // token revoke ID
   std::string reason;      // drain --reason

@@ -265,6 +265,13 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(int64_t{0}, int64_t{100000000}))
         ->capture_default_str();
   };
+  auto add_token_lifetime_flag = [](CLI::App* cmd, server::UpOptions& o) {
+    cmd->add_option("--user-token-lifetime", o.user_token_lifetime,
+                    "the longest a user token made by `users add` or `token create` works, e.g. "
+                    "90d; tokens made without --ttl get exactly this (0: no cap; the local "
+                    "admin's token file is not affected)")
+        ->capture_default_str();
+  };
   auto add_log_retention_flags = [](CLI::App* cmd, server::UpOptions& o) {
     cmd->add_option("--log-retention", o.log_retention,
                     "remove an ended job's logs from the controller this long after it ended, "
@@ -447,6 +454,7 @@ int main(int argc, char** argv) {
   add_jobs_cap_flag(up_cmd, up.max_jobs_per_user);
   add_idle_flags(up_cmd, up);
   add_log_retention_flags(up_cmd, up);
+  add_token_lifetime_flag(up_cmd, up);
   add_tls_flags(up_cmd, up);
   add_container_flags(up_cmd, up);
   up_cmd
@@ -492,6 +500,7 @@ int main(int argc, char** argv) {
   add_jobs_cap_flag(controller_cmd, controller_opts.max_jobs_per_user);
   add_idle_flags(controller_cmd, controller_opts);
   add_log_retention_flags(controller_cmd, controller_opts);
+  add_token_lifetime_flag(controller_cmd, controller_opts);
   add_tls_flags(controller_cmd, controller_opts);
   add_container_flags(controller_cmd, controller_opts);
   controller_cmd->callback([&] { std::exit(server::RunUp(WithDataDir(controller_opts))); });

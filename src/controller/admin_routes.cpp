@@ -18,6 +18,8 @@ using api::json;
 
 constexpr int64_t kDefaultJoinTtlS = 3600;
 constexpr int64_t kMaxJoinTtlS = 30 * 86400;
+constexpr int64_t kMaxUserTokenTtlS = int64_t{10} * 366 * 86400;  // ten years: "no end" is 0
+constexpr int64_t kMinUserTokenTtlS = 1;
 
 // The calling admin, or nothing after answering 401/403.
 std::optional<Caller> Admin(Controller& controller, const httplib::Request& req,
@@ -65,10 +67,34 @@ json TokenJson(const store::TokenRecord& t) {
           {"created_by", t.created_by}};
 }
 
+// When a new user token made at `now_ms` stops working: the body's `ttl_s` from now, within
+// the controller's lifetime cap (`max_ttl_s`, 0: none), or the cap itself when `ttl_s` is
+// absent (0: never). Nothing after answering 400.
+std::optional<int64_t> UserTokenExpiry(const json& j, int64_t max_ttl_s, int64_t now_ms,
+                                       httplib::Response& res) {
+  if (!j.contains("ttl_s")) return max_ttl_s > 0 ? now_ms + max_ttl_s * 1000 : 0;
+  const int64_t most = max_ttl_s > 0 ? max_ttl_s : kMaxUserTokenTtlS;
+  if (!j["ttl_s"].is_number_integer() || j["ttl_s"].get<int64_t>() < kMinUserTokenTtlS ||
+      j["ttl_s"].get<int64_t>() > most) {
+    Fail(res, 400,
+         "ttl_s: must be an integer in " + std::to_string(kMinUserTokenTtlS) + ".." +
+             std::to_string(most) +
+             (max_ttl_s > 0 ? " (this controller's --user-token-lifetime)" : "") +
+             "; leave it out for " + (max_ttl_s > 0 ? "the longest allowed" : "no end"),
+         "ttl_s");
+    return std::nullopt;
+  }
+  return now_ms + j["ttl_s"].get<int64_t>() * 1000;
+}
+
 }  // namespace
 
-void AddAdminRoutes(net::HttpServer& server, Controller& controller, const std::string& ca_sha256) {
-  server.Post("/v1/users", [&controller](const httplib::Request& req, httplib::Response& res) {
+void AddAdminRoutes(net::HttpServer& server, Controller& controller,
+                    const AdminRouteOptions& options) {
+  const std::string& ca_sha256 = options.ca_sha256;
+  const int64_t max_ttl_s = options.user_token_max_ttl_s;
+  server.Post("/v1/users", [&controller, max_ttl_s](const httplib::Request& req,
+                                                    httplib::Response& res) {
     auto admin = Admin(controller, req, res);
     if (!admin) return;
     auto body = Body(req, res);
@@ -91,6 +117,9 @@ void AddAdminRoutes(net::HttpServer& server, Controller& controller, const std::
     }
     const std::string name = j["name"].get<std::string>();
     const bool make_admin = j.value("admin", false);
+    const int64_t now_ms = NowMs();
+    const auto expires_ms = UserTokenExpiry(j, max_ttl_s, now_ms, res);
+    if (!expires_ms) return;
     // Jobs are owned by user name, so a new account under a removed user's name would see,
     // cancel and read the logs of that user's jobs. It may, but only when the admin says this
     // is the same person (reclaim); otherwise the name is refused while it owns any job.
@@ -118,7 +147,8 @@ void AddAdminRoutes(net::HttpServer& server, Controller& controller, const std::
     if (!token) return Fail(res, 503, token.error());
     store::TokenRecord record;
     record.sha256 = Sha256Hex(token.value());
-    record.created_ms = NowMs();
+    record.created_ms = now_ms;
+    record.expires_ms = *expires_ms;
     record.created_by = admin->name;
     auto added = controller.store().AddUser(name, make_admin, record);
     if (!added) return Fail(res, added.failure());
@@ -131,7 +161,8 @@ void AddAdminRoutes(net::HttpServer& server, Controller& controller, const std::
     res.set_content(Dump({{"user", name},
                           {"admin", make_admin},
                           {"token", token.value()},
-                          {"id", store::TokenId(record.sha256)}}),
+                          {"id", store::TokenId(record.sha256)},
+                          {"expires_ms", record.expires_ms}}),
                     "application/json");
   });
   server.Get("/v1/users", [&controller](const httplib::Request& req, httplib::Response& res) {
@@ -158,8 +189,8 @@ void AddAdminRoutes(net::HttpServer& server, Controller& controller, const std::
                   Audit(controller, *admin, "user removed", name);
                   res.set_content(Dump({{"removed", name}}), "application/json");
                 });
-  server.Post("/v1/tokens", [&controller, ca_sha256](const httplib::Request& req,
-                                                     httplib::Response& res) {
+  server.Post("/v1/tokens", [&controller, ca_sha256, max_ttl_s](const httplib::Request& req,
+                                                                httplib::Response& res) {
     auto admin = Admin(controller, req, res);
     if (!admin) return;
     auto body = Body(req, res);
@@ -192,6 +223,9 @@ void AddAdminRoutes(net::HttpServer& server, Controller& controller, const std::
     } else {
       record.kind = store::TokenKind::kUser;
       record.user = admin->name;
+      const auto expires_ms = UserTokenExpiry(j, max_ttl_s, record.created_ms, res);
+      if (!expires_ms) return;
+      record.expires_ms = *expires_ms;
       if (j.contains("user")) {
         if (!j["user"].is_string() || !api::ValidName(j["user"].get<std::string>())) {
           return Fail(res, 400, "user: not a valid user name", "user");

@@ -559,7 +559,7 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
     AddUiRoutes(server,
                 UiRouteContext{impl.controller, impl.sessions, impl.events, assets, secure_cookie});
   }
-  AddAdminRoutes(server, impl.controller, options.ca_sha256);
+  AddAdminRoutes(server, impl.controller, {options.ca_sha256, options.user_token_max_ttl_s});
   AddAdviceRoutes(server, impl.controller);
   AddScaleRoutes(server, impl.controller, impl.autoscaler);
   server.Get("/healthz", [options](const httplib::Request&, httplib::Response& res) {

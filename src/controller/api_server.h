@@ -31,6 +31,7 @@ class Autoscaler;
 struct ApiServerOptions {
   std::shared_ptr<net::TlsServerContext> tls;  // https when set
   std::string ca_sha256;  // the cluster CA's hash, appended to join tokens for agents to pin
+  int64_t user_token_max_ttl_s = 0;  // AdminRouteOptions::user_token_max_ttl_s (0: no cap)
   // Users reach this plain-HTTP server through an https proxy that terminates TLS: the dashboard's
   // session cookie is made for https (Secure, __Host- prefixed) as when `tls` is set.
   bool behind_https_proxy = false;

@@ -141,7 +141,7 @@ void EventHub::CloseRevoked() {
     }
     auto it = standing.find(s.credential_sha256);
     if (it == standing.end()) {
-      auto credential = controller_.store().CredentialOf(s.credential_sha256);
+      auto credential = controller_.store().CredentialOf(s.credential_sha256, now_ms);
       if (!credential) continue;  // the store failed: the next ping looks again
       it = standing.emplace(s.credential_sha256, credential.value().user).first;
     }

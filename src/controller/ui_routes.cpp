@@ -40,11 +40,12 @@ std::optional<std::string> SessionId(const httplib::Request& req, bool secure) {
   return CookieValue(req.get_header_value("Cookie"), SessionCookieName(secure));
 }
 
-// The session's user, when its token is still a user's (a revoked token ends its sessions).
+// The session's user, when its token is still a user's (a revoked or expired token ends its
+// sessions).
 std::optional<store::UserRecord> SessionUser(Controller& controller, const UiSessions::Session& s) {
-  auto user = controller.store().UserByToken(Sha256Hex(s.token));
-  if (!user || !user.value()) return std::nullopt;
-  return *user.value();
+  auto credential = controller.store().CredentialOf(Sha256Hex(s.token), NowMs());
+  if (!credential) return std::nullopt;
+  return credential.value().user;
 }
 
 }  // namespace
@@ -96,10 +97,12 @@ void AddUiRoutes(net::HttpServer& server, const UiRouteContext& context) {
     auto parsed = ParseLoginRequest(req.body);
     if (!parsed) return Fail(res, parsed.failure());
     std::string token = std::move(parsed).value();
-    auto user = controller.store().UserByToken(Sha256Hex(token));
-    if (!user) return Fail(res, 503, user.error());
-    if (!user.value()) {
-      return Fail(res, 401, "token: not a user's token (node and join tokens cannot log in)",
+    auto credential = controller.store().CredentialOf(Sha256Hex(token), NowMs());
+    if (!credential) return Fail(res, 503, credential.error());
+    const std::optional<store::UserRecord>& user = credential.value().user;
+    if (!user) {
+      return Fail(res, 401,
+                  "token: not a user's token, or it expired (node and join tokens cannot log in)",
                   "token");
     }
     // A new login ends the session this browser held before (a shared browser's last user), when
@@ -116,8 +119,8 @@ void AddUiRoutes(net::HttpServer& server, const UiRouteContext& context) {
     res.set_header("Set-Cookie",
                    SessionCookie(opened.value().id, UiSessions::kLifetimeMs / 1000, secure));
     res.set_header("Cache-Control", "no-store");
-    res.set_content(Dump({{"user", user.value()->name},
-                          {"admin", user.value()->admin},
+    res.set_content(Dump({{"user", user->name},
+                          {"admin", user->admin},
                           {"csrf", opened.value().csrf}}),
                     "application/json");
   });

@@ -86,12 +86,12 @@ core::Result<bool> EnsureLocalAdmin(store::Store& store, const std::string& toke
   if (!users) return users.failure();
   std::string why;
   if (!token.empty()) {
-    auto holder = store.UserByToken(controller::Sha256Hex(token));
+    auto holder = store.CredentialOf(controller::Sha256Hex(token), controller::NowMs());
     if (!holder) return holder.failure();
-    if (holder.value()) return true;  // it still works: nothing to do
+    if (holder.value().user) return true;  // it still works: nothing to do
     if (!users.value().empty()) {
       std::fprintf(stderr,
-                   "%s: the token in %s no longer works (revoked, or its user removed); clients "
+                   "%s: the token in %s no longer works (revoked, expired, or its user removed); clients "
                    "on this machine need another one (an admin makes it with `gpufleet token "
                    "create`), or remove that file and restart to make %s an admin again\n",
                    self, token_path.c_str(), LocalUser().c_str());
@@ -235,6 +235,17 @@ int RunUpOnce(const UpOptions& o) {
   }
   api_options.metrics_need_token = o.metrics_auth;
   api_options.behind_https_proxy = o.behind_https_proxy;
+  if (o.user_token_lifetime != "0" && o.user_token_lifetime != "off") {
+    const auto seconds = core::ParseDurationSeconds(o.user_token_lifetime);
+    if (!seconds || *seconds < 3600) {
+      std::fprintf(stderr,
+                   "%s: --user-token-lifetime '%s': expected a duration of at least 1 h, such "
+                   "as 90d (0: user tokens have no end unless asked for)\n",
+                   self, o.user_token_lifetime.c_str());
+      return 2;
+    }
+    api_options.user_token_max_ttl_s = *seconds;
+  }
   std::string ca_file;  // the cluster CA, for agents the autoscaler starts
   const bool tls = o.tls == "on" || (o.tls == "auto" && !IsLoopback(address.value().host));
   if (tls) {

@@ -31,6 +31,7 @@ struct UpOptions {
   int64_t max_jobs_per_user = 10000;        // ControllerOptions::max_live_jobs_per_user (0: no cap)
   std::string log_retention = "0";          // ended jobs' logs kept this long ("0": for good)
   int64_t log_quota_mib = 10240;            // each user's logs on the controller (0: no quota)
+  std::string user_token_lifetime = "0";    // the longest a user token may work ("0": no cap)
   std::string tls = "auto";                 // auto (on unless listening on loopback), on, off
   std::vector<std::string> tls_names;       // --tls-san: more names for the certificate
   std::string autoscale;  // --autoscale FILE.toml: grow and shrink the fleet (scale/, cloud/)

@@ -25,14 +25,17 @@ core::Result<int64_t> Store::SubmitJob(const JobRecord& job) {
   return added.value().id;
 }
 
-core::Result<Credential> Store::CredentialOf(const std::string& sha256) {
+core::Result<Credential> Store::CredentialOf(const std::string& sha256, int64_t now_ms) {
+  const auto standing = [now_ms](const Credential& c) {
+    return c.expires_ms > 0 && c.expires_ms <= now_ms ? Credential{} : c;
+  };
   uint64_t version = 0;
   {
     std::lock_guard<std::mutex> lock(credentials_mutex_);
     auto it = credentials_.find(sha256);
     if (it != credentials_.end()) {
       if (std::chrono::steady_clock::now() - it->second.read_at < kCredentialMemory) {
-        return it->second.credential;
+        return standing(it->second.credential);
       }
       credentials_.erase(it);
     }
@@ -40,15 +43,16 @@ core::Result<Credential> Store::CredentialOf(const std::string& sha256) {
   }
   const auto read_at = std::chrono::steady_clock::now();
   Credential credential;
-  auto user = UserByToken(sha256);
-  if (!user) return user.failure();
-  credential.user = std::move(user).value();
-  if (!credential.user) {
-    auto token = TokenBySha256(sha256);
-    if (!token) return token.failure();
-    credential.token = std::move(token).value();
-    if (credential.token && credential.token->kind == TokenKind::kUser) {
-      credential.token.reset();  // a user token whose user is gone acts as nobody
+  auto token = TokenBySha256(sha256);
+  if (!token) return token.failure();
+  if (token.value()) {
+    credential.expires_ms = token.value()->expires_ms;
+    if (token.value()->kind == TokenKind::kUser) {
+      auto user = UserByToken(sha256);  // a user token whose user is gone acts as nobody
+      if (!user) return user.failure();
+      credential.user = std::move(user).value();
+    } else {
+      credential.token = std::move(token).value();
     }
   }
   if (credential.user || credential.token) {
@@ -58,7 +62,7 @@ core::Result<Credential> Store::CredentialOf(const std::string& sha256) {
       credentials_[sha256] = RememberedCredential{credential, read_at};
     }
   }
-  return credential;
+  return standing(credential);
 }
 
 void Store::CredentialsChanged() {

@@ -259,11 +259,12 @@ struct AddedJob {
   bool added = false;
 };
 
-// Whose a token is, as UserByToken then TokenBySha256 read it: a user's (`user`), another
-// kind's (`token`), or nobody's (neither).
+// Whose a token is, as TokenBySha256 then UserByToken read it: a user's (`user`), another
+// kind's (`token`), or nobody's (neither: unknown, revoked, expired, or its user removed).
 struct Credential {
   std::optional<UserRecord> user;
   std::optional<TokenRecord> token;
+  int64_t expires_ms = 0;  // when the token stops working (0: never)
 };
 
 // Who leads the controllers that share a store (see Store::TryLead).
@@ -380,8 +381,10 @@ class Store {
   // from the store, unless this Store object changed a user or token since (each backend calls
   // CredentialsChanged in every such write): the API checks a token on every request without a
   // round trip to the database. A change made through another process sharing the store (a
-  // former leader) is seen here within kCredentialMemory. Unknown tokens are not remembered.
-  core::Result<Credential> CredentialOf(const std::string& sha256);
+  // former leader) is seen here within kCredentialMemory. Unknown tokens are not remembered. A
+  // token whose expires_ms is at or before `now_ms` is nobody's, to the millisecond, remembered
+  // or not.
+  core::Result<Credential> CredentialOf(const std::string& sha256, int64_t now_ms);
   static constexpr std::chrono::milliseconds kCredentialMemory{2000};
 
  protected:
