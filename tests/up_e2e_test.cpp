@@ -725,7 +725,8 @@ TEST_F(TokenLifetimeServer, UserTokensEndAtTheirTimeAndTheCapBoundsNewOnes) {
   EXPECT_NE(listed.find(brief["id"].get<std::string>()), std::string::npos) << listed;
   EXPECT_EQ(listed.find("(expired)"), std::string::npos) << listed;
 
-  std::this_thread::sleep_for(std::chrono::milliseconds(std::max<int64_t>(0, ends - WallMs()) + 50));
+  std::this_thread::sleep_for(
+      std::chrono::milliseconds(std::max<int64_t>(0, ends - WallMs()) + 50));
   auto refused = Http(token).Get("/v1/jobs");
   ASSERT_TRUE(refused);
   EXPECT_EQ(refused->status, 401) << refused->body;

@@ -119,10 +119,9 @@ void AddUiRoutes(net::HttpServer& server, const UiRouteContext& context) {
     res.set_header("Set-Cookie",
                    SessionCookie(opened.value().id, UiSessions::kLifetimeMs / 1000, secure));
     res.set_header("Cache-Control", "no-store");
-    res.set_content(Dump({{"user", user->name},
-                          {"admin", user->admin},
-                          {"csrf", opened.value().csrf}}),
-                    "application/json");
+    res.set_content(
+        Dump({{"user", user->name}, {"admin", user->admin}, {"csrf", opened.value().csrf}}),
+        "application/json");
   });
   server.Get("/ui/session",
              [&controller, &sessions, secure](const httplib::Request& req, httplib::Response& res) {

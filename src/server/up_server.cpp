@@ -90,11 +90,12 @@ core::Result<bool> EnsureLocalAdmin(store::Store& store, const std::string& toke
     if (!holder) return holder.failure();
     if (holder.value().user) return true;  // it still works: nothing to do
     if (!users.value().empty()) {
-      std::fprintf(stderr,
-                   "%s: the token in %s no longer works (revoked, expired, or its user removed); clients "
-                   "on this machine need another one (an admin makes it with `gpufleet token "
-                   "create`), or remove that file and restart to make %s an admin again\n",
-                   self, token_path.c_str(), LocalUser().c_str());
+      std::fprintf(
+          stderr,
+          "%s: the token in %s no longer works (revoked, expired, or its user removed); clients "
+          "on this machine need another one (an admin makes it with `gpufleet token "
+          "create`), or remove that file and restart to make %s an admin again\n",
+          self, token_path.c_str(), LocalUser().c_str());
       return true;
     }
     why = "the first user of this store";
