@@ -1406,9 +1406,11 @@ TEST_F(CappedServer, AUserHoldsAtMostTheCapOfLiveJobsAndAdminsAreNotHeld) {
   const std::string bob = json::parse(Cli("users add bob --json"))["token"].get<std::string>();
   // (bob runs as nobody, whose home is not there: in / instead.)
   std::vector<int64_t> ids;
+  const std::string first = R"({"argv":["sleep","60"],"gpus":4,"workdir":"/","client_token":"b1"})";
   for (int k = 0; k < 3; ++k) {
-    auto r = Http(bob).Post("/v1/jobs", R"({"argv":["sleep","60"],"gpus":4,"workdir":"/"})",
-                            "application/json");
+    auto r = Http(bob).Post(
+        "/v1/jobs", k == 0 ? first : R"({"argv":["sleep","60"],"gpus":4,"workdir":"/"})",
+        "application/json");
     ASSERT_TRUE(r && r->status == 201) << (r ? r->body : "no answer");
     ids.push_back(json::parse(r->body)["id"].get<int64_t>());
   }
@@ -1418,6 +1420,11 @@ TEST_F(CappedServer, AUserHoldsAtMostTheCapOfLiveJobsAndAdminsAreNotHeld) {
   EXPECT_EQ(refused->status, 403) << refused->body;
   EXPECT_EQ(json::parse(refused->body)["field"], "jobs") << refused->body;
   EXPECT_NE(refused->body.find("--max-jobs-per-user"), std::string::npos) << refused->body;
+  // A retry of a submit already added (its answer lost) is that job, not one over the cap.
+  auto retried = Http(bob).Post("/v1/jobs", first, "application/json");
+  ASSERT_TRUE(retried);
+  EXPECT_EQ(retried->status, 201) << retried->body;
+  EXPECT_EQ(json::parse(retried->body)["id"], ids.front()) << retried->body;
   // Another user, and the admin, are not held by bob's jobs.
   const std::string carol = json::parse(Cli("users add carol --json"))["token"].get<std::string>();
   auto other = Http(carol).Post("/v1/jobs", R"({"argv":["true"],"gpus":1})", "application/json");

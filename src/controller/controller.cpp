@@ -670,6 +670,10 @@ core::Result<int64_t> Controller::Submit(store::JobRecord job, bool within_cap) 
     auto live = store_.LiveJobIdsOf(job.user);
     if (!live) return live.failure();
     if (static_cast<int64_t>(live.value().size()) >= options_.max_live_jobs_per_user) {
+      // A retry of a submit already added (its answer was lost) is that job, not one more.
+      auto earlier = store_.JobIdByClientToken(job.user, job.client_token);
+      if (!earlier) return earlier.failure();
+      if (earlier.value()) return *earlier.value();
       return core::Error{"jobs: " + job.user + " already holds " +
                              std::to_string(live.value().size()) +
                              " pending or running jobs, the most one user may (an admin sets "

@@ -618,6 +618,17 @@ class PgStore final : public Store {
     return ids;
   }
 
+  core::Result<std::optional<int64_t>> JobIdByClientToken(
+      const std::string& user, const std::string& client_token) override {
+    if (client_token.empty()) return std::optional<int64_t>();
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto r = Read("SELECT id FROM jobs WHERE owner=$1 AND client_token=$2 AND client_token<>''",
+                  {Str(user), Str(client_token)});
+    if (!r) return r.failure();
+    if (r.value().Rows() == 0) return std::optional<int64_t>();
+    return std::optional<int64_t>(r.value().Int(0, 0));
+  }
+
   core::Result<std::vector<JobOwner>> JobOwners(const std::vector<int64_t>& ids) override {
     std::vector<JobOwner> out;
     if (ids.empty()) return out;

@@ -444,6 +444,20 @@ class SqliteStore final : public Store {
     return ids;
   }
 
+  core::Result<std::optional<int64_t>> JobIdByClientToken(
+      const std::string& user, const std::string& client_token) override {
+    if (client_token.empty()) return std::optional<int64_t>();
+    std::lock_guard<std::mutex> lock(mutex_);
+    Statement s(cache_,
+                "SELECT id FROM jobs WHERE user=? AND client_token=? AND client_token!=''");
+    s.Bind(1, user);
+    s.Bind(2, client_token);
+    const int rc = s.Step();
+    if (rc == SQLITE_ROW) return std::optional<int64_t>(s.Int(0));
+    if (rc == SQLITE_DONE) return std::optional<int64_t>();
+    return Error(sqlite3_errmsg(db_));
+  }
+
   core::Result<std::vector<JobOwner>> JobOwners(const std::vector<int64_t>& ids) override {
     // One cached statement of kBatch placeholders; a short batch repeats its last id.
     constexpr std::size_t kBatch = 128;

@@ -313,6 +313,10 @@ class Store {
   // The ids of `user`'s jobs in the live states, ascending: what a user may see named of the
   // queue, read without the jobs' rows (their argv and env may be large).
   virtual core::Result<std::vector<int64_t>> LiveJobIdsOf(const std::string& user) = 0;
+  // The id of `user`'s job submitted with `client_token` (non-empty), whatever its state, or
+  // nothing: whether a submit is a retry of one already added.
+  virtual core::Result<std::optional<int64_t>> JobIdByClientToken(
+      const std::string& user, const std::string& client_token) = 0;
   // The owner, state and end of each job of `ids` that exists, in id order (ids not found are
   // left out).
   virtual core::Result<std::vector<JobOwner>> JobOwners(const std::vector<int64_t>& ids) = 0;
