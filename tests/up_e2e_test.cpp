@@ -1408,9 +1408,9 @@ TEST_F(CappedServer, AUserHoldsAtMostTheCapOfLiveJobsAndAdminsAreNotHeld) {
   std::vector<int64_t> ids;
   const std::string first = R"({"argv":["sleep","60"],"gpus":4,"workdir":"/","client_token":"b1"})";
   for (int k = 0; k < 3; ++k) {
-    auto r = Http(bob).Post(
-        "/v1/jobs", k == 0 ? first : R"({"argv":["sleep","60"],"gpus":4,"workdir":"/"})",
-        "application/json");
+    auto r = Http(bob).Post("/v1/jobs",
+                            k == 0 ? first : R"({"argv":["sleep","60"],"gpus":4,"workdir":"/"})",
+                            "application/json");
     ASSERT_TRUE(r && r->status == 201) << (r ? r->body : "no answer");
     ids.push_back(json::parse(r->body)["id"].get<int64_t>());
   }

@@ -448,8 +448,7 @@ class SqliteStore final : public Store {
       const std::string& user, const std::string& client_token) override {
     if (client_token.empty()) return std::optional<int64_t>();
     std::lock_guard<std::mutex> lock(mutex_);
-    Statement s(cache_,
-                "SELECT id FROM jobs WHERE user=? AND client_token=? AND client_token!=''");
+    Statement s(cache_, "SELECT id FROM jobs WHERE user=? AND client_token=? AND client_token!=''");
     s.Bind(1, user);
     s.Bind(2, client_token);
     const int rc = s.Step();
