@@ -11,23 +11,20 @@
 #include <sstream>
 #include <string>
 
+#include "core/proc_stat.h"
+
 namespace gpufleet::agent {
 namespace {
 
 using core::UsageFigure;
 
-// The fields of /proc/PID/stat after the command name (which may hold spaces and parentheses):
-// index 0 is field 3 (state).
+// The fields of /proc/PID/stat after the command name (core/proc_stat.h): index 0 is field 3.
 bool ReadStatFields(pid_t pid, std::vector<std::string>& fields) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string text;
-  if (!std::getline(in, text)) return false;
-  const std::size_t close = text.rfind(')');
-  if (close == std::string::npos) return false;
-  std::istringstream rest(text.substr(close + 1));
-  fields.clear();
-  std::string f;
-  while (rest >> f) fields.push_back(f);
+  if (!in) return false;
+  std::stringstream text;
+  text << in.rdbuf();  // whole: the name may hold a newline
+  fields = core::StatFieldsAfterName(text.str());
   return fields.size() >= 22;  // up to rss (field 24)
 }
 

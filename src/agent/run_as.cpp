@@ -22,6 +22,33 @@ std::optional<UnixAccount> LookupSystemAccount(const std::string& name) {
                      found->pw_dir != nullptr ? found->pw_dir : "/"};
 }
 
+namespace {
+
+std::string SelfMappingRefusal(const std::string& node, const std::string& user,
+                               const std::string& account) {
+  return (node.empty() ? std::string("this node") : "node " + node) + "'s agent runs as account '" +
+         account +
+         "', not root: user '" + user +
+         "', mapped onto it (--run-as-map), would run as the agent itself, able to read its "
+         "credentials and every job's files; run the agent as root to run " + user +
+         "'s jobs as an account of their own";
+}
+
+}  // namespace
+
+core::Result<bool> CheckRunAsMapForAgent(const RunAsPolicy& policy, uid_t agent_uid,
+                                         const AccountLookup& lookup) {
+  if (agent_uid == 0) return true;
+  for (const auto& [user, account_name] : policy.user_map) {
+    const std::optional<UnixAccount> account = lookup(account_name);
+    if (account && account->uid == agent_uid && account->name != user) {
+      return core::Error{SelfMappingRefusal(policy.node_name, user, account->name),
+                         core::ErrorCode::kInvalid, "--run-as-map"};
+    }
+  }
+  return true;
+}
+
 core::Result<RunIdentity> ResolveRunAs(const RunAsPolicy& policy, const std::string& job_user,
                                        uid_t agent_uid, const AccountLookup& lookup) {
   if (job_user.empty()) {
@@ -55,6 +82,9 @@ core::Result<RunIdentity> ResolveRunAs(const RunAsPolicy& policy, const std::str
                          std::to_string(agent_uid) + " and cannot run user '" + job_user +
                          "' as account '" + account->name +
                          "' (run the agent as root to run other users' jobs)"};
+    }
+    if (account->name != job_user) {
+      return core::Error{SelfMappingRefusal(policy.node_name, job_user, account->name)};
     }
     return identity;
   }

@@ -43,6 +43,13 @@ core::Result<RunIdentity> ResolveRunAs(const RunAsPolicy& policy, const std::str
                                        uid_t agent_uid,
                                        const AccountLookup& lookup = LookupSystemAccount);
 
+// A node whose agent is not root runs only its own account's jobs, and only for the user of
+// that very name: a mapping of another user onto the agent's account would run their jobs as the
+// agent, which reads its node credential (or, under `up`, the admin's token). This refuses such a
+// map at start, naming the entry; ResolveRunAs refuses such a job all the same.
+core::Result<bool> CheckRunAsMapForAgent(const RunAsPolicy& policy, uid_t agent_uid,
+                                         const AccountLookup& lookup = LookupSystemAccount);
+
 // Parses one --run-as-map value, "NAME=ACCOUNT[,NAME=ACCOUNT...]", into `map`; errors name the
 // entry.
 core::Result<bool> ParseRunAsMap(const std::string& text, std::map<std::string, std::string>& map);

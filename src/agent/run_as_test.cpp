@@ -85,6 +85,31 @@ TEST(RunAsTest, NonRootAgentRunsOnlyItsOwnAccountsJobs) {
   EXPECT_NE(other.error().find("uid 1001"), std::string::npos) << other.error();
 }
 
+// Found by a review: a non-root agent ran another user's jobs as its own account when an admin
+// mapped them onto it, so those jobs could read the agent's credentials (under `up`, the admin's
+// token file).
+TEST(RunAsTest, NonRootAgentRefusesOtherUsersMappedOntoItsAccount) {
+  RunAsPolicy mapped = Policy();
+  mapped.user_map["bob"] = "alice";
+  auto refused = ResolveRunAs(mapped, "bob", 1001, FakeAccounts);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().find("would run as the agent itself"), std::string::npos)
+      << refused.error();
+  EXPECT_TRUE(ResolveRunAs(mapped, "alice", 1001, FakeAccounts).ok()) << "alice herself still runs";
+  auto at_start = CheckRunAsMapForAgent(mapped, 1001, FakeAccounts);
+  ASSERT_FALSE(at_start.ok());
+  EXPECT_EQ(at_start.failure().field, "--run-as-map");
+  EXPECT_NE(at_start.error().find("'bob'"), std::string::npos) << at_start.error();
+  EXPECT_TRUE(CheckRunAsMapForAgent(mapped, 0, FakeAccounts).ok()) << "a root agent switches";
+  RunAsPolicy elsewhere = Policy();
+  elsewhere.user_map["bob"] = "al";  // refused at launch for its uid, not as a self-mapping
+  EXPECT_TRUE(CheckRunAsMapForAgent(elsewhere, 1001, FakeAccounts).ok());
+  // A root agent still switches bob to alice's account.
+  auto root = ResolveRunAs(mapped, "bob", 0, FakeAccounts);
+  ASSERT_TRUE(root.ok()) << root.error();
+  EXPECT_TRUE(root.value().switch_user);
+}
+
 TEST(RunAsTest, ParsesMaps) {
   std::map<std::string, std::string> map;
   ASSERT_TRUE(ParseRunAsMap("alice=al,bob=robert", map).ok());

@@ -3,6 +3,8 @@
 // it, for the others (see gpufleet_main.cpp). This file only parses the command line and hands the
 // options to the command functions; it holds no logic of its own.
 #include <CLI/CLI.hpp>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -350,6 +352,10 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "gpufleet agent: %s\n", parsed.error().c_str());
         std::exit(2);
       }
+    }
+    if (auto safe = agent::CheckRunAsMapForAgent(agent_options.run_as, ::geteuid()); !safe) {
+      std::fprintf(stderr, "gpufleet agent: --run-as-map: %s\n", safe.error().c_str());
+      std::exit(2);
     }
     if (!agent_options.controller_url.empty()) {
       // The join token may come in the environment, out of sight of `ps` (the local provider,

@@ -17,6 +17,8 @@
 #include <sstream>
 #include <thread>
 
+#include "core/proc_stat.h"
+
 namespace gpufleet::cloud {
 namespace {
 
@@ -30,13 +32,10 @@ struct ProcStat {
 // and parentheses, so the fields are counted from the last ')'.
 std::optional<ProcStat> ReadStat(int pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string text;
-  if (!in || !std::getline(in, text)) return std::nullopt;
-  const std::size_t paren = text.rfind(')');
-  if (paren == std::string::npos) return std::nullopt;
-  std::istringstream fields(text.substr(paren + 1));
-  std::vector<std::string> f;
-  for (std::string word; fields >> word;) f.push_back(word);
+  if (!in) return std::nullopt;
+  std::stringstream text;
+  text << in.rdbuf();  // whole: the name may hold a newline (core/proc_stat.h)
+  const std::vector<std::string> f = core::StatFieldsAfterName(text.str());
   if (f.size() < 20) return std::nullopt;
   ProcStat s;
   s.state = f[0].empty() ? '?' : f[0][0];

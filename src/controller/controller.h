@@ -300,7 +300,10 @@ class Controller {
   // nodes tens of milliseconds (sched/explain_test), during which passes and heartbeats wait.
   // So that callers cannot keep the lock taken (a user asking in a loop, from many
   // connections), one explanation is made at a time, and one made less than
-  // `kExplainReuseMs` ago with no pass since is answered again instead of made anew.
+  // `kExplainReuseMs` ago is answered again instead of made anew when no pass since has changed
+  // what it depends on (starts, ends, preemptions, resizes, the waiting and running counts,
+  // nodes and drains), or, whatever changed, when it is less than `kExplainFloorMs` old. (Passes
+  // run every 50 ms, so "no pass since" alone made the reuse all but void.)
   // Running jobs end by their time limit, or by their predicted run time where the predictor has
   // learnt the class (not its fixed prior).
   struct QueueExplanation {
@@ -313,6 +316,7 @@ class Controller {
   };
   std::vector<QueueExplanation> ExplainQueue(int64_t now_ms) const;
   static constexpr int64_t kExplainReuseMs = 1000;
+  static constexpr int64_t kExplainFloorMs = 250;
   // How many explanations ExplainQueue has made (not answered again), for tests and /metrics.
   int64_t ExplanationsMade() const;
   // For the autoscaler (controller/autoscaler.h). What it plans from: the cluster as placement
@@ -571,11 +575,13 @@ class Controller {
   };
   mutable std::mutex summary_mutex_;
   std::mutex capped_submit_mutex_;  // a cap's count and the submit it admits, one at a time
-  // ExplainQueue's latest explanation: made at `explained_ms_`, after `explained_passes_` passes.
+  // ExplainQueue's latest explanation: made at `explained_ms_`.
   mutable std::mutex explain_mutex_;  // one explanation made at a time; taken before mutex_
   mutable std::vector<QueueExplanation> explained_;
   mutable int64_t explained_ms_ = 0;
-  mutable int64_t explained_passes_ = -1;
+  // What the explanation was made from, as the counters of stats_ say (ExplainInputsLocked).
+  mutable std::vector<int64_t> explained_inputs_;
+  std::vector<int64_t> ExplainInputsLocked() const;
   mutable int64_t explanations_made_ = 0;  // ExplanationsMade
   NodeSummary summary_;
   ControllerStats stats_;

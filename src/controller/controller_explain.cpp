@@ -13,11 +13,20 @@ int64_t Controller::ExplanationsMade() const {
   return explanations_made_;
 }
 
+std::vector<int64_t> Controller::ExplainInputsLocked() const {
+  return {stats_.started,        stats_.finished,           stats_.preempted,
+          stats_.resized,        stats_.waiting,            stats_.running,
+          stats_.nodes_lost,     stats_.gpus_drained_health, stats_.gpus_drained_admin,
+          static_cast<int64_t>(cluster_.size())};
+}
+
 std::vector<Controller::QueueExplanation> Controller::ExplainQueue(int64_t now_ms) const {
   std::lock_guard<std::mutex> one(explain_mutex_);
   std::lock_guard<std::mutex> lock(mutex_);
-  if (explained_passes_ == stats_.passes && now_ms >= explained_ms_ &&
-      now_ms - explained_ms_ < kExplainReuseMs) {
+  std::vector<int64_t> inputs = ExplainInputsLocked();
+  if (!explained_inputs_.empty() && now_ms >= explained_ms_ &&
+      (now_ms - explained_ms_ < kExplainFloorMs ||
+       (now_ms - explained_ms_ < kExplainReuseMs && inputs == explained_inputs_))) {
     return explained_;
   }
   const int64_t now_s = now_ms / 1000;
@@ -74,7 +83,7 @@ std::vector<Controller::QueueExplanation> Controller::ExplainQueue(int64_t now_m
   }
   explained_ = out;
   explained_ms_ = now_ms;
-  explained_passes_ = stats_.passes;
+  explained_inputs_ = std::move(inputs);
   ++explanations_made_;
   return out;
 }

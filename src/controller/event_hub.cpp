@@ -37,7 +37,8 @@ EventHub::~EventHub() {
 
 std::shared_ptr<net::EventStream> EventHub::Subscribe(const store::UserRecord& viewer,
                                                       const std::string& credential_sha256,
-                                                      const std::string& session_key) {
+                                                      const std::string& session_key,
+                                                      int64_t expires_ms) {
   auto stream = std::make_shared<net::EventStream>();
   // Browsers reconnect by themselves after a drop; 3 s is EventSource's usual pause.
   stream->Send("retry: 3000\n: gpufleet events for " + viewer.name + "\n\n");
@@ -51,7 +52,7 @@ std::shared_ptr<net::EventStream> EventHub::Subscribe(const store::UserRecord& v
     subscribers_.erase(oldest);
   }
   if (subscribers_.size() >= kMaxStreams) return nullptr;
-  subscribers_.push_back({stream, viewer, credential_sha256, session_key});
+  subscribers_.push_back({stream, viewer, credential_sha256, session_key, expires_ms});
   return stream;
 }
 
@@ -107,6 +108,10 @@ void EventHub::Loop() {
     jobs.swap(jobs_);
     nodes.swap(nodes_);
     logs.swap(logs_);
+    const int64_t now_ms = NowMs();
+    for (const Subscriber& s : subscribers_) {
+      if (s.expires_ms > 0 && s.expires_ms <= now_ms) s.stream->Close();  // its token ended
+    }
     std::erase_if(subscribers_, [](const Subscriber& s) { return s.stream->closed(); });
     const auto now = std::chrono::steady_clock::now();
     const bool ping = now - last_ping >= kPing;

@@ -47,10 +47,12 @@ class EventHub final : public ControllerEvents {
   // A new stream for `viewer`, who authenticated with the token whose SHA-256 is
   // `credential_sha256`, through the dashboard session `session_key` (UiSessions::KeyOf; "": a
   // bearer token); null when kMaxStreams are open. The viewer's oldest stream is closed when they
-  // already have kMaxStreamsPerUser.
+  // already have kMaxStreamsPerUser. A stream whose credential ends (`expires_ms`, wall-clock
+  // ms; 0: never) is closed within a second of its end.
   std::shared_ptr<net::EventStream> Subscribe(const store::UserRecord& viewer,
                                               const std::string& credential_sha256,
-                                              const std::string& session_key = "");
+                                              const std::string& session_key = "",
+                                              int64_t expires_ms = 0);
   // Closes the streams opened through session `session_key` at once (its logout).
   void CloseSession(const std::string& session_key);
   std::size_t streams() const;
@@ -65,6 +67,7 @@ class EventHub final : public ControllerEvents {
     store::UserRecord viewer;
     std::string credential_sha256;
     std::string session_key;  // "": opened with a bearer token
+    int64_t expires_ms = 0;   // its credential's end (0: none)
   };
   // Closes the streams whose credential no longer stands for their viewer, or whose dashboard
   // session ended or expired (store errors spare them: the next ping looks again).

@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <chrono>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "controller/controller.h"
@@ -41,6 +43,38 @@ TEST(EventHubTest, AUsersOldestStreamClosesForTheirNewOneAndOthersStillSubscribe
     auto bobs = hub.Subscribe(bob, "b");
     ASSERT_NE(bobs, nullptr);
     EXPECT_EQ(hub.streams(), EventHub::kMaxStreamsPerUser + 1);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// Found by a review: a stream opened with a token that then ended went on until the next ping
+// (15 s) looked at the token again.
+TEST(EventHubTest, AStreamClosesWithinASecondOfItsTokensEnd) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("gpufleet-event-hub-expiry-test-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  {
+    auto store = store::OpenSqliteStore(dir.string());
+    ASSERT_TRUE(store.ok()) << store.error();
+    ControllerOptions options;
+    options.data_dir = dir.string();
+    auto controller = Controller::Create(*store.value(), options);
+    ASSERT_TRUE(controller.ok()) << controller.error();
+    EventHub hub(*controller.value());
+    const store::UserRecord erin{"erin", false};
+    const int64_t ends_ms = NowMs() + 300;
+    auto ending = hub.Subscribe(erin, "e1", "", ends_ms);
+    auto lasting = hub.Subscribe(erin, "e2");
+    ASSERT_NE(ending, nullptr);
+    ASSERT_NE(lasting, nullptr);
+    const auto start = std::chrono::steady_clock::now();
+    while (!ending->closed() && std::chrono::steady_clock::now() - start < std::chrono::seconds(5)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_TRUE(ending->closed());
+    EXPECT_GE(NowMs(), ends_ms) << "closed before its end";
+    EXPECT_LT(NowMs() - ends_ms, 3000) << "the hub looks at least once a second (2 s of slack)";
+    EXPECT_FALSE(lasting->closed());
   }
   std::filesystem::remove_all(dir);
 }

@@ -18,6 +18,9 @@ using nlohmann::json;
 // The kernel refuses to exec with one argument or environment string of MAX_ARG_STRLEN (32 pages,
 // 128 KiB) or more, NUL included: such a job would pass here and fail at its launch.
 constexpr std::size_t kMaxExecString = 128 * 1024;
+// What one job's argv, and its env, may take in all.
+constexpr std::size_t kMaxArgvBytes = 256 * 1024;
+constexpr std::size_t kMaxEnvBytes = 256 * 1024;
 
 // Thrown inside the parser for an error that names its field; caught once below.
 struct FieldError : std::runtime_error {
@@ -60,15 +63,21 @@ void Fill(const json& j, store::JobRecord& job) {
   if (argv == j.end() || !argv->is_array() || argv->empty()) {
     throw FieldError("argv", "must be a non-empty array of strings (the command to run)");
   }
+  // Each string costs its bytes, its NUL and its pointer, as the kernel counts them for exec: so
+  // 300,000 empty arguments (a 1 MiB body, 10 MB once held) are refused like 256 KiB of text.
+  constexpr std::size_t kPerString = 1 + sizeof(char*);
   std::size_t total = 0;
   for (const json& a : *argv) {
     job.argv.push_back(Take("argv", [&] { return net::CheckedString(a, "argv", 256 * 1024); }));
-    total += job.argv.back().size();
+    total += job.argv.back().size() + kPerString;
     if (job.argv.back().size() >= kMaxExecString) {
       throw FieldError("argv", "each argument must be under 128 KiB (the kernel's limit for one)");
     }
+    if (total > kMaxArgvBytes) {
+      throw FieldError("argv", "longer than 256 KiB (each argument counts " +
+                                   std::to_string(kPerString) + " bytes more, as exec counts it)");
+    }
   }
-  if (total > 256 * 1024) throw FieldError("argv", "longer than 256 KiB");
   if (job.argv[0].empty()) throw FieldError("argv", "the program (argv[0]) must not be empty");
   job.name = Take("name", [&] { return net::CheckedString(j, "name", 200, ""); });
   if (job.name.empty()) job.name = core::TruncateUtf8(job.argv[0], 200);
@@ -126,12 +135,16 @@ void Fill(const json& j, store::JobRecord& job) {
       const json& value = v;
       job.env.emplace_back(
           k, Take("env", [&] { return net::CheckedString(value, "env", 256 * 1024); }));
-      env_bytes += k.size() + job.env.back().second.size();
+      env_bytes += k.size() + 1 + job.env.back().second.size() + kPerString;  // NAME=value
       if (k.size() + 1 + job.env.back().second.size() >= kMaxExecString) {
         throw FieldError("env", "each NAME=value must be under 128 KiB (the kernel's limit for one)");
       }
+      if (env_bytes > kMaxEnvBytes) {
+        throw FieldError("env", "larger than 256 KiB (each NAME=value counts " +
+                                    std::to_string(kPerString) + " bytes more, as exec counts it)");
+      }
     }
-    if (env_bytes > 256 * 1024) throw FieldError("env", "larger than 256 KiB");
+
   }
   if (j.contains("cpus") && !j["cpus"].is_null()) {
     const double cpus =

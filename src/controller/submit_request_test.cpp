@@ -7,6 +7,19 @@
 namespace gpufleet::controller {
 namespace {
 
+// A submit body with `n` tiny strings in its argv ("argv") or env ("env").
+std::string ManyStrings(int n, const std::string& where) {
+  std::string body = where == "argv" ? R"({"argv":["x")" : R"({"argv":["x"],"env":{)";
+  for (int k = 0; k < n; ++k) {
+    if (where == "argv") {
+      body += R"(,"")";
+    } else {
+      body += (k ? "," : "") + std::string("\"V") + std::to_string(k) + "\":\"\"";
+    }
+  }
+  return body + (where == "argv" ? "]}" : "}}");
+}
+
 // Table of bodies that must be refused, each with the field the error must name. Rows marked
 // "finding 10" were accepted (and stored wrong, or hit undefined behaviour) before.
 TEST(SubmitRequestTest, RefusesBadFieldsNamingThem) {
@@ -63,6 +76,10 @@ TEST(SubmitRequestTest, RefusesBadFieldsNamingThem) {
       // Accepted, then failed at exec (E2BIG) before: one string of 128 KiB or more.
       {R"({"argv":["x",")" + std::string(128 * 1024, 'a') + R"("]})", "argv"},
       {R"({"argv":["x"],"env":{"A":")" + std::string(128 * 1024 - 2, 'a') + R"("}})", "env"},
+      // Found by a review: counted by bytes alone, 300,000 empty arguments (or one-letter
+      // variables) fit a 1 MiB body and took about 10 MB of the controller's memory per job.
+      {ManyStrings(30000, "argv"), "argv"},
+      {ManyStrings(30000, "env"), "env"},
       // Containers (issue 17): the image's and the mounts' syntax; the admin's policy is the
       // controller's (Controller::Unrunnable).
       {R"({"argv":["x"],"image":"-v"})", "image"},
@@ -85,6 +102,17 @@ TEST(SubmitRequestTest, RefusesBadFieldsNamingThem) {
     EXPECT_EQ(job.failure().field, row.field) << row.body << " -> " << job.error();
     EXPECT_EQ(job.failure().code, core::ErrorCode::kInvalid);
   }
+}
+
+TEST(SubmitRequestTest, TakesManyShortStringsWithinTheExecBudget) {
+  // 20,000 arguments of 9 bytes each (their NUL and pointer) fit 256 KiB; so do 10,000
+  // variables of about 16.
+  auto argv = ParseSubmitRequest(ManyStrings(20000, "argv"));
+  ASSERT_TRUE(argv.ok()) << argv.error();
+  EXPECT_EQ(argv.value().argv.size(), 20001U);
+  auto env = ParseSubmitRequest(ManyStrings(10000, "env"));
+  ASSERT_TRUE(env.ok()) << env.error();
+  EXPECT_EQ(env.value().env.size(), 10000U);
 }
 
 TEST(SubmitRequestTest, TakesAnElasticJobsRange) {

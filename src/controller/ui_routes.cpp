@@ -240,10 +240,14 @@ void AddUiRoutes(net::HttpServer& server, const UiRouteContext& context) {
   server.GetStream("/v1/events", [&controller, &events](const httplib::Request& req,
                                                          httplib::Response& res)
                                      -> std::shared_ptr<net::EventStream> {
-    auto user = api::AuthenticateUser(controller.store(), req, res, NowMs());
+    const int64_t now_ms = NowMs();
+    auto user = api::AuthenticateUser(controller.store(), req, res, now_ms);
     if (!user) return nullptr;
-    auto stream = events.Subscribe(*user, api::CredentialSha256(req),
-                                   req.get_header_value(std::string(kSessionKeyHeader)));
+    const std::string sha256 = api::CredentialSha256(req);
+    auto credential = controller.store().CredentialOf(sha256, now_ms);  // remembered: no read
+    auto stream = events.Subscribe(*user, sha256,
+                                   req.get_header_value(std::string(kSessionKeyHeader)),
+                                   credential ? credential.value().expires_ms : 0);
     if (!stream) {
       Fail(res, 503, "too many open event streams; try again later");
       return nullptr;

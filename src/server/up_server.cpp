@@ -420,6 +420,10 @@ int RunUpOnce(const UpOptions& o) {
       return 2;
     }
   }
+  if (auto safe = agent::CheckRunAsMapForAgent(run_as, ::geteuid()); !safe) {
+    std::fprintf(stderr, "%s: --run-as-map: %s\n", self, safe.error().c_str());
+    return failed_leading(2);
+  }
   // Written when the controller has news for the local node; its agent waits on it.
   const int local_news = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (local_news < 0) {
