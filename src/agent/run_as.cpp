@@ -27,11 +27,10 @@ namespace {
 std::string SelfMappingRefusal(const std::string& node, const std::string& user,
                                const std::string& account) {
   return (node.empty() ? std::string("this node") : "node " + node) + "'s agent runs as account '" +
-         account +
-         "', not root: user '" + user +
+         account + "', not root: user '" + user +
          "', mapped onto it (--run-as-map), would run as the agent itself, able to read its "
-         "credentials and every job's files; run the agent as root to run " + user +
-         "'s jobs as an account of their own";
+         "credentials and every job's files; run the agent as root to run " +
+         user + "'s jobs as an account of their own";
 }
 
 }  // namespace

@@ -2,9 +2,9 @@
 // Users run `gpufleet`, which runs the client commands itself and execs this program, found beside
 // it, for the others (see gpufleet_main.cpp). This file only parses the command line and hands the
 // options to the command functions; it holds no logic of its own.
-#include <CLI/CLI.hpp>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -21,8 +21,8 @@
 #include "net/tls.h"
 #include "sched/policy_registry.h"
 #include "sched/queue_policy.h"
-#include "sim/synthetic_jobs.h"
 #include "server/up_server.h"
+#include "sim/synthetic_jobs.h"
 
 namespace {
 

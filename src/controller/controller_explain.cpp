@@ -14,9 +14,15 @@ int64_t Controller::ExplanationsMade() const {
 }
 
 std::vector<int64_t> Controller::ExplainInputsLocked() const {
-  return {stats_.started,        stats_.finished,           stats_.preempted,
-          stats_.resized,        stats_.waiting,            stats_.running,
-          stats_.nodes_lost,     stats_.gpus_drained_health, stats_.gpus_drained_admin,
+  return {stats_.started,
+          stats_.finished,
+          stats_.preempted,
+          stats_.resized,
+          stats_.waiting,
+          stats_.running,
+          stats_.nodes_lost,
+          stats_.gpus_drained_health,
+          stats_.gpus_drained_admin,
           static_cast<int64_t>(cluster_.size())};
 }
 

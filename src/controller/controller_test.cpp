@@ -277,8 +277,8 @@ TEST_F(ControllerTest, AnExplanationIsReusedUntilTheQueueChangesOrASecondHasGone
   EXPECT_FALSE(ctl.ExplainQueue(now_ms_ + Controller::kExplainReuseMs + 100).empty())
       << "less than kExplainFloorMs later: the old answer, whatever changed";
   EXPECT_EQ(ctl.ExplanationsMade(), made + 2);
-  EXPECT_TRUE(ctl.ExplainQueue(now_ms_ + Controller::kExplainReuseMs + Controller::kExplainFloorMs)
-                  .empty())
+  EXPECT_TRUE(
+      ctl.ExplainQueue(now_ms_ + Controller::kExplainReuseMs + Controller::kExplainFloorMs).empty())
       << "passes that started a job since: made anew, not the old answer";
   EXPECT_EQ(ctl.ExplanationsMade(), made + 3);
 }

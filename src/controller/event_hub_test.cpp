@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <filesystem>
 #include <chrono>
+#include <filesystem>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -68,7 +68,8 @@ TEST(EventHubTest, AStreamClosesWithinASecondOfItsTokensEnd) {
     ASSERT_NE(ending, nullptr);
     ASSERT_NE(lasting, nullptr);
     const auto start = std::chrono::steady_clock::now();
-    while (!ending->closed() && std::chrono::steady_clock::now() - start < std::chrono::seconds(5)) {
+    while (!ending->closed() &&
+           std::chrono::steady_clock::now() - start < std::chrono::seconds(5)) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     EXPECT_TRUE(ending->closed());

@@ -144,7 +144,6 @@ void Fill(const json& j, store::JobRecord& job) {
                                     std::to_string(kPerString) + " bytes more, as exec counts it)");
       }
     }
-
   }
   if (j.contains("cpus") && !j["cpus"].is_null()) {
     const double cpus =

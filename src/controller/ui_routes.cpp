@@ -237,24 +237,25 @@ void AddUiRoutes(net::HttpServer& server, const UiRouteContext& context) {
                                      {"series", std::move(series)}}),
                                "application/json");
              });
-  server.GetStream("/v1/events", [&controller, &events](const httplib::Request& req,
-                                                         httplib::Response& res)
-                                     -> std::shared_ptr<net::EventStream> {
-    const int64_t now_ms = NowMs();
-    auto user = api::AuthenticateUser(controller.store(), req, res, now_ms);
-    if (!user) return nullptr;
-    const std::string sha256 = api::CredentialSha256(req);
-    auto credential = controller.store().CredentialOf(sha256, now_ms);  // remembered: no read
-    auto stream = events.Subscribe(*user, sha256,
-                                   req.get_header_value(std::string(kSessionKeyHeader)),
-                                   credential ? credential.value().expires_ms : 0);
-    if (!stream) {
-      Fail(res, 503, "too many open event streams; try again later");
-      return nullptr;
-    }
-    res.set_header("Content-Type", "text/event-stream; charset=utf-8");
-    return stream;
-  });
+  server.GetStream(
+      "/v1/events",
+      [&controller, &events](const httplib::Request& req,
+                             httplib::Response& res) -> std::shared_ptr<net::EventStream> {
+        const int64_t now_ms = NowMs();
+        auto user = api::AuthenticateUser(controller.store(), req, res, now_ms);
+        if (!user) return nullptr;
+        const std::string sha256 = api::CredentialSha256(req);
+        auto credential = controller.store().CredentialOf(sha256, now_ms);  // remembered: no read
+        auto stream =
+            events.Subscribe(*user, sha256, req.get_header_value(std::string(kSessionKeyHeader)),
+                             credential ? credential.value().expires_ms : 0);
+        if (!stream) {
+          Fail(res, 503, "too many open event streams; try again later");
+          return nullptr;
+        }
+        res.set_header("Content-Type", "text/event-stream; charset=utf-8");
+        return stream;
+      });
 }
 
 }  // namespace gpufleet::controller
