@@ -679,6 +679,18 @@ TEST_F(UpServer, UsersTokensAndNodeCredentials) {
   std::filesystem::remove_all(agent_dir);
 }
 
+// Found by a review: nothing kept a second server off a data directory in use, so two `up`s on
+// one SQLite store both led and launched the same jobs.
+TEST_F(UpServer, ASecondServerOnTheSameDataDirectoryIsRefused) {
+  auto [out, rc] = e2e::Sh("'" + std::string(GPUFLEET_BINARY) + "' up --data-dir '" +
+                           dir_.string() + "' --listen 127.0.0.1:0 --simulated-gpus 1 2>&1");
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("in use by another gpufleet process (pid " + std::to_string(pid_) + ")"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(Http(token_).Get("/v1/jobs")->status, 200) << "the first one serves on";
+}
+
 class TokenLifetimeServer : public UpServer {
  protected:
   void SetUp() override {

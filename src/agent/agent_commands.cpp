@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -114,7 +115,26 @@ core::Result<std::string> NodeCredential(const AgentOptions& options, const std:
   // the join token is good for one join).
   auto client = net::FailoverHttpClient::ForUrls(options.controller_url);
   if (!client) return core::Error{"--controller: " + client.error()};
+  if (!client.value().tls() && !pin.empty()) {
+    return core::Error{
+        "--controller: the join token pins an https controller's CA, but the URL is http://: "
+        "the token would cross the network in the clear (anyone who saw it could join in this "
+        "node's place); give the controller's https:// URL"};
+  }
   if (client.value().tls()) {
+    if (!pin.empty() && options.ca_file.empty() && !trust.ca_file.empty()) {
+      // A CA saved by an earlier join (of another cluster, say) must be the one this token pins:
+      // the secret goes only to a server the token's own CA vouches for.
+      std::ifstream in(trust.ca_file);
+      std::stringstream pem;
+      pem << in.rdbuf();
+      auto saved = net::CertificateSha256(pem.str());
+      if (!saved || saved.value() != pin) {
+        return core::Error{"--join-token: its CA hash is not that of " + trust.ca_file +
+                           ", which an earlier join saved: remove that file if this node now "
+                           "joins another cluster"};
+      }
+    }
     if (trust.empty()) trust.pin_sha256 = pin;
     if (trust.empty()) {
       return core::Error{
@@ -187,6 +207,12 @@ int RunAgent(const AgentOptions& options) {
     if (auto prepared = net::PrepareOwnDirectory(options.data_dir); !prepared) {
       std::fprintf(stderr, "gpufleet agent: --data-dir: %s\n", prepared.error().c_str());
       return 2;
+    }
+    // Held for the life of the process: two agents on one data directory would share its
+    // credential and each adopt, and stop, the other's jobs.
+    if (auto lock = net::LockDirectory(options.data_dir); !lock) {
+      std::fprintf(stderr, "gpufleet agent: --data-dir: %s\n", lock.error().c_str());
+      return 1;
     }
   }
 

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -86,6 +87,29 @@ int64_t PidsMaxPerJob() {
 int64_t PidsMaxAllJobs() {
   const int64_t pid_max = ReadNumber("/proc/sys/kernel/pid_max");
   return std::max(PidsMaxPerJob(), pid_max / 4 * 3);
+}
+
+// MemTotal of /proc/meminfo in bytes; -1 when unreadable.
+int64_t MemTotalBytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  int64_t kib = -1;
+  while (in >> key) {
+    if (key == "MemTotal:") {
+      in >> kib;
+      return kib > 0 ? kib * 1024 : -1;
+    }
+    in.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  return -1;
+}
+
+// Caps all of the agent's jobs' memory (JobsMemoryCapBytes) through `file` of the jobs cgroup.
+// Best effort: a limit below what the jobs hold now (an agent restarted under load) is refused
+// by the kernel and left as it was.
+void CapJobsMemory(const fs::path& file) {
+  const int64_t total = MemTotalBytes();
+  if (total > 0) WriteControl(file, std::to_string(CgroupLimits::JobsMemoryCapBytes(total)));
 }
 
 // The value after `key` in text of "key value" lines (cpu.stat, memory.events,
@@ -298,6 +322,7 @@ CgroupLimits CgroupLimits::Detect(const std::string& root, const std::string& in
           c.pids_max_ = PidsMaxPerJob();
           WriteControl(jobs / "pids.max", std::to_string(PidsMaxAllJobs()));
         }
+        CapJobsMemory(jobs / "memory.max");
         if (root.empty()) {
           const std::string own_path = own.count("") ? own.at("") : "/";
           c.relative_jobs_ = (own_path == "/" ? "" : own_path) + "/" + jobs_name;
@@ -375,11 +400,21 @@ CgroupLimits CgroupLimits::DetectV1(const std::map<std::string, std::string>& ow
   }
   c.version_ = CgroupVersion::kV1;
   c.why_.clear();
+  // (Kernels before 5.x let a v1 cgroup's children escape its limit unless use_hierarchy is 1;
+  // later ones force it.)
+  WriteControl(fs::path(c.v1_jobs_.at("memory")) / "memory.use_hierarchy", "1");
+  CapJobsMemory(fs::path(c.v1_jobs_.at("memory")) / "memory.limit_in_bytes");
   if (c.v1_jobs_.count("pids") > 0) {
     c.pids_max_ = PidsMaxPerJob();
     WriteControl(fs::path(c.v1_jobs_.at("pids")) / "pids.max", std::to_string(PidsMaxAllJobs()));
   }
   return c;
+}
+
+int64_t CgroupLimits::JobsMemoryCapBytes(int64_t mem_total_bytes) {
+  const int64_t reserve =
+      std::clamp<int64_t>(mem_total_bytes / 20, int64_t{512} << 20, int64_t{8} << 30);
+  return std::max<int64_t>(mem_total_bytes - reserve, mem_total_bytes / 2);
 }
 
 std::string_view CgroupLimits::Kind() const {

@@ -30,6 +30,11 @@
 //    bomb, a runaway loader) cannot take every pid of the node and stop other jobs and the agent
 //    from starting processes; and all of the agent's jobs together at most three quarters of
 //    pid_max (`pids.max` of the jobs cgroup), so that several jobs cannot either.
+//  - Both: all of the agent's jobs together hold at most the node's memory less a reserve
+//    (`JobsMemoryCapBytes`): the jobs cgroup's `memory.max` (v2) or `memory.limit_in_bytes`
+//    (v1). A job without --memory, or several, then meet the kernel's OOM killer inside that
+//    cgroup, not node-wide where it may pick the agent or `up`'s controller; tmpfs pages a job
+//    left (/dev/shm) stay charged there after it ends.
 //  - v2, where swap is accounted: a job with a memory limit gets no swap (`memory.swap.max` 0),
 //    as v1's memory+swap limit at the memory limit.
 //  - Stopping what a job left (`Release`) cannot be outrun by a process that keeps forking: on v2
@@ -154,6 +159,9 @@ class CgroupLimits {
   // The most processes and threads one job may hold: a quarter of the kernel's pid_max, at least
   // 1024 (0: the pids controller is not available, so there is no such limit).
   int64_t JobPidsMax() const { return pids_max_; }
+  // What all jobs together may hold on a node of `mem_total_bytes`: that less a twentieth of it,
+  // the reserve within 512 MiB..8 GiB (the agent, a controller beside it, the system's daemons).
+  static int64_t JobsMemoryCapBytes(int64_t mem_total_bytes);
 
  private:
   CgroupVersion version_ = CgroupVersion::kNone;

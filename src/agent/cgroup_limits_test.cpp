@@ -24,6 +24,25 @@ std::string Read(const fs::path& path) {
   return s.str();
 }
 
+// What the agent caps all jobs' memory at on this machine.
+std::string JobsMemoryCapHere() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  int64_t kib = 0;
+  while (in >> key >> kib && key != "MemTotal:") in.ignore(1 << 20, '\n');
+  return std::to_string(CgroupLimits::JobsMemoryCapBytes(kib * 1024));
+}
+
+// Found by a review: nothing capped what all jobs together held, so jobs without --memory ran the
+// node out of memory and the kernel's OOM killer, node-wide, could pick the agent or `up`.
+TEST(JobsMemoryCap, LeavesAReserveOfATwentiethWithinBounds) {
+  constexpr int64_t kGiB = int64_t{1} << 30;
+  EXPECT_EQ(CgroupLimits::JobsMemoryCapBytes(24 * kGiB), 24 * kGiB - 24 * kGiB / 20);
+  EXPECT_EQ(CgroupLimits::JobsMemoryCapBytes(1024 * kGiB), 1016 * kGiB);  // at most 8 GiB kept
+  EXPECT_EQ(CgroupLimits::JobsMemoryCapBytes(4 * kGiB), 4 * kGiB - kGiB / 2);  // at least 512 MiB
+  EXPECT_EQ(CgroupLimits::JobsMemoryCapBytes(kGiB / 2), kGiB / 4);  // never below half
+}
+
 // A directory laid out like a cgroup v2 cgroup (plain files stand in for the kernel's).
 class CgroupLimitsTest : public ::testing::Test {
  protected:
@@ -42,6 +61,7 @@ TEST_F(CgroupLimitsTest, WritesCpuAndMemoryLimitsIntoTheJobCgroup) {
   ASSERT_TRUE(limits.available()) << limits.why_unavailable();
   EXPECT_EQ(Read(root_ / "cgroup.subtree_control"), "+cpu +memory");
   EXPECT_EQ(Read(root_ / "gpufleet-jobs" / "cgroup.subtree_control"), "+cpu +memory");
+  EXPECT_EQ(Read(root_ / "gpufleet-jobs" / "memory.max"), JobsMemoryCapHere()) << "all jobs";
   auto procs = limits.Prepare(42, JobLimits{1500, 256});
   ASSERT_TRUE(procs.ok()) << procs.error();
   const fs::path job = root_ / "gpufleet-jobs" / "gpufleet-job-42";
@@ -360,6 +380,8 @@ TEST_F(CgroupLimitsTest, OnV1APidsHierarchyCapsEachJobsProcesses) {
   EXPECT_EQ(Read(pids / "gpufleet-jobs" / "pids.max"),
             std::to_string(std::max(limits.JobPidsMax(), pid_max / 4 * 3)))
       << "all jobs together";
+  EXPECT_EQ(Read(memory / "gpufleet-jobs" / "memory.limit_in_bytes"), JobsMemoryCapHere());
+  EXPECT_EQ(Read(memory / "gpufleet-jobs" / "memory.use_hierarchy"), "1");
 }
 
 // Found by a review: on v2 only memory.max was written, so a limited job could push the rest of

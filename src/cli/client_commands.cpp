@@ -36,7 +36,30 @@ std::string FirstLine(const std::string& path) {
   return line;
 }
 
+// Whether `url`'s host is this machine (localhost, 127.x, [::1]).
+bool LoopbackUrl(const std::string& url) {
+  const std::size_t scheme = url.find("://");
+  const std::string rest = scheme == std::string::npos ? url : url.substr(scheme + 3);
+  if (rest.rfind("[::1]", 0) == 0) return true;
+  const std::string host = rest.substr(0, rest.find_first_of(":/"));
+  return host == "localhost" ||
+         (host.rfind("127.", 0) == 0 && host.find_first_not_of("0123456789.") == std::string::npos);
+}
+
 }  // namespace
+
+bool TokenFileMayGoTo(const std::string& urls, const std::string& own_urls) {
+  auto to = net::FailoverHttpClient::ForUrls(urls);
+  if (!to) return false;
+  auto own = own_urls.empty() ? core::Result<net::FailoverHttpClient>(core::Error{"none"})
+                              : net::FailoverHttpClient::ForUrls(own_urls);
+  for (std::size_t i = 0; i < to.value().size(); ++i) {
+    const std::string& url = to.value().url(i);
+    const bool listed = own && own.value().Find(url) < own.value().size();
+    if (!listed && !LoopbackUrl(url)) return false;
+  }
+  return true;
+}
 
 std::optional<Connection> Connect(const ClientOptions& o) {
   Connection c;
@@ -45,7 +68,8 @@ std::optional<Connection> Connect(const ClientOptions& o) {
   if (c.url.empty()) {
     if (const char* env = std::getenv("GPUFLEET_SERVER"); env != nullptr) c.url = env;
   }
-  if (c.url.empty()) c.url = FirstLine(data_dir + "/server");
+  const std::string own_url = FirstLine(data_dir + "/server");
+  if (c.url.empty()) c.url = own_url;
   if (c.url.empty()) {
     std::fprintf(stderr,
                  "gpufleet: no server: pass --server URL, set GPUFLEET_SERVER, or start "
@@ -53,12 +77,14 @@ std::optional<Connection> Connect(const ClientOptions& o) {
                  data_dir.c_str());
     return std::nullopt;
   }
-  if (const char* env = std::getenv("GPUFLEET_TOKEN"); env != nullptr) c.token = env;
-  if (c.token.empty()) c.token = FirstLine(data_dir + "/token");
   auto http = net::FailoverHttpClient::ForUrls(c.url);
   if (!http) {
     std::fprintf(stderr, "gpufleet: bad server URL %s\n", http.error().c_str());
     return std::nullopt;
+  }
+  if (const char* env = std::getenv("GPUFLEET_TOKEN"); env != nullptr) c.token = env;
+  if (c.token.empty() && TokenFileMayGoTo(c.url, own_url)) {
+    c.token = FirstLine(data_dir + "/token");
   }
   c.http.emplace(std::move(http).value());
   if (c.http->tls() && !net::HttpsAvailable() && https_handoff != nullptr) https_handoff();

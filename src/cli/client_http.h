@@ -19,6 +19,10 @@ struct Connection {
 
 // Finds the server and token; prints what to do and returns nothing when it cannot.
 std::optional<Connection> Connect(const ClientOptions& o);
+// Whether the data directory's token file (its own server's admin credential) may be sent to
+// `urls` (as --server takes them): only when each is one of `own_urls` (`<data_dir>/server`) or
+// on this machine, never to another cluster that --server or GPUFLEET_SERVER names.
+bool TokenFileMayGoTo(const std::string& urls, const std::string& own_urls);
 // The response's JSON body, or nothing after printing the error. `what` names the action.
 std::optional<nlohmann::json> Check(const core::Result<net::HttpReply>& r, const Connection& c,
                                     const char* what);

@@ -1,6 +1,7 @@
 #include "net/private_file.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -97,6 +98,33 @@ core::Result<bool> PrepareOwnDirectory(const std::string& given) {
                        "a directory under one only you or root may write"};
   }
   return true;
+}
+
+core::Result<int> LockDirectory(const std::string& dir) {
+  const std::string path = (std::filesystem::path(dir) / "lock").string();
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return core::Error{"cannot open " + path + ": " + std::strerror(errno)};
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int error = errno;
+    char holder[32] = {};
+    const ssize_t n = ::pread(fd, holder, sizeof holder - 1, 0);
+    ::close(fd);
+    std::string pid(holder, n > 0 ? static_cast<std::size_t>(n) : 0);
+    while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
+    if (error == EWOULDBLOCK) {
+      return core::Error{dir + " is in use by another gpufleet process" +
+                         (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos
+                              ? std::string()
+                              : " (pid " + pid + ")") +
+                         ": stop it first, or give this one a --data-dir of its own"};
+    }
+    return core::Error{"cannot lock " + path + ": " + std::strerror(error)};
+  }
+  const std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) < 0) {
+    // The lock holds all the same; only the pid in a refusal is missing.
+  }
+  return fd;
 }
 
 }  // namespace gpufleet::net

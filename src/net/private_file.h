@@ -23,6 +23,12 @@ core::Result<bool> WritePrivateFile(const std::string& path, const std::string& 
 // place while the server runs (ReplaceableByOthers).
 core::Result<bool> PrepareOwnDirectory(const std::string& path);
 
+// Takes an exclusive lock (flock) on `<dir>/lock`, held while the returned descriptor stays open
+// (in practice, the life of the process): a second server or agent given the same data
+// directory is refused, naming the holder's pid, instead of sharing its store, tokens and jobs
+// (two `up`s on one SQLite store would both lead and launch the same jobs).
+core::Result<int> LockDirectory(const std::string& dir);
+
 // Why an account other than `owner` and root could replace `path` or a directory above it: one of
 // them belongs to another account, or is writable by others without being a sticky directory;
 // `what` names the path in the text. Nothing when none can. `from_parent`: start at the

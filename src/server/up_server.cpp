@@ -200,6 +200,14 @@ class StandDown {
 }  // namespace
 
 int RunUp(const UpOptions& o) {
+  const char* self = o.controller_only ? "gpufleet controller" : "gpufleet up";
+  if (!PrepareDataDir(o.data_dir, self)) return 1;
+  // One server per data directory, for the life of this process (its leader terms included).
+  auto lock = net::LockDirectory(o.data_dir);
+  if (!lock) {
+    std::fprintf(stderr, "%s: --data-dir: %s\n", self, lock.error().c_str());
+    return 1;
+  }
   for (int lost = 0;; ++lost) {
     const int status = RunUpOnce(o);
     if (status != kLostTheLead) return status;

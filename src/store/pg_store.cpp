@@ -1542,6 +1542,23 @@ bool IsPostgresUri(std::string_view text) {
          text.find("host=") != std::string_view::npos;
 }
 
+std::optional<std::string> PostgresTransportWarning(const std::string& host, bool ssl_in_use,
+                                                    const std::string& sslmode) {
+  const bool local = host.empty() || host.front() == '/' || host == "localhost" ||
+                     host == "::1" ||
+                     (host.rfind("127.", 0) == 0 &&
+                      host.find_first_not_of("0123456789.") == std::string::npos);
+  if (local || sslmode == "verify-full" || sslmode == "verify-ca") return std::nullopt;
+  if (!ssl_in_use) {
+    return "the connection to PostgreSQL at " + host +
+           " is not encrypted: whoever is on the path can read and change the fleet's users, "
+           "tokens and jobs. Add sslmode=verify-full (with sslrootcert=) to --store";
+  }
+  return "the connection to PostgreSQL at " + host +
+         " is encrypted but does not check the server's certificate (sslmode=" + sslmode +
+         "): add sslmode=verify-full (with sslrootcert=) to --store";
+}
+
 core::Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& conninfo) {
   // Some of libpq's messages about a string it cannot parse quote the password, or all of the
   // string: such a message is left out. (libpq takes a string with neither a URI prefix nor
@@ -1588,6 +1605,18 @@ core::Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& connin
                            "create it with `createdb " +
                            name + "`)",
                        core::ErrorCode::kUnavailable};
+  }
+  std::string sslmode;
+  if (PQconninfoOption* used = PQconninfo(conn); used != nullptr) {
+    for (PQconninfoOption* o = used; o->keyword != nullptr; ++o) {
+      if (std::strcmp(o->keyword, "sslmode") == 0 && o->val != nullptr) sslmode = o->val;
+    }
+    PQconninfoFree(used);
+  }
+  const char* host = PQhost(conn);
+  if (auto warning = PostgresTransportWarning(host != nullptr ? host : "", PQsslInUse(conn) == 1,
+                                              sslmode)) {
+    std::fprintf(stderr, "gpufleet: --store: %s\n", warning->c_str());
   }
   if (auto r = store->Setup(); !r) return core::Error{r.error(), core::ErrorCode::kUnavailable};
   if (auto r = store->Migrate(); !r) return core::Error{r.error(), core::ErrorCode::kUnavailable};

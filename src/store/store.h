@@ -431,5 +431,12 @@ core::Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& connin
 
 // Whether `text` (of --store) names a PostgreSQL database rather than a SQLite data directory.
 bool IsPostgresUri(std::string_view text);
+// What to tell the operator about a PostgreSQL connection to `host` (as libpq names it: a name,
+// an address, or a socket directory) that `ssl_in_use` or not, under `sslmode`: a server on
+// another machine reached without TLS, or without checking its certificate (anything short of
+// verify-ca or verify-full), lets whoever is on the path read and rewrite the fleet's users,
+// tokens and jobs. Nothing when the connection stays on this machine or is verified.
+std::optional<std::string> PostgresTransportWarning(const std::string& host, bool ssl_in_use,
+                                                    const std::string& sslmode);
 
 }  // namespace gpufleet::store

@@ -1427,3 +1427,26 @@ TEST_F(PgStoreTest, AnUnreachableServerIsAClearErrorWithoutThePassword) {
 
 }  // namespace
 }  // namespace gpufleet::store
+
+namespace gpufleet::store {
+namespace {
+
+// Found by a review: a --store without sslmode connected to a remote server with libpq's
+// "prefer", which falls back to plain text and never checks the server, without a word.
+TEST(PostgresTransport, WarnsOfARemoteServerUnencryptedOrUnverified) {
+  EXPECT_FALSE(PostgresTransportWarning("/var/run/postgresql", false, "prefer"));
+  EXPECT_FALSE(PostgresTransportWarning("127.0.0.1", false, "disable"));
+  EXPECT_FALSE(PostgresTransportWarning("localhost", false, "prefer"));
+  EXPECT_FALSE(PostgresTransportWarning("db.example", true, "verify-full"));
+  EXPECT_FALSE(PostgresTransportWarning("db.example", true, "verify-ca"));
+  auto clear = PostgresTransportWarning("db.example", false, "prefer");
+  ASSERT_TRUE(clear);
+  EXPECT_NE(clear->find("not encrypted"), std::string::npos) << *clear;
+  auto unchecked = PostgresTransportWarning("db.example", true, "require");
+  ASSERT_TRUE(unchecked);
+  EXPECT_NE(unchecked->find("sslmode=require"), std::string::npos) << *unchecked;
+  EXPECT_TRUE(PostgresTransportWarning("127.0.0.1.db.example", false, "prefer"));
+}
+
+}  // namespace
+}  // namespace gpufleet::store
