@@ -429,19 +429,18 @@ TEST_F(Cluster, AgentsJoinAnHttpsControllerByPinningItsCaAndRunJobsOverTls) {
   // failed, leaving the token valid for whoever saw it). Now nothing is sent.
   std::string clear_url = url_;
   clear_url.replace(0, 5, "http");
-  auto [clear, clear_rc] = e2e::Sh(
-      std::string(GPUFLEET_BINARY) + " agent --controller " + clear_url + " --join-token " + join +
-      " --hostname mallory --data-dir " + File("mallory") +
-      " --listen 127.0.0.1:0 --simulated-gpus 1 2>&1");
+  auto [clear, clear_rc] =
+      e2e::Sh(std::string(GPUFLEET_BINARY) + " agent --controller " + clear_url + " --join-token " +
+              join + " --hostname mallory --data-dir " + File("mallory") +
+              " --listen 127.0.0.1:0 --simulated-gpus 1 2>&1");
   EXPECT_NE(clear_rc, 0);
   EXPECT_NE(clear.find("in the clear"), std::string::npos) << clear;
   // A CA an earlier join saved (another cluster's) must be the one the token pins.
   std::filesystem::create_directories(File("beta"));
   std::filesystem::copy_file(Ctl() + "/tls/server.pem", File("beta") + "/controller-ca.pem");
-  auto [stale, stale_rc] = e2e::Sh(
-      std::string(GPUFLEET_BINARY) + " agent --controller " + url_ + " --join-token " + join +
-      " --hostname beta --data-dir " + File("beta") +
-      " --listen 127.0.0.1:0 --simulated-gpus 1 2>&1");
+  auto [stale, stale_rc] = e2e::Sh(std::string(GPUFLEET_BINARY) + " agent --controller " + url_ +
+                                   " --join-token " + join + " --hostname beta --data-dir " +
+                                   File("beta") + " --listen 127.0.0.1:0 --simulated-gpus 1 2>&1");
   EXPECT_NE(stale_rc, 0);
   EXPECT_NE(stale.find("which an earlier join saved"), std::string::npos) << stale;
   EXPECT_FALSE(std::filesystem::exists(File("beta") + "/node-token"));

@@ -38,9 +38,9 @@ std::string JobsMemoryCapHere() {
 TEST(JobsMemoryCap, LeavesAReserveOfATwentiethWithinBounds) {
   constexpr int64_t kGiB = int64_t{1} << 30;
   EXPECT_EQ(CgroupLimits::JobsMemoryCapBytes(24 * kGiB), 24 * kGiB - 24 * kGiB / 20);
-  EXPECT_EQ(CgroupLimits::JobsMemoryCapBytes(1024 * kGiB), 1016 * kGiB);  // at most 8 GiB kept
+  EXPECT_EQ(CgroupLimits::JobsMemoryCapBytes(1024 * kGiB), 1016 * kGiB);       // at most 8 GiB kept
   EXPECT_EQ(CgroupLimits::JobsMemoryCapBytes(4 * kGiB), 4 * kGiB - kGiB / 2);  // at least 512 MiB
-  EXPECT_EQ(CgroupLimits::JobsMemoryCapBytes(kGiB / 2), kGiB / 4);  // never below half
+  EXPECT_EQ(CgroupLimits::JobsMemoryCapBytes(kGiB / 2), kGiB / 4);             // never below half
 }
 
 // A directory laid out like a cgroup v2 cgroup (plain files stand in for the kernel's).

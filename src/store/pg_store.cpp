@@ -1544,10 +1544,9 @@ bool IsPostgresUri(std::string_view text) {
 
 std::optional<std::string> PostgresTransportWarning(const std::string& host, bool ssl_in_use,
                                                     const std::string& sslmode) {
-  const bool local = host.empty() || host.front() == '/' || host == "localhost" ||
-                     host == "::1" ||
-                     (host.rfind("127.", 0) == 0 &&
-                      host.find_first_not_of("0123456789.") == std::string::npos);
+  const bool local =
+      host.empty() || host.front() == '/' || host == "localhost" || host == "::1" ||
+      (host.rfind("127.", 0) == 0 && host.find_first_not_of("0123456789.") == std::string::npos);
   if (local || sslmode == "verify-full" || sslmode == "verify-ca") return std::nullopt;
   if (!ssl_in_use) {
     return "the connection to PostgreSQL at " + host +
@@ -1614,8 +1613,8 @@ core::Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& connin
     PQconninfoFree(used);
   }
   const char* host = PQhost(conn);
-  if (auto warning = PostgresTransportWarning(host != nullptr ? host : "", PQsslInUse(conn) == 1,
-                                              sslmode)) {
+  if (auto warning =
+          PostgresTransportWarning(host != nullptr ? host : "", PQsslInUse(conn) == 1, sslmode)) {
     std::fprintf(stderr, "gpufleet: --store: %s\n", warning->c_str());
   }
   if (auto r = store->Setup(); !r) return core::Error{r.error(), core::ErrorCode::kUnavailable};
