@@ -156,6 +156,14 @@ bool Autoscaler::Reconcile(int64_t now_ms, const Controller::ScaleView& view) {
           now_ms - rec.updated_ms <= config.provider.timeout_s * 1000 + 5000) {
         continue;  // a create may still be on its way (the provider's timeout has not passed)
       }
+      // A node missing from one list may be the provider's list lagging (clouds list new
+      // instances late): dropping its record at once made it an orphan, deleted with its jobs
+      // at the next list that showed it. It is dropped only once missing for kMissingGraceMs.
+      if (rec.state != "creating") {
+        const int64_t since = missing_since_ms_.emplace(rec.name, now_ms).first->second;
+        if (now_ms - since < kMissingGraceMs) continue;
+      }
+      missing_since_ms_.erase(rec.name);
       (void)store_.DeleteScaleNode(rec.name);
       (void)store_.RevokeNodeTokens(rec.name);  // every join token made for its name
       std::lock_guard<std::mutex> lock(mutex_);
@@ -164,6 +172,7 @@ bool Autoscaler::Reconcile(int64_t now_ms, const Controller::ScaleView& view) {
                       ") is not in the provider's list; its record is dropped");
       continue;
     }
+    missing_since_ms_.erase(rec.name);
     const cloud::Instance& i = *listed_as;
     auto at = node_index.find(rec.name);
     const bool joined = at != node_index.end() && view.alive[at->second];
@@ -185,9 +194,11 @@ bool Autoscaler::Reconcile(int64_t now_ms, const Controller::ScaleView& view) {
       std::lock_guard<std::mutex> lock(mutex_);
       EventLocked(now_ms, "joined", "node " + rec.name + " of group " + rec.group);
     }
-    // A ready node whose agent went silent (the controller's lease already lost it and requeued
-    // its restartable jobs) is given the join timeout to come back, then deleted: it costs money.
-    if (rec.state == "ready" && !joined) {
+    // A node whose agent went silent (the controller's lease already lost it and requeued its
+    // restartable jobs) is given the join timeout to come back, then deleted: it costs money.
+    // Draining and interrupted nodes too: they wait for an agent that may never beat again.
+    if ((rec.state == "ready" || rec.state == "draining" || rec.state == "interrupted") &&
+        !joined) {
       const int64_t since = silent_since_ms_.emplace(rec.name, now_ms).first->second;
       if (now_ms - since > options_.join_timeout_ms) {
         silent_since_ms_.erase(rec.name);

@@ -137,7 +137,10 @@ class Autoscaler {
   mutable std::mutex mutex_;  // guards status_ and the backoffs; never held over a provider call
   Status status_;
   std::vector<int64_t> spot_out_until_ms_;  // by group
-  std::map<std::string, int64_t> silent_since_ms_;  // ready nodes whose agent is not alive
+  std::map<std::string, int64_t> silent_since_ms_;  // nodes whose agent is not alive
+  // Records of nodes the provider's list no longer shows, since when (Reconcile).
+  std::map<std::string, int64_t> missing_since_ms_;
+  static constexpr int64_t kMissingGraceMs = 120'000;
   std::set<std::string> evacuation_retrying_;  // spot-noticed nodes whose evacuation failed
   int list_failures_ = 0;                    // the provider's list, failing in a row
   int64_t list_backoff_until_ms_ = 0;

@@ -284,9 +284,14 @@ TEST_F(AutoscalerTest, ARestartedControllerAdoptsWhatItCreatedAndDeletesOrphans)
   // A later pass does not ask again.
   scaler.RunOnce(now_ms_ += 1000);
   EXPECT_EQ(cloud_->creates, 1);
-  // The instance vanishes: its record goes, and every join token made for its name.
+  // The instance vanishes: once it has stayed out of the list for a while (not at the first
+  // list: clouds list new instances late), its record goes, and every join token made for its
+  // name.
   cloud_->instances.erase(rec.name);
   scaler.RunOnce(now_ms_ += 1000);
+  ASSERT_FALSE(Records().empty());
+  EXPECT_EQ(Records().at(0).name, rec.name);
+  scaler.RunOnce(now_ms_ += 3 * 60'000);
   EXPECT_TRUE(Records().empty() || Records().at(0).name != rec.name);
   EXPECT_EQ(join_tokens(), 0);
 }
@@ -381,6 +386,61 @@ TEST_F(AutoscalerTest, ANodeWhoseAgentFallsSilentIsDeletedAfterTheJoinTimeout) {
   scaler.RunOnce(now_ms_);
   // It may come back within the join timeout; the waiting job gets a node of its own meanwhile.
   EXPECT_EQ(Instances().count(name), 1u);
+  now_ms_ += 11 * 60'000;
+  scaler.RunOnce(now_ms_);
+  EXPECT_EQ(Instances().count(name), 0u) << "silent too long: deleted, no longer paid for";
+}
+
+// Found by a review: a ready node missing from one provider list (a cloud listing new instances
+// late) had its record dropped at once, and the next list that showed it again had it deleted as
+// an orphan, with its running jobs.
+TEST_F(AutoscalerTest, ANodeMissingFromOneListKeepsItsRecordAndItsJobs) {
+  MakeController();
+  Autoscaler& scaler = MakeScaler();
+  const int64_t id = Submit(4);
+  auto agent = BuyAndRun(scaler, id);
+  const std::string name = *Instances().begin();
+  ASSERT_EQ(Records().at(0).state, "ready");
+  const auto instance = cloud_->instances.at(name);
+  cloud_->instances.erase(name);  // one list without it
+  now_ms_ += 1000;
+  scaler.RunOnce(now_ms_);
+  ASSERT_EQ(Records().size(), 1u) << "dropped after one list";
+  cloud_->instances[name] = instance;  // and back
+  now_ms_ += 1000;
+  ASSERT_TRUE(agent->Beat(*ctl_, now_ms_).ok());
+  scaler.RunOnce(now_ms_);
+  EXPECT_EQ(Instances().count(name), 1u) << "deleted as an orphan";
+  EXPECT_EQ(Records().at(0).state, "ready");
+  EXPECT_TRUE(agent->Runs(id));
+  EXPECT_EQ(scaler.GetStatus().orphans_deleted, 0);
+  // Gone for good: the record goes once it has stayed missing for a while.
+  cloud_->instances.erase(name);
+  scaler.RunOnce(now_ms_);
+  EXPECT_EQ(Records().size(), 1u);
+  now_ms_ += 3 * 60'000;
+  scaler.RunOnce(now_ms_);
+  EXPECT_TRUE(Records().empty());
+}
+
+// Found by a review: only a ready node whose agent fell silent was given up; an interrupted (or
+// draining) one waited for good for a job on an agent that never beat again, and was paid for.
+TEST_F(AutoscalerTest, AnInterruptedNodeWhoseAgentFallsSilentIsDeletedToo) {
+  config_.policy.spot_fallback_s = 3600;
+  MakeController();
+  Autoscaler& scaler = MakeScaler();
+  const int64_t id = Submit(4, 1, /*restartable=*/false);
+  auto agent = BuyAndRun(scaler, id);
+  const std::string name = *Instances().begin();
+  cloud_->instances[name].interruption_at_s = now_ms_ / 1000 + 120;
+  now_ms_ += 1000;
+  scaler.RunOnce(now_ms_);
+  ASSERT_EQ(Records().at(0).state, "interrupted");
+  ASSERT_EQ(Instances().count(name), 1u) << "its job is not restartable: it runs on";
+  now_ms_ += 60'000;  // silent past the lease: LOST
+  ctl_->RunOnce(now_ms_);
+  scaler.RunOnce(now_ms_);
+  EXPECT_EQ(Instances().count(name), 1u) << "within the join timeout";
   now_ms_ += 11 * 60'000;
   scaler.RunOnce(now_ms_);
   EXPECT_EQ(Instances().count(name), 0u) << "silent too long: deleted, no longer paid for";

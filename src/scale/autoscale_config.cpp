@@ -137,9 +137,16 @@ core::Result<NodeGroup> ReadGroup(const toml::table& t, const std::string& origi
   }
   // A price of 0 would take the group out of max_spend_per_hour (and out of the reported spend):
   // a placeholder left in a file must not buy without a limit.
-  if (!(g.price_per_hour > 0)) {
+  // Nor may a price be so small that the spend cap divided by it overflows what the planner
+  // counts in (1e-300 passed, and a node count of infinity was undefined behaviour).
+  constexpr double kMinPrice = 1e-4;
+  if (!(g.price_per_hour >= kMinPrice)) {
     return core::Error{Where(origin, *t.get("price_per_hour"), "price_per_hour") +
-                       ": must be above 0 (what one node costs per hour)"};
+                       ": must be at least 0.0001 (what one node costs per hour)"};
+  }
+  if (g.spot_price_per_hour != 0 && !(g.spot_price_per_hour >= kMinPrice)) {
+    return core::Error{Where(origin, *t.get("spot_price_per_hour"), "spot_price_per_hour") +
+                       ": must be 0 (no spot capacity) or at least 0.0001"};
   }
   if (g.spot_price_per_hour > g.price_per_hour) {
     return core::Error{Where(origin, *t.get("spot_price_per_hour"), "spot_price_per_hour") +

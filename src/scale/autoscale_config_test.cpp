@@ -85,6 +85,9 @@ TEST(AutoscaleConfig, BadInputNamesTheField) {
       {{"min = 1", "min = 9"}, "min"},
       {{"price_per_hour = 24.48", "price_per_hour = \"cheap\""}, "price_per_hour"},
       {{"price_per_hour = 24.48", "price_per_hour = 0"}, "price_per_hour"},
+      // Found by a review: a positive but tiny price made the planner's node count infinite.
+      {{"price_per_hour = 24.48", "price_per_hour = 1e-300"}, "price_per_hour"},
+      {{"spot_price_per_hour = 7.34", "spot_price_per_hour = 1e-300"}, "spot_price_per_hour"},
       {{"spot_price_per_hour = 7.34", "spot_price_per_hour = 99.0"}, "spot_price_per_hour"},
       {{"expander = \"least-waste\"", "expander = \"random\""}, "expander"},
       {{"boot_s = 180", "boot_s = 180\ncolour = 1"}, "colour"},
