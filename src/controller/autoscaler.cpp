@@ -192,6 +192,10 @@ bool Autoscaler::Reconcile(int64_t now_ms, const Controller::ScaleView& view) {
       rec.detail.clear();
       Put(rec, now_ms);
       std::lock_guard<std::mutex> lock(mutex_);
+      if (g >= 0) {  // a node of its group works: its back-off starts afresh
+        status_.groups[g].failures = 0;
+        status_.groups[g].last_error.clear();
+      }
       EventLocked(now_ms, "joined", "node " + rec.name + " of group " + rec.group);
     }
     // A node whose agent went silent (the controller's lease already lost it and requeued its
@@ -346,9 +350,7 @@ void Autoscaler::CreateNode(int group, bool spot, int64_t now_ms) {
   // the record "creating" and logs the node adopted, so the audit log names every node bought.
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    ++status_.created;
-    status_.groups[group].failures = 0;
-    status_.groups[group].last_error.clear();
+    ++status_.created;  // (its group's failures are forgiven once a node of it joins)
     EventLocked(now_ms, "created",
                 "node " + name + " of group " + g.name + (spot ? " (spot)" : " (on-demand)"));
   }
@@ -469,7 +471,17 @@ void Autoscaler::RunOnce(int64_t now_ms) {
   }
   for (const scale::CreateOrder& order : plan.create) {
     if (backoff_until[order.group] > now_ms) continue;  // failing lately: wait
-    for (int k = 0; k < order.count; ++k) CreateNode(order.group, order.spot, now_ms);
+    for (int k = 0; k < order.count; ++k) {
+      // Each create at its own time (a slow provider makes a pass of many creates long: a node
+      // stamped with the pass's start looked overdue for its join at once), and none once one
+      // of them has failed (the group backs off).
+      const int64_t at = Now();
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (status_.groups[order.group].backoff_until_ms > at) break;
+      }
+      CreateNode(order.group, order.spot, at);
+    }
   }
   // What the status shows: the records as they are now.
   auto after = store_.ScaleNodes();

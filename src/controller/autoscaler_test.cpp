@@ -369,6 +369,37 @@ TEST_F(AutoscalerTest, AFailingProviderBacksOffVisiblyAndLosesNoJob) {
   EXPECT_TRUE(logged);
 }
 
+// Found by a review: a successful create forgave the group's failures, so with an image whose
+// agents never join every order was bought, waited for, deleted and bought again after 30 s, for
+// good. Now only a node that joins forgives them: the wait doubles at each node that does not.
+TEST_F(AutoscalerTest, NodesThatNeverJoinMakeTheirGroupWaitLongerEachTime) {
+  MakeController();
+  Autoscaler& scaler = MakeScaler();
+  Submit(4);
+  int64_t last_wait = 0;
+  for (int round = 1; round <= 3; ++round) {
+    ctl_->RunOnce(now_ms_);
+    scaler.RunOnce(now_ms_);
+    ASSERT_EQ(cloud_->creates, round);
+    now_ms_ += 60'000 + 10 * 60'000 + 1000;  // boot_s and the join timeout: given up
+    scaler.RunOnce(now_ms_);
+    const Autoscaler::GroupStatus g = scaler.GetStatus().groups[0];
+    EXPECT_EQ(g.failures, round);
+    const int64_t wait = g.backoff_until_ms - now_ms_;
+    EXPECT_GT(wait, last_wait) << "round " << round;
+    last_wait = wait;
+    now_ms_ = g.backoff_until_ms + 1;
+  }
+  // One that joins forgives them.
+  ctl_->RunOnce(now_ms_);
+  scaler.RunOnce(now_ms_);
+  ASSERT_EQ(cloud_->creates, 4);
+  FakeAgent a(*Instances().begin());
+  ASSERT_TRUE(a.Beat(*ctl_, now_ms_).ok());
+  scaler.RunOnce(now_ms_);
+  EXPECT_EQ(scaler.GetStatus().groups[0].failures, 0);
+}
+
 TEST_F(AutoscalerTest, ANodeWhoseAgentFallsSilentIsDeletedAfterTheJoinTimeout) {
   MakeController();
   Autoscaler& scaler = MakeScaler();
