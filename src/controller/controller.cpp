@@ -649,10 +649,10 @@ std::optional<core::Error> Controller::Unrunnable(const store::JobRecord& job) c
   if (summary_.nodes.empty() && options_.growth_nodes.empty()) {
     return std::nullopt;  // no node yet: agents may still join
   }
-  std::vector<core::NodeSpec> nodes = summary_.nodes;
-  nodes.insert(nodes.end(), options_.growth_nodes.begin(), options_.growth_nodes.end());
-  // The controller places a job on exactly as many nodes as it asks (no spreading).
-  return sched::NeverFits(asked, nodes, /*allow_spread=*/false, job.gpu_type);
+  // The controller places a job on exactly as many nodes as it asks (no spreading); the fleet
+  // grows a gang within one autoscaler group.
+  return sched::NeverFits(asked, summary_.nodes, options_.growth_nodes, /*allow_spread=*/false,
+                          job.gpu_type);
 }
 
 int Controller::MaxUserPriority(const std::string& user) const {

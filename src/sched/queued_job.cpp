@@ -1,6 +1,8 @@
 #include "sched/queued_job.h"
 
 #include <algorithm>
+#include <string_view>
+#include <vector>
 
 #include "core/cluster.h"
 #include "core/gpu_catalog.h"
@@ -153,19 +155,10 @@ std::optional<core::Error> NeverFitsOn(const QueuedJob& job, int node_count, con
                      core::ErrorCode::kInfeasible, "nodes"};
 }
 
-}  // namespace
-
-std::optional<core::Error> NeverFits(const QueuedJob& job, std::span<const core::NodeSpec> nodes,
-                                     bool allow_spread, std::string_view models_label) {
-  return NeverFitsOn(
-      job, static_cast<int>(nodes.size()),
-      [&](int i) -> const core::NodeSpec& { return nodes[static_cast<size_t>(i)]; }, allow_spread,
-      models_label);
-}
-
-std::optional<core::Error> NeverFits(const QueuedJob& job, const core::ClusterSnapshot& cluster,
-                                     std::span<const core::NodeSpec> more_nodes,
-                                     bool allow_spread) {
+std::optional<core::Error> NeverFitsOnCluster(const QueuedJob& job,
+                                              const core::ClusterSnapshot& cluster,
+                                              std::span<const core::NodeSpec> more_nodes,
+                                              bool allow_spread) {
   int most_gpus = cluster.max_node_gpus();
   for (const core::NodeSpec& n : more_nodes) most_gpus = std::max(most_gpus, n.num_gpus);
   // As PlaceGang places it: a job of whole GPUs on no set number of nodes that is larger than
@@ -178,6 +171,59 @@ std::optional<core::Error> NeverFits(const QueuedJob& job, const core::ClusterSn
         return i < in_cluster ? cluster.spec(i) : more_nodes[static_cast<size_t>(i - in_cluster)];
       },
       spreads, "");
+}
+
+// `check` over the nodes a fleet may grow by (`growth`, each named by its group), one group's at
+// a time, as an autoscaler buys a gang's nodes in one group: nothing when any group's fit, else
+// the first group's error. One group, or none, is checked as it is.
+template <typename Check>
+std::optional<core::Error> PerGrowthGroup(std::span<const core::NodeSpec> growth,
+                                          const Check& check) {
+  std::vector<std::string_view> groups;
+  for (const core::NodeSpec& n : growth) {
+    if (std::find(groups.begin(), groups.end(), n.name) == groups.end()) groups.push_back(n.name);
+  }
+  if (groups.size() <= 1) return check(growth);
+  std::optional<core::Error> first;
+  std::vector<core::NodeSpec> one;
+  for (std::string_view group : groups) {
+    one.clear();
+    for (const core::NodeSpec& n : growth) {
+      if (n.name == group) one.push_back(n);
+    }
+    auto why = check(std::span<const core::NodeSpec>(one));
+    if (!why) return std::nullopt;
+    if (!first) first = std::move(why);
+  }
+  return first;
+}
+
+}  // namespace
+
+std::optional<core::Error> NeverFits(const QueuedJob& job, std::span<const core::NodeSpec> nodes,
+                                     std::span<const core::NodeSpec> growth, bool allow_spread,
+                                     std::string_view models_label) {
+  std::vector<core::NodeSpec> all;
+  return PerGrowthGroup(growth, [&](std::span<const core::NodeSpec> group) {
+    all.assign(nodes.begin(), nodes.end());
+    all.insert(all.end(), group.begin(), group.end());
+    return NeverFits(job, all, allow_spread, models_label);
+  });
+}
+
+std::optional<core::Error> NeverFits(const QueuedJob& job, std::span<const core::NodeSpec> nodes,
+                                     bool allow_spread, std::string_view models_label) {
+  return NeverFitsOn(
+      job, static_cast<int>(nodes.size()),
+      [&](int i) -> const core::NodeSpec& { return nodes[static_cast<size_t>(i)]; }, allow_spread,
+      models_label);
+}
+
+std::optional<core::Error> NeverFits(const QueuedJob& job, const core::ClusterSnapshot& cluster,
+                                     std::span<const core::NodeSpec> growth, bool allow_spread) {
+  return PerGrowthGroup(growth, [&](std::span<const core::NodeSpec> more_nodes) {
+    return NeverFitsOnCluster(job, cluster, more_nodes, allow_spread);
+  });
 }
 
 }  // namespace gpufleet::sched

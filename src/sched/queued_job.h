@@ -61,10 +61,17 @@ QueuedJob BuildQueuedJob(const JobAsk& ask, Estimates estimates, const JobRunTim
 // `models_label` names the asked models in messages ("" : "the asked").
 std::optional<core::Error> NeverFits(const QueuedJob& job, std::span<const core::NodeSpec> nodes,
                                      bool allow_spread, std::string_view models_label = "");
+// The same over `nodes` and the nodes the fleet may grow by (`growth`, each NodeSpec named by its
+// autoscaler group), one group's at a time: an autoscaler buys a gang's nodes in one group, so
+// two groups that only together could hold it never will (a pooled count accepted such a gang,
+// and its reservation then held the queue behind it for good).
+std::optional<core::Error> NeverFits(const QueuedJob& job, std::span<const core::NodeSpec> nodes,
+                                     std::span<const core::NodeSpec> growth, bool allow_spread,
+                                     std::string_view models_label);
 // The same over every node of `cluster` at its full capacity (what is free now does not matter)
-// and `more_nodes` (nodes the fleet may grow by), placed as `PlaceGang` places: a whole-GPU job
+// and `growth` (as above, one group at a time), placed as `PlaceGang` places: a whole-GPU job
 // larger than every node is taken as spread over nodes even without `allow_spread`.
 std::optional<core::Error> NeverFits(const QueuedJob& job, const core::ClusterSnapshot& cluster,
-                                     std::span<const core::NodeSpec> more_nodes, bool allow_spread);
+                                     std::span<const core::NodeSpec> growth, bool allow_spread);
 
 }  // namespace gpufleet::sched

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "core/cluster.h"
 #include "core/gpu_catalog.h"
 
 namespace gpufleet::sched {
@@ -52,6 +53,33 @@ TEST(BuildQueuedJob, GivesEachKindOfPolicyItsEstimateBoundedByTheTimeLimit) {
   EXPECT_EQ(q.nodes, 0);
   EXPECT_EQ(BuildQueuedJob(Ask(8, 2), Estimates::kNone, {}).nodes, 2);
   EXPECT_EQ(BuildQueuedJob(Ask(4, 1), Estimates::kNone, {}).nodes, 0);  // one node: "as few"
+}
+
+// Found by a review: nodes the fleet may grow by were counted pooled over autoscaler groups, so a
+// gang that only two groups together could hold was accepted, though the autoscaler buys a gang
+// in one group; its reservation then held the queue behind it for good.
+TEST(NeverFits, GrowthCountsOneAutoscalerGroupAtATime) {
+  auto q = [](JobAsk ask) { return BuildQueuedJob(ask, Estimates::kNone, {}); };
+  auto grown = [](const char* group, int count) {
+    std::vector<core::NodeSpec> nodes(static_cast<size_t>(count), Node("V100M32", 8));
+    for (core::NodeSpec& n : nodes) n.name = group;
+    return nodes;
+  };
+  std::vector<core::NodeSpec> growth = grown("v100-a", 2);
+  for (const core::NodeSpec& n : grown("v100-b", 2)) growth.push_back(n);
+  const std::vector<core::NodeSpec> existing = {Node("V100M32", 8)};
+  const std::vector<core::NodeSpec> none;
+  EXPECT_FALSE(NeverFits(q(Ask(16, 2)), none, growth, false, "")) << "one group holds it";
+  auto pooled = NeverFits(q(Ask(24, 3)), none, growth, false, "");
+  ASSERT_TRUE(pooled) << "only both groups together hold it";
+  EXPECT_EQ(pooled->field, "nodes");
+  EXPECT_FALSE(NeverFits(q(Ask(24, 3)), existing, growth, false, ""))
+      << "a node the cluster has, and one group's two";
+  EXPECT_FALSE(NeverFits(q(Ask(24, 3)), none, grown("v100-a", 3), false, ""));
+  // The cluster snapshot's form agrees.
+  core::ClusterSnapshot empty;
+  EXPECT_TRUE(NeverFits(q(Ask(24, 3)), empty, growth, false));
+  EXPECT_FALSE(NeverFits(q(Ask(16, 2)), empty, growth, false));
 }
 
 TEST(NeverFits, NamesTheFieldThatCanNeverBeMet) {
