@@ -16,18 +16,35 @@
 namespace gpufleet::controller {
 namespace {
 
-TEST(EventHubTest, AUsersOldestStreamClosesForTheirNewOneAndOthersStillSubscribe) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("gpufleet-event-hub-test-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  {
-    auto store = store::OpenSqliteStore(dir.string());
+// A controller on a store of its own, for a hub to register with.
+class EventHubTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("gpufleet-event-hub-test-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir_);
+    auto store = store::OpenSqliteStore(dir_.string());
     ASSERT_TRUE(store.ok()) << store.error();
+    store_ = std::move(store).value();
     ControllerOptions options;
-    options.data_dir = dir.string();
-    auto controller = Controller::Create(*store.value(), options);
+    options.data_dir = dir_.string();
+    auto controller = Controller::Create(*store_, options);
     ASSERT_TRUE(controller.ok()) << controller.error();
-    EventHub hub(*controller.value());
+    controller_ = std::move(controller).value();
+  }
+  void TearDown() override {
+    controller_.reset();
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  std::filesystem::path dir_;
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<Controller> controller_;
+};
+
+TEST_F(EventHubTest, AUsersOldestStreamClosesForTheirNewOneAndOthersStillSubscribe) {
+  {
+    EventHub hub(*controller_);
     const store::UserRecord mallory{"mallory", false}, bob{"bob", false};
     std::vector<std::shared_ptr<net::EventStream>> streams;
     for (std::size_t i = 0; i < EventHub::kMaxStreamsPerUser; ++i) {
@@ -44,23 +61,13 @@ TEST(EventHubTest, AUsersOldestStreamClosesForTheirNewOneAndOthersStillSubscribe
     ASSERT_NE(bobs, nullptr);
     EXPECT_EQ(hub.streams(), EventHub::kMaxStreamsPerUser + 1);
   }
-  std::filesystem::remove_all(dir);
 }
 
 // Found by a review: a stream opened with a token that then ended went on until the next ping
 // (15 s) looked at the token again.
-TEST(EventHubTest, AStreamClosesWithinASecondOfItsTokensEnd) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("gpufleet-event-hub-expiry-test-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
+TEST_F(EventHubTest, AStreamClosesWithinASecondOfItsTokensEnd) {
   {
-    auto store = store::OpenSqliteStore(dir.string());
-    ASSERT_TRUE(store.ok()) << store.error();
-    ControllerOptions options;
-    options.data_dir = dir.string();
-    auto controller = Controller::Create(*store.value(), options);
-    ASSERT_TRUE(controller.ok()) << controller.error();
-    EventHub hub(*controller.value());
+    EventHub hub(*controller_);
     const store::UserRecord erin{"erin", false};
     const int64_t ends_ms = NowMs() + 300;
     auto ending = hub.Subscribe(erin, "e1", "", ends_ms);
@@ -77,7 +84,6 @@ TEST(EventHubTest, AStreamClosesWithinASecondOfItsTokensEnd) {
     EXPECT_LT(NowMs() - ends_ms, 3000) << "the hub looks at least once a second (2 s of slack)";
     EXPECT_FALSE(lasting->closed());
   }
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
