@@ -122,17 +122,20 @@ core::Result<std::string> NodeCredential(const AgentOptions& options, const std:
         "node's place); give the controller's https:// URL"};
   }
   if (client.value().tls()) {
-    if (!pin.empty() && options.ca_file.empty() && !trust.ca_file.empty()) {
-      // A CA saved by an earlier join (of another cluster, say) must be the one this token pins:
-      // the secret goes only to a server the token's own CA vouches for.
+    if (!pin.empty() && !trust.ca_file.empty()) {
+      // The CA given (--ca) or saved by an earlier join (of another cluster, say) must be the one
+      // this token pins: the secret goes only to a server the token's own CA vouches for.
       std::ifstream in(trust.ca_file);
       std::stringstream pem;
       pem << in.rdbuf();
       auto saved = net::CertificateSha256(pem.str());
       if (!saved || saved.value() != pin) {
-        return core::Error{"--join-token: its CA hash is not that of " + trust.ca_file +
-                           ", which an earlier join saved: remove that file if this node now "
-                           "joins another cluster"};
+        return core::Error{
+            "--join-token: its CA hash is not that of " + trust.ca_file +
+            (options.ca_file.empty()
+                 ? ", which an earlier join saved: remove that file if this node now joins "
+                   "another cluster"
+                 : " (--ca): give the CA of the cluster that made the token, or no --ca")};
       }
     }
     if (trust.empty()) trust.pin_sha256 = pin;

@@ -105,8 +105,8 @@ int64_t MemTotalBytes() {
 }
 
 // Caps all of the agent's jobs' memory (JobsMemoryCapBytes) through `file` of the jobs cgroup.
-// Best effort: a limit below what the jobs hold now (an agent restarted under load) is refused
-// by the kernel and left as it was.
+// Best effort. Below what the jobs hold now (an agent restarted under load), v1 refuses it and
+// keeps the old limit; v2 takes it and reclaims, or OOM-kills within the jobs cgroup.
 void CapJobsMemory(const fs::path& file) {
   const int64_t total = MemTotalBytes();
   if (total > 0) WriteControl(file, std::to_string(CgroupLimits::JobsMemoryCapBytes(total)));

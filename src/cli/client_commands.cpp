@@ -83,8 +83,16 @@ std::optional<Connection> Connect(const ClientOptions& o) {
     return std::nullopt;
   }
   if (const char* env = std::getenv("GPUFLEET_TOKEN"); env != nullptr) c.token = env;
-  if (c.token.empty() && TokenFileMayGoTo(c.url, own_url)) {
-    c.token = FirstLine(data_dir + "/token");
+  if (c.token.empty()) {
+    std::string file_token = FirstLine(data_dir + "/token");
+    if (TokenFileMayGoTo(c.url, own_url)) {
+      c.token = std::move(file_token);
+    } else if (!file_token.empty()) {
+      std::fprintf(stderr,
+                   "gpufleet: not sending %s/token to %s: it is the credential of that data "
+                   "directory's own server (%s); set GPUFLEET_TOKEN for this one\n",
+                   data_dir.c_str(), c.url.c_str(), own_url.empty() ? "none" : own_url.c_str());
+    }
   }
   c.http.emplace(std::move(http).value());
   if (c.http->tls() && !net::HttpsAvailable() && https_handoff != nullptr) https_handoff();
@@ -539,8 +547,8 @@ bool AddTtl(const std::string& ttl, const char* command, json& body) {
   if (ttl.empty()) return true;
   const auto seconds = core::ParseDurationSeconds(ttl);
   if (!seconds || *seconds < 1) {
-    std::fprintf(stderr, "gpufleet %s: --ttl '%s': give a duration like 15m, 1h, 90d\n", command,
-                 ttl.c_str());
+    std::fprintf(stderr, "gpufleet %s: --ttl '%s': give a duration like 15m, 1h, 90d (366d at most)\n",
+                 command, ttl.c_str());
     return false;
   }
   body["ttl_s"] = *seconds;

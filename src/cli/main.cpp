@@ -13,6 +13,7 @@
 
 #include "agent/agent_commands.h"
 #include "cli/client_cli.h"
+#include "cli/client_http.h"
 #include "cli/client_commands.h"
 #include "cli/full_commands.h"
 #include "cli/placement_cli.h"
@@ -374,6 +375,18 @@ int main(int argc, char** argv) {
       } else if (token.empty() || !agent_token_file.empty()) {
         std::ifstream in(token_file);
         std::getline(in, token);
+        // The data directory's own token (not one named by --token-file) is its server's admin
+        // credential: sent only to that server or this machine (cli::TokenFileMayGoTo).
+        std::string own;
+        if (std::ifstream server(data + "/server"); server) std::getline(server, own);
+        if (agent_token_file.empty() && !token.empty() &&
+            !cli::TokenFileMayGoTo(agent_options.controller_url, own)) {
+          std::fprintf(stderr,
+                       "gpufleet agent: not sending %s to %s: it is the credential of that "
+                       "data directory's own server; pass --token-file or a join token\n",
+                       token_file.c_str(), agent_options.controller_url.c_str());
+          token.clear();
+        }
       }
       if (token.empty() && agent_options.join_token.empty()) {
         std::fprintf(stderr,

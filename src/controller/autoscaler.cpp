@@ -206,7 +206,21 @@ bool Autoscaler::Reconcile(int64_t now_ms, const Controller::ScaleView& view) {
       const int64_t since = silent_since_ms_.emplace(rec.name, now_ms).first->second;
       if (now_ms - since > options_.join_timeout_ms) {
         silent_since_ms_.erase(rec.name);
-        GiveUp(rec, g, "agent of " + rec.name, "agent silent", now_ms);
+        if (rec.state == "ready") {
+          GiveUp(rec, g, "agent of " + rec.name, "agent silent", now_ms);
+        } else {
+          // On its way out already (scaled down, or reclaimed by the provider): not a failure of
+          // its group, whose growth must not back off for it.
+          {
+            std::lock_guard<std::mutex> lock(mutex_);
+            EventLocked(now_ms, "agent silent",
+                        "node " + rec.name + " (" + rec.state + "): deleting it");
+          }
+          rec.state = "retiring";
+          rec.detail = "agent silent";
+          Put(rec, now_ms);
+          RetireNode(rec, now_ms);
+        }
         continue;
       }
     } else {

@@ -475,6 +475,7 @@ TEST_F(AutoscalerTest, AnInterruptedNodeWhoseAgentFallsSilentIsDeletedToo) {
   now_ms_ += 11 * 60'000;
   scaler.RunOnce(now_ms_);
   EXPECT_EQ(Instances().count(name), 0u) << "silent too long: deleted, no longer paid for";
+  EXPECT_EQ(scaler.GetStatus().groups[0].failures, 0) << "not a failure of its group";
 }
 
 TEST_F(AutoscalerTest, ConsolidationMovesARestartableJobOffAnUnderUsedNodeAndRetiresIt) {

@@ -301,9 +301,11 @@ class Controller {
   // So that callers cannot keep the lock taken (a user asking in a loop, from many
   // connections), one explanation is made at a time, and one made less than
   // `kExplainReuseMs` ago is answered again instead of made anew when no pass since has changed
-  // what it depends on (starts, ends, preemptions, resizes, the waiting and running counts,
-  // nodes and drains), or, whatever changed, when it is less than `kExplainFloorMs` old. (Passes
-  // run every 50 ms, so "no pass since" alone made the reuse all but void.)
+  // what it depends on (starts, ends, preemptions, resizes, the waiting and running counts, each
+  // node's liveness and drained GPUs), or, whatever changed, when it is less than
+  // `kExplainFloorMs` old (a cancel and a submit within one pass, or a priority change, are seen
+  // within the second). Passes run every 50 ms, so "no pass since" alone made the reuse all but
+  // void.
   // Running jobs end by their time limit, or by their predicted run time where the predictor has
   // learnt the class (not its fixed prior).
   struct QueueExplanation {

@@ -14,16 +14,18 @@ int64_t Controller::ExplanationsMade() const {
 }
 
 std::vector<int64_t> Controller::ExplainInputsLocked() const {
-  return {stats_.started,
-          stats_.finished,
-          stats_.preempted,
-          stats_.resized,
-          stats_.waiting,
-          stats_.running,
-          stats_.nodes_lost,
-          stats_.gpus_drained_health,
-          stats_.gpus_drained_admin,
-          static_cast<int64_t>(cluster_.size())};
+  std::vector<int64_t> inputs = {stats_.started, stats_.finished, stats_.preempted,
+                                 stats_.resized, stats_.waiting,  stats_.running,
+                                 stats_.nodes_lost, static_cast<int64_t>(cluster_.size())};
+  // Each node's standing: alive or not, and its drained GPUs (by an admin, or unhealthy).
+  for (const NodeEntry& n : nodes_) {
+    int64_t drained = 0;
+    for (int g = 0; g < n.spec.num_gpus; ++g) {
+      if (n.drains.count(g) > 0 || !DrainReason(n, g).empty()) ++drained;
+    }
+    inputs.push_back((n.alive ? 1 : 0) + (n.retired ? 2 : 0) + 4 * drained);
+  }
+  return inputs;
 }
 
 std::vector<Controller::QueueExplanation> Controller::ExplainQueue(int64_t now_ms) const {

@@ -272,6 +272,7 @@ TEST_F(ControllerTest, AnExplanationIsReusedUntilTheQueueChangesOrASecondHasGone
   Step({&a});
   ctl.ExplainQueue(now_ms_ + Controller::kExplainReuseMs + Controller::kExplainFloorMs);
   EXPECT_EQ(ctl.ExplanationsMade(), made + 2) << "idle passes since: answered again";
+
   a.End(big, 0);
   Step({&a});  // passes: the waiting job starts
   Step({&a});
@@ -282,6 +283,10 @@ TEST_F(ControllerTest, AnExplanationIsReusedUntilTheQueueChangesOrASecondHasGone
       ctl.ExplainQueue(now_ms_ + Controller::kExplainReuseMs + Controller::kExplainFloorMs).empty())
       << "passes that started a job since: made anew, not the old answer";
   EXPECT_EQ(ctl.ExplanationsMade(), made + 3);
+  // A drain changes what fits where: made anew once the floor has passed, with no pass between.
+  ASSERT_TRUE(ctl.Drain("a", 3, "test", "admin").ok());
+  ctl.ExplainQueue(now_ms_ + Controller::kExplainReuseMs + 2 * Controller::kExplainFloorMs);
+  EXPECT_EQ(ctl.ExplanationsMade(), made + 4) << "a drain since: made anew";
 }
 
 // Before, any name was a queue with a fair share of its own: a user spreading jobs over made-up

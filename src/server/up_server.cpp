@@ -248,8 +248,8 @@ int RunUpOnce(const UpOptions& o) {
     const auto seconds = core::ParseDurationSeconds(o.user_token_lifetime);
     if (!seconds || *seconds < 3600) {
       std::fprintf(stderr,
-                   "%s: --user-token-lifetime '%s': expected a duration of at least 1 h, such "
-                   "as 90d (0: user tokens have no end unless asked for)\n",
+                   "%s: --user-token-lifetime '%s': expected a duration from 1 h to 366 d, "
+                   "such as 90d (0: user tokens have no end unless asked for)\n",
                    self, o.user_token_lifetime.c_str());
       return 2;
     }
