@@ -445,10 +445,10 @@ TEST_F(Cluster, AgentsJoinAnHttpsControllerByPinningItsCaAndRunJobsOverTls) {
   EXPECT_NE(stale.find("which an earlier join saved"), std::string::npos) << stale;
   EXPECT_FALSE(std::filesystem::exists(File("beta") + "/node-token"));
   // So must a --ca given (before, the token's CA hash was then not looked at).
-  auto [given, given_rc] = e2e::Sh(
-      std::string(GPUFLEET_BINARY) + " agent --controller " + url_ + " --join-token " + join +
-      " --ca " + File("beta") + "/controller-ca.pem --hostname gamma --data-dir " +
-      File("gamma") + " --listen 127.0.0.1:0 --simulated-gpus 1 2>&1");
+  auto [given, given_rc] =
+      e2e::Sh(std::string(GPUFLEET_BINARY) + " agent --controller " + url_ + " --join-token " +
+              join + " --ca " + File("beta") + "/controller-ca.pem --hostname gamma --data-dir " +
+              File("gamma") + " --listen 127.0.0.1:0 --simulated-gpus 1 2>&1");
   EXPECT_NE(given_rc, 0);
   EXPECT_NE(given.find("(--ca)"), std::string::npos) << given;
 

@@ -547,7 +547,8 @@ bool AddTtl(const std::string& ttl, const char* command, json& body) {
   if (ttl.empty()) return true;
   const auto seconds = core::ParseDurationSeconds(ttl);
   if (!seconds || *seconds < 1) {
-    std::fprintf(stderr, "gpufleet %s: --ttl '%s': give a duration like 15m, 1h, 90d (366d at most)\n",
+    std::fprintf(stderr,
+                 "gpufleet %s: --ttl '%s': give a duration like 15m, 1h, 90d (366d at most)\n",
                  command, ttl.c_str());
     return false;
   }

@@ -13,8 +13,8 @@
 
 #include "agent/agent_commands.h"
 #include "cli/client_cli.h"
-#include "cli/client_http.h"
 #include "cli/client_commands.h"
+#include "cli/client_http.h"
 #include "cli/full_commands.h"
 #include "cli/placement_cli.h"
 #include "cli/sim_run_command.h"

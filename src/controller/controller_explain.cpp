@@ -14,9 +14,9 @@ int64_t Controller::ExplanationsMade() const {
 }
 
 std::vector<int64_t> Controller::ExplainInputsLocked() const {
-  std::vector<int64_t> inputs = {stats_.started, stats_.finished, stats_.preempted,
-                                 stats_.resized, stats_.waiting,  stats_.running,
-                                 stats_.nodes_lost, static_cast<int64_t>(cluster_.size())};
+  std::vector<int64_t> inputs = {
+      stats_.started, stats_.finished, stats_.preempted,  stats_.resized,
+      stats_.waiting, stats_.running,  stats_.nodes_lost, static_cast<int64_t>(cluster_.size())};
   // Each node's standing: alive or not, and its drained GPUs (by an admin, or unhealthy).
   for (const NodeEntry& n : nodes_) {
     int64_t drained = 0;
