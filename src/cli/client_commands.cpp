@@ -41,9 +41,7 @@ bool LoopbackUrl(const std::string& url) {
   const std::size_t scheme = url.find("://");
   const std::string rest = scheme == std::string::npos ? url : url.substr(scheme + 3);
   if (rest.rfind("[::1]", 0) == 0) return true;
-  const std::string host = rest.substr(0, rest.find_first_of(":/"));
-  return host == "localhost" ||
-         (host.rfind("127.", 0) == 0 && host.find_first_not_of("0123456789.") == std::string::npos);
+  return core::IsLoopbackHost(rest.substr(0, rest.find_first_of(":/")));
 }
 
 }  // namespace

@@ -136,4 +136,9 @@ std::string Printable(std::string_view text) {
   return out;
 }
 
+bool IsLoopbackHost(std::string_view host) {
+  return host == "localhost" || host == "::1" ||
+         (host.starts_with("127.") && host.find_first_not_of("0123456789.") == std::string_view::npos);
+}
+
 }  // namespace gpufleet::core

@@ -29,4 +29,8 @@ std::string HtmlEscape(std::string_view text);
 // other UTF-8 unchanged. For text that came from outside (job names, what a node reports).
 std::string Printable(std::string_view text);
 
+// Whether `host` (a name or an address, IPv6 without brackets) can only be this machine:
+// "localhost", "::1", or a dotted 127.x address ("127.0.0.1.example.com" is not).
+bool IsLoopbackHost(std::string_view host);
+
 }  // namespace gpufleet::core

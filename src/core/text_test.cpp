@@ -22,5 +22,16 @@ TEST(TextTest, TruncateUtf8KeepsShortTextAndNeverSplitsACharacter) {
   }
 }
 
+TEST(IsLoopbackHost, OnlyNamesOfThisMachine) {
+  EXPECT_TRUE(IsLoopbackHost("localhost"));
+  EXPECT_TRUE(IsLoopbackHost("::1"));
+  EXPECT_TRUE(IsLoopbackHost("127.0.0.1"));
+  EXPECT_TRUE(IsLoopbackHost("127.1.2.3"));
+  EXPECT_FALSE(IsLoopbackHost("127.0.0.1.example.com"));
+  EXPECT_FALSE(IsLoopbackHost("0.0.0.0"));
+  EXPECT_FALSE(IsLoopbackHost("db.example"));
+  EXPECT_FALSE(IsLoopbackHost(""));
+}
+
 }  // namespace
 }  // namespace gpufleet::core

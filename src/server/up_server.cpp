@@ -35,6 +35,7 @@
 #include "controller/log_retention.h"
 #include "controller/standby.h"
 #include "core/duration.h"
+#include "core/text.h"
 #include "gpu/gpu_probe.h"
 #include "gpu/sampler.h"
 #include "gpu/topology_links.h"
@@ -118,10 +119,6 @@ core::Result<bool> EnsureLocalAdmin(store::Store& store, const std::string& toke
   return true;
 }
 
-// Whether `host` (of --listen) reaches this machine only.
-bool IsLoopback(const std::string& host) {
-  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
-}
 
 // The data directory holds every job's argv and environment, logs and the admin token: it and
 // everything the server creates in it are its owner's only (umask 077, the folder 0700, also
@@ -256,7 +253,7 @@ int RunUpOnce(const UpOptions& o) {
     api_options.user_token_max_ttl_s = *seconds;
   }
   std::string ca_file;  // the cluster CA, for agents the autoscaler starts
-  const bool tls = o.tls == "on" || (o.tls == "auto" && !IsLoopback(address.value().host));
+  const bool tls = o.tls == "on" || (o.tls == "auto" && !core::IsLoopbackHost(address.value().host));
   if (tls) {
     auto identity = net::EnsureTlsIdentity((std::filesystem::path(data_dir) / "tls").string(),
                                            net::DefaultTlsNames(address.value().host, o.tls_names));
@@ -278,7 +275,7 @@ int RunUpOnce(const UpOptions& o) {
                  "%s: https with the cluster CA %s (sha256 %s): give it to users as "
                  "GPUFLEET_CA, or join agents with `gpufleet token create --join`\n",
                  self, identity.value().ca_file.c_str(), identity.value().ca_sha256.c_str());
-  } else if (!IsLoopback(address.value().host)) {
+  } else if (!core::IsLoopbackHost(address.value().host)) {
     std::fprintf(stderr,
                  "%s: WARNING: --tls off on %s: tokens, jobs and their environments travel in "
                  "clear to anyone on the network\n",

@@ -41,6 +41,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/text.h"
 #include "store/job_columns.h"
 #include "store/store.h"
 #include "store/submit_group.h"
@@ -1545,8 +1546,7 @@ bool IsPostgresUri(std::string_view text) {
 std::optional<std::string> PostgresTransportWarning(const std::string& host, bool ssl_in_use,
                                                     const std::string& sslmode) {
   const bool local =
-      host.empty() || host.front() == '/' || host == "localhost" || host == "::1" ||
-      (host.rfind("127.", 0) == 0 && host.find_first_not_of("0123456789.") == std::string::npos);
+      host.empty() || host.front() == '/' || core::IsLoopbackHost(host);
   if (local || sslmode == "verify-full" || sslmode == "verify-ca") return std::nullopt;
   if (!ssl_in_use) {
     return "the connection to PostgreSQL at " + host +
