@@ -138,7 +138,8 @@ std::string Printable(std::string_view text) {
 
 bool IsLoopbackHost(std::string_view host) {
   return host == "localhost" || host == "::1" ||
-         (host.starts_with("127.") && host.find_first_not_of("0123456789.") == std::string_view::npos);
+         (host.starts_with("127.") &&
+          host.find_first_not_of("0123456789.") == std::string_view::npos);
 }
 
 }  // namespace gpufleet::core

@@ -119,7 +119,6 @@ core::Result<bool> EnsureLocalAdmin(store::Store& store, const std::string& toke
   return true;
 }
 
-
 // The data directory holds every job's argv and environment, logs and the admin token: it and
 // everything the server creates in it are its owner's only (umask 077, the folder 0700, also
 // when an older version made it 0755). Jobs get the usual umask back (Runner).
@@ -253,7 +252,8 @@ int RunUpOnce(const UpOptions& o) {
     api_options.user_token_max_ttl_s = *seconds;
   }
   std::string ca_file;  // the cluster CA, for agents the autoscaler starts
-  const bool tls = o.tls == "on" || (o.tls == "auto" && !core::IsLoopbackHost(address.value().host));
+  const bool tls =
+      o.tls == "on" || (o.tls == "auto" && !core::IsLoopbackHost(address.value().host));
   if (tls) {
     auto identity = net::EnsureTlsIdentity((std::filesystem::path(data_dir) / "tls").string(),
                                            net::DefaultTlsNames(address.value().host, o.tls_names));

@@ -1545,8 +1545,7 @@ bool IsPostgresUri(std::string_view text) {
 
 std::optional<std::string> PostgresTransportWarning(const std::string& host, bool ssl_in_use,
                                                     const std::string& sslmode) {
-  const bool local =
-      host.empty() || host.front() == '/' || core::IsLoopbackHost(host);
+  const bool local = host.empty() || host.front() == '/' || core::IsLoopbackHost(host);
   if (local || sslmode == "verify-full" || sslmode == "verify-ca") return std::nullopt;
   if (!ssl_in_use) {
     return "the connection to PostgreSQL at " + host +
