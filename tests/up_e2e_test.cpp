@@ -108,6 +108,36 @@ TEST_F(UpServer, LogsPrintsAWholeLogLargerThanOneAnswer) {
   EXPECT_EQ(log.substr(log.size() - 8), "the-end\n");
 }
 
+class LogQuotaServer : public UpServer {
+ protected:
+  void SetUp() override {
+    extra_up_args = {"--log-quota", "1"};
+    UpServer::SetUp();
+    extra_up_args.clear();
+  }
+};
+
+// Running jobs' logs were held to --log-quota only once they ended (the sweep never touches a
+// running job's): a user's chatty jobs could fill the controller's disk while they ran.
+TEST_F(LogQuotaServer, ARunningJobsLogStopsGrowingOnTheControllerAtItsUsersQuota) {
+  const json submitted = json::parse(
+      Cli("submit --json -- sh -c 'head -c 3145728 /dev/zero | tr \"\\\\000\" x; sleep 30'"));
+  const int64_t id = submitted["id"].get<int64_t>();
+  WaitFor(id, "RUNNING");
+  bool held_back = false;
+  for (int i = 0; i < 150 && !held_back; ++i) {
+    const std::string metrics = Http("").Get("/metrics")->body;
+    held_back =
+        metrics.find("gpufleet_controller_log_chunks_held_back_total 0") == std::string::npos &&
+        metrics.find("gpufleet_controller_log_chunks_held_back_total") != std::string::npos;
+    if (!held_back) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(held_back) << "the controller never held a chunk back";
+  const controller::JobLogs logs(dir_.string());
+  EXPECT_EQ(logs.Size(id, 0), int64_t{1} << 20) << "it takes what fits in the 1 MiB quota";
+  Cli("cancel " + std::to_string(id));
+}
+
 TEST_F(UpServer, TimeLimitsStopJobsAndLetShortJobsBackfillButNeverStarveABigOne) {
   auto id_of = [](const std::string& out) { return json::parse(out)["id"].get<int64_t>(); };
   // 4 GPUs. A holds 2 for about 3 s (limit 20 s); B, asking all 4, must wait for it.
@@ -447,6 +477,11 @@ TEST_F(UpServer, OutOfRangeQueryParametersAreRefusedNamingTheField) {
       {"/v1/queue/explain?limit=100001", "limit"},
       {"/v1/jobs/" + id + "/advice?deadline_s=abc", "deadline_s"},
       {"/v1/jobs/" + id + "/advice?sizing=maybe", "sizing"},
+      // deadline_s means something only to the sizing; without it, it was silently ignored.
+      {"/v1/jobs/" + id + "/advice?deadline_s=3600", "deadline_s"},
+      {"/v1/jobs/" + id + "/usage?limit=0", "limit"},
+      {"/v1/jobs/" + id + "/usage?limit=20161", "limit"},
+      {"/v1/jobs/" + id + "/usage?from_s=-1", "from_s"},
   };
   for (const auto& [path, field] : cases) {
     auto got = c.Get(path);
@@ -1728,6 +1763,8 @@ TEST_F(FullDisk, SubmitsFailClearlyAndNothingCommittedIsLost) {
   }
   ASSERT_FALSE(refusal.empty()) << "the disk never filled";
   EXPECT_NE(refusal.find("disk is full"), std::string::npos) << refusal;
+  // What the store said names the data directory's path: that goes to the controller's log only.
+  EXPECT_EQ(refusal.find(dir_.string()), std::string::npos) << refusal;
   EXPECT_GT(acknowledged.size(), 5U);
   // Still serving, and every acknowledged job is there.
   EXPECT_EQ(c.Get("/healthz")->status, 200);
@@ -1810,6 +1847,19 @@ TEST_F(IdleServer, AJobWhoseGpuStaysIdleIsWarnedThenStoppedAndABusyOneRunsOn) {
   EXPECT_TRUE(busy_usage["live"].get<bool>());
   EXPECT_NEAR(busy_usage["buckets"][0]["sm_mean"].get<double>(), 90, 0.5);
   EXPECT_NEAR(busy_usage["buckets"][0]["power_pct"].get<double>(), 600.0 / 7, 0.5);
+  // A window of the series: a long job's whole series was one answer (a year is 525,600 buckets).
+  const std::size_t total = busy_usage["buckets_total"].get<std::size_t>();
+  EXPECT_EQ(busy_usage["buckets"].size(), total);
+  EXPECT_FALSE(busy_usage["truncated"].get<bool>());
+  const json latest =
+      json::parse(Http(token_).Get("/v1/jobs/" + std::to_string(busy) + "/usage?limit=1")->body);
+  ASSERT_EQ(latest["buckets"].size(), 1u) << latest.dump();
+  EXPECT_EQ(latest["buckets"][0]["start_s"], busy_usage["buckets"][total - 1]["start_s"]);
+  EXPECT_EQ(latest["truncated"].get<bool>(), total > 1);
+  const json later = json::parse(
+      Http(token_).Get("/v1/jobs/" + std::to_string(busy) + "/usage?from_s=86400")->body);
+  EXPECT_TRUE(later["buckets"].empty()) << later.dump();
+  EXPECT_TRUE(later["truncated"].get<bool>());
   // Advice answers with findings in the interface's shape, and `advise` prints them.
   const json advice = json::parse(Cli("advise --json " + std::to_string(busy)));
   ASSERT_TRUE(advice["findings"].is_array()) << advice.dump();

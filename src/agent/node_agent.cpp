@@ -460,7 +460,8 @@ net::Heartbeat NodeAgent::Report(int64_t now_ms) {
     }
     r.usage = h.usage;
     r.log_size = h.log_path.empty() ? 0 : FileSize(h.log_path);
-    if (h.log_acked >= 0 && r.log_size > h.log_acked && budget > 0) {
+    if (h.log_acked >= 0 && r.log_size > h.log_acked && budget > 0 &&
+        std::chrono::steady_clock::now() >= h.log_resume) {
       r.log_from = h.log_acked;
       r.log_data = ReadRange(h.log_path, h.log_acked, std::min(budget, r.log_size - h.log_acked));
       budget -= static_cast<int64_t>(r.log_data.size());
@@ -541,6 +542,9 @@ bool NodeAgent::Apply(const net::HeartbeatReply& reply) {
     if (it != held_.end() && !listed_other) {
       log_progress |= ack.size > it->second.log_acked;
       it->second.log_acked = ack.size;
+      if (ack.held_back) {
+        it->second.log_resume = std::chrono::steady_clock::now() + kLogHeldBackPause;
+      }
     }
   }
   // Logs left unshipped go at once while the controller takes them (not when it cannot write).

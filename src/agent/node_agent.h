@@ -15,6 +15,7 @@
 // same deadline, so this holds even while the agent is dead or frozen. Other jobs keep running
 // through a controller outage (they are never run again elsewhere).
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -67,6 +68,9 @@ std::vector<net::GpuFigure> FiguresOf(const std::vector<gpu::GpuSample>& samples
 
 class NodeAgent {
  public:
+  // How long a log whose chunk the controller held back (its user at the log quota) waits before
+  // it is sent again.
+  static constexpr std::chrono::seconds kLogHeldBackPause{10};
   // `link` carries the heartbeats. `samples_json` gives the GPU document sent with a heartbeat
   // at most once a second ("" for none); `figures` each GPU's latest utilization, memory and
   // health (may be empty).
@@ -113,6 +117,9 @@ class NodeAgent {
     bool stop_sent = false;  // recorded: a restarted agent reports its end as stopped
     double stop_grace_s = 0;
     int64_t log_acked = -1;  // -1: not known yet (the controller says in its next reply)
+    // The controller held the last chunk back (its user is at the log quota): none is sent again
+    // before this time.
+    std::chrono::steady_clock::time_point log_resume{};
     core::HostUsage usage;   // the latest sample; once ended, its final usage
     int64_t usage_ms = 0;    // when `usage` was sampled (running jobs: at most once a second)
     std::string container;   // a container job's container name ("" : a host job)

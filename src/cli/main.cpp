@@ -282,7 +282,9 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     cmd->add_option("--log-quota", o.log_quota_mib,
                     "MiB of job logs each user may keep on the controller; over it, the user's "
-                    "longest-ended jobs' logs are removed first (0: no quota)")
+                    "longest-ended jobs' logs are removed first, and their running jobs' "
+                    "logs together stop growing here at it (the rest waits on the node) "
+                    "(0: no quota)")
         ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))
         ->capture_default_str();
   };

@@ -127,10 +127,10 @@ void AddAdminRoutes(net::HttpServer& server, Controller& controller,
     store::JobFilter owned;
     owned.user = name;
     auto old_jobs = controller.store().CountJobs(owned);
-    if (!old_jobs) return Fail(res, 503, old_jobs.error());
+    if (!old_jobs) return api::Unavailable(res, old_jobs.error());
     if (old_jobs.value() > 0 && !reclaim) {
       auto existing = controller.store().Users();
-      if (!existing) return Fail(res, 503, existing.error());
+      if (!existing) return api::Unavailable(res, existing.error());
       const bool exists = std::any_of(existing.value().begin(), existing.value().end(),
                                       [&](const store::UserInfo& u) { return u.name == name; });
       if (!exists) {
@@ -144,7 +144,7 @@ void AddAdminRoutes(net::HttpServer& server, Controller& controller,
       }
     }
     auto token = NewToken();
-    if (!token) return Fail(res, 503, token.error());
+    if (!token) return api::Unavailable(res, token.error());
     store::TokenRecord record;
     record.sha256 = Sha256Hex(token.value());
     record.created_ms = now_ms;
@@ -168,27 +168,28 @@ void AddAdminRoutes(net::HttpServer& server, Controller& controller,
   server.Get("/v1/users", [&controller](const httplib::Request& req, httplib::Response& res) {
     if (!Admin(controller, req, res)) return;
     auto users = controller.store().Users();
-    if (!users) return Fail(res, 503, users.error());
+    if (!users) return api::Unavailable(res, users.error());
     json out = json::array();
     for (const store::UserInfo& u : users.value()) {
       out.push_back({{"name", u.name}, {"admin", u.admin}, {"tokens", u.tokens}});
     }
     res.set_content(Dump(out), "application/json");
   });
-  server.Delete(R"(/v1/users/([^/]+))",
-                [&controller](const httplib::Request& req, httplib::Response& res) {
-                  auto admin = Admin(controller, req, res);
-                  if (!admin) return;
-                  const std::string name = req.matches[1];
-                  if (name == admin->name) {
-                    return Fail(res, 400, "you cannot remove yourself (another admin can)", "name");
-                  }
-                  auto removed = controller.store().RemoveUser(name);
-                  if (!removed) return Fail(res, 503, removed.error());
-                  if (!removed.value()) return Fail(res, 404, "no user " + name, "name");
-                  Audit(controller, *admin, "user removed", name);
-                  res.set_content(Dump({{"removed", name}}), "application/json");
-                });
+  server.Delete(R"(/v1/users/([^/]+))", [&controller, changed = options.credentials_changed](
+                                            const httplib::Request& req, httplib::Response& res) {
+    auto admin = Admin(controller, req, res);
+    if (!admin) return;
+    const std::string name = req.matches[1];
+    if (name == admin->name) {
+      return Fail(res, 400, "you cannot remove yourself (another admin can)", "name");
+    }
+    auto removed = controller.store().RemoveUser(name);
+    if (!removed) return api::Unavailable(res, removed.error());
+    if (!removed.value()) return Fail(res, 404, "no user " + name, "name");
+    Audit(controller, *admin, "user removed", name);
+    if (changed) changed();
+    res.set_content(Dump({{"removed", name}}), "application/json");
+  });
   server.Post("/v1/tokens", [&controller, ca_sha256, max_ttl_s](const httplib::Request& req,
                                                                 httplib::Response& res) {
     auto admin = Admin(controller, req, res);
@@ -233,15 +234,15 @@ void AddAdminRoutes(net::HttpServer& server, Controller& controller,
         record.user = j["user"].get<std::string>();
       }
       auto users = controller.store().Users();
-      if (!users) return Fail(res, 503, users.error());
+      if (!users) return api::Unavailable(res, users.error());
       bool exists = false;
       for (const store::UserInfo& u : users.value()) exists = exists || u.name == record.user;
       if (!exists) return Fail(res, 404, "no user " + record.user, "user");
     }
     auto token = NewToken();
-    if (!token) return Fail(res, 503, token.error());
+    if (!token) return api::Unavailable(res, token.error());
     record.sha256 = Sha256Hex(token.value());
-    if (auto r = controller.store().AddToken(record); !r) return Fail(res, 503, r.error());
+    if (auto r = controller.store().AddToken(record); !r) return api::Unavailable(res, r.error());
     Audit(controller, *admin,
           record.kind == store::TokenKind::kJoin ? "join token created" : "token created",
           store::TokenId(record.sha256) +
@@ -259,22 +260,23 @@ void AddAdminRoutes(net::HttpServer& server, Controller& controller,
   server.Get("/v1/tokens", [&controller](const httplib::Request& req, httplib::Response& res) {
     if (!Admin(controller, req, res)) return;
     auto tokens = controller.store().Tokens();
-    if (!tokens) return Fail(res, 503, tokens.error());
+    if (!tokens) return api::Unavailable(res, tokens.error());
     json out = json::array();
     for (const store::TokenRecord& t : tokens.value()) out.push_back(TokenJson(t));
     res.set_content(Dump(out), "application/json");
   });
-  server.Delete(R"(/v1/tokens/([^/]+))",
-                [&controller](const httplib::Request& req, httplib::Response& res) {
-                  auto admin = Admin(controller, req, res);
-                  if (!admin) return;
-                  const std::string id = req.matches[1];
-                  auto revoked = controller.store().RevokeToken(id);
-                  if (!revoked) return Fail(res, revoked.failure());
-                  if (!revoked.value()) return Fail(res, 404, "no token " + id, "id");
-                  Audit(controller, *admin, "token revoked", id);
-                  res.set_content(Dump({{"revoked", id}}), "application/json");
-                });
+  server.Delete(R"(/v1/tokens/([^/]+))", [&controller, changed = options.credentials_changed](
+                                             const httplib::Request& req, httplib::Response& res) {
+    auto admin = Admin(controller, req, res);
+    if (!admin) return;
+    const std::string id = req.matches[1];
+    auto revoked = controller.store().RevokeToken(id);
+    if (!revoked) return Fail(res, revoked.failure());
+    if (!revoked.value()) return Fail(res, 404, "no token " + id, "id");
+    Audit(controller, *admin, "token revoked", id);
+    if (changed) changed();
+    res.set_content(Dump({{"revoked", id}}), "application/json");
+  });
   server.Post(R"(/v1/nodes/([^/]+)/revoke)", [&controller](const httplib::Request& req,
                                                            httplib::Response& res) {
     auto admin = Admin(controller, req, res);
@@ -282,7 +284,7 @@ void AddAdminRoutes(net::HttpServer& server, Controller& controller,
     const std::string node = req.matches[1];
     if (!net::IsNodeName(node)) return Fail(res, 400, "node: not a node name", "node");
     auto revoked = controller.store().RevokeNodeTokens(node);
-    if (!revoked) return Fail(res, 503, revoked.error());
+    if (!revoked) return api::Unavailable(res, revoked.error());
     Audit(controller, *admin, "node credentials revoked",
           node + " (" + std::to_string(revoked.value()) + ")");
     res.set_content(Dump({{"node", node}, {"revoked", revoked.value()}}), "application/json");
@@ -331,7 +333,7 @@ void AddAdminRoutes(net::HttpServer& server, Controller& controller,
   server.Get("/v1/audit", [&controller](const httplib::Request& req, httplib::Response& res) {
     if (!Admin(controller, req, res)) return;
     auto events = controller.store().Events(0);
-    if (!events) return Fail(res, 503, events.error());
+    if (!events) return api::Unavailable(res, events.error());
     json out = json::array();
     for (const store::JobEvent& e : events.value()) {
       out.push_back(
@@ -381,7 +383,7 @@ void AddAdminRoutes(net::HttpServer& server, Controller& controller,
                   "node");
     }
     auto token = NewToken();
-    if (!token) return Fail(res, 503, token.error());
+    if (!token) return api::Unavailable(res, token.error());
     store::TokenRecord record;
     record.kind = store::TokenKind::kNode;
     record.node = node;

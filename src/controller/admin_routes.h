@@ -16,6 +16,8 @@
 //   POST   /v1/agent/join {"node"}           a join token buys a credential for that node only
 #include <httplib.h>
 
+#include <functional>
+
 #include "controller/controller.h"
 #include "net/http_server.h"
 
@@ -27,6 +29,9 @@ struct AdminRouteOptions {
   // a ttl_s get exactly this; longer asks are refused. The token `up` writes for the local admin
   // is not made here and has no end.
   int64_t user_token_max_ttl_s = 0;
+  // Called after a token is revoked or a user removed, so that what that credential opened (live
+  // event streams) closes now rather than at its next check (may be empty).
+  std::function<void()> credentials_changed;
 };
 
 void AddAdminRoutes(net::HttpServer& server, Controller& controller,

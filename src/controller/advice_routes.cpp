@@ -32,12 +32,34 @@ double Round(double v, double step) { return std::round(v / step) * step; }
 
 json Figure(float v) { return v < 0 ? json(nullptr) : json(Round(v, 0.1)); }
 
-json UsageJson(const store::JobRecord& job, const Controller::JobUsageView& view) {
+// Which of a series' buckets an answer carries: the first `limit` starting at or after `from_ms`
+// (since the job's start), or, without `from_ms`, the latest `limit`.
+struct BucketWindow {
+  std::optional<int64_t> from_ms;
+  int64_t limit = kDefaultBuckets;
+  static constexpr int64_t kDefaultBuckets = 7 * 24 * 60;  // a week of one-minute buckets
+  static constexpr int64_t kMaxBuckets = 14 * 24 * 60;
+};
+
+json UsageJson(const store::JobRecord& job, const Controller::JobUsageView& view,
+               const BucketWindow& window) {
   const advise::JobUsage& u = view.usage;
   json buckets = json::array();
-  // Figures never measured in any bucket: the source cannot give them.
+  std::size_t first = 0;
+  if (window.from_ms) {
+    first = static_cast<std::size_t>(
+        std::lower_bound(u.buckets.begin(), u.buckets.end(), *window.from_ms,
+                         [](const advise::UsageBucket& b, int64_t ms) { return b.start_ms < ms; }) -
+        u.buckets.begin());
+  } else if (static_cast<int64_t>(u.buckets.size()) > window.limit) {
+    first = u.buckets.size() - static_cast<std::size_t>(window.limit);
+  }
+  const std::size_t end =
+      std::min(u.buckets.size(), first + static_cast<std::size_t>(window.limit));
+  // Figures never measured in any bucket (of the whole series): the source cannot give them.
   std::map<std::string, bool> seen;
-  for (const advise::UsageBucket& b : u.buckets) {
+  for (std::size_t i = 0; i < u.buckets.size(); ++i) {
+    const advise::UsageBucket& b = u.buckets[i];
     const std::pair<const char*, float> figures[] = {
         {"sm_mean", b.sm_mean},
         {"sm_min", b.sm_min},
@@ -56,12 +78,14 @@ json UsageJson(const store::JobRecord& job, const Controller::JobUsageView& view
         {"mem_used_pct", b.mem_used_pct},
         {"io_mb_s", b.io_mb_s},
     };
-    json row = {{"start_s", b.start_ms / 1000}};
+    const bool shown = i >= first && i < end;
+    json row;
+    if (shown) row = {{"start_s", b.start_ms / 1000}};
     for (const auto& [name, value] : figures) {
-      row[name] = Figure(value);
+      if (shown) row[name] = Figure(value);
       seen[name] = seen[name] || value >= 0;
     }
-    buckets.push_back(std::move(row));
+    if (shown) buckets.push_back(std::move(row));
   }
   json missing = json::array();
   for (const auto& [name, any] : seen) {
@@ -88,6 +112,8 @@ json UsageJson(const store::JobRecord& job, const Controller::JobUsageView& view
           {"gpu_h_alloc", Round(view.gpu_h_alloc, 0.001)},
           {"gpu_h_used", Round(view.gpu_h_used, 0.001)},
           {"missing", std::move(missing)},
+          {"buckets_total", u.buckets.size()},
+          {"truncated", first > 0 || end < u.buckets.size()},
           {"buckets", std::move(buckets)},
           {"gpus", std::move(gpus)}};
 }
@@ -215,12 +241,31 @@ void AddAdviceRoutes(net::HttpServer& server, Controller& controller) {
              [&controller](const httplib::Request& req, httplib::Response& res) {
                auto job = CallersJob(controller, req, res);
                if (!job) return;
+               BucketWindow window;
+               if (req.has_param("limit")) {
+                 auto n = api::ParseId(req.get_param_value("limit"));
+                 if (!n || *n < 1 || *n > BucketWindow::kMaxBuckets) {
+                   return Fail(res, 400,
+                               "limit must be an integer in 1.." +
+                                   std::to_string(BucketWindow::kMaxBuckets),
+                               "limit");
+                 }
+                 window.limit = *n;
+               }
+               if (req.has_param("from_s")) {
+                 auto from = api::ParseId(req.get_param_value("from_s"));
+                 if (!from || *from < 0 || *from > int64_t{1} << 40) {
+                   return Fail(res, 400, "from_s must be a whole number of seconds, at least 0",
+                               "from_s");
+                 }
+                 window.from_ms = *from * 1000;
+               }
                auto view = controller.Usage(*job);
                if (!view) return Fail(res, view.failure());
                if (!view.value()) {
                  return Fail(res, 404, "job " + std::to_string(job->id) + " has no usage series");
                }
-               res.set_content(Dump(UsageJson(*job, *view.value())), "application/json");
+               res.set_content(Dump(UsageJson(*job, *view.value(), window)), "application/json");
              });
   server.Get(R"(/v1/jobs/([^/]+)/advice)",
              [&controller](const httplib::Request& req, httplib::Response& res) {
@@ -241,6 +286,10 @@ void AddAdviceRoutes(net::HttpServer& server, Controller& controller) {
                    return Fail(res, 400, "deadline_s must be a positive integer", "deadline_s");
                  }
                  deadline_h = static_cast<double>(*s) / 3600.0;
+                 if (!sizing) {
+                   return Fail(res, 400, "deadline_s is an input of the sizing: add sizing=1",
+                               "deadline_s");
+                 }
                }
                auto view = controller.Usage(*job);
                if (!view) return Fail(res, view.failure());
@@ -281,7 +330,7 @@ void AddAdviceRoutes(net::HttpServer& server, Controller& controller) {
     // A user's report covers their own jobs only, read as such.
     auto rows =
         controller.store().ReportRows(NowMs() - since_s * 1000, caller->admin ? "" : caller->name);
-    if (!rows) return Fail(res, 503, rows.error());
+    if (!rows) return api::Unavailable(res, rows.error());
     json out = FleetReport(rows.value(), by);
     out["since_s"] = since_s;
     out["scope"] = caller->admin ? "fleet" : "user " + caller->name;

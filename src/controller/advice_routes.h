@@ -1,6 +1,11 @@
 #pragma once
 // The advisor's HTTP API (issue 13), for a job's owner or an admin:
-//   GET /v1/jobs/<id>/usage     the job's usage series (one-minute buckets, per-GPU totals)
+//   GET /v1/jobs/<id>/usage[?limit=N][&from_s=S]
+//                               the job's usage series (one-minute buckets, per-GPU totals):
+//                               the latest N buckets (default a week, at most two), or with
+//                               from_s the first N from S seconds after its start on;
+//                               "buckets_total" counts them all, "truncated" says some are left
+//                               out
 //   GET /v1/jobs/<id>/advice    the advisor's findings: kind, severity, waste_gpu_h, evidence,
 //                               advice
 //   GET /v1/report?since=7d&by=user|queue|model

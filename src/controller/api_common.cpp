@@ -1,9 +1,12 @@
 #include "controller/api_common.h"
 
+#include <atomic>
 #include <charconv>
+#include <cstdio>
 #include <string_view>
 
 #include "controller/auth.h"
+#include "controller/controller.h"
 
 namespace gpufleet::controller::api {
 
@@ -35,7 +38,28 @@ int HttpStatus(core::ErrorCode code) {
 }
 
 void Fail(httplib::Response& res, const core::Error& error) {
-  Fail(res, HttpStatus(error.code), error.message, error.field);
+  const int status = HttpStatus(error.code);
+  if (status >= 500) return Unavailable(res, error.message);
+  Fail(res, status, error.message, error.field);
+}
+
+void Unavailable(httplib::Response& res, const std::string& detail) {
+  static std::atomic<int64_t> last_logged_s{0};
+  const int64_t now_s = NowMs() / 1000;
+  int64_t last = last_logged_s.load();
+  if (now_s != last && last_logged_s.compare_exchange_strong(last, now_s)) {
+    std::fprintf(stderr, "gpufleet controller: answered 503: %s\n", detail.c_str());
+  }
+  // What a caller can act on, named without the paths and addresses around it.
+  std::string why;
+  if (detail.find("the disk is full") != std::string::npos) {
+    why = ": its disk is full";
+  } else if (detail.find("not writable") != std::string::npos) {
+    why = ": its data directory is not writable";
+  } else if (detail.find("connection was lost") != std::string::npos) {
+    why = ": it lost its database connection";
+  }
+  Fail(res, 503, "the controller cannot answer now" + why + " (its log says more); try again");
 }
 
 std::optional<int64_t> ParseId(const std::string& text) {
@@ -66,7 +90,7 @@ std::optional<Caller> Authenticate(store::Store& store, const httplib::Request& 
   }
   auto credential = store.CredentialOf(sha, now_ms);  // from memory, mostly (store.h)
   if (!credential) {
-    Fail(res, 503, credential.error());
+    api::Unavailable(res, credential.error());
     return std::nullopt;
   }
   const std::optional<store::UserRecord>& user = credential.value().user;
@@ -120,7 +144,7 @@ std::optional<store::JobRecord> VisibleJob(store::Store& store, const std::strin
   }
   auto job = store.GetJob(*id);
   if (!job) {
-    Fail(res, 503, job.error());
+    api::Unavailable(res, job.error());
     return std::nullopt;
   }
   if (!job.value() || (!user.admin && job.value()->user != user.name)) {

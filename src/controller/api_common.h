@@ -23,7 +23,12 @@ void Fail(httplib::Response& res, int status, const std::string& message,
 // The HTTP status of an error code (invalid 400, forbidden 403, not found 404, infeasible 400,
 // unavailable 503, internal 500).
 int HttpStatus(core::ErrorCode code);
+// Answers as Fail does; an error of the controller's side (unavailable, internal) as Unavailable.
 void Fail(httplib::Response& res, const core::Error& error);
+// Answers 503 {"error": "the controller cannot answer now (its log says why); try again"}: what
+// a store or the system said (`detail`) may name the database's host, port, role and paths, so it
+// goes to the controller's standard error (at most one line a second), never to the caller.
+void Unavailable(httplib::Response& res, const std::string& detail);
 std::optional<int64_t> ParseId(const std::string& text);
 // A yes/no query parameter: "1" or "true", "0" or "false"; nothing for anything else.
 std::optional<bool> ParseFlag(const std::string& text);

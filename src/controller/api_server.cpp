@@ -304,7 +304,7 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
     if (want_total) {
       auto total = impl.controller.store().CountJobs(filter);
       if (!total) {
-        Fail(res, 503, total.error());
+        api::Unavailable(res, total.error());
         return;
       }
       res.set_header("X-Total-Count", std::to_string(total.value()));
@@ -326,7 +326,7 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
       chunk.limit = std::min(kListChunk, filter.limit - listed);
       auto jobs = impl.controller.store().ListJobs(chunk);
       if (!jobs) {
-        Fail(res, 503, jobs.error());
+        api::Unavailable(res, jobs.error());
         return;
       }
       for (const store::JobRecord& j : jobs.value()) {
@@ -385,7 +385,7 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
         if (!job) return;
         auto state = impl.controller.Cancel(job->id, NowMs());
         if (!state) {
-          Fail(res, 503, state.error());
+          api::Unavailable(res, state.error());
           return;
         }
         (void)impl.controller.store().Audit(job->id, user->name, "cancel requested", "", NowMs());
@@ -482,7 +482,7 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
     if (!user->admin) {
       auto ids = impl.controller.store().LiveJobIdsOf(user->name);
       if (!ids) {
-        Fail(res, 503, ids.error());
+        api::Unavailable(res, ids.error());
         return;
       }
       for (int64_t id : ids.value()) own_jobs.insert(std::to_string(id));
@@ -559,7 +559,9 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
     AddUiRoutes(server,
                 UiRouteContext{impl.controller, impl.sessions, impl.events, assets, secure_cookie});
   }
-  AddAdminRoutes(server, impl.controller, {options.ca_sha256, options.user_token_max_ttl_s});
+  AddAdminRoutes(server, impl.controller,
+                 {options.ca_sha256, options.user_token_max_ttl_s,
+                  [&impl] { impl.events.RecheckCredentials(); }});
   AddAdviceRoutes(server, impl.controller);
   AddScaleRoutes(server, impl.controller, impl.autoscaler);
   server.Get("/healthz", [options](const httplib::Request&, httplib::Response& res) {
@@ -594,6 +596,9 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
            s.preempted);
     metric("gpufleet_controller_heartbeats_total", "counter", "Agent heartbeats received.",
            s.heartbeats);
+    metric("gpufleet_controller_log_chunks_held_back_total", "counter",
+           "Job log chunks not taken because their user's running jobs were at --log-quota.",
+           s.log_chunks_held_back);
     out +=
         "# HELP gpufleet_controller_gpus_drained GPUs nothing new is placed on, by cause "
         "(health: their agent says unhealthy; admin: `gpufleet drain`).\n"

@@ -8,6 +8,9 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
+#include <string_view>
+#include <tuple>
 
 #include "advise/advisor.h"
 #include "controller/job_logs.h"
@@ -122,6 +125,22 @@ Controller::~Controller() { JoinLoop(); }  // no last flush: the store may be go
 
 std::string Controller::LogPath(int64_t id, int rank) const { return logs_.Path(id, rank); }
 
+int64_t Controller::LogRoomLocked(const std::string& user) const {
+  if (options_.log_quota_bytes <= 0) return std::numeric_limits<int64_t>::max();
+  const auto it = live_log_bytes_.find(user);
+  const int64_t held = it == live_log_bytes_.end() ? 0 : it->second;
+  return std::max<int64_t>(0, options_.log_quota_bytes - held);
+}
+
+void Controller::CountLiveLogLocked(const Active& a, int sign) {
+  int64_t bytes = 0;
+  for (const Rank& r : a.ranks) bytes += r.log_acked;
+  if (bytes == 0) return;
+  const auto it = live_log_bytes_.try_emplace(a.job.user, 0).first;
+  it->second += sign * bytes;
+  if (it->second <= 0) live_log_bytes_.erase(it);
+}
+
 void Controller::SetEvents(ControllerEvents* events) {
   std::lock_guard<std::mutex> lock(mutex_);
   events_ = events;
@@ -129,11 +148,17 @@ void Controller::SetEvents(ControllerEvents* events) {
 
 std::vector<Controller::GpuSeries> Controller::JobGpuSeries(const store::JobRecord& job) const {
   std::vector<GpuSeries> out;
-  if (job.start_ms <= 0) return out;
+  // A job placed again after a preemption keeps its last run's start and end until it runs:
+  // its new GPUs' past is not its own. A running job's end is that earlier run's too.
+  if (job.start_ms <= 0 || job.state == store::JobState::kScheduled ||
+      job.state == store::JobState::kPending) {
+    return out;
+  }
+  const int64_t end_ms = job.state == store::JobState::kRunning ? 0 : job.end_ms;
   std::lock_guard<std::mutex> lock(mutex_);
   for (const store::RankPlacement& rank : job.placement) {
     for (int g : rank.gpus) {
-      out.push_back({rank.node, g, gpu_history_.Get(rank.node, g, job.start_ms, job.end_ms)});
+      out.push_back({rank.node, g, gpu_history_.Get(rank.node, g, job.start_ms, end_ms)});
     }
   }
   return out;
@@ -559,6 +584,7 @@ core::Result<bool> Controller::Recover(int64_t now_ms) {
     // A victim caught in its grace period is stopped again (its timer to SIGKILL was lost).
     a.preempting = job.preempting;
     const bool stop_again = job.preempting;
+    CountLiveLogLocked(a, +1);
     active_[job.id] = std::move(a);
     if (stop_again) StopRanksLocked(active_[job.id]);
   }
@@ -827,6 +853,7 @@ void Controller::UnplanLocked(int64_t id) {
   if (it == active_.end()) return;
   Active a = std::move(it->second);
   active_.erase(it);
+  CountLiveLogLocked(a);
   for (const Rank& r : a.ranks) {
     if (!r.held) continue;  // its node was lost meanwhile: the blocker holds its GPUs
     cluster_.Release(r.node, RankSlice(a.queued, r.gpus), r.gpus);
@@ -1025,6 +1052,8 @@ void Controller::EndLocked(int64_t id, store::JobState to, std::optional<int> ex
                            std::string reason, int64_t now_ms) {
   Active a = std::move(active_.at(id));
   active_.erase(id);
+  CountLiveLogLocked(a);
+  log_held_back_.erase(id);
   for (const Rank& r : a.ranks) {
     TouchNodeLocked(r.node);
     if (nodes_[r.node].alive) {
@@ -1197,6 +1226,22 @@ void Controller::AccountUsageLocked(int node, const std::vector<net::GpuFigure>&
   }
 }
 
+std::pair<double, double> Controller::GpuHoursLocked(const Active& a, int64_t now_ms) const {
+  const double hours = static_cast<double>(std::max<int64_t>(0, now_ms - a.job.start_ms)) / 3.6e6;
+  const int gpus = HeldGpus(a);  // an elastic job's may be fewer than it asks
+  const double alloc = hours * gpus * a.job.GpuShare();
+  int64_t samples = 0;
+  double sm = 0;
+  for (const advise::GpuTotal& g : a.usage->gpu_totals()) {
+    samples += g.samples;
+    sm += g.sm_sum;
+  }
+  // The job's own SM is of the whole GPU: a half-share job at 50% used all of its half.
+  const double used =
+      samples > 0 ? std::min(alloc, hours * gpus * sm / static_cast<double>(samples) / 100) : 0.0;
+  return {alloc, used};
+}
+
 store::JobUsageRecord Controller::UsageRecordLocked(Active& a, int64_t now_ms, bool ended) {
   store::JobUsageRecord record;
   record.job_id = a.job.id;
@@ -1204,21 +1249,9 @@ store::JobUsageRecord Controller::UsageRecordLocked(Active& a, int64_t now_ms, b
   const advise::JobUsage usage = a.usage->Snapshot();
   record.series = advise::EncodeUsage(usage);
   if (!a.ranks.empty()) record.gpu_model = nodes_[a.ranks[0].node].model_name;
-  const double hours = static_cast<double>(std::max<int64_t>(0, now_ms - a.job.start_ms)) / 3.6e6;
   const int gpus = HeldGpus(a);  // an elastic job's may be fewer than it asks
   const double share = a.job.GpuShare();
-  record.gpu_h_alloc = hours * gpus * share;
-  int64_t samples = 0;
-  double sm = 0;
-  for (const advise::GpuTotal& g : usage.gpus) {
-    samples += g.samples;
-    sm += g.sm_sum;
-  }
-  // The job's own SM is of the whole GPU: a half-share job at 50% used all of its half.
-  if (samples > 0) {
-    record.gpu_h_used = std::min(record.gpu_h_alloc,
-                                 hours * gpus * sm / static_cast<double>(samples) / 100);
-  }
+  std::tie(record.gpu_h_alloc, record.gpu_h_used) = GpuHoursLocked(a, now_ms);
   if (ended) {
     advise::JobFacts facts;
     facts.gpus = gpus;
@@ -1274,15 +1307,14 @@ core::Result<std::optional<Controller::JobUsageView>> Controller::Usage(
     if (it != active_.end() && it->second.usage) {
       Active& a = it->second;
       const int64_t now_ms = Now();
-      const store::JobUsageRecord record = UsageRecordLocked(a, now_ms, /*ended=*/false);
+      // One copy of the series, nothing encoded: this runs under the lock that heartbeats take.
       view.usage = a.usage->Snapshot();
       view.live = true;
-      view.gpu_h_alloc = record.gpu_h_alloc;
-      view.gpu_h_used = record.gpu_h_used;
+      std::tie(view.gpu_h_alloc, view.gpu_h_used) = GpuHoursLocked(a, now_ms);
       view.facts.gpus = HeldGpus(a);
       view.facts.gpu_share = a.job.GpuShare();
       view.facts.nodes = static_cast<int>(a.ranks.size());
-      view.facts.gpu_model = record.gpu_model;
+      if (!a.ranks.empty()) view.facts.gpu_model = nodes_[a.ranks[0].node].model_name;
       view.facts.run_ms = now_ms - a.job.start_ms;
     }
   }
@@ -1416,6 +1448,7 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
 
   std::vector<int64_t> touched;
   std::vector<net::LogAck> acked;  // what this beat's logs came to (settled jobs' too, below)
+  std::set<std::pair<int64_t, int>> held_back_logs;  // (job, rank): over the user's log quota
   for (const net::ReportedJob& rep : beat.jobs) {
     auto it = active_.find(rep.id);
     if (it == active_.end() || it->second.job.epoch != rep.epoch || rep.rank < 0 ||
@@ -1424,14 +1457,33 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
       continue;  // stale: not listed in the reply, so the agent stops it
     }
     Rank& r = it->second.ranks[rep.rank];
+    bool held_back = false;
     if (!rep.log_data.empty() && rep.log_from == r.log_acked) {
-      if (logs_.Append(rep.id, rep.rank, rep.log_data)) {
-        r.log_acked += static_cast<int64_t>(rep.log_data.size());
+      const int64_t size = static_cast<int64_t>(rep.log_data.size());
+      const std::string& user = it->second.job.user;
+      // As much as the user's log quota has room for; the rest waits on the node.
+      const int64_t take = std::min(size, LogRoomLocked(user));
+      if (take < size) {
+        held_back = true;
+        held_back_logs.insert({rep.id, rep.rank});
+        ++stats_.log_chunks_held_back;
+        if (log_held_back_.insert(rep.id).second) {
+          std::fprintf(stderr,
+                       "gpufleet controller: job %lld: user %s's running jobs' logs reached their "
+                       "log quota (%lld bytes); the rest waits on node %s\n",
+                       static_cast<long long>(rep.id), user.c_str(),
+                       static_cast<long long>(options_.log_quota_bytes), beat.node.c_str());
+        }
+      }
+      if (take > 0 &&
+          logs_.Append(rep.id, rep.rank, std::string_view(rep.log_data).substr(0, take))) {
+        r.log_acked += take;
+        live_log_bytes_[user] += take;
         if (events_ != nullptr && rep.rank == 0) events_->LogGrew(rep.id, r.log_acked);
       }
     }
     r.log_total = rep.log_size;
-    acked.push_back({rep.id, rep.rank, r.log_acked});
+    acked.push_back({rep.id, rep.rank, r.log_acked, held_back});
     if (r.ended) continue;
     if (rep.usage.measured()) {
       r.host_usage = rep.usage;
@@ -1520,7 +1572,8 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
       x.stop = a.stopping;
       x.grace_s = options_.stop_grace_s;
       reply.assignments.push_back(std::move(x));
-      reply.logs.push_back({id, static_cast<int>(k), r.log_acked});
+      reply.logs.push_back({id, static_cast<int>(k), r.log_acked,
+                            held_back_logs.count({id, static_cast<int>(k)}) > 0});
     }
   }
   // A job settled by this beat is listed no more; its log's last ack still goes, so that the

@@ -15,13 +15,14 @@
 #include <atomic>
 #include <bit>
 #include <condition_variable>
-#include <deque>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -32,18 +33,18 @@
 #include "advise/advisor.h"
 #include "advise/own_hardware.h"
 #include "advise/usage_series.h"
-#include "core/cluster.h"
-#include "core/node.h"
-#include "core/container.h"
-#include "core/result.h"
-#include "core/rng.h"
 #include "controller/gpu_history.h"
 #include "controller/job_logs.h"
 #include "controller/node_registry.h"
+#include "core/cluster.h"
+#include "core/container.h"
+#include "core/node.h"
+#include "core/result.h"
+#include "core/rng.h"
 #include "net/node_protocol.h"
 #include "scale/planner.h"
-#include "sched/placement_policy.h"
 #include "sched/explain.h"
+#include "sched/placement_policy.h"
 #include "sched/queue_policy.h"
 #include "sched/queued_job.h"
 #include "sched/runtime_predictor.h"
@@ -91,6 +92,12 @@ struct ControllerOptions {
   // MaxSubmitJobs: each waiting job is kept whole in the controller's memory (argv and env up to
   // 256 KiB each), so that without a cap one user could take it all. 0: no cap.
   int64_t max_live_jobs_per_user = 10000;
+  // The bytes of logs one user's *running* jobs may hold on the controller together (up's
+  // --log-quota; 0: no quota). A log chunk is taken up to it; the rest waits on its node (within
+  // the node's own --log-limit, told by LogAck::held_back) until the user's running jobs hold
+  // less, and stays there for an admin if the job ends first. Ended jobs' logs are LogSweeper's to
+  // keep within the same quota, so that a user holds at most twice it between sweeps.
+  int64_t log_quota_bytes = 0;
   std::map<std::string, int> user_max_priority;
   // A remote node silent for this long is lost: its jobs become LOST (and PENDING again when
   // restartable), and whatever it still runs of them is stopped when it returns.
@@ -199,6 +206,7 @@ struct ControllerStats {
   int64_t heartbeats = 0;
   int64_t store_errors = 0;    // commits of state changes that failed
   int64_t writes_refused = 0;  // state changes the store refused: its row had moved on
+  int64_t log_chunks_held_back = 0;  // log chunks not taken: their user was over the log quota
   // The last pass that started jobs: how long it held the controller's lock (deciding, and
   // every other step), and how long the commit of its starts took (with the lock released).
   double last_start_pass_ms = 0, last_start_commit_ms = 0;
@@ -472,6 +480,12 @@ class Controller {
   bool WriteWaitsLocked(int64_t id) const;
   // Whether a write about a job `beat` reports still waits unrecorded (the reply must wait too).
   bool UnrecordedLocked(const net::Heartbeat& beat) const;
+  // The bytes of log `user`'s running jobs may still bring here under
+  // ControllerOptions::log_quota_bytes (the largest int64 without a quota).
+  int64_t LogRoomLocked(const std::string& user) const;
+  // Takes `a`'s logs out of live_log_bytes_ (it leaves active_; its logs stay on disk, LogSweeper's
+  // from now on) or, with `sign` 1, puts them in (Recover).
+  void CountLiveLogLocked(const Active& a, int sign = -1);
   // Drops the buffered marks (same-state updates, such as PREEMPTING) of `ids`: for a caller
   // whose flush failed and that undoes those marks in memory rather than retrying them.
   void ForgetMarksLocked(const std::vector<int64_t>& ids);
@@ -514,6 +528,8 @@ class Controller {
   // Job `a`'s usage series builder, made at its start (nullptr while it is not running yet).
   advise::UsageSeriesBuilder* UsageOfLocked(Active& a);
   // The stored form of `a`'s usage so far, advised when `ended`.
+  // GPU-hours `a` was allocated and used from its start to `now_ms` (its usage series exists).
+  std::pair<double, double> GpuHoursLocked(const Active& a, int64_t now_ms) const;
   store::JobUsageRecord UsageRecordLocked(Active& a, int64_t now_ms, bool ended);
   void JoinLoop();  // stops the scheduling thread and waits for it
   bool stopping_ = false;  // Stop's last flush: a failed write does not call on_store_write_failed
@@ -539,6 +555,9 @@ class Controller {
   store::Store& store_;
   ControllerOptions options_;
   JobLogs logs_;
+  // Each user's bytes of logs held here of the runs in active_ (every rank's log_acked).
+  std::map<std::string, int64_t> live_log_bytes_;
+  std::set<int64_t> log_held_back_;   // jobs whose log was held back (each told once on stderr)
   GpuHistory gpu_history_;            // under mutex_
   ControllerEvents* events_ = nullptr;  // under mutex_
   std::unique_ptr<sched::QueuePolicy> queue_policy_;

@@ -140,6 +140,41 @@ TEST_F(ControllerTest, AJobRunsOnAnAgentAndSucceedsWhenItReportsExitZero) {
   EXPECT_FALSE(a.Holds(id)) << "a settled job is no longer listed, so the agent forgets it";
 }
 
+// Running jobs' logs were never held to the user's log quota (only ended jobs' were swept), so a
+// user's many chatty jobs could fill the controller's disk until they ended.
+TEST_F(ControllerTest, RunningJobsLogsStopGrowingHereAtTheirUsersQuota) {
+  ControllerOptions options;
+  options.log_quota_bytes = 1000;
+  Controller& ctl = Make(options);
+  FakeAgent a("a");
+  ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
+  const int64_t first = Submit(1), second = Submit(1);
+  store::JobRecord bobs_job = NewJob(1);
+  bobs_job.user = "bob";
+  auto bobs = ctl.Submit(bobs_job);
+  ASSERT_TRUE(bobs.ok()) << bobs.error();
+  Step({&a});
+  ASSERT_TRUE(a.Runs(first) && a.Runs(second) && a.Runs(bobs.value()));
+  a.Log(first, std::string(600, 'x'));
+  Step({&a});
+  EXPECT_EQ(a.LogAcked(first), 600);
+  a.Log(second, std::string(600, 'y'));
+  a.Log(bobs.value(), std::string(900, 'z'));
+  Step({&a});
+  EXPECT_EQ(a.LogAcked(second), 400) << "ada's running jobs hold what fits in her 1000 bytes";
+  EXPECT_EQ(ctl.Logs().Size(second, 0), 400);
+  EXPECT_GT(ctl.Stats().log_chunks_held_back, 0);
+  EXPECT_TRUE(a.LogHeldBack(second)) << "the agent is told to wait rather than resend at once";
+  EXPECT_EQ(a.LogAcked(bobs.value()), 900) << "another user's quota is their own";
+  a.End(first, 0);
+  Step({&a});
+  ASSERT_EQ(Job(first).state, store::JobState::kSucceeded);
+  Step({&a});
+  EXPECT_EQ(a.LogAcked(second), 600) << "the ended job's log left the running jobs' count";
+  EXPECT_FALSE(a.LogHeldBack(second));
+  EXPECT_EQ(ctl.Logs().Size(second, 0), 600);
+}
+
 // An end the store could not record is not forgotten: before, the controller dropped the write
 // and, the job gone from its memory, never wrote it again, so the store kept it RUNNING for good.
 TEST_F(ControllerTest, AnEndTheStoreCouldNotRecordIsRecordedOnceTheStoreIsBack) {

@@ -64,6 +64,13 @@ void EventHub::CloseSession(const std::string& session_key) {
   }
 }
 
+void EventHub::RecheckCredentials() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (subscribers_.empty()) return;
+  recheck_ = true;
+  wake_.notify_all();
+}
+
 std::size_t EventHub::streams() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return subscribers_.size();
@@ -96,7 +103,7 @@ void EventHub::Loop() {
     // Job and log changes wake the thread at once, node reports within a second; a tick then
     // gathers what else comes meanwhile.
     wake_.wait_for(lock, std::chrono::seconds(1),
-                   [this] { return stop_ || !jobs_.empty() || !logs_.empty(); });
+                   [this] { return stop_ || recheck_ || !jobs_.empty() || !logs_.empty(); });
     if (stop_) break;
     lock.unlock();
     std::this_thread::sleep_for(kTick);
@@ -116,7 +123,9 @@ void EventHub::Loop() {
     const auto now = std::chrono::steady_clock::now();
     const bool ping = now - last_ping >= kPing;
     if (ping) last_ping = now;
-    if (ping && !subscribers_.empty()) {
+    const bool recheck = ping || recheck_;
+    recheck_ = false;
+    if (recheck && !subscribers_.empty()) {
       lock.unlock();
       CloseRevoked();
       lock.lock();

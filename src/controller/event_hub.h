@@ -8,8 +8,10 @@
 // no stream open, nothing is built. A `: ping` comment every `kPing` keeps idle streams open
 // through proxies and finds departed clients. At each ping every stream's credential is looked up
 // again: a stream whose token was revoked, whose user was removed or whose admin right was taken
-// away, or whose dashboard session ended, is closed (within kPing; at once at a logout), as its
-// next request would be refused.
+// away, or whose dashboard session ended, is closed, as its next request would be refused: within
+// a tick of RecheckCredentials (which this controller's admin routes call at each revocation and
+// removal), at once at a logout, and within kPing otherwise (a revocation made through another
+// controller of the fleet).
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -55,6 +57,9 @@ class EventHub final : public ControllerEvents {
                                               int64_t expires_ms = 0);
   // Closes the streams opened through session `session_key` at once (its logout).
   void CloseSession(const std::string& session_key);
+  // Looks every stream's credential up again within a tick, on the hub's thread: a credential was
+  // revoked or a user removed. Returns at once.
+  void RecheckCredentials();
   std::size_t streams() const;
 
   void JobChanged(int64_t id, store::JobState state, int64_t time_ms) override;
@@ -86,6 +91,7 @@ class EventHub final : public ControllerEvents {
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   bool stop_ = false;
+  bool recheck_ = false;  // RecheckCredentials asked for a look before the next ping
   std::vector<Subscriber> subscribers_;
   std::vector<JobChange> jobs_;
   std::set<std::string> nodes_;

@@ -86,5 +86,37 @@ TEST_F(EventHubTest, AStreamClosesWithinASecondOfItsTokensEnd) {
   }
 }
 
+// A revoked token's stream went on until the next ping (15 s) looked at it again; the admin routes
+// now ask the hub to look at once.
+TEST_F(EventHubTest, ARevokedTokensStreamClosesWithinATickOfTheRecheck) {
+  store::TokenRecord franks;
+  franks.sha256 = std::string(64, 'f');
+  franks.created_ms = NowMs();
+  ASSERT_TRUE(store_->AddUser("frank", false, franks).ok());
+  store::TokenRecord grace;
+  grace.sha256 = std::string(64, 'a');
+  grace.created_ms = NowMs();
+  ASSERT_TRUE(store_->AddUser("grace", false, grace).ok());
+  {
+    EventHub hub(*controller_);
+    auto revoked = hub.Subscribe({"frank", false}, franks.sha256);
+    auto kept = hub.Subscribe({"grace", false}, grace.sha256);
+    ASSERT_NE(revoked, nullptr);
+    ASSERT_NE(kept, nullptr);
+    auto gone = store_->RevokeToken(store::TokenId(franks.sha256));
+    ASSERT_TRUE(gone.ok() && gone.value());
+    const auto start = std::chrono::steady_clock::now();
+    hub.RecheckCredentials();
+    while (!revoked->closed() &&
+           std::chrono::steady_clock::now() - start < std::chrono::seconds(10)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_TRUE(revoked->closed());
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3))
+        << "closed by the recheck, not by the 15 s ping";
+    EXPECT_FALSE(kept->closed());
+  }
+}
+
 }  // namespace
 }  // namespace gpufleet::controller

@@ -47,11 +47,24 @@ class FakeAgent {
       r.stopped = job.stopped;
       r.pid = 100 + id;
       r.rank = job.rank;
+      if (auto l = logs_.find(id); l != logs_.end()) {
+        r.log_size = static_cast<int64_t>(l->second.text.size());
+        if (l->second.acked < r.log_size) {
+          r.log_from = l->second.acked;
+          r.log_data = l->second.text.substr(static_cast<std::size_t>(l->second.acked));
+        }
+      }
       beat.jobs.push_back(r);
     }
     auto reply = ctl.Heartbeat(beat, now_ms, in_process);
     if (!reply) return reply;
     node_epoch_ = reply.value().node_epoch;
+    for (const net::LogAck& ack : reply.value().logs) {
+      if (auto l = logs_.find(ack.id); l != logs_.end()) {
+        l->second.acked = ack.size;
+        l->second.held_back = ack.held_back;
+      }
+    }
     std::map<int64_t, Job> listed;
     for (const net::Assignment& a : reply.value().assignments) {
       auto held = jobs_.find(a.id);
@@ -67,6 +80,12 @@ class FakeAgent {
   void End(int64_t id, int code) {
     jobs_.at(id) = Job{jobs_.at(id).epoch, true, false, code, jobs_.at(id).rank};
   }
+  // Job `id`'s log grows by `text` (sent from the last acknowledged offset at each beat).
+  void Log(int64_t id, const std::string& text) { logs_[id].text += text; }
+  // Bytes of job `id`'s log the controller acknowledged.
+  int64_t LogAcked(int64_t id) const { return logs_.count(id) ? logs_.at(id).acked : 0; }
+  // Whether the controller's last ack of job `id`'s log said it held the chunk back.
+  bool LogHeldBack(int64_t id) const { return logs_.count(id) && logs_.at(id).held_back; }
   bool Runs(int64_t id) const { return jobs_.count(id) > 0 && !jobs_.at(id).ended; }
   bool Holds(int64_t id) const { return jobs_.count(id) > 0; }
   // Reports (job, epoch) as running, as an agent still holding an older placement would.
@@ -87,6 +106,12 @@ class FakeAgent {
   int gpus_;
   int64_t node_epoch_ = 0;
   std::map<int64_t, Job> jobs_;
+  struct JobLog {
+    std::string text;
+    int64_t acked = 0;
+    bool held_back = false;
+  };
+  std::map<int64_t, JobLog> logs_;
 };
 
 }  // namespace gpufleet::controller

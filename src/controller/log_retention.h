@@ -17,9 +17,9 @@ struct LogRetention {
   // An ended job's logs are removed this long after it ended (0: kept however old).
   int64_t max_age_ms = 0;
   // The bytes of logs each user may hold on the controller, running jobs' included; over it, the
-  // user's longest-ended jobs' logs are removed first (0: no quota). Running jobs are never
-  // touched, so their logs can take a user over it until they end: each is capped by its node's
-  // --log-limit, and their number by --max-jobs-per-user.
+  // user's longest-ended jobs' logs are removed first (0: no quota). Running jobs' logs are never
+  // removed; the controller stops taking more of them once they alone reach the same quota
+  // (ControllerOptions::log_quota_bytes), so a user holds at most about twice it.
   int64_t user_quota_bytes = 0;
   // A job that ended less than this long ago is kept whatever the above say: its agent may still
   // be shipping its last chunks.

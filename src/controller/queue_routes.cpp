@@ -93,7 +93,7 @@ void AddQueueRoutes(net::HttpServer& server, Controller& controller) {
         std::set<int64_t> own;
         if (!user->admin) {
           auto live = controller.store().LiveJobIdsOf(user->name);
-          if (!live) return Fail(res, 503, live.error());
+          if (!live) return api::Unavailable(res, live.error());
           own.insert(live.value().begin(), live.value().end());
         }
         json jobs = json::array();

@@ -98,7 +98,7 @@ void AddUiRoutes(net::HttpServer& server, const UiRouteContext& context) {
     if (!parsed) return Fail(res, parsed.failure());
     std::string token = std::move(parsed).value();
     auto credential = controller.store().CredentialOf(Sha256Hex(token), NowMs());
-    if (!credential) return Fail(res, 503, credential.error());
+    if (!credential) return api::Unavailable(res, credential.error());
     const std::optional<store::UserRecord>& user = credential.value().user;
     if (!user) {
       return Fail(res, 401,

@@ -215,7 +215,10 @@ std::string ToJson(const HeartbeatReply& r) {
                            {"grace_s", a.grace_s}});
   }
   json logs = json::array();
-  for (const LogAck& l : r.logs) logs.push_back({{"id", l.id}, {"rank", l.rank}, {"size", l.size}});
+  for (const LogAck& l : r.logs) {
+    logs.push_back({{"id", l.id}, {"rank", l.rank}, {"size", l.size}});
+    if (l.held_back) logs.back()["held_back"] = true;
+  }
   return Dump({{"node_epoch", r.node_epoch},
                {"lease_ms", r.lease_ms},
                {"assignments", assignments},
@@ -387,7 +390,8 @@ core::Result<HeartbeatReply> ParseHeartbeatReply(const std::string& body) {
       Object(l, "logs[]");
       r.logs.push_back({CheckedInt(Field(l, "id"), "logs[].id", 1, kMaxId),
                         static_cast<int>(CheckedInt(l, "rank", 0, 1 << 20, 0)),
-                        CheckedInt(Field(l, "size"), "logs[].size", 0, kMaxId)});
+                        CheckedInt(Field(l, "size"), "logs[].size", 0, kMaxId),
+                        CheckedBool(l, "held_back", false)});
     }
   });
 }

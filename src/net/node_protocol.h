@@ -124,6 +124,9 @@ struct LogAck {
   int64_t id = 0;
   int rank = 0;
   int64_t size = 0;  // bytes the controller holds: the next chunk starts here
+  // The chunk sent was not taken: its user's running jobs are at their log quota. The agent waits
+  // a while (NodeAgent::kLogHeldBackPause) before it sends that log again.
+  bool held_back = false;
 };
 
 struct HeartbeatReply {

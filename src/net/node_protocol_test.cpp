@@ -88,6 +88,7 @@ TEST(NodeProtocol, ReplySurvivesARoundTrip) {
   a.pull = core::PullPolicy::kIfMissing;
   reply.assignments.push_back(a);
   reply.logs.push_back({9, 1, 4096});
+  reply.logs.push_back({10, 0, 0, true});
   auto parsed = ParseHeartbeatReply(ToJson(reply));
   ASSERT_TRUE(parsed.ok()) << parsed.error();
   const Assignment& x = parsed.value().assignments.at(0);
@@ -102,6 +103,8 @@ TEST(NodeProtocol, ReplySurvivesARoundTrip) {
   EXPECT_EQ(x.container, a.container);
   EXPECT_EQ(x.pull, core::PullPolicy::kIfMissing);
   EXPECT_EQ(parsed.value().logs.at(0).size, 4096);
+  EXPECT_FALSE(parsed.value().logs.at(0).held_back);
+  EXPECT_TRUE(parsed.value().logs.at(1).held_back);
   EXPECT_EQ(parsed.value().lease_ms, 10000);
 }
 

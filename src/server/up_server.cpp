@@ -55,7 +55,8 @@ namespace {
 // (usage figures, log chunks, GPU health).
 constexpr int kLocalIdleBeatMs = 250;
 // How often the controller's log folder is swept for retention (controller/log_retention.h): a
-// user can go past their quota by at most what their jobs log in this time.
+// user's ended jobs' logs can go past their quota by what ends in this time (their running jobs'
+// logs are held to it as they arrive: ControllerOptions::log_quota_bytes).
 constexpr int64_t kLogSweepMs = 10 * 60'000;
 // A job's log reaches the controller's copy in chunks of at most this much per beat.
 constexpr int64_t kLocalLogBudget = int64_t{8} << 20;
@@ -533,6 +534,7 @@ int RunUpOnce(const UpOptions& o) {
     options.own_hardware = own.value();
   }
   options.max_live_jobs_per_user = o.max_jobs_per_user;
+  options.log_quota_bytes = log_retention.user_quota_bytes;
   for (const std::string& text : o.max_priorities) {
     const std::size_t eq = text.find('=');
     const std::string number = eq == std::string::npos ? text : text.substr(eq + 1);
