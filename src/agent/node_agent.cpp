@@ -213,8 +213,12 @@ void NodeAgent::Forget(int64_t id) {
     const uintmax_t size = h.log_path.empty() ? 0 : std::filesystem::file_size(h.log_path, size_ec);
     const bool gone = size_ec == std::errc::no_such_file_or_directory;
     // (A job this agent never launched has no log path: nothing of it to delete.)
+    // A log the controller cut at its user's quota goes too: keeping the rest would move the
+    // quota's bytes onto the node's disk, for good.
+    const bool cut_at_quota = h.log_resume != std::chrono::steady_clock::time_point{};
     if (!h.log_path.empty() &&
-        (gone || (!size_ec && h.log_acked >= 0 && static_cast<uintmax_t>(h.log_acked) >= size))) {
+        (gone || cut_at_quota ||
+         (!size_ec && h.log_acked >= 0 && static_cast<uintmax_t>(h.log_acked) >= size))) {
       for (const std::string& path :
            {h.log_path, ExitFilePath(h.log_path), FencedFilePath(h.log_path),
             ContainerIdFilePath(h.log_path)}) {

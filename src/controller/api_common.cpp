@@ -39,7 +39,7 @@ int HttpStatus(core::ErrorCode code) {
 
 void Fail(httplib::Response& res, const core::Error& error) {
   const int status = HttpStatus(error.code);
-  if (status >= 500) return Unavailable(res, error.message);
+  if (status == 503) return Unavailable(res, error.message);
   Fail(res, status, error.message, error.field);
 }
 
@@ -50,6 +50,11 @@ void Unavailable(httplib::Response& res, const std::string& detail) {
   if (now_s != last && last_logged_s.compare_exchange_strong(last, now_s)) {
     std::fprintf(stderr, "gpufleet controller: answered 503: %s\n", detail.c_str());
   }
+  // Only what a store said is kept back: it begins with the store's name, which carries the data
+  // directory's path (SQLite) or the database's host, port and name (PostgreSQL). The
+  // controller's own words ("this controller no longer leads", "too many sessions") go through.
+  const bool from_store = detail.rfind("store ", 0) == 0 || detail.rfind("PostgreSQL ", 0) == 0;
+  if (!from_store) return Fail(res, 503, detail);
   // What a caller can act on, named without the paths and addresses around it.
   std::string why;
   if (detail.find("the disk is full") != std::string::npos) {

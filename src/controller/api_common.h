@@ -23,11 +23,13 @@ void Fail(httplib::Response& res, int status, const std::string& message,
 // The HTTP status of an error code (invalid 400, forbidden 403, not found 404, infeasible 400,
 // unavailable 503, internal 500).
 int HttpStatus(core::ErrorCode code);
-// Answers as Fail does; an error of the controller's side (unavailable, internal) as Unavailable.
+// Answers as Fail does; an unavailable one (503) as Unavailable.
 void Fail(httplib::Response& res, const core::Error& error);
-// Answers 503 {"error": "the controller cannot answer now (its log says why); try again"}: what
-// a store or the system said (`detail`) may name the database's host, port, role and paths, so it
-// goes to the controller's standard error (at most one line a second), never to the caller.
+// Answers 503 with `detail`, except where a store said it ("store /path: ...", "PostgreSQL
+// host:port/db: ..."): that names the data directory or the database's address, so the caller
+// gets "the controller cannot answer now (its log says more); try again" (with the disk full, the
+// directory not writable or the database connection lost named), and the detail goes to the
+// controller's standard error (at most one line a second).
 void Unavailable(httplib::Response& res, const std::string& detail);
 std::optional<int64_t> ParseId(const std::string& text);
 // A yes/no query parameter: "1" or "true", "0" or "false"; nothing for anything else.

@@ -985,7 +985,9 @@ void Controller::SettleLocked(int64_t id, int64_t now_ms) {
     s.exit_code = r.exit_code;
     s.reason = r.reason;
     s.oom_kills = std::max<int64_t>(0, r.host_usage.get(core::UsageFigure::kOomKills));
-    s.log_in_flight = r.log_acked < r.log_total && now_ms - r.ended_ms < kLogDrainMs;
+    // (A log cut at its user's quota is not waited for: the rest stays on the node.)
+    s.log_in_flight =
+        !r.log_held_back && r.log_acked < r.log_total && now_ms - r.ended_ms < kLogDrainMs;
     ranks.push_back(std::move(s));
   }
   JobStanding job;
@@ -1463,6 +1465,7 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
       const std::string& user = it->second.job.user;
       // As much as the user's log quota has room for; the rest waits on the node.
       const int64_t take = std::min(size, LogRoomLocked(user));
+      r.log_held_back = take < size;
       if (take < size) {
         held_back = true;
         held_back_logs.insert({rep.id, rep.rank});

@@ -95,8 +95,9 @@ struct ControllerOptions {
   // The bytes of logs one user's *running* jobs may hold on the controller together (up's
   // --log-quota; 0: no quota). A log chunk is taken up to it; the rest waits on its node (within
   // the node's own --log-limit, told by LogAck::held_back) until the user's running jobs hold
-  // less, and stays there for an admin if the job ends first. Ended jobs' logs are LogSweeper's to
-  // keep within the same quota, so that a user holds at most twice it between sweeps.
+  // less; a job that ends first loses the rest (its node deletes its copy). Ended jobs' logs are
+  // LogSweeper's to keep within the same quota, so that a user holds at most twice it between
+  // sweeps.
   int64_t log_quota_bytes = 0;
   std::map<std::string, int> user_max_priority;
   // A remote node silent for this long is lost: its jobs become LOST (and PENDING again when
@@ -408,6 +409,7 @@ class Controller {
     int64_t ended_ms = 0;
     int64_t log_acked = 0;  // bytes of its log the controller holds
     int64_t log_total = 0;  // bytes the agent reported
+    bool log_held_back = false;  // its last chunk was cut at the user's log quota
     std::string reason;
     // Usage of its GPUs while it ran: utilization summed over GPU-samples, and the peak of its
     // GPUs' memory in use together.

@@ -173,6 +173,13 @@ TEST_F(ControllerTest, RunningJobsLogsStopGrowingHereAtTheirUsersQuota) {
   EXPECT_EQ(a.LogAcked(second), 600) << "the ended job's log left the running jobs' count";
   EXPECT_FALSE(a.LogHeldBack(second));
   EXPECT_EQ(ctl.Logs().Size(second, 0), 600);
+  // A job that ends with its log cut at the quota settles at once: the rest is not waited for.
+  a.Log(second, std::string(2000, 'y'));
+  Step({&a});
+  EXPECT_EQ(a.LogAcked(second), 1000);
+  a.End(second, 0);
+  Step({&a});
+  EXPECT_EQ(Job(second).state, store::JobState::kSucceeded);
 }
 
 // An end the store could not record is not forgotten: before, the controller dropped the write
