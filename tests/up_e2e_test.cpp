@@ -711,6 +711,18 @@ TEST_F(UpServer, UsersTokensAndNodeCredentials) {
   EXPECT_TRUE(std::any_of(audit.begin(), audit.end(), [](const json& e) {
     return e["what"] == "user added" && e["detail"] == "alice (reclaiming 1 job(s))";
   })) << audit.dump();
+  // In pages: the latest one, then the one before it, as X-More-Before says.
+  ASSERT_GE(audit.size(), 2u);
+  auto page = Http(token_).Get("/v1/audit?limit=1");
+  ASSERT_EQ(json::parse(page->body).size(), 1u);
+  EXPECT_EQ(json::parse(page->body)[0]["id"], audit.back()["id"]);
+  const std::string before = page->get_header_value("X-More-Before");
+  ASSERT_FALSE(before.empty());
+  const json older = json::parse(Http(token_).Get("/v1/audit?limit=1&before=" + before)->body);
+  ASSERT_EQ(older.size(), 1u);
+  EXPECT_EQ(older[0]["id"], audit[audit.size() - 2]["id"]);
+  EXPECT_EQ(Http(token_).Get("/v1/audit?limit=0")->status, 400);
+  EXPECT_EQ(Http(token_).Get("/v1/audit?before=x")->status, 400);
   std::filesystem::remove_all(agent_dir);
 }
 

@@ -89,6 +89,10 @@ std::optional<int64_t> UserTokenExpiry(const json& j, int64_t max_ttl_s, int64_t
 
 }  // namespace
 
+// The audit log's pages (GET /v1/audit): the latest 1,000 events unless asked otherwise.
+constexpr int64_t kDefaultAuditPage = 1000;
+constexpr int64_t kMaxAuditPage = 10000;
+
 void AddAdminRoutes(net::HttpServer& server, Controller& controller,
                     const AdminRouteOptions& options) {
   const std::string& ca_sha256 = options.ca_sha256;
@@ -332,13 +336,35 @@ void AddAdminRoutes(net::HttpServer& server, Controller& controller,
   server.Post(R"(/v1/nodes/([^/]+)/undrain)", drain_route(false));
   server.Get("/v1/audit", [&controller](const httplib::Request& req, httplib::Response& res) {
     if (!Admin(controller, req, res)) return;
-    auto events = controller.store().Events(0);
-    if (!events) return api::Unavailable(res, events.error());
-    json out = json::array();
-    for (const store::JobEvent& e : events.value()) {
-      out.push_back(
-          {{"time_ms", e.time_ms}, {"actor", e.actor}, {"what", e.what}, {"detail", e.detail}});
+    int64_t limit = kDefaultAuditPage, before = 0;
+    if (req.has_param("limit")) {
+      auto n = api::ParseId(req.get_param_value("limit"));
+      if (!n || *n < 1 || *n > kMaxAuditPage) {
+        return Fail(res, 400, "limit must be an integer in 1.." + std::to_string(kMaxAuditPage),
+                    "limit");
+      }
+      limit = *n;
     }
+    if (req.has_param("before")) {
+      auto id = api::ParseId(req.get_param_value("before"));
+      if (!id || *id < 1) return Fail(res, 400, "before must be an event id", "before");
+      before = *id;
+    }
+    // One more than asked: whether older events remain.
+    auto events = controller.store().EventsPage(0, before, limit + 1);
+    if (!events) return api::Unavailable(res, events.error());
+    std::vector<store::JobEvent>& page = events.value();
+    const bool more = static_cast<int64_t>(page.size()) > limit;
+    if (more) page.erase(page.begin());
+    json out = json::array();
+    for (const store::JobEvent& e : page) {
+      out.push_back({{"id", e.id},
+                     {"time_ms", e.time_ms},
+                     {"actor", e.actor},
+                     {"what", e.what},
+                     {"detail", e.detail}});
+    }
+    if (more) res.set_header("X-More-Before", std::to_string(page.front().id));
     res.set_content(Dump(out), "application/json");
   });
   server.Post("/v1/agent/join", [&controller](const httplib::Request& req, httplib::Response& res) {

@@ -12,7 +12,10 @@
 //   GET    /v1/tokens                        every credential by id (never the token itself)
 //   DELETE /v1/tokens/<id>                   revoke one
 //   POST   /v1/nodes/<name>/revoke           revoke every credential of a node
-//   GET    /v1/audit                         admin actions (who, what, when)
+//   GET    /v1/audit[?limit=N][&before=ID]   admin actions (id, who, what, when), oldest first:
+//                                            the latest N (default 1000, at most 10000), or the
+//                                            N before event ID; header X-More-Before: the id to
+//                                            ask before for the next older page, when there is one
 //   POST   /v1/agent/join {"node"}           a join token buys a credential for that node only
 #include <httplib.h>
 

@@ -1,8 +1,9 @@
 #include "controller/api_common.h"
 
-#include <atomic>
 #include <charconv>
 #include <cstdio>
+#include <map>
+#include <mutex>
 #include <string_view>
 
 #include "controller/auth.h"
@@ -44,11 +45,19 @@ void Fail(httplib::Response& res, const core::Error& error) {
 }
 
 void Unavailable(httplib::Response& res, const std::string& detail) {
-  static std::atomic<int64_t> last_logged_s{0};
-  const int64_t now_s = NowMs() / 1000;
-  int64_t last = last_logged_s.load();
-  if (now_s != last && last_logged_s.compare_exchange_strong(last, now_s)) {
-    std::fprintf(stderr, "gpufleet controller: answered 503: %s\n", detail.c_str());
+  {
+    // Each distinct detail at most once a second, so that a flood of requests while the store is
+    // down does not flood the log, and a second failure is not hidden behind the first.
+    static std::mutex mutex;
+    static std::map<std::string, int64_t> logged_s;  // detail -> the second it was last logged
+    const int64_t now_s = NowMs() / 1000;
+    std::lock_guard<std::mutex> lock(mutex);
+    if (logged_s.size() >= 64) logged_s.clear();
+    auto [it, fresh] = logged_s.try_emplace(detail, now_s);
+    if (fresh || it->second != now_s) {
+      it->second = now_s;
+      std::fprintf(stderr, "gpufleet controller: answered 503: %s\n", detail.c_str());
+    }
   }
   // Only what a store said is kept back: it begins with the store's name, which carries the data
   // directory's path (SQLite) or the database's host, port and name (PostgreSQL). The

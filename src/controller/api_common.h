@@ -29,7 +29,7 @@ void Fail(httplib::Response& res, const core::Error& error);
 // host:port/db: ..."): that names the data directory or the database's address, so the caller
 // gets "the controller cannot answer now (its log says more); try again" (with the disk full, the
 // directory not writable or the database connection lost named), and the detail goes to the
-// controller's standard error (at most one line a second).
+// controller's standard error (each distinct detail at most once a second).
 void Unavailable(httplib::Response& res, const std::string& detail);
 std::optional<int64_t> ParseId(const std::string& text);
 // A yes/no query parameter: "1" or "true", "0" or "false"; nothing for anything else.

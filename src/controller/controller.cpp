@@ -18,6 +18,7 @@
 #include "core/duration.h"
 #include "core/gpu_catalog.h"
 #include "core/job.h"
+#include "core/text.h"
 #include "sched/policy_registry.h"
 
 namespace gpufleet::controller {
@@ -29,6 +30,12 @@ constexpr int64_t kLogDrainMs = 5000;
 // Heartbeats held at once (long poll); more are answered at once. The API serves with more
 // workers than this (api_server.cpp), so users always find free ones.
 constexpr int kMaxHeldHeartbeats = 16;
+// A node's GPU health changes recorded in the audit log (and on stderr) per hour; the rest are
+// counted and the count recorded when the hour is over.
+constexpr int64_t kHealthWindowMs = 3'600'000;
+constexpr int kMaxHealthRecords = 64;
+// The most of a rank's end reason a node's word is kept of (its agent sends at most this much).
+constexpr std::size_t kMaxRankReason = 4096;
 
 // Wall time since `start`, in milliseconds (for the pass's own figures, ControllerStats).
 double MsSince(std::chrono::steady_clock::time_point start) {
@@ -394,9 +401,27 @@ void Controller::UpdateHealthLocked(int node, const std::vector<net::GpuFigure>&
     bad[f.index] = f.health_reason.empty() ? std::string("unhealthy") : f.health_reason;
   }
   if (bad == n.unhealthy) return;
-  const auto event = [&](const std::string& what, const std::string& detail) {
+  const auto record = [&](const std::string& what, const std::string& detail) {
     std::fprintf(stderr, "gpufleet: %s: %s\n", what.c_str(), detail.c_str());
     if (auto r = store_.Audit(0, "", what, detail, now_ms); !r) ++stats_.store_errors;
+  };
+  const auto event = [&](const std::string& what, const std::string& detail) {
+    if (now_ms - n.health_window_ms >= kHealthWindowMs) {
+      if (n.health_left_out > 0) {
+        record("GPU health changes left out",
+               "node " + n.name + ": " + std::to_string(n.health_left_out) +
+                   " more in the hour before (at most " + std::to_string(kMaxHealthRecords) +
+                   " are recorded an hour)");
+      }
+      n.health_window_ms = now_ms;
+      n.health_recorded = n.health_left_out = 0;
+    }
+    if (n.health_recorded >= kMaxHealthRecords) {
+      ++n.health_left_out;
+      return;
+    }
+    ++n.health_recorded;
+    record(what, detail);
   };
   std::vector<int> newly;
   for (const auto& [g, why] : bad) {
@@ -1046,6 +1071,14 @@ void Controller::NoteSimulatedContainerLocked(const Active& a, int64_t now_ms) {
   if (auto r = store_.Audit(a.job.id, "", "container", detail, now_ms); !r) ++stats_.store_errors;
 }
 
+int64_t Controller::FigureTimeMs(const net::GpuFigure& f, int64_t now_ms) {
+  // A node's clock may be off a little; a time far from the controller's is not believed (one
+  // in the far future stopped every later figure of that node from counting).
+  constexpr int64_t kMaxSkewMs = 10 * 60'000;
+  return f.sample_ms > now_ms - kMaxSkewMs && f.sample_ms < now_ms + kMaxSkewMs ? f.sample_ms
+                                                                                : now_ms;
+}
+
 bool Controller::AllRanksHeld(const Active& a) {
   return std::all_of(a.ranks.begin(), a.ranks.end(), [](const Rank& r) { return r.held; });
 }
@@ -1056,6 +1089,16 @@ void Controller::EndLocked(int64_t id, store::JobState to, std::optional<int> ex
   active_.erase(id);
   CountLiveLogLocked(a);
   log_held_back_.erase(id);
+  for (std::size_t k = 0; k < a.ranks.size(); ++k) {
+    const Rank& r = a.ranks[k];
+    if (!r.log_held_back || r.log_total <= r.log_acked) continue;
+    // Said where its reader looks: the log stops here because of the quota, not the job.
+    const std::string note = "\n[gpufleet] the rest of this log (" +
+                             std::to_string(r.log_total - r.log_acked) +
+                             " bytes) was not kept: " + a.job.user +
+                             "'s running jobs' logs had reached the controller's --log-quota\n";
+    logs_.Append(id, static_cast<int>(k), note);
+  }
   for (const Rank& r : a.ranks) {
     TouchNodeLocked(r.node);
     if (nodes_[r.node].alive) {
@@ -1191,7 +1234,7 @@ advise::UsageSeriesBuilder* Controller::UsageOfLocked(Active& a) {
 void Controller::AccountUsageLocked(int node, const std::vector<net::GpuFigure>& figures,
                                     int64_t now_ms) {
   int64_t newest = 0;
-  for (const net::GpuFigure& f : figures) newest = std::max(newest, f.sample_ms);
+  for (const net::GpuFigure& f : figures) newest = std::max(newest, FigureTimeMs(f, now_ms));
   if (newest <= nodes_[node].last_figure_ms) return;  // already counted (or none)
   nodes_[node].last_figure_ms = newest;
   for (auto& [id, a] : active_) {
@@ -1501,7 +1544,8 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
       r.exit_code = rep.exit_code;
       r.lost = rep.state == net::ReportedJob::State::kLost;
       r.stopped = rep.stopped;
-      r.reason = rep.reason;
+      // Bounded here too (the agent cuts it): it goes into another user's job record.
+      r.reason = core::TruncateUtf8(rep.reason, kMaxRankReason);
     }
     touched.push_back(rep.id);
   }
@@ -1513,7 +1557,7 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
   AccountUsageLocked(index, beat.figures, now_ms);
   UpdateHealthLocked(index, beat.figures, now_ms);
   for (const net::GpuFigure& f : beat.figures) {
-    gpu_history_.Add(n.name, f.index, f.sample_ms > 0 ? f.sample_ms : now_ms, f.util_pct,
+    gpu_history_.Add(n.name, f.index, FigureTimeMs(f, now_ms), f.util_pct,
                      static_cast<double>(f.mem_used_mib));
   }
   if (events_ != nullptr) events_->NodeReported(n.name);
@@ -1533,13 +1577,17 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
   if (UnrecordedLocked(beat)) return unrecorded();
 
   // Long poll: hold the reply until this node has new work (or a stop), or the wait is over.
-  // Held replies are capped so that agents never take every HTTP worker.
+  // Held replies are capped so that agents never take every HTTP worker, and one node's at one:
+  // an agent beats one at a time, and a node sending many at once (a compromised one) must not
+  // hold the workers that other nodes' beats need to keep their leases.
   const int64_t wait_ms = std::min<int64_t>(beat.wait_ms, options_.lease_ms / 4);
-  if (wait_ms > 0 && held_heartbeats_ < kMaxHeldHeartbeats) {
+  if (wait_ms > 0 && held_heartbeats_ < kMaxHeldHeartbeats && nodes_[index].held_beats == 0) {
     const uint64_t seen = nodes_[index].version;
     ++held_heartbeats_;
+    ++nodes_[index].held_beats;
     node_changed_.wait_for(lock, std::chrono::milliseconds(wait_ms),
                            [&] { return stop_ || nodes_[index].version != seen; });
+    --nodes_[index].held_beats;
     --held_heartbeats_;
   }
   if (options_.may_act && !options_.may_act()) {

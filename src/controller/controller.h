@@ -420,6 +420,9 @@ class Controller {
   };
   struct Active;
   static bool AllRanksHeld(const Active& a);
+  // When figure `f` was sampled, as the controller takes it: its own time unless it lies within
+  // ten minutes of `now_ms`.
+  static int64_t FigureTimeMs(const net::GpuFigure& f, int64_t now_ms);
   struct Active {
     store::JobRecord job;
     sched::QueuedJob queued;

@@ -9,10 +9,13 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "controller/fake_agent.h"
 #include "controller/store_write_lock.h"
@@ -180,6 +183,57 @@ TEST_F(ControllerTest, RunningJobsLogsStopGrowingHereAtTheirUsersQuota) {
   a.End(second, 0);
   Step({&a});
   EXPECT_EQ(Job(second).state, store::JobState::kSucceeded);
+  std::ifstream kept(ctl.Logs().Path(second, 0));
+  const std::string text((std::istreambuf_iterator<char>(kept)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("the rest of this log (1600 bytes) was not kept"), std::string::npos)
+      << "a reader learns why it stops";
+}
+
+// Found by a review: held heartbeats were capped for all nodes together only, so one node sending
+// 16 long-poll beats at once held every slot and most agent workers.
+TEST_F(ControllerTest, OneNodesSecondLongPollIsAnsweredAtOnce) {
+  Controller& ctl = Make();
+  FakeAgent a("a");
+  ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
+  net::Heartbeat beat;
+  beat.node = "a";
+  beat.gpus = 4;
+  beat.gpu_model = "G2";
+  auto first = ctl.Heartbeat(beat, now_ms_);  // its epoch, for the beats below
+  ASSERT_TRUE(first.ok()) << first.error();
+  beat.node_epoch = first.value().node_epoch;
+  beat.wait_ms = 2000;
+  std::thread held([&] { (void)ctl.Heartbeat(beat, now_ms_); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the first one is held by now
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(ctl.Heartbeat(beat, now_ms_).ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(1000))
+      << "a second beat of the same node was held too";
+  held.join();
+}
+
+// Found by a review: each change of a GPU's health reason was an audit-log row, so a node
+// flapping its GPUs' reasons grew the audit log without bound.
+TEST_F(ControllerTest, ANodeFlappingItsGpusHealthRecordsAtMostTheCapAnHour) {
+  Controller& ctl = Make();
+  FakeAgent a("a");
+  a.sm_pct = 0;
+  for (int k = 0; k < 100; ++k) {
+    a.unhealthy_reason = k % 2 == 0 ? "" : "xid " + std::to_string(k);
+    ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
+    now_ms_ += 1000;
+  }
+  const auto recorded = store_->Events(0);
+  ASSERT_TRUE(recorded.ok());
+  EXPECT_EQ(recorded.value().size(), 64u) << "4 GPUs x 99 changes, capped";
+  now_ms_ += 3'600'000;
+  a.unhealthy_reason = "xid 999";
+  ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
+  const auto later = store_->Events(0).value();
+  ASSERT_GE(later.size(), 66u);
+  EXPECT_EQ(later[64].what, "GPU health changes left out");
+  EXPECT_NE(later[64].detail.find("332 more"), std::string::npos) << later[64].detail;
+  EXPECT_EQ(later[65].what, "GPU drained") << "a new hour records again";
 }
 
 // An end the store could not record is not forgotten: before, the controller dropped the write

@@ -35,6 +35,8 @@ class FakeAgent {
         f.mem_used_mib = 100;
         f.mem_total_mib = 80000;
         f.job_sm = job_sm;
+        f.healthy = unhealthy_reason.empty();
+        f.health_reason = unhealthy_reason;
         beat.figures.push_back(f);
       }
     }
@@ -92,6 +94,7 @@ class FakeAgent {
   void Pretend(int64_t id, int64_t epoch) { jobs_[id] = Job{epoch}; }
   core::GpuLinks links;  // sent with each beat (empty: none)
   double sm_pct = -1;     // every GPU's SM utilization sent with each beat (-1: no figures)
+  std::string unhealthy_reason;  // with figures: every GPU unhealthy for this reason ("": healthy)
   std::vector<std::pair<int64_t, double>> job_sm;  // per-job SM sent with each GPU's figure
 
  private:

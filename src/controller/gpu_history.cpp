@@ -10,7 +10,10 @@ void GpuHistory::Add(const std::string& node, int gpu, int64_t t_ms, double util
   std::vector<std::deque<Point>>& gpus = by_node_[node];
   if (static_cast<int>(gpus.size()) <= gpu) gpus.resize(static_cast<std::size_t>(gpu) + 1);
   std::deque<Point>& points = gpus[static_cast<std::size_t>(gpu)];
-  if (!points.empty() && t_ms < points.back().t_ms + step_ms_) return;
+  // (Written so that no sum overflows, whatever `t_ms` a node sent.)
+  if (!points.empty() && (t_ms < points.back().t_ms || t_ms - points.back().t_ms < step_ms_)) {
+    return;
+  }
   points.push_back({t_ms, static_cast<float>(util_pct), static_cast<float>(mem_used_mib)});
   while (!points.empty() && points.front().t_ms < t_ms - keep_ms_) points.pop_front();
 }

@@ -43,7 +43,7 @@ bool NodeRegistry::Heard(int i, const net::Heartbeat& beat, bool busy, int64_t n
   std::string catalog_name;
   const core::NodeSpec reported = NodeSpecOf(n.name, beat.gpus, beat.gpu_model, &catalog_name,
                                              beat.cpu_milli, beat.memory_mib);
-  if (!n.known || (!busy && (n.spec.num_gpus != beat.gpus || n.model_name != beat.gpu_model ||
+  if (!n.known || (!busy && (n.spec.num_gpus != beat.gpus || n.model_name != catalog_name ||
                              n.spec.cpu_milli != reported.cpu_milli ||
                              n.spec.memory_mib != reported.memory_mib))) {
     n.spec = reported;

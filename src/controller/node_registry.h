@@ -24,6 +24,7 @@ struct RegisteredNode {
   std::string model_name;
   bool simulated = false;
   bool local = false;  // its agent runs in the controller's process (ControllerOptions)
+  int held_beats = 0;  // its heartbeats the controller holds now (long poll): one at most
   std::string limits = "none", limits_why;
   std::vector<std::string> images;  // the container images it holds, as its agent last said
   bool alive = false;  // heard from within the lease
@@ -55,6 +56,10 @@ struct RegisteredNode {
   // the cluster snapshot holds on it, so that no placement takes what its jobs leave free.
   std::map<int, std::string> unhealthy;
   std::map<int, std::string> acked;
+  // Health changes recorded in the audit log in the hour from `health_window_ms`, and those left
+  // out past the cap (Controller: a node flapping its GPUs' health must not grow the log at will).
+  int64_t health_window_ms = 0;
+  int health_recorded = 0, health_left_out = 0;
   std::map<int, store::GpuDrain> drains;
   std::map<int, std::vector<int>> held;
   core::GpuLinks links;  // how its GPUs are connected, as its agent reported (may be empty)

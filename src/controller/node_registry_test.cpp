@@ -53,6 +53,23 @@ TEST(NodeRegistry, AHeartbeatRegistersAndOnlyChangesThatMatterAskForANewSnapshot
   EXPECT_EQ(nodes.KnownSpecs().size(), 2u);
 }
 
+// Found by a review: the reported model name was compared with the catalog's name for it, so a
+// node that reports NVML's name (every real one) or a model the catalog does not know asked for a
+// new snapshot, and a store write, at every idle beat.
+TEST(NodeRegistry, AModelNameTheCatalogSpellsOtherwiseAsksForNoNewSnapshotOnEachBeat) {
+  for (const char* model : {"NVIDIA H100 80GB HBM3", "a model nobody knows"}) {
+    NodeRegistry nodes("", 1);
+    const int a = nodes.IndexOf("a");
+    net::Heartbeat beat = Beat("a", 8);
+    beat.gpu_model = model;
+    EXPECT_TRUE(nodes.Heard(a, beat, false, 1000)) << model;
+    EXPECT_FALSE(nodes.Heard(a, beat, false, 2000)) << model;
+    beat.gpu_model = "G2";
+    const bool same_model = nodes[a].model_name == "G2";
+    EXPECT_EQ(nodes.Heard(a, beat, false, 3000), !same_model) << model;
+  }
+}
+
 TEST(NodeRegistry, ASilentNodePastItsLeaseIsLostWithANewEpochAndComesBackAlive) {
   NodeRegistry nodes("", 1);
   const int a = nodes.IndexOf("a");

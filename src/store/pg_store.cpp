@@ -35,6 +35,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -701,13 +702,31 @@ class PgStore final : public Store {
 
   core::Result<std::vector<JobEvent>> Events(int64_t job_id) override {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto r = Read("SELECT job_id,time_ms,what,detail,actor FROM events WHERE job_id=$1 ORDER BY id",
-                  {Int(job_id)});
+    auto r =
+        Read("SELECT job_id,id,time_ms,what,detail,actor FROM events WHERE job_id=$1 ORDER BY id",
+             {Int(job_id)});
     if (!r) return r.failure();
     std::vector<JobEvent> out;
     for (int i = 0; i < r.value().Rows(); ++i) {
       const Row s{r.value(), i};
-      out.push_back({s.Int(0), s.Int(1), s.Text(2), s.Text(3), s.Text(4)});
+      out.push_back({s.Int(0), s.Int(1), s.Int(2), s.Text(3), s.Text(4), s.Text(5)});
+    }
+    return out;
+  }
+
+  core::Result<std::vector<JobEvent>> EventsPage(int64_t job_id, int64_t before_id,
+                                                 int64_t limit) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto r = Read(
+        "SELECT job_id,id,time_ms,what,detail,actor FROM events WHERE job_id=$1 AND id<$2 "
+        "ORDER BY id DESC LIMIT $3",
+        {Int(job_id), Int(before_id > 0 ? before_id : std::numeric_limits<int64_t>::max()),
+         Int(limit)});
+    if (!r) return r.failure();
+    std::vector<JobEvent> out;
+    for (int i = r.value().Rows() - 1; i >= 0; --i) {
+      const Row s{r.value(), i};
+      out.push_back({s.Int(0), s.Int(1), s.Int(2), s.Text(3), s.Text(4), s.Text(5)});
     }
     return out;
   }

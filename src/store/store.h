@@ -178,6 +178,7 @@ struct JobReportRow {
 
 struct JobEvent {
   int64_t job_id = 0;  // 0: an admin action, not about one job (the audit log)
+  int64_t id = 0;      // its place among all events (rises with each event added)
   int64_t time_ms = 0;
   std::string what;  // "submitted", "PENDING->SCHEDULED", "user added", ...
   std::string detail;
@@ -331,6 +332,10 @@ class Store {
   virtual core::Result<std::vector<bool>> TransitionAll(
       const std::vector<TransitionRequest>& requests, int64_t now_ms) = 0;
   virtual core::Result<std::vector<JobEvent>> Events(int64_t job_id) = 0;
+  // The latest `limit` events of `job_id` whose id is below `before_id` (0: any), oldest first:
+  // a page of a long history (the audit log is job 0), the next older one before its first id.
+  virtual core::Result<std::vector<JobEvent>> EventsPage(int64_t job_id, int64_t before_id,
+                                                         int64_t limit) = 0;
   // Usage series: `PutJobUsage` adds or replaces each record by job id, in one transaction;
   // `GetJobUsage` reads one (none: never measured). `ReportRows` lists the jobs that ended at or
   // after `since_ms` with a usage record, in id order: `user`'s only ("" : every user's), chosen

@@ -729,6 +729,25 @@ TEST_P(StoreTest, AuditEventsNameTheirActor) {
   EXPECT_EQ(store_->Events(id).value().at(0).actor, "alice");
 }
 
+// The audit log was one answer however long it grew.
+TEST_P(StoreTest, EventsComeInPagesNewestPageFirstEachOldestFirst) {
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(store_->Audit(0, "root", "token revoked", std::to_string(i), 1000 + i).ok());
+  }
+  ASSERT_TRUE(store_->SubmitJob(Job("alice")).ok());  // another job's event, not in the audit log
+  const auto latest = store_->EventsPage(0, 0, 2).value();
+  ASSERT_EQ(latest.size(), 2U);
+  EXPECT_EQ(latest[0].detail, "3");
+  EXPECT_EQ(latest[1].detail, "4");
+  EXPECT_LT(latest[0].id, latest[1].id);
+  const auto older = store_->EventsPage(0, latest[0].id, 10).value();
+  ASSERT_EQ(older.size(), 3U);
+  EXPECT_EQ(older[0].detail, "0");
+  EXPECT_EQ(older[2].detail, "2");
+  EXPECT_TRUE(store_->EventsPage(0, older[0].id, 10).value().empty());
+  EXPECT_EQ(store_->Events(0).value().at(4).id, latest[1].id);
+}
+
 TEST_P(StoreTest, APlacementIsOneRowPerRankAndAnEmptyOneUnplacesTheJob) {
   const int64_t id = store_->SubmitJob(Job("alice")).value();
   JobUpdate placed;
