@@ -701,17 +701,7 @@ class PgStore final : public Store {
   }
 
   core::Result<std::vector<JobEvent>> Events(int64_t job_id) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto r =
-        Read("SELECT job_id,id,time_ms,what,detail,actor FROM events WHERE job_id=$1 ORDER BY id",
-             {Int(job_id)});
-    if (!r) return r.failure();
-    std::vector<JobEvent> out;
-    for (int i = 0; i < r.value().Rows(); ++i) {
-      const Row s{r.value(), i};
-      out.push_back({s.Int(0), s.Int(1), s.Int(2), s.Text(3), s.Text(4), s.Text(5)});
-    }
-    return out;
+    return EventsPage(job_id, 0, std::numeric_limits<int64_t>::max());
   }
 
   core::Result<std::vector<JobEvent>> EventsPage(int64_t job_id, int64_t before_id,

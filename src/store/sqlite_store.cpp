@@ -510,18 +510,7 @@ class SqliteStore final : public Store {
   }
 
   core::Result<std::vector<JobEvent>> Events(int64_t job_id) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    Statement s(
-        cache_,
-        "SELECT job_id,id,time_ms,what,detail,actor FROM events WHERE job_id=? ORDER BY id");
-    s.Bind(1, job_id);
-    std::vector<JobEvent> out;
-    int rc;
-    while ((rc = s.Step()) == SQLITE_ROW) {
-      out.push_back({s.Int(0), s.Int(1), s.Int(2), s.Text(3), s.Text(4), s.Text(5)});
-    }
-    if (rc != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
-    return out;
+    return EventsPage(job_id, 0, std::numeric_limits<int64_t>::max());
   }
 
   core::Result<std::vector<JobEvent>> EventsPage(int64_t job_id, int64_t before_id,
