@@ -104,7 +104,7 @@ class ScaleE2E : public UpServer {
   // it could record so).
   std::set<std::string> CreatedEver() {
     std::set<std::string> names;
-    auto r = Http(token_).Get("/v1/audit");
+    auto r = Http(token_).Get("/v1/audit?limit=10000");
     if (!r || r->status != 200) return names;
     for (const json& e : json::parse(r->body)) {
       if (e.value("what", "") != "created" && e.value("what", "") != "adopted") continue;

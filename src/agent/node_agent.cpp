@@ -215,9 +215,8 @@ void NodeAgent::Forget(int64_t id) {
     // (A job this agent never launched has no log path: nothing of it to delete.)
     // A log the controller cut at its user's quota goes too: keeping the rest would move the
     // quota's bytes onto the node's disk, for good.
-    const bool cut_at_quota = h.log_resume != std::chrono::steady_clock::time_point{};
     if (!h.log_path.empty() &&
-        (gone || cut_at_quota ||
+        (gone || h.log_cut ||
          (!size_ec && h.log_acked >= 0 && static_cast<uintmax_t>(h.log_acked) >= size))) {
       for (const std::string& path :
            {h.log_path, ExitFilePath(h.log_path), FencedFilePath(h.log_path),
@@ -544,10 +543,14 @@ bool NodeAgent::Apply(const net::HeartbeatReply& reply) {
     const bool listed_other = it != held_.end() && l != listed.end() && l->first == ack.id &&
                               l->second != it->second.epoch;
     if (it != held_.end() && !listed_other) {
-      log_progress |= ack.size > it->second.log_acked;
+      const bool took_more = ack.size > it->second.log_acked;
+      log_progress |= took_more;
       it->second.log_acked = ack.size;
       if (ack.held_back) {
         it->second.log_resume = std::chrono::steady_clock::now() + kLogHeldBackPause;
+        it->second.log_cut = true;
+      } else if (took_more) {
+        it->second.log_cut = false;  // the controller takes it again
       }
     }
   }

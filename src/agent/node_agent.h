@@ -120,6 +120,9 @@ class NodeAgent {
     // The controller held the last chunk back (its user is at the log quota): none is sent again
     // before this time.
     std::chrono::steady_clock::time_point log_resume{};
+    // The controller's last word on the log was that it holds the rest back (it took nothing
+    // since): when the job is forgotten, the node's copy goes too (not kept across restarts).
+    bool log_cut = false;
     core::HostUsage usage;   // the latest sample; once ended, its final usage
     int64_t usage_ms = 0;    // when `usage` was sampled (running jobs: at most once a second)
     std::string container;   // a container job's container name ("" : a host job)

@@ -400,21 +400,30 @@ void Controller::UpdateHealthLocked(int node, const std::vector<net::GpuFigure>&
     if (f.healthy || f.index < 0 || f.index >= n.spec.num_gpus) continue;
     bad[f.index] = f.health_reason.empty() ? std::string("unhealthy") : f.health_reason;
   }
-  if (bad == n.unhealthy) return;
   const auto record = [&](const std::string& what, const std::string& detail) {
     std::fprintf(stderr, "gpufleet: %s: %s\n", what.c_str(), detail.c_str());
     if (auto r = store_.Audit(0, "", what, detail, now_ms); !r) ++stats_.store_errors;
   };
+  // An hour that left changes out is summed up at the first beat after it, changes or not, with
+  // the GPUs unhealthy at its end (the last row of a GPU may have been left out).
+  if (n.health_left_out > 0 && now_ms - n.health_window_ms >= kHealthWindowMs) {
+    std::string unhealthy;
+    for (const auto& [g, why] : n.unhealthy) {
+      unhealthy +=
+          (unhealthy.empty() ? "" : ", ") + ("GPU " + std::to_string(g)) + " (" + why + ")";
+    }
+    record("GPU health changes left out",
+           "node " + n.name + ": " + std::to_string(n.health_left_out) +
+               " more in the hour before (at most " + std::to_string(kMaxHealthRecords) +
+               " are recorded an hour); unhealthy at its end: " +
+               (unhealthy.empty() ? std::string("none") : unhealthy));
+    n.health_left_out = 0;
+  }
+  if (bad == n.unhealthy) return;
   const auto event = [&](const std::string& what, const std::string& detail) {
     if (now_ms - n.health_window_ms >= kHealthWindowMs) {
-      if (n.health_left_out > 0) {
-        record("GPU health changes left out",
-               "node " + n.name + ": " + std::to_string(n.health_left_out) +
-                   " more in the hour before (at most " + std::to_string(kMaxHealthRecords) +
-                   " are recorded an hour)");
-      }
       n.health_window_ms = now_ms;
-      n.health_recorded = n.health_left_out = 0;
+      n.health_recorded = 0;
     }
     if (n.health_recorded >= kMaxHealthRecords) {
       ++n.health_left_out;
@@ -1092,12 +1101,13 @@ void Controller::EndLocked(int64_t id, store::JobState to, std::optional<int> ex
   for (std::size_t k = 0; k < a.ranks.size(); ++k) {
     const Rank& r = a.ranks[k];
     if (!r.log_held_back || r.log_total <= r.log_acked) continue;
-    // Said where its reader looks: the log stops here because of the quota, not the job.
-    const std::string note = "\n[gpufleet] the rest of this log (" +
-                             std::to_string(r.log_total - r.log_acked) +
-                             " bytes) was not kept: " + a.job.user +
-                             "'s running jobs' logs had reached the controller's --log-quota\n";
-    logs_.Append(id, static_cast<int>(k), note);
+    // Said in the job's history (`gpufleet show`): the log stops because of the quota, not the
+    // job. (Not in the log itself: its size is the agent's offset after a controller restart.)
+    const std::string detail = "rank " + std::to_string(k) + ": the last " +
+                               std::to_string(r.log_total - r.log_acked) +
+                               " bytes of its log were not kept: " + a.job.user +
+                               "'s running jobs' logs had reached the controller's --log-quota";
+    if (auto w = store_.Audit(id, "", "log cut", detail, now_ms); !w) ++stats_.store_errors;
   }
   for (const Rank& r : a.ranks) {
     TouchNodeLocked(r.node);
@@ -1234,7 +1244,8 @@ advise::UsageSeriesBuilder* Controller::UsageOfLocked(Active& a) {
 void Controller::AccountUsageLocked(int node, const std::vector<net::GpuFigure>& figures,
                                     int64_t now_ms) {
   int64_t newest = 0;
-  for (const net::GpuFigure& f : figures) newest = std::max(newest, FigureTimeMs(f, now_ms));
+  // (Each figure's own time, as sent: it tells a sample already counted from a new one.)
+  for (const net::GpuFigure& f : figures) newest = std::max(newest, f.sample_ms);
   if (newest <= nodes_[node].last_figure_ms) return;  // already counted (or none)
   nodes_[node].last_figure_ms = newest;
   for (auto& [id, a] : active_) {
