@@ -38,13 +38,25 @@ int HttpStatus(core::ErrorCode code) {
   return 500;
 }
 
+namespace {
+
+// Whether `detail` is what a store said: it begins with the store's name, which carries the data
+// directory's path (SQLite) or the database's host, port and name (PostgreSQL).
+bool FromStore(const std::string& detail) {
+  return detail.rfind("store ", 0) == 0 || detail.rfind("PostgreSQL ", 0) == 0;
+}
+
+}  // namespace
+
 void Fail(httplib::Response& res, const core::Error& error) {
   const int status = HttpStatus(error.code);
-  if (status == 503) return Unavailable(res, error.message);
+  if (status == 503 && FromStore(error.message)) return Unavailable(res, error.message);
   Fail(res, status, error.message, error.field);
 }
 
 void Unavailable(httplib::Response& res, const std::string& detail) {
+  // The controller's own words ("this controller no longer leads") go through as they are.
+  if (!FromStore(detail)) return Fail(res, 503, detail);
   {
     // Each distinct detail at most once a second, so that a flood of requests while the store is
     // down does not flood the log, and a second failure is not hidden behind the first.
@@ -59,11 +71,6 @@ void Unavailable(httplib::Response& res, const std::string& detail) {
       std::fprintf(stderr, "gpufleet controller: answered 503: %s\n", detail.c_str());
     }
   }
-  // Only what a store said is kept back: it begins with the store's name, which carries the data
-  // directory's path (SQLite) or the database's host, port and name (PostgreSQL). The
-  // controller's own words ("this controller no longer leads", "too many sessions") go through.
-  const bool from_store = detail.rfind("store ", 0) == 0 || detail.rfind("PostgreSQL ", 0) == 0;
-  if (!from_store) return Fail(res, 503, detail);
   // What a caller can act on, named without the paths and addresses around it.
   std::string why;
   if (detail.find("the disk is full") != std::string::npos) {

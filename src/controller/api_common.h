@@ -23,7 +23,7 @@ void Fail(httplib::Response& res, int status, const std::string& message,
 // The HTTP status of an error code (invalid 400, forbidden 403, not found 404, infeasible 400,
 // unavailable 503, internal 500).
 int HttpStatus(core::ErrorCode code);
-// Answers as Fail does; an unavailable one (503) as Unavailable.
+// Answers as Fail does; one a store said (503, "store ..." or "PostgreSQL ...") as Unavailable.
 void Fail(httplib::Response& res, const core::Error& error);
 // Answers 503 with `detail`, except where a store said it ("store /path: ...", "PostgreSQL
 // host:port/db: ..."): that names the data directory or the database's address, so the caller

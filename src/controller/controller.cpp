@@ -1081,8 +1081,8 @@ void Controller::NoteSimulatedContainerLocked(const Active& a, int64_t now_ms) {
 }
 
 int64_t Controller::FigureTimeMs(const net::GpuFigure& f, int64_t now_ms) {
-  // A node's clock may be off a little; a time far from the controller's is not believed (one
-  // in the far future stopped every later figure of that node from counting).
+  // A node's clock may be off a little; a time far from the controller's is not believed (in
+  // the GPU history, one in the far future kept every later sample of that GPU out).
   constexpr int64_t kMaxSkewMs = 10 * 60'000;
   return f.sample_ms > now_ms - kMaxSkewMs && f.sample_ms < now_ms + kMaxSkewMs ? f.sample_ms
                                                                                 : now_ms;
@@ -1519,9 +1519,8 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
       const std::string& user = it->second.job.user;
       // As much as the user's log quota has room for; the rest waits on the node.
       const int64_t take = std::min(size, LogRoomLocked(user));
-      r.log_held_back = take < size;
-      if (take < size) {
-        held_back = true;
+      held_back = r.log_held_back = take < size;
+      if (held_back) {
         held_back_logs.insert({rep.id, rep.rank});
         ++stats_.log_chunks_held_back;
         if (log_held_back_.insert(rep.id).second) {

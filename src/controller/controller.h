@@ -420,8 +420,8 @@ class Controller {
   };
   struct Active;
   static bool AllRanksHeld(const Active& a);
-  // When figure `f` was sampled, as the controller takes it: its own time unless it lies within
-  // ten minutes of `now_ms`.
+  // When figure `f` was sampled, for the GPU history: its own time if it lies within ten minutes
+  // of `now_ms`, else `now_ms`.
   static int64_t FigureTimeMs(const net::GpuFigure& f, int64_t now_ms);
   struct Active {
     store::JobRecord job;
