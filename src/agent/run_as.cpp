@@ -73,6 +73,14 @@ core::Result<RunIdentity> ResolveRunAs(const RunAsPolicy& policy, const std::str
                        account->name + "', gid 0) on node " + policy.node_name +
                        ", which it refuses unless its agent runs with --allow-root-jobs"};
   }
+  if (agent_uid == 0 && account->uid != 0 && account->uid < policy.min_uid && !policy.allow_root) {
+    return core::Error{"user '" + job_user + "' would run as system account '" + account->name +
+                       "' (uid " + std::to_string(account->uid) + ", below --min-job-uid " +
+                       std::to_string(policy.min_uid) + ") on node " + policy.node_name +
+                       ": such an account owns a service's files and keys; map the user to an "
+                       "account of their own (--run-as-map " +
+                       job_user + "=ACCOUNT) or lower --min-job-uid"};
+  }
   RunIdentity identity;
   identity.account = *account;
   if (agent_uid != 0) {

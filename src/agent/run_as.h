@@ -2,8 +2,10 @@
 // Whose Unix account a job runs under on this node. A job never runs as anyone but the user it
 // belongs to: its gpufleet user, or the account an admin mapped that user to (--run-as-map). A
 // job whose account does not exist here fails with a reason naming the node and the user; one
-// that would run as root (uid 0) fails unless the node's admin allowed it (--allow-root-jobs);
-// an agent that is not root can only run jobs whose account is its own.
+// that would run as root (uid 0) fails unless the node's admin allowed it (--allow-root-jobs), and
+// so does one that a root agent would run as a system account (a uid below --min-job-uid, 1000 by
+// default: daemon, postgres, www-data, which own services' files and keys); an agent that is not
+// root can only run jobs whose account is its own.
 #include <sys/types.h>
 
 #include <functional>
@@ -17,7 +19,10 @@ namespace gpufleet::agent {
 
 struct RunAsPolicy {
   std::map<std::string, std::string> user_map;  // gpufleet user -> Unix account
-  bool allow_root = false;                      // whether jobs may run as uid 0
+  bool allow_root = false;                      // whether jobs may run as uid 0 (or below min_uid)
+  // The lowest uid other than 0 a root agent runs jobs as (Debian's UID_MIN for people's
+  // accounts); 0 turns the check off.
+  uid_t min_uid = 1000;
   std::string node_name = "this node";          // named in errors
 };
 

@@ -10,6 +10,8 @@ std::optional<UnixAccount> FakeAccounts(const std::string& name) {
   if (name == "alice") return UnixAccount{"alice", 1001, 1001, "/home/alice"};
   if (name == "al") return UnixAccount{"al", 1002, 1002, "/home/al"};
   if (name == "operator") return UnixAccount{"operator", 11, 0, "/root"};
+  if (name == "postgres") return UnixAccount{"postgres", 112, 120, "/var/lib/postgresql"};
+  if (name == "svc") return UnixAccount{"svc", 999, 999, "/var/lib/svc"};
   return std::nullopt;
 }
 
@@ -74,6 +76,30 @@ TEST(RunAsTest, RootsGroupNeedsExplicitConsentToo) {
   RunAsPolicy allowed = Policy();
   allowed.allow_root = true;
   EXPECT_TRUE(ResolveRunAs(allowed, "operator", 0, FakeAccounts).ok());
+}
+
+// Found by a review: a gpufleet user named like a service's account (postgres, www-data) ran its
+// jobs as that account, able to read the service's data and keys.
+TEST(RunAsTest, SystemAccountsAreRefusedBelowTheMinimumUid) {
+  for (const char* user : {"postgres", "svc"}) {
+    auto refused = ResolveRunAs(Policy(), user, 0, FakeAccounts);
+    ASSERT_FALSE(refused.ok()) << user;
+    EXPECT_NE(refused.error().find("--min-job-uid 1000"), std::string::npos) << refused.error();
+    EXPECT_NE(refused.error().find("system account"), std::string::npos) << refused.error();
+  }
+  RunAsPolicy mapped = Policy();
+  mapped.user_map["alice"] = "postgres";
+  EXPECT_FALSE(ResolveRunAs(mapped, "alice", 0, FakeAccounts).ok()) << "a map does not bypass it";
+  RunAsPolicy lowered = Policy();
+  lowered.min_uid = 100;
+  EXPECT_TRUE(ResolveRunAs(lowered, "postgres", 0, FakeAccounts).ok());
+  EXPECT_FALSE(ResolveRunAs(lowered, "operator", 0, FakeAccounts).ok()) << "uid 11, and gid 0";
+  RunAsPolicy root_allowed = Policy();
+  root_allowed.allow_root = true;
+  EXPECT_TRUE(ResolveRunAs(root_allowed, "svc", 0, FakeAccounts).ok())
+      << "where root may run jobs, so may accounts with less";
+  EXPECT_TRUE(ResolveRunAs(Policy(), "svc", 999, FakeAccounts).ok())
+      << "an agent that is not root runs its own account's jobs, whatever its uid";
 }
 
 TEST(RunAsTest, NonRootAgentRunsOnlyItsOwnAccountsJobs) {

@@ -205,13 +205,19 @@ int main(int argc, char** argv) {
   };
 
   // Whose account jobs run under (agent/run_as.h), for `agent` and `up`.
-  auto add_run_as_flags = [](CLI::App* cmd, std::vector<std::string>& maps, bool& allow_root) {
+  auto add_run_as_flags = [](CLI::App* cmd, std::vector<std::string>& maps, bool& allow_root,
+                             uid_t& min_uid) {
     cmd->add_option("--run-as-map", maps,
                     "run gpufleet user NAME's jobs as Unix account ACCOUNT: NAME=ACCOUNT[,...] "
                     "(default: the account named like the user; a user without one cannot run "
                     "jobs here)");
     cmd->add_flag("--allow-root-jobs", allow_root,
                   "let jobs run as root (a user named root, or mapped to it); refused without it");
+    cmd->add_option("--min-job-uid", min_uid,
+                    "run no job as an account with a uid below this (system accounts that own "
+                    "services' data), root aside (--allow-root-jobs allows both); 0: no check")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 1 << 30));
   };
   auto add_log_limit_flag = [](CLI::App* cmd, int64_t& mib) {
     cmd->add_option("--log-limit", mib,
@@ -343,7 +349,8 @@ int main(int argc, char** argv) {
                         "the CA file an https controller is trusted by (default: $GPUFLEET_CA, "
                         "the CA a pinned join saved, else the data directory's tls/ca.pem)");
   std::vector<std::string> agent_run_as_maps;
-  add_run_as_flags(agent_cmd, agent_run_as_maps, agent_options.run_as.allow_root);
+  add_run_as_flags(agent_cmd, agent_run_as_maps, agent_options.run_as.allow_root,
+                   agent_options.run_as.min_uid);
   add_log_limit_flag(agent_cmd, agent_options.log_limit_mib);
   agent_cmd
       ->add_option("--container-runtime", agent_options.container_runtime,
@@ -469,7 +476,7 @@ int main(int argc, char** argv) {
       ->add_option("--advertise-address", up.advertise,
                    "this node's address for multi-node jobs (MASTER_ADDR)")
       ->capture_default_str();
-  add_run_as_flags(up_cmd, up.run_as_maps, up.allow_root_jobs);
+  add_run_as_flags(up_cmd, up.run_as_maps, up.allow_root_jobs, up.min_job_uid);
   add_log_limit_flag(up_cmd, up.log_limit_mib);
   add_priority_flag(up_cmd, up.max_priorities);
   add_jobs_cap_flag(up_cmd, up.max_jobs_per_user);

@@ -17,7 +17,9 @@ std::vector<LogRemoval> PlanLogRemovals(const std::vector<JobLogs::Held>& held,
   struct Candidate {
     int64_t end_ms, id, bytes;
   };
-  std::map<std::string, int64_t> user_bytes;
+  // Per user: the bytes of logs the sweep may remove, and those it may not (running jobs', and
+  // those of jobs that ended within settle_ms).
+  std::map<std::string, int64_t> user_bytes, user_fixed_bytes;
   std::map<std::string, std::vector<Candidate>> user_candidates;
   for (const JobLogs::Held& h : held) {
     const auto it = owner_of.find(h.job_id);
@@ -30,12 +32,15 @@ std::vector<LogRemoval> PlanLogRemovals(const std::vector<JobLogs::Held>& held,
       removed[h.job_id] = "older than " + core::DurationText(retention.max_age_ms);
       continue;
     }
-    user_bytes[o.user] += h.bytes;
+    (removable ? user_bytes : user_fixed_bytes)[o.user] += h.bytes;
     if (removable) user_candidates[o.user].push_back({o.end_ms, h.job_id, h.bytes});
   }
   if (retention.user_quota_bytes > 0) {
     for (auto& [user, candidates] : user_candidates) {
-      int64_t bytes = user_bytes[user];
+      // Logs the sweep may not remove count up to half the quota: a user whose running jobs
+      // hold the whole quota still keeps half of it for the logs of jobs that ended.
+      int64_t bytes =
+          user_bytes[user] + std::min(user_fixed_bytes[user], retention.user_quota_bytes / 2);
       if (bytes <= retention.user_quota_bytes) continue;
       std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
         return a.end_ms != b.end_ms ? a.end_ms < b.end_ms : a.id < b.id;

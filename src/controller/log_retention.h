@@ -16,10 +16,11 @@ namespace gpufleet::controller {
 struct LogRetention {
   // An ended job's logs are removed this long after it ended (0: kept however old).
   int64_t max_age_ms = 0;
-  // The bytes of logs each user may hold on the controller, running jobs' included; over it, the
-  // user's longest-ended jobs' logs are removed first (0: no quota). Running jobs' logs are never
-  // removed; the controller stops taking more of them once they alone reach the same quota
-  // (ControllerOptions::log_quota_bytes), so a user holds at most about twice it.
+  // The bytes of logs each user may hold on the controller; over it, the user's longest-ended
+  // jobs' logs are removed first (0: no quota). Running jobs' logs (and those of jobs ended within
+  // settle_ms) are never removed and count up to half the quota, so they never push the logs of
+  // ended jobs below half of it; the controller stops taking more of them once they alone reach
+  // the quota (ControllerOptions::log_quota_bytes), so a user holds at most about 1.5 times it.
   int64_t user_quota_bytes = 0;
   // A job that ended less than this long ago is kept whatever the above say: its agent may still
   // be shipping its last chunks.

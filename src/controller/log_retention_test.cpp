@@ -64,6 +64,25 @@ TEST(PlanLogRemovals, AUserOverQuotaLosesTheirLongestEndedJobsFirstAndNobodyElse
   // Job 6's owner is unknown to the store: never removed. Bob (90 MiB) is within his quota.
 }
 
+// Found by a review: running jobs' logs counted whole, so a user whose running jobs held the
+// quota lost every ended job's log at the next sweep.
+TEST(PlanLogRemovals, RunningJobsAtTheQuotaLeaveHalfOfItToEndedJobs) {
+  LogRetention r;
+  r.user_quota_bytes = 100 << 20;
+  const int64_t mib = 1 << 20;
+  // A running job holds the whole quota; three ended jobs hold 20 MiB each.
+  const auto plan =
+      PlanLogRemovals({Held(1, 100 * mib), Held(2, 20 * mib), Held(3, 20 * mib), Held(4, 20 * mib)},
+                      {{1, "a", JobState::kRunning, 0},
+                       Ended(2, "a", kNow - 3 * kDay),
+                       Ended(3, "a", kNow - 2 * kDay),
+                       Ended(4, "a", kNow - 1 * kDay)},
+                      r, kNow);
+  // 50 MiB of the running job's count: 110 in all, so the oldest ended job goes, and 40 MiB of
+  // ended jobs' logs stay.
+  EXPECT_EQ(Ids(plan), (std::vector<int64_t>{2}));
+}
+
 TEST(PlanLogRemovals, RunningAndJustEndedJobsAreNeverRemovedEvenOverQuota) {
   LogRetention r;
   r.user_quota_bytes = 1 << 20;

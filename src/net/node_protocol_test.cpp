@@ -149,6 +149,34 @@ TEST(NodeProtocol, BadHeartbeatsNameWhatIsWrong) {
             std::string::npos);
   EXPECT_NE(ParseHeartbeat(job + R"("usage":[1]}]})").error().find("jobs[].usage"),
             std::string::npos);
+  // An optional field of an array's element is named by its path, not bare ("t", "rank").
+  const struct {
+    std::string body, field;
+  } rows[] = {
+      {R"({"node":"a","gpus":1,"figures":[{"index":0,"t":-5}]})", "figures[].t"},
+      {R"({"node":"a","gpus":1,"figures":[{"index":0,"util":101}]})", "figures[].util"},
+      {R"({"node":"a","gpus":1,"figures":[{"index":0,"ok":"yes"}]})", "figures[].ok"},
+      {job + R"("rank":-1}]})", "jobs[].rank"},
+      {job + R"("reason":7}]})", "jobs[].reason"},
+      {R"({"node":"a","gpus":1,"figures":[{"index":99}]})", "figures[].index"},
+  };
+  for (const auto& row : rows) {
+    auto parsed = ParseHeartbeat(row.body);
+    ASSERT_FALSE(parsed.ok()) << row.body;
+    EXPECT_EQ(parsed.failure().field, row.field) << row.body;
+    EXPECT_EQ(parsed.error().rfind(row.field + ": ", 0), 0U) << parsed.error();
+  }
+  const std::string reply = R"({"node_epoch":1,"lease_ms":1000,"assignments":[{"id":1,"epoch":1,)";
+  auto bad_rank = ParseHeartbeatReply(reply + R"("argv":["x"],"rank":1.5}]})");
+  ASSERT_FALSE(bad_rank.ok());
+  EXPECT_EQ(bad_rank.failure().field, "assignments[].rank");
+  auto bad_env = ParseHeartbeatReply(reply + R"("argv":["x"],"env":[["A",1]]}]})");
+  ASSERT_FALSE(bad_env.ok());
+  EXPECT_EQ(bad_env.failure().field, "assignments[].env");
+  auto bad_log = ParseHeartbeatReply(
+      R"({"node_epoch":1,"lease_ms":1000,"assignments":[],"logs":[{"id":1,"size":1,"held_back":2}]})");
+  ASSERT_FALSE(bad_log.ok());
+  EXPECT_EQ(bad_log.failure().field, "logs[].held_back");
 }
 
 // Topology-aware placement: the agent's link table arrives whole, and a heartbeat without one

@@ -420,6 +420,7 @@ int RunUpOnce(const UpOptions& o) {
   agent::RunAsPolicy run_as;
   run_as.node_name = local_name;
   run_as.allow_root = o.allow_root_jobs;
+  run_as.min_uid = o.min_job_uid;
   for (const std::string& map : o.run_as_maps) {
     if (auto parsed = agent::ParseRunAsMap(map, run_as.user_map); !parsed) {
       std::fprintf(stderr, "%s: %s\n", self, parsed.error().c_str());
@@ -638,6 +639,8 @@ int RunUpOnce(const UpOptions& o) {
     cloud::LocalProviderOptions local;
     local.work_dir = (std::filesystem::path(data_dir) / "instances").string();
     if (o.allow_root_jobs) local.extra_agent_args.push_back("--allow-root-jobs");
+    local.extra_agent_args.push_back("--min-job-uid");
+    local.extra_agent_args.push_back(std::to_string(o.min_job_uid));
     auto provider = cloud::MakeProvider(*autoscale, local);
     if (!provider) {
       std::fprintf(stderr, "%s: --autoscale %s: %s\n", self, o.autoscale.c_str(),

@@ -3,6 +3,8 @@
 // in-process) in one process. `gpufleet controller`: the same without the local node; agents
 // join it with `gpufleet agent --controller URL`. The `server` layer assembles the controller
 // and agent layers; the CLI only parses flags and calls RunUp.
+#include <sys/types.h>
+
 #include <string>
 #include <vector>
 
@@ -26,6 +28,7 @@ struct UpOptions {
   std::string advertise = "127.0.0.1";      // the local node's address for multi-node jobs
   std::vector<std::string> run_as_maps;     // "NAME=ACCOUNT,..." (see agent/run_as.h)
   bool allow_root_jobs = false;             // jobs may run as root on the local node
+  uid_t min_job_uid = 1000;                 // no job runs as a lower uid but root (run_as.h)
   int64_t log_limit_mib = 1024;             // each local job's log keeps this much (0: no cap)
   std::vector<std::string> max_priorities;  // "N" (every non-admin user) or "USER=N"
   int64_t max_jobs_per_user = 10000;        // ControllerOptions::max_live_jobs_per_user (0: no cap)
