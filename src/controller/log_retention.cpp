@@ -62,9 +62,10 @@ std::vector<LogRemoval> PlanLogRemovals(const std::vector<JobLogs::Held>& held,
 LogSweeper::LogSweeper(store::Store& store, JobLogs logs, LogRetention retention)
     : store_(store), logs_(std::move(logs)), retention_(retention) {}
 
-LogSweepStats LogSweeper::SweepOnce(int64_t now_ms) {
+LogSweepStats LogSweeper::SweepOnce(int64_t now_ms, const std::function<bool()>& stopping) {
   LogSweepStats stats;
   const std::vector<JobLogs::Held> held = logs_.Scan();
+  if (stopping && stopping()) return stats;
   std::vector<int64_t> ids;
   ids.reserve(held.size());
   for (const JobLogs::Held& h : held) {
@@ -86,6 +87,7 @@ LogSweepStats LogSweeper::SweepOnce(int64_t now_ms) {
   char when[32];
   std::strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", &utc);
   for (const LogRemoval& r : PlanLogRemovals(held, owners.value(), retention_, now_ms)) {
+    if (stopping && stopping()) break;
     const JobLogs::Held& h = *by_id.at(r.job_id);
     const std::string note = "[gpufleet] this job's log (" + std::to_string(h.bytes) +
                              " bytes) was removed on " + when + ": " + r.why;

@@ -4,6 +4,7 @@
 // a machine. `PlanLogRemovals` decides (pure); `LogSweeper` scans the log folder, asks the store
 // whose each job is, and removes.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -50,8 +51,10 @@ class LogSweeper {
  public:
   LogSweeper(store::Store& store, JobLogs logs, LogRetention retention);
   // One sweep at `now_ms`: scans, plans and removes. Safe beside the controller's appends (only
-  // jobs that ended settle_ms ago are touched).
-  LogSweepStats SweepOnce(int64_t now_ms);
+  // jobs that ended settle_ms ago are touched). It ends early, between two jobs' removals, once
+  // `stopping` says so (a controller shutting down does not wait for a sweep of many logs); the
+  // next sweep goes on from what is left.
+  LogSweepStats SweepOnce(int64_t now_ms, const std::function<bool()>& stopping = {});
 
  private:
   store::Store& store_;

@@ -169,5 +169,35 @@ TEST(LogSweeper, RemovesWhatThePlanSaysAndKeepsLogsOfJobsTheStoreDoesNotKnow) {
   std::filesystem::remove_all(dir);
 }
 
+// A controller shutting down stops a sweep between two removals; the next sweep removes the rest.
+TEST(LogSweeper, StopsBetweenRemovalsWhenAskedAndTheNextSweepGoesOn) {
+  const auto dir = TempDir("log-sweep-stop");
+  auto opened = store::OpenSqliteStore(dir.string());
+  ASSERT_TRUE(opened.ok()) << opened.error();
+  store::Store& st = *opened.value();
+  ASSERT_TRUE(st.TryLead("test", "", 60000).ok());
+  const JobLogs logs(dir.string());
+  for (int i = 0; i < 5; ++i) {
+    store::JobRecord job;
+    job.user = "alice";
+    job.argv = {"true"};
+    job.submit_ms = 1;
+    const int64_t id = st.SubmitJob(job).value();
+    store::JobUpdate ended;
+    ended.end_ms = kNow - 40 * kDay;
+    ASSERT_TRUE(st.Transition(id, JobState::kPending, JobState::kCancelled, ended, 1).value());
+    ASSERT_TRUE(logs.Append(id, 0, "log"));
+  }
+  LogRetention r;
+  r.max_age_ms = 30 * kDay;
+  LogSweeper sweeper(st, logs, r);
+  int asked = 0;
+  // Asked once after the scan, then before each removal: stop before the third.
+  EXPECT_EQ(sweeper.SweepOnce(kNow, [&] { return ++asked > 3; }).jobs_removed, 2);
+  EXPECT_EQ(sweeper.SweepOnce(kNow, [] { return true; }).jobs_removed, 0);
+  EXPECT_EQ(sweeper.SweepOnce(kNow).jobs_removed, 3);
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace gpufleet::controller

@@ -672,7 +672,10 @@ int RunUpOnce(const UpOptions& o) {
           std::unique_lock<std::mutex> lock(sweep_mutex);
           while (!stop_sweeping) {
             lock.unlock();
-            const controller::LogSweepStats swept = sweeper.SweepOnce(controller::NowMs());
+            const controller::LogSweepStats swept = sweeper.SweepOnce(controller::NowMs(), [&] {
+              std::lock_guard<std::mutex> stopping(sweep_mutex);
+              return stop_sweeping;
+            });
             if (!swept.error.empty()) {
               std::fprintf(stderr, "%s: log retention: cannot ask the store: %s\n", self,
                            swept.error.c_str());
