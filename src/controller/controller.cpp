@@ -139,6 +139,24 @@ int64_t Controller::LogRoomLocked(const std::string& user) const {
   return std::max<int64_t>(0, options_.log_quota_bytes - held);
 }
 
+void Controller::KeepEarlierLogsLocked(const Active& a) {
+  int64_t bytes = 0;
+  for (const Rank& r : a.ranks) bytes += r.log_acked;
+  if (bytes == 0) return;
+  EarlierLogs& earlier = earlier_logs_[a.job.id];
+  earlier.user = a.job.user;
+  earlier.bytes += bytes;
+}
+
+void Controller::ForgetEarlierLogsLocked(int64_t id) {
+  const auto found = earlier_logs_.find(id);
+  if (found == earlier_logs_.end()) return;
+  const auto it = live_log_bytes_.try_emplace(found->second.user, 0).first;
+  it->second -= found->second.bytes;
+  if (it->second <= 0) live_log_bytes_.erase(it);
+  earlier_logs_.erase(found);
+}
+
 void Controller::CountLiveLogLocked(const Active& a, int sign) {
   int64_t bytes = 0;
   for (const Rank& r : a.ranks) bytes += r.log_acked;
@@ -548,6 +566,14 @@ core::Result<bool> Controller::Recover(int64_t now_ms) {
   if (!live) return core::Error{live.error()};
   auto registry = store_.Nodes();
   if (!registry) return core::Error{registry.error()};
+  // Logs of earlier runs of live jobs that ran before (read here, before the lock: a folder scan).
+  std::vector<JobLogs::Held> held_logs;
+  if (options_.log_quota_bytes > 0 &&
+      std::any_of(live.value().begin(), live.value().end(), [](const store::JobRecord& j) {
+        return j.epoch >= (j.state == store::JobState::kPending ? 1 : 2);
+      })) {
+    held_logs = logs_.Scan();
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   for (const store::JobRecord& j : history) {
     const sched::RuntimePrediction before = predictor_.Predict(TraitsOf(j));
@@ -621,6 +647,21 @@ core::Result<bool> Controller::Recover(int64_t now_ms) {
     CountLiveLogLocked(a, +1);
     active_[job.id] = std::move(a);
     if (stop_again) StopRanksLocked(active_[job.id]);
+  }
+  // A live job's logs beyond its current run's are its earlier runs': they count against its
+  // user's quota until it ends, as they did before the restart.
+  for (const JobLogs::Held& h : held_logs) {
+    int64_t earlier = h.bytes;
+    std::string user;
+    if (const auto w = waiting_.find(h.job_id); w != waiting_.end()) {
+      user = w->second.user;
+    } else if (const auto a = active_.find(h.job_id); a != active_.end()) {
+      user = a->second.job.user;
+      for (const Rank& r : a->second.ranks) earlier -= r.log_acked;
+    }
+    if (user.empty() || earlier <= 0) continue;
+    earlier_logs_[h.job_id] = EarlierLogs{user, earlier};
+    live_log_bytes_[user] += earlier;
   }
   RebuildClusterLocked();
   return true;
@@ -902,6 +943,7 @@ void Controller::UnplanLocked(int64_t id) {
 }
 
 bool Controller::DropWaitingLocked(int64_t id) {
+  ForgetEarlierLogsLocked(id);  // it will not run again
   scheduler_.Remove(id);
   const bool queued = waiting_.erase(id) > 0;
   requeued_at_s_.erase(id);
@@ -1096,7 +1138,14 @@ void Controller::EndLocked(int64_t id, store::JobState to, std::optional<int> ex
                            std::string reason, int64_t now_ms) {
   Active a = std::move(active_.at(id));
   active_.erase(id);
-  CountLiveLogLocked(a);
+  const bool requeue =
+      (to == store::JobState::kLost && a.job.restartable) || to == store::JobState::kPreempted;
+  if (requeue) {
+    KeepEarlierLogsLocked(a);
+  } else {
+    CountLiveLogLocked(a);
+    ForgetEarlierLogsLocked(id);
+  }
   log_held_back_.erase(id);
   for (std::size_t k = 0; k < a.ranks.size(); ++k) {
     const Rank& r = a.ranks[k];
@@ -1163,8 +1212,6 @@ void Controller::EndLocked(int64_t id, store::JobState to, std::optional<int> ex
     LearnRuntimeLocked(a.job, static_cast<double>(now_ms - a.job.start_ms) / 1000.0,
                        scored ? &made->second : nullptr);
   }
-  const bool requeue =
-      (to == store::JobState::kLost && a.job.restartable) || to == store::JobState::kPreempted;
   if (requeue) {
     RequeueLocked(a.job, to, done_reason);
   } else {

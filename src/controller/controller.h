@@ -491,6 +491,10 @@ class Controller {
   // Takes `a`'s logs out of live_log_bytes_ (it leaves active_; its logs stay on disk, LogSweeper's
   // from now on) or, with `sign` 1, puts them in (Recover).
   void CountLiveLogLocked(const Active& a, int sign = -1);
+  // `a` is requeued: its run's logs stay counted, as an earlier run's (earlier_logs_).
+  void KeepEarlierLogsLocked(const Active& a);
+  // Job `id` ended (or will not run): its earlier runs' logs leave live_log_bytes_.
+  void ForgetEarlierLogsLocked(int64_t id);
   // Drops the buffered marks (same-state updates, such as PREEMPTING) of `ids`: for a caller
   // whose flush failed and that undoes those marks in memory rather than retrying them.
   void ForgetMarksLocked(const std::vector<int64_t>& ids);
@@ -560,8 +564,16 @@ class Controller {
   store::Store& store_;
   ControllerOptions options_;
   JobLogs logs_;
-  // Each user's bytes of logs held here of the runs in active_ (every rank's log_acked).
+  // Each user's bytes of logs held here of jobs that have not ended: the runs in active_ (every
+  // rank's log_acked) and, in earlier_logs_, the runs before a requeue.
   std::map<std::string, int64_t> live_log_bytes_;
+  struct EarlierLogs {
+    std::string user;
+    int64_t bytes = 0;
+  };
+  // Per requeued job that has not ended: its earlier runs' log bytes, counted in live_log_bytes_
+  // until it ends (else each restart would bring another quota's worth).
+  std::unordered_map<int64_t, EarlierLogs> earlier_logs_;
   std::set<int64_t> log_held_back_;   // jobs whose log was held back (each told once on stderr)
   GpuHistory gpu_history_;            // under mutex_
   ControllerEvents* events_ = nullptr;  // under mutex_

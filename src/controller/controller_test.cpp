@@ -194,6 +194,45 @@ TEST_F(ControllerTest, RunningJobsLogsStopGrowingHereAtTheirUsersQuota) {
   EXPECT_EQ(ctl.Logs().Size(second, 0), 1000) << "the log itself is as shipped";
 }
 
+// Found by a review: a requeued job's earlier run's log left the running jobs' count, so each
+// restart could bring another quota's worth of log, until the job ended.
+TEST_F(ControllerTest, ARequeuedJobsEarlierLogStillCountsUntilItEnds) {
+  ControllerOptions options;
+  options.log_quota_bytes = 1000;
+  Make(options);
+  FakeAgent a("a"), b("b");
+  ASSERT_TRUE(a.Beat(*ctl_, now_ms_).ok());
+  const int64_t id = Submit(4, 0, /*restartable=*/true);
+  Step({&a});
+  ASSERT_TRUE(a.Runs(id));
+  a.Log(id, std::string(700, 'x'));
+  Step({&a});
+  ASSERT_EQ(a.LogAcked(id), 700);
+  // a falls silent: the job waits again, then runs on b.
+  now_ms_ += 10001;
+  ctl_->RunOnce(now_ms_);
+  ASSERT_EQ(Job(id).state, store::JobState::kPending);
+  // A restart of the controller while it waits keeps counting it too.
+  Make(options);
+  ASSERT_TRUE(b.Beat(*ctl_, now_ms_).ok());
+  Step({&b});
+  ASSERT_TRUE(b.Runs(id));
+  b.Log(id, std::string(700, 'y'));
+  Step({&b});
+  EXPECT_EQ(b.LogAcked(id), 300) << "700 bytes of its first run count against the 1000";
+  EXPECT_TRUE(b.LogHeldBack(id));
+  // Once it ends, none of its logs count: another job of ada's gets the whole quota.
+  b.End(id, 0);
+  Step({&b});
+  ASSERT_EQ(Job(id).state, store::JobState::kSucceeded);
+  const int64_t next = Submit(1);
+  Step({&b});
+  ASSERT_TRUE(b.Runs(next));
+  b.Log(next, std::string(1000, 'z'));
+  Step({&b});
+  EXPECT_EQ(b.LogAcked(next), 1000);
+}
+
 // Found by a review: held heartbeats were capped for all nodes together only, so one node sending
 // 16 long-poll beats at once held every slot and most agent workers.
 TEST_F(ControllerTest, OneNodesSecondLongPollIsAnsweredAtOnce) {
