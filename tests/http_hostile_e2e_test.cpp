@@ -292,46 +292,41 @@ TEST_F(HttpHostile, BombsWithoutATokenLeaveTheControllerSmall) {
   EXPECT_EQ(health->status, 200);
 }
 
-// A stream of made-up tokens from one address costs a store read each only up to a burst; then
-// they are answered 429 with Retry-After, without a lookup, while a token this controller accepted
-// before still works from the same address (the dashboard's login is bounded alike).
-TEST_F(HttpHostile, AFloodOfUnknownTokensIsRefusedWithoutLockingOutARealOne) {
+// A stream of made-up tokens costs no store lookup each: every one is refused (401) from the
+// hashes of the stored tokens, read at most once per 2 s, while real tokens keep working.
+TEST_F(HttpHostile, AFloodOfMadeUpTokensCostsNoLookupEach) {
   StartController(5);
-  ASSERT_FALSE(Get("/v1/jobs").is_null());  // the admin's token, accepted once
-  int unauthorized = 0, too_many = 0;
-  std::string retry_after;
-  for (int i = 0; i < 100; ++i) {
+  auto reads = [&]() -> int64_t {
+    auto metrics = Http().Get("/metrics");
+    if (!metrics) return -1;
+    const std::string name = "gpufleet_controller_credential_reads_total ";
+    const std::size_t at = metrics->body.find("\n" + name);
+    return at == std::string::npos ? -1 : std::stoll(metrics->body.substr(at + 1 + name.size()));
+  };
+  ASSERT_FALSE(Get("/v1/jobs").is_null());
+  const int64_t before = reads();
+  ASSERT_GE(before, 0);
+  int unauthorized = 0;
+  for (int i = 0; i < 200; ++i) {
     httplib::Client c(url_);
     c.set_bearer_token_auth("made-up-" + std::to_string(i));
     auto r = c.Get("/v1/jobs");
     ASSERT_TRUE(r);
-    if (r->status == 401) ++unauthorized;
-    if (r->status == 429) {
-      ++too_many;
-      retry_after = r->get_header_value("Retry-After");
-      EXPECT_NE(r->body.find("too many unknown tokens"), std::string::npos) << r->body;
-    }
+    unauthorized += r->status == 401;
   }
-  // About the burst (plus what refilled while the loop ran) were looked up; the rest refused.
-  EXPECT_GE(unauthorized, 30);
-  EXPECT_LT(unauthorized, 60);
-  EXPECT_EQ(unauthorized + too_many, 100);
-  EXPECT_FALSE(retry_after.empty());
-  // The admin's token still works from this address, during the lockout.
-  auto jobs = Http().Get("/v1/jobs");
-  ASSERT_TRUE(jobs);
-  EXPECT_EQ(jobs->status, 200);
-  // A dashboard login with a made-up token is refused alike, before any lookup.
   httplib::Client c(url_);
   auto login = c.Post("/ui/login", R"({"token": "made-up-login"})", "application/json");
   ASSERT_TRUE(login);
-  EXPECT_EQ(login->status, 429);
-  auto metrics = Http().Get("/metrics");
-  ASSERT_TRUE(metrics);
-  EXPECT_NE(metrics->body.find("gpufleet_controller_unknown_tokens_refused_total " +
-                               std::to_string(too_many + 1) + "\n"),
-            std::string::npos)
-      << metrics->body.substr(0, 2000);
+  EXPECT_EQ(login->status, 401);
+  EXPECT_EQ(unauthorized, 200);
+  auto jobs = Http().Get("/v1/jobs");
+  ASSERT_TRUE(jobs);
+  EXPECT_EQ(jobs->status, 200) << "the admin's token still works";
+  // One read of the hashes per 2 s at most, plus the admin's own token read again when its
+  // memory lapses: a handful, where it was one per made-up token.
+  const int64_t spent = reads() - before;
+  std::printf("store reads for 201 made-up tokens: %lld\n", static_cast<long long>(spent));
+  EXPECT_LE(spent, 10);
 }
 
 }  // namespace

@@ -8,7 +8,6 @@
 
 #include "controller/auth.h"
 #include "controller/controller.h"
-#include "net/http_server.h"
 
 namespace gpufleet::controller::api {
 
@@ -101,31 +100,8 @@ std::string CredentialSha256(const httplib::Request& req) {
   return Sha256Hex(header.substr(kBearer.size()));
 }
 
-bool MayLookUpToken(UnknownTokenGuard& guard, const httplib::Request& req,
-                    const std::string& sha256, httplib::Response& res, int64_t now_ms) {
-  int retry_after_s = 1;
-  if (guard.MayLookUp(net::ConnectionLimitKey(req.remote_addr), sha256, now_ms, &retry_after_s)) {
-    return true;
-  }
-  res.set_header("Retry-After", std::to_string(retry_after_s));
-  Fail(res, 429,
-       "too many unknown tokens from this address; try again in " + std::to_string(retry_after_s) +
-           " s");
-  return false;
-}
-
-void TellTokenGuard(UnknownTokenGuard& guard, const httplib::Request& req,
-                    const std::string& sha256, bool known, int64_t now_ms) {
-  if (known) {
-    guard.Accepted(sha256, now_ms);
-  } else {
-    guard.Unknown(net::ConnectionLimitKey(req.remote_addr), sha256, now_ms);
-  }
-}
-
 std::optional<Caller> Authenticate(store::Store& store, const httplib::Request& req,
-                                   httplib::Response& res, int64_t now_ms,
-                                   UnknownTokenGuard* guard) {
+                                   httplib::Response& res, int64_t now_ms) {
   const std::string sha = CredentialSha256(req);
   if (sha.empty()) {
     Fail(res, 401,
@@ -133,16 +109,14 @@ std::optional<Caller> Authenticate(store::Store& store, const httplib::Request& 
          "`gpufleet up` wrote in its data directory");
     return std::nullopt;
   }
-  if (guard && !MayLookUpToken(*guard, req, sha, res, now_ms)) return std::nullopt;
   auto credential = store.CredentialOf(sha, now_ms);  // from memory, mostly (store.h)
   if (!credential) {
     api::Unavailable(res, credential.error());
     return std::nullopt;
   }
   const std::optional<store::UserRecord>& user = credential.value().user;
-  const std::optional<store::TokenRecord>& token = credential.value().token;
-  if (guard) TellTokenGuard(*guard, req, sha, user || token, now_ms);
   if (user) return Caller{store::TokenKind::kUser, user->name, user->admin, ""};
+  const std::optional<store::TokenRecord>& token = credential.value().token;
   if (!token) {  // CredentialOf names nobody for an expired token
     Fail(res, 401, "unknown, revoked or expired token");
     return std::nullopt;
@@ -172,9 +146,8 @@ bool ValidName(const std::string& name) {
 }
 
 std::optional<store::UserRecord> AuthenticateUser(store::Store& store, const httplib::Request& req,
-                                                  httplib::Response& res, int64_t now_ms,
-                                                  UnknownTokenGuard* guard) {
-  auto caller = Authenticate(store, req, res, now_ms, guard);
+                                                  httplib::Response& res, int64_t now_ms) {
+  auto caller = Authenticate(store, req, res, now_ms);
   if (!caller) return std::nullopt;
   if (caller->kind != store::TokenKind::kUser) {
     Fail(res, 403, "a node or join credential cannot use the user API");

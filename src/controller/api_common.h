@@ -9,7 +9,6 @@
 #include <set>
 #include <string>
 
-#include "controller/token_guard.h"
 #include "core/result.h"
 #include "store/store.h"
 
@@ -44,26 +43,14 @@ struct Caller {
   std::string node;  // kNode: the node it may act as; kJoin: the only node it may claim ("": any)
 };
 // The caller behind the request's bearer token, or nothing after answering 401 (no or unknown
-// token, or an expired join token) or 503 (the store failed). With a `guard`, a token is looked up
-// only as it allows for the request's address (`UnknownTokenGuard`), else 429 with Retry-After;
-// what the store answered is told to it. Requests reach the handlers only through the server's
-// auth hook, which passes the guard; a handler's own call finds the token remembered.
+// token, or an expired join token) or 503 (the store failed).
 std::optional<Caller> Authenticate(store::Store& store, const httplib::Request& req,
-                                   httplib::Response& res, int64_t now_ms,
-                                   UnknownTokenGuard* guard = nullptr);
+                                   httplib::Response& res, int64_t now_ms);
 
 // The caller's user, or nothing after answering 401 (no valid token) or 403 (a node or join
-// credential, which acts only in the agent protocol); `guard` as for Authenticate.
+// credential, which acts only in the agent protocol).
 std::optional<store::UserRecord> AuthenticateUser(store::Store& store, const httplib::Request& req,
-                                                  httplib::Response& res, int64_t now_ms,
-                                                  UnknownTokenGuard* guard = nullptr);
-// Whether `guard` lets the request's address look up the token `sha256` now; else answers 429
-// with Retry-After.
-bool MayLookUpToken(UnknownTokenGuard& guard, const httplib::Request& req,
-                    const std::string& sha256, httplib::Response& res, int64_t now_ms);
-// Tells `guard` whether the store knew the token `sha256` that the request carried.
-void TellTokenGuard(UnknownTokenGuard& guard, const httplib::Request& req,
-                    const std::string& sha256, bool known, int64_t now_ms);
+                                                  httplib::Response& res, int64_t now_ms);
 // Job `id_text` if it exists and `user` may see it (their own, or any for an admin); else answers
 // 400 (not a number), 404 (no such job, or another user's: it does not exist for them) or 503.
 std::optional<store::JobRecord> VisibleJob(store::Store& store, const std::string& id_text,

@@ -123,11 +123,10 @@ struct ApiServer::Impl {
   net::HttpServer server;
   std::atomic<int64_t> requests{0};
   std::atomic<const Autoscaler*> autoscaler{nullptr};
-  UnknownTokenGuard token_guard;
 
   std::optional<store::UserRecord> Authenticate(const httplib::Request& req,
                                                 httplib::Response& res) {
-    return api::AuthenticateUser(controller.store(), req, res, NowMs(), &token_guard);
+    return api::AuthenticateUser(controller.store(), req, res, NowMs());
   }
   std::optional<store::JobRecord> VisibleJob(const std::string& id_text,
                                              const store::UserRecord& user,
@@ -151,8 +150,7 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
           !AdmitSession(impl.sessions, secure_cookie, req, res, NowMs())) {
         return false;
       }
-      return api::Authenticate(impl.controller.store(), req, res, NowMs(), &impl.token_guard)
-          .has_value();
+      return api::Authenticate(impl.controller.store(), req, res, NowMs()).has_value();
     }
     // Logging in and out of the dashboard take a small body; nothing else outside /v1 does:
     // nothing is read for anyone without a token. Those two bodies are judged on the head: a
@@ -558,8 +556,8 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
     if (!options.ui_dir.empty()) {
       if (auto from_dir = ui::AssetSet::FromDirectory(options.ui_dir)) assets = from_dir;
     }
-    AddUiRoutes(server, UiRouteContext{impl.controller, impl.sessions, impl.events, assets,
-                                       secure_cookie, &impl.token_guard});
+    AddUiRoutes(server,
+                UiRouteContext{impl.controller, impl.sessions, impl.events, assets, secure_cookie});
   }
   AddAdminRoutes(server, impl.controller,
                  {options.ca_sha256, options.user_token_max_ttl_s,
@@ -598,9 +596,9 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
            s.preempted);
     metric("gpufleet_controller_heartbeats_total", "counter", "Agent heartbeats received.",
            s.heartbeats);
-    metric("gpufleet_controller_unknown_tokens_refused_total", "counter",
-           "Requests answered 429 without a lookup: their address sent too many unknown tokens.",
-           impl.token_guard.refused());
+    metric("gpufleet_controller_credential_reads_total", "counter",
+           "Reads of the store to check a token (one token's, or every token's hash).",
+           impl.controller.store().CredentialReads());
     metric("gpufleet_controller_log_chunks_held_back_total", "counter",
            "Job log chunks not taken because their user's running jobs were at --log-quota.",
            s.log_chunks_held_back);

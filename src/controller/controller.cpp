@@ -752,8 +752,10 @@ std::optional<core::Error> Controller::Unrunnable(const store::JobRecord& job) c
   }
   // The controller places a job on exactly as many nodes as it asks (no spreading); the fleet
   // grows a gang within one autoscaler group.
-  return sched::NeverFits(asked, summary_.nodes, options_.growth_nodes, /*allow_spread=*/false,
-                          job.gpu_type);
+  const std::vector<core::NodeSpec>& growth = !job.restartable && options_.growth_nodes_on_demand
+                                                  ? *options_.growth_nodes_on_demand
+                                                  : options_.growth_nodes;
+  return sched::NeverFits(asked, summary_.nodes, growth, /*allow_spread=*/false, job.gpu_type);
 }
 
 int Controller::MaxUserPriority(const std::string& user) const {

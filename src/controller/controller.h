@@ -119,6 +119,10 @@ struct ControllerOptions {
   // Nodes the fleet may grow to (an autoscaler's groups, each `max` times): a job that fits them
   // is not refused at submit for want of a node that exists now.
   std::vector<core::NodeSpec> growth_nodes;
+  // When set, what a job that is not restartable may count on at submit: the nodes the spend cap
+  // buys at on-demand prices (the autoscaler puts only restartable jobs on spot). Unset:
+  // growth_nodes.
+  std::optional<std::vector<core::NodeSpec>> growth_nodes_on_demand;
   // Milliseconds since the epoch, for what the controller times itself (submits, launches, the
   // passes of its own thread); empty: the system clock. Tests drive a fake one with RunOnce.
   std::function<int64_t()> clock;

@@ -194,6 +194,26 @@ TEST_F(ControllerTest, RunningJobsLogsStopGrowingHereAtTheirUsersQuota) {
   EXPECT_EQ(ctl.Logs().Size(second, 0), 1000) << "the log itself is as shipped";
 }
 
+// Found by a review: a gang that only spot nodes within the spend cap could hold was accepted
+// when it was not restartable, though the autoscaler never puts such a job on spot: it waited for
+// good.
+TEST_F(ControllerTest, AGangOnlySpotNodesCouldHoldIsRefusedUnlessRestartable) {
+  ControllerOptions options;
+  const core::NodeSpec node{"g", 32000, 128 * 1024, 8, 0};
+  options.growth_nodes = {node, node};              // the cap buys two at the spot price
+  options.growth_nodes_on_demand.emplace(1, node);  // and one on demand
+  Make(options);
+  store::JobRecord gang = NewJob(8);  // 8 GPUs on each of 2 nodes
+  gang.nodes = 2;
+  auto refused = ctl_->Submit(gang);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.failure().field, "nodes") << refused.error();
+  gang.restartable = true;
+  EXPECT_TRUE(ctl_->Submit(gang).ok());
+  store::JobRecord one = NewJob(8);
+  EXPECT_TRUE(ctl_->Submit(one).ok()) << "one node on demand is within the cap";
+}
+
 // Found by a review: a requeued job's earlier run's log left the running jobs' count, so each
 // restart could bring another quota's worth of log, until the job ended.
 TEST_F(ControllerTest, ARequeuedJobsEarlierLogStillCountsUntilItEnds) {

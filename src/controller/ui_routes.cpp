@@ -86,9 +86,8 @@ void AddUiRoutes(net::HttpServer& server, const UiRouteContext& context) {
   EventHub& events = context.events;
   const bool secure = context.secure_cookie;
 
-  UnknownTokenGuard* guard = context.token_guard;
-  server.Post("/ui/login", [&controller, &sessions, &events, secure, guard](
-                               const httplib::Request& req, httplib::Response& res) {
+  server.Post("/ui/login", [&controller, &sessions, &events, secure](const httplib::Request& req,
+                                                                     httplib::Response& res) {
     SecurityHeaders(res);
     // Only JSON: a cross-site form cannot send it without a CORS preflight, which fails.
     if (req.get_header_value("Content-Type").rfind("application/json", 0) != 0) {
@@ -98,13 +97,9 @@ void AddUiRoutes(net::HttpServer& server, const UiRouteContext& context) {
     auto parsed = ParseLoginRequest(req.body);
     if (!parsed) return Fail(res, parsed.failure());
     std::string token = std::move(parsed).value();
-    const std::string sha256 = Sha256Hex(token);
-    const int64_t now_ms = NowMs();
-    if (guard && !api::MayLookUpToken(*guard, req, sha256, res, now_ms)) return;
-    auto credential = controller.store().CredentialOf(sha256, now_ms);
+    auto credential = controller.store().CredentialOf(Sha256Hex(token), NowMs());
     if (!credential) return api::Unavailable(res, credential.error());
     const std::optional<store::UserRecord>& user = credential.value().user;
-    if (guard) api::TellTokenGuard(*guard, req, sha256, user || credential.value().token, now_ms);
     if (!user) {
       return Fail(res, 401,
                   "token: not a user's token, or it expired (node and join tokens cannot log in)",

@@ -8,7 +8,6 @@
 
 #include "controller/controller.h"
 #include "controller/event_hub.h"
-#include "controller/token_guard.h"
 #include "controller/ui_sessions.h"
 #include "net/http_server.h"
 #include "ui/assets.h"
@@ -31,8 +30,6 @@ struct UiRouteContext {
   EventHub& events;
   std::shared_ptr<const ui::AssetSet> assets;
   bool secure_cookie = false;  // reached over https: the cookie is Secure and __Host- prefixed
-  // Bounds the tokens a login may look up per address (the API's auth hook shares it).
-  UnknownTokenGuard* token_guard = nullptr;
 };
 
 void AddUiRoutes(net::HttpServer& server, const UiRouteContext& context);

@@ -142,19 +142,6 @@ std::string ConnectionLimitKey(const sockaddr_storage& addr) {
   return std::string(text) + "/64";
 }
 
-std::string ConnectionLimitKey(const std::string& address) {
-  sockaddr_storage addr{};
-  if (inet_pton(AF_INET, address.c_str(), &reinterpret_cast<sockaddr_in*>(&addr)->sin_addr) == 1) {
-    addr.ss_family = AF_INET;
-  } else if (inet_pton(AF_INET6, address.c_str(),
-                       &reinterpret_cast<sockaddr_in6*>(&addr)->sin6_addr) == 1) {
-    addr.ss_family = AF_INET6;
-  } else {
-    return address;
-  }
-  return ConnectionLimitKey(addr);
-}
-
 struct HttpServer::Impl {
   explicit Impl(const HttpServerOptions& o) : options(o) {
     epoll_fd = epoll_create1(EPOLL_CLOEXEC);

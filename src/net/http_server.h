@@ -135,9 +135,6 @@ class HttpServer {
 // IPv4-mapped), or the /64 prefix of its IPv6 address ("2001:db8:1:2::/64"), since one host
 // usually holds a whole /64 and could otherwise multiply its share.
 std::string ConnectionLimitKey(const sockaddr_storage& addr);
-// The same for an address as text (`httplib::Request::remote_addr`); text that is not an IP
-// address is its own key.
-std::string ConnectionLimitKey(const std::string& address);
 
 // Blocks SIGINT and SIGTERM in the calling thread; call it before any thread starts, so that all
 // inherit the mask and the signals wait for ServeUntilStopSignal.

@@ -247,9 +247,9 @@ std::string_view ExpanderName(Expander e) {
   return "?";
 }
 
-int GrowthNodeCount(const NodeGroup& g, const ScalePolicy& policy) {
+int GrowthNodeCount(const NodeGroup& g, const ScalePolicy& policy, bool spot) {
   double n = std::min(g.max, 256);
-  const double cheapest = g.HasSpot() ? g.spot_price_per_hour : g.price_per_hour;
+  const double cheapest = spot && g.HasSpot() ? g.spot_price_per_hour : g.price_per_hour;
   if (std::isfinite(policy.max_spend_per_hour) && cheapest > 0) {
     n = std::min(n, std::floor(policy.max_spend_per_hour / cheapest * (1 + 1e-12)));
   }

@@ -90,9 +90,9 @@ struct ScalePolicy {
 
 // How many nodes of group `g` the fleet may ever hold, what submits and the scheduler count on
 // (ControllerOptions::growth_nodes): its max, at most 256, and no more than `policy`'s spend cap
-// buys at the group's cheapest price. (Spot counts as cheapest, so a job that may not use spot
-// can still be counted on more nodes than the cap buys it on demand.)
-int GrowthNodeCount(const NodeGroup& g, const ScalePolicy& policy);
+// buys at the group's cheapest price, spot included unless `spot` is false (what a job that is
+// not restartable, never put on spot, may count on: ControllerOptions::growth_nodes_on_demand).
+int GrowthNodeCount(const NodeGroup& g, const ScalePolicy& policy, bool spot = true);
 
 struct ProviderConfig {
   std::string kind;    // "exec" or "local"

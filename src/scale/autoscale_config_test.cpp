@@ -172,6 +172,7 @@ TEST(GrowthNodeCountTest, TheSpendCapBoundsWhatAGroupMayGrowTo) {
   EXPECT_EQ(GrowthNodeCount(g, policy), 3) << "exactly three, not two by rounding";
   g.spot_price_per_hour = 20;
   EXPECT_EQ(GrowthNodeCount(g, policy), 8) << "at the spot price the cap buys 8";
+  EXPECT_EQ(GrowthNodeCount(g, policy, /*spot=*/false), 3) << "on demand, still three";
   g.max = 1000;
   policy.max_spend_per_hour = std::numeric_limits<double>::infinity();
   EXPECT_EQ(GrowthNodeCount(g, policy), 256);

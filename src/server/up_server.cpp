@@ -572,9 +572,15 @@ int RunUpOnce(const UpOptions& o) {
     // Submits are checked against what the fleet may grow to, not only what it has now: each
     // group's max, within what the spend cap buys (a gang it cannot buy is refused at submit,
     // not left to hold the queue's reservation for good).
+    // A job that is not restartable never goes on spot: it counts on what the cap buys on demand.
+    options.growth_nodes_on_demand.emplace();
     for (const scale::NodeGroup& g : autoscale->groups) {
+      const core::NodeSpec node{g.name, g.cpu_milli, g.memory_mib, g.gpus, g.model};
       for (int k = 0; k < scale::GrowthNodeCount(g, autoscale->policy); ++k) {
-        options.growth_nodes.push_back({g.name, g.cpu_milli, g.memory_mib, g.gpus, g.model});
+        options.growth_nodes.push_back(node);
+      }
+      for (int k = 0; k < scale::GrowthNodeCount(g, autoscale->policy, /*spot=*/false); ++k) {
+        options.growth_nodes_on_demand->push_back(node);
       }
     }
   }

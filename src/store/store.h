@@ -6,14 +6,16 @@
 //
 // Job states: PENDING -> SCHEDULED -> RUNNING -> SUCCEEDED | FAILED; CANCELLED from any live
 // state; PREEMPTED and LOST from SCHEDULED or RUNNING, and back to PENDING when requeued.
-#include <cstdint>
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -390,11 +392,21 @@ class Store {
   // from the store, unless this Store object changed a user or token since (each backend calls
   // CredentialsChanged in every such write): the API checks a token on every request without a
   // round trip to the database. A change made through another process sharing the store (a
-  // former leader) is seen here within kCredentialMemory. Unknown tokens are not remembered. A
-  // token whose expires_ms is at or before `now_ms` is nobody's, to the millisecond, remembered
-  // or not.
+  // former leader) is seen here within kCredentialMemory. Unknown tokens are not remembered one by
+  // one. A token whose expires_ms is at or before `now_ms` is nobody's, to the millisecond,
+  // remembered or not.
+  //
+  // A token the store does not hold costs no lookup of its own: CredentialOf keeps the hashes of
+  // every stored token, read whole (Tokens) when a token outside them is asked for and they are
+  // older than kCredentialMemory or this Store object changed a token since, so that a stream of
+  // made-up tokens, from any number of clients, costs at most one read of the tokens table per
+  // kCredentialMemory. (Past kMaxKnownHashes stored tokens it looks each one up instead, and reads
+  // the table again only a minute later.)
   core::Result<Credential> CredentialOf(const std::string& sha256, int64_t now_ms);
   static constexpr std::chrono::milliseconds kCredentialMemory{2000};
+  static constexpr std::size_t kMaxKnownHashes = 100000;
+  // Reads of the store CredentialOf has made (a token's, or every token's hash), for metrics.
+  int64_t CredentialReads() const { return credential_reads_.load(); }
 
  protected:
   // Forgets every remembered credential (CredentialOf) when it goes out of scope: each write of
@@ -421,6 +433,19 @@ class Store {
   std::mutex credentials_mutex_;
   std::unordered_map<std::string, RememberedCredential> credentials_;
   uint64_t credentials_version_ = 0;  // bumped by CredentialsChanged
+  // Every stored token's hash, as read at known_read_at_ under credentials_version_
+  // known_version_ (none read yet, or too many to hold: known_valid_ false). Under
+  // credentials_mutex_.
+  std::unordered_set<std::string> known_hashes_;
+  bool known_valid_ = false;  // known_hashes_ holds every stored token's
+  bool known_read_ = false;
+  uint64_t known_version_ = 0;
+  std::chrono::steady_clock::time_point known_read_at_;
+  std::mutex known_refresh_mutex_;  // one read of every hash at a time
+  std::atomic<int64_t> credential_reads_{0};
+  // Whether `sha256` is certainly not a stored token: false when it may be (it is among the
+  // hashes, or they could not be read).
+  bool CertainlyUnknown(const std::string& sha256);
 };
 
 // Opens (creating when needed) `<data_dir>/gpufleet.db`: WAL mode, full sync on commit, schema
