@@ -9,7 +9,8 @@
 //     before any job starts; the longest heartbeat meanwhile;
 //   - the commit alone: the same number of transitions of other pending jobs in one
 //     TransitionAll, straight on the store;
-//   - further passes on the now busy fleet (the store is not written: nothing to start).
+//   - further passes on the now busy fleet (the store is not written: nothing to start);
+//   - an idle node's heartbeat, and a made-up bearer token checked as the API checks it.
 // Usage: store_pass_bench [--store sqlite|postgresql] [--nodes 1250] [--jobs 100000]
 // PostgreSQL runs in a temporary directory with fsync on (store/pg_test_server.h).
 // PASS_BENCH_VERBOSE=1 prints each intake pass's time (the first one carries one-time work).
@@ -228,6 +229,25 @@ int main(int argc, char** argv) {
     std::sort(us.begin(), us.end());
     return us[us.size() / 2];
   };
+  // A made-up bearer token, as the API checks it (Store::CredentialOf), against one lookup of a
+  // token (TokenBySha256): what each made-up token cost before the stored hashes were kept.
+  auto made_up_us = [&](bool through_memory) {
+    std::vector<double> us;
+    for (int k = 0; k < 2001; ++k) {
+      const std::string sha = std::to_string(k) + std::string(60, through_memory ? 'e' : 'f');
+      const auto b0 = std::chrono::steady_clock::now();
+      if (through_memory) {
+        (void)st.CredentialOf(sha, kNowMs);
+      } else {
+        (void)st.TokenBySha256(sha);
+      }
+      if (k > 0) us.push_back(MsSince(b0) * 1000);  // the first one reads the hashes
+    }
+    std::sort(us.begin(), us.end());
+    return us[us.size() / 2];
+  };
+  const double lookup_us = made_up_us(false);
+  const double made_up_token_us = made_up_us(true);
   const double catalog_beat_us = idle_beat_us("idle-catalog", "G2");
   const double nvml_beat_us = idle_beat_us("idle-nvml", "NVIDIA H100 80GB HBM3");
   std::printf(
@@ -236,11 +256,12 @@ int main(int argc, char** argv) {
       "lock held %.1f ms, commit of the starts %.1f ms (lock released), longest "
       "heartbeat meanwhile %.1f ms (%zu beats); %zu transitions alone %.1f ms; "
       "busy-fleet pass median %.2f ms; idle heartbeat median %.0f us (catalog model "
-      "name), %.0f us (NVML's name)\n",
+      "name), %.0f us (NVML's name); a made-up token median %.2f us (one lookup, as each "
+      "cost before: %.2f us)\n",
       backend.c_str(), nodes, jobs, submit_ms / 1000, jobs / (submit_ms / 1000), intake_passes,
       intake_ms, first_pass_ms, static_cast<long long>(started), stats.last_start_pass_ms,
       stats.last_start_commit_ms, max_beat_ms, beat_ms.size(), requests.size(), commit_ms,
-      busy[busy.size() / 2], catalog_beat_us, nvml_beat_us);
+      busy[busy.size() / 2], catalog_beat_us, nvml_beat_us, made_up_token_us, lookup_us);
   made.value().reset();
   opened.value().reset();
   std::filesystem::remove_all(dir);
