@@ -122,7 +122,7 @@ Controller::Controller(store::Store& store, ControllerOptions options,
       scheduler_(*queue_policy_, *placement_policy_, /*allow_spread=*/false) {
   if (!options_.queue_weights.empty()) scheduler_.SetQueueWeights(options_.queue_weights);
   scheduler_.SetElasticGrowAfter(options_.elastic_grow_after_s);
-  scheduler_.SetGrowthNodes(options_.growth_nodes);
+  scheduler_.SetGrowthNodes(options_.growth_nodes, options_.growth_nodes_on_demand);
   if (options_.workload_profile) placement_policy_->Prepare(*options_.workload_profile);
   // Node epochs only grow, across restarts too (they are only compared for change).
   RebuildClusterLocked();
@@ -236,6 +236,7 @@ sched::JobAsk Controller::AskOf(const store::JobRecord& job) {
   ask.submit_s = job.submit_ms / 1000;
   ask.queue = job.queue;
   ask.priority = job.priority;
+  ask.restartable = job.restartable;
   if (job.time_limit_s > 0) ask.time_limit_s = static_cast<double>(job.time_limit_s);
   return ask;
 }

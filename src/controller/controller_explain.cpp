@@ -72,6 +72,8 @@ std::vector<Controller::QueueExplanation> Controller::ExplainQueue(int64_t now_m
   in.placement_policy = placement_policy_.get();
   in.allow_spread = false;  // as scheduler_ is made
   in.growth_nodes = options_.growth_nodes;
+  if (options_.growth_nodes_on_demand)
+    in.growth_nodes_on_demand = &*options_.growth_nodes_on_demand;
   in.queue_weights = &scheduler_.queue_weights();
   in.default_queue_weight = scheduler_.default_queue_weight();
   in.now_s = now_s;

@@ -20,10 +20,11 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // What placement sees of a job: jobs of one shape fit, or not, alike.
-using Shape = std::tuple<int, int, int, uint64_t, int64_t, int64_t>;
+// (Restartable or not: they may count on different growth nodes.)
+using Shape = std::tuple<int, int, int, uint64_t, int64_t, int64_t, bool>;
 Shape ShapeOf(const QueuedJob& j) {
-  return {j.total_gpus,        j.nodes, j.gpu_milli, j.gpu_models.bits(), j.cpu_milli_per_gpu,
-          j.memory_mib_per_gpu};
+  return {j.total_gpus,         j.nodes,      j.gpu_milli, j.gpu_models.bits(), j.cpu_milli_per_gpu,
+          j.memory_mib_per_gpu, j.restartable};
 }
 
 bool Whole(const QueuedJob& j) { return j.gpu_milli >= core::kGpuMilli; }
@@ -361,7 +362,10 @@ std::vector<Explanation> ExplainQueue(const ExplainInput& in, core::Rng& rng) {
     auto [it, added] = shapes.try_emplace(ShapeOf(job));
     ShapeFacts& f = it->second;
     if (added) {
-      f.never = NeverFits(job, work, in.growth_nodes, in.allow_spread);
+      const std::span<const core::NodeSpec> growth = !job.restartable && in.growth_nodes_on_demand
+                                                         ? *in.growth_nodes_on_demand
+                                                         : in.growth_nodes;
+      f.never = NeverFits(job, work, growth, in.allow_spread);
       if (!f.never) f.fits_now = PlaceGang(work, placer, job, in.allow_spread, rng).has_value();
       if (!f.never && !f.fits_now) f.need = NeedText(job, work, in.allow_spread);
     }

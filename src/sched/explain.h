@@ -43,6 +43,8 @@ struct ExplainInput {
   // Nodes the fleet may grow by (`Scheduler::SetGrowthNodes`): a job that fits only them is not
   // "never_fits", and it holds the order as the scheduler lets it.
   std::span<const core::NodeSpec> growth_nodes;
+  // When set, what a job that is not restartable may count on instead (as the scheduler's).
+  const std::vector<core::NodeSpec>* growth_nodes_on_demand = nullptr;
   // Fair-share policies: each queue's weight, as `Scheduler::SetQueueWeights` got them.
   const std::map<std::string, double>* queue_weights = nullptr;
   double default_queue_weight = 1.0;

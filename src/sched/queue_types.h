@@ -40,6 +40,9 @@ struct QueuedJob {
   double attained_gpu_s = 0;    // GPU-seconds of service received so far
   int64_t waiting_since_s = 0;  // when it last (re)entered the queue: arrival or preemption
   bool promoted = false;        // the starvation guard promoted it while it waited (see below)
+  // It may be stopped and run again elsewhere, so an autoscaler may put it on spot nodes: it
+  // counts on the nodes the fleet may grow by at spot prices (`Scheduler::SetGrowthNodes`).
+  bool restartable = false;
   // Expected remaining run time in seconds, from the user or a predictor; NaN when unknown.
   // An oracle policy may be given the true value; the simulator says which.
   double estimate_s = std::nan("");

@@ -25,6 +25,7 @@ QueuedJob BuildQueuedJob(const JobAsk& ask, Estimates estimates, const JobRunTim
   q.submit_s = ask.submit_s;
   q.queue = ask.queue;
   q.priority = ask.priority;
+  q.restartable = ask.restartable;
   q.attained_gpu_s = run_time.attained_gpu_s;
   q.waiting_since_s = run_time.waiting_since_s;
   double estimate = std::nan("");

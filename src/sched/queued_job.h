@@ -38,6 +38,7 @@ struct JobAsk {
   std::string queue;
   int priority = 0;
   double time_limit_s = std::nan("");  // NaN: none (a run is stopped at its limit)
+  bool restartable = false;            // QueuedJob::restartable
 };
 
 // What is known of a job's run time and service so far.

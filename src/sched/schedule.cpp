@@ -287,7 +287,7 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
   // the policy allows) or leave it waiting. False: no later job may start in this pass.
   // NeverFits by job shape (what it reads of a job), once per pass: it scans every node, and a
   // busy preemptive pass asks it for thousands of waiting jobs of a few shapes.
-  std::map<std::tuple<int, int, int, int, uint64_t, int64_t, int64_t>, bool> never_by_shape;
+  std::map<std::tuple<int, int, int, int, uint64_t, int64_t, int64_t, bool>, bool> never_by_shape;
   auto consider = [&](const Entry& entry, const QueuedJob& job) -> bool {
     // Nothing more can start, unless a waiting job may still preempt a running one (waiting jobs
     // come in class order, so once one cannot, none after it can).
@@ -328,15 +328,15 @@ std::vector<Decision> Scheduler::Schedule(const core::ClusterSnapshot& cluster,
     std::optional<bool> never;
     const auto never_fits = [&] {
       if (!never) {
-        const auto shape =
-            std::make_tuple(job.total_gpus, job.min_gpus, job.nodes, job.gpu_milli,
-                            job.gpu_models.bits(), job.cpu_milli_per_gpu, job.memory_mib_per_gpu);
+        const auto shape = std::make_tuple(job.total_gpus, job.min_gpus, job.nodes, job.gpu_milli,
+                                           job.gpu_models.bits(), job.cpu_milli_per_gpu,
+                                           job.memory_mib_per_gpu, job.restartable);
         auto it = never_by_shape.find(shape);
         if (it == never_by_shape.end()) {
-          it =
-              never_by_shape
-                  .emplace(shape, NeverFits(job, cluster, growth_nodes_, allow_spread_).has_value())
-                  .first;
+          it = never_by_shape
+                   .emplace(shape,
+                            NeverFits(job, cluster, GrowthNodesFor(job), allow_spread_).has_value())
+                   .first;
         }
         never = it->second;
       }

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <span>
 #include <string>
@@ -60,7 +61,17 @@ class Scheduler {
   // Nodes the fleet may grow by (an autoscaler's groups). A waiting job that no nodes of the
   // cluster or of these could ever hold takes no reservation, strict order or queue turn (it
   // would idle the cluster for good); one that fits only these still does. Default: none.
-  void SetGrowthNodes(std::vector<core::NodeSpec> nodes) { growth_nodes_ = std::move(nodes); }
+  // `on_demand`, when given: what a job that is not restartable may count on (an autoscaler puts
+  // only restartable jobs on spot, so its spend cap buys the others fewer nodes).
+  void SetGrowthNodes(std::vector<core::NodeSpec> nodes,
+                      std::optional<std::vector<core::NodeSpec>> on_demand = std::nullopt) {
+    growth_nodes_ = std::move(nodes);
+    growth_nodes_on_demand_ = std::move(on_demand);
+  }
+  // The growth nodes `job` may count on (SetGrowthNodes).
+  std::span<const core::NodeSpec> GrowthNodesFor(const QueuedJob& job) const {
+    return !job.restartable && growth_nodes_on_demand_ ? *growth_nodes_on_demand_ : growth_nodes_;
+  }
 
   // For tests: every pass walks the whole queue and looks for victims for every job that may
   // preempt, skipping nothing (the same decisions, only slower: the reference the pass that skips
@@ -128,6 +139,7 @@ class Scheduler {
   double default_queue_weight_ = 1.0;
   double elastic_grow_after_s_ = 0;
   std::vector<core::NodeSpec> growth_nodes_;
+  std::optional<std::vector<core::NodeSpec>> growth_nodes_on_demand_;
   bool reference_pass_ = false;
 };
 

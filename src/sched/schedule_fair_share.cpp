@@ -162,7 +162,7 @@ std::vector<Decision> Scheduler::ScheduleFairShare(const core::ClusterSnapshot& 
     if (!placement) {
       // First come, first served within the queue; but a job that no nodes of this cluster could
       // ever hold is passed over, or it would stop its queue for good.
-      if (NeverFits(job, cluster, growth_nodes_, allow_spread_)) {
+      if (NeverFits(job, cluster, GrowthNodesFor(job), allow_spread_)) {
         ++q.next;
       } else {
         q.blocked = true;

@@ -117,6 +117,32 @@ TEST_F(SchedulerTest, AJobThatFitsOnlySpreadOrOnlyTheGrowthNodesHoldsTheOrder) {
   }
 }
 
+// Found by a review: a gang that only spot growth nodes could hold held the order even when it
+// was not restartable, though an autoscaler never puts such a job on spot: the queue behind it
+// waited for good.
+TEST_F(SchedulerTest, OnlyARestartableJobCountsOnGrowthNodesBoughtAtTheSpotPrice) {
+  auto fifo = MakeQueuePolicy("fifo");
+  for (const bool restartable : {true, false}) {
+    Scheduler s(*fifo, *placement_, /*allow_spread=*/false);
+    // Two nodes' growth at the spot price, none on demand.
+    s.SetGrowthNodes({Node().Gpus(8), Node().Gpus(8)}, std::vector<core::NodeSpec>{});
+    core::ClusterSnapshot c({Node().Gpus(8), Node().Gpus(8)});
+    std::vector<RunningJob> running = {Running(c, 100, 0, 6, 0, 100)};
+    QueuedJob head = Gpus(1, 32, 10);  // four nodes: two here, two the fleet may grow by
+    head.nodes = 4;
+    head.restartable = restartable;
+    s.Enqueue(head);
+    s.Enqueue(Gpus(2, 1, 20));
+    const auto d = s.Schedule(c, running, 30, rng_);
+    if (restartable) {
+      EXPECT_TRUE(d.empty()) << "it holds the order";
+    } else {
+      ASSERT_EQ(d.size(), 1u) << "it never fits: the job behind it starts";
+      EXPECT_EQ(d[0].job, 2);
+    }
+  }
+}
+
 TEST_F(SchedulerTest, EasyBackfillNeverDelaysTheHeadReservation) {
   auto easy = MakeQueuePolicy("backfill");
   Scheduler s(*easy, *placement_, true);
