@@ -139,9 +139,21 @@ int64_t Controller::LogRoomLocked(const std::string& user) const {
   return std::max<int64_t>(0, options_.log_quota_bytes - held);
 }
 
-void Controller::KeepEarlierLogsLocked(const Active& a) {
+int64_t Controller::LogBytesOf(const Active& a) {
   int64_t bytes = 0;
   for (const Rank& r : a.ranks) bytes += r.log_acked;
+  return bytes;
+}
+
+void Controller::AddLiveLogLocked(const std::string& user, int64_t bytes) {
+  if (bytes == 0) return;
+  const auto it = live_log_bytes_.try_emplace(user, 0).first;
+  it->second += bytes;
+  if (it->second <= 0) live_log_bytes_.erase(it);
+}
+
+void Controller::KeepEarlierLogsLocked(const Active& a) {
+  const int64_t bytes = LogBytesOf(a);
   if (bytes == 0) return;
   EarlierLogs& earlier = earlier_logs_[a.job.id];
   earlier.user = a.job.user;
@@ -151,19 +163,12 @@ void Controller::KeepEarlierLogsLocked(const Active& a) {
 void Controller::ForgetEarlierLogsLocked(int64_t id) {
   const auto found = earlier_logs_.find(id);
   if (found == earlier_logs_.end()) return;
-  const auto it = live_log_bytes_.try_emplace(found->second.user, 0).first;
-  it->second -= found->second.bytes;
-  if (it->second <= 0) live_log_bytes_.erase(it);
+  AddLiveLogLocked(found->second.user, -found->second.bytes);
   earlier_logs_.erase(found);
 }
 
 void Controller::CountLiveLogLocked(const Active& a, int sign) {
-  int64_t bytes = 0;
-  for (const Rank& r : a.ranks) bytes += r.log_acked;
-  if (bytes == 0) return;
-  const auto it = live_log_bytes_.try_emplace(a.job.user, 0).first;
-  it->second += sign * bytes;
-  if (it->second <= 0) live_log_bytes_.erase(it);
+  AddLiveLogLocked(a.job.user, sign * LogBytesOf(a));
 }
 
 void Controller::SetEvents(ControllerEvents* events) {
@@ -658,11 +663,11 @@ core::Result<bool> Controller::Recover(int64_t now_ms) {
       user = w->second.user;
     } else if (const auto a = active_.find(h.job_id); a != active_.end()) {
       user = a->second.job.user;
-      for (const Rank& r : a->second.ranks) earlier -= r.log_acked;
+      earlier -= LogBytesOf(a->second);
     }
     if (user.empty() || earlier <= 0) continue;
     earlier_logs_[h.job_id] = EarlierLogs{user, earlier};
-    live_log_bytes_[user] += earlier;
+    AddLiveLogLocked(user, earlier);
   }
   RebuildClusterLocked();
   return true;
@@ -753,10 +758,9 @@ std::optional<core::Error> Controller::Unrunnable(const store::JobRecord& job) c
   }
   // The controller places a job on exactly as many nodes as it asks (no spreading); the fleet
   // grows a gang within one autoscaler group.
-  const std::vector<core::NodeSpec>& growth = !job.restartable && options_.growth_nodes_on_demand
-                                                  ? *options_.growth_nodes_on_demand
-                                                  : options_.growth_nodes;
-  return sched::NeverFits(asked, summary_.nodes, growth, /*allow_spread=*/false, job.gpu_type);
+  // (The scheduler's growth nodes are set once, at construction: read without its lock.)
+  return sched::NeverFits(asked, summary_.nodes, scheduler_.GrowthNodesFor(asked),
+                          /*allow_spread=*/false, job.gpu_type);
 }
 
 int Controller::MaxUserPriority(const std::string& user) const {

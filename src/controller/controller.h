@@ -495,6 +495,10 @@ class Controller {
   // Takes `a`'s logs out of live_log_bytes_ (it leaves active_; its logs stay on disk, LogSweeper's
   // from now on) or, with `sign` 1, puts them in (Recover).
   void CountLiveLogLocked(const Active& a, int sign = -1);
+  // The bytes of log `a`'s ranks have brought here (their log_acked).
+  static int64_t LogBytesOf(const Active& a);
+  // Adds `bytes` (negative: takes them) to `user`'s live_log_bytes_.
+  void AddLiveLogLocked(const std::string& user, int64_t bytes);
   // `a` is requeued: its run's logs stay counted, as an earlier run's (earlier_logs_).
   void KeepEarlierLogsLocked(const Active& a);
   // Job `id` ended (or will not run): its earlier runs' logs leave live_log_bytes_.

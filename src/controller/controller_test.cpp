@@ -217,6 +217,48 @@ TEST_F(ControllerTest, AGangOnlySpotNodesCouldHoldIsRefusedUnlessRestartable) {
 // Found by a review: a requeued job's earlier run's log left the running jobs' count, so each
 // restart could bring another quota's worth of log, until the job ended.
 TEST_F(ControllerTest, ARequeuedJobsEarlierLogStillCountsUntilItEnds) {
+  for (const bool restart : {false, true}) {
+    TearDown();
+    SetUp();
+    ControllerOptions options;
+    options.log_quota_bytes = 1000;
+    Make(options);
+    FakeAgent a("a"), b("b");
+    ASSERT_TRUE(a.Beat(*ctl_, now_ms_).ok());
+    const int64_t id = Submit(4, 0, /*restartable=*/true);
+    Step({&a});
+    ASSERT_TRUE(a.Runs(id));
+    a.Log(id, std::string(700, 'x'));
+    Step({&a});
+    ASSERT_EQ(a.LogAcked(id), 700);
+    // a falls silent: the job waits again, then runs on b.
+    now_ms_ += 10001;
+    ctl_->RunOnce(now_ms_);
+    ASSERT_EQ(Job(id).state, store::JobState::kPending);
+    if (restart) Make(options);  // a restart of the controller while it waits counts it too
+    ASSERT_TRUE(b.Beat(*ctl_, now_ms_).ok());
+    Step({&b});
+    ASSERT_TRUE(b.Runs(id));
+    b.Log(id, std::string(700, 'y'));
+    Step({&b});
+    EXPECT_EQ(b.LogAcked(id), 300) << "700 bytes of its first run count against the 1000"
+                                   << (restart ? ", after a restart" : "");
+    EXPECT_TRUE(b.LogHeldBack(id));
+    // Once it ends, none of its logs count: another job of ada's gets the whole quota.
+    b.End(id, 0);
+    Step({&b});
+    ASSERT_EQ(Job(id).state, store::JobState::kSucceeded);
+    const int64_t next = Submit(1);
+    Step({&b});
+    ASSERT_TRUE(b.Runs(next));
+    b.Log(next, std::string(1000, 'z'));
+    Step({&b});
+    EXPECT_EQ(b.LogAcked(next), 1000);
+  }
+}
+
+// A requeued job cancelled while it waits takes its earlier run's log out of the count.
+TEST_F(ControllerTest, ACancelledRequeuedJobsEarlierLogStopsCounting) {
   ControllerOptions options;
   options.log_quota_bytes = 1000;
   Make(options);
@@ -224,33 +266,20 @@ TEST_F(ControllerTest, ARequeuedJobsEarlierLogStillCountsUntilItEnds) {
   ASSERT_TRUE(a.Beat(*ctl_, now_ms_).ok());
   const int64_t id = Submit(4, 0, /*restartable=*/true);
   Step({&a});
-  ASSERT_TRUE(a.Runs(id));
-  a.Log(id, std::string(700, 'x'));
+  a.Log(id, std::string(900, 'x'));
   Step({&a});
-  ASSERT_EQ(a.LogAcked(id), 700);
-  // a falls silent: the job waits again, then runs on b.
+  ASSERT_EQ(a.LogAcked(id), 900);
   now_ms_ += 10001;
   ctl_->RunOnce(now_ms_);
   ASSERT_EQ(Job(id).state, store::JobState::kPending);
-  // A restart of the controller while it waits keeps counting it too.
-  Make(options);
+  ASSERT_TRUE(ctl_->Cancel(id, now_ms_).ok());
   ASSERT_TRUE(b.Beat(*ctl_, now_ms_).ok());
-  Step({&b});
-  ASSERT_TRUE(b.Runs(id));
-  b.Log(id, std::string(700, 'y'));
-  Step({&b});
-  EXPECT_EQ(b.LogAcked(id), 300) << "700 bytes of its first run count against the 1000";
-  EXPECT_TRUE(b.LogHeldBack(id));
-  // Once it ends, none of its logs count: another job of ada's gets the whole quota.
-  b.End(id, 0);
-  Step({&b});
-  ASSERT_EQ(Job(id).state, store::JobState::kSucceeded);
   const int64_t next = Submit(1);
   Step({&b});
   ASSERT_TRUE(b.Runs(next));
   b.Log(next, std::string(1000, 'z'));
   Step({&b});
-  EXPECT_EQ(b.LogAcked(next), 1000);
+  EXPECT_EQ(b.LogAcked(next), 1000) << "the cancelled job's 900 bytes no longer count";
 }
 
 // Found by a review: held heartbeats were capped for all nodes together only, so one node sending

@@ -31,7 +31,8 @@ bool Store::CertainlyUnknown(const std::string& sha256) {
   const auto answer = [this, &sha256]() -> std::optional<bool> {
     if (known_valid_ && known_hashes_.contains(sha256)) return false;  // stale or not
     // Too many to hold: read again only after a minute (each token is looked up meanwhile).
-    const auto memory = known_valid_ ? kCredentialMemory : std::chrono::milliseconds(60'000);
+    const auto memory =
+        known_valid_ || known_failed_ ? kCredentialMemory : std::chrono::milliseconds(60'000);
     const bool recent = known_read_ && known_version_ == credentials_version_ &&
                         std::chrono::steady_clock::now() - known_read_at_ < memory;
     if (recent) return known_valid_;  // too many to hold: look each one up
@@ -52,7 +53,20 @@ bool Store::CertainlyUnknown(const std::string& sha256) {
   const auto read_at = std::chrono::steady_clock::now();
   ++credential_reads_;
   auto tokens = Tokens();
-  if (!tokens) return false;  // the lookup of this one token says what is wrong
+  if (!tokens) {
+    // The lookup of this one token says what is wrong. Not read again for kCredentialMemory:
+    // meanwhile each token is looked up alone (as a full read per made-up token would cost more).
+    std::lock_guard<std::mutex> lock(credentials_mutex_);
+    if (version == credentials_version_) {
+      known_hashes_.clear();
+      known_valid_ = false;
+      known_failed_ = true;
+      known_read_ = true;
+      known_version_ = version;
+      known_read_at_ = read_at;
+    }
+    return false;
+  }
   std::unordered_set<std::string> hashes;
   const bool valid = tokens.value().size() <= kMaxKnownHashes;
   if (valid) {
@@ -64,6 +78,7 @@ bool Store::CertainlyUnknown(const std::string& sha256) {
   if (version == credentials_version_) {
     known_hashes_ = std::move(hashes);
     known_valid_ = valid;
+    known_failed_ = false;
     known_read_ = true;
     known_version_ = version;
     known_read_at_ = read_at;

@@ -439,6 +439,7 @@ class Store {
   std::unordered_set<std::string> known_hashes_;
   bool known_valid_ = false;  // known_hashes_ holds every stored token's
   bool known_read_ = false;
+  bool known_failed_ = false;  // the last read failed
   uint64_t known_version_ = 0;
   std::chrono::steady_clock::time_point known_read_at_;
   std::mutex known_refresh_mutex_;  // one read of every hash at a time
