@@ -91,6 +91,20 @@ class ControllerTest : public ::testing::Test {
     EXPECT_EQ(Job(id).gpu_indices.size(), 2u);
     return id;
   }
+  // A restartable 4-GPU job that ran on `agent` (known), brought `bytes` of log and waits again,
+  // its agent silent past the lease: its id.
+  int64_t RequeuedAfterLogging(FakeAgent& agent, int bytes) {
+    const int64_t id = Submit(4, 0, /*restartable=*/true);
+    Step({&agent});
+    EXPECT_TRUE(agent.Runs(id));
+    agent.Log(id, std::string(static_cast<std::size_t>(bytes), 'x'));
+    Step({&agent});
+    EXPECT_EQ(agent.LogAcked(id), bytes);
+    now_ms_ += 10001;
+    ctl_->RunOnce(now_ms_);
+    EXPECT_EQ(Job(id).state, store::JobState::kPending);
+    return id;
+  }
   // `seconds` of the clock in 5 s steps, each a pass and beats of `agent`.
   void RunFor(FakeAgent& agent, int seconds) {
     for (int s = 0; s < seconds; s += 5) {
@@ -225,16 +239,7 @@ TEST_F(ControllerTest, ARequeuedJobsEarlierLogStillCountsUntilItEnds) {
     Make(options);
     FakeAgent a("a"), b("b");
     ASSERT_TRUE(a.Beat(*ctl_, now_ms_).ok());
-    const int64_t id = Submit(4, 0, /*restartable=*/true);
-    Step({&a});
-    ASSERT_TRUE(a.Runs(id));
-    a.Log(id, std::string(700, 'x'));
-    Step({&a});
-    ASSERT_EQ(a.LogAcked(id), 700);
-    // a falls silent: the job waits again, then runs on b.
-    now_ms_ += 10001;
-    ctl_->RunOnce(now_ms_);
-    ASSERT_EQ(Job(id).state, store::JobState::kPending);
+    const int64_t id = RequeuedAfterLogging(a, 700);  // then it runs on b
     if (restart) Make(options);  // a restart of the controller while it waits counts it too
     ASSERT_TRUE(b.Beat(*ctl_, now_ms_).ok());
     Step({&b});
@@ -264,14 +269,7 @@ TEST_F(ControllerTest, ACancelledRequeuedJobsEarlierLogStopsCounting) {
   Make(options);
   FakeAgent a("a"), b("b");
   ASSERT_TRUE(a.Beat(*ctl_, now_ms_).ok());
-  const int64_t id = Submit(4, 0, /*restartable=*/true);
-  Step({&a});
-  a.Log(id, std::string(900, 'x'));
-  Step({&a});
-  ASSERT_EQ(a.LogAcked(id), 900);
-  now_ms_ += 10001;
-  ctl_->RunOnce(now_ms_);
-  ASSERT_EQ(Job(id).state, store::JobState::kPending);
+  const int64_t id = RequeuedAfterLogging(a, 900);
   ASSERT_TRUE(ctl_->Cancel(id, now_ms_).ok());
   ASSERT_TRUE(b.Beat(*ctl_, now_ms_).ok());
   const int64_t next = Submit(1);
