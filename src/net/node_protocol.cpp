@@ -73,22 +73,26 @@ const json& Array(const json& object, const char* key, bool required) {
   return *it;
 }
 
-// Runs `read` on one element of the array at `path` ("figures[]"): a field that a reader names
-// bare ("t", from CheckedInt(f, "t", ...)) is named by its whole path ("figures[].t"), so that a
-// node's operator can find it.
-template <typename Read>
-void ReadElement(const std::string& path, Read read) {
-  try {
-    read();
-  } catch (const InputFieldError& e) {
-    if (e.field.rfind(path, 0) == 0) throw;
-    throw InputFieldError(path + "." + e.field, std::string(e.what()).substr(e.field.size() + 2));
-  }
-}
-
 const json& Object(const json& value, const std::string& field) {
   if (!value.is_object()) throw InputFieldError(field, "must be an object");
   return value;
+}
+
+// Runs `read` on each element of the array `object[key]` (absent or null: none, unless
+// `required`), each of which must be an object. A field a reader names bare ("t", from
+// CheckedInt(f, "t", ...)) is named by its whole path ("figures[].t"), so that a node's operator
+// can find it; a field already named from the array on ("figures[].index") is kept.
+template <typename Read>
+void ForEachElement(const json& object, const char* key, bool required, Read read) {
+  const std::string path = std::string(key) + "[]";
+  for (const json& element : Array(object, key, required)) {
+    try {
+      read(Object(element, path));
+    } catch (const InputFieldError& e) {
+      if (e.field.rfind(path, 0) == 0) throw;
+      throw InputFieldError(path + "." + e.field, std::string(e.what()).substr(e.field.size() + 2));
+    }
+  }
 }
 
 EnvList ReadEnv(const json& object, const char* key) {
@@ -272,69 +276,65 @@ core::Result<Heartbeat> ParseHeartbeat(const std::string& body) {
         b.images->push_back(name);
       }
     }
-    for (const json& f : Array(j, "figures", false))
-      ReadElement("figures[]", [&] {
-        Object(f, "figures[]");
-        GpuFigure g;
-        g.index = static_cast<int>(
-            CheckedInt(Field(f, "index"), "figures[].index", 0, core::kMaxGpusPerNode - 1));
-        g.sample_ms = CheckedInt(f, "t", 0, kMaxId, 0);
-        g.util_pct = CheckedNumber(f, "util", -1, 100, -1);
-        g.mem_used_mib = CheckedInt(f, "mem", -1, int64_t{1} << 40, -1);
-        g.membw_pct = CheckedNumber(f, "membw", -1, 100, -1);
-        g.mem_total_mib = CheckedInt(f, "memtot", -1, int64_t{1} << 40, -1);
-        g.pcie_mb_s = CheckedNumber(f, "pcie", -1, 1e7, -1);
-        g.power_w = CheckedNumber(f, "pw", -1, 1e5, -1);
-        g.power_limit_w = CheckedNumber(f, "pwlim", -1, 1e5, -1);
-        g.sm_clock_mhz = CheckedInt(f, "clk", -1, 100000, -1);
-        g.clock_reasons = CheckedInt(f, "reasons", -1, int64_t{1} << 40, -1);
-        for (const json& pair : Array(f, "jobs", false)) {
-          if (!pair.is_array() || pair.size() != 2) {
-            throw InputFieldError("figures[].jobs[]", "must be [job id, SM %]");
-          }
-          if (g.job_sm.size() >= 64) throw InputFieldError("figures[].jobs", "more than 64 jobs");
-          const int64_t id = CheckedInt(pair[0], "figures[].jobs[][0]", 1, kMaxId);
-          g.job_sm.emplace_back(id, CheckedNumber(pair[1], "figures[].jobs[][1]", 0, 100));
+    ForEachElement(j, "figures", false, [&](const json& f) {
+      GpuFigure g;
+      g.index = static_cast<int>(
+          CheckedInt(Field(f, "index"), "figures[].index", 0, core::kMaxGpusPerNode - 1));
+      g.sample_ms = CheckedInt(f, "t", 0, kMaxId, 0);
+      g.util_pct = CheckedNumber(f, "util", -1, 100, -1);
+      g.mem_used_mib = CheckedInt(f, "mem", -1, int64_t{1} << 40, -1);
+      g.membw_pct = CheckedNumber(f, "membw", -1, 100, -1);
+      g.mem_total_mib = CheckedInt(f, "memtot", -1, int64_t{1} << 40, -1);
+      g.pcie_mb_s = CheckedNumber(f, "pcie", -1, 1e7, -1);
+      g.power_w = CheckedNumber(f, "pw", -1, 1e5, -1);
+      g.power_limit_w = CheckedNumber(f, "pwlim", -1, 1e5, -1);
+      g.sm_clock_mhz = CheckedInt(f, "clk", -1, 100000, -1);
+      g.clock_reasons = CheckedInt(f, "reasons", -1, int64_t{1} << 40, -1);
+      for (const json& pair : Array(f, "jobs", false)) {
+        if (!pair.is_array() || pair.size() != 2) {
+          throw InputFieldError("figures[].jobs[]", "must be [job id, SM %]");
         }
-        g.healthy = CheckedBool(f, "ok", true);
-        if (!g.healthy) g.health_reason = core::Printable(CheckedString(f, "why", 1024, ""));
-        b.figures.push_back(g);
-      });
+        if (g.job_sm.size() >= 64) throw InputFieldError("figures[].jobs", "more than 64 jobs");
+        const int64_t id = CheckedInt(pair[0], "figures[].jobs[][0]", 1, kMaxId);
+        g.job_sm.emplace_back(id, CheckedNumber(pair[1], "figures[].jobs[][1]", 0, 100));
+      }
+      g.healthy = CheckedBool(f, "ok", true);
+      if (!g.healthy) g.health_reason = core::Printable(CheckedString(f, "why", 1024, ""));
+      b.figures.push_back(g);
+    });
     b.gpu_links = ReadGpuLinks(j, b.gpus);
     if (j.contains("samples")) b.samples_json = j.at("samples").dump();
-    for (const json& r : Array(j, "jobs", false))
-      ReadElement("jobs[]", [&] {
-        Object(r, "jobs[]");
-        ReportedJob job;
-        job.id = CheckedInt(Field(r, "id"), "jobs[].id", 1, kMaxId);
-        job.epoch = CheckedInt(Field(r, "epoch"), "jobs[].epoch", 0, kMaxId);
-        job.rank = static_cast<int>(CheckedInt(r, "rank", 0, 1 << 20, 0));
-        const std::string state = CheckedString(Field(r, "state"), "jobs[].state", 16);
-        if (state == "running") {
-          job.state = ReportedJob::State::kRunning;
-        } else if (state == "exited") {
-          job.state = ReportedJob::State::kExited;
-        } else if (state == "lost") {
-          job.state = ReportedJob::State::kLost;
-        } else {
-          throw InputFieldError("jobs[].state", "must be running, exited or lost");
-        }
-        job.exit_code = static_cast<int>(CheckedInt(r, "exit_code", -1, 255 + 128, 0));
-        job.stopped = CheckedBool(r, "stopped", false);
-        job.pid = CheckedInt(r, "pid", 0, std::numeric_limits<int32_t>::max(), 0);
-        job.pid_start = static_cast<uint64_t>(CheckedInt(r, "pid_start", 0, kMaxId, 0));
-        job.reason = core::Printable(CheckedString(r, "reason", kMaxText, ""));
-        job.log_size = CheckedInt(r, "log_size", 0, kMaxId, 0);
-        if (r.contains("usage")) job.usage = ParseHostUsageJson(r.at("usage"), "jobs[].usage");
-        if (r.contains("log_from")) {
-          job.log_from = CheckedInt(Field(r, "log_from"), "jobs[].log_from", 0, kMaxId);
-          auto data =
-              Base64Decode(CheckedString(Field(r, "log_data"), "jobs[].log_data", kMaxLogData));
-          if (!data) throw InputFieldError("jobs[].log_data", data.error());
-          job.log_data = std::move(data.value());
-        }
-        b.jobs.push_back(std::move(job));
-      });
+    ForEachElement(j, "jobs", false, [&](const json& r) {
+      ReportedJob job;
+      job.id = CheckedInt(Field(r, "id"), "jobs[].id", 1, kMaxId);
+      job.epoch = CheckedInt(Field(r, "epoch"), "jobs[].epoch", 0, kMaxId);
+      job.rank = static_cast<int>(CheckedInt(r, "rank", 0, 1 << 20, 0));
+      const std::string state = CheckedString(Field(r, "state"), "jobs[].state", 16);
+      if (state == "running") {
+        job.state = ReportedJob::State::kRunning;
+      } else if (state == "exited") {
+        job.state = ReportedJob::State::kExited;
+      } else if (state == "lost") {
+        job.state = ReportedJob::State::kLost;
+      } else {
+        throw InputFieldError("jobs[].state", "must be running, exited or lost");
+      }
+      job.exit_code = static_cast<int>(CheckedInt(r, "exit_code", -1, 255 + 128, 0));
+      job.stopped = CheckedBool(r, "stopped", false);
+      job.pid = CheckedInt(r, "pid", 0, std::numeric_limits<int32_t>::max(), 0);
+      job.pid_start = static_cast<uint64_t>(CheckedInt(r, "pid_start", 0, kMaxId, 0));
+      job.reason = core::Printable(CheckedString(r, "reason", kMaxText, ""));
+      job.log_size = CheckedInt(r, "log_size", 0, kMaxId, 0);
+      if (r.contains("usage")) job.usage = ParseHostUsageJson(r.at("usage"), "jobs[].usage");
+      if (r.contains("log_from")) {
+        job.log_from = CheckedInt(Field(r, "log_from"), "jobs[].log_from", 0, kMaxId);
+        auto data =
+            Base64Decode(CheckedString(Field(r, "log_data"), "jobs[].log_data", kMaxLogData));
+        if (!data) throw InputFieldError("jobs[].log_data", data.error());
+        job.log_data = std::move(data.value());
+      }
+      b.jobs.push_back(std::move(job));
+    });
   });
   if (parsed && !IsNodeName(parsed.value().node)) {
     return core::Error{"node: must be 1-64 characters without commas, slashes or spaces",
@@ -352,64 +352,60 @@ core::Result<HeartbeatReply> ParseHeartbeatReply(const std::string& body) {
   return Parse<HeartbeatReply>(body, [](const json& j, HeartbeatReply& r) {
     r.node_epoch = CheckedInt(Field(j, "node_epoch"), "node_epoch", 0, kMaxId);
     r.lease_ms = CheckedInt(Field(j, "lease_ms"), "lease_ms", 0, int64_t{86400} * 1000);
-    for (const json& a : Array(j, "assignments", true))
-      ReadElement("assignments[]", [&] {
-        Object(a, "assignments[]");
-        Assignment x;
-        x.id = CheckedInt(Field(a, "id"), "assignments[].id", 1, kMaxId);
-        x.epoch = CheckedInt(Field(a, "epoch"), "assignments[].epoch", 0, kMaxId);
-        x.rank = static_cast<int>(CheckedInt(a, "rank", 0, 1 << 20, 0));
-        x.user = CheckedString(a, "user", 256, "");
-        for (const json& arg : Array(a, "argv", true)) {
-          x.argv.push_back(CheckedString(arg, "assignments[].argv", kMaxArg));
+    ForEachElement(j, "assignments", true, [&](const json& a) {
+      Assignment x;
+      x.id = CheckedInt(Field(a, "id"), "assignments[].id", 1, kMaxId);
+      x.epoch = CheckedInt(Field(a, "epoch"), "assignments[].epoch", 0, kMaxId);
+      x.rank = static_cast<int>(CheckedInt(a, "rank", 0, 1 << 20, 0));
+      x.user = CheckedString(a, "user", 256, "");
+      for (const json& arg : Array(a, "argv", true)) {
+        x.argv.push_back(CheckedString(arg, "assignments[].argv", kMaxArg));
+      }
+      if (x.argv.empty()) throw InputFieldError("assignments[].argv", "must not be empty");
+      x.env = ReadEnv(a, "env");
+      x.launch_env = ReadEnv(a, "launch_env");
+      x.workdir = CheckedString(a, "workdir", 4096, "");
+      for (const json& g : Array(a, "gpu_indices", false)) {
+        x.gpu_indices.push_back(static_cast<int>(
+            CheckedInt(g, "assignments[].gpu_indices", 0, core::kMaxGpusPerNode - 1)));
+      }
+      x.restartable = CheckedBool(a, "restartable", false);
+      x.cpu_milli = CheckedInt(a, "cpu_milli", 0, int64_t{1} << 40, 0);
+      x.memory_mib = CheckedInt(a, "memory_mib", 0, int64_t{1} << 40, 0);
+      x.container.image = CheckedString(a, "image", 255, "");
+      if (!x.container.image.empty()) {
+        if (auto ok = core::CheckImageReference(x.container.image, "assignments[].image"); !ok) {
+          throw InputFieldError("assignments[].image", ok.error());
         }
-        if (x.argv.empty()) throw InputFieldError("assignments[].argv", "must not be empty");
-        x.env = ReadEnv(a, "env");
-        x.launch_env = ReadEnv(a, "launch_env");
-        x.workdir = CheckedString(a, "workdir", 4096, "");
-        for (const json& g : Array(a, "gpu_indices", false)) {
-          x.gpu_indices.push_back(static_cast<int>(
-              CheckedInt(g, "assignments[].gpu_indices", 0, core::kMaxGpusPerNode - 1)));
-        }
-        x.restartable = CheckedBool(a, "restartable", false);
-        x.cpu_milli = CheckedInt(a, "cpu_milli", 0, int64_t{1} << 40, 0);
-        x.memory_mib = CheckedInt(a, "memory_mib", 0, int64_t{1} << 40, 0);
-        x.container.image = CheckedString(a, "image", 255, "");
-        if (!x.container.image.empty()) {
-          if (auto ok = core::CheckImageReference(x.container.image, "assignments[].image"); !ok) {
-            throw InputFieldError("assignments[].image", ok.error());
-          }
-          // Checked again here, where it is used: a job stored before the check existed.
-          if (!x.workdir.empty()) {
-            if (auto ok = core::CheckContainerWorkdir(x.workdir, "assignments[].workdir"); !ok) {
-              throw InputFieldError("assignments[].workdir", ok.error());
-            }
+        // Checked again here, where it is used: a job stored before the check existed.
+        if (!x.workdir.empty()) {
+          if (auto ok = core::CheckContainerWorkdir(x.workdir, "assignments[].workdir"); !ok) {
+            throw InputFieldError("assignments[].workdir", ok.error());
           }
         }
-        for (const json& m : Array(a, "mounts", false)) {
-          auto mount = core::ParseBindMount(CheckedString(m, "assignments[].mounts", 8200),
-                                            "assignments[].mounts");
-          if (!mount) throw InputFieldError("assignments[].mounts", mount.error());
-          x.container.mounts.push_back(mount.value());
-        }
-        if (auto pull = core::ParsePullPolicy(CheckedString(a, "pull", 16, "never")); pull) {
-          x.pull = pull.value();
-        } else {
-          throw InputFieldError("assignments[].pull", pull.error());
-        }
-        x.started = CheckedBool(a, "started", false);
-        x.stop = CheckedBool(a, "stop", false);
-        x.grace_s = CheckedNumber(a, "grace_s", 0, 86400, 10.0);
-        r.assignments.push_back(std::move(x));
-      });
-    for (const json& l : Array(j, "logs", false))
-      ReadElement("logs[]", [&] {
-        Object(l, "logs[]");
-        r.logs.push_back({CheckedInt(Field(l, "id"), "logs[].id", 1, kMaxId),
-                          static_cast<int>(CheckedInt(l, "rank", 0, 1 << 20, 0)),
-                          CheckedInt(Field(l, "size"), "logs[].size", 0, kMaxId),
-                          CheckedBool(l, "held_back", false)});
-      });
+      }
+      for (const json& m : Array(a, "mounts", false)) {
+        auto mount = core::ParseBindMount(CheckedString(m, "assignments[].mounts", 8200),
+                                          "assignments[].mounts");
+        if (!mount) throw InputFieldError("assignments[].mounts", mount.error());
+        x.container.mounts.push_back(mount.value());
+      }
+      if (auto pull = core::ParsePullPolicy(CheckedString(a, "pull", 16, "never")); pull) {
+        x.pull = pull.value();
+      } else {
+        throw InputFieldError("assignments[].pull", pull.error());
+      }
+      x.started = CheckedBool(a, "started", false);
+      x.stop = CheckedBool(a, "stop", false);
+      x.grace_s = CheckedNumber(a, "grace_s", 0, 86400, 10.0);
+      r.assignments.push_back(std::move(x));
+    });
+    ForEachElement(j, "logs", false, [&](const json& l) {
+      r.logs.push_back({CheckedInt(Field(l, "id"), "logs[].id", 1, kMaxId),
+                        static_cast<int>(CheckedInt(l, "rank", 0, 1 << 20, 0)),
+                        CheckedInt(Field(l, "size"), "logs[].size", 0, kMaxId),
+                        CheckedBool(l, "held_back", false)});
+    });
   });
 }
 
