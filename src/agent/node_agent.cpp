@@ -17,6 +17,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "agent/kept_logs.h"
 #include "core/text.h"
 #include "net/host_usage_json.h"
 
@@ -81,7 +82,7 @@ std::vector<net::GpuFigure> FiguresOf(const std::vector<gpu::GpuSample>& samples
         auto it = std::find_if(f.job_sm.begin(), f.job_sm.end(),
                                [&](const auto& e) { return e.first == id; });
         if (it == f.job_sm.end()) {
-          if (f.job_sm.size() >= 64) continue;
+          if (f.job_sm.size() >= net::GpuFigure::kMaxJobsPerFigure) continue;
           f.job_sm.emplace_back(id, 0.0);
           it = f.job_sm.end() - 1;
         }
@@ -194,8 +195,29 @@ void NodeAgent::WriteLease(int64_t deadline_ms) const {
   {
     std::ofstream out(tmp, std::ios::trunc);
     out << deadline_ms << "\n";
+    out.flush();
+    if (!out) {
+      // An empty or cut lease in its place would read as no deadline: the one there stays, and
+      // its jobs fence themselves when it passes, as they would with the agent gone.
+      std::fprintf(stderr, "gpufleet agent: cannot write %s; the lease there is not extended\n",
+                   tmp.c_str());
+      return;
+    }
   }
   std::rename(tmp.c_str(), path.c_str());
+}
+
+void NodeAgent::KeepLogsWithinBudget() {
+  std::set<int64_t> held;
+  for (const auto& [id, h] : held_) held.insert(id);
+  const int removed = TrimKeptLogs((std::filesystem::path(options_.data_dir) / "logs").string(),
+                                   held, options_.kept_logs_bytes);
+  if (removed > 0) {
+    std::fprintf(stderr,
+                 "gpufleet agent: removed the %d oldest logs of ended jobs that the controller did "
+                 "not take whole (over %lld MiB kept)\n",
+                 removed, static_cast<long long>(options_.kept_logs_bytes >> 20));
+  }
 }
 
 void NodeAgent::Forget(int64_t id) {
@@ -223,6 +245,9 @@ void NodeAgent::Forget(int64_t id) {
             ContainerIdFilePath(h.log_path)}) {
         std::filesystem::remove(path, ec);
       }
+    } else if (!h.log_path.empty()) {
+      held_.erase(it);
+      KeepLogsWithinBudget();  // of this one and the others kept
     }
   }
   held_.erase(id);
@@ -324,6 +349,7 @@ core::Result<bool> NodeAgent::Recover() {
   for (int64_t id : cgroups_.JobIds()) {
     if (held_.count(id) == 0) cgroups_.Release(id, 0);
   }
+  KeepLogsWithinBudget();  // what an agent before this one kept
   return true;
 }
 

@@ -54,6 +54,9 @@ struct NodeAgentOptions {
   int64_t long_poll_ms = 0;  // how long the controller may hold a heartbeat (0: answer at once)
   RunAsPolicy run_as;        // whose account each job runs under (its node_name is set here)
   int64_t log_limit_bytes = int64_t{1} << 30;  // each job's log is capped here (0: no cap)
+  // Logs the controller did not take whole stay on the node for an admin, at most this many
+  // bytes in all: past it the least recently written go (agent/kept_logs.h).
+  int64_t kept_logs_bytes = int64_t{4} << 30;
   // Raw log bytes shipped per heartbeat, all jobs together (the controller takes HTTP bodies of
   // at most 1 MiB; a link without that limit may ship more).
   int64_t log_budget_bytes = 512 * 1024;
@@ -130,6 +133,8 @@ class NodeAgent {
   std::string RecordPath(int64_t id) const;
   void Persist(const Held& h) const;
   void Forget(int64_t id);
+  // Removes the oldest logs of jobs no longer held past options_.kept_logs_bytes.
+  void KeepLogsWithinBudget();
   // The deadline restartable jobs' shims watch (see LaunchSpec::lease_path): half a lease after
   // the last heartbeat the controller answered.
   std::string LeasePath() const;

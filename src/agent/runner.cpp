@@ -582,7 +582,13 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
   }
   close(status_pipe[0]);
   if (n > 0) {
-    waitpid(pid, nullptr, 0);
+    // The report may come from a process that already runs as the job's account (the job
+    // before its exec, the mount check): its user can stop it, and the shim would wait on it
+    // for ever, and this thread, which beats the node's lease, on the shim. The job never
+    // started: its whole process group (the shim leads it) is killed first.
+    kill(-pid, SIGKILL);
+    while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
     std::filesystem::remove(exit_path, ec);
     if (container) std::filesystem::remove(ContainerEnvFilePath(spec.log_path), ec);
     const std::size_t mount = static_cast<std::size_t>(report[2]);

@@ -112,6 +112,30 @@ TEST_F(RunnerTest, UnrunnableCommandIsAnErrorAtLaunch) {
   EXPECT_EQ(runner.size(), 0U);
 }
 
+// A failure reported by a process its user could stop (here: a shim that reports and then
+// never ends) used to hold Launch, and with it the agent's beats, until the shim ended.
+TEST_F(RunnerTest, AFailedStartWhoseShimHangsIsAnsweredAtOnce) {
+  const std::filesystem::path hanging = dir_ / "hanging-shim";
+  {
+    std::ofstream script(hanging);
+    // kShimChdir, ENOENT: as the job child reports a working directory it cannot enter.
+    script << "#!/bin/sh\nprintf '\\001\\000\\000\\000\\002\\000\\000\\000' >&3\n"
+              "exec sleep 30\n";
+  }
+  std::filesystem::permissions(
+      hanging, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+                   std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+                   std::filesystem::perms::others_exec);
+  Runner runner(TestPolicy(), hanging.string());
+  const auto started = std::chrono::steady_clock::now();
+  auto r = runner.Launch(Spec(40, {"true"}));
+  const auto took = std::chrono::steady_clock::now() - started;
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("working directory"), std::string::npos) << r.error();
+  EXPECT_LT(took, std::chrono::seconds(10));
+  EXPECT_EQ(runner.size(), 0U);
+}
+
 TEST_F(RunnerTest, StopSendsTermThenKillsTheWholeGroup) {
   Runner runner(TestPolicy());
   // The job ignores SIGTERM and has a child of its own: both must go after the grace period.

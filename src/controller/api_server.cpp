@@ -383,12 +383,17 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
         if (!user) return;
         auto job = impl.VisibleJob(req.matches[1], *user, res);
         if (!job) return;
-        auto state = impl.controller.Cancel(job->id, NowMs());
+        // An ended job's cancel changes nothing and records nothing (a loop of them would grow
+        // its history and the store without bound).
+        auto state = core::IsTerminal(job->state) ? core::Result<store::JobState>(job->state)
+                                                  : impl.controller.Cancel(job->id, NowMs());
         if (!state) {
           api::Unavailable(res, state.error());
           return;
         }
-        (void)impl.controller.store().Audit(job->id, user->name, "cancel requested", "", NowMs());
+        if (!core::IsTerminal(job->state)) {
+          (void)impl.controller.store().Audit(job->id, user->name, "cancel requested", "", NowMs());
+        }
         res.set_content(
             Dump({{"id", job->id}, {"state", std::string(store::StateName(state.value()))}}),
             "application/json");

@@ -267,10 +267,7 @@ sched::JobTraits Controller::TraitsOf(const store::JobRecord& job) {
   t.user = job.user;
   t.queue = job.queue;
   t.name = job.name;
-  for (const std::string& arg : job.argv) {
-    if (t.command.size() > 512) break;
-    t.command += (t.command.empty() ? "" : " ") + arg;
-  }
+  t.command = sched::CommandOf(job.argv);
   t.gpus = std::max(1, job.gpus) * std::max(1, job.nodes);
   return t;
 }
@@ -546,18 +543,24 @@ core::Result<std::vector<int>> Controller::Undrain(const std::string& node, int 
 
 core::Result<bool> Controller::Recover(int64_t now_ms) {
   // The run-time history: SUCCEEDED jobs, learnt in the order they ended, each predicted first
-  // (so the predictor's measured error covers the history too). At most the last 100,000.
+  // (so the predictor's measured error covers the history too). At most the last 100,000, each
+  // kept without its environment and with its argv cut to the command the predictor keys on: a
+  // job's row may hold up to 512 KiB of them, so small pages too.
   std::vector<store::JobRecord> history;
   store::JobFilter page;
   page.state = store::JobState::kSucceeded;
-  page.limit = 1000;
+  page.limit = 100;
   for (;;) {
     auto got = store_.ListJobs(page);
     if (!got) return core::Error{got.error()};
     if (got.value().empty()) break;
     page.after_id = got.value().back().id;
     for (store::JobRecord& j : got.value()) {
-      if (j.start_ms > 0 && j.end_ms >= j.start_ms) history.push_back(std::move(j));
+      if (j.start_ms <= 0 || j.end_ms < j.start_ms) continue;
+      j.argv = {sched::CommandOf(j.argv)};
+      j.env.clear();
+      j.env.shrink_to_fit();
+      history.push_back(std::move(j));
     }
     if (history.size() > 200000) {
       history.erase(history.begin(), history.end() - 100000);
@@ -794,18 +797,22 @@ core::Result<int64_t> Controller::Submit(store::JobRecord job, bool within_cap) 
   const int64_t id = added.value().id;
   job.id = id;
   if (!added.value().added) {
-    // A retry of an earlier submit (same client token): queue it only if it is still waiting to
-    // be queued or scheduled for the first time; the pass skips ids it already holds.
+    // A retry of an earlier submit (same client token): its answer was lost, or its commit was
+    // not confirmed and it never reached the inbox. The stored job, not this request, is what
+    // may run; it goes to the inbox once more at most, and only while it is still PENDING (the
+    // pass checks that again, see retried_ids_).
     auto stored = store_.GetJob(job.id);
     if (!stored || !stored.value() || stored.value()->state != store::JobState::kPending) {
       return id;
     }
-  }
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (events_ != nullptr) events_->JobChanged(job.id, store::JobState::kPending, job.submit_ms);
-  }
-  {
+    std::lock_guard<std::mutex> lock(inbox_mutex_);
+    if (!retried_ids_.insert(id).second) return id;
+    inbox_.push_back(std::move(*stored.value()));
+  } else {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (events_ != nullptr) events_->JobChanged(job.id, store::JobState::kPending, job.submit_ms);
+    }
     std::lock_guard<std::mutex> lock(inbox_mutex_);
     inbox_.push_back(std::move(job));
   }
@@ -1259,10 +1266,13 @@ advise::GpuReading ReadingOf(const net::GpuFigure& f, int64_t job_id, bool share
   r.index = f.index;
   r.sm_pct = f.util_pct;
   // On a shared GPU, the job's own processes' SM where the node reads per-process utilization
-  // (some job's figure is there): none of its own listed means idle. Where no job's figure is
-  // there (unsupported, or nothing ran), the device's SM stands in: never less than the job's.
+  // (some job's figure is there): none of its own listed means idle, unless the list is full
+  // (other processes, perhaps made to look like jobs', may have pushed it out). Where no job's
+  // figure is there (unsupported, or nothing ran), or the list is full without it, the device's
+  // SM stands in: never less than the job's.
   if (shared && !f.job_sm.empty()) {
-    r.own_sm_pct = 0;
+    const bool full = f.job_sm.size() >= net::GpuFigure::kMaxJobsPerFigure;
+    if (!full) r.own_sm_pct = 0;
     for (const auto& [id, sm] : f.job_sm) {
       if (id == job_id) r.own_sm_pct = sm;
     }
@@ -1714,6 +1724,7 @@ void Controller::Pass(std::unique_lock<std::mutex>& lock, int64_t now_ms) {
   // At most options_.max_arrivals_per_pass of them: a burst (100,000 submits between two passes)
   // is taken in over several passes, each holding the lock for tens of milliseconds.
   std::vector<store::JobRecord> arrived;
+  std::unordered_set<int64_t> retried;  // arrivals whose submit was retried (retried_ids_)
   {
     std::lock_guard<std::mutex> inbox_lock(inbox_mutex_);
     const std::size_t most = static_cast<std::size_t>(std::max(1, options_.max_arrivals_per_pass));
@@ -1725,10 +1736,25 @@ void Controller::Pass(std::unique_lock<std::mutex>& lock, int64_t now_ms) {
       inbox_.erase(inbox_.begin(), end);
       woken_ = true;  // the next pass takes more at once
     }
+    for (const store::JobRecord& job : arrived) {
+      if (retried_ids_.contains(job.id)) retried.insert(job.id);
+    }
   }
   for (store::JobRecord& job : arrived) {
-    if (cancelled_unqueued_.erase(job.id) > 0) continue;  // cancelled before it was queued
+    const bool cancelled = cancelled_unqueued_.erase(job.id) > 0;           // before it was queued
     if (waiting_.count(job.id) > 0 || active_.count(job.id) > 0) continue;  // a retried submit
+    if (retried.contains(job.id)) {
+      // Two entries of one job may arrive, with a cancel between them: the store decides.
+      auto stored = store_.GetJob(job.id);
+      if (!stored) {  // asked again at a later pass
+        std::lock_guard<std::mutex> inbox_lock(inbox_mutex_);
+        inbox_.push_back(std::move(job));
+        continue;
+      }
+      if (!stored.value() || stored.value()->state != store::JobState::kPending) continue;
+    } else if (cancelled) {
+      continue;
+    }
     scheduler_.Enqueue(QueuedOf(job));
     if (!options_.workload_profile) workload_.Observe(ShapeOf(job), job.gpu_type);
     waiting_[job.id] = std::move(job);

@@ -636,6 +636,11 @@ class Controller {
   // pass (whose store writes can take a while) to release `mutex_`.
   std::mutex inbox_mutex_;
   std::vector<store::JobRecord> inbox_;
+  // Jobs a retried submit (its client token named a job added before) put in the inbox again,
+  // as stored: at most once each, for this controller's life. Their first submit's entry may
+  // arrive too, before or after, and either may come after a cancel, so the pass takes in an
+  // entry of these only while the store still says PENDING. Under inbox_mutex_.
+  std::unordered_set<int64_t> retried_ids_;
 
   std::condition_variable wake_;
   std::condition_variable node_changed_;  // with mutex_: a node's version changed

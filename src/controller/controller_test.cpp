@@ -696,6 +696,37 @@ TEST_F(ControllerTest, ABurstOfSubmitsIsQueuedOverSeveralPasses) {
   EXPECT_EQ(Job(fourth).state, store::JobState::kCancelled);
 }
 
+TEST_F(ControllerTest, ASubmitRetriedThenCancelledBeforeAnyPassIsNeverQueued) {
+  // The retry puts the job in the inbox a second time; the cancel used to be matched to the
+  // first entry only, and the second queued a CANCELLED job that no cancel could reach.
+  Controller& ctl = Make();
+  store::JobRecord job = NewJob(1);
+  job.client_token = "t1";
+  const int64_t id = ctl.Submit(job).value();
+  job.argv = {"something", "else"};
+  ASSERT_EQ(ctl.Submit(job).value(), id);
+  ASSERT_EQ(ctl.Submit(job).value(), id);
+  ASSERT_EQ(ctl.Cancel(id, now_ms_).value(), store::JobState::kCancelled);
+  ctl.RunOnce(now_ms_);
+  ctl.RunOnce(now_ms_);
+  EXPECT_EQ(ctl.Stats().waiting, 0);
+  FakeAgent a("a", 8);
+  Step({&a});
+  EXPECT_FALSE(a.Runs(id));
+  EXPECT_EQ(Job(id).state, store::JobState::kCancelled);
+
+  // Retried, taken in, then cancelled: the first submit's entry, arriving last, is not queued.
+  store::JobRecord other = NewJob(1);
+  other.client_token = "t2";
+  const int64_t second = ctl.Submit(other).value();
+  ASSERT_EQ(ctl.Submit(other).value(), second);
+  ctl.RunOnce(now_ms_);
+  EXPECT_EQ(ctl.Stats().waiting, 0);  // started on a
+  EXPECT_TRUE(a.Beat(ctl, now_ms_).ok());
+  EXPECT_TRUE(a.Runs(second));
+  EXPECT_EQ(Job(second).argv, std::vector<std::string>{"train"});  // the stored job, once
+}
+
 TEST_F(ControllerTest, AReportOfAnotherEpochIsIgnoredAndNotListedSoTheAgentStopsIt) {
   Controller& ctl = Make();
   FakeAgent a("a");
@@ -1136,6 +1167,17 @@ TEST_F(ControllerTest, AGpuShareIsJudgedByItsOwnProcessesWhereTheNodeReadsThemEl
   Step({&a});
   ASSERT_EQ(Job(id.value()).state, store::JobState::kRunning);
   // No per-process figures: the busy device keeps it from being reclaimed.
+  for (int s = 0; s < 3 * 60; s += 5) {
+    now_ms_ += 5'000;
+    Step({&a});
+  }
+  EXPECT_EQ(Job(id.value()).state, store::JobState::kRunning);
+  // A full list without it (other processes may have pushed it out, some only claiming to be
+  // jobs'): not known, so the busy device still stands in. It used to count as idle.
+  a.job_sm.clear();
+  for (std::size_t k = 0; k < net::GpuFigure::kMaxJobsPerFigure; ++k) {
+    a.job_sm.emplace_back(id.value() + 1000 + static_cast<int64_t>(k), 1.0);
+  }
   for (int s = 0; s < 3 * 60; s += 5) {
     now_ms_ += 5'000;
     Step({&a});

@@ -294,7 +294,11 @@ core::Result<Heartbeat> ParseHeartbeat(const std::string& body) {
         if (!pair.is_array() || pair.size() != 2) {
           throw InputFieldError("figures[].jobs[]", "must be [job id, SM %]");
         }
-        if (g.job_sm.size() >= 64) throw InputFieldError("figures[].jobs", "more than 64 jobs");
+        if (g.job_sm.size() >= GpuFigure::kMaxJobsPerFigure) {
+          throw InputFieldError(
+              "figures[].jobs",
+              "more than " + std::to_string(GpuFigure::kMaxJobsPerFigure) + " jobs");
+        }
         const int64_t id = CheckedInt(pair[0], "figures[].jobs[][0]", 1, kMaxId);
         g.job_sm.emplace_back(id, CheckedNumber(pair[1], "figures[].jobs[][1]", 0, 100));
       }

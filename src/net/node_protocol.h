@@ -59,7 +59,9 @@ struct GpuFigure {
   int64_t sm_clock_mhz = -1;
   int64_t clock_reasons = -1;  // nvmlClocksEventReason* bits
   // SM % of each gpufleet job's own processes on this GPU (from NVML's per-process utilization):
-  // what a job used of a shared GPU. On the wire "jobs": [[id, sm], ...].
+  // what a job used of a shared GPU. On the wire "jobs": [[id, sm], ...]; at most
+  // kMaxJobsPerFigure (a full list may have left some job out).
+  static constexpr std::size_t kMaxJobsPerFigure = 64;
   std::vector<std::pair<int64_t, double>> job_sm;
   // The agent's health verdict (gpu/health.h): an unhealthy GPU is drained by the controller.
   bool healthy = true;

@@ -1,5 +1,9 @@
 #include "sched/runtime_predictor.h"
 
+#include <algorithm>
+
+#include "core/text.h"
+
 namespace gpufleet::sched {
 namespace {
 
@@ -10,6 +14,16 @@ const auto* Trusted(const Map& map, const Key& key, int64_t min_samples) {
 }
 
 }  // namespace
+
+std::string CommandOf(const std::vector<std::string>& argv) {
+  std::string command;
+  for (const std::string& arg : argv) {
+    if (!command.empty()) command += ' ';
+    command.append(arg, 0, kMaxCommandBytes + 1 - std::min(command.size(), kMaxCommandBytes + 1));
+    if (command.size() > kMaxCommandBytes) return core::TruncateUtf8(command, kMaxCommandBytes);
+  }
+  return command;
+}
 
 void RuntimePredictor::Observe(const JobTraits& job, double runtime_s) {
   const auto add = [runtime_s](Mean& m) {

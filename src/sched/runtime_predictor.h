@@ -15,6 +15,7 @@
 #include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 namespace gpufleet::sched {
 
@@ -26,6 +27,12 @@ struct JobTraits {
   std::string command;  // the job's argv, joined by spaces
   int gpus = 1;         // all of its GPUs
 };
+
+// The command of a job's traits: its argv joined by spaces, cut to at most kMaxCommandBytes
+// bytes (never inside a UTF-8 character), so that a key the predictor keeps for every command it
+// has seen costs little whatever argv a user submits.
+inline constexpr std::size_t kMaxCommandBytes = 512;
+std::string CommandOf(const std::vector<std::string>& argv);
 
 struct RuntimePrediction {
   double seconds = 0;

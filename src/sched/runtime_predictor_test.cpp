@@ -51,5 +51,28 @@ TEST(RuntimePredictorTest, WithoutUsersItIsTheSimulatorsQueueAndGpuPredictor) {
   EXPECT_EQ(p.observed(), 4);
 }
 
+TEST(CommandOf, JoinsArgvAndCutsAHugeOneToTheLimitWithinACharacter) {
+  EXPECT_EQ(CommandOf({"python", "train.py", "--lr", "0.1"}), "python train.py --lr 0.1");
+  EXPECT_EQ(CommandOf({}), "");
+  // Two arguments of 128 KiB each (what a submit allows) make a key of at most 512 bytes.
+  const std::string huge(128 * 1024, 'x');
+  const std::string cut = CommandOf({"python", huge, huge});
+  EXPECT_LE(cut.size(), kMaxCommandBytes);
+  EXPECT_GT(cut.size(), kMaxCommandBytes - 8);
+  EXPECT_EQ(cut.rfind("python xxx", 0), 0u);
+  EXPECT_NE(CommandOf({"python", huge}), CommandOf({"python", huge.substr(0, 500)}));
+  // Cut never inside a character: 2-byte characters across the limit.
+  std::string two_byte;
+  for (int k = 0; k < 400; ++k) two_byte += "\xc3\xa9";
+  const std::string cut_utf8 = CommandOf({two_byte});
+  EXPECT_LE(cut_utf8.size(), kMaxCommandBytes);
+  for (std::size_t k = 0; k + 3 < cut_utf8.size(); k += 2) {
+    ASSERT_EQ(static_cast<unsigned char>(cut_utf8[k]), 0xc3u) << k;
+  }
+  // Exactly the limit is kept whole.
+  const std::string exact(kMaxCommandBytes, 'y');
+  EXPECT_EQ(CommandOf({exact}), exact);
+}
+
 }  // namespace
 }  // namespace gpufleet::sched

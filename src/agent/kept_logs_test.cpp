@@ -1,0 +1,60 @@
+#include "agent/kept_logs.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "agent/runner.h"
+
+namespace gpufleet::agent {
+namespace {
+
+KeptLog Log(const std::string& path, int64_t job, int64_t bytes, int64_t mtime) {
+  return KeptLog{path, job, bytes, mtime};
+}
+
+TEST(KeptLogsToRemove, TheLeastRecentlyWrittenGoUntilTheRestFitsAndHeldJobsAreLeftAlone) {
+  const std::vector<KeptLog> logs = {Log("a", 1, 400, 30), Log("b", 2, 400, 10),
+                                     Log("c", 3, 400, 20), Log("d", 4, 5000, 5)};
+  // Job 4 is still held (its log is live): neither counted nor removed.
+  EXPECT_EQ(KeptLogsToRemove(logs, {4}, 800), std::vector<std::string>{"b"});
+  EXPECT_EQ(KeptLogsToRemove(logs, {4}, 1200), std::vector<std::string>{});
+  EXPECT_EQ(KeptLogsToRemove(logs, {4}, 0), (std::vector<std::string>{"b", "c", "a"}));
+  EXPECT_EQ(KeptLogsToRemove(logs, {}, 1200), std::vector<std::string>{"d"});
+  EXPECT_EQ(KeptLogsToRemove({}, {}, 0), std::vector<std::string>{});
+}
+
+TEST(TrimKeptLogs, RemovesTheOldestLogsWithTheirSideFilesAndNothingElse) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("gpufleet-kept-logs-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const auto write = [&dir](const std::string& name, std::size_t bytes, int age_s) {
+    std::ofstream(dir / name) << std::string(bytes, 'x');
+    std::filesystem::last_write_time(
+        dir / name, std::filesystem::file_time_type::clock::now() - std::chrono::seconds(age_s));
+  };
+  write("7-0.log", 1000, 300);  // oldest: goes, with its side files
+  write("7-0.log.exit", 4, 300);
+  write("8-1.log", 1000, 200);
+  write("9-0.log", 1000, 100);    // held: stays, not counted
+  write("notes.txt", 5000, 900);  // not a job's log: stays
+  write("x-1.log", 5000, 900);
+  const std::string exit_file = ExitFilePath((dir / "7-0.log").string());
+  std::ofstream(exit_file) << "0 0 0";
+  EXPECT_EQ(TrimKeptLogs(dir.string(), {9}, 1500), 1);
+  EXPECT_FALSE(std::filesystem::exists(dir / "7-0.log"));
+  EXPECT_FALSE(std::filesystem::exists(exit_file));
+  EXPECT_TRUE(std::filesystem::exists(dir / "8-1.log"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "9-0.log"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "notes.txt"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "x-1.log"));
+  EXPECT_EQ(TrimKeptLogs(dir.string(), {9}, 1500), 0);
+  EXPECT_EQ(TrimKeptLogs((dir / "missing").string(), {}, 0), 0);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace gpufleet::agent
