@@ -28,7 +28,7 @@
 namespace gpufleet::agent {
 namespace {
 
-constexpr int kFixedArgs = 14;  // before "--" and the job's argv
+constexpr int kFixedArgs = 15;  // before "--" and the job's argv
 
 bool ParseInt(const std::string& text, int64_t lo, int64_t hi, int64_t& out) {
   if (text.empty() || text.size() > 19) return false;
@@ -304,6 +304,7 @@ std::vector<std::string> ShimCommandLine(const ShimSpec& spec) {
                                    cleanup,
                                    spec.oom_watch_dir,
                                    checks,
+                                   std::to_string(spec.private_shm_mib),
                                    "--"};
   args.insert(args.end(), spec.argv.begin(), spec.argv.end());
   return args;
@@ -361,6 +362,9 @@ core::Result<ShimSpec> ParseShimCommandLine(const std::vector<std::string>& args
     }
     spec.mount_checks.push_back(check);
     start = end + 1;
+  }
+  if (!ParseInt(args[14], -1, int64_t{1} << 40, spec.private_shm_mib)) {
+    return core::Error{"a malformed /dev/shm size"};
   }
   spec.argv.assign(args.begin() + kFixedArgs + 1, args.end());
   return spec;
@@ -511,10 +515,23 @@ void RunShim(const ShimSpec& spec) {
     setpriority(PRIO_PROCESS, 0, 0);
     const sched_param normal{};
     sched_setscheduler(0, SCHED_OTHER, &normal);
+    // Its own /dev/shm and System V IPC (see ShimSpec::private_shm_mib), made as root. Mounts
+    // the node makes later still reach it (slave propagation); its tmpfs never reaches the node.
+    if (step == 0 && spec.private_shm_mib >= 0) {
+      std::string options = "mode=1777";
+      if (spec.private_shm_mib > 0)
+        options += ",size=" + std::to_string(spec.private_shm_mib) + "m";
+      if (unshare(CLONE_NEWNS | CLONE_NEWIPC) != 0 ||
+          mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0 ||
+          mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, options.c_str()) != 0) {
+        step = kShimPrivateShm;
+      }
+    }
     // The account first, then the directory: entered as root, a directory below one the user
     // may not pass would still serve relative paths to the job.
-    if (spec.switch_user && (setgroups(spec.groups.size(), spec.groups.data()) != 0 ||
-                             setgid(spec.gid) != 0 || setuid(spec.uid) != 0)) {
+    if (step == 0 && spec.switch_user &&
+        (setgroups(spec.groups.size(), spec.groups.data()) != 0 || setgid(spec.gid) != 0 ||
+         setuid(spec.uid) != 0)) {
       step = kShimSetUser;
     }
     // A session keyring of its own, the job's account's: it would otherwise possess the

@@ -30,17 +30,18 @@ namespace gpufleet::agent {
 
 // What failed before the job's exec, as reported over the status pipe.
 enum ShimStep : int {
-  kShimChdir = 1,       // entering the working directory
-  kShimSetUser = 2,     // setgroups / setgid / setuid
-  kShimExec = 3,        // exec of argv[0]
-  kShimCgroup = 4,      // joining the cgroup
-  kShimPipe = 5,        // making the output pipe
-  kShimBadArgs = 6,     // a command line the shim cannot read (a mismatched shim binary)
-  kShimFork = 7,        // forking the job
-  kShimMountCheck = 8,  // a container's mount source, checked as the job's account (third int:
-                        // which mount)
-  kShimMountPin = 9,    // mounting a checked source for the runtime (third int: which mount)
-  kShimKeyring = 10,    // a session keyring of the job's own
+  kShimChdir = 1,        // entering the working directory
+  kShimSetUser = 2,      // setgroups / setgid / setuid
+  kShimExec = 3,         // exec of argv[0]
+  kShimCgroup = 4,       // joining the cgroup
+  kShimPipe = 5,         // making the output pipe
+  kShimBadArgs = 6,      // a command line the shim cannot read (a mismatched shim binary)
+  kShimFork = 7,         // forking the job
+  kShimMountCheck = 8,   // a container's mount source, checked as the job's account (third int:
+                         // which mount)
+  kShimMountPin = 9,     // mounting a checked source for the runtime (third int: which mount)
+  kShimKeyring = 10,     // a session keyring of the job's own
+  kShimPrivateShm = 11,  // an IPC namespace and a /dev/shm of the job's own
 };
 
 // Unmounts and removes what a root shim mounted for a container job beside its exit record
@@ -74,6 +75,12 @@ struct ShimSpec {
   // without following any symbolic link and checks it may read it (and write it, for rw), so that
   // the root runtime never mounts what the user could not reach themselves.
   std::vector<std::string> mount_checks;
+  // At least 0 (a root shim's host job): before it takes the job's account, the job gets an IPC
+  // namespace and a mount namespace of its own, with a tmpfs of this many MiB on /dev/shm (0:
+  // the kernel's default size, half the memory), so that what it leaves there and in System V
+  // shared memory goes with its last process, charged to its own cgroup meanwhile, and no other
+  // job sees it. -1: the node's /dev/shm and IPC namespace.
+  int64_t private_shm_mib = -1;
   std::vector<std::string> env;   // the job's, "NAME=VALUE", passed on kShimEnvFd (see above)
   std::vector<std::string> argv;  // the job's
 };

@@ -23,6 +23,7 @@ TEST(JobShim, TheCommandLineCarriesEverySpecFieldBack) {
   spec.uid = 1001;
   spec.gid = 1002;
   spec.groups = {1002, 27, 44};
+  spec.private_shm_mib = 4096;
   spec.env = {"PATH=/usr/bin:/bin", "EMPTY=", "WEIRD=a=b --"};
   spec.argv = {"python3", "-c", "print('--')", "--", ""};
   auto back = ParseShimCommandLine(ShimCommandLine(spec));
@@ -39,6 +40,7 @@ TEST(JobShim, TheCommandLineCarriesEverySpecFieldBack) {
   EXPECT_EQ(b.uid, 1001u);
   EXPECT_EQ(b.gid, 1002u);
   EXPECT_EQ(b.groups, spec.groups);
+  EXPECT_EQ(b.private_shm_mib, 4096);
   EXPECT_TRUE(b.env.empty());  // the environment travels on kShimEnvFd, never here
   EXPECT_EQ(b.argv, spec.argv);
   for (const std::string& arg : ShimCommandLine(spec)) {
@@ -91,7 +93,9 @@ TEST(JobShim, AMalformedCommandLineIsRefused) {
   EXPECT_FALSE(with(8, "99999999999"));  // uid
   EXPECT_FALSE(with(10, "1,,2"));        // groups
   EXPECT_FALSE(with(13, "bad-check"));   // a mount check without ro:/ or rw:/
-  EXPECT_FALSE(with(14, "--env"));       // the "--" before argv
+  EXPECT_FALSE(with(14, "-2"));          // the /dev/shm size
+  EXPECT_FALSE(with(14, "x"));
+  EXPECT_FALSE(with(15, "--env"));       // the "--" before argv
   EXPECT_FALSE(with(0, ""));             // exit path
   std::vector<std::string> no_argv(good.begin(), good.end() - 1);
   EXPECT_FALSE(ParseShimCommandLine(no_argv).ok());

@@ -284,6 +284,12 @@ core::Result<bool> NodeAgent::Recover() {
                    missing.c_str());
     }
   }
+  if (geteuid() == 0 && !PrivateShmUnavailable().empty()) {
+    std::fprintf(stderr,
+                 "gpufleet agent: jobs share the node's /dev/shm and System V IPC (what one leaves "
+                 "there stays, and others see it): %s\n",
+                 PrivateShmUnavailable().c_str());
+  }
   const std::filesystem::path dir = std::filesystem::path(options_.data_dir) / "assignments";
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -379,6 +385,7 @@ void NodeAgent::Launch(const net::Assignment& a) {
   spec.user = a.user;
   spec.log_path = h.log_path;
   spec.log_limit_bytes = options_.log_limit_bytes;
+  spec.memory_mib = a.memory_mib;  // sizes its /dev/shm
   // A container job gets its own GPUs' devices from the runtime, and no others; a process job
   // is denied the rest in its devices cgroup.
   const std::vector<std::string> denied = a.container.empty() && cgroups_.ConfinesDevices()
@@ -405,7 +412,6 @@ void NodeAgent::Launch(const net::Assignment& a) {
     // Where the node cannot limit CPU (a v2 hierarchy without the cpu controller), the runtime
     // could not either, and would refuse to start the container for it.
     spec.cpu_milli = cgroups_.available() && !cgroups_.CpuLimited() ? 0 : a.cpu_milli;
-    spec.memory_mib = a.memory_mib;
     if (!spec.cgroup_procs.empty()) {
       spec.container_cgroup_parent = cgroups_.ContainerParent(a.id);
       spec.oom_watch_dir = cgroups_.OomWatchDir(a.id);

@@ -7,9 +7,11 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pwd.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -207,6 +209,44 @@ std::string DefaultShimPath() {
   std::error_code ec;
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
   return ((ec ? std::filesystem::path(".") : self.parent_path()) / "gpufleet-shim").string();
+}
+
+const std::string& PrivateShmUnavailable() {
+  static const std::string why = []() -> std::string {
+    if (geteuid() != 0) return "the agent is not root";
+    int report[2] = {-1, -1};
+    if (pipe2(report, O_CLOEXEC) != 0) return std::string("pipe: ") + std::strerror(errno);
+    const pid_t child = fork();
+    if (child < 0) {
+      close(report[0]);
+      close(report[1]);
+      return std::string("fork: ") + std::strerror(errno);
+    }
+    if (child == 0) {
+      int err = 0;
+      if (unshare(CLONE_NEWNS | CLONE_NEWIPC) != 0 ||
+          mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0 ||
+          mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0) {
+        err = errno;
+      }
+      (void)!write(report[1], &err, sizeof err);
+      _exit(0);
+    }
+    close(report[1]);
+    int err = -1;
+    ssize_t n;
+    do {
+      n = read(report[0], &err, sizeof err);
+    } while (n < 0 && errno == EINTR);
+    close(report[0]);
+    while (waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    if (n != sizeof err) return "the probe reported nothing";
+    return err == 0 ? std::string()
+                    : std::string("cannot make a mount and IPC namespace with a tmpfs: ") +
+                          std::strerror(err);
+  }();
+  return why;
 }
 
 std::optional<std::string> UnsafeForRoot(const std::string& program) {
@@ -500,6 +540,7 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
   shim.cleanup = cleanup;
   shim.oom_watch_dir = container ? spec.oom_watch_dir : std::string();
   shim.mount_checks = mount_checks;
+  if (!container && PrivateShmUnavailable().empty()) shim.private_shm_mib = spec.memory_mib;
   std::vector<std::string> shim_args = ShimCommandLine(shim);
   // The job's environment goes on kShimEnvFd, in a memory file only root can open: never on the
   // shim's command line, which every local account can read.
@@ -595,6 +636,8 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
     std::string what =
         report[0] == kShimChdir     ? "cannot enter the working directory " + workdir
         : report[0] == kShimSetUser ? "cannot switch to account " + user_name
+        : report[0] == kShimPrivateShm
+            ? std::string("cannot give it an IPC namespace and a /dev/shm of its own")
         : report[0] == kShimKeyring ? "cannot give it a session keyring of its own (is account " +
                                           user_name + "'s key quota full? see /proc/key-users)"
         : report[0] == kShimCgroup

@@ -71,7 +71,7 @@ struct LaunchSpec {
   std::string container_cgroup_parent;  // the job's cgroup as the runtime names it ("" : none)
   std::string oom_watch_dir;            // a v1 memory cgroup whose OOM events the shim counts
   int64_t cpu_milli = 0;                // repeated to the runtime (--cpus)
-  int64_t memory_mib = 0;               // sizes the container's /dev/shm
+  int64_t memory_mib = 0;               // sizes the job's own /dev/shm (0: the default)
 };
 
 // The name of the network interface holding `address` (an IP address, or a name resolved to
@@ -118,6 +118,11 @@ struct Launched {
 // The job shim's program (agent/job_shim.h): $GPUFLEET_SHIM when set (tests, unusual installs),
 // else `gpufleet-shim` beside this process's executable.
 std::string DefaultShimPath();
+
+// Whether this process may give each host job an IPC namespace and a /dev/shm of its own
+// (ShimSpec::private_shm_mib): root, with mount and IPC namespaces that a child can make. Found
+// once, by a child that tries. "" when it can; else why not.
+const std::string& PrivateShmUnavailable();
 
 class Runner {
  public:

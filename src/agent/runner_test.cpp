@@ -136,6 +136,29 @@ TEST_F(RunnerTest, AFailedStartWhoseShimHangsIsAnsweredAtOnce) {
   EXPECT_EQ(runner.size(), 0U);
 }
 
+// What a job leaves in /dev/shm or System V shared memory used to stay on the node, charged to
+// the jobs' memory cap, and every other job saw it. Each host job of a root agent now has its
+// own, gone with its last process.
+TEST_F(RunnerTest, AHostJobHasADevShmAndIpcNamespaceOfItsOwnThatGoWithIt) {
+  if (!PrivateShmUnavailable().empty()) GTEST_SKIP() << PrivateShmUnavailable();
+  const std::string left = "/dev/shm/gpufleet-runner-test-" + std::to_string(::getpid());
+  std::filesystem::remove(left);
+  Runner runner(TestPolicy());
+  LaunchSpec spec = Spec(41, {"sh", "-c",
+                              "echo x > " + left + " && ls " + left +
+                                  " && readlink /proc/self/ns/ipc && df -k /dev/shm | tail -1"});
+  spec.memory_mib = 64;
+  ASSERT_TRUE(runner.Launch(spec).ok());
+  ASSERT_EQ(WaitExits(runner, 1).at(0).exit_code, 0) << Slurp(spec.log_path);
+  const std::string log = Slurp(spec.log_path);
+  EXPECT_NE(log.find(left), std::string::npos) << log;  // it wrote there
+  EXPECT_FALSE(std::filesystem::exists(left)) << "left on the node's /dev/shm";
+  EXPECT_EQ(log.find(std::filesystem::read_symlink("/proc/self/ns/ipc").string()),
+            std::string::npos)
+      << "the node's IPC namespace: " << log;
+  EXPECT_NE(log.find(" 65536 "), std::string::npos) << "a 64 MiB tmpfs: " << log;
+}
+
 TEST_F(RunnerTest, StopSendsTermThenKillsTheWholeGroup) {
   Runner runner(TestPolicy());
   // The job ignores SIGTERM and has a child of its own: both must go after the grace period.
