@@ -237,14 +237,16 @@ TEST(CliControllerTest, BadQueueWeightsAreRefusedClearly) {
 
 TEST(CliControllerTest, BadLogRetentionAndQuotaAreRefusedClearly) {
   const std::string dir = ::testing::TempDir() + "gpufleet-cli-logs-" + std::to_string(getpid());
-  for (const char* age : {"5m", "x", "-1d", "30"}) {
-    const Output out = Gpufleet("controller --listen 127.0.0.1:0 --data-dir '" + dir +
-                                "' --log-retention '" + age + "'");
-    EXPECT_EQ(out.status, 2) << age;
-    EXPECT_NE(out.text.find("--log-retention '" + std::string(age) +
-                            "': expected a duration of at least 1 h"),
-              std::string::npos)
-        << out.text;
+  for (const char* flag : {"--log-retention", "--job-retention"}) {
+    for (const char* age : {"5m", "x", "-1d", "30"}) {
+      const Output out = Gpufleet("controller --listen 127.0.0.1:0 --data-dir '" + dir + "' " +
+                                  flag + " '" + age + "'");
+      EXPECT_EQ(out.status, 2) << flag << " " << age;
+      EXPECT_NE(
+          out.text.find(std::string(flag) + " '" + age + "': expected a duration of at least 1 h"),
+          std::string::npos)
+          << out.text;
+    }
   }
   const Output negative =
       Gpufleet("controller --listen 127.0.0.1:0 --data-dir '" + dir + "' --log-quota -1");

@@ -6,6 +6,7 @@
 #include <httplib.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sqlite3.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -1469,6 +1470,52 @@ TEST_F(UpServer, AShippedLogLeavesTheNodeOnceItsJobIsSettled) {
   EXPECT_FALSE(std::filesystem::exists(node_log)) << node_log;
   const std::string log = Cli("logs " + std::to_string(id));
   EXPECT_NE(log.find("\n20000\n"), std::string::npos) << log.size();
+}
+
+// Job history retention through `up`: restarted with --job-retention 1h, it removes at once the
+// jobs that ended over an hour ago, with their history and logs; a newer one stays.
+TEST_F(UpServer, JobRetentionRemovesJobsEndedLongerAgoWithTheirLogs) {
+  const auto run = [this](const std::string& word) {
+    const int64_t id = json::parse(Cli("submit --json -- echo " + word))["id"].get<int64_t>();
+    WaitFor(id, "SUCCEEDED", 30);
+    const controller::JobLogs logs(dir_.string());
+    for (int i = 0; i < 200 && logs.Size(id, 0) == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+    EXPECT_GT(logs.Size(id, 0), 0) << word;
+    return id;
+  };
+  const int64_t old_job = run("old");
+  const int64_t new_job = run("new");
+  Kill(SIGTERM);
+  {
+    // The first ended two hours ago, as far as the store knows.
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((dir_ / "gpufleet.db").string().c_str(), &db), SQLITE_OK);
+    const std::string age =
+        "UPDATE jobs SET end_ms = end_ms - 7200000 WHERE id = " + std::to_string(old_job);
+    EXPECT_EQ(sqlite3_exec(db, age.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
+        << sqlite3_errmsg(db);
+    sqlite3_close(db);
+  }
+  up_args_.insert(up_args_.end(), {"--job-retention", "1h"});
+  Start();
+  auto c = Http(token_);
+  int status = 0;
+  for (int i = 0; i < 400 && status != 404; ++i) {
+    status = c.Get("/v1/jobs/" + std::to_string(old_job))->status;
+    if (status != 404) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  EXPECT_EQ(status, 404) << "the job that ended two hours ago is still there";
+  EXPECT_EQ(c.Get("/v1/jobs/" + std::to_string(new_job))->status, 200);
+  const controller::JobLogs logs(dir_.string());
+  EXPECT_EQ(logs.Size(old_job, 0), 0);
+  EXPECT_FALSE(logs.RemovedNote(old_job));
+  EXPECT_GT(logs.Size(new_job, 0), 0);
+  EXPECT_NE(Cli("logs " + std::to_string(new_job)).find("new"), std::string::npos);
+  EXPECT_NE(Slurp(dir_.string() + ".up.log").find("job retention: removed 1 jobs"),
+            std::string::npos)
+      << Slurp(dir_.string() + ".up.log");
 }
 
 class CappedServer : public UpServer {

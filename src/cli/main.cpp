@@ -286,6 +286,10 @@ int main(int argc, char** argv) {
                     "remove an ended job's logs from the controller this long after it ended, "
                     "e.g. 30d (0: keep them)")
         ->capture_default_str();
+    cmd->add_option("--job-retention", o.job_retention,
+                    "remove an ended job (its record, history, usage and logs) this long after "
+                    "it ended, e.g. 180d, as Slurm's PurgeJobAfter (0: keep every job)")
+        ->capture_default_str();
     cmd->add_option("--log-quota", o.log_quota_mib,
                     "MiB of job logs each user may keep on the controller; over it, the user's "
                     "longest-ended jobs' logs are removed first, and their running jobs' "

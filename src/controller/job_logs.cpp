@@ -113,6 +113,18 @@ bool JobLogs::Remove(const Held& held, std::string_view note) const {
   return all;
 }
 
+bool JobLogs::Erase(const Held& held) const {
+  bool all = true;
+  std::vector<std::string> files = held.files;
+  files.push_back(RemovedPath(dir_, held.job_id));
+  for (const std::string& file : files) {
+    std::error_code ec;
+    std::filesystem::remove(file, ec);  // false, no error, when it is not there
+    all = all && !ec;
+  }
+  return all;
+}
+
 std::optional<std::string> JobLogs::RemovedNote(int64_t id) const {
   std::ifstream in(RemovedPath(dir_, id), std::ios::binary);
   if (!in) return std::nullopt;

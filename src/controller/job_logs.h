@@ -40,6 +40,10 @@ class JobLogs {
   // (the controller appends only to live jobs'). False when the note or a file could not be
   // written or removed.
   bool Remove(const Held& held, std::string_view note) const;
+  // Removes `held`'s files and any removal note of its job: for a job the store no longer
+  // holds (job history retention), of which nothing is to stay. False when one could not be
+  // removed.
+  bool Erase(const Held& held) const;
   // Why job `id`'s log was removed; none while it is kept.
   std::optional<std::string> RemovedNote(int64_t id) const;
 

@@ -32,6 +32,7 @@
 #include "controller/autoscaler.h"
 #include "controller/controller.h"
 #include "controller/in_process_link.h"
+#include "controller/job_retention.h"
 #include "controller/log_retention.h"
 #include "controller/standby.h"
 #include "core/duration.h"
@@ -507,20 +508,25 @@ int RunUpOnce(const UpOptions& o) {
     }
     options.queue_idle_timeout_ms[kv.substr(0, eq)] = *ms;
   }
+  // A retention flag's milliseconds (0: for good); nullopt, saying why, when it is malformed.
+  const auto retention_ms = [self](const char* flag, const std::string& text,
+                                   const char* what) -> std::optional<int64_t> {
+    if (text == "0" || text == "off") return int64_t{0};
+    if (auto seconds = core::ParseDurationSeconds(text); seconds && *seconds >= 3600) {
+      return *seconds * 1000;
+    }
+    std::fprintf(stderr,
+                 "%s: %s '%s': expected a duration of at least 1 h, such as 30d or 12h (0: keep "
+                 "%s for good)\n",
+                 self, flag, text.c_str(), what);
+    return std::nullopt;
+  };
   controller::LogRetention log_retention;
   log_retention.user_quota_bytes = o.log_quota_mib * (int64_t{1} << 20);
-  if (o.log_retention == "0" || o.log_retention == "off") {
-    log_retention.max_age_ms = 0;
-  } else if (auto seconds = core::ParseDurationSeconds(o.log_retention);
-             seconds && *seconds >= 3600) {
-    log_retention.max_age_ms = *seconds * 1000;
-  } else {
-    std::fprintf(stderr,
-                 "%s: --log-retention '%s': expected a duration of at least 1 h, such as "
-                 "30d or 12h (0: keep logs for good)\n",
-                 self, o.log_retention.c_str());
-    return 2;
-  }
+  const auto log_age_ms = retention_ms("--log-retention", o.log_retention, "logs");
+  const auto job_age_ms = retention_ms("--job-retention", o.job_retention, "ended jobs");
+  if (!log_age_ms || !job_age_ms) return 2;
+  log_retention.max_age_ms = *log_age_ms;
   if (!o.own_hardware.empty()) {
     std::ifstream in(o.own_hardware);
     std::stringstream text;
@@ -672,16 +678,32 @@ int RunUpOnce(const UpOptions& o) {
   std::condition_variable sweep_wake;
   bool stop_sweeping = false;
   std::thread sweeps;
-  if (log_retention.max_age_ms > 0 || log_retention.user_quota_bytes > 0) {
-    sweeps = std::thread(
-        [&, sweeper = controller::LogSweeper(*store.value(), ctl.Logs(), log_retention)]() mutable {
+  if (log_retention.max_age_ms > 0 || log_retention.user_quota_bytes > 0 || *job_age_ms > 0) {
+    sweeps =
+        std::thread([&, sweeper = controller::LogSweeper(*store.value(), ctl.Logs(), log_retention),
+                     history = controller::JobRetentionSweeper(*store.value(), ctl.Logs(),
+                                                               *job_age_ms)]() mutable {
           std::unique_lock<std::mutex> lock(sweep_mutex);
           while (!stop_sweeping) {
             lock.unlock();
-            const controller::LogSweepStats swept = sweeper.SweepOnce(controller::NowMs(), [&] {
-              std::lock_guard<std::mutex> stopping(sweep_mutex);
+            const auto stopping = [&] {
+              std::lock_guard<std::mutex> stopped(sweep_mutex);
               return stop_sweeping;
-            });
+            };
+            // Ended jobs first (their logs go with them); a standby writes nothing.
+            if (!shared_store || lease.Leading()) {
+              const controller::JobRetentionStats purged =
+                  history.SweepOnce(controller::NowMs(), stopping);
+              if (!purged.error.empty()) {
+                std::fprintf(stderr, "%s: job retention: %s\n", self, purged.error.c_str());
+              } else if (purged.jobs_removed > 0) {
+                std::fprintf(stderr,
+                             "%s: job retention: removed %lld jobs that ended over %s ago\n", self,
+                             static_cast<long long>(purged.jobs_removed), o.job_retention.c_str());
+              }
+            }
+            const controller::LogSweepStats swept =
+                sweeper.SweepOnce(controller::NowMs(), stopping);
             if (!swept.error.empty()) {
               std::fprintf(stderr, "%s: log retention: cannot ask the store: %s\n", self,
                            swept.error.c_str());

@@ -33,6 +33,7 @@ struct UpOptions {
   std::vector<std::string> max_priorities;  // "N" (every non-admin user) or "USER=N"
   int64_t max_jobs_per_user = 10000;        // ControllerOptions::max_live_jobs_per_user (0: no cap)
   std::string log_retention = "0";          // ended jobs' logs kept this long ("0": for good)
+  std::string job_retention = "0";  // ended jobs (rows, history, usage, logs) kept this long
   int64_t log_quota_mib = 10240;            // each user's logs on the controller (0: no quota)
   std::string user_token_lifetime = "0";    // the longest a user token may work ("0": no cap)
   std::string tls = "auto";                 // auto (on unless listening on loopback), on, off

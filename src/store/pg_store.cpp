@@ -631,6 +631,48 @@ class PgStore final : public Store {
     return std::optional<int64_t>(r.value().Int(0, 0));
   }
 
+  core::Result<std::vector<int64_t>> EndedJobIds(int64_t ended_before_ms, int limit) override {
+    if (limit < 1 || limit > 10000) {
+      return core::Error{"limit: expected 1..10000", core::ErrorCode::kInvalid, "limit"};
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto r = Read(
+        "SELECT id FROM jobs WHERE end_ms > 0 AND end_ms < $1 AND state IN "
+        "('SUCCEEDED','FAILED','CANCELLED') ORDER BY end_ms, id LIMIT $2",
+        {Int(ended_before_ms), Int(limit)});
+    if (!r) return r.failure();
+    std::vector<int64_t> out;
+    for (int i = 0; i < r.value().Rows(); ++i) out.push_back(Row{r.value(), i}.Int(0));
+    return out;
+  }
+
+  core::Result<int64_t> RemoveEndedJobs(const std::vector<int64_t>& ids) override {
+    if (ids.empty()) return int64_t{0};
+    std::string array = "{";  // a bigint[] literal: digits and commas only
+    for (int64_t id : ids) array += (array.size() > 1 ? "," : "") + std::to_string(id);
+    array += "}";
+    std::lock_guard<std::mutex> lock(mutex_);
+    return InWrite<int64_t>([&]() -> core::Result<int64_t> {
+      auto jobs =
+          Run("DELETE FROM jobs WHERE id = ANY($1::bigint[]) AND state IN "
+              "('SUCCEEDED','FAILED','CANCELLED') RETURNING id",
+              {Str(array)});
+      if (!jobs) return jobs.failure();
+      std::string removed = "{";
+      for (int i = 0; i < jobs.value().Rows(); ++i) {
+        removed += (removed.size() > 1 ? "," : "") + std::to_string(Row{jobs.value(), i}.Int(0));
+      }
+      removed += "}";
+      for (const char* sql : {"DELETE FROM events WHERE job_id = ANY($1::bigint[])",
+                              "DELETE FROM job_ranks WHERE job_id = ANY($1::bigint[])",
+                              "DELETE FROM job_usage WHERE job_id = ANY($1::bigint[])"}) {
+        auto rest = Run(sql, {Str(removed)});
+        if (!rest) return rest.failure();
+      }
+      return static_cast<int64_t>(jobs.value().Rows());
+    });
+  }
+
   core::Result<std::vector<JobOwner>> JobOwners(const std::vector<int64_t>& ids) override {
     std::vector<JobOwner> out;
     if (ids.empty()) return out;

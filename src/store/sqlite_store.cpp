@@ -457,6 +457,53 @@ class SqliteStore final : public Store {
     return Error(sqlite3_errmsg(db_));
   }
 
+  core::Result<std::vector<int64_t>> EndedJobIds(int64_t ended_before_ms, int limit) override {
+    if (limit < 1 || limit > 10000) {
+      return core::Error{"limit: expected 1..10000", core::ErrorCode::kInvalid, "limit"};
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    Statement s(cache_,
+                "SELECT id FROM jobs WHERE end_ms > 0 AND end_ms < ? AND state IN "
+                "('SUCCEEDED','FAILED','CANCELLED') ORDER BY end_ms, id LIMIT ?");
+    s.Bind(1, ended_before_ms);
+    s.Bind(2, static_cast<int64_t>(limit));
+    std::vector<int64_t> out;
+    int rc;
+    while ((rc = s.Step()) == SQLITE_ROW) out.push_back(s.Int(0));
+    if (rc != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
+    return out;
+  }
+
+  core::Result<int64_t> RemoveEndedJobs(const std::vector<int64_t>& ids) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto r = Exec("BEGIN IMMEDIATE"); !r)
+      return core::Error{r.error(), core::ErrorCode::kUnavailable};
+    int64_t removed = 0;
+    for (int64_t id : ids) {
+      Statement job(cache_,
+                    "DELETE FROM jobs WHERE id=? AND state IN ('SUCCEEDED','FAILED','CANCELLED')");
+      job.Bind(1, id);
+      if (job.Step() != SQLITE_DONE) {
+        Exec("ROLLBACK");
+        return Error(sqlite3_errmsg(db_));
+      }
+      if (sqlite3_changes(db_) == 0) continue;  // not there, or not ended
+      ++removed;
+      for (const char* sql :
+           {"DELETE FROM events WHERE job_id=?", "DELETE FROM job_ranks WHERE job_id=?",
+            "DELETE FROM job_usage WHERE job_id=?"}) {
+        Statement rest(cache_, sql);
+        rest.Bind(1, id);
+        if (rest.Step() != SQLITE_DONE) {
+          Exec("ROLLBACK");
+          return Error(sqlite3_errmsg(db_));
+        }
+      }
+    }
+    if (auto r = Exec("COMMIT"); !r) return core::Error{r.error(), core::ErrorCode::kUnavailable};
+    return removed;
+  }
+
   core::Result<std::vector<JobOwner>> JobOwners(const std::vector<int64_t>& ids) override {
     // One cached statement of kBatch placeholders; a short batch repeats its last id.
     constexpr std::size_t kBatch = 128;

@@ -280,6 +280,57 @@ TEST_P(StoreTest, JobOwnersNameEachKnownJobsUserStateAndEnd) {
   EXPECT_TRUE(store_->JobOwners({}).value().empty());
 }
 
+TEST_P(StoreTest, EndedJobsPastTheRetentionGoWithTheirHistoryRanksAndUsage) {
+  // Ended at 5000 (failed), 3000 (succeeded) and 9000 (cancelled); one still running.
+  const auto ended = [this](JobState to, int64_t end_ms) {
+    const int64_t id = store_->SubmitJob(Job("alice")).value();
+    JobUpdate placed;
+    placed.placement = std::vector<RankPlacement>{{"local", {0}}};
+    placed.bump_epoch = true;
+    EXPECT_TRUE(
+        store_->Transition(id, JobState::kPending, JobState::kScheduled, placed, 1000).value());
+    EXPECT_TRUE(store_->Transition(id, JobState::kScheduled, JobState::kRunning, {}, 1000).value());
+    if (end_ms > 0) {
+      JobUpdate end;
+      end.end_ms = end_ms;
+      EXPECT_TRUE(store_->Transition(id, JobState::kRunning, to, end, end_ms).value());
+    }
+    store::JobUsageRecord usage;
+    usage.job_id = id;
+    usage.series = "x";
+    EXPECT_TRUE(store_->PutJobUsage({usage}).ok());
+    return id;
+  };
+  const int64_t failed = ended(JobState::kFailed, 5000);
+  const int64_t succeeded = ended(JobState::kSucceeded, 3000);
+  const int64_t cancelled = ended(JobState::kCancelled, 9000);
+  const int64_t running = ended(JobState::kRunning, 0);
+  // The longest-ended first, only those ended before the cutoff, at most `limit`.
+  EXPECT_EQ(store_->EndedJobIds(9000, 10).value(), (std::vector<int64_t>{succeeded, failed}));
+  EXPECT_EQ(store_->EndedJobIds(10000, 1).value(), std::vector<int64_t>{succeeded});
+  EXPECT_FALSE(store_->EndedJobIds(10000, 0).ok());
+  // A live job among the ids, and an unknown one, are left alone.
+  auto removed = store_->RemoveEndedJobs({succeeded, failed, running, 999999});
+  ASSERT_TRUE(removed.ok()) << removed.error();
+  EXPECT_EQ(removed.value(), 2);
+  for (int64_t id : {succeeded, failed}) {
+    EXPECT_FALSE(store_->GetJob(id).value().has_value()) << id;
+    EXPECT_TRUE(store_->Events(id).value().empty()) << id;
+    EXPECT_FALSE(store_->GetJobUsage(id).value().has_value()) << id;
+  }
+  for (int64_t id : {cancelled, running}) {
+    EXPECT_TRUE(store_->GetJob(id).value().has_value()) << id;
+    EXPECT_FALSE(store_->Events(id).value().empty()) << id;
+    EXPECT_TRUE(store_->GetJobUsage(id).value().has_value()) << id;
+  }
+  EXPECT_EQ(store_->GetJob(running).value()->placement.size(), 1u);
+  EXPECT_EQ(store_->RemoveEndedJobs({}).value(), 0);
+  // Ids are never reused: with the newest job removed, the next one's id is still above it.
+  const int64_t newest = ended(JobState::kSucceeded, 100);
+  ASSERT_EQ(store_->RemoveEndedJobs({newest}).value(), 1);
+  EXPECT_GT(store_->SubmitJob(Job("alice")).value(), newest);
+}
+
 TEST_P(StoreTest, TransitionsAreCompareAndSetAndLogged) {
   const int64_t id = store_->SubmitJob(Job("alice")).value();
   JobUpdate placed;
