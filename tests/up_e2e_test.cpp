@@ -1518,6 +1518,27 @@ TEST_F(UpServer, JobRetentionRemovesJobsEndedLongerAgoWithTheirLogs) {
       << Slurp(dir_.string() + ".up.log");
 }
 
+// A job's output could set the clipboard (OSC 52) of whoever read its log on a terminal, or
+// rewrite their screen. On a terminal `gpufleet logs` shows escape sequences as text; into a
+// pipe, or with --raw, the log goes as it is.
+TEST_F(UpServer, LogsOnATerminalShowEscapeSequencesInsteadOfObeyingThem) {
+  const int64_t id =
+      json::parse(Cli("submit --json -- printf 'ok \\033]52;c;ZXZpbA==\\007 done\\n'"))["id"]
+          .get<int64_t>();
+  WaitFor(id, "SUCCEEDED", 30);
+  const std::string cli = "GPUFLEET_DATA_DIR='" + dir_.string() + "' '" + GPUFLEET_BINARY +
+                          "' logs " + std::to_string(id);
+  // `script` gives the command a terminal and copies what it printed.
+  const std::string on_tty = Sh("script -qec \"" + cli + "\" /dev/null").first;
+  EXPECT_NE(on_tty.find("ok \\x1b]52;c;ZXZpbA==\\x07 done"), std::string::npos) << on_tty;
+  EXPECT_EQ(on_tty.find('\x1b'), std::string::npos) << on_tty;
+  const std::string raw = Sh("script -qec \"" + cli + " --raw\" /dev/null").first;
+  EXPECT_NE(raw.find("ok \x1b]52;c;ZXZpbA==\x07 done"), std::string::npos) << raw;
+  EXPECT_NE(Cli("logs " + std::to_string(id)).find("ok \x1b]52;c;ZXZpbA==\x07 done"),
+            std::string::npos)
+      << "into a pipe, as it is";
+}
+
 class CappedServer : public UpServer {
  protected:
   void SetUp() override {

@@ -3,7 +3,9 @@
 
 # Prints the boot script of instance $1: it starts `gpufleet agent` (as a systemd unit that
 # restarts on failure) joining $GPUFLEET_CONTROLLER_URL as node $1. The single-use join token goes
-# in the unit's environment, not on a command line; $GPUFLEET_CA_FILE, when set, is copied in.
+# in a root-only file the unit reads (EnvironmentFile), not on a command line nor in the unit's
+# own Environment, which `systemctl show` gives every local account; $GPUFLEET_CA_FILE, when set,
+# is copied in.
 # Safe to run at every boot: a restarted agent uses the node credential it saved at the join.
 agent_boot_script() {
   local name=$1 ca_line="" ca_flag=""
@@ -17,8 +19,10 @@ agent_boot_script() {
 set -eu
 systemctl is-active --quiet gpufleet-agent && exit 0
 $ca_line
+mkdir -p /etc/gpufleet
+(umask 077 && printf 'GPUFLEET_JOIN_TOKEN=%s\\n' $(printf '%q' "$GPUFLEET_JOIN_TOKEN") > /etc/gpufleet/join.env)
 systemd-run --unit=gpufleet-agent --property=Restart=on-failure \\
-  --setenv=GPUFLEET_JOIN_TOKEN=$(printf '%q' "$GPUFLEET_JOIN_TOKEN") \\
+  --property=EnvironmentFile=/etc/gpufleet/join.env \\
   /usr/local/bin/gpufleet agent --controller $(printf '%q' "$GPUFLEET_CONTROLLER_URL") \\
   --hostname $(printf '%q' "$name") \\
   --data-dir /var/lib/gpufleet/agent $ca_flag

@@ -184,9 +184,13 @@ void ClientCli::Register(CLI::App& app) {
       app.add_subcommand("logs", "Print a job's output (-f: follow until it ends)");
   logs_cmd->add_option("id", job_id_, "job id")->required();
   logs_cmd->add_flag("-f,--follow", follow_, "keep printing until the job ends");
+  logs_cmd->add_flag("--raw", raw_logs_,
+                     "on a terminal too, print the log as it is, escape sequences included "
+                     "(by default they are shown as \\xNN there, not obeyed)");
   add_client_flags(logs_cmd, job_client_);
-  logs_cmd->callback(
-      [this] { std::exit(Guarded([&] { return RunLogs(job_client_, job_id_, follow_); })); });
+  logs_cmd->callback([this] {
+    std::exit(Guarded([&] { return RunLogs(job_client_, job_id_, follow_, raw_logs_); }));
+  });
   CLI::App* nodes_cmd = app.add_subcommand("nodes", "List nodes and their GPUs");
   add_client_flags(nodes_cmd, job_client_);
   CLI::App* node_revoke = nodes_cmd->add_subcommand(

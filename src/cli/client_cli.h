@@ -34,6 +34,7 @@ class ClientCli {
   QueueOptions queue_;
   int64_t job_id_ = 0;
   bool follow_ = false;
+  bool raw_logs_ = false;  // logs --raw
 };
 
 }  // namespace gpufleet::cli

@@ -44,6 +44,19 @@ bool LoopbackUrl(const std::string& url) {
   return core::IsLoopbackHost(rest.substr(0, rest.find_first_of(":/")));
 }
 
+// `url`'s scheme and port ("http:7000"; the port "" when it names none), which tell this
+// machine's servers apart whatever name of the machine a URL uses.
+std::string SchemeAndPort(const std::string& url) {
+  const std::size_t scheme = url.find("://");
+  if (scheme == std::string::npos) return {};
+  const std::string authority = url.substr(scheme + 3, url.find('/', scheme + 3) - scheme - 3);
+  const std::size_t colon = authority.rfind(':');
+  const std::size_t bracket = authority.rfind(']');
+  const bool has_port =
+      colon != std::string::npos && (bracket == std::string::npos || colon > bracket);
+  return url.substr(0, scheme) + ":" + (has_port ? authority.substr(colon + 1) : "");
+}
+
 }  // namespace
 
 bool TokenFileMayGoTo(const std::string& urls, const std::string& own_urls) {
@@ -54,7 +67,15 @@ bool TokenFileMayGoTo(const std::string& urls, const std::string& own_urls) {
   for (std::size_t i = 0; i < to.value().size(); ++i) {
     const std::string& url = to.value().url(i);
     const bool listed = own && own.value().Find(url) < own.value().size();
-    if (!listed && !LoopbackUrl(url)) return false;
+    // This machine under another name (localhost for 127.0.0.1) at the port of an own URL: the
+    // same server. Another port of this machine is another local account's server as likely.
+    bool same_local_server = false;
+    for (std::size_t k = 0; own && LoopbackUrl(url) && k < own.value().size(); ++k) {
+      same_local_server =
+          same_local_server || (LoopbackUrl(own.value().url(k)) &&
+                                SchemeAndPort(own.value().url(k)) == SchemeAndPort(url));
+    }
+    if (!listed && !same_local_server) return false;
   }
   return true;
 }
@@ -117,7 +138,7 @@ std::optional<json> Check(const core::Result<net::HttpReply>& r, const Connectio
   if (!r) {
     std::fprintf(stderr,
                  "gpufleet: %s: no answer from the server at %s (%s): is `gpufleet up` running?\n",
-                 what, c.url.c_str(), r.error().c_str());
+                 what, Printable(c.url).c_str(), Printable(r.error()).c_str());
     return std::nullopt;
   }
   const net::HttpReply& reply = r.value();
@@ -432,9 +453,14 @@ int RunCancel(const ClientOptions& client, int64_t id) {
   return 0;
 }
 
-int RunLogs(const ClientOptions& client, int64_t id, bool follow) {
+int RunLogs(const ClientOptions& client, int64_t id, bool follow, bool raw) {
   auto c = Connect(client);
   if (!c) return 1;
+  // On a terminal, a log's escape sequences are shown, not obeyed (core::PrintableOutput): any
+  // job's output could otherwise set the clipboard of whoever reads it (an admin), or rewrite
+  // their screen. Into a pipe or file, or with --raw, it goes as it is.
+  const bool escape = !raw && ::isatty(STDOUT_FILENO) == 1;
+  std::string held;  // a character cut at the end of the last piece, when escaping
   int64_t offset = 0;
   int64_t end = -1;  // without --follow: the log's size at the first answer
   for (;;) {
@@ -453,7 +479,15 @@ int RunLogs(const ClientOptions& client, int64_t id, bool follow) {
                    static_cast<long long>(id), static_cast<long long>(id));
       return 1;
     }
-    std::fwrite(reply.body.data(), 1, reply.body.size(), stdout);
+    if (escape) {
+      held += reply.body;
+      const std::size_t whole = core::WholeUtf8Prefix(held);
+      const std::string shown = core::PrintableOutput(std::string_view(held).substr(0, whole));
+      std::fwrite(shown.data(), 1, shown.size(), stdout);
+      held.erase(0, whole);
+    } else {
+      std::fwrite(reply.body.data(), 1, reply.body.size(), stdout);
+    }
     std::fflush(stdout);
     offset += static_cast<int64_t>(reply.body.size());
     const std::string state = reply.Header("X-Job-State");

@@ -54,7 +54,7 @@ struct JobsOptions {
 int RunJobs(const JobsOptions& options);
 int RunShow(const ClientOptions& client, int64_t id);
 int RunCancel(const ClientOptions& client, int64_t id);
-int RunLogs(const ClientOptions& client, int64_t id, bool follow);
+int RunLogs(const ClientOptions& client, int64_t id, bool follow, bool raw = false);
 int RunNodes(const ClientOptions& client);
 
 // Admin commands: users, tokens, node credentials (see controller/admin_routes.h). A new token is

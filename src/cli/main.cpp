@@ -389,7 +389,8 @@ int main(int argc, char** argv) {
         std::ifstream in(token_file);
         std::getline(in, token);
         // The data directory's own token (not one named by --token-file) is its server's admin
-        // credential: sent only to that server or this machine (cli::TokenFileMayGoTo).
+        // credential: sent only to that server, under any of this machine's names for a local one
+        // (cli::TokenFileMayGoTo).
         std::string own;
         if (std::ifstream server(data + "/server"); server) std::getline(server, own);
         if (agent_token_file.empty() && !token.empty() &&

@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 
 #include "cloud/cloud_test_support.h"
 #include "cloud/provider.h"
+#include "cloud/run_program.h"
 
 namespace gpufleet::cloud {
 namespace {
@@ -62,6 +64,30 @@ scale::NodeGroup Group() {
 }
 
 JoinInfo Join() { return JoinInfo{"http://127.0.0.1:8080", "s3cret-join-token", ""}; }
+
+// Found by a review: the controller's database password (PGPASSWORD) reached every provider
+// script and every node the local provider started.
+TEST(InheritedEnvironment, LeavesOutTheControllersOwnSettingsAndDatabaseCredentials) {
+  ::setenv("PGPASSWORD", "s3cret", 1);
+  ::setenv("PGPASSFILE", "/root/.pgpass", 1);
+  ::setenv("GPUFLEET_TOKEN", "admin", 1);
+  ::setenv("PGNOT_THIS_lower", "kept", 1);
+  ::setenv("GPUFLEET_TEST_KEPT", "x", 1);
+  const std::vector<std::string> env = InheritedEnvironment("GPUFLEET_");
+  const auto has = [&env](const std::string& prefix) {
+    return std::any_of(env.begin(), env.end(),
+                       [&](const std::string& e) { return e.rfind(prefix, 0) == 0; });
+  };
+  EXPECT_FALSE(has("PGPASSWORD="));
+  EXPECT_FALSE(has("PGPASSFILE="));
+  EXPECT_FALSE(has("GPUFLEET_TOKEN="));
+  EXPECT_TRUE(has("PGNOT_THIS_lower="));
+  EXPECT_TRUE(has("PATH="));
+  for (const char* name :
+       {"PGPASSWORD", "PGPASSFILE", "GPUFLEET_TOKEN", "PGNOT_THIS_lower", "GPUFLEET_TEST_KEPT"}) {
+    ::unsetenv(name);
+  }
+}
 
 TEST(ExecProviderTest, CreateListDelete) {
   ScratchDir dir;

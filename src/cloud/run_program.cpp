@@ -173,6 +173,13 @@ std::vector<std::string> InheritedEnvironment(const std::string& drop_prefix) {
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
     const std::string entry(*e);
     if (!drop_prefix.empty() && entry.rfind(drop_prefix, 0) == 0) continue;
+    // libpq's settings (PGPASSWORD, PGPASSFILE, PGSSLKEY, ...) are the controller's database
+    // credentials, no provider script's or node's business.
+    if (entry.size() > 2 && entry[0] == 'P' && entry[1] == 'G' &&
+        entry.find('=') != std::string::npos &&
+        entry.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ_", 2) == entry.find('=')) {
+      continue;
+    }
     env.push_back(entry);
   }
   return env;

@@ -35,7 +35,8 @@ struct ProgramOutcome {
 core::Result<ProgramOutcome> RunProgram(const ProgramRun& run);
 
 // The environment of this process, without the entries whose name starts with `drop_prefix`
-// (the controller's own GPUFLEET_* settings, its admin token among them, are not a script's).
+// (the controller's own GPUFLEET_* settings, its admin token among them, are not a script's),
+// nor libpq's PG* variables (the controller's database password among them).
 std::vector<std::string> InheritedEnvironment(const std::string& drop_prefix);
 
 // The first lines of a program's stderr for an error message: at most `max_lines` non-empty

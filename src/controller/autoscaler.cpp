@@ -5,6 +5,7 @@
 #include <random>
 
 #include "controller/auth.h"
+#include "core/gpu_catalog.h"
 #include "sched/policy_registry.h"
 
 namespace gpufleet::controller {
@@ -404,6 +405,56 @@ void Autoscaler::RetireNode(const store::ScaleNodeRecord& record, int64_t now_ms
 
 bool Autoscaler::MayAct() const { return !options_.may_act || options_.may_act(); }
 
+namespace {
+
+std::string ModelNameOf(core::ModelId id) {
+  const core::GpuCatalog& catalog = core::GpuCatalog::Builtin();
+  return static_cast<int>(id) < catalog.size() ? catalog.model(id).name : "?";
+}
+
+}  // namespace
+
+std::vector<scale::NodeGroup> Autoscaler::EffectiveGroupsLocked(
+    const Controller::ScaleView& view, const std::vector<store::ScaleNodeRecord>& records,
+    int64_t now_ms) {
+  const scale::AutoscaleConfig& config = options_.config;
+  std::vector<scale::NodeGroup> groups = config.groups;
+  for (const store::ScaleNodeRecord& rec : records) {
+    const int g = config.FindGroup(rec.group);
+    if (g < 0 || rec.state != "ready") continue;
+    const auto at = std::find(view.names.begin(), view.names.end(), rec.name);
+    const std::size_t k = static_cast<std::size_t>(at - view.names.begin());
+    if (at == view.names.end() || !view.alive[k]) continue;
+    const core::NodeSpec& spec = view.cluster.spec(static_cast<int>(k));
+    scale::NodeGroup& eff = groups[g];
+    const scale::NodeGroup& said = config.groups[g];
+    // 0 in the config: no size said (any job's ask fits there).
+    const auto least = [](int64_t configured, int64_t node) {
+      return configured > 0 ? std::min(configured, node) : configured;
+    };
+    eff.cpu_milli = least(eff.cpu_milli, spec.cpu_milli);
+    eff.memory_mib = least(eff.memory_mib, spec.memory_mib);
+    eff.gpus = std::min(eff.gpus, spec.num_gpus);
+    if (spec.num_gpus > 0) eff.model = spec.model;
+    const bool smaller = (said.cpu_milli > 0 && spec.cpu_milli < said.cpu_milli) ||
+                         (said.memory_mib > 0 && spec.memory_mib < said.memory_mib) ||
+                         spec.num_gpus < said.gpus ||
+                         (spec.num_gpus > 0 && spec.model != said.model);
+    if (smaller && undersized_groups_.insert(g).second) {
+      EventLocked(now_ms, "group smaller than configured",
+                  "group " + said.name + ": node " + rec.name + " has " +
+                      std::to_string(spec.num_gpus) + " GPUs (" + ModelNameOf(spec.model) + "), " +
+                      std::to_string(spec.cpu_milli / 1000) + " CPUs and " +
+                      std::to_string(spec.memory_mib >> 10) + " GiB; the config says " +
+                      std::to_string(said.gpus) + " (" + said.model_name + "), " +
+                      std::to_string(said.cpu_milli / 1000) + " and " +
+                      std::to_string(said.memory_mib >> 10) +
+                      ": the group is planned as its nodes are (fix its size in the config)");
+    }
+  }
+  return groups;
+}
+
 void Autoscaler::RunOnce(int64_t now_ms) {
   if (!MayAct()) return;
   {
@@ -419,8 +470,13 @@ void Autoscaler::RunOnce(int64_t now_ms) {
   const scale::AutoscaleConfig& config = options_.config;
   std::map<std::string, int> node_index;
   for (size_t k = 0; k < view.names.size(); ++k) node_index[view.names[k]] = static_cast<int>(k);
+  std::vector<scale::NodeGroup> groups;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    groups = EffectiveGroupsLocked(view, records.value(), now_ms);
+  }
   scale::PlanInput in;
-  in.groups = &config.groups;
+  in.groups = &groups;
   in.policy = config.policy;
   in.cluster = &view.cluster;
   in.now = now_ms / 1000;

@@ -142,6 +142,15 @@ class Autoscaler {
   std::map<std::string, int64_t> missing_since_ms_;
   static constexpr int64_t kMissingGraceMs = 120'000;
   std::set<std::string> evacuation_retrying_;  // spot-noticed nodes whose evacuation failed
+  // Groups whose joined nodes were found smaller than the config says (said once each).
+  std::set<int> undersized_groups_;
+  // `config`'s groups as their joined nodes are: each size the least of the config's and every
+  // alive joined node's of the group (an instance type's usable memory, CPUs the kernel keeps),
+  // its GPU model theirs. Planned on the config's sizes, a job only they would hold was
+  // served by node after node that could not hold it, each retired idle later, until the cap.
+  std::vector<scale::NodeGroup> EffectiveGroupsLocked(
+      const Controller::ScaleView& view, const std::vector<store::ScaleNodeRecord>& records,
+      int64_t now_ms);
   int list_failures_ = 0;                    // the provider's list, failing in a row
   int64_t list_backoff_until_ms_ = 0;
 

@@ -166,6 +166,45 @@ class AutoscalerTest : public ::testing::Test {
   int64_t lease_ms_ = 10000;
 };
 
+// Found by a review: the planner sized a group's booting and new nodes as the config says. A
+// joined node smaller than that (an instance type's usable memory) could not hold the job it
+// was bought for, so the next pass bought another, and so on up to the cap, each retired idle.
+// Now the group is planned as its joined nodes are, and says so once.
+TEST_F(AutoscalerTest, AGroupWhoseNodesAreSmallerThanConfiguredIsNotBoughtAgainAndAgain) {
+  config_.groups[0].memory_mib = 64 * 1024;  // the config says 64 GiB a node
+  Controller& ctl = MakeController();
+  Autoscaler& scaler = MakeScaler();
+  store::JobRecord job;
+  job.user = "ada";
+  job.argv = {"train"};
+  job.gpus = 1;
+  job.memory_mib = 60 * 1024;  // what only the configured size holds
+  const int64_t id = ctl.Submit(job).value();
+  ctl.RunOnce(now_ms_);
+  scaler.RunOnce(now_ms_);
+  ASSERT_EQ(Instances().size(), 1u);
+  FakeAgent agent(*Instances().begin());
+  agent.memory_mib = 32 * 1024;  // it has 32
+  ASSERT_TRUE(agent.Beat(ctl, now_ms_).ok());
+  for (int pass = 0; pass < 5; ++pass) {
+    now_ms_ += 30'000;
+    ctl.RunOnce(now_ms_);
+    ASSERT_TRUE(agent.Beat(ctl, now_ms_).ok());
+    scaler.RunOnce(now_ms_);
+  }
+  EXPECT_EQ(Instances().size(), 1u) << "bought again for a job its nodes cannot hold";
+  EXPECT_EQ(Job(id).state, store::JobState::kPending);
+  EXPECT_EQ(scaler.GetStatus().unservable.size(), 1u);
+  int said = 0;
+  for (const store::JobEvent& e : AuditEvents()) {
+    if (e.detail.find("group g2-4: node") != std::string::npos &&
+        e.detail.find("32 GiB") != std::string::npos) {
+      ++said;
+    }
+  }
+  EXPECT_EQ(said, 1);
+}
+
 TEST_F(AutoscalerTest, AGangOnAnEmptyFleetGetsItsNodesWhichJoinRunItAndAreRetiredWhenUnneeded) {
   Controller& ctl = MakeController();
   Autoscaler& scaler = MakeScaler();

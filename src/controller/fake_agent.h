@@ -24,6 +24,7 @@ class FakeAgent {
     beat.node = name_;
     beat.gpus = gpus_;
     beat.gpu_model = "G2";
+    beat.memory_mib = memory_mib;  // 0: not said
     beat.node_epoch = node_epoch_;
     beat.gpu_links = links;
     if (sm_pct >= 0) {
@@ -96,6 +97,7 @@ class FakeAgent {
   double sm_pct = -1;     // every GPU's SM utilization sent with each beat (-1: no figures)
   std::string unhealthy_reason;  // with figures: every GPU unhealthy for this reason ("": healthy)
   std::vector<std::pair<int64_t, double>> job_sm;  // per-job SM sent with each GPU's figure
+  int64_t memory_mib = 0;                          // the node's memory it reports (0: none)
 
  private:
   struct Job {

@@ -107,7 +107,9 @@ std::string BidiControlCode(std::string_view text, std::size_t i) {
 
 }  // namespace
 
-std::string Printable(std::string_view text) {
+namespace {
+
+std::string Escaped(std::string_view text, bool keep_layout) {
   static const char kHex[] = "0123456789abcdef";
   std::string out;
   out.reserve(text.size());
@@ -124,6 +126,8 @@ std::string Printable(std::string_view text) {
       out += "\\u";
       out += BidiControlCode(text, i);
       i += bidi - 1;
+    } else if (keep_layout && (c == '\n' || c == '\t' || c == '\r')) {
+      out += static_cast<char>(c);
     } else if (c < 0x20 || c == 0x7F || c1) {
       const unsigned char shown = c1 ? static_cast<unsigned char>(text[++i]) : c;
       out += "\\x";
@@ -134,6 +138,26 @@ std::string Printable(std::string_view text) {
     }
   }
   return out;
+}
+
+}  // namespace
+
+std::string Printable(std::string_view text) { return Escaped(text, false); }
+std::string PrintableOutput(std::string_view text) { return Escaped(text, true); }
+
+std::size_t WholeUtf8Prefix(std::string_view text) {
+  // Back over at most 3 continuation bytes to the last lead byte; cut before it if its
+  // character is not all there.
+  std::size_t i = text.size();
+  for (int back = 0; back < 4 && i > 0; ++back) {
+    const auto c = static_cast<unsigned char>(text[i - 1]);
+    if ((c & 0xC0) != 0x80) {  // ASCII or a lead byte
+      const std::size_t need = c < 0x80 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+      return text.size() - (i - 1) >= need ? text.size() : i - 1;
+    }
+    --i;
+  }
+  return text.size();  // not UTF-8 there: nothing to wait for
 }
 
 bool IsLoopbackHost(std::string_view host) {

@@ -28,6 +28,13 @@ std::string HtmlEscape(std::string_view text);
 // bidirectional formatting characters (which reorder what is shown around them) as \uNNNN;
 // other UTF-8 unchanged. For text that came from outside (job names, what a node reports).
 std::string Printable(std::string_view text);
+// As Printable, but line feeds, tabs and carriage returns stay: a program's output (a job's log)
+// shown on a terminal keeps its lines and progress bars, and loses the escape sequences that
+// could rewrite the screen, set the clipboard (OSC 52) or reorder text.
+std::string PrintableOutput(std::string_view text);
+// How many of `text`'s first bytes end on a whole UTF-8 character: all of them unless it ends
+// inside a multi-byte one (then up to its first byte), so a text read in pieces is escaped whole.
+std::size_t WholeUtf8Prefix(std::string_view text);
 
 // Whether `host` (a name or an address, IPv6 without brackets) can only be this machine:
 // "localhost", "::1", or a dotted 127.x address ("127.0.0.1.example.com" is not).

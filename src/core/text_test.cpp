@@ -33,5 +33,30 @@ TEST(IsLoopbackHost, OnlyNamesOfThisMachine) {
   EXPECT_FALSE(IsLoopbackHost(""));
 }
 
+TEST(PrintableOutput, KeepsLinesTabsAndProgressBarsAndEscapesTheRest) {
+  EXPECT_EQ(PrintableOutput("epoch 1\tloss 0.5\r 50%\r100%\n"), "epoch 1\tloss 0.5\r 50%\r100%\n");
+  // OSC 52 (set the clipboard), a screen clear, a C1 CSI and a right-to-left override.
+  EXPECT_EQ(PrintableOutput("\x1b]52;c;Y3VybA==\x07"), "\\x1b]52;c;Y3VybA==\\x07");
+  EXPECT_EQ(PrintableOutput("\x1b[2Jfake"), "\\x1b[2Jfake");
+  EXPECT_EQ(PrintableOutput("a\xc2\x9b"
+                            "31m"),
+            "a\\x9b"
+            "31m");
+  EXPECT_EQ(PrintableOutput("x\xe2\x80\xaey"), "x\\u202ey");
+  EXPECT_EQ(PrintableOutput("caf\xc3\xa9 \xe2\x9c\x93"), "caf\xc3\xa9 \xe2\x9c\x93");
+  EXPECT_EQ(Printable("a\nb"), "a\\x0ab") << "Printable itself escapes line feeds";
+}
+
+TEST(WholeUtf8Prefix, StopsBeforeACharacterCutAtTheEnd) {
+  EXPECT_EQ(WholeUtf8Prefix("abc"), 3u);
+  EXPECT_EQ(WholeUtf8Prefix(""), 0u);
+  EXPECT_EQ(WholeUtf8Prefix("a\xc3\xa9"), 3u);
+  EXPECT_EQ(WholeUtf8Prefix("a\xc3"), 1u);
+  EXPECT_EQ(WholeUtf8Prefix("a\xe2\x80"), 1u);
+  EXPECT_EQ(WholeUtf8Prefix("a\xe2\x80\xae"), 4u);
+  EXPECT_EQ(WholeUtf8Prefix("a\xf0\x9f\x98"), 1u);
+  EXPECT_EQ(WholeUtf8Prefix("a\x80\x80\x80\x80"), 5u) << "not UTF-8: nothing held";
+}
+
 }  // namespace
 }  // namespace gpufleet::core

@@ -12,6 +12,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/text.h"
+
 namespace gpufleet::net {
 namespace {
 
@@ -288,7 +290,8 @@ core::Result<HttpReply> ReadHttpReply(std::string& buffer, const HttpFill& fill,
     const std::string status_line = head.substr(0, pos);
     if (status_line.rfind("HTTP/1.", 0) != 0 || status_line.size() < 12 || status_line[8] != ' ' ||
         status_line.find_first_not_of("0123456789", 9) < 12) {
-      return core::Error{"not an HTTP answer: '" + status_line.substr(0, 80) + "'"};
+      return core::Error{"not an HTTP answer: '" + core::Printable(status_line.substr(0, 80)) +
+                         "'"};
     }
     reply.status = std::stoi(status_line.substr(9, 3));
     keep_alive = status_line.rfind("HTTP/1.1", 0) == 0;
@@ -305,7 +308,8 @@ core::Result<HttpReply> ReadHttpReply(std::string& buffer, const HttpFill& fill,
       if (IEquals(name, "Content-Length")) {
         if (value.empty() || value.size() > 15 ||
             value.find_first_not_of("0123456789") != std::string::npos) {
-          return core::Error{"the answer's Content-Length is malformed: '" + value + "'"};
+          return core::Error{"the answer's Content-Length is malformed: '" +
+                             core::Printable(value.substr(0, 64)) + "'"};
         }
         length = std::stoll(value);
       } else if (IEquals(name, "Transfer-Encoding")) {
@@ -326,7 +330,8 @@ core::Result<HttpReply> ReadHttpReply(std::string& buffer, const HttpFill& fill,
       const std::string hex = Trim(size_line.value().substr(0, size_line.value().find(';')));
       if (hex.empty() || hex.size() > 12 ||
           hex.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos) {
-        return core::Error{"the answer's chunk size is malformed: '" + hex + "'"};
+        return core::Error{"the answer's chunk size is malformed: '" +
+                           core::Printable(hex.substr(0, 64)) + "'"};
       }
       const std::size_t size = std::stoull(hex, nullptr, 16);
       if (size == 0) {
@@ -336,6 +341,10 @@ core::Result<HttpReply> ReadHttpReply(std::string& buffer, const HttpFill& fill,
           if (trailer.value().empty()) break;
         }
         break;
+      }
+      // Each chunk is checked by need(); their sum here (endless chunks were unbounded).
+      if (size > kMaxBodyBytes - reply.body.size()) {
+        return core::Error{"the answer is larger than 1 GiB"};
       }
       if (auto ok = need(size + 2); !ok) return core::Error{ok.error()};
       reply.body.append(buffer, 0, size);

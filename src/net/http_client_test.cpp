@@ -182,6 +182,10 @@ TEST(HttpClient, NamesWhatIsWrongWithABadAnswer) {
       {"HTTP/1.1 200 OK\r\nContent-Length: x1\r\n\r\n", "Content-Length is malformed"},
       {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "chunk size is malformed"},
       {"", "closed the connection without answering"},
+      // A server's bytes in the error are made printable: they reach the user's terminal.
+      {"HTTP/1.1 200 OK\r\nContent-Length: \x1b]52;c;eA==\x07\r\n\r\n",
+       "Content-Length is malformed: '\\x1b]52;c;eA==\\x07'"},
+      {"\x1b[2J\r\n\r\n", "not an HTTP answer: '\\x1b[2J'"},
   };
   for (const Case& c : cases) {
     auto reply = GetAnswered(c.answer);
