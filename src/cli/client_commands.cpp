@@ -145,8 +145,8 @@ std::optional<json> Check(const core::Result<net::HttpReply>& r, const Connectio
   json body = json::parse(reply.body, nullptr, false);
   if (reply.status >= 400) {
     const std::string message =
-        body.is_object() && body.contains("error") && body["error"].is_string()
-            ? body["error"].get<std::string>()
+        body.is_object() && body.contains("error") && Field(body, "error").is_string()
+            ? Field(body, "error").get<std::string>()
             : reply.body.substr(0, 4096);
     std::fprintf(stderr, "gpufleet: %s failed (%d): %s\n", what, reply.status,
                  Printable(message).c_str());
@@ -177,6 +177,13 @@ std::string QueryValue(const std::string& text) {
     }
   }
   return out;
+}
+
+const json& Field(const json& j, const char* key) {
+  static const json kNull;
+  if (!j.is_object()) return kNull;
+  const auto it = j.find(key);
+  return it == j.end() ? kNull : *it;
 }
 
 std::string Cell(const json& v) {
@@ -346,20 +353,20 @@ int RunJobs(const JobsOptions& o) {
   std::printf("%-8s %-10s %-12s %-5s %-10s %s\n", "ID", "STATE", "USER", "GPUS", "NODE", "NAME");
   for (const json& j : *answer) {
     // GPUs per node, times the nodes of a multi-node job.
-    std::string gpus = std::to_string(j["gpus"].get<int>());
-    if (j.contains("min_gpus") && j["min_gpus"].is_number_integer()) {
-      gpus = std::to_string(j["min_gpus"].get<int>()) + ".." + gpus;
+    std::string gpus = std::to_string(Field(j, "gpus").get<int>());
+    if (j.contains("min_gpus") && Field(j, "min_gpus").is_number_integer()) {
+      gpus = std::to_string(Field(j, "min_gpus").get<int>()) + ".." + gpus;
     }
-    if (j.value("nodes", 1) > 1) gpus += "x" + std::to_string(j["nodes"].get<int>());
-    if (j.contains("gpu_share") && j["gpu_share"].is_number()) {
+    if (j.value("nodes", 1) > 1) gpus += "x" + std::to_string(Field(j, "nodes").get<int>());
+    if (j.contains("gpu_share") && Field(j, "gpu_share").is_number()) {
       char share[16];
-      std::snprintf(share, sizeof share, "%.2f", j["gpu_share"].get<double>());
+      std::snprintf(share, sizeof share, "%.2f", Field(j, "gpu_share").get<double>());
       gpus = share;
     }
     std::printf("%-8lld %-10s %-12s %-5s %-10s %s\n",
-                static_cast<long long>(j["id"].get<int64_t>()), Cell(j["state"]).c_str(),
-                Cell(j["user"]).c_str(), gpus.c_str(), Cell(j["node"]).c_str(),
-                Cell(j["name"]).c_str());
+                static_cast<long long>(Field(j, "id").get<int64_t>()),
+                Cell(Field(j, "state")).c_str(), Cell(Field(j, "user")).c_str(), gpus.c_str(),
+                Cell(Field(j, "node")).c_str(), Cell(Field(j, "name")).c_str());
   }
   return 0;
 }
@@ -395,9 +402,9 @@ void PrintHostUsage(const json& u) {
               f("io_write_bytes").c_str());
   std::printf("  stalls     cpu %s, io %s, memory %s (PSI some)\n", f("cpu_pressure_some_us").c_str(),
               f("io_pressure_some_us").c_str(), f("memory_pressure_some_us").c_str());
-  if (u.contains("missing") && u["missing"].is_array() && !u["missing"].empty()) {
+  if (u.contains("missing") && Field(u, "missing").is_array() && !Field(u, "missing").empty()) {
     std::string names;
-    for (const json& m : u["missing"]) names += (names.empty() ? "" : ", ") + Cell(m);
+    for (const json& m : Field(u, "missing")) names += (names.empty() ? "" : ", ") + Cell(m);
     std::printf("  not measured on this node: %s\n", names.c_str());
   }
 }
@@ -529,28 +536,30 @@ int RunNodes(const ClientOptions& client) {
       std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", &tm);
       idle = text;
     }
-    std::printf("%-12s %-7s %-5d %-5d %-28s %-16s %-5d %-16s %-8s %s%s\n", Cell(n["name"]).c_str(),
-                Cell(n["state"]).c_str(), n["gpus"].get<int>(), n["free_gpus"].get<int>(),
-                Cell(n["gpu_model"]).c_str(), Cell(n.value("limits", json("none"))).c_str(),
-                n["running_jobs"].get<int>(), Cell(n.value("group", json(nullptr))).c_str(),
-                price_text, idle.c_str(), n["simulated"].get<bool>() ? "  (SIMULATED GPUs)" : "");
-    if (n.contains("drained") && n["drained"].is_array()) {
-      for (const json& d : n["drained"]) {
-        std::printf("%-12s GPU %s drained (%s%s): %s\n", "", Cell(d["gpu"]).c_str(),
-                    Cell(d["cause"]).c_str(),
-                    d.value("by", "").empty() ? "" : (", by " + Cell(d["by"])).c_str(),
-                    Cell(d["reason"]).c_str());
+    std::printf("%-12s %-7s %-5d %-5d %-28s %-16s %-5d %-16s %-8s %s%s\n",
+                Cell(Field(n, "name")).c_str(), Cell(Field(n, "state")).c_str(),
+                Field(n, "gpus").get<int>(), Field(n, "free_gpus").get<int>(),
+                Cell(Field(n, "gpu_model")).c_str(), Cell(n.value("limits", json("none"))).c_str(),
+                Field(n, "running_jobs").get<int>(), Cell(n.value("group", json(nullptr))).c_str(),
+                price_text, idle.c_str(),
+                Field(n, "simulated").get<bool>() ? "  (SIMULATED GPUs)" : "");
+    if (n.contains("drained") && Field(n, "drained").is_array()) {
+      for (const json& d : Field(n, "drained")) {
+        std::printf("%-12s GPU %s drained (%s%s): %s\n", "", Cell(Field(d, "gpu")).c_str(),
+                    Cell(Field(d, "cause")).c_str(),
+                    d.value("by", "").empty() ? "" : (", by " + Cell(Field(d, "by"))).c_str(),
+                    Cell(Field(d, "reason")).c_str());
       }
     }
     if (n.value("limits", "none") == "none" && !n.value("limits_why", "").empty()) {
       std::printf("%-12s no job limits (usage from /proc): %s\n", "",
-                  Cell(n["limits_why"]).c_str());
+                  Cell(Field(n, "limits_why")).c_str());
     } else if (n.value("limits", "") == "cgroup-v2-memory" && !n.value("limits_why", "").empty()) {
-      std::printf("%-12s memory limits only: %s\n", "", Cell(n["limits_why"]).c_str());
+      std::printf("%-12s memory limits only: %s\n", "", Cell(Field(n, "limits_why")).c_str());
     }
-    if (n.contains("images") && n["images"].is_array() && !n["images"].empty()) {
+    if (n.contains("images") && Field(n, "images").is_array() && !Field(n, "images").empty()) {
       std::string list;
-      for (const json& image : n["images"]) list += (list.empty() ? "" : ", ") + Cell(image);
+      for (const json& image : Field(n, "images")) list += (list.empty() ? "" : ", ") + Cell(image);
       std::printf("%-12s container images here: %s\n", "", list.c_str());
     }
     if (n.value("state", "") == "LOST") {
@@ -564,11 +573,12 @@ namespace {
 
 // A token's end as local time, or "never" (expires_ms 0 or absent).
 std::string ExpiryText(const json& token) {
-  if (!token.contains("expires_ms") || !token["expires_ms"].is_number_integer() ||
-      token["expires_ms"].get<int64_t>() <= 0) {
+  if (!token.contains("expires_ms") || !Field(token, "expires_ms").is_number_integer() ||
+      Field(token, "expires_ms").get<int64_t>() <= 0) {
     return "never";
   }
-  const std::time_t when = static_cast<std::time_t>(token["expires_ms"].get<int64_t>() / 1000);
+  const std::time_t when =
+      static_cast<std::time_t>(Field(token, "expires_ms").get<int64_t>() / 1000);
   char text[32];
   std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", std::localtime(&when));
   return text;
@@ -624,8 +634,8 @@ int RunUsersList(const ClientOptions& client) {
   }
   std::printf("%-24s %-6s %s\n", "USER", "ADMIN", "TOKENS");
   for (const json& u : *answer) {
-    std::printf("%-24s %-6s %s\n", Cell(u["name"]).c_str(), u.value("admin", false) ? "yes" : "no",
-                Cell(u["tokens"]).c_str());
+    std::printf("%-24s %-6s %s\n", Cell(Field(u, "name")).c_str(),
+                u.value("admin", false) ? "yes" : "no", Cell(Field(u, "tokens")).c_str());
   }
   return 0;
 }
@@ -686,11 +696,13 @@ int RunTokenList(const ClientOptions& client) {
   std::printf("%-12s %-5s %-20s %-14s %s\n", "ID", "KIND", "USER/NODE", "CREATED BY", "EXPIRES");
   for (const json& t : *answer) {
     const std::string kind = t.value("kind", "");
-    const json& owner = kind == "node" ? t["node"] : t["user"];
+    const json& owner = kind == "node" ? Field(t, "node") : Field(t, "user");
     std::string expires = ExpiryText(t);
-    if (expires != "never" && t["expires_ms"].get<int64_t>() <= now_ms) expires += " (expired)";
-    std::printf("%-12s %-5s %-20s %-14s %s\n", Cell(t["id"]).c_str(), Printable(kind).c_str(),
-                Cell(owner).c_str(), Cell(t["created_by"]).c_str(), expires.c_str());
+    if (expires != "never" && Field(t, "expires_ms").get<int64_t>() <= now_ms)
+      expires += " (expired)";
+    std::printf("%-12s %-5s %-20s %-14s %s\n", Cell(Field(t, "id")).c_str(),
+                Printable(kind).c_str(), Cell(owner).c_str(), Cell(Field(t, "created_by")).c_str(),
+                expires.c_str());
   }
   return 0;
 }

@@ -30,5 +30,9 @@ std::optional<nlohmann::json> Check(const core::Result<net::HttpReply>& r, const
 std::string QueryValue(const std::string& text);
 // A value for a table cell: "-" for none, control characters escaped (Printable).
 std::string Cell(const nlohmann::json& v);
+// `j[key]`, read safely: nlohmann's const operator[] of a key that is not there (or of something
+// that is not an object) is undefined behaviour in a Release build, and a server's answer may
+// lack any field. A null there.
+const nlohmann::json& Field(const nlohmann::json& j, const char* key);
 
 }  // namespace gpufleet::cli

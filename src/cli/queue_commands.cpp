@@ -11,10 +11,12 @@ namespace {
 using nlohmann::json;
 
 int PrintSummary(const json& q) {
-  std::printf("waiting %s, running %s (started %s, finished %s)\n", Cell(q["waiting"]).c_str(),
-              Cell(q["running"]).c_str(), Cell(q["started"]).c_str(), Cell(q["finished"]).c_str());
-  std::printf("nodes ready %s, lost %s; GPUs free %s of %s\n", Cell(q["nodes_ready"]).c_str(),
-              Cell(q["nodes_lost"]).c_str(), Cell(q["free_gpus"]).c_str(), Cell(q["gpus"]).c_str());
+  std::printf("waiting %s, running %s (started %s, finished %s)\n",
+              Cell(Field(q, "waiting")).c_str(), Cell(Field(q, "running")).c_str(),
+              Cell(Field(q, "started")).c_str(), Cell(Field(q, "finished")).c_str());
+  std::printf("nodes ready %s, lost %s; GPUs free %s of %s\n",
+              Cell(Field(q, "nodes_ready")).c_str(), Cell(Field(q, "nodes_lost")).c_str(),
+              Cell(Field(q, "free_gpus")).c_str(), Cell(Field(q, "gpus")).c_str());
   return 0;
 }
 
@@ -38,7 +40,7 @@ int RunQueue(const QueueOptions& o) {
   json& a = *answer;
   if (o.mine) {
     json kept = json::array();
-    for (const json& j : a["jobs"]) {
+    for (const json& j : Field(a, "jobs")) {
       if (j.value("mine", false)) kept.push_back(j);
     }
     a["jobs"] = std::move(kept);
@@ -47,18 +49,18 @@ int RunQueue(const QueueOptions& o) {
     std::printf("%s\n", a.dump(2).c_str());
     return 0;
   }
-  std::printf("%s waiting under the %s policy%s\n", Cell(a["waiting"]).c_str(),
-              Cell(a["policy"]).c_str(),
+  std::printf("%s waiting under the %s policy%s\n", Cell(Field(a, "waiting")).c_str(),
+              Cell(Field(a, "policy")).c_str(),
               a.value("truncated", false) ? " (the first shown: --limit for more)" : "");
-  if (a["jobs"].empty()) return 0;
+  if (Field(a, "jobs").empty()) return 0;
   // Others' jobs come without id, user or name for non-admins: "-".
   std::printf("%-5s %-8s %-12s %-6s %-18s %s\n", "POS", "ID", "USER", "GPUS", "KIND", "REASON");
-  for (const json& j : a["jobs"]) {
-    std::string gpus = Cell(j["gpus"]);
-    if (j.value("nodes", 1) > 1) gpus += "x" + Cell(j["nodes"]);
-    std::printf("%-5s %-8s %-12s %-6s %-18s %s\n", Cell(j["position"]).c_str(),
-                Cell(j["id"]).c_str(), Cell(j["user"]).c_str(), gpus.c_str(),
-                Cell(j["kind"]).c_str(), Cell(j["reason"]).c_str());
+  for (const json& j : Field(a, "jobs")) {
+    std::string gpus = Cell(Field(j, "gpus"));
+    if (j.value("nodes", 1) > 1) gpus += "x" + Cell(Field(j, "nodes"));
+    std::printf("%-5s %-8s %-12s %-6s %-18s %s\n", Cell(Field(j, "position")).c_str(),
+                Cell(Field(j, "id")).c_str(), Cell(Field(j, "user")).c_str(), gpus.c_str(),
+                Cell(Field(j, "kind")).c_str(), Cell(Field(j, "reason")).c_str());
   }
   return 0;
 }

@@ -24,6 +24,18 @@ std::string NewInstanceName(const std::string& group) {
   return "gf-" + group + "-" + hex;
 }
 
+// Whether `name` is `gf-<group>-<8 hex digits>` (NewInstanceName) for a group of `config`.
+bool IsInstanceNameOf(const scale::AutoscaleConfig& config, const std::string& name) {
+  for (const scale::NodeGroup& g : config.groups) {
+    const std::string prefix = "gf-" + g.name + "-";
+    if (name.size() == prefix.size() + 8 && name.rfind(prefix, 0) == 0 &&
+        name.find_first_not_of("0123456789abcdef", prefix.size()) == std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
 int64_t BackoffMs(int failures) {
   int64_t ms = kFirstBackoffMs;
   for (int i = 1; i < failures && ms < kMaxBackoffMs; ++i) ms *= 2;
@@ -59,6 +71,7 @@ void Autoscaler::Start() {
 }
 
 void Autoscaler::Stop() {
+  stopping_ = true;
   {
     std::lock_guard<std::mutex> lock(wake_mutex_);
     stop_ = true;
@@ -260,13 +273,30 @@ bool Autoscaler::Reconcile(int64_t now_ms, const Controller::ScaleView& view) {
       RetireNode(rec, now_ms);  // empty now: no need to wait for the unneeded time
     }
   }
+  std::erase_if(orphan_since_ms_,
+                [&instances](const auto& o) { return !instances.contains(o.first); });
   for (const auto& [name, inst] : instances) {  // never recorded, or given up on: orphans
+    if (!IsInstanceNameOf(options_.config, name)) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (strangers_.insert(name).second) {
+        EventLocked(now_ms, "instance left alone",
+                    "instance " + name +
+                        " has no record and no name this fleet's groups "
+                        "give (gf-<group>-<8 hex>): another fleet's? (check the provider's tags)");
+      }
+      continue;
+    }
+    const int64_t since = orphan_since_ms_.try_emplace(name, now_ms).first->second;
+    if (now_ms - since < kMissingGraceMs) continue;  // a record may be on its way
     if (!MayAct()) return false;
     auto deleted = provider_->Delete(name);
     std::lock_guard<std::mutex> lock(mutex_);
     if (deleted) {
+      orphan_since_ms_.erase(name);
       ++status_.orphans_deleted;
-      EventLocked(now_ms, "orphan deleted", "instance " + name + " had no record");
+      EventLocked(now_ms, "orphan deleted",
+                  "instance " + name + " had no record for " +
+                      std::to_string(kMissingGraceMs / 1000) + " s");
     } else {
       ++status_.provider_errors;
       EventLocked(now_ms, "orphan delete failed", "instance " + name + ": " + deleted.error());
@@ -403,7 +433,9 @@ void Autoscaler::RetireNode(const store::ScaleNodeRecord& record, int64_t now_ms
   EventLocked(now_ms, "retired", "node " + rec.name + " of group " + rec.group + ": " + rec.detail);
 }
 
-bool Autoscaler::MayAct() const { return !options_.may_act || options_.may_act(); }
+bool Autoscaler::MayAct() const {
+  return !stopping_.load() && (!options_.may_act || options_.may_act());
+}
 
 namespace {
 

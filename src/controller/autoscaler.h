@@ -141,6 +141,12 @@ class Autoscaler {
   // Records of nodes the provider's list no longer shows, since when (Reconcile).
   std::map<std::string, int64_t> missing_since_ms_;
   static constexpr int64_t kMissingGraceMs = 120'000;
+  // Listed instances without a record, since when: deleted as orphans only once listed so for
+  // kMissingGraceMs, and only under a name this fleet's groups would give (NewInstanceName),
+  // so that another fleet's instances in the same account, or a record written by another
+  // controller a moment ago, are never deleted. `strangers_` are the others, said once each.
+  std::map<std::string, int64_t> orphan_since_ms_;
+  std::set<std::string> strangers_;
   std::set<std::string> evacuation_retrying_;  // spot-noticed nodes whose evacuation failed
   // Groups whose joined nodes were found smaller than the config says (said once each).
   std::set<int> undersized_groups_;
@@ -157,6 +163,10 @@ class Autoscaler {
   std::mutex wake_mutex_;
   std::condition_variable wake_;
   bool stop_ = false;
+  // Set by Stop before it waits for the pass: MayAct says no from then on, so a pass of many
+  // slow provider calls ends after the one in flight, and the controller's lease (which a
+  // standby waits for) is given up without waiting for the rest.
+  std::atomic<bool> stopping_{false};
   std::thread thread_;
 };
 

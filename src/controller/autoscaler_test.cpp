@@ -294,12 +294,14 @@ TEST_F(AutoscalerTest, ARestartedControllerAdoptsWhatItCreatedAndDeletesOrphans)
   ASSERT_TRUE(store_->PutScaleNode(rec).value());
   cloud_->instances[rec.name] = cloud::Instance{rec.name, "g2-4", false, "pending", 0};
   // And an instance it never recorded (its record lost, or another process's leftover).
-  cloud_->instances["gf-g2-4-orphan01"] = cloud::Instance{"gf-g2-4-orphan01", "g2-4", false, "running", 0};
+  cloud_->instances["gf-g2-4-0bad0f01"] =
+      cloud::Instance{"gf-g2-4-0bad0f01", "g2-4", false, "running", 0};
   Autoscaler& scaler = MakeScaler();
   const int64_t id = Submit(4);
   ctl_->RunOnce(now_ms_);
   scaler.RunOnce(now_ms_);
-  EXPECT_EQ(Instances(), std::set<std::string>{rec.name}) << "adopted, orphan deleted";
+  EXPECT_EQ(Instances(), (std::set<std::string>{"gf-g2-4-0bad0f01", rec.name}))
+      << "adopted; the orphan is deleted only once it has gone unrecorded for 2 minutes";
   // Its create may have been cut short before the instance was launched: it is asked for again,
   // by the same name, with a new join token. The adopted node is for the waiting job: no other.
   EXPECT_EQ(cloud_->creates, 1);
@@ -318,7 +320,7 @@ TEST_F(AutoscalerTest, ARestartedControllerAdoptsWhatItCreatedAndDeletesOrphans)
     return n;
   };
   EXPECT_EQ(join_tokens(), 2) << "the first one too: an agent launched before may hold it";
-  EXPECT_EQ(scaler.GetStatus().orphans_deleted, 1);
+  EXPECT_EQ(scaler.GetStatus().orphans_deleted, 0);
   EXPECT_EQ(Job(id).state, store::JobState::kPending);
   // A later pass does not ask again.
   scaler.RunOnce(now_ms_ += 1000);
@@ -333,14 +335,16 @@ TEST_F(AutoscalerTest, ARestartedControllerAdoptsWhatItCreatedAndDeletesOrphans)
   scaler.RunOnce(now_ms_ += 3 * 60'000);
   EXPECT_TRUE(Records().empty() || Records().at(0).name != rec.name);
   EXPECT_EQ(join_tokens(), 0);
+  EXPECT_EQ(Instances().count("gf-g2-4-0bad0f01"), 0u);
+  EXPECT_EQ(scaler.GetStatus().orphans_deleted, 1);
 }
 
 // A controller that no longer leads (its lease ran out) neither buys nor deletes an instance,
 // not even an orphan: the provider is not fenced as the store is. Once it leads again, it acts.
 TEST_F(AutoscalerTest, AControllerThatNoLongerLeadsCallsTheProviderForNothing) {
   MakeController();
-  cloud_->instances["gf-g2-4-orphan01"] =
-      cloud::Instance{"gf-g2-4-orphan01", "g2-4", false, "running", 0};
+  cloud_->instances["gf-g2-4-0bad0f01"] =
+      cloud::Instance{"gf-g2-4-0bad0f01", "g2-4", false, "running", 0};
   bool leading = false;
   Autoscaler& scaler = MakeScaler([&leading] { return leading; });
   Submit(4);
@@ -352,7 +356,27 @@ TEST_F(AutoscalerTest, AControllerThatNoLongerLeadsCallsTheProviderForNothing) {
   leading = true;
   scaler.RunOnce(now_ms_);
   EXPECT_EQ(cloud_->creates, 1) << "a node for the waiting job";
+  EXPECT_EQ(cloud_->deletes, 0) << "an orphan waits out the grace";
+  scaler.RunOnce(now_ms_ += 3 * 60'000);
   EXPECT_EQ(cloud_->deletes, 1) << "the orphan";
+}
+
+// Found by a review: every listed instance without a record was deleted at once, whatever its
+// name: another fleet's in the same account (the example scripts tag every fleet "gpufleet" by
+// default), or every node when a controller is pointed at a new database. Only names this
+// fleet's groups give are deleted, and only after 2 minutes unrecorded.
+TEST_F(AutoscalerTest, AnInstanceWithAnotherFleetsNameIsNeverDeleted) {
+  MakeController();
+  for (const char* name : {"gf-other-group-0123abcd", "gf-g2-4-0123abcdx", "web-server-1"}) {
+    cloud_->instances[name] = cloud::Instance{name, "g2-4", false, "running", 0};
+  }
+  Autoscaler& scaler = MakeScaler();
+  for (int pass = 0; pass < 4; ++pass) scaler.RunOnce(now_ms_ += 60'000);
+  EXPECT_EQ(cloud_->deletes, 0);
+  EXPECT_EQ(Instances().size(), 3u);
+  int said = 0;
+  for (const store::JobEvent& e : AuditEvents()) said += e.what == "instance left alone";
+  EXPECT_EQ(said, 3) << "once each";
 }
 
 TEST_F(AutoscalerTest, ACreateThatNeverHappenedIsDroppedAfterTheProviderTimeout) {
