@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -521,9 +522,15 @@ void RunShim(const ShimSpec& spec) {
       std::string options = "mode=1777";
       if (spec.private_shm_mib > 0)
         options += ",size=" + std::to_string(spec.private_shm_mib) + "m";
+      // As the node's is: a node that mounts /dev/shm noexec keeps jobs from running code there.
+      unsigned long flags = MS_NOSUID | MS_NODEV;
+      struct statvfs node_shm {};
+      if (statvfs("/dev/shm", &node_shm) == 0 && (node_shm.f_flag & ST_NOEXEC) != 0) {
+        flags |= MS_NOEXEC;
+      }
       if (unshare(CLONE_NEWNS | CLONE_NEWIPC) != 0 ||
           mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0 ||
-          mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, options.c_str()) != 0) {
+          mount("tmpfs", "/dev/shm", "tmpfs", flags, options.c_str()) != 0) {
         step = kShimPrivateShm;
       }
     }

@@ -284,7 +284,7 @@ core::Result<bool> NodeAgent::Recover() {
                    missing.c_str());
     }
   }
-  if (geteuid() == 0 && !PrivateShmUnavailable().empty()) {
+  if (geteuid() == 0 && !options_.run_as.shared_dev_shm && !PrivateShmUnavailable().empty()) {
     std::fprintf(stderr,
                  "gpufleet agent: jobs share the node's /dev/shm and System V IPC (what one leaves "
                  "there stays, and others see it): %s\n",

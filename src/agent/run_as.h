@@ -24,6 +24,9 @@ struct RunAsPolicy {
   // accounts); 0 turns the check off.
   uid_t min_uid = 1000;
   std::string node_name = "this node";          // named in errors
+  // Host jobs share the node's /dev/shm and System V IPC (--shared-dev-shm), as before each got
+  // its own (ShimSpec::private_shm_mib): for jobs that meet through them, or NVIDIA MPS.
+  bool shared_dev_shm = false;
 };
 
 struct UnixAccount {

@@ -540,7 +540,9 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
   shim.cleanup = cleanup;
   shim.oom_watch_dir = container ? spec.oom_watch_dir : std::string();
   shim.mount_checks = mount_checks;
-  if (!container && PrivateShmUnavailable().empty()) shim.private_shm_mib = spec.memory_mib;
+  if (!container && !run_as_.shared_dev_shm && PrivateShmUnavailable().empty()) {
+    shim.private_shm_mib = spec.memory_mib;
+  }
   std::vector<std::string> shim_args = ShimCommandLine(shim);
   // The job's environment goes on kShimEnvFd, in a memory file only root can open: never on the
   // shim's command line, which every local account can read.
@@ -630,6 +632,8 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
     kill(-pid, SIGKILL);
     while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
     }
+    // What the killed shim had mounted for the container (PinMounts) it can no longer release.
+    if (container) ReleasePinnedMounts(exit_path);
     std::filesystem::remove(exit_path, ec);
     if (container) std::filesystem::remove(ContainerEnvFilePath(spec.log_path), ec);
     const std::size_t mount = static_cast<std::size_t>(report[2]);

@@ -157,6 +157,20 @@ TEST_F(RunnerTest, AHostJobHasADevShmAndIpcNamespaceOfItsOwnThatGoWithIt) {
             std::string::npos)
       << "the node's IPC namespace: " << log;
   EXPECT_NE(log.find(" 65536 "), std::string::npos) << "a 64 MiB tmpfs: " << log;
+
+  // --shared-dev-shm: the node's, as before.
+  RunAsPolicy shared = TestPolicy();
+  shared.shared_dev_shm = true;
+  Runner sharing(shared);
+  LaunchSpec node_shm =
+      Spec(42, {"sh", "-c", "echo x > " + left + " && readlink /proc/self/ns/ipc"});
+  ASSERT_TRUE(sharing.Launch(node_shm).ok());
+  ASSERT_EQ(WaitExits(sharing, 1).at(0).exit_code, 0) << Slurp(node_shm.log_path);
+  EXPECT_TRUE(std::filesystem::exists(left)) << "written to the node's /dev/shm";
+  EXPECT_NE(
+      Slurp(node_shm.log_path).find(std::filesystem::read_symlink("/proc/self/ns/ipc").string()),
+      std::string::npos);
+  std::filesystem::remove(left);
 }
 
 TEST_F(RunnerTest, StopSendsTermThenKillsTheWholeGroup) {

@@ -501,12 +501,18 @@ int RunLogs(const ClientOptions& client, int64_t id, bool follow, bool raw) {
     const bool live = state == "PENDING" || state == "SCHEDULED" || state == "RUNNING";
     // The server answers at most a chunk (4 MiB) at a time: without --follow, the whole log as
     // it is now, chunk after chunk (before, only the first chunk, silently).
+    // At the end, a character cut there (a log cut at its limit) is shown as its bytes.
+    const auto done = [&held] {
+      const std::string rest = core::PrintableOutput(held);
+      std::fwrite(rest.data(), 1, rest.size(), stdout);
+      return 0;
+    };
     if (!follow) {
       if (end < 0) end = std::strtoll(reply.Header("X-Log-Size").c_str(), nullptr, 10);
-      if (reply.body.empty() || offset >= end) return 0;
+      if (reply.body.empty() || offset >= end) return done();
       continue;
     }
-    if (!live && reply.body.empty()) return 0;  // ended, and everything it wrote was shown
+    if (!live && reply.body.empty()) return done();  // ended, and everything it wrote was shown
     if (reply.body.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
 }

@@ -206,7 +206,7 @@ int main(int argc, char** argv) {
 
   // Whose account jobs run under (agent/run_as.h), for `agent` and `up`.
   auto add_run_as_flags = [](CLI::App* cmd, std::vector<std::string>& maps, bool& allow_root,
-                             uid_t& min_uid) {
+                             uid_t& min_uid, bool& shared_dev_shm) {
     cmd->add_option("--run-as-map", maps,
                     "run gpufleet user NAME's jobs as Unix account ACCOUNT: NAME=ACCOUNT[,...] "
                     "(default: the account named like the user; a user without one cannot run "
@@ -218,6 +218,9 @@ int main(int argc, char** argv) {
                     "services' data), root aside (--allow-root-jobs allows both); 0: no check")
         ->capture_default_str()
         ->check(CLI::Range(0, 1 << 30));
+    cmd->add_flag("--shared-dev-shm", shared_dev_shm,
+                  "host jobs share the node's /dev/shm and System V IPC (by default each gets its "
+                  "own, gone with it): for jobs that meet through them, or NVIDIA MPS");
   };
   auto add_log_limit_flag = [](CLI::App* cmd, int64_t& mib) {
     cmd->add_option("--log-limit", mib,
@@ -354,7 +357,7 @@ int main(int argc, char** argv) {
                         "the CA a pinned join saved, else the data directory's tls/ca.pem)");
   std::vector<std::string> agent_run_as_maps;
   add_run_as_flags(agent_cmd, agent_run_as_maps, agent_options.run_as.allow_root,
-                   agent_options.run_as.min_uid);
+                   agent_options.run_as.min_uid, agent_options.run_as.shared_dev_shm);
   add_log_limit_flag(agent_cmd, agent_options.log_limit_mib);
   agent_cmd
       ->add_option("--container-runtime", agent_options.container_runtime,
@@ -481,7 +484,7 @@ int main(int argc, char** argv) {
       ->add_option("--advertise-address", up.advertise,
                    "this node's address for multi-node jobs (MASTER_ADDR)")
       ->capture_default_str();
-  add_run_as_flags(up_cmd, up.run_as_maps, up.allow_root_jobs, up.min_job_uid);
+  add_run_as_flags(up_cmd, up.run_as_maps, up.allow_root_jobs, up.min_job_uid, up.shared_dev_shm);
   add_log_limit_flag(up_cmd, up.log_limit_mib);
   add_priority_flag(up_cmd, up.max_priorities);
   add_jobs_cap_flag(up_cmd, up.max_jobs_per_user);

@@ -275,6 +275,11 @@ bool Autoscaler::Reconcile(int64_t now_ms, const Controller::ScaleView& view) {
   }
   std::erase_if(orphan_since_ms_,
                 [&instances](const auto& o) { return !instances.contains(o.first); });
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::erase_if(strangers_,
+                  [&instances](const std::string& n) { return !instances.contains(n); });
+  }
   for (const auto& [name, inst] : instances) {  // never recorded, or given up on: orphans
     if (!IsInstanceNameOf(options_.config, name)) {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -450,7 +455,15 @@ std::vector<scale::NodeGroup> Autoscaler::EffectiveGroupsLocked(
     const Controller::ScaleView& view, const std::vector<store::ScaleNodeRecord>& records,
     int64_t now_ms) {
   const scale::AutoscaleConfig& config = options_.config;
-  std::vector<scale::NodeGroup> groups = config.groups;
+  // Per group, the largest of its alive joined nodes (one degraded node, a GPU off the bus,
+  // does not shrink the group) and whether they all have one GPU model.
+  struct Joined {
+    bool any = false;
+    core::NodeSpec largest;
+    std::string example;  // a node's name, for the event
+    bool one_model = true;
+  };
+  std::vector<Joined> joined(config.groups.size());
   for (const store::ScaleNodeRecord& rec : records) {
     const int g = config.FindGroup(rec.group);
     if (g < 0 || rec.state != "ready") continue;
@@ -458,26 +471,41 @@ std::vector<scale::NodeGroup> Autoscaler::EffectiveGroupsLocked(
     const std::size_t k = static_cast<std::size_t>(at - view.names.begin());
     if (at == view.names.end() || !view.alive[k]) continue;
     const core::NodeSpec& spec = view.cluster.spec(static_cast<int>(k));
-    scale::NodeGroup& eff = groups[g];
+    Joined& j = joined[static_cast<std::size_t>(g)];
+    if (!j.any) {
+      j.any = true;
+      j.largest = spec;
+      j.example = rec.name;
+      continue;
+    }
+    j.one_model = j.one_model && spec.model == j.largest.model;
+    if (spec.num_gpus > j.largest.num_gpus) j.example = rec.name;
+    j.largest.cpu_milli = std::max(j.largest.cpu_milli, spec.cpu_milli);
+    j.largest.memory_mib = std::max(j.largest.memory_mib, spec.memory_mib);
+    j.largest.num_gpus = std::max(j.largest.num_gpus, spec.num_gpus);
+  }
+  std::vector<scale::NodeGroup> groups = config.groups;
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const Joined& j = joined[g];
+    if (!j.any) continue;
     const scale::NodeGroup& said = config.groups[g];
+    scale::NodeGroup& eff = groups[g];
     // 0 in the config: no size said (any job's ask fits there).
     const auto least = [](int64_t configured, int64_t node) {
       return configured > 0 ? std::min(configured, node) : configured;
     };
-    eff.cpu_milli = least(eff.cpu_milli, spec.cpu_milli);
-    eff.memory_mib = least(eff.memory_mib, spec.memory_mib);
-    eff.gpus = std::min(eff.gpus, spec.num_gpus);
-    if (spec.num_gpus > 0) eff.model = spec.model;
-    const bool smaller = (said.cpu_milli > 0 && spec.cpu_milli < said.cpu_milli) ||
-                         (said.memory_mib > 0 && spec.memory_mib < said.memory_mib) ||
-                         spec.num_gpus < said.gpus ||
-                         (spec.num_gpus > 0 && spec.model != said.model);
-    if (smaller && undersized_groups_.insert(g).second) {
+    eff.cpu_milli = least(said.cpu_milli, j.largest.cpu_milli);
+    eff.memory_mib = least(said.memory_mib, j.largest.memory_mib);
+    eff.gpus = std::min(said.gpus, j.largest.num_gpus);
+    if (j.one_model && j.largest.num_gpus > 0) eff.model = j.largest.model;
+    const bool smaller = eff.cpu_milli < said.cpu_milli || eff.memory_mib < said.memory_mib ||
+                         eff.gpus < said.gpus || eff.model != said.model;
+    if (smaller && undersized_groups_.insert(static_cast<int>(g)).second) {
       EventLocked(now_ms, "group smaller than configured",
-                  "group " + said.name + ": node " + rec.name + " has " +
-                      std::to_string(spec.num_gpus) + " GPUs (" + ModelNameOf(spec.model) + "), " +
-                      std::to_string(spec.cpu_milli / 1000) + " CPUs and " +
-                      std::to_string(spec.memory_mib >> 10) + " GiB; the config says " +
+                  "group " + said.name + ": its largest node (" + j.example + ") has " +
+                      std::to_string(eff.gpus) + " GPUs (" + ModelNameOf(eff.model) + "), " +
+                      std::to_string(j.largest.cpu_milli / 1000) + " CPUs and " +
+                      std::to_string(j.largest.memory_mib >> 10) + " GiB; the config says " +
                       std::to_string(said.gpus) + " (" + said.model_name + "), " +
                       std::to_string(said.cpu_milli / 1000) + " and " +
                       std::to_string(said.memory_mib >> 10) +

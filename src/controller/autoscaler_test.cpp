@@ -197,7 +197,7 @@ TEST_F(AutoscalerTest, AGroupWhoseNodesAreSmallerThanConfiguredIsNotBoughtAgainA
   EXPECT_EQ(scaler.GetStatus().unservable.size(), 1u);
   int said = 0;
   for (const store::JobEvent& e : AuditEvents()) {
-    if (e.detail.find("group g2-4: node") != std::string::npos &&
+    if (e.detail.find("group g2-4: its largest node") != std::string::npos &&
         e.detail.find("32 GiB") != std::string::npos) {
       ++said;
     }

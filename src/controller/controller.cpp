@@ -775,6 +775,24 @@ core::Result<int64_t> Controller::Submit(store::JobRecord job, bool within_cap) 
   if (auto why = Unrunnable(job)) return *why;
   job.state = store::JobState::kPending;
   if (job.submit_ms == 0) job.submit_ms = Now();
+  // A retry of an earlier submit (same client token): its answer was lost, or its commit was
+  // not confirmed and it never reached the inbox. The stored job, not this request, is what
+  // may run; it goes to the inbox once more at most, and only while it is still PENDING (the
+  // pass checks that again, see retried_ids_). A store that cannot say is an error, so that the
+  // client retries again rather than take an id that may never be queued.
+  const auto retried = [this](int64_t id) -> core::Result<int64_t> {
+    auto stored = store_.GetJob(id);
+    if (!stored) return stored.failure();
+    if (!stored.value() || stored.value()->state != store::JobState::kPending) return id;
+    {
+      std::lock_guard<std::mutex> lock(inbox_mutex_);
+      if (!retried_ids_.insert(id).second) return id;
+      inbox_.push_back(std::move(*stored.value()));
+    }
+    woken_ = true;
+    wake_.notify_all();
+    return id;
+  };
   std::unique_lock<std::mutex> capped(capped_submit_mutex_, std::defer_lock);
   if (within_cap && options_.max_live_jobs_per_user > 0) {
     capped.lock();  // so that concurrent submits of one user cannot all pass the count
@@ -784,7 +802,7 @@ core::Result<int64_t> Controller::Submit(store::JobRecord job, bool within_cap) 
       // A retry of a submit already added (its answer was lost) is that job, not one more.
       auto earlier = store_.JobIdByClientToken(job.user, job.client_token);
       if (!earlier) return earlier.failure();
-      if (earlier.value()) return *earlier.value();
+      if (earlier.value()) return retried(*earlier.value());
       return core::Error{"jobs: " + job.user + " already holds " +
                              std::to_string(live.value().size()) +
                              " pending or running jobs, the most one user may (an admin sets "
@@ -796,23 +814,12 @@ core::Result<int64_t> Controller::Submit(store::JobRecord job, bool within_cap) 
   if (!added) return added.failure();
   const int64_t id = added.value().id;
   job.id = id;
-  if (!added.value().added) {
-    // A retry of an earlier submit (same client token): its answer was lost, or its commit was
-    // not confirmed and it never reached the inbox. The stored job, not this request, is what
-    // may run; it goes to the inbox once more at most, and only while it is still PENDING (the
-    // pass checks that again, see retried_ids_).
-    auto stored = store_.GetJob(job.id);
-    if (!stored || !stored.value() || stored.value()->state != store::JobState::kPending) {
-      return id;
-    }
-    std::lock_guard<std::mutex> lock(inbox_mutex_);
-    if (!retried_ids_.insert(id).second) return id;
-    inbox_.push_back(std::move(*stored.value()));
-  } else {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (events_ != nullptr) events_->JobChanged(job.id, store::JobState::kPending, job.submit_ms);
-    }
+  if (!added.value().added) return retried(id);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (events_ != nullptr) events_->JobChanged(job.id, store::JobState::kPending, job.submit_ms);
+  }
+  {
     std::lock_guard<std::mutex> lock(inbox_mutex_);
     inbox_.push_back(std::move(job));
   }

@@ -727,6 +727,29 @@ TEST_F(ControllerTest, ASubmitRetriedThenCancelledBeforeAnyPassIsNeverQueued) {
   EXPECT_EQ(Job(second).argv, std::vector<std::string>{"train"});  // the stored job, once
 }
 
+// A submit whose commit went through but whose answer said it failed never reached the inbox;
+// its retry must queue it, also when that job already takes the user to the cap (the retry was
+// answered with the id, and the job waited unqueued until a restart).
+TEST_F(ControllerTest, ARetryOfASubmitCommittedButNeverQueuedQueuesItEvenAtTheCap) {
+  ControllerOptions options;
+  options.max_live_jobs_per_user = 1;
+  Controller& ctl = Make(options);
+  store::JobRecord job = NewJob(1);
+  job.client_token = "lost-answer";
+  job.submit_ms = now_ms_;
+  auto stored = store_->AddJob(job);  // committed; the controller never heard of it
+  ASSERT_TRUE(stored.ok() && stored.value().added);
+  auto again = ctl.Submit(job);
+  ASSERT_TRUE(again.ok()) << again.error();
+  EXPECT_EQ(again.value(), stored.value().id);
+  ctl.RunOnce(now_ms_);
+  EXPECT_EQ(ctl.Stats().waiting, 1);
+  FakeAgent a("a", 1);
+  ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
+  Step({&a});
+  EXPECT_TRUE(a.Runs(stored.value().id));
+}
+
 TEST_F(ControllerTest, AReportOfAnotherEpochIsIgnoredAndNotListedSoTheAgentStopsIt) {
   Controller& ctl = Make();
   FakeAgent a("a");

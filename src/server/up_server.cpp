@@ -422,6 +422,7 @@ int RunUpOnce(const UpOptions& o) {
   run_as.node_name = local_name;
   run_as.allow_root = o.allow_root_jobs;
   run_as.min_uid = o.min_job_uid;
+  run_as.shared_dev_shm = o.shared_dev_shm;
   for (const std::string& map : o.run_as_maps) {
     if (auto parsed = agent::ParseRunAsMap(map, run_as.user_map); !parsed) {
       std::fprintf(stderr, "%s: %s\n", self, parsed.error().c_str());
@@ -653,6 +654,7 @@ int RunUpOnce(const UpOptions& o) {
     if (o.allow_root_jobs) local.extra_agent_args.push_back("--allow-root-jobs");
     local.extra_agent_args.push_back("--min-job-uid");
     local.extra_agent_args.push_back(std::to_string(o.min_job_uid));
+    if (o.shared_dev_shm) local.extra_agent_args.push_back("--shared-dev-shm");
     auto provider = cloud::MakeProvider(*autoscale, local);
     if (!provider) {
       std::fprintf(stderr, "%s: --autoscale %s: %s\n", self, o.autoscale.c_str(),

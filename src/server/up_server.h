@@ -29,6 +29,7 @@ struct UpOptions {
   std::vector<std::string> run_as_maps;     // "NAME=ACCOUNT,..." (see agent/run_as.h)
   bool allow_root_jobs = false;             // jobs may run as root on the local node
   uid_t min_job_uid = 1000;                 // no job runs as a lower uid but root (run_as.h)
+  bool shared_dev_shm = false;              // RunAsPolicy::shared_dev_shm
   int64_t log_limit_mib = 1024;             // each local job's log keeps this much (0: no cap)
   std::vector<std::string> max_priorities;  // "N" (every non-admin user) or "USER=N"
   int64_t max_jobs_per_user = 10000;        // ControllerOptions::max_live_jobs_per_user (0: no cap)
