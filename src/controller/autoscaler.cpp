@@ -452,8 +452,8 @@ std::string ModelNameOf(core::ModelId id) {
 }  // namespace
 
 std::vector<scale::NodeGroup> Autoscaler::EffectiveGroupsLocked(
-    const Controller::ScaleView& view, const std::vector<store::ScaleNodeRecord>& records,
-    int64_t now_ms) {
+    const Controller::ScaleView& view, const std::map<std::string, int>& node_index,
+    const std::vector<store::ScaleNodeRecord>& records, int64_t now_ms) {
   const scale::AutoscaleConfig& config = options_.config;
   // Per group, the largest of its alive joined nodes (one degraded node, a GPU off the bus,
   // does not shrink the group) and whether they all have one GPU model.
@@ -467,10 +467,9 @@ std::vector<scale::NodeGroup> Autoscaler::EffectiveGroupsLocked(
   for (const store::ScaleNodeRecord& rec : records) {
     const int g = config.FindGroup(rec.group);
     if (g < 0 || rec.state != "ready") continue;
-    const auto at = std::find(view.names.begin(), view.names.end(), rec.name);
-    const std::size_t k = static_cast<std::size_t>(at - view.names.begin());
-    if (at == view.names.end() || !view.alive[k]) continue;
-    const core::NodeSpec& spec = view.cluster.spec(static_cast<int>(k));
+    const auto at = node_index.find(rec.name);
+    if (at == node_index.end() || !view.alive[at->second]) continue;
+    const core::NodeSpec& spec = view.cluster.spec(at->second);
     Joined& j = joined[static_cast<std::size_t>(g)];
     if (!j.any) {
       j.any = true;
@@ -533,7 +532,7 @@ void Autoscaler::RunOnce(int64_t now_ms) {
   std::vector<scale::NodeGroup> groups;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    groups = EffectiveGroupsLocked(view, records.value(), now_ms);
+    groups = EffectiveGroupsLocked(view, node_index, records.value(), now_ms);
   }
   scale::PlanInput in;
   in.groups = &groups;

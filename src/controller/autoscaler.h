@@ -154,9 +154,10 @@ class Autoscaler {
   // alive joined node's of the group (an instance type's usable memory, CPUs the kernel keeps),
   // its GPU model theirs. Planned on the config's sizes, a job only they would hold was
   // served by node after node that could not hold it, each retired idle later, until the cap.
+  // `node_index`: each node's index in `view` by name.
   std::vector<scale::NodeGroup> EffectiveGroupsLocked(
-      const Controller::ScaleView& view, const std::vector<store::ScaleNodeRecord>& records,
-      int64_t now_ms);
+      const Controller::ScaleView& view, const std::map<std::string, int>& node_index,
+      const std::vector<store::ScaleNodeRecord>& records, int64_t now_ms);
   int list_failures_ = 0;                    // the provider's list, failing in a row
   int64_t list_backoff_until_ms_ = 0;
 
