@@ -110,6 +110,29 @@ TEST_F(UiServer, ACookieSessionActsAsItsTokenAndStateChangesNeedItsCsrfToken) {
   EXPECT_EQ(c.Get("/v1/jobs", httplib::Headers{{"Cookie", "gf_session=guess"}})->status, 401);
 }
 
+// Found by a review: cookies are not kept apart by port, and a cookie set for a narrower path is
+// sent first, so a page another local user serves on localhost:6006 could plant
+// "gf_session=junk; Path=/v1" and lock this user out of their dashboard (only the first cookie of
+// the name was looked at: "session ended" on every request, a new login no help). Every cookie
+// of the name is tried now; the planted one opens nothing.
+TEST_F(UiServer, ASessionCookiePlantedInFrontOfTheRealOneLocksNoOneOut) {
+  const Login admin = LogIn(token_);
+  ASSERT_FALSE(admin.cookie.empty());
+  const std::string id = admin.cookie.substr(admin.cookie.find('=') + 1);
+  auto c = Http("");
+  const httplib::Headers both{{"Cookie", "gf_session=planted; other=1; gf_session=" + id},
+                              {"X-CSRF-Token", admin.csrf}};
+  EXPECT_EQ(c.Get("/v1/jobs", both)->status, 200);
+  EXPECT_FALSE(json::parse(c.Get("/ui/session", both)->body)["user"].is_null());
+  // Without the CSRF token a live session behind the planted cookie is still a 403, not a 401.
+  const httplib::Headers no_csrf{{"Cookie", "gf_session=planted; gf_session=" + id}};
+  EXPECT_EQ(c.Get("/v1/jobs", no_csrf)->status, 403);
+  EXPECT_EQ(c.Post("/ui/logout", no_csrf, "", "application/json")->status, 403);
+  // Logging out ends the session the page showed, whatever came before it.
+  EXPECT_EQ(c.Post("/ui/logout", both, "", "application/json")->status, 200);
+  EXPECT_EQ(c.Get("/v1/jobs", both)->status, 401);
+}
+
 // Behind an https proxy (--behind-https-proxy) the cookie is made for https: Secure, and named
 // __Host- so that a browser takes it only from this host, for every path. The plain name is not a
 // session there: a cookie a sibling host planted under it opens nothing.

@@ -1589,6 +1589,51 @@ TEST_F(CappedServer, AUserHoldsAtMostTheCapOfLiveJobsAndAdminsAreNotHeld) {
   for (int64_t id : ids) Cli("cancel " + std::to_string(id));
 }
 
+class WriteRateServer : public UpServer {
+ protected:
+  void SetUp() override {
+    extra_up_args = {"--user-write-rate", "0.5",       "--user-write-burst", "2",
+                     "--run-as-map",      "bob=nobody"};
+    UpServer::SetUp();
+    extra_up_args.clear();
+  }
+};
+
+// Found by a review: a user's loop of submits and cancels (each a synced store write and an event
+// to every dashboard) got the store's whole write rate; other users' submits waited behind it.
+// Now each user but admins has a bucket of writing requests; past it they are answered 429 before
+// their body is read, and the CLI waits the Retry-After out.
+TEST_F(WriteRateServer, AUsersWritesAreLimitedAndTheCliWaitsItsTurn) {
+  const std::string bob = json::parse(Cli("users add bob --json"))["token"].get<std::string>();
+  const std::string job = R"({"argv":["true"],"gpus":1,"workdir":"/"})";
+  for (int k = 0; k < 2; ++k) {
+    auto r = Http(bob).Post("/v1/jobs", job, "application/json");
+    ASSERT_TRUE(r && r->status == 201) << (r ? r->body : "no answer");
+  }
+  auto refused = Http(bob).Post("/v1/jobs", job, "application/json");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 429) << refused->body;
+  EXPECT_NE(refused->body.find("--user-write-rate"), std::string::npos) << refused->body;
+  const std::string retry_after = refused->get_header_value("Retry-After");
+  EXPECT_TRUE(retry_after == "1" || retry_after == "2") << retry_after;
+  // Reads are not writes, and another user and the admin have their own budgets.
+  EXPECT_EQ(Http(bob).Get("/v1/jobs")->status, 200);
+  const std::string carol = json::parse(Cli("users add carol --json"))["token"].get<std::string>();
+  auto other = Http(carol).Post("/v1/jobs", job, "application/json");
+  EXPECT_TRUE(other && other->status == 201) << (other ? other->body : "no answer");
+  for (int k = 0; k < 5; ++k) {
+    auto admin = Http(token_).Post("/v1/jobs", R"({"argv":["true"],"gpus":1})", "application/json");
+    EXPECT_TRUE(admin && admin->status == 201) << k;
+  }
+  // The CLI waits for its turn: the submit lands, after the 2 s a token takes at 0.5 a second.
+  const auto started = std::chrono::steady_clock::now();
+  const std::string said = e2e::Sh("GPUFLEET_SERVER='" + url_ + "' GPUFLEET_TOKEN='" + bob + "' '" +
+                                   GPUFLEET_BINARY + "' submit --workdir / -- true 2>&1")
+                               .first;
+  EXPECT_NE(said.find("submitted job"), std::string::npos) << said;
+  EXPECT_GE(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(900)) << said;
+}
+
 class QssfServer : public UpServer {
  protected:
   void SetUp() override {

@@ -228,6 +228,7 @@ int RunAgent(const AgentOptions& options) {
   }
   gpu::Sampler sampler(probe, SamplerOptionsFor(options.probe));
   AgentServer server(sampler, node.host);
+  server.http().AllowHosts(options.allowed_hosts);
   auto port = server.Bind(address.value());
   if (!port.ok()) {
     std::fprintf(stderr, "gpufleet agent: %s\n", port.error().c_str());

@@ -19,6 +19,9 @@ struct ProbeFlags {
 struct AgentOptions {
   ProbeFlags probe;
   std::string listen = "127.0.0.1:9400";
+  // More names the agent may be reached by on a loopback --listen (--allowed-host;
+  // net::HttpServerOptions::allowed_hosts).
+  std::vector<std::string> allowed_hosts;
   bool print_symbols = false;  // print which NVML symbols resolved, then serve
   // Joining a controller (`gpufleet controller` or `gpufleet up`): empty for a metrics-only agent.
   std::string controller_url;

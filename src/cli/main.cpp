@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "agent/agent_commands.h"
 #include "cli/client_cli.h"
@@ -32,6 +33,28 @@ namespace {
 gpufleet::server::UpOptions WithDataDir(gpufleet::server::UpOptions options) {
   options.data_dir = gpufleet::cli::DataDir(options.data_dir);
   return options;
+}
+
+// --allowed-host on the commands that serve HTTP (net::HttpServerOptions::allowed_hosts): a DNS
+// name of up to 253 letters, digits, dots and dashes, or "*".
+void AddAllowedHostOption(CLI::App* cmd, std::vector<std::string>& names) {
+  cmd->add_option("--allowed-host", names,
+                  "a name users reach this server at through a loopback --listen (repeatable; an "
+                  "SSH tunnel or a local proxy that keeps its Host header). Without it, on "
+                  "loopback only IP addresses and localhost are accepted, which stops web pages "
+                  "that rebind their own name to 127.0.0.1. '*' accepts every name")
+      ->check(CLI::Validator(
+          [](std::string& name) -> std::string {
+            if (name == "*") return "";
+            if (name.empty() || name.size() > 253 ||
+                name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                       "0123456789.-") != std::string::npos) {
+              return "--allowed-host '" + name.substr(0, 100) +
+                     "': expected a DNS name (letters, digits, dots, dashes; at most 253) or *";
+            }
+            return "";
+          },
+          "NAME"));
 }
 
 }  // namespace
@@ -253,6 +276,7 @@ int main(int argc, char** argv) {
                   "users reach the server through an https proxy that terminates TLS (--tls "
                   "off behind it): the dashboard's session cookie is then sent over https only "
                   "(Secure) and cannot be set by another host (__Host-)");
+    AddAllowedHostOption(cmd, o.allowed_hosts);
     cmd->add_option("--tls-san", o.tls_names,
                     "a further DNS name or IP address agents and users reach the server at, for "
                     "its certificate (repeatable; this machine's names and addresses are in it)");
@@ -319,6 +343,16 @@ int main(int argc, char** argv) {
                   "/metrics asks for a user's token (Prometheus: authorization in the scrape "
                   "config): an admin's shows every job's series, another user's their own jobs' "
                   "only (default: open, every job's id and user included)");
+    cmd->add_option("--user-write-rate", o.user_write_rate,
+                    "writing requests (submit, cancel...) a second that each user but admins may "
+                    "make, sustained; more are answered 429 with Retry-After, which the CLI "
+                    "waits out (0: no limit)")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 1e6));
+    cmd->add_option("--user-write-burst", o.user_write_burst,
+                    "writing requests a user may make at once before --user-write-rate applies")
+        ->capture_default_str()
+        ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
     cmd->add_option("--own-hardware", o.own_hardware,
                     "what owning GPUs costs, for `advise --sizing`: a key = value file like "
                     "data/own_hardware.example.conf (default: that file's values)");
@@ -327,6 +361,7 @@ int main(int argc, char** argv) {
   CLI::App* agent_cmd = app.add_subcommand("agent", cli::FullCommandDescription("agent"));
   agent_cmd->add_option("--listen", agent_options.listen, "HOST:PORT to serve on (port 0: any)")
       ->capture_default_str();
+  AddAllowedHostOption(agent_cmd, agent_options.allowed_hosts);
   add_probe_flags(agent_cmd, agent_options.probe);
   agent_cmd->add_flag("--print-symbols", agent_options.print_symbols,
                       "print which NVML entry points resolved to which symbols");

@@ -26,6 +26,7 @@
 #include "controller/submit_request.h"
 #include "controller/ui_routes.h"
 #include "controller/ui_sessions.h"
+#include "controller/write_rate.h"
 #include "core/gpu_catalog.h"
 #include "net/host_usage_json.h"
 
@@ -105,6 +106,17 @@ json JobJson(const store::JobRecord& j) {
           {"epoch", j.epoch}};
 }
 
+std::string ShortNumber(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
+std::vector<std::string> AllowedHosts(const ApiServerOptions& o) {
+  if (o.behind_https_proxy) return {"*"};
+  return o.allowed_hosts;
+}
+
 }  // namespace
 
 struct ApiServer::Impl {
@@ -116,11 +128,18 @@ struct ApiServer::Impl {
                                       .io_timeout_s = 10,
                                       .reserved_prefix = "/v1/agent/",
                                       .reserved_threads = kAgentThreads,
-                                      .tls = o.tls}) {}
+                                      .allowed_hosts = AllowedHosts(o),
+                                      .tls = o.tls}),
+        write_rate(o.user_write_rate, o.user_write_burst),
+        write_limit_per_s(o.user_write_rate),
+        write_limit_burst(o.user_write_burst) {}
   Controller& controller;
   UiSessions sessions;
   EventHub events{controller, &sessions};
   net::HttpServer server;
+  WriteRateLimiter write_rate;
+  double write_limit_per_s;
+  int64_t write_limit_burst;
   std::atomic<int64_t> requests{0};
   std::atomic<const Autoscaler*> autoscaler{nullptr};
 
@@ -150,7 +169,25 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
           !AdmitSession(impl.sessions, secure_cookie, req, res, NowMs())) {
         return false;
       }
-      return api::Authenticate(impl.controller.store(), req, res, NowMs()).has_value();
+      const int64_t now_ms = NowMs();
+      auto caller = api::Authenticate(impl.controller.store(), req, res, now_ms);
+      if (!caller) return false;
+      if (caller->kind == store::TokenKind::kUser && !caller->admin && req.method != "GET" &&
+          req.method != "HEAD" && impl.write_rate.enabled()) {
+        if (const int64_t wait_ms = impl.write_rate.Take(caller->name, now_ms); wait_ms > 0) {
+          const int64_t wait_s = (wait_ms + 999) / 1000;
+          res.set_header("Retry-After", std::to_string(wait_s));
+          Fail(res, 429,
+               "too many writing requests from " + caller->name + ": at most " +
+                   ShortNumber(impl.write_limit_per_s) + " a second (" +
+                   std::to_string(impl.write_limit_burst) +
+                   " at once; the server's --user-write-rate and --user-write-burst); try again "
+                   "in " +
+                   std::to_string(wait_s) + " s");
+          return false;
+        }
+      }
+      return true;
     }
     // Logging in and out of the dashboard take a small body; nothing else outside /v1 does:
     // nothing is read for anyone without a token. Those two bodies are judged on the head: a

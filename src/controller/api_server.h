@@ -35,6 +35,15 @@ struct ApiServerOptions {
   // Users reach this plain-HTTP server through an https proxy that terminates TLS: the dashboard's
   // session cookie is made for https (Secure, __Host- prefixed) as when `tls` is set.
   bool behind_https_proxy = false;
+  // More names the server may be reached by on a loopback listener (--allowed-host;
+  // net::HttpServerOptions::allowed_hosts). Behind an https proxy every name is accepted: the
+  // proxy forwards its users' Host, and a rebinding page cannot pass its certificate check.
+  std::vector<std::string> allowed_hosts;
+  // Writing requests (POST, PUT, DELETE under /v1, the agents' aside) a user who is not an admin
+  // may make: `user_write_rate` a second, `user_write_burst` at once (controller/write_rate.h);
+  // more are answered 429 with Retry-After before their body is read. 0: no limit.
+  double user_write_rate = 50;
+  int64_t user_write_burst = 500;
   // Serve the dashboard's files from this directory, read at each request, instead of the
   // compiled-in copy (development; "": the compiled-in copy).
   std::string ui_dir;

@@ -35,9 +35,34 @@ std::string SessionCookie(const std::string& value, int64_t max_age_s, bool secu
          (secure ? "; Secure" : "");
 }
 
-std::optional<std::string> SessionId(const httplib::Request& req, bool secure) {
-  if (!req.has_header("Cookie")) return std::nullopt;
-  return CookieValue(req.get_header_value("Cookie"), SessionCookieName(secure));
+// Session cookies a request carries that are looked at (a browser may send several of one name:
+// ui_sessions.h, CookieValues).
+constexpr std::size_t kMaxSessionCookies = 8;
+
+std::vector<std::string> SessionIds(const httplib::Request& req, bool secure) {
+  if (!req.has_header("Cookie")) return {};
+  return CookieValues(req.get_header_value("Cookie"), SessionCookieName(secure),
+                      kMaxSessionCookies);
+}
+
+// Of the request's session cookies, the live session whose CSRF token is `shown` (a cookie
+// planted by another port's page comes first but opens nothing and hides nothing); `any_live`
+// says whether any cookie named a live session at all.
+struct ShownSession {
+  std::string id;
+  UiSessions::Session session;
+};
+std::optional<ShownSession> SessionShowing(UiSessions& sessions, const httplib::Request& req,
+                                           bool secure, std::string_view shown, int64_t now_ms,
+                                           bool* any_live = nullptr) {
+  if (any_live) *any_live = false;
+  for (std::string& id : SessionIds(req, secure)) {
+    auto session = sessions.Find(id, now_ms);
+    if (!session) continue;
+    if (any_live) *any_live = true;
+    if (ConstantTimeEquals(shown, session->csrf)) return ShownSession{std::move(id), *session};
+  }
+  return std::nullopt;
 }
 
 // The session's user, when its token is still a user's (a revoked or expired token ends its
@@ -55,12 +80,8 @@ bool AdmitSession(UiSessions& sessions, bool secure_cookie, httplib::Request& re
   // Which session a request came through is the server's word only (an event stream ends with it).
   req.headers.erase(std::string(kSessionKeyHeader));
   if (req.has_header("Authorization")) return true;  // a bearer token speaks for itself
-  auto id = SessionId(req, secure_cookie);
-  if (!id) return true;  // no credential at all: the API answers 401 itself
-  auto session = sessions.Find(*id, now_ms);
-  if (!session) {
-    Fail(res, 401, "your dashboard session has ended: log in again");
-    return false;
+  if (SessionIds(req, secure_cookie).empty()) {
+    return true;  // no credential at all: the API answers 401 itself
   }
   // Every request, reads too, must show the session's CSRF token: the cookie alone is not enough.
   // Browsers send a host's cookies to all of its ports, so a page another local user serves on
@@ -71,12 +92,18 @@ bool AdmitSession(UiSessions& sessions, bool secure_cookie, httplib::Request& re
   if (shown.empty() && req.method == "GET" && req.path == "/v1/events") {
     shown = req.get_param_value("csrf");
   }
-  if (!ConstantTimeEquals(shown, session->csrf)) {
-    Fail(res, 403, "X-CSRF-Token: missing or not this session's", "X-CSRF-Token");
+  bool any_live = false;
+  auto found = SessionShowing(sessions, req, secure_cookie, shown, now_ms, &any_live);
+  if (!found) {
+    if (!any_live) {
+      Fail(res, 401, "your dashboard session has ended: log in again");
+    } else {
+      Fail(res, 403, "X-CSRF-Token: missing or not this session's", "X-CSRF-Token");
+    }
     return false;
   }
-  req.set_header("Authorization", "Bearer " + session->token);
-  req.set_header(std::string(kSessionKeyHeader), UiSessions::KeyOf(*id));
+  req.set_header("Authorization", "Bearer " + found->session.token);
+  req.set_header(std::string(kSessionKeyHeader), UiSessions::KeyOf(found->id));
   return true;
 }
 
@@ -107,12 +134,10 @@ void AddUiRoutes(net::HttpServer& server, const UiRouteContext& context) {
     }
     // A new login ends the session this browser held before (a shared browser's last user), when
     // the page shows that session's CSRF token: a cookie alone (another port's page) ends nothing.
-    if (auto old = SessionId(req, secure)) {
-      auto held = sessions.Find(*old, NowMs());
-      if (held && ConstantTimeEquals(req.get_header_value("X-CSRF-Token"), held->csrf)) {
-        sessions.End(*old);
-        events.CloseSession(UiSessions::KeyOf(*old));
-      }
+    if (auto old =
+            SessionShowing(sessions, req, secure, req.get_header_value("X-CSRF-Token"), NowMs())) {
+      sessions.End(old->id);
+      events.CloseSession(UiSessions::KeyOf(old->id));
     }
     auto opened = sessions.Open(std::move(token), NowMs());
     if (!opened) return Fail(res, opened.failure());
@@ -132,15 +157,12 @@ void AddUiRoutes(net::HttpServer& server, const UiRouteContext& context) {
                // every /v1 request must), which only the login's answer gave: never to the
                // cookie alone (AdmitSession says why).
                json out = {{"user", nullptr}, {"admin", false}};
-               if (auto id = SessionId(req, secure)) {
-                 auto session = sessions.Find(*id, NowMs());
-                 if (session &&
-                     ConstantTimeEquals(req.get_header_value("X-CSRF-Token"), session->csrf)) {
-                   if (auto user = SessionUser(controller, *session)) {
-                     out = {{"user", user->name}, {"admin", user->admin}};
-                   } else {
-                     sessions.End(*id);
-                   }
+               if (auto found = SessionShowing(sessions, req, secure,
+                                               req.get_header_value("X-CSRF-Token"), NowMs())) {
+                 if (auto user = SessionUser(controller, found->session)) {
+                   out = {{"user", user->name}, {"admin", user->admin}};
+                 } else {
+                   sessions.End(found->id);
                  }
                }
                res.set_content(Dump(out), "application/json");
@@ -148,13 +170,15 @@ void AddUiRoutes(net::HttpServer& server, const UiRouteContext& context) {
   server.Post("/ui/logout", [&sessions, &events, secure](const httplib::Request& req,
                                                          httplib::Response& res) {
     SecurityHeaders(res);
-    if (auto id = SessionId(req, secure)) {
-      auto session = sessions.Find(*id, NowMs());
-      if (session && !ConstantTimeEquals(req.get_header_value("X-CSRF-Token"), session->csrf)) {
-        return Fail(res, 403, "X-CSRF-Token: missing or not this session's", "X-CSRF-Token");
-      }
-      sessions.End(*id);
-      events.CloseSession(UiSessions::KeyOf(*id));
+    bool any_live = false;
+    auto found = SessionShowing(sessions, req, secure, req.get_header_value("X-CSRF-Token"),
+                                NowMs(), &any_live);
+    if (!found && any_live) {
+      return Fail(res, 403, "X-CSRF-Token: missing or not this session's", "X-CSRF-Token");
+    }
+    if (found) {
+      sessions.End(found->id);
+      events.CloseSession(UiSessions::KeyOf(found->id));
     }
     res.set_header("Set-Cookie", SessionCookie("", 0, secure));
     res.set_content(Dump({{"user", nullptr}}), "application/json");

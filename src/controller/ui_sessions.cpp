@@ -84,6 +84,14 @@ core::Result<std::string> ParseLoginRequest(std::string_view body) {
 }
 
 std::optional<std::string> CookieValue(std::string_view header, std::string_view name) {
+  std::vector<std::string> values = CookieValues(header, name, 1);
+  if (values.empty()) return std::nullopt;
+  return std::move(values.front());
+}
+
+std::vector<std::string> CookieValues(std::string_view header, std::string_view name,
+                                      std::size_t max_values) {
+  std::vector<std::string> values;
   std::size_t pos = 0;
   while (pos < header.size()) {
     std::size_t end = header.find(';', pos);
@@ -92,13 +100,14 @@ std::optional<std::string> CookieValue(std::string_view header, std::string_view
     while (!pair.empty() && pair.front() == ' ') pair.remove_prefix(1);
     const std::size_t eq = pair.find('=');
     if (eq != std::string_view::npos && pair.substr(0, eq) == name) {
+      if (values.size() == max_values) break;
       std::string_view value = pair.substr(eq + 1);
       while (!value.empty() && value.back() == ' ') value.remove_suffix(1);
-      return std::string(value);
+      values.emplace_back(value);
     }
     pos = end + 1;
   }
-  return std::nullopt;
+  return values;
 }
 
 bool ConstantTimeEquals(std::string_view a, std::string_view b) {

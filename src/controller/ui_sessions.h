@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/result.h"
 
@@ -57,8 +58,14 @@ class UiSessions {
 // The largest login body taken (its head is refused above it, before the body is read).
 inline constexpr std::size_t kMaxLoginBody = 4096;
 core::Result<std::string> ParseLoginRequest(std::string_view body);
-// The value of cookie `name` in a Cookie header ("a=1; gf_session=x"), if present.
+// The value of cookie `name` in a Cookie header ("a=1; gf_session=x"), if present (the first).
 std::optional<std::string> CookieValue(std::string_view header, std::string_view name);
+// Every value of cookie `name`, in the header's order, at most `max_values`. A browser sends
+// several when cookies of one name were set for several paths or by another port of the host (a
+// more specific path first), so a page on another local port can plant one in front of the
+// dashboard's own.
+std::vector<std::string> CookieValues(std::string_view header, std::string_view name,
+                                      std::size_t max_values);
 // Compares in time that depends only on the lengths (for CSRF tokens).
 bool ConstantTimeEquals(std::string_view a, std::string_view b);
 

@@ -3,6 +3,7 @@
 #include <strings.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <optional>
@@ -99,6 +100,27 @@ core::Result<HttpReply> FailoverHttpClient::Send(const std::string& method, cons
                                                  const std::string& body,
                                                  const std::string& content_type,
                                                  Repeatable repeatable) {
+  int64_t waited_ms = 0;
+  for (;;) {
+    auto reply = SendToLeader(method, path, body, content_type, repeatable);
+    if (!reply || reply.value().status != 429) return reply;
+    const std::string after = Trim(reply.value().Header("Retry-After"));
+    int64_t seconds = 0;
+    const auto [end, ec] = std::from_chars(after.data(), after.data() + after.size(), seconds);
+    if (ec != std::errc() || end != after.data() + after.size() || seconds < 1 || seconds > 60 ||
+        waited_ms + seconds * 1000 > policy_.rate_limited_wait_ms) {
+      return reply;
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(seconds));
+    waited_ms += seconds * 1000;
+  }
+}
+
+core::Result<HttpReply> FailoverHttpClient::SendToLeader(const std::string& method,
+                                                         const std::string& path,
+                                                         const std::string& body,
+                                                         const std::string& content_type,
+                                                         Repeatable repeatable) {
   if (endpoints_.size() == 1) return endpoints_[0].client.Send(method, path, body, content_type);
   using Clock = std::chrono::steady_clock;
   const bool repeat_ok = repeatable == Repeatable::kYes || method == "GET" || method == "HEAD";

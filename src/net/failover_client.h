@@ -19,6 +19,9 @@
 //   another round, until the deadline (15 s); then the error names each endpoint and what it
 //   said. The first round always tries every endpoint, however long their timeouts take.
 // - A single URL behaves exactly as HttpClient: one attempt, the same answers and errors.
+// - Whatever the number of URLs, an answer 429 (too many requests: refused before it was carried
+//   out) with a Retry-After of 1 to 60 seconds is waited out and the request sent again, for at
+//   most `rate_limited_wait_ms` in all; then the 429 is the answer.
 //
 // Every endpoint gets the same token, timeouts and TLS trust. Contract: one request at a time.
 #include <cstddef>
@@ -36,6 +39,7 @@ struct FailoverPolicy {
   int deadline_ms = 15000;     // no new round starts after this (the first always completes)
   int first_backoff_ms = 250;  // the wait after a round in which every endpoint failed,
   int max_backoff_ms = 1000;   // doubling up to this
+  int rate_limited_wait_ms = 300000;  // waits for 429 answers, in all
 };
 
 // Whether a request whose outcome is unknown (sent, unanswered) may be sent again.
@@ -81,6 +85,9 @@ class FailoverHttpClient {
                                Repeatable repeatable = Repeatable::kNo);
 
  private:
+  core::Result<HttpReply> SendToLeader(const std::string& method, const std::string& path,
+                                       const std::string& body, const std::string& content_type,
+                                       Repeatable repeatable);
   struct Endpoint {
     std::string url;
     HttpClient client;

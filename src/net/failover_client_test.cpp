@@ -340,6 +340,43 @@ TEST(FailoverHttpClient, OneUrlBehavesExactlyAsHttpClient) {
   EXPECT_EQ(reply.error(), plain.value().Get("/").error());
 }
 
+TEST(FailoverHttpClient, ATooManyRequestsAnswerIsWaitedOutWithinItsBudget) {
+  std::atomic<int> seen{0};
+  std::atomic<int> refusals{2};
+  std::atomic<const char*> retry_after{"Retry-After: 1\r\n"};
+  FakeController limited([&](const std::string&) {
+    ++seen;
+    if (refusals.fetch_sub(1) > 0) {
+      return Answer(429, retry_after.load(), R"({"error":"too many writing requests"})");
+    }
+    return Ok("{}");
+  });
+  FailoverHttpClient client = ClientFor(limited.url());
+  const auto started = std::chrono::steady_clock::now();
+  auto reply = client.Post("/v1/jobs", "{}");
+  ASSERT_TRUE(reply.ok()) << reply.error();
+  EXPECT_EQ(reply.value().status, 200);
+  EXPECT_EQ(seen.load(), 3);
+  EXPECT_GE(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(1900));
+  // A wait beyond the budget, or a Retry-After that is not 1-60 seconds: the 429 is the answer.
+  FailoverPolicy impatient{2000, 20, 80};
+  impatient.rate_limited_wait_ms = 500;
+  client.SetPolicy(impatient);
+  refusals = 1;
+  seen = 0;
+  EXPECT_EQ(client.Post("/v1/jobs", "{}").value().status, 429);
+  EXPECT_EQ(seen.load(), 1);
+  client.SetPolicy(FailoverPolicy{2000, 20, 80});
+  for (const char* bad :
+       {"Retry-After: 0\r\n", "Retry-After: 61\r\n", "Retry-After: soon\r\n", ""}) {
+    retry_after = bad;
+    refusals = 1;
+    seen = 0;
+    EXPECT_EQ(client.Post("/v1/jobs", "{}").value().status, 429) << bad;
+    EXPECT_EQ(seen.load(), 1) << bad;
+  }
+}
+
 TEST(FailoverHttpClient, RecognizesOnlyAStandbysRefusal) {
   HttpReply busy;
   busy.status = 503;

@@ -124,6 +124,20 @@ std::string AddressText(const sockaddr_storage& addr, int& port) {
   return text;
 }
 
+// Whether a bound address is a loopback one (127.0.0.0/8, ::1, or IPv4-mapped 127/8).
+bool IsLoopback(const sockaddr_storage& addr) {
+  if (addr.ss_family == AF_INET) {
+    const auto* a = reinterpret_cast<const sockaddr_in*>(&addr);
+    return (ntohl(a->sin_addr.s_addr) >> 24) == 127;
+  }
+  if (addr.ss_family == AF_INET6) {
+    const in6_addr& a = reinterpret_cast<const sockaddr_in6*>(&addr)->sin6_addr;
+    if (IN6_IS_ADDR_LOOPBACK(&a)) return true;
+    return IN6_IS_ADDR_V4MAPPED(&a) && a.s6_addr[12] == 127;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::string ConnectionLimitKey(const sockaddr_storage& addr) {
@@ -162,6 +176,8 @@ struct HttpServer::Impl {
   bool stop_requested = false;
   std::atomic<bool> stop_flag{false};
   int listen_fd = -1;
+  // The listener is on loopback: requests must name it (HttpServerOptions::allowed_hosts).
+  std::atomic<bool> check_host{false};
   int epoll_fd = -1;
   int wake_fd = -1;
 
@@ -453,6 +469,26 @@ struct HttpServer::Impl {
     req.remote_port = c.port;
     if (auto error = wire::ParseHead(head, options.max_headers, req)) {
       LayerError(c, error->status, error->message, &req);
+      return;
+    }
+    if (req.get_header_value_count("Host") > 1) {
+      LayerError(c, 400, "Host: given more than once", &req);
+      return;
+    }
+    if (check_host.load(std::memory_order_relaxed) &&
+        !wire::HostAllowed(req.get_header_value("Host"), options.allowed_hosts)) {
+      const std::string host = req.get_header_value("Host").substr(0, 100);
+      std::string name = host;  // without the port, as the flag takes it
+      if (!name.empty() && name.front() != '[' && name.rfind(':') != std::string::npos) {
+        name.resize(name.rfind(':'));
+      }
+      LayerError(c, 421,
+                 "Host: '" + host +
+                     "' is not a name of this server. It listens on loopback only, where a name "
+                     "other than localhost or an IP address is what a web page using DNS "
+                     "rebinding sends; to accept that name, start it with --allowed-host " +
+                     name,
+                 &req);
       return;
     }
     ex.head_only = req.method == "HEAD";
@@ -947,6 +983,10 @@ void HttpServer::SetPreRoutingHandler(PreRoutingHandler handler) {
 }
 void HttpServer::SetAuthHook(AuthHook hook) { impl_->router.SetAuthHook(std::move(hook)); }
 
+void HttpServer::AllowHosts(std::vector<std::string> names) {
+  impl_->options.allowed_hosts = std::move(names);
+}
+
 core::Result<int> HttpServer::Bind(const ListenAddress& address) {
   const std::string where = address.host + ":" + std::to_string(address.port);
   addrinfo hints{};
@@ -992,6 +1032,7 @@ core::Result<int> HttpServer::Bind(const ListenAddress& address) {
     files.rlim_cur = std::min(want, files.rlim_max);
     setrlimit(RLIMIT_NOFILE, &files);
   }
+  impl_->check_host = IsLoopback(bound);
   std::lock_guard<std::mutex> lock(impl_->mutex);
   if (impl_->listen_fd >= 0) close(impl_->listen_fd);
   impl_->listen_fd = fd;

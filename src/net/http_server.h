@@ -27,6 +27,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/result.h"
 #include "net/http_router.h"
@@ -75,6 +76,11 @@ struct HttpServerOptions {
   std::size_t max_header_bytes = 16 * 1024;
   // Header fields at most; more are answered 431.
   int max_headers = 100;
+  // On a loopback listener, a request's Host header must name the server by an IP address,
+  // "localhost" (or a name under ".localhost") or one of these names ("*": any), else it is
+  // answered 421 before the auth hook (wire::HostAllowed says why). Listeners on other addresses
+  // accept any Host: those are reached by name, and the API serves them over https by default.
+  std::vector<std::string> allowed_hosts;
   // When set, every connection speaks TLS (the handshake must finish within
   // `request_deadline_ms`); a plain-HTTP request to it is answered 400 in plain text and closed.
   std::shared_ptr<TlsServerContext> tls;
@@ -115,6 +121,9 @@ class HttpServer {
   // Called on a worker once a request's head is complete, before any body byte is read; false
   // answers with what it filled (and drops the body unread).
   void SetAuthHook(AuthHook hook);
+
+  // Replaces HttpServerOptions::allowed_hosts; call before Serve.
+  void AllowHosts(std::vector<std::string> names);
 
   // Binds and listens; returns the bound port (the chosen one when `address.port` is 0). A port
   // in use fails (SO_REUSEADDR, never SO_REUSEPORT). Raises the soft limit on open files when

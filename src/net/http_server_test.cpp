@@ -200,14 +200,15 @@ TEST(HttpServer, ErrorsOfTheHttpLayerAreJsonWithAProperStatus) {
   const std::vector<Case> cases = {
       {"hello\r\n\r\n", 400},
       {"GET / HTTP/3.0\r\n\r\n", 505},
-      {"POST /echo HTTP/1.1\r\nHost: a\r\n\r\n", 411},
-      {"BREW /ping HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n", 405},
-      {"BREW /pot HTTP/1.1\r\nHost: a\r\n\r\n", 404},
-      {"POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 12x\r\n\r\n", 400},
-      {"POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
+      {"POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 411},
+      {"BREW /ping HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n", 405},
+      {"BREW /pot HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 404},
+      {"POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 12x\r\n\r\n", 400},
+      {"POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1\r\nTransfer-Encoding: "
+       "chunked\r\n\r\n",
        400},
-      {"POST /echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n", 501},
-      {"POST /echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nxyz\r\n", 400},
+      {"POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: gzip\r\n\r\n", 501},
+      {"POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\nxyz\r\n", 400},
   };
   for (const Case& c : cases) {
     const int fd = Connect(s.port());
@@ -230,7 +231,7 @@ TEST(HttpServer, SlowLorisConnectionsAreClosedAtTheDeadlineAndCostNoWorker) {
   for (int i = 0; i < 40; ++i) {
     const int fd = Connect(s.port(), 3);
     ASSERT_GE(fd, 0);
-    ASSERT_TRUE(SendAll(fd, "GET /ping HTTP/1.1\r\nHost: a\r\n"));
+    ASSERT_TRUE(SendAll(fd, "GET /ping HTTP/1.1\r\nHost: 127.0.0.1\r\n"));
     drips.push_back(fd);
   }
   std::atomic<bool> done{false};
@@ -290,7 +291,7 @@ TEST(HttpServer, SlowReadersOfBigAnswersHoldNoMoreThanTheUnreadBudget) {
     addr.sin_port = htons(static_cast<uint16_t>(s.port()));
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-    EXPECT_TRUE(SendAll(fd, "GET /big HTTP/1.1\r\nHost: a\r\n\r\n"));
+    EXPECT_TRUE(SendAll(fd, "GET /big HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
     return fd;
   };
   const int first = slow_client();
@@ -400,7 +401,8 @@ TEST(HttpServer, AuthHookAnswersBeforeTheBodyIsSent) {
   ASSERT_GE(fd, 0);
   const auto start = Clock::now();
   // 100 MB announced, not a byte of it sent: the answer comes anyway.
-  ASSERT_TRUE(SendAll(fd, "POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 100000000\r\n\r\n"));
+  ASSERT_TRUE(
+      SendAll(fd, "POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000000\r\n\r\n"));
   const std::string answer = ReadAnswer(fd);
   EXPECT_EQ(StatusOf(answer), 401) << answer;
   EXPECT_EQ(ErrorOf(answer), "unknown token");
@@ -423,7 +425,7 @@ TEST(HttpServer, AuthHookAnswersBeforeTheBodyIsSent) {
   // Expect: 100-continue gets its interim answer once the hook has passed.
   const int fd2 = Connect(s.port(), 2);
   ASSERT_TRUE(SendAll(fd2,
-                      "POST /echo HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer good\r\n"
+                      "POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer good\r\n"
                       "Expect: 100-continue\r\nContent-Length: 3\r\n\r\n"));
   char interim[26] = {};
   ASSERT_EQ(recv(fd2, interim, 25, MSG_WAITALL), 25);
@@ -438,7 +440,8 @@ TEST(HttpServer, BodyLimitHoldsForEveryTransferCoding) {
   options.max_body_bytes = 64 * 1024;
   Served s(options);
   auto chunked = [](std::size_t chunks, std::size_t size) {
-    std::string out = "POST /echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n";
+    std::string out =
+        "POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n";
     char hex[32];
     std::snprintf(hex, sizeof hex, "%zx\r\n", size);
     for (std::size_t i = 0; i < chunks; ++i) out += hex + std::string(size, 'c') + "\r\n";
@@ -470,7 +473,7 @@ TEST(HttpServer, BodyLimitHoldsForEveryTransferCoding) {
 
 TEST(HttpServer, HugeHeadsAre431WithBoundedMemory) {
   Served s({});
-  std::string many = "GET /ping HTTP/1.1\r\nHost: a\r\n";
+  std::string many = "GET /ping HTTP/1.1\r\nHost: 127.0.0.1\r\n";
   for (int i = 0; i < 200000; ++i) many += "X-H: v\r\n";
   many += "\r\n";
   const long rss_before = ProcessKib("VmRSS:");
@@ -485,7 +488,7 @@ TEST(HttpServer, HugeHeadsAre431WithBoundedMemory) {
   }
   EXPECT_LT(ProcessKib("VmRSS:") - rss_before, 8 * 1024);
 
-  std::string hundred_one = "GET /ping HTTP/1.1\r\nHost: a\r\n";
+  std::string hundred_one = "GET /ping HTTP/1.1\r\nHost: 127.0.0.1\r\n";
   for (int i = 0; i < 100; ++i) hundred_one += "X-" + std::to_string(i) + ": v\r\n";
   const int fd2 = Connect(s.port());
   ASSERT_TRUE(SendAll(fd2, hundred_one + "\r\n"));
@@ -523,7 +526,7 @@ TEST(HttpServer, TwoThousandConcurrentConnectsAllSucceed) {
     timeval tv{10, 0};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    SendAll(fd, "GET /ping HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
+    SendAll(fd, "GET /ping HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
   }
   for (int fd : fds) {
     const std::string answer = ReadToEnd(fd);
@@ -552,9 +555,9 @@ TEST(HttpServer, PipelinedAndKeptAliveRequestsAreAnsweredInOrder) {
   Served s({});
   const int fd = Connect(s.port());
   ASSERT_TRUE(SendAll(fd,
-                      "GET /ping HTTP/1.1\r\nHost: a\r\n\r\n"
-                      "POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nhi"
-                      "GET /items/7/x HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"));
+                      "GET /ping HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+                      "POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\nhi"
+                      "GET /items/7/x HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"));
   EXPECT_EQ(BodyOf(ReadAnswer(fd)), "pong");
   EXPECT_EQ(BodyOf(ReadAnswer(fd)), "2:hi");
   const std::string last = ReadToEnd(fd);
@@ -627,6 +630,59 @@ TEST(HttpServer, BindServeAndStopKeepTheirContract) {
   serving.join();
 }
 
+// DNS rebinding: a web page on attacker.example whose name now resolves to 127.0.0.1 can make the
+// browser fetch http://attacker.example:PORT/ and read the answer as its own. Before the check, a
+// loopback server answered it like any other request.
+TEST(HttpServer, ALoopbackListenerAnswersOnlyRequestsThatNameIt) {
+  HttpServerOptions options;
+  options.allowed_hosts = {"dev.example"};
+  Served s(options);
+  auto status_for = [&](const std::string& host_lines) {
+    const int fd = Connect(s.port());
+    EXPECT_GE(fd, 0);
+    EXPECT_TRUE(SendAll(fd, "GET /ping HTTP/1.1\r\n" + host_lines + "\r\n"));
+    const std::string answer = ReadAnswer(fd);
+    close(fd);
+    return StatusOf(answer);
+  };
+  const std::string port = std::to_string(s.port());
+  for (const std::string& host : std::vector<std::string>{
+           "127.0.0.1:" + port, "localhost:" + port, "LOCALHOST", "[::1]:" + port,
+           "app.localhost:" + port, "dev.example:" + port, "DEV.EXAMPLE."}) {
+    EXPECT_EQ(status_for("Host: " + host + "\r\n"), 200) << host;
+  }
+  EXPECT_EQ(status_for(""), 200);  // HTTP/1.1 wants one, but no browser leaves it out
+  for (const std::string& host :
+       std::vector<std::string>{"attacker.example:" + port, "attacker.example",
+                                "127.0.0.1.attacker.example", "localhost.attacker.example"}) {
+    const int fd = Connect(s.port());
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(SendAll(fd, "GET /ping HTTP/1.1\r\nHost: " + host + "\r\n\r\n"));
+    const std::string answer = ReadAnswer(fd);
+    close(fd);
+    EXPECT_EQ(StatusOf(answer), 421) << host;
+    EXPECT_NE(ErrorOf(answer).find("--allowed-host"), std::string::npos) << answer;
+  }
+  EXPECT_EQ(status_for("Host: 127.0.0.1\r\nHost: attacker.example\r\n"), 400);
+  EXPECT_EQ(s.handled(), 0);
+
+  // A listener on every address is reached by names the server cannot know: no check there.
+  HttpServer any({});
+  any.Get("/ping", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("pong", "text/plain");
+  });
+  auto any_port = any.Bind({"0.0.0.0", 0});
+  ASSERT_TRUE(any_port);
+  std::thread serving([&] { EXPECT_TRUE(any.Serve()); });
+  const int fd = Connect(any_port.value());
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(SendAll(fd, "GET /ping HTTP/1.1\r\nHost: gpu-controller.example\r\n\r\n"));
+  EXPECT_EQ(StatusOf(ReadAnswer(fd)), 200);
+  close(fd);
+  any.Stop();
+  serving.join();
+}
+
 // Reads from `fd` until `text` has arrived (or the read times out); returns all it read.
 std::string ReadUntil(int fd, const std::string& text, std::string got = "") {
   char buffer[4096];
@@ -667,8 +723,8 @@ TEST(HttpServer, StreamsSendAsTheyComeHoldNoWorkerAndEndWhenTheClientLeaves) {
   const int b = Connect(served.port());
   ASSERT_GE(a, 0);
   ASSERT_GE(b, 0);
-  ASSERT_TRUE(SendAll(a, "GET /events HTTP/1.1\r\nHost: x\r\n\r\n"));
-  ASSERT_TRUE(SendAll(b, "GET /events HTTP/1.1\r\nHost: x\r\n\r\n"));
+  ASSERT_TRUE(SendAll(a, "GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+  ASSERT_TRUE(SendAll(b, "GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
   std::string got_a = ReadUntil(a, ": hello\n\n");
   EXPECT_EQ(StatusOf(got_a), 200);
   EXPECT_NE(got_a.find("text/event-stream"), std::string::npos);

@@ -1,5 +1,7 @@
 #include "net/http_wire.h"
 
+#include <arpa/inet.h>
+
 #include <cctype>
 #include <charconv>
 #include <nlohmann/json.hpp>
@@ -338,6 +340,8 @@ const char* Reason(int status) {
       return "Unsupported Media Type";
     case 417:
       return "Expectation Failed";
+    case 421:
+      return "Misdirected Request";
     case 422:
       return "Unprocessable Entity";
     case 429:
@@ -355,6 +359,46 @@ const char* Reason(int status) {
     default:
       return "Unknown";
   }
+}
+
+bool HostAllowed(std::string_view host, const std::vector<std::string>& allowed) {
+  while (!host.empty() && (host.front() == ' ' || host.front() == '\t')) host.remove_prefix(1);
+  while (!host.empty() && (host.back() == ' ' || host.back() == '\t')) host.remove_suffix(1);
+  if (host.empty()) return true;
+  std::string_view name = host;
+  if (name.front() == '[') {  // "[v6]" or "[v6]:port": only an IPv6 literal is bracketed
+    const std::size_t close = name.find(']');
+    if (close == std::string_view::npos) return false;
+    const std::string_view rest = name.substr(close + 1);
+    if (!rest.empty() && rest.front() != ':') return false;
+    const std::string literal(name.substr(1, close - 1));
+    in6_addr v6{};
+    return literal.size() <= INET6_ADDRSTRLEN && inet_pton(AF_INET6, literal.c_str(), &v6) == 1;
+  }
+  if (const std::size_t colon = name.rfind(':'); colon != std::string_view::npos) {
+    const std::string_view port = name.substr(colon + 1);
+    if (port.find_first_not_of("0123456789") != std::string_view::npos) return false;
+    name = name.substr(0, colon);
+  }
+  if (!name.empty() && name.back() == '.') name.remove_suffix(1);
+  if (name.empty() || name.size() > 253) return false;
+  const std::string text(name);
+  in_addr v4{};
+  if (inet_pton(AF_INET, text.c_str(), &v4) == 1) return true;
+  constexpr std::string_view kLocal = "localhost";
+  constexpr std::string_view kUnderLocal = ".localhost";
+  if (IEquals(name, kLocal)) return true;
+  if (name.size() > kUnderLocal.size() &&
+      IEquals(name.substr(name.size() - kUnderLocal.size()), kUnderLocal)) {
+    return true;
+  }
+  for (const std::string& a : allowed) {
+    std::string_view want = a;
+    if (want == "*") return true;
+    if (!want.empty() && want.back() == '.') want.remove_suffix(1);
+    if (IEquals(name, want)) return true;
+  }
+  return false;
 }
 
 std::string ErrorJson(const std::string& message) {

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace gpufleet::net::wire {
 
@@ -38,6 +39,15 @@ struct Framing {
 // (411), an Expect other than 100-continue (417).
 std::optional<WireError> ReadFraming(const httplib::Request& req, std::size_t max_body,
                                      Framing& framing);
+
+// Whether a request's Host header (`host`, with or without its port) may reach a server that
+// listens on loopback only. A web page on any site can have the browser send requests to
+// 127.0.0.1 under its own name (DNS rebinding: "attacker.example" resolves to 127.0.0.1) and read
+// the answers as same-origin; such a request names a host the server is not. Accepted: an empty
+// Host (no browser sends one), an IP address literal ("127.0.0.1", "[::1]"), "localhost" and names
+// under ".localhost" (browsers resolve those to loopback themselves), and the names in `allowed`
+// (case-insensitive; "*" accepts every name). A trailing dot is ignored.
+bool HostAllowed(std::string_view host, const std::vector<std::string>& allowed);
 
 // Percent-decoding; `plus_as_space` for query strings. Invalid escapes are kept as they are.
 std::string DecodeUrl(std::string_view text, bool plus_as_space);

@@ -21,6 +21,21 @@ TEST(HttpWire, ParsesTheHeadAndDecodesPathAndQuery) {
   EXPECT_EQ(req.get_header_value_count("X-Two"), 2U);
 }
 
+TEST(HttpWire, HostAllowedTakesAddressesLocalhostAndTheNamedHostsOnly) {
+  const std::vector<std::string> allowed = {"gpu.example", "tunnel.example."};
+  for (const char* ok : {"", "127.0.0.1", "127.0.0.1:9500", "10.1.2.3:80", "[::1]", "[::1]:9500",
+                         "[2001:db8::1]:1", "localhost", "LocalHost:1", "localhost.", "a.localhost",
+                         "gpu.example", "GPU.example:443", "tunnel.example", " gpu.example "}) {
+    EXPECT_TRUE(HostAllowed(ok, allowed)) << ok;
+  }
+  for (const char* bad : {"evil.example", "evil.example:9500", "localhost.evil.example",
+                          "127.0.0.1.nip.io", "gpu.example.evil", "[::1", "[::1]x", "[nothing]",
+                          "localhost:port", ":9500", ".", "xgpu.example", "localhost:9500:1"}) {
+    EXPECT_FALSE(HostAllowed(bad, allowed)) << bad;
+  }
+  EXPECT_TRUE(HostAllowed("anything.example", {"*"}));
+}
+
 TEST(HttpWire, RejectsMalformedHeadsWithTheRightStatus) {
   struct Case {
     const char* head;

@@ -241,7 +241,10 @@ int RunUpOnce(const UpOptions& o) {
     api_options.ui_dir = o.ui_dir;
   }
   api_options.metrics_need_token = o.metrics_auth;
+  api_options.user_write_rate = o.user_write_rate;
+  api_options.user_write_burst = o.user_write_burst;
   api_options.behind_https_proxy = o.behind_https_proxy;
+  api_options.allowed_hosts = o.allowed_hosts;
   if (o.user_token_lifetime != "0" && o.user_token_lifetime != "off") {
     const auto seconds = core::ParseDurationSeconds(o.user_token_lifetime);
     if (!seconds || *seconds < 3600) {
@@ -338,6 +341,8 @@ int RunUpOnce(const UpOptions& o) {
     if (!lease.WaitToLead(say)) return 1;
   } else {
     controller::StandbyServer standby([&lease] { return lease.Known(); }, api_options.tls);
+    standby.http().AllowHosts(o.behind_https_proxy ? std::vector<std::string>{"*"}
+                                                   : o.allowed_hosts);
     if (auto bound = standby.Bind(address.value()); !bound) {
       std::fprintf(stderr, "%s: %s\n", self, bound.error().c_str());
       return 1;

@@ -39,8 +39,11 @@ struct UpOptions {
   std::string user_token_lifetime = "0";    // the longest a user token may work ("0": no cap)
   std::string tls = "auto";                 // auto (on unless listening on loopback), on, off
   std::vector<std::string> tls_names;       // --tls-san: more names for the certificate
+  std::vector<std::string> allowed_hosts;   // --allowed-host (ApiServerOptions)
   std::string autoscale;  // --autoscale FILE.toml: grow and shrink the fleet (scale/, cloud/)
   std::string ui_dir;     // --ui-dir DIR: serve the dashboard's files from DIR (development)
+  double user_write_rate = 50;     // --user-write-rate (ApiServerOptions)
+  int64_t user_write_burst = 500;  // --user-write-burst
   bool metrics_auth = false;  // --metrics-auth: /metrics asks for a token (ApiServerOptions)
   bool behind_https_proxy = false;  // --behind-https-proxy (ApiServerOptions)
   // --store: "" keeps the fleet's state in SQLite in the data directory; a postgresql:// URI (or

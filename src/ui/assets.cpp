@@ -1,10 +1,10 @@
 #include "ui/assets.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 namespace gpufleet::ui {
 namespace {
@@ -42,7 +42,7 @@ bool ValidAssetPath(std::string_view path) {
     std::size_t end = path.find('/', start);
     if (end == std::string_view::npos) end = path.size();
     const std::string_view segment = path.substr(start, end - start);
-    if (segment.empty() || segment == "." || segment == "..") return false;
+    if (segment.empty() || segment.front() == '.') return false;
     for (char c : segment) {
       const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                       c == '.' || c == '_' || c == '-';
@@ -98,13 +98,35 @@ std::shared_ptr<const Asset> AssetSet::Find(std::string_view path) const {
   } else if (name.rfind("node_modules/", 0) == 0) {
     return nullptr;
   }
+  // Each component below `dir_` must not be a link: O_NOFOLLOW guards only the last one, so the
+  // directories on the way are checked too.
+  for (std::size_t slash = file.find('/', dir_.size() + 1); slash != std::string::npos;
+       slash = file.find('/', slash + 1)) {
+    struct stat on_way {};
+    if (lstat(file.substr(0, slash).c_str(), &on_way) != 0 || !S_ISDIR(on_way.st_mode)) {
+      return nullptr;
+    }
+  }
+  const int fd = open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return nullptr;
   struct stat st{};
-  if (stat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return nullptr;
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return nullptr;
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return MakeAsset(name, bytes.str());
+  std::string bytes;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+      static_cast<std::size_t>(st.st_size) <= kMaxDirectoryFileBytes) {
+    bytes.resize(static_cast<std::size_t>(st.st_size));
+    std::size_t got = 0;
+    while (got < bytes.size()) {
+      const ssize_t n = read(fd, bytes.data() + got, bytes.size() - got);
+      if (n <= 0) break;
+      got += static_cast<std::size_t>(n);
+    }
+    bytes.resize(got);
+  } else {
+    close(fd);
+    return nullptr;
+  }
+  close(fd);
+  return MakeAsset(name, std::move(bytes));
 }
 
 }  // namespace gpufleet::ui

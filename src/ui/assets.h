@@ -24,18 +24,22 @@ struct Asset {
   std::string body;
 };
 
-// Whether `path` may name a dashboard file: 1-200 of [A-Za-z0-9._/-], no empty, "." or ".."
-// segment, no leading '/'.
+// Whether `path` may name a dashboard file: 1-200 of [A-Za-z0-9._/-], no empty segment and none
+// that starts with '.' (no "..", and no dotfile or dot-directory such as .git or .env of a
+// --ui-dir), no leading '/'.
 bool ValidAssetPath(std::string_view path);
 // The content type served for a file, from its extension (application/octet-stream if unknown).
 std::string_view ContentTypeOf(std::string_view path);
 
 class AssetSet {
  public:
+  static constexpr std::size_t kMaxDirectoryFileBytes = std::size_t{16} << 20;
   // The compiled-in files.
   static std::shared_ptr<const AssetSet> Embedded();
   // Files read from `dir` at each request: `dir`/PATH, and vendor/ from
-  // `dir`/node_modules/uplot/dist/. Null when `dir` is not a directory.
+  // `dir`/node_modules/uplot/dist/; only regular files of at most kMaxDirectoryFileBytes, and
+  // never through a symbolic link (a link in the tree could point anywhere on the machine). Null
+  // when `dir` is not a directory.
   static std::shared_ptr<const AssetSet> FromDirectory(const std::string& dir);
 
   // The file served at /ui/`path` ("" and a path ending in '/' mean its index.html); null when

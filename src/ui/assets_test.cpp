@@ -11,8 +11,9 @@ namespace gpufleet::ui {
 namespace {
 
 TEST(UiAssets, PathsOutsideTheDashboardAreNeverValid) {
-  for (const char* bad : {"", "/etc/passwd", "../x", "a/../../b", "a//b", "./a", "a/.", "a b",
-                          "a\\b", "a%2e%2e", "a\n"}) {
+  for (const char* bad :
+       {"", "/etc/passwd", "../x", "a/../../b", "a//b", "./a", "a/.", "a b", "a\\b", "a%2e%2e",
+        "a\n", ".git/config", ".env", "pages/.hidden", "a/.b/c"}) {
     EXPECT_FALSE(ValidAssetPath(bad)) << bad;
   }
   for (const char* good : {"index.html", "pages/fleet.js", "vendor/uPlot.esm.js", "a.b-c_d"}) {
@@ -55,7 +56,19 @@ TEST(UiAssets, ADirectoryIsReadAtEachRequestAndNeverEscaped) {
   EXPECT_EQ(set->Find("pages"), nullptr);  // a directory is not a file
   EXPECT_EQ(set->Find("../" + dir.filename().string() + "/index.html"), nullptr);
   EXPECT_EQ(AssetSet::FromDirectory((dir / "missing").string()), nullptr);
+  // Nothing outside the tree through a link, nor a dotfile of it.
+  std::ofstream(dir / ".env") << "SECRET=1";
+  EXPECT_EQ(set->Find(".env"), nullptr);
+  const std::filesystem::path outside = dir.string() + "-outside";
+  std::filesystem::create_directories(outside);
+  std::ofstream(outside / "private.txt") << "private";
+  std::filesystem::create_symlink(outside / "private.txt", dir / "linked.txt");
+  std::filesystem::create_directory_symlink(outside, dir / "out");
+  EXPECT_EQ(set->Find("linked.txt"), nullptr);
+  EXPECT_EQ(set->Find("out/private.txt"), nullptr);
+  EXPECT_NE(set->Find("secret.txt"), nullptr);  // a plain file of the tree is served
   std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(outside);
 }
 
 }  // namespace
