@@ -1,8 +1,10 @@
 #include "agent/cgroup_limits.h"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -16,6 +18,7 @@
 #include <set>
 #include <sstream>
 
+#include "agent/device_filter.h"
 #include "agent/job_usage.h"
 #include "agent/runner.h"
 
@@ -315,6 +318,11 @@ CgroupLimits CgroupLimits::Detect(const std::string& root, const std::string& in
                    " does not offer the cpu controller: --cpus is not enforced";
         }
         c.jobs_dir_ = jobs.string();
+        // Devices are confined by a BPF program per job (device_filter.h), where one loads: on
+        // a real cgroup2 file system only (tests give plain directories).
+        struct statfs on {};
+        c.v2_devices_ = ::statfs(jobs.c_str(), &on) == 0 && on.f_type == CGROUP2_SUPER_MAGIC &&
+                        DeviceFilterUnavailable().empty();
         // Best effort: without the pids controller jobs only lose their process cap.
         if (HasWord(controllers, "pids") &&
             WriteControl(base / "cgroup.subtree_control", "+pids") &&
@@ -560,6 +568,11 @@ core::Result<std::vector<std::string>> CgroupLimits::Prepare(
       if (!ok) return core::Error{"cannot write " + deny.string() + " (" + text + ")"};
     }
   }
+  if (!denied_devices.empty() && version_ == CgroupVersion::kV2 && v2_devices_) {
+    // A program that cannot be attached fails the launch, as a v1 rule the kernel refuses does.
+    auto attached = AttachDeviceDenyList(JobDirs(id).front(), denied_devices);
+    if (!attached) return attached.failure();
+  }
   if (runtime_leaf && version_ == CgroupVersion::kV2) {
     const fs::path leaf = fs::path(JobDirs(id).front()) / "runtime";
     if (::mkdir(leaf.c_str(), 0755) != 0 && errno != EEXIST) {
@@ -596,17 +609,27 @@ std::vector<std::string> CgroupLimits::ForLaunch(
 }
 
 void CgroupLimits::Release(int64_t id, pid_t pgid, uint64_t pgid_start) {
-  if (!available()) {
-    // Without a cgroup, the process group: killed only while it has members, and only while no
-    // other process holds its id. The kernel gives a pid to no new process while a group of that
-    // id has members, so a process there now with another start time (a pid wrap since the job
-    // ended) means the job's group is empty, and the group there is another's (another job's
-    // shim, a login) that must not be killed.
+  // Without a cgroup of its own (none on this node, or the job's could not be made and it was
+  // launched without), the process group: killed only while it has members, and only while no
+  // other process holds its id. The kernel gives a pid to no new process while a group of that
+  // id has members, so a process there now with another start time (a pid wrap since the job
+  // ended) means the job's group is empty, and the group there is another's (another job's
+  // shim, a login) that must not be killed.
+  const auto kill_group = [&] {
     if (pgid <= 0 || ProcessGroupMembers(pgid).empty()) return;
     const uint64_t now_there = ChildStartTicks(pgid);
     if (now_there == 0 || pgid_start == 0 || now_there == pgid_start) kill(-pgid, SIGKILL);
+  };
+  if (!available()) {
+    kill_group();
     return;
   }
+  bool has_cgroup = false;
+  for (const std::string& dir : JobDirs(id)) {
+    std::error_code ec;
+    has_cgroup = has_cgroup || fs::is_directory(dir, ec);
+  }
+  if (!has_cgroup) kill_group();
   unremoved_.insert(id);
   ReleasePending();
 }

@@ -114,7 +114,8 @@ class CgroupLimits {
       int64_t id, const JobLimits& limits, bool runtime_leaf = false,
       const std::vector<std::string>& denied_devices = {}) const;
   // Once job `id`'s main process has ended: SIGKILLs what is left of it (the processes in its
-  // cgroups; without cgroups, its process group `pgid`, when that still has members and the
+  // cgroups; without cgroups on the node or of this job, its process group `pgid`, when that
+  // still has members and the
   // group's id is not another process's now: one whose start time differs from `pgid_start`),
   // then removes its cgroups. A cgroup whose killed processes have not gone yet is removed by a
   // later call.
@@ -136,11 +137,13 @@ class CgroupLimits {
   std::vector<std::string> ForLaunch(int64_t id, const JobLimits& limits, const char* who,
                                      bool runtime_leaf = false,
                                      const std::vector<std::string>& denied_devices = {}) const;
-  // Whether Prepare can keep a job off devices (v1's devices hierarchy; on v2 that takes a BPF
-  // program, not written yet); when not, a job reaches every GPU it opens, whatever
-  // CUDA_VISIBLE_DEVICES says.
+  // Whether Prepare can keep a job off devices: v1's devices hierarchy, or on v2 a BPF device
+  // program attached to the job's cgroup (agent/device_filter.h; root, and a kernel with BPF
+  // cgroup programs). When not, a job reaches every GPU it opens, whatever CUDA_VISIBLE_DEVICES
+  // says.
   bool ConfinesDevices() const {
-    return version_ == CgroupVersion::kV1 && v1_jobs_.count("devices") > 0;
+    return (version_ == CgroupVersion::kV1 && v1_jobs_.count("devices") > 0) ||
+           (version_ == CgroupVersion::kV2 && v2_devices_);
   }
 
   // Job `id`'s cgroup as a container runtime names it for --cgroup-parent: its path from the root
@@ -167,6 +170,7 @@ class CgroupLimits {
   CgroupVersion version_ = CgroupVersion::kNone;
   std::string why_ = "not detected";
   std::string jobs_dir_;                         // v2: the gpufleet-jobs cgroup
+  bool v2_devices_ = false;  // v2: a BPF device program can be loaded (ConfinesDevices)
   std::map<std::string, std::string> v1_jobs_;  // v1: controller -> its gpufleet-jobs cgroup
   std::vector<std::string> v1_disks_;           // v1: MAJ:MIN of the disks (blkio rules)
   std::string relative_jobs_;  // the jobs cgroup from its hierarchy's root (ContainerParent)

@@ -354,6 +354,37 @@ TEST(CgroupLimitsRelease, WithoutCgroupsAGroupWhoseIdAnotherProcessHoldsIsNotKil
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 }
 
+// Found by a review: where cgroups work but one job's could not be made (it is launched without,
+// unless GPUs had to be denied), nothing was killed when it ended: what it left behind kept
+// running, and kept its GPU memory while the next job got the GPU.
+TEST_F(CgroupLimitsTest, AJobLaunchedWithoutItsCgroupHasItsProcessGroupKilled) {
+  std::ofstream(root_ / "cgroup.controllers") << "cpu memory\n";
+  CgroupLimits limits = CgroupLimits::Detect(root_.string());
+  ASSERT_TRUE(limits.available()) << limits.why_unavailable();
+  const pid_t leader = ::fork();
+  if (leader == 0) {
+    ::setsid();
+    ::pause();
+    ::_exit(0);
+  }
+  ASSERT_GT(leader, 0);
+  for (int i = 0; i < 1000 && ::getpgid(leader) != leader; ++i) ::usleep(1000);
+  ASSERT_EQ(::getpgid(leader), leader);
+  limits.Release(99, leader, ChildStartTicks(leader));  // job 99 never got its cgroup
+  int status = 0;
+  pid_t ended = 0;
+  for (int i = 0; i < 2000 && ended == 0; ++i) {
+    ended = ::waitpid(leader, &status, WNOHANG);
+    if (ended == 0) ::usleep(1000);
+  }
+  if (ended == 0) {
+    ::kill(leader, SIGKILL);
+    ::waitpid(leader, &status, 0);
+    FAIL() << "the job's process group outlived its release";
+  }
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+}
+
 TEST(DeviceRule, NamesACharacterDeviceAndNothingElse) {
   EXPECT_EQ(DeviceRule("/dev/null"), "c 1:3");
   EXPECT_EQ(DeviceRule("/dev/zero"), "c 1:5");

@@ -4,18 +4,45 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <set>
 #include <string_view>
 
+#include "net/private_file.h"
+
 namespace gpufleet::agent {
 namespace {
+
+// `name` looked up in $PATH as execvp would (the first executable regular file); `name` itself when
+// it holds a '/' or is not found.
+std::string OnPath(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  const std::string dirs =
+      path ? path : "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+  std::size_t start = 0;
+  while (start <= dirs.size()) {
+    std::size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    const std::string dir = end > start ? dirs.substr(start, end - start) : ".";
+    const std::string candidate = dir + "/" + name;
+    struct stat st {};
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        ::access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+    start = end + 1;
+  }
+  return name;
+}
 
 bool IsDocker(const ContainerHost& host) {
   return std::filesystem::path(host.runtime).filename() == "docker";
@@ -27,6 +54,17 @@ ContainerHost DetectContainerHost(const std::string& runtime, bool simulated) {
   ContainerHost host;
   host.runtime = runtime.empty() ? "podman" : runtime;
   if (simulated) return host;
+  // Run by root for every container job (and to clean up after one): found once, by its full
+  // path, and refused if anyone but root could replace it or a directory above it (a writable
+  // directory early in root's PATH would otherwise run their program as root).
+  host.runtime = OnPath(host.runtime);
+  if (geteuid() == 0 && host.runtime.find('/') != std::string::npos) {
+    if (auto why = net::ReplaceableByOthers(host.runtime, 0, "the container runtime")) {
+      host.unsafe = *why +
+                    " (it runs as root for every container job; install it where only root "
+                    "writes, or name it with --container-runtime)";
+    }
+  }
   namespace fs = std::filesystem;
   std::error_code ec;
   // The NVIDIA container toolkit's CDI spec (nvidia-ctk cdi generate): the runtime injects the
@@ -91,7 +129,15 @@ std::vector<std::string> ContainerRunArgv(const ContainerRun& run, const Contain
   // breaks them. Pages there count against the job's memory limit like any other.
   const int64_t shm_mib = run.memory_mib > 0 ? run.memory_mib : 8192;
   a.push_back("--shm-size=" + std::to_string(shm_mib) + "m");
-  if (!run.cgroup_parent.empty()) a.push_back("--cgroup-parent=" + run.cgroup_parent);
+  if (!run.cgroup_parent.empty()) {
+    a.push_back("--cgroup-parent=" + run.cgroup_parent);
+  } else if (run.memory_mib > 0) {
+    // No cgroup of the job's (cgroups unavailable, or its own could not be made): the runtime's
+    // cgroup is all that limits it, so it gets the job's memory, and no swap beyond.
+    const std::string memory = std::to_string(run.memory_mib) + "m";
+    a.push_back("--memory=" + memory);
+    a.push_back("--memory-swap=" + memory);
+  }
   if (run.cpu_milli > 0) {
     // At least a hundredth of a core, the kernel's smallest quota (jobs stored before submit
     // refused less would otherwise ask the runtime for what it cannot set).

@@ -33,7 +33,10 @@ enum class GpuAccess { kNone, kCdi, kDeviceNodes };
 
 // What the node offers containers, found once at the agent's start (DetectContainerHost).
 struct ContainerHost {
-  std::string runtime = "podman";  // the CLI: "podman", "docker", or a path
+  std::string runtime = "podman";  // the CLI: a path once found on $PATH ("podman", "docker")
+  // Why container jobs are refused here: the runtime, run as root, could be replaced by another
+  // account ("" : it is safe, or the agent is not root).
+  std::string unsafe;
   GpuAccess gpus = GpuAccess::kNone;
   // kDeviceNodes: /dev/nvidiactl, /dev/nvidia-uvm, ... (the per-GPU /dev/nvidiaN are added per
   // job) and the driver's user-space files, mounted read-only at the same path.
@@ -41,7 +44,8 @@ struct ContainerHost {
   std::vector<std::string> driver_files;
 };
 
-// `runtime` as given; GPU access from the CDI spec directories and /dev (`simulated`: none).
+// `runtime` found on $PATH (as given when `simulated`, or not found) and checked (`unsafe`); GPU
+// access from the CDI spec directories and /dev (`simulated`: none).
 ContainerHost DetectContainerHost(const std::string& runtime, bool simulated);
 
 struct ContainerRun {
@@ -54,7 +58,7 @@ struct ContainerRun {
   std::string workdir;        // "" : the image's
   std::string env_file;       // NAME=value lines (ContainerEnvFile)
   std::string cidfile;        // where podman records the container's id (none for docker)
-  std::string cgroup_parent;  // "" : the runtime's default
+  std::string cgroup_parent;  // "" : the runtime's default, and --memory limits the container
   int64_t cpu_milli = 0;      // 0: no CPU limit
   int64_t memory_mib = 0;     // sizes /dev/shm (0: 8 GiB; the cgroup limits the memory itself)
   std::vector<int> gpu_indices;

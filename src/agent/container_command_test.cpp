@@ -1,8 +1,12 @@
 #include "agent/container_command.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 
 namespace gpufleet::agent {
 namespace {
@@ -51,6 +55,15 @@ TEST(ContainerCommand, RunsAsTheUserWithoutPrivilegeOnTheHostNetworkUnderTheJobs
   ContainerRun tiny = SampleRun();  // a job stored before submit refused under 0.01 cores
   tiny.cpu_milli = 3;
   EXPECT_TRUE(Has(ContainerRunArgv(tiny, ContainerHost{}), "--cpus=0.010"));
+  EXPECT_FALSE(Has(a, "--memory=4096m")) << "the job's cgroup limits its memory";
+  // Found by a review: without a cgroup of the job's, the container ran with no memory limit
+  // at all. The runtime's own cgroup then holds it to the job's memory.
+  ContainerRun unparented = SampleRun();
+  unparented.cgroup_parent.clear();
+  const std::vector<std::string> u = ContainerRunArgv(unparented, ContainerHost{});
+  EXPECT_TRUE(Has(u, "--memory=4096m"));
+  EXPECT_TRUE(Has(u, "--memory-swap=4096m"));
+  EXPECT_FALSE(Has(u, "--cgroup-manager=cgroupfs"));
   EXPECT_TRUE(Has(a, "--shm-size=4096m"));
   EXPECT_TRUE(Has(a, "--env-file=/var/lib/gpufleet/logs/7-3.log.env"));
   EXPECT_TRUE(Has(a, "--mount=type=bind,source=/data/set,destination=/data,ro=true"));
@@ -126,6 +139,30 @@ TEST(ContainerCommand, EnvFileHoldsOneVariablePerLineAndDropsWhatCannot) {
                               {"G", "h\r"},
                               {"H", std::string(70000, 'x')}}),
             "A=1\nB=x y=z\n");
+}
+
+// Found by a review: the runtime was run by name, so root found it on its PATH at each container
+// job; a directory on that PATH others may write let them put a `podman` there that ran as root.
+TEST(ContainerCommand, TheRuntimeIsFoundOnceByItsPathAndRefusedWhereOthersCouldReplaceIt) {
+  namespace fs = std::filesystem;
+  const fs::path open_dir = fs::temp_directory_path() / ("gf-runtime-" + std::to_string(getpid()));
+  fs::create_directories(open_dir);
+  fs::permissions(open_dir, fs::perms::all);  // 0777, not sticky
+  std::ofstream(open_dir / "podman") << "#!/bin/sh\n";
+  fs::permissions(open_dir / "podman", fs::perms::owner_all);
+  const std::string saved = std::getenv("PATH") ? std::getenv("PATH") : "";
+  ::setenv("PATH", (open_dir.string() + ":" + saved).c_str(), 1);
+  const ContainerHost planted = DetectContainerHost("podman", false);
+  ::setenv("PATH", saved.c_str(), 1);
+  EXPECT_EQ(planted.runtime, (open_dir / "podman").string());
+  if (geteuid() == 0) {
+    EXPECT_NE(planted.unsafe.find("the container runtime"), std::string::npos) << planted.unsafe;
+  }
+  const ContainerHost sh = DetectContainerHost("sh", false);  // root's own, in root's directories
+  EXPECT_EQ(sh.runtime.front(), '/');
+  EXPECT_EQ(sh.unsafe, "");
+  EXPECT_EQ(ContainerRunArgv(SampleRun(), sh).front(), sh.runtime);
+  fs::remove_all(open_dir);
 }
 
 TEST(ContainerCommand, SimulatedGpusGetNoDevices) {

@@ -276,8 +276,8 @@ core::Result<bool> NodeAgent::Recover() {
     if (!cgroups_.ConfinesDevices()) {
       std::fprintf(stderr,
                    "gpufleet agent: jobs are not kept off GPUs they were not given (they get "
-                   "CUDA_VISIBLE_DEVICES only): that takes the cgroup v1 devices hierarchy, and "
-                   "this node has %s\n",
+                   "CUDA_VISIBLE_DEVICES only): that takes the cgroup v1 devices hierarchy, or on "
+                   "v2 a BPF device program, which takes root; this node has %s\n",
                    std::string(cgroups_.Kind()).c_str());
     } else if (!missing.empty()) {
       std::fprintf(stderr, "gpufleet agent: no device node for GPU %s: jobs are not kept off it\n",

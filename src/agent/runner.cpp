@@ -407,6 +407,10 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
   }
   // The job's user owns its log (and may read it); other local users may not.
   if (identity.value().switch_user) (void)!fchown(log, account.uid, account.gid);
+  if (!spec.container.empty() && !container_host_.unsafe.empty()) {
+    close(log);
+    return core::Error{"job " + std::to_string(spec.job_id) + ": " + container_host_.unsafe};
+  }
   if (!spec.container.empty() && container_host_.gpus == GpuAccess::kNone &&
       !spec.gpu_indices.empty()) {
     const std::string note =

@@ -107,7 +107,11 @@ Result<BindMount> ParseBindMount(std::string_view text, const std::string& field
   if (const std::string why = PathProblem(m.source); !why.empty()) return fail("source " + why);
   if (const std::string why = PathProblem(m.target); !why.empty()) return fail("target " + why);
   if (m.target == "/") return fail("target may not be the container's root");
-  for (const char* system : {"/proc", "/sys", "/dev"}) {
+  // /var/run/nvidia-container-devices: where the NVIDIA container toolkit, set to accept
+  // visible devices as volume mounts, reads which GPUs to give the container (a mount of
+  // .../all would give every GPU of the node).
+  for (const char* system : {"/proc", "/sys", "/dev", "/var/run/nvidia-container-devices",
+                             "/run/nvidia-container-devices"}) {
     if (PathIsUnder(m.target, system)) {
       return fail(std::string("target may not be under ") + system);
     }

@@ -59,6 +59,8 @@ constexpr int kLocalIdleBeatMs = 250;
 // user's ended jobs' logs can go past their quota by what ends in this time (their running jobs'
 // logs are held to it as they arrive: ControllerOptions::log_quota_bytes).
 constexpr int64_t kLogSweepMs = 10 * 60'000;
+// Expired tokens are deleted a week after they expired (`token list` shows them until then).
+constexpr int64_t kExpiredTokenKeepMs = 7 * 24 * 3600'000LL;
 // A job's log reaches the controller's copy in chunks of at most this much per beat.
 constexpr int64_t kLocalLogBudget = int64_t{8} << 20;
 
@@ -679,52 +681,56 @@ int RunUpOnce(const UpOptions& o) {
   if (sampler) sampler->Start();
   ctl.Start();
   if (autoscaler) autoscaler->Start();
-  // Log retention: at start, then every kLogSweepMs, on a thread of its own (a sweep reads the
-  // log folder and the store, never the controller's lock).
+  // Expired tokens, job and log retention: at start, then every kLogSweepMs, on a thread of its
+  // own (a sweep reads the log folder and the store, never the controller's lock).
   std::mutex sweep_mutex;
   std::condition_variable sweep_wake;
   bool stop_sweeping = false;
   std::thread sweeps;
-  if (log_retention.max_age_ms > 0 || log_retention.user_quota_bytes > 0 || *job_age_ms > 0) {
-    sweeps =
-        std::thread([&, sweeper = controller::LogSweeper(*store.value(), ctl.Logs(), log_retention),
-                     history = controller::JobRetentionSweeper(*store.value(), ctl.Logs(),
-                                                               *job_age_ms)]() mutable {
-          std::unique_lock<std::mutex> lock(sweep_mutex);
-          while (!stop_sweeping) {
-            lock.unlock();
-            const auto stopping = [&] {
-              std::lock_guard<std::mutex> stopped(sweep_mutex);
-              return stop_sweeping;
-            };
-            // Ended jobs first (their logs go with them); a standby writes nothing.
-            if (!shared_store || lease.Leading()) {
-              const controller::JobRetentionStats purged =
-                  history.SweepOnce(controller::NowMs(), stopping);
-              if (!purged.error.empty()) {
-                std::fprintf(stderr, "%s: job retention: %s\n", self, purged.error.c_str());
-              } else if (purged.jobs_removed > 0) {
-                std::fprintf(stderr,
-                             "%s: job retention: removed %lld jobs that ended over %s ago\n", self,
-                             static_cast<long long>(purged.jobs_removed), o.job_retention.c_str());
-              }
-            }
-            const controller::LogSweepStats swept =
-                sweeper.SweepOnce(controller::NowMs(), stopping);
-            if (!swept.error.empty()) {
-              std::fprintf(stderr, "%s: log retention: cannot ask the store: %s\n", self,
-                           swept.error.c_str());
-            } else if (swept.jobs_removed > 0) {
-              std::fprintf(stderr, "%s: log retention: removed the logs of %lld jobs (%lld MiB)\n",
-                           self, static_cast<long long>(swept.jobs_removed),
-                           static_cast<long long>(swept.bytes_removed >> 20));
-            }
-            lock.lock();
-            sweep_wake.wait_for(lock, std::chrono::milliseconds(kLogSweepMs),
-                                [&] { return stop_sweeping; });
-          }
-        });
-  }
+  const bool sweep_logs = log_retention.max_age_ms > 0 || log_retention.user_quota_bytes > 0;
+  sweeps = std::thread([&,
+                        sweeper = controller::LogSweeper(*store.value(), ctl.Logs(), log_retention),
+                        history = controller::JobRetentionSweeper(*store.value(), ctl.Logs(),
+                                                                  *job_age_ms)]() mutable {
+    std::unique_lock<std::mutex> lock(sweep_mutex);
+    while (!stop_sweeping) {
+      lock.unlock();
+      const auto stopping = [&] {
+        std::lock_guard<std::mutex> stopped(sweep_mutex);
+        return stop_sweeping;
+      };
+      // Ended jobs first (their logs go with them); a standby writes nothing.
+      if (!shared_store || lease.Leading()) {
+        const auto expired =
+            store.value()->RemoveExpiredTokens(controller::NowMs() - kExpiredTokenKeepMs);
+        if (!expired) {
+          std::fprintf(stderr, "%s: removing expired tokens: %s\n", self, expired.error().c_str());
+        }
+        const controller::JobRetentionStats purged =
+            history.SweepOnce(controller::NowMs(), stopping);
+        if (!purged.error.empty()) {
+          std::fprintf(stderr, "%s: job retention: %s\n", self, purged.error.c_str());
+        } else if (purged.jobs_removed > 0) {
+          std::fprintf(stderr, "%s: job retention: removed %lld jobs that ended over %s ago\n",
+                       self, static_cast<long long>(purged.jobs_removed), o.job_retention.c_str());
+        }
+      }
+      const controller::LogSweepStats swept = sweep_logs
+                                                  ? sweeper.SweepOnce(controller::NowMs(), stopping)
+                                                  : controller::LogSweepStats{};
+      if (!swept.error.empty()) {
+        std::fprintf(stderr, "%s: log retention: cannot ask the store: %s\n", self,
+                     swept.error.c_str());
+      } else if (swept.jobs_removed > 0) {
+        std::fprintf(stderr, "%s: log retention: removed the logs of %lld jobs (%lld MiB)\n", self,
+                     static_cast<long long>(swept.jobs_removed),
+                     static_cast<long long>(swept.bytes_removed >> 20));
+      }
+      lock.lock();
+      sweep_wake.wait_for(lock, std::chrono::milliseconds(kLogSweepMs),
+                          [&] { return stop_sweeping; });
+    }
+  });
   std::atomic<bool> stop_beats{false};
   std::thread beats;
   // Well inside the lease, which the local node must keep like any other.

@@ -1059,6 +1059,15 @@ class PgStore final : public Store {
     return r.value() > 0;
   }
 
+  core::Result<int64_t> RemoveExpiredTokens(int64_t expired_before_ms) override {
+    const CredentialWrite forget(*this);
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto r = WriteOne("DELETE FROM tokens WHERE expires_ms > 0 AND expires_ms < $1",
+                      {Int(expired_before_ms)});
+    if (!r) return r.failure();
+    return static_cast<int64_t>(r.value());
+  }
+
   core::Result<int> RevokeNodeTokens(const std::string& node) override {
     const CredentialWrite forget(*this);
     std::lock_guard<std::mutex> lock(mutex_);

@@ -786,6 +786,15 @@ class SqliteStore final : public Store {
     return sqlite3_changes(db_) > 0;
   }
 
+  core::Result<int64_t> RemoveExpiredTokens(int64_t expired_before_ms) override {
+    const CredentialWrite forget(*this);
+    std::lock_guard<std::mutex> lock(mutex_);
+    Statement s(cache_, "DELETE FROM tokens WHERE expires_ms > 0 AND expires_ms < ?");
+    s.Bind(1, expired_before_ms);
+    if (s.Step() != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
+    return static_cast<int64_t>(sqlite3_changes(db_));
+  }
+
   core::Result<int> RevokeNodeTokens(const std::string& node) override {
     const CredentialWrite forget(*this);
     std::lock_guard<std::mutex> lock(mutex_);

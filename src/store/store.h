@@ -383,6 +383,10 @@ class Store {
   // Revokes every credential of node `node` (its node token and any join token made for its
   // name); how many there were.
   virtual core::Result<int> RevokeNodeTokens(const std::string& node) = 0;
+  // Deletes every token (of any kind) that expired before `expired_before_ms`; how many. Tokens
+  // that never expire stay. (Each autoscaled node leaves an expired join token, and every
+  // credential check may read the whole table: they must not pile up.)
+  virtual core::Result<int64_t> RemoveExpiredTokens(int64_t expired_before_ms) = 0;
   // In one transaction: when `join_sha256` is an unexpired join token, deletes it (it is good
   // for one node) and adds `node_token`; false otherwise, changing nothing. An error
   // (ErrorCode::kForbidden) when that node has a credential already: a join never takes over a

@@ -662,6 +662,39 @@ TEST_P(StoreTest, UsersHaveSeveralTokensThatCanBeRevokedOneByOne) {
   EXPECT_FALSE(store_->RemoveUser("carol").value());
 }
 
+// Found by a review: expired tokens were never deleted, and each autoscaled node leaves its
+// expired join token, so the table every credential check may read grew for ever.
+TEST_P(StoreTest, ExpiredTokensAreRemovedAndUnexpiringOnesStay) {
+  TokenRecord forever;
+  forever.sha256 = std::string(64, 'a');
+  ASSERT_TRUE(store_->AddUser("erin", false, forever).ok());
+  TokenRecord old_user = forever;
+  old_user.sha256 = std::string(64, 'b');
+  old_user.user = "erin";
+  old_user.expires_ms = 1000;
+  ASSERT_TRUE(store_->AddToken(old_user).ok());
+  TokenRecord old_join;
+  old_join.sha256 = std::string(64, 'c');
+  old_join.kind = TokenKind::kJoin;
+  old_join.expires_ms = 2000;
+  ASSERT_TRUE(store_->AddToken(old_join).ok());
+  TokenRecord fresh_join = old_join;
+  fresh_join.sha256 = std::string(64, 'd');
+  fresh_join.expires_ms = 5000;
+  ASSERT_TRUE(store_->AddToken(fresh_join).ok());
+  ASSERT_EQ(store_->CredentialOf(old_join.sha256, 1).value().token->kind, TokenKind::kJoin);
+  EXPECT_EQ(store_->RemoveExpiredTokens(3000).value(), 2);
+  std::vector<std::string> left;
+  const auto tokens = store_->Tokens();
+  ASSERT_TRUE(tokens.ok()) << tokens.error();
+  for (const TokenRecord& t : tokens.value()) left.push_back(t.sha256);
+  EXPECT_EQ(left, (std::vector<std::string>{forever.sha256, fresh_join.sha256}));
+  EXPECT_FALSE(store_->CredentialOf(old_join.sha256, 1).value().token.has_value())
+      << "a remembered credential goes with its row";
+  EXPECT_EQ(store_->RemoveExpiredTokens(3000).value(), 0);
+  EXPECT_TRUE(store_->UserByToken(forever.sha256).value().has_value());
+}
+
 // CredentialOf answers from memory, but never past a change of users or tokens made through the
 // same store: a revoked token, a removed user, a used join token stop working at once.
 TEST_P(StoreTest, RememberedCredentialsAreForgottenByEveryChangeOfUsersOrTokens) {
