@@ -267,12 +267,15 @@ CgroupLimits CgroupLimits::Detect(const std::string& root, const std::string& in
   const std::map<std::string, std::string> own =
       root.empty() ? OwnCgroups() : std::map<std::string, std::string>{};
   std::string v2_why;
+  std::string mount_point;  // of the cgroup2 hierarchy (the root given, for tests)
   if (!root.empty()) {
     base = root;
+    mount_point = root;
   } else {
     for (const Mount& m : mounts) {
       if (m.type == "cgroup2") {
         base = DirIn(m, own.count("") ? own.at("") : "/");
+        mount_point = m.point;
         break;
       }
     }
@@ -321,8 +324,10 @@ CgroupLimits CgroupLimits::Detect(const std::string& root, const std::string& in
         // Devices are confined by a BPF program per job (device_filter.h), where one loads: on
         // a real cgroup2 file system only (tests give plain directories).
         struct statfs on {};
-        c.v2_devices_ = ::statfs(jobs.c_str(), &on) == 0 && on.f_type == CGROUP2_SUPER_MAGIC &&
-                        DeviceFilterUnavailable().empty();
+        if (::statfs(jobs.c_str(), &on) == 0 && on.f_type == CGROUP2_SUPER_MAGIC) {
+          c.devices_why_ = DeviceFilterUnusableAt(jobs.string(), mount_point);
+          c.v2_devices_ = c.devices_why_.empty();
+        }
         // Best effort: without the pids controller jobs only lose their process cap.
         if (HasWord(controllers, "pids") &&
             WriteControl(base / "cgroup.subtree_control", "+pids") &&
@@ -599,7 +604,14 @@ std::vector<std::string> CgroupLimits::ForLaunch(
                  why_.c_str());
     said_cpu_ = true;
   }
-  if (prepared) return prepared.value();
+  if (prepared) {
+    launched_without_.erase(id);
+    return prepared.value();
+  }
+  // Launched without: what Prepare made before it failed goes (empty: nothing joined it), and
+  // Release kills the job's process group instead, as on a node without cgroups.
+  for (const std::string& dir : JobDirs(id)) RemoveCgroupTree(dir);
+  launched_without_.insert(id);
   if (!said_) {
     std::fprintf(stderr, "%s: jobs run without their cgroup (no limits, usage from /proc): %s\n",
                  who, prepared.error().c_str());
@@ -629,7 +641,8 @@ void CgroupLimits::Release(int64_t id, pid_t pgid, uint64_t pgid_start) {
     std::error_code ec;
     has_cgroup = has_cgroup || fs::is_directory(dir, ec);
   }
-  if (!has_cgroup) kill_group();
+  // (After an agent restart only the directories tell: ForLaunch removed what it could.)
+  if (launched_without_.erase(id) > 0 || !has_cgroup) kill_group();
   unremoved_.insert(id);
   ReleasePending();
 }

@@ -141,6 +141,8 @@ class CgroupLimits {
   // program attached to the job's cgroup (agent/device_filter.h; root, and a kernel with BPF
   // cgroup programs). When not, a job reaches every GPU it opens, whatever CUDA_VISIBLE_DEVICES
   // says.
+  // Why not, on v2 ("" where it does, or where nothing was tried).
+  const std::string& devices_unconfined_why() const { return devices_why_; }
   bool ConfinesDevices() const {
     return (version_ == CgroupVersion::kV1 && v1_jobs_.count("devices") > 0) ||
            (version_ == CgroupVersion::kV2 && v2_devices_);
@@ -170,7 +172,8 @@ class CgroupLimits {
   CgroupVersion version_ = CgroupVersion::kNone;
   std::string why_ = "not detected";
   std::string jobs_dir_;                         // v2: the gpufleet-jobs cgroup
-  bool v2_devices_ = false;  // v2: a BPF device program can be loaded (ConfinesDevices)
+  bool v2_devices_ = false;  // v2: job cgroups take a BPF device program (ConfinesDevices)
+  std::string devices_why_;  // v2: why not
   std::map<std::string, std::string> v1_jobs_;  // v1: controller -> its gpufleet-jobs cgroup
   std::vector<std::string> v1_disks_;           // v1: MAJ:MIN of the disks (blkio rules)
   std::string relative_jobs_;  // the jobs cgroup from its hierarchy's root (ContainerParent)
@@ -178,6 +181,8 @@ class CgroupLimits {
   mutable std::vector<std::string> v1_other_jobs_;
   // Released jobs whose cgroups are still there (a launch of the same job again takes it back).
   mutable std::set<int64_t> unremoved_;
+  // Jobs ForLaunch launched without their cgroup (Prepare failed): Release kills their group.
+  mutable std::set<int64_t> launched_without_;
   // v1 with a freezer hierarchy: freezes job `id`'s cgroup there (waiting up to 100 ms for it to
   // take, the first time for this job only) and returns its freezer.state file to thaw after the
   // kill; "" when there is none, or it holds no process.

@@ -385,6 +385,41 @@ TEST_F(CgroupLimitsTest, AJobLaunchedWithoutItsCgroupHasItsProcessGroupKilled) {
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 }
 
+// Found by a review of the fix above: the usual failure leaves some of the job's cgroup
+// directories made (one hierarchy's, before another's failed), and Release took their presence
+// for the job's cgroup. Now a job ForLaunch launched without its cgroup is killed by its group.
+TEST_F(CgroupLimitsTest, AJobWhosePrepareFailedHalfWayHasItsProcessGroupKilled) {
+  const fs::path cpu = root_ / "cpu" / "agent", memory = root_ / "memory" / "agent";
+  CgroupLimits limits =
+      CgroupLimits::DetectV1({{"cpu", cpu.string()}, {"memory", memory.string()}});
+  ASSERT_TRUE(limits.available()) << limits.why_unavailable();
+  fs::remove_all(memory / "gpufleet-jobs");  // the cpu directory is made, the memory one fails
+  EXPECT_TRUE(limits.ForLaunch(77, JobLimits{}, "test").empty());
+  EXPECT_FALSE(fs::exists(cpu / "gpufleet-jobs" / "gpufleet-job-77")) << "removed again";
+  const pid_t leader = ::fork();
+  if (leader == 0) {
+    ::setsid();
+    ::pause();
+    ::_exit(0);
+  }
+  ASSERT_GT(leader, 0);
+  for (int i = 0; i < 1000 && ::getpgid(leader) != leader; ++i) ::usleep(1000);
+  fs::create_directories(cpu / "gpufleet-jobs" / "gpufleet-job-77");  // as if it could not go
+  limits.Release(77, leader, ChildStartTicks(leader));
+  int status = 0;
+  pid_t ended = 0;
+  for (int i = 0; i < 2000 && ended == 0; ++i) {
+    ended = ::waitpid(leader, &status, WNOHANG);
+    if (ended == 0) ::usleep(1000);
+  }
+  if (ended == 0) {
+    ::kill(leader, SIGKILL);
+    ::waitpid(leader, &status, 0);
+    FAIL() << "the job's process group outlived its release";
+  }
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+}
+
 TEST(DeviceRule, NamesACharacterDeviceAndNothingElse) {
   EXPECT_EQ(DeviceRule("/dev/null"), "c 1:3");
   EXPECT_EQ(DeviceRule("/dev/zero"), "c 1:5");

@@ -32,14 +32,15 @@ std::string OnPath(const std::string& name) {
   while (start <= dirs.size()) {
     std::size_t end = dirs.find(':', start);
     if (end == std::string::npos) end = dirs.size();
-    const std::string dir = end > start ? dirs.substr(start, end - start) : ".";
+    const std::string dir = dirs.substr(start, end - start);
+    start = end + 1;
+    if (dir.empty() || dir.front() != '/') continue;  // a relative entry ("", "."): never
     const std::string candidate = dir + "/" + name;
     struct stat st {};
     if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
         ::access(candidate.c_str(), X_OK) == 0) {
       return candidate;
     }
-    start = end + 1;
   }
   return name;
 }
@@ -54,10 +55,16 @@ ContainerHost DetectContainerHost(const std::string& runtime, bool simulated) {
   ContainerHost host;
   host.runtime = runtime.empty() ? "podman" : runtime;
   if (simulated) return host;
+  namespace fs = std::filesystem;
   // Run by root for every container job (and to clean up after one): found once, by its full
   // path, and refused if anyone but root could replace it or a directory above it (a writable
   // directory early in root's PATH would otherwise run their program as root).
+  // By the file it resolves to: a link in a directory others may write could be swapped after
+  // the check, but the file it led to cannot be by them.
   host.runtime = OnPath(host.runtime);
+  std::error_code resolve_error;
+  const fs::path resolved = fs::canonical(host.runtime, resolve_error);
+  if (!resolve_error) host.runtime = resolved.string();
   if (geteuid() == 0 && host.runtime.find('/') != std::string::npos) {
     if (auto why = net::ReplaceableByOthers(host.runtime, 0, "the container runtime")) {
       host.unsafe = *why +
@@ -65,7 +72,6 @@ ContainerHost DetectContainerHost(const std::string& runtime, bool simulated) {
                     "writes, or name it with --container-runtime)";
     }
   }
-  namespace fs = std::filesystem;
   std::error_code ec;
   // The NVIDIA container toolkit's CDI spec (nvidia-ctk cdi generate): the runtime injects the
   // devices, libraries and hooks itself.

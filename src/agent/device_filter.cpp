@@ -1,6 +1,7 @@
 #include "agent/device_filter.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -105,7 +106,7 @@ std::vector<bpf_insn> DenyListProgram(const std::vector<DeviceNumber>& denied) {
 }
 
 core::Result<bool> AttachDeviceDenyList(const std::string& cgroup_dir,
-                                        const std::vector<std::string>& rules) {
+                                        const std::vector<std::string>& rules, uint32_t flags) {
   std::vector<DeviceNumber> denied;
   for (const std::string& rule : rules) {
     auto d = ParseDeviceRule(rule);
@@ -127,7 +128,7 @@ core::Result<bool> AttachDeviceDenyList(const std::string& cgroup_dir,
   attr.target_fd = static_cast<uint32_t>(cgroup);
   attr.attach_bpf_fd = static_cast<uint32_t>(program.value());
   attr.attach_type = BPF_CGROUP_DEVICE;
-  attr.attach_flags = BPF_F_ALLOW_MULTI;
+  attr.attach_flags = flags;
   const bool attached = Bpf(BPF_PROG_ATTACH, attr) == 0;
   const int error = errno;
   ::close(cgroup);
@@ -137,6 +138,45 @@ core::Result<bool> AttachDeviceDenyList(const std::string& cgroup_dir,
                        std::strerror(error)};
   }
   return true;
+}
+
+std::string DeviceFilterUnusableAt(const std::string& jobs_dir, const std::string& root) {
+  if (std::string why = DeviceFilterUnavailable(); !why.empty()) return why;
+  // Each cgroup from the jobs cgroup up to the hierarchy's root.
+  std::string dir = jobs_dir;
+  while (!dir.empty() && dir.back() == '/' && dir.size() > 1) dir.pop_back();
+  std::string top = root;
+  while (!top.empty() && top.back() == '/' && top.size() > 1) top.pop_back();
+  for (;;) {
+    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return "cannot open " + dir + ": " + std::strerror(errno);
+    bpf_attr attr{};
+    attr.query.target_fd = static_cast<uint32_t>(fd);
+    attr.query.attach_type = BPF_CGROUP_DEVICE;
+    const bool asked = Bpf(BPF_PROG_QUERY, attr) == 0;
+    const int error = errno;
+    ::close(fd);
+    if (!asked) {
+      return "cannot ask which device programs " + dir + " holds: " + std::strerror(error);
+    }
+    if (attr.query.prog_cnt > 0 && (attr.query.attach_flags & BPF_F_ALLOW_MULTI) == 0) {
+      return dir +
+             " holds a device program attached without BPF_F_ALLOW_MULTI (a service "
+             "manager's device policy), which a job's own program would fail against or "
+             "replace";
+    }
+    if (dir == top || dir.size() <= top.size()) break;
+    const std::size_t slash = dir.rfind('/');
+    if (slash == std::string::npos || slash == 0) break;
+    dir.resize(slash);
+  }
+  const std::string probe = jobs_dir + "/gpufleet-device-probe";
+  if (::mkdir(probe.c_str(), 0755) != 0 && errno != EEXIST) {
+    return "cannot create " + probe + ": " + std::strerror(errno);
+  }
+  auto attached = AttachDeviceDenyList(probe, {});
+  ::rmdir(probe.c_str());
+  return attached ? "" : attached.error();
 }
 
 std::string DeviceFilterUnavailable() {

@@ -32,14 +32,24 @@ inline constexpr std::size_t kMaxDeniedDevices = 1024;
 std::vector<bpf_insn> DenyListProgram(const std::vector<DeviceNumber>& denied);
 
 // Loads DenyListProgram(`rules`) and attaches it to the cgroup v2 directory `cgroup_dir`
-// (BPF_F_ALLOW_MULTI, so that programs the parent cgroups hold still run too). Errors name the
+// (`flags` BPF_F_ALLOW_MULTI, so that programs the parent cgroups hold still run too; tests pass
+// others). Errors name the
 // step and the reason (no permission, a kernel without BPF cgroup programs, not a cgroup2
 // directory).
 core::Result<bool> AttachDeviceDenyList(const std::string& cgroup_dir,
-                                        const std::vector<std::string>& rules);
+                                        const std::vector<std::string>& rules,
+                                        uint32_t flags = BPF_F_ALLOW_MULTI);
 
 // Whether this process can load a device program at all (root, or CAP_BPF with CAP_NET_ADMIN;
 // a kernel built with BPF cgroup programs): "" when it can, else why not.
 std::string DeviceFilterUnavailable();
+
+// Whether job cgroups below `jobs_dir` (a cgroup2 directory under the hierarchy's `root`) can take
+// a device program without weakening anyone else's: "" when they can, else why not. Every cgroup
+// from `jobs_dir` up to `root` must hold no device program, or only programs attached with
+// BPF_F_ALLOW_MULTI: below one attached without flags an attach fails (EPERM), and below one
+// attached with BPF_F_ALLOW_OVERRIDE (a service manager's DevicePolicy) ours would replace it for
+// the job. Then a trial attach on a scratch cgroup below `jobs_dir`, removed again.
+std::string DeviceFilterUnusableAt(const std::string& jobs_dir, const std::string& root);
 
 }  // namespace gpufleet::agent

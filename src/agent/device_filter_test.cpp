@@ -88,5 +88,28 @@ TEST(DeviceFilter, AProcessInTheCgroupCannotOpenADeniedDevice) {
   EXPECT_FALSE(AttachDeviceDenyList(mount, {"c 1:x"}).ok());
 }
 
+// Found by a review: below a cgroup whose device program was attached without BPF_F_ALLOW_MULTI
+// (a service manager's device policy), a job's program either fails to attach (every job with
+// GPUs to deny would fail to start) or, below BPF_F_ALLOW_OVERRIDE, replaces that policy for the
+// job. The agent now looks up the hierarchy first and confines nothing there, saying why.
+TEST(DeviceFilter, AHierarchyWhoseParentsProgramWouldBeOverriddenIsNotUsed) {
+  const std::string mount = Cgroup2Mount();
+  if (mount.empty()) GTEST_SKIP() << "no cgroup2 hierarchy is mounted here";
+  if (geteuid() != 0) GTEST_SKIP() << "attaching a device program takes root";
+  if (const std::string why = DeviceFilterUnavailable(); !why.empty()) GTEST_SKIP() << why;
+  const std::string parent = mount + "/gpufleet-device-parent-test-" + std::to_string(getpid());
+  const std::string jobs = parent + "/jobs";
+  ASSERT_EQ(::mkdir(parent.c_str(), 0755), 0) << std::strerror(errno);
+  ASSERT_EQ(::mkdir(jobs.c_str(), 0755), 0) << std::strerror(errno);
+  EXPECT_EQ(DeviceFilterUnusableAt(jobs, mount), "");
+  EXPECT_FALSE(std::filesystem::exists(jobs + "/gpufleet-device-probe")) << "the probe goes";
+  ASSERT_TRUE(AttachDeviceDenyList(parent, {}, BPF_F_ALLOW_OVERRIDE).ok());
+  const std::string why = DeviceFilterUnusableAt(jobs, mount);
+  EXPECT_NE(why.find("BPF_F_ALLOW_MULTI"), std::string::npos) << why;
+  EXPECT_NE(why.find(parent), std::string::npos) << why;
+  EXPECT_EQ(::rmdir(jobs.c_str()), 0);
+  EXPECT_EQ(::rmdir(parent.c_str()), 0);
+}
+
 }  // namespace
 }  // namespace gpufleet::agent

@@ -26,6 +26,7 @@ core::Result<net::HeartbeatReply> HttpControllerLink::Exchange(const net::Heartb
     // before the next beat anyway), then reports the outage; the agent's jobs run on meanwhile.
     net::FailoverPolicy policy;
     policy.deadline_ms = static_cast<int>(std::clamp<int64_t>(long_poll_ms_, 1000, 15000));
+    policy.rate_limited_wait_ms = 0;  // a beat waits for nothing: the next one comes soon
     client_->SetPolicy(policy);
   }
   // Repeatable: the heartbeat protocol is level-triggered, the same beat applied twice changes

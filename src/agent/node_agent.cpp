@@ -277,8 +277,10 @@ core::Result<bool> NodeAgent::Recover() {
       std::fprintf(stderr,
                    "gpufleet agent: jobs are not kept off GPUs they were not given (they get "
                    "CUDA_VISIBLE_DEVICES only): that takes the cgroup v1 devices hierarchy, or on "
-                   "v2 a BPF device program, which takes root; this node has %s\n",
-                   std::string(cgroups_.Kind()).c_str());
+                   "v2 a BPF device program, which takes root; this node has %s%s%s\n",
+                   std::string(cgroups_.Kind()).c_str(),
+                   cgroups_.devices_unconfined_why().empty() ? "" : ": ",
+                   cgroups_.devices_unconfined_why().c_str());
     } else if (!missing.empty()) {
       std::fprintf(stderr, "gpufleet agent: no device node for GPU %s: jobs are not kept off it\n",
                    missing.c_str());

@@ -101,6 +101,16 @@ std::optional<Connection> Connect(const ClientOptions& o) {
     std::fprintf(stderr, "gpufleet: bad server URL %s\n", http.error().c_str());
     return std::nullopt;
   }
+  {
+    net::FailoverPolicy policy;
+    policy.on_rate_limited = [](int64_t seconds) {
+      std::fprintf(stderr,
+                   "gpufleet: the server takes no more writing requests from you for now "
+                   "(--user-write-rate); sending again in %lld s\n",
+                   static_cast<long long>(seconds));
+    };
+    http.value().SetPolicy(policy);
+  }
   if (const char* env = std::getenv("GPUFLEET_TOKEN"); env != nullptr) c.token = env;
   if (c.token.empty()) {
     std::string file_token = FirstLine(data_dir + "/token");

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -39,10 +40,11 @@ gpufleet::server::UpOptions WithDataDir(gpufleet::server::UpOptions options) {
 // name of up to 253 letters, digits, dots and dashes, or "*".
 void AddAllowedHostOption(CLI::App* cmd, std::vector<std::string>& names) {
   cmd->add_option("--allowed-host", names,
-                  "a name users reach this server at through a loopback --listen (repeatable; an "
-                  "SSH tunnel or a local proxy that keeps its Host header). Without it, on "
-                  "loopback only IP addresses and localhost are accepted, which stops web pages "
-                  "that rebind their own name to 127.0.0.1. '*' accepts every name")
+                  "a name clients reach this server at over loopback in plain HTTP (repeatable; a "
+                  "local proxy that passes its users' Host on, an /etc/hosts alias). There, only "
+                  "IP addresses, localhost, this machine's name and the --listen name are taken "
+                  "otherwise, which stops web pages that rebind their own name to 127.0.0.1. '*' "
+                  "takes every name")
       ->check(CLI::Validator(
           [](std::string& name) -> std::string {
             if (name == "*") return "";
@@ -275,7 +277,8 @@ int main(int argc, char** argv) {
     cmd->add_flag("--behind-https-proxy", o.behind_https_proxy,
                   "users reach the server through an https proxy that terminates TLS (--tls "
                   "off behind it): the dashboard's session cookie is then sent over https only "
-                  "(Secure) and cannot be set by another host (__Host-)");
+                  "(Secure) and cannot be set by another host (__Host-); a proxy that passes its "
+                  "users' Host header on needs that name in --allowed-host");
     AddAllowedHostOption(cmd, o.allowed_hosts);
     cmd->add_option("--tls-san", o.tls_names,
                     "a further DNS name or IP address agents and users reach the server at, for "
@@ -348,7 +351,18 @@ int main(int argc, char** argv) {
                     "make, sustained; more are answered 429 with Retry-After, which the CLI "
                     "waits out (0: no limit)")
         ->capture_default_str()
-        ->check(CLI::Range(0.0, 1e6));
+        ->check(CLI::Validator(
+            [](std::string& text) -> std::string {
+              char* end = nullptr;
+              const double v = std::strtod(text.c_str(), &end);
+              if (text.empty() || end == nullptr || *end != '\0' || !std::isfinite(v) || v < 0 ||
+                  (v > 0 && v < 0.001) || v > 1e6) {
+                return "--user-write-rate '" + text.substr(0, 40) +
+                       "': expected 0 (no limit) or 0.001 to 1000000 requests a second";
+              }
+              return "";
+            },
+            "RATE"));
     cmd->add_option("--user-write-burst", o.user_write_burst,
                     "writing requests a user may make at once before --user-write-rate applies")
         ->capture_default_str()

@@ -112,11 +112,6 @@ std::string ShortNumber(double value) {
   return text;
 }
 
-std::vector<std::string> AllowedHosts(const ApiServerOptions& o) {
-  if (o.behind_https_proxy) return {"*"};
-  return o.allowed_hosts;
-}
-
 }  // namespace
 
 struct ApiServer::Impl {
@@ -128,7 +123,7 @@ struct ApiServer::Impl {
                                       .io_timeout_s = 10,
                                       .reserved_prefix = "/v1/agent/",
                                       .reserved_threads = kAgentThreads,
-                                      .allowed_hosts = AllowedHosts(o),
+                                      .allowed_hosts = o.allowed_hosts,
                                       .tls = o.tls}),
         write_rate(o.user_write_rate, o.user_write_burst),
         write_limit_per_s(o.user_write_rate),

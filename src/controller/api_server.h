@@ -35,9 +35,9 @@ struct ApiServerOptions {
   // Users reach this plain-HTTP server through an https proxy that terminates TLS: the dashboard's
   // session cookie is made for https (Secure, __Host- prefixed) as when `tls` is set.
   bool behind_https_proxy = false;
-  // More names the server may be reached by on a loopback listener (--allowed-host;
-  // net::HttpServerOptions::allowed_hosts). Behind an https proxy every name is accepted: the
-  // proxy forwards its users' Host, and a rebinding page cannot pass its certificate check.
+  // More names the server may be reached by over loopback in plain HTTP (--allowed-host;
+  // net::HttpServerOptions::allowed_hosts): a local proxy that passes its users' Host on needs
+  // its public name here.
   std::vector<std::string> allowed_hosts;
   // Writing requests (POST, PUT, DELETE under /v1, the agents' aside) a user who is not an admin
   // may make: `user_write_rate` a second, `user_write_burst` at once (controller/write_rate.h);

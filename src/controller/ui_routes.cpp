@@ -37,7 +37,7 @@ std::string SessionCookie(const std::string& value, int64_t max_age_s, bool secu
 
 // Session cookies a request carries that are looked at (a browser may send several of one name:
 // ui_sessions.h, CookieValues).
-constexpr std::size_t kMaxSessionCookies = 8;
+constexpr std::size_t kMaxSessionCookies = 64;  // (a head is at most 16 KiB anyway)
 
 std::vector<std::string> SessionIds(const httplib::Request& req, bool secure) {
   if (!req.has_header("Cookie")) return {};

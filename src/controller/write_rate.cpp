@@ -6,7 +6,8 @@
 namespace gpufleet::controller {
 
 WriteRateLimiter::WriteRateLimiter(double per_s, int64_t burst)
-    : per_s_(per_s), burst_(static_cast<double>(std::max<int64_t>(1, burst))) {}
+    : per_s_(std::isfinite(per_s) && per_s > 0 ? std::max(per_s, kMinPerS) : 0),
+      burst_(static_cast<double>(std::max<int64_t>(1, burst))) {}
 
 int64_t WriteRateLimiter::Take(const std::string& user, int64_t now_ms) {
   if (per_s_ <= 0) return 0;
@@ -22,7 +23,8 @@ int64_t WriteRateLimiter::Take(const std::string& user, int64_t now_ms) {
     b.tokens -= 1;
     return 0;
   }
-  return std::max<int64_t>(1, static_cast<int64_t>(std::ceil((1 - b.tokens) * 1000 / per_s_)));
+  const double wait_ms = std::ceil((1 - b.tokens) * 1000 / per_s_);
+  return std::clamp<int64_t>(static_cast<int64_t>(std::min(wait_ms, 1e12)), 1, kMaxWaitMs);
 }
 
 std::size_t WriteRateLimiter::buckets() const {

@@ -14,8 +14,10 @@ namespace gpufleet::controller {
 
 class WriteRateLimiter {
  public:
-  // `per_s` <= 0 admits everything.
+  // `per_s` <= 0 (or not a number) admits everything; a positive one is at least kMinPerS.
   WriteRateLimiter(double per_s, int64_t burst);
+  static constexpr double kMinPerS = 0.001;
+  static constexpr int64_t kMaxWaitMs = 86'400'000;  // what Take says at most
 
   // Takes one request of `user` at `now_ms`: 0 when admitted, else how many milliseconds until
   // one would be (at least 1); a refused request takes nothing.

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace gpufleet::controller {
 namespace {
 
@@ -35,6 +37,12 @@ TEST(WriteRateLimiter, ABackwardClockRefillsNothingAndOffAdmitsAll) {
   EXPECT_GT(limiter.Take("alice", 5000), 0);
   EXPECT_GT(limiter.Take("alice", 10000), 0);
   EXPECT_EQ(limiter.Take("alice", 11000), 0);
+  // Rates too small to wait for, or not numbers, are held to the smallest or turned off.
+  WriteRateLimiter tiny(1e-20, 1);
+  EXPECT_EQ(tiny.Take("alice", 0), 0);
+  EXPECT_EQ(tiny.Take("alice", 0), 1'000'000);  // one request takes 1,000 s at 0.001/s
+  WriteRateLimiter nan(std::nan(""), 1);
+  EXPECT_FALSE(nan.enabled());
   WriteRateLimiter off(0, 1);
   EXPECT_FALSE(off.enabled());
   for (int i = 0; i < 1000; ++i) EXPECT_EQ(off.Take("alice", 0), 0);

@@ -107,13 +107,18 @@ Result<BindMount> ParseBindMount(std::string_view text, const std::string& field
   if (const std::string why = PathProblem(m.source); !why.empty()) return fail("source " + why);
   if (const std::string why = PathProblem(m.target); !why.empty()) return fail("target " + why);
   if (m.target == "/") return fail("target may not be the container's root");
-  // /var/run/nvidia-container-devices: where the NVIDIA container toolkit, set to accept
-  // visible devices as volume mounts, reads which GPUs to give the container (a mount of
-  // .../all would give every GPU of the node).
-  for (const char* system : {"/proc", "/sys", "/dev", "/var/run/nvidia-container-devices",
-                             "/run/nvidia-container-devices"}) {
+  for (const char* system : {"/proc", "/sys", "/dev"}) {
     if (PathIsUnder(m.target, system)) {
       return fail(std::string("target may not be under ") + system);
+    }
+  }
+  // Where the NVIDIA container toolkit, set to accept visible devices as volume mounts, reads
+  // which GPUs to give the container (a mount at .../all would give every GPU of the node); it
+  // compares the start of the string, not path components.
+  for (const char* toolkit :
+       {"/var/run/nvidia-container-devices", "/run/nvidia-container-devices"}) {
+    if (m.target.rfind(toolkit, 0) == 0) {
+      return fail(std::string("target may not start with ") + toolkit);
     }
   }
   return m;

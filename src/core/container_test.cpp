@@ -23,7 +23,8 @@ TEST(BindMount, RefusesWhatCouldEscapeOrConfuseTheRuntime) {
        {"data:/data", "/data", "/data:data", "/data/../etc:/x", "/data:/x:rx", "/data/./x:/x",
         "/da,ta:/x", "/data:/x/", "/data://x", "/data:/", "/data:/proc/x", "/data:/sys",
         "/data:/dev/shm", "/da\nta:/x", ":/x", "/data:/x:ro:ro",
-        "/data:/var/run/nvidia-container-devices/all", "/data:/run/nvidia-container-devices/0"}) {
+        "/data:/var/run/nvidia-container-devices/all", "/data:/run/nvidia-container-devices/0",
+        "/data:/var/run/nvidia-container-devicesall"}) {
     auto m = ParseBindMount(bad);
     EXPECT_FALSE(m) << bad;
     if (!m) {

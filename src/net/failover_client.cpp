@@ -111,6 +111,7 @@ core::Result<HttpReply> FailoverHttpClient::Send(const std::string& method, cons
         waited_ms + seconds * 1000 > policy_.rate_limited_wait_ms) {
       return reply;
     }
+    if (policy_.on_rate_limited) policy_.on_rate_limited(seconds);
     std::this_thread::sleep_for(std::chrono::seconds(seconds));
     waited_ms += seconds * 1000;
   }

@@ -25,6 +25,7 @@
 //
 // Every endpoint gets the same token, timeouts and TLS trust. Contract: one request at a time.
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,6 +41,8 @@ struct FailoverPolicy {
   int first_backoff_ms = 250;  // the wait after a round in which every endpoint failed,
   int max_backoff_ms = 1000;   // doubling up to this
   int rate_limited_wait_ms = 300000;  // waits for 429 answers, in all
+  // Told each wait for a 429 before it starts (seconds), e.g. to say so on a terminal.
+  std::function<void(int64_t seconds)> on_rate_limited = nullptr;
 };
 
 // Whether a request whose outcome is unknown (sent, unanswered) may be sent again.

@@ -81,6 +81,7 @@ struct Conn {
   int fd = -1;
   bool closed = false;
   std::string limit_key;  // what the per-client cap counts (ConnectionLimitKey)
+  bool check_host = false;  // plain HTTP to a loopback address: Host must name this server
   // TLS (HttpServerOptions::tls): the session, whether its handshake is still on, what the
   // handshake waits for, and a read or write that waits for the other direction.
   SslPtr ssl;
@@ -176,8 +177,9 @@ struct HttpServer::Impl {
   bool stop_requested = false;
   std::atomic<bool> stop_flag{false};
   int listen_fd = -1;
-  // The listener is on loopback: requests must name it (HttpServerOptions::allowed_hosts).
-  std::atomic<bool> check_host{false};
+  // Names of this server besides HttpServerOptions::allowed_hosts: the machine's host name and
+  // the name --listen gave (set by Bind, before Serve).
+  std::vector<std::string> own_names;
   int epoll_fd = -1;
   int wake_fd = -1;
 
@@ -475,20 +477,21 @@ struct HttpServer::Impl {
       LayerError(c, 400, "Host: given more than once", &req);
       return;
     }
-    if (check_host.load(std::memory_order_relaxed) &&
-        !wire::HostAllowed(req.get_header_value("Host"), options.allowed_hosts)) {
+    if (c.check_host && !wire::HostAllowed(req.get_header_value("Host"), options.allowed_hosts) &&
+        !wire::HostAllowed(req.get_header_value("Host"), own_names)) {
       const std::string host = req.get_header_value("Host").substr(0, 100);
       std::string name = host;  // without the port, as the flag takes it
       if (!name.empty() && name.front() != '[' && name.rfind(':') != std::string::npos) {
         name.resize(name.rfind(':'));
       }
-      LayerError(c, 421,
-                 "Host: '" + host +
-                     "' is not a name of this server. It listens on loopback only, where a name "
-                     "other than localhost or an IP address is what a web page using DNS "
-                     "rebinding sends; to accept that name, start it with --allowed-host " +
-                     name,
-                 &req);
+      LayerError(
+          c, 421,
+          "Host: '" + host +
+              "' is not a name of this server. Over loopback in plain HTTP, a name other than "
+              "localhost, an IP address or this machine's own is what a web page using DNS "
+              "rebinding sends; to accept that name, start the server with --allowed-host " +
+              name,
+          &req);
       return;
     }
     ex.head_only = req.method == "HEAD";
@@ -723,6 +726,13 @@ struct HttpServer::Impl {
       conn->ip = std::move(ip);
       conn->limit_key = std::move(key);
       conn->port = port;
+      if (!options.tls) {
+        // Reached over loopback in plain HTTP: the requests must name this server (StartRequest).
+        sockaddr_storage local{};
+        socklen_t local_len = sizeof local;
+        conn->check_host = getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) == 0 &&
+                           IsLoopback(local);
+      }
       if (options.tls) {
         conn->ssl = NewSslOnSocket(options.tls->get(), fd);
         if (!conn->ssl) {
@@ -1032,7 +1042,16 @@ core::Result<int> HttpServer::Bind(const ListenAddress& address) {
     files.rlim_cur = std::min(want, files.rlim_max);
     setrlimit(RLIMIT_NOFILE, &files);
   }
-  impl_->check_host = IsLoopback(bound);
+  impl_->own_names.clear();
+  char hostname[256] = {};
+  if (gethostname(hostname, sizeof hostname - 1) == 0 && hostname[0] != '\0') {
+    impl_->own_names.emplace_back(hostname);
+  }
+  in6_addr literal{};
+  if (!address.host.empty() && inet_pton(AF_INET, address.host.c_str(), &literal) != 1 &&
+      inet_pton(AF_INET6, address.host.c_str(), &literal) != 1) {
+    impl_->own_names.push_back(address.host);  // --listen by name: clients use that name
+  }
   std::lock_guard<std::mutex> lock(impl_->mutex);
   if (impl_->listen_fd >= 0) close(impl_->listen_fd);
   impl_->listen_fd = fd;

@@ -76,10 +76,12 @@ struct HttpServerOptions {
   std::size_t max_header_bytes = 16 * 1024;
   // Header fields at most; more are answered 431.
   int max_headers = 100;
-  // On a loopback listener, a request's Host header must name the server by an IP address,
-  // "localhost" (or a name under ".localhost") or one of these names ("*": any), else it is
-  // answered 421 before the auth hook (wire::HostAllowed says why). Listeners on other addresses
-  // accept any Host: those are reached by name, and the API serves them over https by default.
+  // A plain-HTTP request that reached the server over loopback (a loopback listener, or one on
+  // every address reached at 127.0.0.1) must name it in its Host header: an IP address,
+  // "localhost" (or a name under ".localhost"), the machine's host name, the name Bind listened
+  // on, or one of these ("*": any); else it is answered 421 before the auth hook
+  // (wire::HostAllowed says why). Over TLS, or reached at another address, any Host is taken: a
+  // rebinding page fails the certificate, and other clients name the server as they found it.
   std::vector<std::string> allowed_hosts;
   // When set, every connection speaks TLS (the handshake must finish within
   // `request_deadline_ms`); a plain-HTTP request to it is answered 400 in plain text and closed.

@@ -343,8 +343,7 @@ int RunUpOnce(const UpOptions& o) {
     if (!lease.WaitToLead(say)) return 1;
   } else {
     controller::StandbyServer standby([&lease] { return lease.Known(); }, api_options.tls);
-    standby.http().AllowHosts(o.behind_https_proxy ? std::vector<std::string>{"*"}
-                                                   : o.allowed_hosts);
+    standby.http().AllowHosts(o.allowed_hosts);
     if (auto bound = standby.Bind(address.value()); !bound) {
       std::fprintf(stderr, "%s: %s\n", self, bound.error().c_str());
       return 1;

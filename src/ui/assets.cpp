@@ -92,22 +92,28 @@ std::shared_ptr<const Asset> AssetSet::Find(std::string_view path) const {
     auto it = files_.find(name);
     return it == files_.end() ? nullptr : it->second;
   }
-  std::string file = dir_ + "/" + name;
+  std::string relative = name;  // below dir_
   if (name.rfind("vendor/", 0) == 0) {
-    file = dir_ + "/node_modules/uplot/dist/" + name.substr(7);
+    relative = "node_modules/uplot/dist/" + name.substr(7);
   } else if (name.rfind("node_modules/", 0) == 0) {
     return nullptr;
   }
-  // Each component below `dir_` must not be a link: O_NOFOLLOW guards only the last one, so the
-  // directories on the way are checked too.
-  for (std::size_t slash = file.find('/', dir_.size() + 1); slash != std::string::npos;
-       slash = file.find('/', slash + 1)) {
-    struct stat on_way {};
-    if (lstat(file.substr(0, slash).c_str(), &on_way) != 0 || !S_ISDIR(on_way.st_mode)) {
-      return nullptr;
-    }
+  // One component at a time from the directory, each opened without following a link: nothing
+  // swapped in between a check and the open can lead out of the tree.
+  int fd = open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  std::size_t start = 0;
+  while (fd >= 0) {
+    const std::size_t slash = relative.find('/', start);
+    const std::string part =
+        relative.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+    const bool last = slash == std::string::npos;
+    const int next = openat(fd, part.c_str(),
+                            O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (last ? O_NONBLOCK : O_DIRECTORY));
+    close(fd);
+    fd = next;
+    if (last) break;
+    start = slash + 1;
   }
-  const int fd = open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return nullptr;
   struct stat st{};
   std::string bytes;
