@@ -14,6 +14,9 @@ namespace gpufleet::controller {
 
 struct JobRetentionStats {
   int64_t jobs_removed = 0;
+  // Jobs past the retention whose logs could not be removed (kept, with their rows, and tried
+  // again at each sweep; the sweep goes on past them).
+  int64_t jobs_stuck = 0;
   std::string error;  // the store's, when it could not be asked or written
 };
 
@@ -31,6 +34,9 @@ class JobRetentionSweeper {
   store::Store& store_;
   JobLogs logs_;
   int64_t max_age_ms_;
+  // Jobs whose logs could not be removed in an earlier batch of this sweep: asked for and skipped,
+  // so that a batch of them does not stop the sweep (at most kMaxStuck; beyond, it stops).
+  static constexpr std::size_t kMaxStuck = 9000;
 };
 
 }  // namespace gpufleet::controller

@@ -100,5 +100,42 @@ TEST(JobRetentionSweeper, GoesThroughManyBatchesAndStopsBetweenThemWhenAsked) {
   std::filesystem::remove_all(dir);
 }
 
+// Found by a review: a batch of jobs whose logs could not be removed came back first at every
+// sweep, whole, and the sweep stopped there: no later job was ever removed.
+TEST(JobRetentionSweeper, JobsWhoseLogsWillNotGoDoNotStopTheSweep) {
+  const auto dir = TempDir("job-retention-stuck");
+  auto opened = store::OpenSqliteStore(dir.string());
+  ASSERT_TRUE(opened.ok()) << opened.error();
+  store::Store& st = *opened.value();
+  const JobLogs logs(dir.string());
+  store::JobRecord job;
+  job.user = "carol";
+  job.argv = {"true"};
+  job.submit_ms = 1;
+  const int n = JobRetentionSweeper::kBatch + 20;
+  std::vector<int64_t> ids;
+  for (int k = 0; k < n; ++k) {
+    const int64_t id = st.SubmitJob(job).value();
+    store::JobUpdate end;
+    end.end_ms = kNow - 40 * kDay + k;
+    ASSERT_TRUE(st.Transition(id, JobState::kPending, JobState::kCancelled, end, 1).value());
+    ids.push_back(id);
+  }
+  // The oldest batch's removal notes are directories with something in them: they will not go.
+  std::filesystem::create_directories(dir / "logs");
+  for (int k = 0; k < JobRetentionSweeper::kBatch; ++k) {
+    const auto note = dir / "logs" / (std::to_string(ids[k]) + ".removed");
+    std::filesystem::create_directories(note / "x");
+  }
+  JobRetentionSweeper sweeper(st, logs, 30 * kDay);
+  const JobRetentionStats stats = sweeper.SweepOnce(kNow);
+  EXPECT_EQ(stats.error, "");
+  EXPECT_EQ(stats.jobs_removed, 20);
+  EXPECT_EQ(stats.jobs_stuck, JobRetentionSweeper::kBatch);
+  EXPECT_TRUE(st.GetJob(ids.front()).value().has_value()) << "its logs stayed, so it stays";
+  EXPECT_FALSE(st.GetJob(ids.back()).value().has_value());
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace gpufleet::controller

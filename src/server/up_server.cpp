@@ -709,7 +709,14 @@ int RunUpOnce(const UpOptions& o) {
             history.SweepOnce(controller::NowMs(), stopping);
         if (!purged.error.empty()) {
           std::fprintf(stderr, "%s: job retention: %s\n", self, purged.error.c_str());
-        } else if (purged.jobs_removed > 0) {
+        }
+        if (purged.jobs_stuck > 0) {
+          std::fprintf(stderr,
+                       "%s: job retention: the logs of %lld jobs past it could not be removed "
+                       "(see their files under logs/); kept, tried again at the next sweep\n",
+                       self, static_cast<long long>(purged.jobs_stuck));
+        }
+        if (purged.error.empty() && purged.jobs_removed > 0) {
           std::fprintf(stderr, "%s: job retention: removed %lld jobs that ended over %s ago\n",
                        self, static_cast<long long>(purged.jobs_removed), o.job_retention.c_str());
         }
