@@ -329,48 +329,21 @@ TEST_F(CgroupLimitsTest, OnV1ADevicesHierarchyDeniesTheGpusAJobWasNotGiven) {
   EXPECT_FALSE(fs::exists(devices / "gpufleet-jobs" / "gpufleet-job-8" / "devices.deny"));
 }
 
-// Found by a review: without cgroups, a job's process group was killed whenever a group of its
-// id had members, long after the job ended; after a pid wrap that id may be another process's
-// group (another job's shim, a login), which was killed with it.
-TEST(CgroupLimitsRelease, WithoutCgroupsAGroupWhoseIdAnotherProcessHoldsIsNotKilled) {
+// A child that leads a process group of its own and waits for a signal (a job's shim, for
+// Release); -1 when it could not be made.
+pid_t StartGroupLeader() {
   const pid_t leader = ::fork();
   if (leader == 0) {
     ::setsid();
     ::pause();
     ::_exit(0);
   }
-  ASSERT_GT(leader, 0);
-  for (int i = 0; i < 1000 && ::getpgid(leader) != leader; ++i) ::usleep(1000);
-  ASSERT_EQ(::getpgid(leader), leader);
-  CgroupLimits none;  // no cgroups: the process group is what Release kills
-  ASSERT_FALSE(none.available());
-  const uint64_t start = ChildStartTicks(leader);
-  none.Release(1, leader, start + 1);  // the job's leader started at another time: not this one
-  ::usleep(20000);
-  int status = 0;
-  EXPECT_EQ(::waitpid(leader, &status, WNOHANG), 0) << "another's process group was killed";
-  none.Release(1, leader, start);  // the job's own group
-  ASSERT_EQ(::waitpid(leader, &status, 0), leader);
-  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  for (int i = 0; leader > 0 && i < 1000 && ::getpgid(leader) != leader; ++i) ::usleep(1000);
+  return leader > 0 && ::getpgid(leader) == leader ? leader : -1;
 }
 
-// Found by a review: where cgroups work but one job's could not be made (it is launched without,
-// unless GPUs had to be denied), nothing was killed when it ended: what it left behind kept
-// running, and kept its GPU memory while the next job got the GPU.
-TEST_F(CgroupLimitsTest, AJobLaunchedWithoutItsCgroupHasItsProcessGroupKilled) {
-  std::ofstream(root_ / "cgroup.controllers") << "cpu memory\n";
-  CgroupLimits limits = CgroupLimits::Detect(root_.string());
-  ASSERT_TRUE(limits.available()) << limits.why_unavailable();
-  const pid_t leader = ::fork();
-  if (leader == 0) {
-    ::setsid();
-    ::pause();
-    ::_exit(0);
-  }
-  ASSERT_GT(leader, 0);
-  for (int i = 0; i < 1000 && ::getpgid(leader) != leader; ++i) ::usleep(1000);
-  ASSERT_EQ(::getpgid(leader), leader);
-  limits.Release(99, leader, ChildStartTicks(leader));  // job 99 never got its cgroup
+// Whether `leader` ends by SIGKILL within 2 s (else it is killed here, and the answer is no).
+bool EndsKilled(pid_t leader) {
   int status = 0;
   pid_t ended = 0;
   for (int i = 0; i < 2000 && ended == 0; ++i) {
@@ -380,9 +353,39 @@ TEST_F(CgroupLimitsTest, AJobLaunchedWithoutItsCgroupHasItsProcessGroupKilled) {
   if (ended == 0) {
     ::kill(leader, SIGKILL);
     ::waitpid(leader, &status, 0);
-    FAIL() << "the job's process group outlived its release";
+    return false;
   }
-  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+}
+
+// Found by a review: without cgroups, a job's process group was killed whenever a group of its
+// id had members, long after the job ended; after a pid wrap that id may be another process's
+// group (another job's shim, a login), which was killed with it.
+TEST(CgroupLimitsRelease, WithoutCgroupsAGroupWhoseIdAnotherProcessHoldsIsNotKilled) {
+  const pid_t leader = StartGroupLeader();
+  ASSERT_GT(leader, 0);
+  CgroupLimits none;  // no cgroups: the process group is what Release kills
+  ASSERT_FALSE(none.available());
+  const uint64_t start = ChildStartTicks(leader);
+  none.Release(1, leader, start + 1);  // the job's leader started at another time: not this one
+  ::usleep(20000);
+  int status = 0;
+  EXPECT_EQ(::waitpid(leader, &status, WNOHANG), 0) << "another's process group was killed";
+  none.Release(1, leader, start);  // the job's own group
+  EXPECT_TRUE(EndsKilled(leader));
+}
+
+// Found by a review: where cgroups work but one job's could not be made (it is launched without,
+// unless GPUs had to be denied), nothing was killed when it ended: what it left behind kept
+// running, and kept its GPU memory while the next job got the GPU.
+TEST_F(CgroupLimitsTest, AJobLaunchedWithoutItsCgroupHasItsProcessGroupKilled) {
+  std::ofstream(root_ / "cgroup.controllers") << "cpu memory\n";
+  CgroupLimits limits = CgroupLimits::Detect(root_.string());
+  ASSERT_TRUE(limits.available()) << limits.why_unavailable();
+  const pid_t leader = StartGroupLeader();
+  ASSERT_GT(leader, 0);
+  limits.Release(99, leader, ChildStartTicks(leader));  // job 99 never got its cgroup
+  EXPECT_TRUE(EndsKilled(leader)) << "the job's process group outlived its release";
 }
 
 // Found by a review of the fix above: the usual failure leaves some of the job's cgroup
@@ -396,28 +399,11 @@ TEST_F(CgroupLimitsTest, AJobWhosePrepareFailedHalfWayHasItsProcessGroupKilled) 
   fs::remove_all(memory / "gpufleet-jobs");  // the cpu directory is made, the memory one fails
   EXPECT_TRUE(limits.ForLaunch(77, JobLimits{}, "test").empty());
   EXPECT_FALSE(fs::exists(cpu / "gpufleet-jobs" / "gpufleet-job-77")) << "removed again";
-  const pid_t leader = ::fork();
-  if (leader == 0) {
-    ::setsid();
-    ::pause();
-    ::_exit(0);
-  }
+  const pid_t leader = StartGroupLeader();
   ASSERT_GT(leader, 0);
-  for (int i = 0; i < 1000 && ::getpgid(leader) != leader; ++i) ::usleep(1000);
   fs::create_directories(cpu / "gpufleet-jobs" / "gpufleet-job-77");  // as if it could not go
   limits.Release(77, leader, ChildStartTicks(leader));
-  int status = 0;
-  pid_t ended = 0;
-  for (int i = 0; i < 2000 && ended == 0; ++i) {
-    ended = ::waitpid(leader, &status, WNOHANG);
-    if (ended == 0) ::usleep(1000);
-  }
-  if (ended == 0) {
-    ::kill(leader, SIGKILL);
-    ::waitpid(leader, &status, 0);
-    FAIL() << "the job's process group outlived its release";
-  }
-  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  EXPECT_TRUE(EndsKilled(leader)) << "the job's process group outlived its release";
 }
 
 TEST(DeviceRule, NamesACharacterDeviceAndNothingElse) {

@@ -55,11 +55,16 @@ std::string Cgroup2Mount() {
   return "";
 }
 
+// Why the tests that attach programs cannot run here ("" when they can).
+std::string WhyNoDeviceProgramsHere(const std::string& mount) {
+  if (mount.empty()) return "no cgroup2 hierarchy is mounted here";
+  if (geteuid() != 0) return "attaching a device program takes root";
+  return DeviceFilterUnavailable();
+}
+
 TEST(DeviceFilter, AProcessInTheCgroupCannotOpenADeniedDevice) {
   const std::string mount = Cgroup2Mount();
-  if (mount.empty()) GTEST_SKIP() << "no cgroup2 hierarchy is mounted here";
-  if (geteuid() != 0) GTEST_SKIP() << "attaching a device program takes root";
-  if (const std::string why = DeviceFilterUnavailable(); !why.empty()) GTEST_SKIP() << why;
+  if (const std::string why = WhyNoDeviceProgramsHere(mount); !why.empty()) GTEST_SKIP() << why;
   const std::string dir = mount + "/gpufleet-device-filter-test-" + std::to_string(getpid());
   ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0) << std::strerror(errno);
   const std::string zero = DeviceRule("/dev/zero");
@@ -94,9 +99,7 @@ TEST(DeviceFilter, AProcessInTheCgroupCannotOpenADeniedDevice) {
 // job. The agent now looks up the hierarchy first and confines nothing there, saying why.
 TEST(DeviceFilter, AHierarchyWhoseParentsProgramWouldBeOverriddenIsNotUsed) {
   const std::string mount = Cgroup2Mount();
-  if (mount.empty()) GTEST_SKIP() << "no cgroup2 hierarchy is mounted here";
-  if (geteuid() != 0) GTEST_SKIP() << "attaching a device program takes root";
-  if (const std::string why = DeviceFilterUnavailable(); !why.empty()) GTEST_SKIP() << why;
+  if (const std::string why = WhyNoDeviceProgramsHere(mount); !why.empty()) GTEST_SKIP() << why;
   const std::string parent = mount + "/gpufleet-device-parent-test-" + std::to_string(getpid());
   const std::string jobs = parent + "/jobs";
   ASSERT_EQ(::mkdir(parent.c_str(), 0755), 0) << std::strerror(errno);
