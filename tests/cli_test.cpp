@@ -255,6 +255,30 @@ TEST(CliControllerTest, BadLogRetentionAndQuotaAreRefusedClearly) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(CliControllerTest, BadAllowedHostsAndWriteRatesAreRefusedClearly) {
+  const std::string dir = ::testing::TempDir() + "gpufleet-cli-hosts-" + std::to_string(getpid());
+  for (const char* host : {"a b", "evil.example/x", "", "a:80"}) {
+    const Output out = Gpufleet("controller --listen 127.0.0.1:0 --data-dir '" + dir +
+                                "' --allowed-host '" + host + "'");
+    EXPECT_NE(out.status, 0) << host;  // CLI11 refuses it (105)
+    EXPECT_NE(out.text.find("--allowed-host '" + std::string(host) + "': expected a DNS name"),
+              std::string::npos)
+        << out.text;
+  }
+  const Output agent = Gpufleet("agent --listen 127.0.0.1:0 --allowed-host 'x;y'");
+  EXPECT_NE(agent.status, 0);
+  EXPECT_NE(agent.text.find("--allowed-host"), std::string::npos) << agent.text;
+  for (const char* rate : {"nan", "inf", "-1", "0.0001", "2e6", "x"}) {
+    const Output out = Gpufleet("controller --listen 127.0.0.1:0 --data-dir '" + dir +
+                                "' --user-write-rate '" + rate + "'");
+    EXPECT_NE(out.status, 0) << rate;
+    EXPECT_NE(out.text.find("--user-write-rate '" + std::string(rate) + "': expected 0"),
+              std::string::npos)
+        << out.text;
+  }
+  std::filesystem::remove_all(dir);
+}
+
 // Found by a review: an output file was opened through whatever stood at its path, so a link
 // planted in a shared --out folder made a run overwrite the linked file. Now the link itself is
 // replaced.
