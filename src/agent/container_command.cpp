@@ -59,17 +59,23 @@ ContainerHost DetectContainerHost(const std::string& runtime, bool simulated) {
   // Run by root for every container job (and to clean up after one): found once, by its full
   // path, and refused if anyone but root could replace it or a directory above it (a writable
   // directory early in root's PATH would otherwise run their program as root).
-  // By the file it resolves to: a link in a directory others may write could be swapped after
-  // the check, but the file it led to cannot be by them.
+  // Its directory by its real path, its own name kept (a link named docker to a multi-call
+  // binary still runs as docker); both the directory it is named in and the file it resolves to
+  // must be root's alone (a link in a directory others may write could be swapped after a check).
   host.runtime = OnPath(host.runtime);
-  std::error_code resolve_error;
-  const fs::path resolved = fs::canonical(host.runtime, resolve_error);
-  if (!resolve_error) host.runtime = resolved.string();
-  if (geteuid() == 0 && host.runtime.find('/') != std::string::npos) {
-    if (auto why = net::ReplaceableByOthers(host.runtime, 0, "the container runtime")) {
-      host.unsafe = *why +
-                    " (it runs as root for every container job; install it where only root "
-                    "writes, or name it with --container-runtime)";
+  if (!host.runtime.empty() && host.runtime.front() == '/') {
+    const fs::path named(host.runtime);
+    std::error_code resolve_error;
+    const fs::path dir = fs::canonical(named.parent_path(), resolve_error);
+    if (!resolve_error) host.runtime = (dir / named.filename()).string();
+    if (geteuid() == 0) {
+      auto why = net::ReplaceableByOthers(dir.string(), 0, "the container runtime's directory");
+      if (!why) why = net::ReplaceableByOthers(host.runtime, 0, "the container runtime");
+      if (why) {
+        host.unsafe = *why +
+                      " (it runs as root for every container job; install it where only root "
+                      "writes, or name it with --container-runtime)";
+      }
     }
   }
   std::error_code ec;

@@ -154,14 +154,25 @@ TEST(ContainerCommand, TheRuntimeIsFoundOnceByItsPathAndRefusedWhereOthersCouldR
   ::setenv("PATH", (open_dir.string() + ":" + saved).c_str(), 1);
   const ContainerHost planted = DetectContainerHost("podman", false);
   ::setenv("PATH", saved.c_str(), 1);
-  EXPECT_EQ(planted.runtime, (open_dir / "podman").string());
+  EXPECT_EQ(planted.runtime, (fs::canonical(open_dir) / "podman").string());
   if (geteuid() == 0) {
     EXPECT_NE(planted.unsafe.find("the container runtime"), std::string::npos) << planted.unsafe;
   }
   const ContainerHost sh = DetectContainerHost("sh", false);  // root's own, in root's directories
   EXPECT_EQ(sh.runtime.front(), '/');
+  EXPECT_EQ(fs::path(sh.runtime).filename(), "sh") << "named as found, not as it resolves";
   EXPECT_EQ(sh.unsafe, "");
   EXPECT_EQ(ContainerRunArgv(SampleRun(), sh).front(), sh.runtime);
+  // A link in that open directory to root's own file: swappable, so refused too.
+  fs::remove(open_dir / "podman");
+  fs::create_symlink("/bin/sh", open_dir / "podman");
+  ::setenv("PATH", (open_dir.string() + ":" + saved).c_str(), 1);
+  const ContainerHost linked = DetectContainerHost("podman", false);
+  ::setenv("PATH", saved.c_str(), 1);
+  EXPECT_EQ(fs::path(linked.runtime).filename(), "podman");
+  if (geteuid() == 0) {
+    EXPECT_NE(linked.unsafe.find("directory"), std::string::npos) << linked.unsafe;
+  }
   fs::remove_all(open_dir);
 }
 

@@ -147,6 +147,9 @@ std::string DeviceFilterUnusableAt(const std::string& jobs_dir, const std::strin
   while (!dir.empty() && dir.back() == '/' && dir.size() > 1) dir.pop_back();
   std::string top = root;
   while (!top.empty() && top.back() == '/' && top.size() > 1) top.pop_back();
+  if (dir != top && dir.rfind(top == "/" ? top : top + "/", 0) != 0) {
+    return jobs_dir + " is not below " + root;
+  }
   for (;;) {
     const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) return "cannot open " + dir + ": " + std::strerror(errno);
@@ -167,8 +170,8 @@ std::string DeviceFilterUnusableAt(const std::string& jobs_dir, const std::strin
     }
     if (dir == top || dir.size() <= top.size()) break;
     const std::size_t slash = dir.rfind('/');
-    if (slash == std::string::npos || slash == 0) break;
-    dir.resize(slash);
+    if (slash == std::string::npos) break;
+    dir.resize(slash == 0 ? 1 : slash);  // "/x" goes up to "/"
   }
   const std::string probe = jobs_dir + "/gpufleet-device-probe";
   if (::mkdir(probe.c_str(), 0755) != 0 && errno != EEXIST) {

@@ -105,6 +105,7 @@ TEST(DeviceFilter, AHierarchyWhoseParentsProgramWouldBeOverriddenIsNotUsed) {
   ASSERT_EQ(::mkdir(parent.c_str(), 0755), 0) << std::strerror(errno);
   ASSERT_EQ(::mkdir(jobs.c_str(), 0755), 0) << std::strerror(errno);
   EXPECT_EQ(DeviceFilterUnusableAt(jobs, mount), "");
+  EXPECT_NE(DeviceFilterUnusableAt("/tmp", mount).find("is not below"), std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(jobs + "/gpufleet-device-probe")) << "the probe goes";
   ASSERT_TRUE(AttachDeviceDenyList(parent, {}, BPF_F_ALLOW_OVERRIDE).ok());
   const std::string why = DeviceFilterUnusableAt(jobs, mount);

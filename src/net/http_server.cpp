@@ -1,14 +1,15 @@
 #include "net/http_server.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -1046,6 +1047,22 @@ core::Result<int> HttpServer::Bind(const ListenAddress& address) {
   char hostname[256] = {};
   if (gethostname(hostname, sizeof hostname - 1) == 0 && hostname[0] != '\0') {
     impl_->own_names.emplace_back(hostname);
+    // And its other names in /etc/hosts (Debian's "127.0.1.1 gpu01.example.com gpu01"), read
+    // from the file: a DNS lookup could hold every server start for its timeout.
+    std::string hosts(64 * 1024, '\0');
+    const int hosts_fd = ::open("/etc/hosts", O_RDONLY | O_CLOEXEC);
+    std::size_t got = 0;
+    if (hosts_fd >= 0) {
+      for (ssize_t n = 1; n > 0 && got < hosts.size(); got += static_cast<std::size_t>(n)) {
+        n = ::read(hosts_fd, hosts.data() + got, hosts.size() - got);
+        if (n <= 0) break;
+      }
+      ::close(hosts_fd);
+    }
+    hosts.resize(got);
+    for (std::string& alias : wire::AliasesInHostsFile(hosts, hostname)) {
+      impl_->own_names.push_back(std::move(alias));
+    }
   }
   in6_addr literal{};
   if (!address.host.empty() && inet_pton(AF_INET, address.host.c_str(), &literal) != 1 &&

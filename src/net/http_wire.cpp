@@ -401,6 +401,37 @@ bool HostAllowed(std::string_view host, const std::vector<std::string>& allowed)
   return false;
 }
 
+std::vector<std::string> AliasesInHostsFile(std::string_view hosts, std::string_view name) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start < hosts.size()) {
+    std::size_t end = hosts.find('\n', start);
+    if (end == std::string_view::npos) end = hosts.size();
+    std::string_view line = hosts.substr(start, end - start);
+    start = end + 1;
+    if (const std::size_t hash = line.find('#'); hash != std::string_view::npos) {
+      line = line.substr(0, hash);
+    }
+    std::vector<std::string_view> words;
+    std::size_t at = 0;
+    while (at < line.size()) {
+      const std::size_t from = line.find_first_not_of(" \t\r", at);
+      if (from == std::string_view::npos) break;
+      std::size_t to = line.find_first_of(" \t\r", from);
+      if (to == std::string_view::npos) to = line.size();
+      words.push_back(line.substr(from, to - from));
+      at = to;
+    }
+    bool names_it = false;
+    for (std::size_t k = 1; k < words.size(); ++k) names_it = names_it || IEquals(words[k], name);
+    if (!names_it) continue;
+    for (std::size_t k = 1; k < words.size() && out.size() < 16; ++k) {
+      if (!IEquals(words[k], name)) out.emplace_back(words[k]);
+    }
+  }
+  return out;
+}
+
 std::string ErrorJson(const std::string& message) {
   return nlohmann::json{{"error", message}}.dump(-1, ' ', false,
                                                  nlohmann::json::error_handler_t::replace);

@@ -49,6 +49,10 @@ std::optional<WireError> ReadFraming(const httplib::Request& req, std::size_t ma
 // (case-insensitive; "*" accepts every name). A trailing dot is ignored.
 bool HostAllowed(std::string_view host, const std::vector<std::string>& allowed);
 
+// The other names of `name` in the text of an /etc/hosts file: every name on each line that
+// names it (case-insensitive), `name` itself left out; comments ignored.
+std::vector<std::string> AliasesInHostsFile(std::string_view hosts, std::string_view name);
+
 // Percent-decoding; `plus_as_space` for query strings. Invalid escapes are kept as they are.
 std::string DecodeUrl(std::string_view text, bool plus_as_space);
 void ParseQuery(std::string_view query, httplib::Params& params);

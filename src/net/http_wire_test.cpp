@@ -36,6 +36,19 @@ TEST(HttpWire, HostAllowedTakesAddressesLocalhostAndTheNamedHostsOnly) {
   EXPECT_TRUE(HostAllowed("anything.example", {"*"}));
 }
 
+TEST(HttpWire, AliasesInHostsFileAreTheOtherNamesOnTheLinesThatNameIt) {
+  const std::string hosts =
+      "127.0.0.1 localhost\n"
+      "127.0.1.1\tgpu01.example.com gpu01  # this machine\n"
+      "# 10.0.0.9 gpu01 evil.example\n"
+      "10.0.0.5 other.example\n"
+      "::1 GPU01 gpu01-v6";
+  EXPECT_EQ(AliasesInHostsFile(hosts, "gpu01"),
+            (std::vector<std::string>{"gpu01.example.com", "gpu01-v6"}));
+  EXPECT_TRUE(AliasesInHostsFile(hosts, "nobody").empty());
+  EXPECT_TRUE(AliasesInHostsFile("", "gpu01").empty());
+}
+
 TEST(HttpWire, RejectsMalformedHeadsWithTheRightStatus) {
   struct Case {
     const char* head;
