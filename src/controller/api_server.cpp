@@ -125,16 +125,12 @@ struct ApiServer::Impl {
                                       .reserved_threads = kAgentThreads,
                                       .allowed_hosts = o.allowed_hosts,
                                       .tls = o.tls}),
-        write_rate(o.user_write_rate, o.user_write_burst),
-        write_limit_per_s(o.user_write_rate),
-        write_limit_burst(o.user_write_burst) {}
+        write_rate(o.user_write_rate, o.user_write_burst) {}
   Controller& controller;
   UiSessions sessions;
   EventHub events{controller, &sessions};
   net::HttpServer server;
   WriteRateLimiter write_rate;
-  double write_limit_per_s;
-  int64_t write_limit_burst;
   std::atomic<int64_t> requests{0};
   std::atomic<const Autoscaler*> autoscaler{nullptr};
 
@@ -174,8 +170,8 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
           res.set_header("Retry-After", std::to_string(wait_s));
           Fail(res, 429,
                "too many writing requests from " + caller->name + ": at most " +
-                   ShortNumber(impl.write_limit_per_s) + " a second (" +
-                   std::to_string(impl.write_limit_burst) +
+                   ShortNumber(impl.write_rate.per_s()) + " a second (" +
+                   std::to_string(impl.write_rate.burst()) +
                    " at once; the server's --user-write-rate and --user-write-burst); try again "
                    "in " +
                    std::to_string(wait_s) + " s");

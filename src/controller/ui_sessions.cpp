@@ -83,12 +83,6 @@ core::Result<std::string> ParseLoginRequest(std::string_view body) {
   return token;
 }
 
-std::optional<std::string> CookieValue(std::string_view header, std::string_view name) {
-  std::vector<std::string> values = CookieValues(header, name, 1);
-  if (values.empty()) return std::nullopt;
-  return std::move(values.front());
-}
-
 std::vector<std::string> CookieValues(std::string_view header, std::string_view name,
                                       std::size_t max_values) {
   std::vector<std::string> values;

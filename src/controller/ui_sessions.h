@@ -58,9 +58,8 @@ class UiSessions {
 // The largest login body taken (its head is refused above it, before the body is read).
 inline constexpr std::size_t kMaxLoginBody = 4096;
 core::Result<std::string> ParseLoginRequest(std::string_view body);
-// The value of cookie `name` in a Cookie header ("a=1; gf_session=x"), if present (the first).
-std::optional<std::string> CookieValue(std::string_view header, std::string_view name);
-// Every value of cookie `name`, in the header's order, at most `max_values`. A browser sends
+// Every value of cookie `name` in a Cookie header ("a=1; gf_session=x"), in the header's order,
+// at most `max_values`. A browser sends
 // several when cookies of one name were set for several paths or by another port of the host (a
 // more specific path first), so a page on another local port can plant one in front of the
 // dashboard's own.

@@ -23,6 +23,8 @@ class WriteRateLimiter {
   // one would be (at least 1); a refused request takes nothing.
   int64_t Take(const std::string& user, int64_t now_ms);
   bool enabled() const { return per_s_ > 0; }
+  double per_s() const { return per_s_; }
+  int64_t burst() const { return static_cast<int64_t>(burst_); }
   // Buckets held now (tests).
   std::size_t buckets() const;
 

@@ -1,7 +1,6 @@
 #include "net/http_server.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -16,6 +15,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <fstream>
 #include <unordered_map>
 
 #include "net/http_router.h"
@@ -733,8 +733,7 @@ struct HttpServer::Impl {
         socklen_t local_len = sizeof local;
         conn->check_host = getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) == 0 &&
                            IsLoopback(local);
-      }
-      if (options.tls) {
+      } else {
         conn->ssl = NewSslOnSocket(options.tls->get(), fd);
         if (!conn->ssl) {
           ERR_clear_error();
@@ -1049,17 +1048,10 @@ core::Result<int> HttpServer::Bind(const ListenAddress& address) {
     impl_->own_names.emplace_back(hostname);
     // And its other names in /etc/hosts (Debian's "127.0.1.1 gpu01.example.com gpu01"), read
     // from the file: a DNS lookup could hold every server start for its timeout.
+    std::ifstream hosts_file("/etc/hosts", std::ios::binary);
     std::string hosts(64 * 1024, '\0');
-    const int hosts_fd = ::open("/etc/hosts", O_RDONLY | O_CLOEXEC);
-    std::size_t got = 0;
-    if (hosts_fd >= 0) {
-      for (ssize_t n = 1; n > 0 && got < hosts.size(); got += static_cast<std::size_t>(n)) {
-        n = ::read(hosts_fd, hosts.data() + got, hosts.size() - got);
-        if (n <= 0) break;
-      }
-      ::close(hosts_fd);
-    }
-    hosts.resize(got);
+    hosts_file.read(hosts.data(), static_cast<std::streamsize>(hosts.size()));
+    hosts.resize(static_cast<std::size_t>(hosts_file.gcount()));
     for (std::string& alias : wire::AliasesInHostsFile(hosts, hostname)) {
       impl_->own_names.push_back(std::move(alias));
     }
