@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -26,10 +27,12 @@
 #include <string>
 #include <vector>
 
+#include "agent/process_tree.h"
+
 namespace gpufleet::agent {
 namespace {
 
-constexpr int kFixedArgs = 15;  // before "--" and the job's argv
+constexpr int kFixedArgs = 16;  // before "--" and the job's argv
 
 bool ParseInt(const std::string& text, int64_t lo, int64_t hi, int64_t& out) {
   if (text.empty() || text.size() > 19) return false;
@@ -291,7 +294,8 @@ std::vector<std::string> ShimCommandLine(const ShimSpec& spec) {
   for (const std::string& c : spec.cleanup) cleanup += (cleanup.empty() ? "" : "\n") + c;
   std::string checks;  // one per line: mount sources hold no control character
   for (const std::string& c : spec.mount_checks) checks += (checks.empty() ? "" : "\n") + c;
-  std::vector<std::string> args = {spec.exit_path,
+  std::vector<std::string> args = {std::to_string(spec.job_id),
+                                   spec.exit_path,
                                    spec.fenced_path,
                                    spec.lease_path,
                                    cgroups,
@@ -316,32 +320,33 @@ core::Result<ShimSpec> ParseShimCommandLine(const std::vector<std::string>& args
     return core::Error{"expected " + std::to_string(kFixedArgs) + " fields, --, and argv"};
   }
   ShimSpec spec;
-  spec.exit_path = args[0];
-  spec.fenced_path = args[1];
-  spec.lease_path = args[2];
-  for (std::size_t start = 0; start < args[3].size();) {
-    const std::size_t end = std::min(args[3].find('\n', start), args[3].size());
-    if (end > start) spec.cgroup_procs.push_back(args[3].substr(start, end - start));
+  if (!ParseInt(args[0], 0, INT64_MAX, spec.job_id)) return core::Error{"a malformed job id"};
+  spec.exit_path = args[1];
+  spec.fenced_path = args[2];
+  spec.lease_path = args[3];
+  for (std::size_t start = 0; start < args[4].size();) {
+    const std::size_t end = std::min(args[4].find('\n', start), args[4].size());
+    if (end > start) spec.cgroup_procs.push_back(args[4].substr(start, end - start));
     start = end + 1;
   }
-  spec.workdir = args[4];
+  spec.workdir = args[5];
   int64_t uid = 0, gid = 0, switch_user = 0;
   if (spec.exit_path.empty() || spec.fenced_path.empty() ||
-      !ParseInt(args[5], 0, int64_t{1} << 40, spec.lease_grace_ms) ||
-      !ParseInt(args[6], 0, int64_t{1} << 62, spec.log_limit) ||
-      !ParseInt(args[7], 0, 1, switch_user) || !ParseInt(args[8], 0, 0xfffffffe, uid) ||
-      !ParseInt(args[9], 0, 0xfffffffe, gid)) {
+      !ParseInt(args[6], 0, int64_t{1} << 40, spec.lease_grace_ms) ||
+      !ParseInt(args[7], 0, int64_t{1} << 62, spec.log_limit) ||
+      !ParseInt(args[8], 0, 1, switch_user) || !ParseInt(args[9], 0, 0xfffffffe, uid) ||
+      !ParseInt(args[10], 0, 0xfffffffe, gid)) {
     return core::Error{"a malformed field"};
   }
   spec.switch_user = switch_user == 1;
   spec.uid = static_cast<uid_t>(uid);
   spec.gid = static_cast<gid_t>(gid);
-  if (args[10] != "-") {
+  if (args[11] != "-") {
     std::size_t start = 0;
-    while (start <= args[10].size()) {
-      const std::size_t comma = std::min(args[10].find(',', start), args[10].size());
+    while (start <= args[11].size()) {
+      const std::size_t comma = std::min(args[11].find(',', start), args[11].size());
       int64_t g = 0;
-      if (!ParseInt(args[10].substr(start, comma - start), 0, 0xfffffffe, g) ||
+      if (!ParseInt(args[11].substr(start, comma - start), 0, 0xfffffffe, g) ||
           spec.groups.size() >= 65536) {
         return core::Error{"a malformed group list"};
       }
@@ -349,22 +354,22 @@ core::Result<ShimSpec> ParseShimCommandLine(const std::vector<std::string>& args
       start = comma + 1;
     }
   }
-  for (std::size_t start = 0; start < args[11].size();) {
-    const std::size_t end = std::min(args[11].find('\n', start), args[11].size());
-    spec.cleanup.push_back(args[11].substr(start, end - start));
+  for (std::size_t start = 0; start < args[12].size();) {
+    const std::size_t end = std::min(args[12].find('\n', start), args[12].size());
+    spec.cleanup.push_back(args[12].substr(start, end - start));
     start = end + 1;
   }
-  spec.oom_watch_dir = args[12];
-  for (std::size_t start = 0; start < args[13].size();) {
-    const std::size_t end = std::min(args[13].find('\n', start), args[13].size());
-    const std::string check = args[13].substr(start, end - start);
+  spec.oom_watch_dir = args[13];
+  for (std::size_t start = 0; start < args[14].size();) {
+    const std::size_t end = std::min(args[14].find('\n', start), args[14].size());
+    const std::string check = args[14].substr(start, end - start);
     if (check.rfind("ro:/", 0) != 0 && check.rfind("rw:/", 0) != 0) {
       return core::Error{"a malformed mount check"};
     }
     spec.mount_checks.push_back(check);
     start = end + 1;
   }
-  if (!ParseInt(args[14], -1, int64_t{1} << 40, spec.private_shm_mib)) {
+  if (!ParseInt(args[15], -1, int64_t{1} << 40, spec.private_shm_mib)) {
     return core::Error{"a malformed /dev/shm size"};
   }
   spec.argv.assign(args.begin() + kFixedArgs + 1, args.end());
@@ -487,6 +492,12 @@ void RunShim(const ShimSpec& spec) {
     if (pinned_any) ReleasePinnedMounts(spec.exit_path);
     _exit(127);
   }
+  // A host job's processes stay below the shim even when they leave its process group (setsid
+  // in a double-forked child): orphaned, they become the shim's children, not init's, so they are
+  // found and ended with the job on a node without cgroups. (A container's runtime manages its
+  // own processes, and its monitor must be free to leave.)
+  const bool own_leftovers = spec.cleanup.empty();
+  if (own_leftovers) prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
   const pid_t job = fork();
   if (job < 0) {
     const int report[2] = {kShimFork, errno};
@@ -601,17 +612,34 @@ void RunShim(const ShimSpec& spec) {
   int code = 127;
   int sig = 0;
   bool fenced = false;
+  bool job_reaped = false;
+  // Reaps every child that has ended (orphans the shim adopted as well: a job that daemonizes a
+  // process per step must not fill the node with zombies); whether the job was one of them, or
+  // the shim has no children left. With `block`, waits for at least one.
+  const auto reap = [&](bool block) {
+    for (;;) {
+      int child_status = 0;
+      const pid_t done = waitpid(-1, &child_status, block ? 0 : WNOHANG);
+      if (done == job) {
+        status = child_status;
+        job_reaped = true;
+        return true;
+      }
+      if (done < 0 && errno == EINTR) continue;
+      if (done < 0) return true;  // ECHILD: nothing left to wait for
+      if (done == 0) return false;
+    }
+  };
   if (job > 0 && (!spec.lease_path.empty() || out_fd >= 0)) {
     // Wait for the job, copying its output as it comes and checking the lease every 250 ms.
     int64_t kill_at = 0;
     for (;;) {
-      const pid_t done = waitpid(job, &status, WNOHANG);
-      if (done == job || (done < 0 && errno != EINTR)) break;
+      if (reap(false)) break;
       if (spec.lease_path.empty()) {
         if (out_fd >= 0) {
           pump_output();
         } else {
-          while (waitpid(job, &status, 0) < 0 && errno == EINTR) {
+          while (!reap(true)) {
           }
           break;
         }
@@ -659,10 +687,13 @@ void RunShim(const ShimSpec& spec) {
       close(out_fd);
     }
   } else if (job > 0) {
-    while (waitpid(job, &status, 0) < 0 && errno == EINTR) {
+    while (!reap(true)) {
     }
   }
-  if (job > 0) {
+  // What the job left running ends with it, as its cgroup's processes do where it has one: also
+  // what left its process group. (Their zombies go to init once the shim has ended.)
+  if (job > 0 && own_leftovers) SignalDescendants(getpid(), SIGKILL);
+  if (job_reaped) {
     if (WIFEXITED(status)) code = WEXITSTATUS(status);
     if (WIFSIGNALED(status)) {
       sig = WTERMSIG(status);

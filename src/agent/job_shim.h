@@ -50,6 +50,10 @@ enum ShimStep : int {
 void ReleasePinnedMounts(const std::string& exit_path);
 
 struct ShimSpec {
+  // The job's id, the shim's first argument: the node's GPU sampler attributes a process without
+  // a job cgroup to the job whose shim (run by the agent's account) it descends from
+  // (gpu/process_info.h), which a job's own processes cannot forge as they can their environment.
+  int64_t job_id = 0;
   std::string exit_path;    // where `<code> <signal>\n` goes when the job ends
   std::string fenced_path;  // left when the shim stopped the job because the lease ran out
   std::string lease_path;   // "" : no lease to watch (LaunchSpec::lease_path)

@@ -12,6 +12,7 @@ namespace {
 
 TEST(JobShim, TheCommandLineCarriesEverySpecFieldBack) {
   ShimSpec spec;
+  spec.job_id = 4711;
   spec.exit_path = "/d/j 1.log.exit";
   spec.fenced_path = "/d/j 1.log.fenced";
   spec.lease_path = "";
@@ -29,6 +30,8 @@ TEST(JobShim, TheCommandLineCarriesEverySpecFieldBack) {
   auto back = ParseShimCommandLine(ShimCommandLine(spec));
   ASSERT_TRUE(back.ok()) << back.error();
   const ShimSpec& b = back.value();
+  EXPECT_EQ(b.job_id, 4711);
+  EXPECT_EQ(ShimCommandLine(spec)[0], "4711") << "first: the GPU sampler reads it there";
   EXPECT_EQ(b.exit_path, spec.exit_path);
   EXPECT_EQ(b.fenced_path, spec.fenced_path);
   EXPECT_EQ(b.lease_path, "");
@@ -87,16 +90,18 @@ TEST(JobShim, AMalformedCommandLineIsRefused) {
     args[field] = value;
     return ParseShimCommandLine(args).ok();
   };
-  EXPECT_FALSE(with(5, "-1"));           // lease grace
-  EXPECT_FALSE(with(6, "12x"));          // log limit
-  EXPECT_FALSE(with(7, "2"));            // switch user
-  EXPECT_FALSE(with(8, "99999999999"));  // uid
-  EXPECT_FALSE(with(10, "1,,2"));        // groups
-  EXPECT_FALSE(with(13, "bad-check"));   // a mount check without ro:/ or rw:/
-  EXPECT_FALSE(with(14, "-2"));          // the /dev/shm size
-  EXPECT_FALSE(with(14, "x"));
-  EXPECT_FALSE(with(15, "--env"));       // the "--" before argv
-  EXPECT_FALSE(with(0, ""));             // exit path
+  EXPECT_FALSE(with(6, "-1"));           // lease grace
+  EXPECT_FALSE(with(7, "12x"));          // log limit
+  EXPECT_FALSE(with(8, "2"));            // switch user
+  EXPECT_FALSE(with(9, "99999999999"));  // uid
+  EXPECT_FALSE(with(11, "1,,2"));        // groups
+  EXPECT_FALSE(with(14, "bad-check"));   // a mount check without ro:/ or rw:/
+  EXPECT_FALSE(with(15, "-2"));          // the /dev/shm size
+  EXPECT_FALSE(with(15, "x"));
+  EXPECT_FALSE(with(16, "--env"));  // the "--" before argv
+  EXPECT_FALSE(with(1, ""));        // exit path
+  EXPECT_FALSE(with(0, "-1"));      // job id
+  EXPECT_FALSE(with(0, "7x"));
   std::vector<std::string> no_argv(good.begin(), good.end() - 1);
   EXPECT_FALSE(ParseShimCommandLine(no_argv).ok());
   EXPECT_FALSE(ParseShimCommandLine({}).ok());

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 
+#include "agent/process_tree.h"
 #include "core/proc_stat.h"
 
 namespace gpufleet::agent {
@@ -56,8 +57,14 @@ core::HostUsage JobUsageMeter::Sample(int64_t id, pid_t leader) {
   Track& t = jobs_[id];
   core::HostUsage u = cgroups_->ReadUsage(id);
   const bool from_cgroup = u.measured();
-  const std::vector<pid_t> pids =
-      from_cgroup ? cgroups_->Processes(id) : ProcessGroupMembers(leader);
+  std::vector<pid_t> pids = from_cgroup ? cgroups_->Processes(id) : ProcessGroupMembers(leader);
+  if (!from_cgroup) {
+    // And what left the group below its shim (process_tree.h); each process once.
+    std::vector<pid_t> below = DescendantsOf(leader);
+    pids.insert(pids.end(), below.begin(), below.end());
+    std::sort(pids.begin(), pids.end());
+    pids.erase(std::unique(pids.begin(), pids.end()), pids.end());
+  }
   static const int64_t kPage = sysconf(_SC_PAGESIZE);
   std::map<pid_t, PerProcess> now;
   std::vector<std::string> fields;

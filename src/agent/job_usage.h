@@ -12,7 +12,8 @@
 //    job's processes in D state (uninterruptible sleep, mostly I/O) adds the time since the last
 //    sample. cgroup v2 also gives real I/O pressure (PSI); v1 and /proc have only this.
 //  - Without a cgroup, CPU time, memory (resident set) and I/O bytes are summed over the
-//    processes of the job's process group from /proc, with the same caveat; the peak is the
+//    processes of the job's process group and those below its shim (which keeps what left the
+//    group; process_tree.h) from /proc, with the same caveat; the peak is the
 //    largest sum seen at a sample; throttling, OOM kills and pressure are not measured.
 // Not thread-safe: one owner samples.
 #include <sys/types.h>

@@ -30,6 +30,7 @@
 #include <optional>
 
 #include "agent/job_shim.h"
+#include "agent/process_tree.h"
 #include "core/job.h"
 #include "core/text.h"
 #include "net/private_file.h"
@@ -338,7 +339,10 @@ void Runner::KillAll() {
         }
       }
     }
-    if (MaySignal(child)) kill(-child.pid, SIGKILL);
+    if (MaySignal(child)) {
+      if (child.container_cleanup.empty()) SignalDescendants(child.pid, SIGKILL);
+      kill(-child.pid, SIGKILL);
+    }
     if (child.own_child) waitpid(child.pid, nullptr, 0);
     if (child.pidfd >= 0) close(child.pidfd);
   }
@@ -528,6 +532,7 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
   // the job and writes its exit status to `<log>.exit`, so the agent can die and come back: the
   // job keeps running, and the new agent re-adopts it by pid and start time (see Adopt).
   ShimSpec shim;
+  shim.job_id = spec.job_id;
   shim.exit_path = exit_path;
   shim.fenced_path = fenced_path;
   shim.lease_path = spec.lease_path;
@@ -692,7 +697,12 @@ bool Runner::Stop(int64_t job_id, double grace_s) {
     child.kill_at = std::chrono::steady_clock::now() +
                     std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                         std::chrono::duration<double>(std::max(0.0, grace_s)));
-    if (MaySignal(child)) kill(-child.pid, SIGTERM);
+    if (MaySignal(child)) {
+      kill(-child.pid, SIGTERM);
+      // And a host job's processes that left the group (its shim keeps them below itself;
+      // process_tree.h), once each. A container's runtime stops its own.
+      if (child.container_cleanup.empty()) SignalDescendants(child.pid, SIGTERM, child.pid);
+    }
   }
   return true;
 }
@@ -780,6 +790,8 @@ std::vector<JobExit> Runner::Reap() {
         StartCleanup(child);
         child.kill_at = now + kContainerKillWait;
       } else {
+        // A host job's processes that left the group first: the shim dies with the group.
+        if (child.container_cleanup.empty()) SignalDescendants(child.pid, SIGKILL);
         kill(-child.pid, SIGKILL);
       }
     }

@@ -15,8 +15,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <thread>
+
+#include "agent/process_tree.h"
+#include "gpu/process_info.h"
 
 namespace gpufleet::agent {
 namespace {
@@ -196,6 +200,98 @@ TEST_F(RunnerTest, StopSendsTermThenKillsTheWholeGroup) {
   const auto polite_exit = WaitExits(runner, 1);
   ASSERT_EQ(polite_exit.size(), 1U);
   EXPECT_EQ(polite_exit[0].exit_code, 42);
+}
+
+// Whether process `pid` has ended (gone, or a zombie) within `seconds`.
+bool EndsWithin(pid_t pid, double seconds) {
+  for (int waited_ms = 0;; waited_ms += 10) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const std::size_t name_end = text.rfind(')');
+    if (!stat || name_end == std::string::npos || text.compare(name_end + 1, 3, " Z ") == 0) {
+      return true;
+    }
+    if (waited_ms >= seconds * 1000) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+// The pid a job wrote to `path` once it is there, after the process has left its job's process
+// group (setsid); 0 when that did not happen within 5 s.
+pid_t EscapedPid(const std::string& path) {
+  for (int i = 0; i < 500; ++i) {
+    std::ifstream in(path);
+    pid_t pid = 0;
+    if (in >> pid && pid > 0 && ::getsid(pid) == pid) return pid;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return 0;
+}
+
+TEST_F(RunnerTest, WhatAJobLeftRunningOutsideItsProcessGroupEndsWithIt) {
+  Runner runner(TestPolicy());
+  // A daemon in a session of its own, left behind: without cgroups, only the shim (its child
+  // subreaper) still finds it.
+  const std::string pid_file = (dir_ / "escaped").string();
+  LaunchSpec spec =
+      Spec(8, {"sh", "-c", "setsid sleep 300 & echo $! > " + pid_file + "; sleep 0.3; exit 0"});
+  ASSERT_TRUE(runner.Launch(spec).ok());
+  const pid_t escaped = EscapedPid(pid_file);
+  ASSERT_GT(escaped, 0) << "the job's daemon did not start its own session";
+  const auto exits = WaitExits(runner, 1);
+  ASSERT_EQ(exits.size(), 1U);
+  EXPECT_EQ(exits[0].exit_code, 0) << "the job's own status, not the daemon's end";
+  EXPECT_TRUE(EndsWithin(escaped, 2)) << "pid " << escaped << " outlived its job";
+  if (!EndsWithin(escaped, 0)) ::kill(escaped, SIGKILL);
+}
+
+TEST_F(RunnerTest, AStopReachesWhatLeftTheJobsProcessGroup) {
+  Runner runner(TestPolicy());
+  // Both ignore SIGTERM: the kill after the grace period must reach the daemon before the shim
+  // dies with the group.
+  const std::string pid_file = (dir_ / "escaped").string();
+  LaunchSpec spec = Spec(
+      9, {"sh", "-c", "trap '' TERM; setsid sleep 300 & echo $! > " + pid_file + "; sleep 300"});
+  ASSERT_TRUE(runner.Launch(spec).ok());
+  const pid_t escaped = EscapedPid(pid_file);
+  ASSERT_GT(escaped, 0) << "the job's daemon did not start its own session";
+  ASSERT_TRUE(runner.Stop(9, 0.2));
+  const auto exits = WaitExits(runner, 1);
+  ASSERT_EQ(exits.size(), 1U);
+  EXPECT_EQ(exits[0].signal, SIGKILL);
+  EXPECT_TRUE(EndsWithin(escaped, 2)) << "pid " << escaped << " outlived its stop";
+  if (!EndsWithin(escaped, 0)) ::kill(escaped, SIGKILL);
+}
+
+TEST_F(RunnerTest, TheShimReapsTheOrphansItAdoptsWhileTheJobRuns) {
+  Runner runner(TestPolicy());
+  // Two double-forked processes that end at once: each becomes the shim's child, and a zombie
+  // until the shim reaps it (a job that does this every step must not fill the node with them).
+  LaunchSpec spec = Spec(10, {"sh", "-c", "(true &); (true &); sleep 1"});
+  const auto launched = runner.Launch(spec);
+  ASSERT_TRUE(launched.ok()) << launched.error();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(ChildrenOf(launched.value().pid).size(), 1U) << "only the job itself is left";
+  ASSERT_EQ(WaitExits(runner, 1).size(), 1U);
+}
+
+TEST_F(RunnerTest, AJobsProcessIsAttributedByItsShimNotByTheVariableItSets) {
+  Runner runner(TestPolicy());
+  // Without a job cgroup (none here), a process claiming another job's id in its environment.
+  LaunchSpec spec = Spec(11, {"sh", "-c", "exec env GPUFLEET_JOB_ID=999 sleep 30"});
+  const auto launched = runner.Launch(spec);
+  ASSERT_TRUE(launched.ok()) << launched.error();
+  std::vector<pid_t> job;
+  for (int i = 0; i < 500 && job.empty(); ++i) {
+    job = ChildrenOf(launched.value().pid);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(job.size(), 1U);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // past env's exec of sleep
+  gpu::ProcessInspector inspector;
+  EXPECT_EQ(inspector.Lookup(static_cast<uint32_t>(job[0]), 0).job_id, "11");
+  runner.Stop(11, 0);
+  ASSERT_EQ(WaitExits(runner, 1).size(), 1U);
 }
 
 TEST_F(RunnerTest, JobsOutliveTheRunnerAndAreReAdopted) {

@@ -14,13 +14,13 @@ namespace {
 constexpr std::size_t kMaxCommandChars = 200;
 constexpr std::size_t kMaxJobIdChars = 128;
 
-std::string ReadSmallFile(const std::string& path) {
+std::string ReadSmallFile(const std::string& path, std::size_t at_most = std::size_t{1} << 20) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return {};
   std::string text;
   char buffer[4096];
   // Bounded: environments and command lines can be large, and we need only their start.
-  while (text.size() < (1U << 20) && in.read(buffer, sizeof buffer).gcount() > 0) {
+  while (text.size() < at_most && in.read(buffer, sizeof buffer).gcount() > 0) {
     text.append(buffer, static_cast<std::size_t>(in.gcount()));
   }
   return text;
@@ -41,6 +41,13 @@ std::string IdAfter(std::string_view text, std::string_view marker) {
     ++end;
   }
   return std::string(text.substr(at + marker.size(), end - at - marker.size()));
+}
+
+// The parent pid in a /proc/<pid>/stat text (its fourth field), or 0.
+long ParentInStat(const std::string& stat) {
+  const std::size_t name_end = stat.rfind(')');  // the name may hold spaces and parentheses
+  if (name_end == std::string::npos || name_end + 4 >= stat.size()) return 0;
+  return std::strtol(stat.c_str() + name_end + 4, nullptr, 10);  // past ") S "
 }
 
 }  // namespace
@@ -115,8 +122,39 @@ ProcessOwner ProcessInspector::Read(std::uint32_t pid) const {
   // GPUFLEET_JOB_ID to another job's id (and its GPU use would count as that job's, its command
   // shown under it). The variable serves nodes without job cgroups.
   owner.job_id = JobIdFromCgroup(ReadSmallFile(dir + "/cgroup"));
+  if (owner.job_id.empty()) owner.job_id = JobOfShimAbove(pid);
   if (owner.job_id.empty()) owner.job_id = JobIdFromEnviron(ReadSmallFile(dir + "/environ"));
   return owner;
+}
+
+std::string ProcessInspector::JobOfShimAbove(std::uint32_t pid) const {
+  long at = pid;
+  for (int depth = 0; depth < 64; ++depth) {
+    at = ParentInStat(ReadSmallFile(proc_root_ + "/" + std::to_string(at) + "/stat", 4096));
+    if (at <= 1) return {};
+    const std::string dir = proc_root_ + "/" + std::to_string(at);
+    // The shim (agent/job_shim.h), run by this agent's account: a job's own process may call
+    // itself gpufleet-shim, but it cannot take the agent's account.
+    const std::string status = ReadSmallFile(dir + "/status", 4096);
+    if (status.rfind("Name:\tgpufleet-shim\n", 0) != 0) continue;
+    const std::size_t uid_at = status.find("\nUid:");
+    if (uid_at == std::string::npos || std::strtoll(status.c_str() + uid_at + 5, nullptr, 10) !=
+                                           static_cast<long long>(geteuid())) {
+      continue;
+    }
+    // Its first argument is the job's id (ShimSpec::job_id).
+    const std::string cmdline = ReadSmallFile(dir + "/cmdline", 4096);
+    const std::size_t start = cmdline.find('\0');
+    if (start == std::string::npos) return {};
+    const std::size_t end = cmdline.find('\0', start + 1);
+    const std::string id =
+        cmdline.substr(start + 1, end == std::string::npos ? 0 : end - start - 1);
+    if (id.empty() || id.size() > 19 || id.find_first_not_of("0123456789") != std::string::npos) {
+      return {};
+    }
+    return id;
+  }
+  return {};
 }
 
 std::string ProcessInspector::UserName(std::int64_t uid) const {

@@ -2,7 +2,9 @@
 // `ProcessInspector`: who runs a GPU process. Reads /proc/<pid> for the owner's uid (mapped to a
 // user name), the command line, and the gpufleet job it belongs to: the cgroup path the agent
 // created (".../gpufleet-job-<id>..." or ".../gpufleet/job-<id>..."), which a process cannot
-// leave, or else (nodes without job cgroups) the `GPUFLEET_JOB_ID` variable the runner sets. A pid
+// leave; else (nodes without job cgroups) the job shim it descends from (a child subreaper, so a
+// job's processes stay below it), whose first argument is the job's id; else the
+// `GPUFLEET_JOB_ID` variable the runner sets, which any process can set (an ssh session's). A pid
 // that cannot be read (gone, or another user's environment without privileges) yields what could be
 // read; never an error.
 #include <cstdint>
@@ -35,6 +37,8 @@ class ProcessInspector {
 
  private:
   ProcessOwner Read(std::uint32_t pid) const;
+  // The id of the job whose shim, run by this process's account, `pid` descends from; "".
+  std::string JobOfShimAbove(std::uint32_t pid) const;
   std::string UserName(std::int64_t uid) const;
 
   struct Entry {

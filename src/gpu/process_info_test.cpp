@@ -61,6 +61,26 @@ TEST_F(FakeProc, CachesUntilTheEntryExpires) {
   EXPECT_EQ(inspector.Lookup(4242, 31).job_id, "7") << "re-read: no job cgroup, the variable";
 }
 
+TEST_F(FakeProc, WithoutAJobCgroupTheShimAboveNamesTheJobNotTheVariable) {
+  // python (4242, claiming job 7 in its environment) < sh (300) < the agent's shim of job 9 (100).
+  Write("4242/cgroup", "0::/user.slice\n");
+  Write("4242/stat", "4242 (python) S 300 4242 4242 0");
+  std::filesystem::create_directories(root_ / "300");
+  Write("300/stat", "300 (s h) (x)) S 100 100 100 0");
+  std::filesystem::create_directories(root_ / "100");
+  Write("100/stat", "100 (gpufleet-shim) S 1 100 100 0");
+  const std::string agents_uid = std::to_string(::geteuid());
+  Write("100/status", "Name:\tgpufleet-shim\nUid:\t" + agents_uid + "\t0\t0\t0\n");
+  Write("100/cmdline",
+        std::string("/opt/gpufleet-shim") + '\0' + "9" + '\0' + "/d/9.log.exit" + '\0');
+  EXPECT_EQ(ProcessInspector(root_.string()).Lookup(4242, 0).job_id, "9");
+  // A shim of another account (a user's own copy, started to claim job 9) is not the agent's.
+  Write("100/status",
+        "Name:\tgpufleet-shim\nUid:\t" + std::to_string(::geteuid() + 1) + "\t0\t0\t0\n");
+  EXPECT_EQ(ProcessInspector(root_.string()).Lookup(4242, 0).job_id, "7")
+      << "no shim of the agent's above: the variable, as before";
+}
+
 TEST_F(FakeProc, VanishedProcessYieldsEmptyOwner) {
   ProcessInspector inspector(root_.string());
   const ProcessOwner& owner = inspector.Lookup(99999, 0);
