@@ -20,6 +20,7 @@
 
 #include "agent/device_filter.h"
 #include "agent/job_usage.h"
+#include "agent/process_tree.h"
 #include "agent/runner.h"
 
 namespace gpufleet::agent {
@@ -591,6 +592,13 @@ core::Result<std::vector<std::string>> CgroupLimits::Prepare(
 std::vector<std::string> CgroupLimits::ForLaunch(
     int64_t id, const JobLimits& limits, const char* who, bool runtime_leaf,
     const std::vector<std::string>& denied_devices) const {
+  if (!available() && !said_tree_ && !ChildrenListed()) {
+    std::fprintf(stderr,
+                 "%s: a job's processes that leave its process group are not found: this kernel "
+                 "has no /proc/PID/task/TID/children (CONFIG_PROC_CHILDREN)\n",
+                 who);
+    said_tree_ = true;
+  }
   if (!available()) {
     if (limits.any() && !said_) {
       std::fprintf(stderr, "%s: jobs run without CPU and memory limits: %s\n", who, why_.c_str());

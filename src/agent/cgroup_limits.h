@@ -190,6 +190,7 @@ class CgroupLimits {
   mutable std::set<int64_t> freeze_waited_;  // jobs FreezeJob waited for once already
   mutable bool said_ = false;
   mutable bool said_cpu_ = false;
+  mutable bool said_tree_ = false;
   bool v2_cpu_ = true;  // v2: the cpu controller is enabled for job cgroups
   int64_t pids_max_ = 0;  // per job (JobPidsMax); 0: no pids controller
 };

@@ -665,6 +665,7 @@ void RunShim(const ShimSpec& spec) {
               open(spec.fenced_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
           if (marker >= 0) close(marker);
           kill(-getpid(), SIGTERM);  // the whole group; the shim ignores it
+          if (own_leftovers) SignalDescendants(getpid(), SIGTERM, getpid());  // and what left it
           kill_at = now_ms + spec.lease_grace_ms;
         }
       } else if (now_ms >= kill_at) {
@@ -691,8 +692,23 @@ void RunShim(const ShimSpec& spec) {
     }
   }
   // What the job left running ends with it, as its cgroup's processes do where it has one: also
-  // what left its process group. (Their zombies go to init once the shim has ended.)
-  if (job > 0 && own_leftovers) SignalDescendants(getpid(), SIGKILL);
+  // what left its process group. As their subreaper the shim is handed every orphan, so killing
+  // and reaping until it has no child left misses none (for at most 2 s: a process in D state
+  // dies only once it wakes, and init reaps it then).
+  if (job > 0 && own_leftovers) {
+    timespec began{};
+    clock_gettime(CLOCK_MONOTONIC, &began);
+    for (;;) {
+      SignalDescendants(getpid(), SIGKILL);
+      while (waitpid(-1, nullptr, WNOHANG) > 0) {
+      }
+      if (ChildrenOf(getpid()).empty()) break;
+      timespec now{};
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      if (now.tv_sec - began.tv_sec >= 2) break;
+      usleep(1000);
+    }
+  }
   if (job_reaped) {
     if (WIFEXITED(status)) code = WEXITSTATUS(status);
     if (WIFSIGNALED(status)) {

@@ -53,12 +53,12 @@ std::vector<pid_t> ProcessGroupMembers(pid_t pgid) {
   return out;
 }
 
-core::HostUsage JobUsageMeter::Sample(int64_t id, pid_t leader) {
+core::HostUsage JobUsageMeter::Sample(int64_t id, pid_t leader, bool below_leader) {
   Track& t = jobs_[id];
   core::HostUsage u = cgroups_->ReadUsage(id);
   const bool from_cgroup = u.measured();
   std::vector<pid_t> pids = from_cgroup ? cgroups_->Processes(id) : ProcessGroupMembers(leader);
-  if (!from_cgroup) {
+  if (!from_cgroup && below_leader) {
     // And what left the group below its shim (process_tree.h); each process once.
     std::vector<pid_t> below = DescendantsOf(leader);
     pids.insert(pids.end(), below.begin(), below.end());

@@ -31,8 +31,10 @@ class JobUsageMeter {
   // `cgroups` must outlive the meter (it may be re-detected in place).
   explicit JobUsageMeter(const CgroupLimits& cgroups) : cgroups_(&cgroups) {}
 
-  // Job `id`'s usage now; `leader` is its shim's pid, which leads its process group.
-  core::HostUsage Sample(int64_t id, pid_t leader);
+  // Job `id`'s usage now; `leader` is its shim's pid, which leads its process group. Without a
+  // cgroup, `leader`'s descendants count too unless `below_leader` is false (a shim already
+  // reaped: its pid may be another process's now).
+  core::HostUsage Sample(int64_t id, pid_t leader, bool below_leader = true);
   // The last sample of job `id` (unmeasured when there was none).
   core::HostUsage Last(int64_t id) const;
   void Forget(int64_t id) { jobs_.erase(id); }

@@ -633,7 +633,8 @@ core::Result<bool> NodeAgent::Beat(int64_t now_ms) {
     h.exit_code = e.exit_code;
     h.stopped = e.stopped || h.stop_sent;
     if (e.signal != 0) h.reason = "killed by signal " + std::to_string(e.signal);
-    h.usage = meter_.Sample(h.id, static_cast<pid_t>(h.pid));  // before its cgroup goes
+    // Before its cgroup goes; its shim has been reaped, so nothing below its pid is the job's.
+    h.usage = meter_.Sample(h.id, static_cast<pid_t>(h.pid), false);
     if (e.oom_events > 0 && e.signal == SIGKILL) {
       // Its cgroup hit the memory limit and the kernel killed in it; the victim's own cgroup (a
       // container's) may be gone by now, with the count the figures would have shown.

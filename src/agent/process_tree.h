@@ -9,6 +9,10 @@
 
 namespace gpufleet::agent {
 
+// Whether this kernel lists a process's children (CONFIG_PROC_CHILDREN); without it every walk
+// below finds no one.
+bool ChildrenListed();
+
 // The direct children of `pid` (every thread's), zombies included; none when it is gone.
 std::vector<pid_t> ChildrenOf(pid_t pid);
 
@@ -17,10 +21,12 @@ std::vector<pid_t> ChildrenOf(pid_t pid);
 std::vector<pid_t> DescendantsOf(pid_t root);
 
 // Sends `sig` to every descendant of `root` (never `root` itself) whose process group is not
-// `except_group` (0: none spared), through a pidfd opened while the process was seen as a child
-// of its parent, so a pid reused meanwhile is never signalled. With SIGKILL the walk first stops
-// each process it finds (SIGSTOP) and walks again until a pass finds no one new, so a process
-// forking meanwhile cannot outrun it. Returns how many were signalled.
-int SignalDescendants(pid_t root, int sig, pid_t except_group = 0);
+// `except_group` (0: none spared). Each is signalled through a pidfd opened while it was seen as
+// a child of its parent, and a parent's children count only if the parent was still there after
+// they were read (`root_pidfd`, when given, pins `root` itself), so a pid reused meanwhile is
+// never signalled. With SIGKILL the walk first stops each process it finds (SIGSTOP), waits up
+// to 100 ms for them to stop, and walks again until a walk finds no one new, so a process forking
+// meanwhile cannot outrun it. Returns how many were signalled.
+int SignalDescendants(pid_t root, int sig, pid_t except_group = 0, int root_pidfd = -1);
 
 }  // namespace gpufleet::agent

@@ -340,7 +340,7 @@ void Runner::KillAll() {
       }
     }
     if (MaySignal(child)) {
-      if (child.container_cleanup.empty()) SignalDescendants(child.pid, SIGKILL);
+      if (child.container_cleanup.empty()) SignalDescendants(child.pid, SIGKILL, 0, child.pidfd);
       kill(-child.pid, SIGKILL);
     }
     if (child.own_child) waitpid(child.pid, nullptr, 0);
@@ -701,7 +701,8 @@ bool Runner::Stop(int64_t job_id, double grace_s) {
       kill(-child.pid, SIGTERM);
       // And a host job's processes that left the group (its shim keeps them below itself;
       // process_tree.h), once each. A container's runtime stops its own.
-      if (child.container_cleanup.empty()) SignalDescendants(child.pid, SIGTERM, child.pid);
+      if (child.container_cleanup.empty())
+        SignalDescendants(child.pid, SIGTERM, child.pid, child.pidfd);
     }
   }
   return true;
@@ -791,7 +792,7 @@ std::vector<JobExit> Runner::Reap() {
         child.kill_at = now + kContainerKillWait;
       } else {
         // A host job's processes that left the group first: the shim dies with the group.
-        if (child.container_cleanup.empty()) SignalDescendants(child.pid, SIGKILL);
+        if (child.container_cleanup.empty()) SignalDescendants(child.pid, SIGKILL, 0, child.pidfd);
         kill(-child.pid, SIGKILL);
       }
     }

@@ -263,6 +263,44 @@ TEST_F(RunnerTest, AStopReachesWhatLeftTheJobsProcessGroup) {
   if (!EndsWithin(escaped, 0)) ::kill(escaped, SIGKILL);
 }
 
+// Processes whose command line is exactly `argv` that have not ended (zombies do not count).
+std::vector<pid_t> LiveProcessesRunning(const std::string& argv) {
+  std::vector<pid_t> out;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
+    const std::string cmdline((std::istreambuf_iterator<char>(in)),
+                              std::istreambuf_iterator<char>());
+    if (cmdline == argv && !EndsWithin(std::stoi(name), 0)) out.push_back(std::stoi(name));
+  }
+  return out;
+}
+
+TEST_F(RunnerTest, AStopCatchesAJobForkingDaemonsAsFastAsItCan) {
+  Runner runner(TestPolicy());
+  // Stopped while it still forks: each daemon leaves the group at once and ignores SIGTERM.
+  LaunchSpec spec = Spec(12, {"sh", "-c",
+                              "trap '' TERM; i=0; while [ $i -lt 300 ]; do setsid sleep 3012 & "
+                              "i=$((i+1)); done; sleep 300"});
+  ASSERT_TRUE(runner.Launch(spec).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(runner.Stop(12, 0.05));
+  ASSERT_EQ(WaitExits(runner, 1).size(), 1U);
+  const std::string daemon(
+      "sleep\0"
+      "3012\0",
+      11);
+  std::vector<pid_t> left;
+  for (int i = 0; i < 200; ++i) {  // killed ones may take a moment to become zombies
+    left = LiveProcessesRunning(daemon);
+    if (left.empty()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(left.empty()) << left.size() << " daemons outlived the stop";
+  for (pid_t pid : left) ::kill(pid, SIGKILL);
+}
+
 TEST_F(RunnerTest, TheShimReapsTheOrphansItAdoptsWhileTheJobRuns) {
   Runner runner(TestPolicy());
   // Two double-forked processes that end at once: each becomes the shim's child, and a zombie

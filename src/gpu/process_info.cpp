@@ -122,16 +122,29 @@ ProcessOwner ProcessInspector::Read(std::uint32_t pid) const {
   // GPUFLEET_JOB_ID to another job's id (and its GPU use would count as that job's, its command
   // shown under it). The variable serves nodes without job cgroups.
   owner.job_id = JobIdFromCgroup(ReadSmallFile(dir + "/cgroup"));
-  if (owner.job_id.empty()) owner.job_id = JobOfShimAbove(pid);
-  if (owner.job_id.empty()) owner.job_id = JobIdFromEnviron(ReadSmallFile(dir + "/environ"));
+  if (owner.job_id.empty()) {
+    // Outside every job's tree (the walk reached init): the variable, for lack of anything
+    // better. A walk that could not finish (a parent ended meanwhile) says nothing: the variable
+    // could be a job's own process naming another job.
+    bool outside_every_job = false;
+    owner.job_id = JobOfShimAbove(pid, outside_every_job);
+    if (outside_every_job) owner.job_id = JobIdFromEnviron(ReadSmallFile(dir + "/environ"));
+  }
   return owner;
 }
 
-std::string ProcessInspector::JobOfShimAbove(std::uint32_t pid) const {
+std::string ProcessInspector::JobOfShimAbove(std::uint32_t pid, bool& outside_every_job) const {
+  outside_every_job = false;
   long at = pid;
-  for (int depth = 0; depth < 64; ++depth) {
-    at = ParentInStat(ReadSmallFile(proc_root_ + "/" + std::to_string(at) + "/stat", 4096));
-    if (at <= 1) return {};
+  // A chain of parents is at most as long as there are processes (pid_max's ceiling).
+  for (long depth = 0; depth < (long{1} << 22); ++depth) {
+    const std::string stat = ReadSmallFile(proc_root_ + "/" + std::to_string(at) + "/stat", 4096);
+    if (stat.empty()) return {};  // ended while walked: unknown
+    at = ParentInStat(stat);
+    if (at <= 1) {
+      outside_every_job = true;  // init (1) or the kernel (0) above
+      return {};
+    }
     const std::string dir = proc_root_ + "/" + std::to_string(at);
     // The shim (agent/job_shim.h), run by this agent's account: a job's own process may call
     // itself gpufleet-shim, but it cannot take the agent's account.

@@ -37,8 +37,9 @@ class ProcessInspector {
 
  private:
   ProcessOwner Read(std::uint32_t pid) const;
-  // The id of the job whose shim, run by this process's account, `pid` descends from; "".
-  std::string JobOfShimAbove(std::uint32_t pid) const;
+  // The id of the job whose shim, run by this process's account, `pid` descends from; "" when
+  // none is, with `outside_every_job` true only when the walk reached init.
+  std::string JobOfShimAbove(std::uint32_t pid, bool& outside_every_job) const;
   std::string UserName(std::int64_t uid) const;
 
   struct Entry {

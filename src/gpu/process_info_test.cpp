@@ -34,6 +34,7 @@ class FakeProc : public ::testing::Test {
     Write("4242/cmdline", std::string("python\0train.py\0--lr\0", 22));
     Write("4242/environ", std::string("A=1\0GPUFLEET_JOB_ID=7\0", 22));
     Write("4242/cgroup", "0::/gpufleet-job-8.scope\n");
+    Write("4242/stat", "4242 (python) S 1 4242 4242 0");  // init's child: outside every job
   }
   void TearDown() override { std::filesystem::remove_all(root_); }
   void Write(const std::string& name, const std::string& text) {
@@ -79,6 +80,10 @@ TEST_F(FakeProc, WithoutAJobCgroupTheShimAboveNamesTheJobNotTheVariable) {
         "Name:\tgpufleet-shim\nUid:\t" + std::to_string(::geteuid() + 1) + "\t0\t0\t0\n");
   EXPECT_EQ(ProcessInspector(root_.string()).Lookup(4242, 0).job_id, "7")
       << "no shim of the agent's above: the variable, as before";
+  // A parent that ended while walked: unknown, and the variable (which a job's own process may
+  // set to another job's id) is not taken for an answer.
+  std::filesystem::remove(root_ / "300" / "stat");
+  EXPECT_EQ(ProcessInspector(root_.string()).Lookup(4242, 0).job_id, "");
 }
 
 TEST_F(FakeProc, VanishedProcessYieldsEmptyOwner) {
