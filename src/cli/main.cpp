@@ -297,11 +297,17 @@ int main(int argc, char** argv) {
                     "the highest job priority non-admin users may set: N for all of them, "
                     "USER=N for one (default 0: users can only lower their priority)");
   };
-  auto add_jobs_cap_flag = [](CLI::App* cmd, int64_t& value) {
-    cmd->add_option("--max-jobs-per-user", value,
+  auto add_jobs_cap_flag = [](CLI::App* cmd, server::UpOptions& o) {
+    cmd->add_option("--max-jobs-per-user", o.max_jobs_per_user,
                     "the pending and running jobs one non-admin user may hold at once; a submit "
                     "beyond it is refused (403) until some end (0: no cap)")
         ->check(CLI::Range(int64_t{0}, int64_t{100000000}))
+        ->capture_default_str();
+    cmd->add_option("--max-job-bytes-per-user", o.max_job_bytes_per_user,
+                    "the bytes of argv and env one non-admin user's jobs may keep in the store, "
+                    "pending, running and ended (until --job-retention removes them); a submit "
+                    "beyond it is refused (403) (0: no cap)")
+        ->check(CLI::Range(int64_t{0}, int64_t{1} << 50))
         ->capture_default_str();
   };
   auto add_token_lifetime_flag = [](CLI::App* cmd, server::UpOptions& o) {
@@ -536,7 +542,7 @@ int main(int argc, char** argv) {
   add_run_as_flags(up_cmd, up.run_as_maps, up.allow_root_jobs, up.min_job_uid, up.shared_dev_shm);
   add_log_limit_flag(up_cmd, up.log_limit_mib);
   add_priority_flag(up_cmd, up.max_priorities);
-  add_jobs_cap_flag(up_cmd, up.max_jobs_per_user);
+  add_jobs_cap_flag(up_cmd, up);
   add_idle_flags(up_cmd, up);
   add_log_retention_flags(up_cmd, up);
   add_token_lifetime_flag(up_cmd, up);
@@ -582,7 +588,7 @@ int main(int argc, char** argv) {
                    "and PENDING again when restartable")
       ->capture_default_str();
   add_priority_flag(controller_cmd, controller_opts.max_priorities);
-  add_jobs_cap_flag(controller_cmd, controller_opts.max_jobs_per_user);
+  add_jobs_cap_flag(controller_cmd, controller_opts);
   add_idle_flags(controller_cmd, controller_opts);
   add_log_retention_flags(controller_cmd, controller_opts);
   add_token_lifetime_flag(controller_cmd, controller_opts);

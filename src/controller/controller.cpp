@@ -20,6 +20,7 @@
 #include "core/job.h"
 #include "core/text.h"
 #include "sched/policy_registry.h"
+#include "store/job_columns.h"
 
 namespace gpufleet::controller {
 namespace {
@@ -793,16 +794,29 @@ core::Result<int64_t> Controller::Submit(store::JobRecord job, bool within_cap) 
     wake_.notify_all();
     return id;
   };
+  // A retry of a submit already added (its answer was lost) is that job, not one more: asked
+  // only when a cap would refuse it. Nothing when it is not one.
+  const auto earlier_submit = [&]() -> core::Result<std::optional<int64_t>> {
+    auto earlier = store_.JobIdByClientToken(job.user, job.client_token);
+    if (!earlier) return earlier.failure();
+    if (!earlier.value()) return std::optional<int64_t>();
+    auto id = retried(*earlier.value());
+    if (!id) return id.failure();
+    return std::optional<int64_t>(id.value());
+  };
   std::unique_lock<std::mutex> capped(capped_submit_mutex_, std::defer_lock);
-  if (within_cap && options_.max_live_jobs_per_user > 0) {
+  const bool bytes_capped = within_cap && options_.max_job_bytes_per_user > 0;
+  const int64_t job_bytes = bytes_capped ? store::columns::ArgsBytes(job) : 0;
+  if (within_cap && (options_.max_live_jobs_per_user > 0 || bytes_capped)) {
     capped.lock();  // so that concurrent submits of one user cannot all pass the count
+  }
+  if (within_cap && options_.max_live_jobs_per_user > 0) {
     auto live = store_.LiveJobIdsOf(job.user);
     if (!live) return live.failure();
     if (static_cast<int64_t>(live.value().size()) >= options_.max_live_jobs_per_user) {
-      // A retry of a submit already added (its answer was lost) is that job, not one more.
-      auto earlier = store_.JobIdByClientToken(job.user, job.client_token);
+      auto earlier = earlier_submit();
       if (!earlier) return earlier.failure();
-      if (earlier.value()) return retried(*earlier.value());
+      if (earlier.value()) return *earlier.value();
       return core::Error{"jobs: " + job.user + " already holds " +
                              std::to_string(live.value().size()) +
                              " pending or running jobs, the most one user may (an admin sets "
@@ -810,6 +824,35 @@ core::Result<int64_t> Controller::Submit(store::JobRecord job, bool within_cap) 
                          core::ErrorCode::kForbidden, "jobs"};
     }
   }
+  if (bytes_capped) {
+    const int64_t now_ms = Now();
+    auto tally = args_bytes_.find(job.user);
+    const bool over = tally == args_bytes_.end() ||
+                      tally->second.bytes + job_bytes > options_.max_job_bytes_per_user;
+    if (over && (tally == args_bytes_.end() || now_ms - tally->second.counted_ms >= 60000 ||
+                 now_ms < tally->second.counted_ms)) {
+      // Counted again in the store: ended jobs removed since no longer weigh.
+      auto held = store_.JobArgsBytesOf(job.user);
+      if (!held) return held.failure();
+      tally = args_bytes_.insert_or_assign(job.user, ArgsBytesTally{held.value(), now_ms}).first;
+    }
+    if (tally->second.bytes + job_bytes > options_.max_job_bytes_per_user) {
+      auto earlier = earlier_submit();
+      if (!earlier) return earlier.failure();
+      if (earlier.value()) return *earlier.value();
+      return core::Error{
+          "jobs: " + job.user + "'s jobs keep about " + std::to_string(tally->second.bytes) +
+              " bytes of argv and env in the store, ended ones included, and this one adds " +
+              std::to_string(job_bytes) + "; the most one user may keep is " +
+              std::to_string(options_.max_job_bytes_per_user) +
+              " (an admin sets --max-job-bytes-per-user; ended jobs leave the store after the "
+              "admin's --job-retention)",
+          core::ErrorCode::kForbidden, "jobs"};
+    }
+  }
+  // Counted before the store is asked: a commit that went through while its answer was lost
+  // still weighs (too much counted is corrected by the next count in the store, too little never).
+  if (bytes_capped) args_bytes_[job.user].bytes += job_bytes;
   auto added = store_.AddJob(job);  // durable before anything else sees it
   if (!added) return added.failure();
   const int64_t id = added.value().id;

@@ -92,6 +92,12 @@ struct ControllerOptions {
   // MaxSubmitJobs: each waiting job is kept whole in the controller's memory (argv and env up to
   // 256 KiB each), so that without a cap one user could take it all. 0: no cap.
   int64_t max_live_jobs_per_user = 10000;
+  // The bytes of argv and env one non-admin user's jobs may keep in the store together, live and
+  // ended (until --job-retention removes them; Store::JobArgsBytesOf): without it one user
+  // submitting and cancelling in a loop, within the write rate, adds up to 512 KiB of argv and
+  // env a job (several times that as stored JSON, which escapes control characters) for good. A
+  // submit that would pass it is refused (kForbidden, field "jobs"). 0: no cap.
+  int64_t max_job_bytes_per_user = int64_t{1} << 30;
   // The bytes of logs one user's *running* jobs may hold on the controller together (up's
   // --log-quota; 0: no quota). A log chunk is taken up to it; the rest waits on its node (within
   // the node's own --log-limit, told by LogAck::held_back) until the user's running jobs hold
@@ -258,8 +264,9 @@ class Controller {
   std::optional<core::Error> Unrunnable(const store::JobRecord& job) const;
   // Commits `job` (PENDING) and queues it; the id is returned after the commit. `within_cap`
   // (a non-admin's submit): refused (kForbidden, field "jobs") when `job.user` already holds
-  // ControllerOptions::max_live_jobs_per_user live jobs (a retry of a submit that went through is
-  // refused too once the cap is reached: the count cannot tell it from a new one).
+  // ControllerOptions::max_live_jobs_per_user live jobs, or when its argv and env would take the
+  // user's jobs past ControllerOptions::max_job_bytes_per_user (a retry of a submit that went
+  // through is that job, and answered with its id).
   core::Result<int64_t> Submit(store::JobRecord job, bool within_cap = false);
   // The highest priority non-admin `user` may set (ControllerOptions::max_user_priority).
   int MaxUserPriority(const std::string& user) const;
@@ -621,6 +628,16 @@ class Controller {
   };
   mutable std::mutex summary_mutex_;
   std::mutex capped_submit_mutex_;  // a cap's count and the submit it admits, one at a time
+  // Per user, under capped_submit_mutex_: the bytes their jobs keep in the store as last counted
+  // there (Store::JobArgsBytesOf), plus what their submits added since (counted before their
+  // commit), and when it was counted. Retention only lowers the truth, so this is never below it;
+  // a submit it would refuse counts again first, at most once a minute per user (the count reads
+  // an index entry per job of the user, under the store's lock).
+  struct ArgsBytesTally {
+    int64_t bytes = 0;
+    int64_t counted_ms = 0;
+  };
+  std::unordered_map<std::string, ArgsBytesTally> args_bytes_;
   // ExplainQueue's latest explanation: made at `explained_ms_`.
   mutable std::mutex explain_mutex_;  // one explanation made at a time; taken before mutex_
   mutable std::vector<QueueExplanation> explained_;

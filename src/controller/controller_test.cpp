@@ -750,6 +750,49 @@ TEST_F(ControllerTest, ARetryOfASubmitCommittedButNeverQueuedQueuesItEvenAtTheCa
   EXPECT_TRUE(a.Runs(stored.value().id));
 }
 
+// Found by a review: within the write rate, one user submitting and cancelling in a loop added
+// up to 512 KiB a job to the store for good (nothing capped ended jobs' argv and env).
+TEST_F(ControllerTest, AUsersArgvAndEnvInTheStoreAreCappedUntilRetentionRemovesTheirJobs) {
+  ControllerOptions options;
+  options.max_job_bytes_per_user = 2500;
+  Controller& ctl = Make(options);
+  store::JobRecord job = NewJob(1);
+  job.argv = {std::string(1000, 'a')};
+  const auto first = ctl.Submit(job, /*within_cap=*/true);
+  ASSERT_TRUE(first.ok()) << first.error();
+  ASSERT_TRUE(ctl.Cancel(first.value(), now_ms_).ok());  // ended: it still weighs
+  job.client_token = "second";
+  const auto second = ctl.Submit(job, true);
+  ASSERT_TRUE(second.ok()) << second.error();
+  job.client_token = "";
+  const auto refused = ctl.Submit(job, true);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.failure().code, core::ErrorCode::kForbidden);
+  EXPECT_EQ(refused.failure().field, "jobs");
+  EXPECT_NE(refused.error().find("--max-job-bytes-per-user"), std::string::npos) << refused.error();
+  // A retry of a submit that went through is that job, at the cap too.
+  job.client_token = "second";
+  const auto retry = ctl.Submit(job, true);
+  ASSERT_TRUE(retry.ok()) << retry.error();
+  EXPECT_EQ(retry.value(), second.value());
+  job.client_token = "";
+  // Other users, and admins (no cap), are not held back by ada's.
+  store::JobRecord bobs = job;
+  bobs.user = "bob";
+  EXPECT_TRUE(ctl.Submit(bobs, true).ok());
+  store::JobRecord admins = job;
+  admins.argv = {"x"};
+  EXPECT_TRUE(ctl.Submit(admins, /*within_cap=*/false).ok());
+  // Retention removes the ended job. The store is counted again at most once a minute a user
+  // (the count reads every job's texts): refused until then, then let through.
+  ASSERT_EQ(store_->RemoveEndedJobs({first.value()}).value(), 1);
+  EXPECT_FALSE(ctl.Submit(job, true).ok());
+  now_ms_ += 61000;
+  const auto after = ctl.Submit(job, true);
+  EXPECT_TRUE(after.ok()) << after.error();
+  EXPECT_FALSE(ctl.Submit(job, true).ok()) << "and the count goes on from the store's";
+}
+
 TEST_F(ControllerTest, AReportOfAnotherEpochIsIgnoredAndNotListedSoTheAgentStopsIt) {
   Controller& ctl = Make();
   FakeAgent a("a");

@@ -548,6 +548,7 @@ int RunUpOnce(const UpOptions& o) {
     options.own_hardware = own.value();
   }
   options.max_live_jobs_per_user = o.max_jobs_per_user;
+  options.max_job_bytes_per_user = o.max_job_bytes_per_user;
   options.log_quota_bytes = log_retention.user_quota_bytes;
   for (const std::string& text : o.max_priorities) {
     const std::size_t eq = text.find('=');

@@ -33,6 +33,8 @@ struct UpOptions {
   int64_t log_limit_mib = 1024;             // each local job's log keeps this much (0: no cap)
   std::vector<std::string> max_priorities;  // "N" (every non-admin user) or "USER=N"
   int64_t max_jobs_per_user = 10000;        // ControllerOptions::max_live_jobs_per_user (0: no cap)
+  // ControllerOptions::max_job_bytes_per_user (0: no cap).
+  int64_t max_job_bytes_per_user = int64_t{1} << 30;
   std::string log_retention = "0";          // ended jobs' logs kept this long ("0": for good)
   std::string job_retention = "0";  // ended jobs (rows, history, usage, logs) kept this long
   int64_t log_quota_mib = 10240;            // each user's logs on the controller (0: no quota)

@@ -5,6 +5,11 @@
 
 namespace gpufleet::store::columns {
 
+int64_t ArgsBytes(const JobRecord& job) {
+  return static_cast<int64_t>(nlohmann::json(job.argv).dump().size() +
+                              nlohmann::json(job.env).dump().size());
+}
+
 std::vector<std::string> StringsFromJson(const std::string& text) {
   std::vector<std::string> out;
   const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);

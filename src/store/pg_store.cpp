@@ -20,9 +20,9 @@
 //   Nothing is retried after a lost connection: a write whose COMMIT was not confirmed is reported
 //   as failed, and callers retry with their idempotency token.
 // - The schema has its own versions (table meta, schema_version; version 1 is SQLite's 12,
-//   version 2 its 13, version 3 its 14), migrated under an advisory lock so that controllers
-//   starting together do not race.
-//   Column `user` (reserved in SQL) is named `owner` here.
+//   version 2 its 13, version 3 its 14, version 4 its 15), migrated under an advisory lock so that
+//   controllers starting together do not race. Column `user` (reserved in SQL) is named `owner`
+//   here.
 // - Error messages name the server (host, port, database), never the password (a libpq message
 //   that would show it is left out). Text with a NUL byte is refused (kInvalid), never cut short.
 #include <libpq-fe.h>
@@ -50,7 +50,7 @@
 namespace gpufleet::store {
 namespace {
 
-constexpr int kSchemaVersion = 3;
+constexpr int kSchemaVersion = 4;
 constexpr int64_t kMigrationLock = 0x6770756670677331;  // "gpufpgs1": pg_advisory_xact_lock key
 constexpr auto kResetInterval = std::chrono::milliseconds(200);
 constexpr std::size_t kMaxBatch = 256;  // submits written in one transaction
@@ -119,6 +119,15 @@ constexpr const char* kSchemaV3 = R"sql(
 ALTER TABLE jobs ADD COLUMN min_gpus INTEGER NOT NULL DEFAULT 0;
 )sql";
 
+// Version 4: the bytes of each job's argv and env texts, indexed by owner so that a user's sum
+// reads the index alone (Store::JobArgsBytesOf), SQLite's 15. (octet_length counts bytes in the
+// database's encoding: UTF-8, as the controller counts them, in a database made for gpufleet.)
+constexpr const char* kSchemaV4 = R"sql(
+ALTER TABLE jobs ADD COLUMN args_bytes BIGINT NOT NULL DEFAULT 0;
+UPDATE jobs SET args_bytes=octet_length(argv)+octet_length(env);
+CREATE INDEX jobs_by_owner_args ON jobs(owner, args_bytes);
+)sql";
+
 constexpr const char* kJobColumns =
     "id,owner,name,queue,priority,gpus,gpu_milli,gpu_type,nodes,argv,env,workdir,state,"
     "submit_ms,start_ms,end_ms,exit_code,"
@@ -140,10 +149,11 @@ constexpr const char* kInsertJobSql =
     "client_token<>''), "
     "j AS (INSERT INTO jobs(owner,name,queue,priority,gpus,gpu_milli,gpu_type,nodes,argv,env,"
     "workdir,state,submit_ms,client_token,restartable,cpu_milli,memory_mib,time_limit_s,container,"
-    "min_gpus) "
+    "min_gpus,args_bytes) "
     "SELECT $1::text,$2::text,$3::text,$4::integer,$5::integer,$6::integer,$7::text,$8::integer,"
     "$9::text,$10::text,$11::text,'PENDING',$12::bigint,$13::text,$14::integer,$15::bigint,"
-    "$16::bigint,$17::bigint,$18::text,$19::integer WHERE NOT EXISTS (SELECT 1 FROM old) "
+    "$16::bigint,$17::bigint,$18::text,$19::integer,octet_length($9::text)+octet_length($10::text) "
+    "WHERE NOT EXISTS (SELECT 1 FROM old) "
     "ON CONFLICT (owner, client_token) WHERE client_token <> '' DO NOTHING RETURNING id), "
     "e AS (INSERT INTO events(job_id,time_ms,what,detail,actor) "
     "SELECT id,$12::bigint,'submitted',$1::text,$1::text FROM j) "
@@ -469,7 +479,7 @@ class PgStore final : public Store {
                                   " was written by a newer gpufleet; upgrade gpufleet",
                               core::ErrorCode::kUnavailable});
     }
-    const char* steps[] = {kSchemaV1, kSchemaV2, kSchemaV3};
+    const char* steps[] = {kSchemaV1, kSchemaV2, kSchemaV3, kSchemaV4};
     for (int v = version; v < kSchemaVersion; ++v) {
       if (auto r = Simple(steps[v]); !r) return fail(r.failure());
     }
@@ -618,6 +628,14 @@ class PgStore final : public Store {
     std::vector<int64_t> ids;
     for (int row = 0; row < r.value().Rows(); ++row) ids.push_back(r.value().Int(row, 0));
     return ids;
+  }
+
+  core::Result<int64_t> JobArgsBytesOf(const std::string& user) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto r =
+        Read("SELECT COALESCE(SUM(args_bytes),0)::bigint FROM jobs WHERE owner=$1", {Str(user)});
+    if (!r) return r.failure();
+    return r.value().Int(0, 0);
   }
 
   core::Result<std::optional<int64_t>> JobIdByClientToken(

@@ -21,7 +21,7 @@
 namespace gpufleet::store {
 namespace {
 
-constexpr int kSchemaVersion = 14;
+constexpr int kSchemaVersion = 15;
 
 constexpr const char* kSchemaV1 = R"sql(
 CREATE TABLE jobs(
@@ -137,6 +137,14 @@ ALTER TABLE jobs ADD COLUMN container TEXT NOT NULL DEFAULT '';
 // Version 14: an elastic job's fewest GPUs (0: rigid), issue 18.
 constexpr const char* kSchemaV14 = R"sql(
 ALTER TABLE jobs ADD COLUMN min_gpus INTEGER NOT NULL DEFAULT 0;
+)sql";
+
+// Version 15: the bytes of each job's argv and env texts, indexed by user so that a user's sum
+// reads the index alone (Store::JobArgsBytesOf; before, it read every row's texts).
+constexpr const char* kSchemaV15 = R"sql(
+ALTER TABLE jobs ADD COLUMN args_bytes INTEGER NOT NULL DEFAULT 0;
+UPDATE jobs SET args_bytes=length(CAST(argv AS BLOB))+length(CAST(env AS BLOB));
+CREATE INDEX jobs_by_user_args ON jobs(user, args_bytes);
 )sql";
 
 constexpr const char* kJobColumns =
@@ -273,9 +281,9 @@ class SqliteStore final : public Store {
     }
     // Each step runs in its own transaction and records its version, so an interrupted upgrade
     // resumes where it stopped.
-    const char* steps[] = {kSchemaV1, kSchemaV2, kSchemaV3, kSchemaV4, kSchemaV5,
-                           kSchemaV6, kSchemaV7, kSchemaV8, kSchemaV9, kSchemaV10, kSchemaV11,
-                           kSchemaV12, kSchemaV13, kSchemaV14};
+    const char* steps[] = {kSchemaV1,  kSchemaV2,  kSchemaV3,  kSchemaV4,  kSchemaV5,
+                           kSchemaV6,  kSchemaV7,  kSchemaV8,  kSchemaV9,  kSchemaV10,
+                           kSchemaV11, kSchemaV12, kSchemaV13, kSchemaV14, kSchemaV15};
     for (int v = version; v < kSchemaVersion; ++v) {
       if (auto r = Exec("BEGIN IMMEDIATE"); !r) return r;
       const std::string record =
@@ -442,6 +450,14 @@ class SqliteStore final : public Store {
     while ((rc = s.Step()) == SQLITE_ROW) ids.push_back(s.Int(0));
     if (rc != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
     return ids;
+  }
+
+  core::Result<int64_t> JobArgsBytesOf(const std::string& user) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Statement s(cache_, "SELECT COALESCE(SUM(args_bytes),0) FROM jobs WHERE user=?");
+    s.Bind(1, user);
+    if (s.Step() != SQLITE_ROW) return Error(sqlite3_errmsg(db_));
+    return s.Int(0);
   }
 
   core::Result<std::optional<int64_t>> JobIdByClientToken(
@@ -1083,7 +1099,10 @@ class SqliteStore final : public Store {
     Statement s(cache_,
                 "INSERT INTO jobs(user,name,queue,priority,gpus,gpu_milli,gpu_type,nodes,argv,env,"
                 "workdir,state,submit_ms,client_token,restartable,cpu_milli,memory_mib,"
-                "time_limit_s,container,min_gpus) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                "time_limit_s,container,min_gpus,args_bytes) "
+                "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    const std::string argv_text = nlohmann::json(job.argv).dump();
+    const std::string env_text = nlohmann::json(job.env).dump();
     s.Bind(1, job.user);
     s.Bind(2, job.name);
     s.Bind(3, job.queue);
@@ -1092,8 +1111,8 @@ class SqliteStore final : public Store {
     s.Bind(6, job.gpu_milli);
     s.Bind(7, job.gpu_type);
     s.Bind(8, job.nodes);
-    s.Bind(9, nlohmann::json(job.argv).dump());
-    s.Bind(10, nlohmann::json(job.env).dump());
+    s.Bind(9, argv_text);
+    s.Bind(10, env_text);
     s.Bind(11, job.workdir);
     s.Bind(12, std::string(StateName(JobState::kPending)));
     s.Bind(13, job.submit_ms);
@@ -1104,6 +1123,7 @@ class SqliteStore final : public Store {
     s.Bind(18, job.time_limit_s);
     s.Bind(19, columns::ContainerToJson(job.container));
     s.Bind(20, job.min_gpus);
+    s.Bind(21, static_cast<int64_t>(argv_text.size() + env_text.size()));
     if (s.Step() != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
     const int64_t id = sqlite3_last_insert_rowid(db_);
     if (auto r = AddEvent(id, job.submit_ms, "submitted", job.user, job.user); !r) {

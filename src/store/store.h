@@ -316,6 +316,10 @@ class Store {
   // The ids of `user`'s jobs in the live states, ascending: what a user may see named of the
   // queue, read without the jobs' rows (their argv and env may be large).
   virtual core::Result<std::vector<int64_t>> LiveJobIdsOf(const std::string& user) = 0;
+  // The bytes of the argv and env texts of every job of `user` the store holds, live or ended
+  // (columns::ArgsBytes of each, kept beside the job): what
+  // ControllerOptions::max_job_bytes_per_user caps. It reads an index entry per job of the user.
+  virtual core::Result<int64_t> JobArgsBytesOf(const std::string& user) = 0;
   // The id of `user`'s job submitted with `client_token` (non-empty), whatever its state, or
   // nothing: whether a submit is a retry of one already added.
   virtual core::Result<std::optional<int64_t>> JobIdByClientToken(

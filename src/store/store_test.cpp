@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "store/job_columns.h"
 #include "store/pg_test_server.h"
 
 namespace gpufleet::store {
@@ -206,6 +207,27 @@ TEST_P(StoreTest, SubmitThenGetRoundTrips) {
   EXPECT_EQ(j.gpus, 2);
   EXPECT_FALSE(j.exit_code.has_value());
   EXPECT_FALSE(store_->GetJob(999).value().has_value());
+}
+
+TEST_P(StoreTest, AUsersArgsBytesSumTheirJobsArgvAndEnvTextsLiveOrEnded) {
+  EXPECT_EQ(store_->JobArgsBytesOf("alice").value(), 0);
+  JobRecord small = Job("alice");
+  JobRecord large = Job("alice");
+  large.argv.push_back(std::string(100000, 'x') + "\u00e9");  // bytes, not characters
+  large.env.push_back({"K", "\"quoted\"\n"});
+  const int64_t first = store_->SubmitJob(small).value();
+  store_->SubmitJob(large).value();
+  store_->SubmitJob(Job("bob")).value();
+  EXPECT_EQ(store_->JobArgsBytesOf("alice").value(),
+            columns::ArgsBytes(small) + columns::ArgsBytes(large));
+  EXPECT_GT(columns::ArgsBytes(large), 100000 + 2);
+  // Ended jobs count until they are removed.
+  ASSERT_TRUE(store_->Transition(first, JobState::kPending, JobState::kCancelled, {}, 2000).ok());
+  EXPECT_EQ(store_->JobArgsBytesOf("alice").value(),
+            columns::ArgsBytes(small) + columns::ArgsBytes(large));
+  ASSERT_EQ(store_->RemoveEndedJobs({first}).value(), 1);
+  EXPECT_EQ(store_->JobArgsBytesOf("alice").value(), columns::ArgsBytes(large));
+  EXPECT_EQ(store_->JobArgsBytesOf("carol").value(), 0);
 }
 
 TEST_P(StoreTest, ClientTokenMakesSubmitIdempotent) {
@@ -911,6 +933,7 @@ TEST_F(SqliteStoreTest, SchemaNineMovesOldPlacementsIntoRankRows) {
       "DROP TABLE job_ranks;DROP TABLE job_usage;DROP INDEX jobs_by_end;DROP TABLE scale_nodes;"
       "DROP INDEX jobs_by_queue;DROP INDEX jobs_by_gpu_type;DROP INDEX jobs_by_submit;"
       "ALTER TABLE jobs DROP COLUMN container;ALTER TABLE jobs DROP COLUMN min_gpus;"
+      "DROP INDEX jobs_by_user_args;ALTER TABLE jobs DROP COLUMN args_bytes;"
       "ALTER TABLE jobs ADD COLUMN node TEXT NOT NULL DEFAULT '';"
       "ALTER TABLE jobs ADD COLUMN gpu_indices TEXT NOT NULL DEFAULT '[]';"
       "UPDATE jobs SET node='a,b', gpu_indices='[0,1,2,3]' WHERE id=" + std::to_string(multi) +
@@ -927,6 +950,8 @@ TEST_F(SqliteStoreTest, SchemaNineMovesOldPlacementsIntoRankRows) {
   j = *store_->GetJob(single).value();
   EXPECT_EQ(j.placement, (std::vector<RankPlacement>{{"local", {5}}}));
   EXPECT_TRUE(store_->GetJob(waiting).value()->placement.empty());
+  // Version 15 sized the argv and env of the jobs already there.
+  EXPECT_EQ(store_->JobArgsBytesOf("alice").value(), columns::ArgsBytes(Job("alice")));
 }
 
 TEST_P(StoreTest, AContainerJobsImageAndMountsAreKeptAndAHostJobHasNone) {
