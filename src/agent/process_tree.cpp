@@ -12,28 +12,33 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <string_view>
+
+#include "core/proc_stat.h"
 
 namespace gpufleet::agent {
 namespace {
 
-// Fields 4 (parent) and 5 (process group) of /proc/PID/stat; false when it cannot be read.
-bool ReadParentAndGroup(pid_t pid, pid_t& parent, pid_t& group) {
+// The fields after the name in /proc/PID/stat (core::StatFieldsAfterName); empty when it
+// cannot be read.
+std::vector<std::string> StatFields(pid_t pid) {
   char path[64];
   std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
   const int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  char text[1024];
-  const ssize_t n = read(fd, text, sizeof text - 1);
+  if (fd < 0) return {};
+  char text[1024];  // the first fields, all this reads, follow a name of 16 bytes at most
+  const ssize_t n = read(fd, text, sizeof text);
   close(fd);
-  if (n <= 0) return false;
-  text[n] = '\0';
-  // The name (field 2) may hold spaces and parentheses: the fields go on after its last ')'.
-  const char* after = std::strrchr(text, ')');
-  int ppid = 0;
-  int pgrp = 0;
-  if (after == nullptr || std::sscanf(after + 1, " %*c %d %d", &ppid, &pgrp) != 2) return false;
-  parent = ppid;
-  group = pgrp;
+  if (n <= 0) return {};
+  return core::StatFieldsAfterName(std::string_view(text, static_cast<std::size_t>(n)));
+}
+
+// Fields 4 (parent) and 5 (process group) of /proc/PID/stat; false when it cannot be read.
+bool ReadParentAndGroup(pid_t pid, pid_t& parent, pid_t& group) {
+  const std::vector<std::string> fields = StatFields(pid);
+  if (fields.size() < 3) return false;
+  parent = static_cast<pid_t>(std::strtol(fields[1].c_str(), nullptr, 10));
+  group = static_cast<pid_t>(std::strtol(fields[2].c_str(), nullptr, 10));
   return true;
 }
 
@@ -49,19 +54,10 @@ bool StillThere(pid_t pid, int pidfd) {
 // Whether the process is still there and neither stopped nor a zombie.
 bool StillRunning(pid_t pid, int pidfd) {
   if (!StillThere(pid, pidfd)) return false;
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
-  const int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  char text[1024];
-  const ssize_t n = read(fd, text, sizeof text - 1);
-  close(fd);
-  if (n <= 0) return false;
-  text[n] = '\0';
-  const char* after = std::strrchr(text, ')');
-  if (after == nullptr || after[1] == '\0' || after[2] == '\0') return false;
-  const char state = after[2];
-  return state != 'T' && state != 't' && state != 'Z' && state != 'X';
+  const std::vector<std::string> fields = StatFields(pid);
+  if (fields.empty()) return false;
+  const std::string& state = fields[0];
+  return state != "T" && state != "t" && state != "Z" && state != "X";
 }
 
 // Through the pidfd when there is one, else by pid.

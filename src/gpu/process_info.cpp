@@ -8,6 +8,8 @@
 #include <iterator>
 #include <vector>
 
+#include "core/proc_stat.h"
+
 namespace gpufleet::gpu {
 namespace {
 
@@ -45,9 +47,8 @@ std::string IdAfter(std::string_view text, std::string_view marker) {
 
 // The parent pid in a /proc/<pid>/stat text (its fourth field), or 0.
 long ParentInStat(const std::string& stat) {
-  const std::size_t name_end = stat.rfind(')');  // the name may hold spaces and parentheses
-  if (name_end == std::string::npos || name_end + 4 >= stat.size()) return 0;
-  return std::strtol(stat.c_str() + name_end + 4, nullptr, 10);  // past ") S "
+  const std::vector<std::string> fields = core::StatFieldsAfterName(stat);
+  return fields.size() >= 2 ? std::strtol(fields[1].c_str(), nullptr, 10) : 0;
 }
 
 }  // namespace
