@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <thread>
 
+#include "agent/process_tree.h"
+
 namespace gpufleet::agent {
 namespace {
 
@@ -60,6 +62,43 @@ TEST(JobUsageMeterTest, WithoutACgroupItSumsTheProcessGroupFromProcAndKeepsWhatE
   EXPECT_EQ(meter.Last(5).figures, after.figures);
   meter.Forget(5);
   EXPECT_FALSE(meter.Last(5).measured());
+}
+
+// A job's process that left its group (setsid) below its leader is measured too, as long as the
+// leader lives (a reaped leader's pid may be another's: the caller says so).
+TEST(JobUsageMeterTest, WithoutACgroupWhatLeftTheGroupBelowTheLeaderCounts) {
+  const CgroupLimits none = CgroupLimits::Detect("/nonexistent-cgroup-root");
+  JobUsageMeter meter(none);
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t leader = fork();
+  if (leader == 0) {
+    setpgid(0, 0);
+    if (fork() == 0) {
+      setsid();
+      volatile char* block = static_cast<volatile char*>(std::malloc(32 << 20));
+      for (int i = 0; i < (32 << 20); i += 4096) block[i] = 1;
+      (void)!write(ready[1], "x", 1);
+      pause();
+      _exit(0);
+    }
+    pause();
+    _exit(0);
+  }
+  setpgid(leader, leader);
+  char x = 0;
+  ASSERT_EQ(read(ready[0], &x, 1), 1);
+  close(ready[0]);
+  close(ready[1]);
+  EXPECT_EQ(ProcessGroupMembers(leader), std::vector<pid_t>{leader}) << "the other left it";
+  EXPECT_GE(meter.Sample(6, leader).get(UsageFigure::kMemoryCurrentBytes), 32 << 20);
+  JobUsageMeter group_only(none);
+  EXPECT_LT(
+      group_only.Sample(6, leader, /*below_leader=*/false).get(UsageFigure::kMemoryCurrentBytes),
+      32 << 20);
+  for (pid_t child : DescendantsOf(leader)) kill(child, SIGKILL);
+  kill(leader, SIGKILL);
+  waitpid(leader, nullptr, 0);
 }
 
 // A loader's shape (bench/advise_load.cu `starved`): each step starts two threads that spin for
