@@ -2,16 +2,19 @@
 // its standbys). It behaves as the SQLite store does (sqlite_store.cpp): the same records, the
 // same idempotent and group-committed submits, the same compare-and-set transitions. Contract:
 //
-// - One libpq connection, serialized by a mutex; synchronous_commit is on, so a commit is durable
-//   on the server before a write returns. Statements are prepared once per connection, by SQL text.
-//   Concurrent submits are group-committed as in SQLite, each batch in one round trip (pipeline);
-//   so is a TransitionAll, whose whole batch is one set-based statement (kTransitionSql).
+// - Two libpq connections, each serialized by a mutex: one for leadership (below), so that a
+//   renewal never waits behind the other's calls, and one for everything else. synchronous_commit
+//   is on, so a commit is durable on the server before a write returns. Statements are prepared
+//   once per connection, by SQL text. Concurrent submits are group-committed as in SQLite, each
+//   batch in one round trip (pipeline); so is a TransitionAll, whose whole batch is one set-based
+//   statement (kTransitionSql).
 // - Leadership (TryLead, RenewLead, ResignLead, Leader) is the single row of table `leader`, timed
 //   by the database's clock only. A successful TryLead remembers its epoch (the fence). Every
 //   write runs in a transaction that first takes `SELECT ... FROM leader WHERE epoch=<fence> FOR
 //   SHARE`: with no such row (another controller took the lease, or this one never led) the write
 //   fails with kUnavailable ("fenced: ..."). The row lock makes a takeover wait for the writes in
-//   flight, so no write of a former leader commits once a newer epoch exists. Reads are not fenced.
+//   flight, so no write of a former leader commits once a newer epoch exists (a renewal, on its
+//   own connection, waits for them too, at most lock_timeout). Reads are not fenced.
 //   Once the lease has expired, a TryLead that finds the row still locked ends the sessions
 //   holding it (a former leader stuck mid-write), so that a takeover never waits forever.
 // - A lost connection fails the call with kUnavailable; a later call re-establishes it (PQreset, at
@@ -431,6 +434,11 @@ class PgStore final : public Store {
   PgStore& operator=(const PgStore&) = delete;
 
   const std::string& where() const { return where_; }
+  // Leadership's own connection (TryLead, RenewLead, ResignLead, Leader go there): a renewal
+  // never waits behind this connection's calls (a report's read, a batch of writes), which
+  // could otherwise outlast a lease of a few seconds and hand the lead over while this
+  // controller is healthy. Without one, they share this connection.
+  void set_lease_connection(std::unique_ptr<PgStore> lease) { lease_ = std::move(lease); }
 
   // A libpq message, on one line, or a note in its place when it would show the password.
   std::string Message(const char* libpq, bool quoted = false) const {
@@ -496,6 +504,14 @@ class PgStore final : public Store {
 
   core::Result<std::optional<int64_t>> TryLead(const std::string& holder, const std::string& url,
                                                int64_t lease_ms) override {
+    if (lease_ != nullptr) {
+      auto led = lease_->TryLead(holder, url, lease_ms);
+      if (led.ok() && led.value()) {
+        last_epoch_ = *led.value();
+        fence_epoch_ = *led.value();
+      }
+      return led;
+    }
     std::lock_guard<std::mutex> lock(mutex_);
     if (auto c = Ready(); !c) return c.failure();
     const std::string take =
@@ -540,6 +556,11 @@ class PgStore final : public Store {
   }
 
   core::Result<bool> RenewLead(int64_t epoch, int64_t lease_ms) override {
+    if (lease_ != nullptr) {
+      auto renewed = lease_->RenewLead(epoch, lease_ms);
+      if (renewed.ok() && !renewed.value()) fence_epoch_ = 0;
+      return renewed;
+    }
     std::lock_guard<std::mutex> lock(mutex_);
     auto r = Read(
         "UPDATE leader SET expires=clock_timestamp()+$2::bigint*interval '1 millisecond' "
@@ -552,8 +573,9 @@ class PgStore final : public Store {
   }
 
   core::Result<bool> ResignLead(int64_t epoch) override {
-    std::lock_guard<std::mutex> lock(mutex_);
     fence_epoch_ = 0;
+    if (lease_ != nullptr) return lease_->ResignLead(epoch);
+    std::lock_guard<std::mutex> lock(mutex_);
     auto r = Read(
         "UPDATE leader SET expires=clock_timestamp()-interval '1 millisecond' "
         "WHERE id=1 AND epoch=$1::bigint",
@@ -563,6 +585,7 @@ class PgStore final : public Store {
   }
 
   core::Result<LeaderInfo> Leader() override {
+    if (lease_ != nullptr) return lease_->Leader();
     std::lock_guard<std::mutex> lock(mutex_);
     auto r = Read(
         "SELECT holder,url,epoch,(extract(epoch FROM expires-clock_timestamp())*1000)::bigint "
@@ -1606,6 +1629,7 @@ class PgStore final : public Store {
   std::chrono::steady_clock::time_point last_reset_;
   std::atomic<int64_t> fence_epoch_{0};  // the epoch writes must hold (0: none, so fenced)
   std::atomic<int64_t> last_epoch_{0};   // the last epoch led, for messages
+  std::unique_ptr<PgStore> lease_;       // leadership's own connection (set_lease_connection)
   // At most kMaxBatch jobs at once: a pipeline's results must fit the sockets' buffers.
   SubmitGroup submits_{
       kMaxBatch, [this](const std::vector<const JobRecord*>& batch) { return CommitBatch(batch); }};
@@ -1667,35 +1691,47 @@ core::Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& connin
                               nullptr};
   const char* const values[] = {"10",   "30", "10", "3", "10000", "gpufleet", conninfo.c_str(),
                                 nullptr};
-  PGconn* conn = PQconnectdbParams(keys, values, 1);
-  if (conn == nullptr)
-    return core::Error{"PostgreSQL: out of memory", core::ErrorCode::kUnavailable};
-  PQsetNoticeProcessor(conn, IgnoreNotice, nullptr);
-  auto store = std::make_unique<PgStore>(conn, secrets);  // owns conn from here
-  if (PQstatus(conn) != CONNECTION_OK) {
-    const char* db = PQdb(conn);
-    const std::string name = db != nullptr ? db : "DB";
-    return core::Error{"cannot connect to " + store->where() + ": " +
-                           store->Message(PQerrorMessage(conn), /*quoted=*/true) +
-                           " (is PostgreSQL running and reachable there? does the database exist? "
-                           "create it with `createdb " +
-                           name + "`)",
-                       core::ErrorCode::kUnavailable};
-  }
-  std::string sslmode;
-  if (PQconninfoOption* used = PQconninfo(conn); used != nullptr) {
-    for (PQconninfoOption* o = used; o->keyword != nullptr; ++o) {
-      if (std::strcmp(o->keyword, "sslmode") == 0 && o->val != nullptr) sslmode = o->val;
+  // One session: connected, its settings made; `warn` says what the transport lacks (once).
+  const auto connect = [&](bool warn) -> core::Result<std::unique_ptr<PgStore>> {
+    PGconn* conn = PQconnectdbParams(keys, values, 1);
+    if (conn == nullptr)
+      return core::Error{"PostgreSQL: out of memory", core::ErrorCode::kUnavailable};
+    PQsetNoticeProcessor(conn, IgnoreNotice, nullptr);
+    auto store = std::make_unique<PgStore>(conn, secrets);  // owns conn from here
+    if (PQstatus(conn) != CONNECTION_OK) {
+      const char* db = PQdb(conn);
+      const std::string name = db != nullptr ? db : "DB";
+      return core::Error{"cannot connect to " + store->where() + ": " +
+                             store->Message(PQerrorMessage(conn), /*quoted=*/true) +
+                             " (is PostgreSQL running and reachable there? does the database "
+                             "exist? create it with `createdb " +
+                             name + "`)",
+                         core::ErrorCode::kUnavailable};
     }
-    PQconninfoFree(used);
-  }
-  const char* host = PQhost(conn);
-  if (auto warning =
-          PostgresTransportWarning(host != nullptr ? host : "", PQsslInUse(conn) == 1, sslmode)) {
-    std::fprintf(stderr, "gpufleet: --store: %s\n", warning->c_str());
-  }
-  if (auto r = store->Setup(); !r) return core::Error{r.error(), core::ErrorCode::kUnavailable};
+    std::string sslmode;
+    if (PQconninfoOption* used = PQconninfo(conn); used != nullptr) {
+      for (PQconninfoOption* o = used; o->keyword != nullptr; ++o) {
+        if (std::strcmp(o->keyword, "sslmode") == 0 && o->val != nullptr) sslmode = o->val;
+      }
+      PQconninfoFree(used);
+    }
+    const char* host = PQhost(conn);
+    if (auto warning =
+            PostgresTransportWarning(host != nullptr ? host : "", PQsslInUse(conn) == 1, sslmode);
+        warning && warn) {
+      std::fprintf(stderr, "gpufleet: --store: %s\n", warning->c_str());
+    }
+    if (auto r = store->Setup(); !r) return core::Error{r.error(), core::ErrorCode::kUnavailable};
+    return store;
+  };
+  auto opened = connect(/*warn=*/true);
+  if (!opened) return opened.failure();
+  std::unique_ptr<PgStore> store = std::move(opened).value();
   if (auto r = store->Migrate(); !r) return core::Error{r.error(), core::ErrorCode::kUnavailable};
+  // Leadership on a second session of its own (PgStore::set_lease_connection).
+  auto lease = connect(/*warn=*/false);
+  if (!lease) return lease.failure();
+  store->set_lease_connection(std::move(lease).value());
   return std::unique_ptr<Store>(std::move(store));
 }
 

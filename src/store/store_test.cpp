@@ -1444,6 +1444,56 @@ TEST_F(PgStoreTest, ConnectionLossIsUnavailableThenRecovers) {
 // (FOR SHARE) with no Sync, so no idle timeout ends its session: standbys would fail on
 // lock_timeout forever. Simulated here by a session of its own that takes the lock and sleeps.
 // A standby ends such a session once the lease has expired, and never before.
+// Found by a review: leadership shared the store's one connection, so a renewal waited behind
+// any call in flight (a read blocked on a lock for up to lock_timeout, a long report), which could
+// outlast the default 3 s lease and hand the lead over from a healthy controller.
+TEST_F(PgStoreTest, ARenewalNeverWaitsBehindACallInFlightOnTheSameStore) {
+  auto led = store_->TryLead("ctl-a", "http://a:7070", 60000);
+  ASSERT_TRUE(led.ok()) << led.error();
+  ASSERT_TRUE(led.value().has_value());
+  const int64_t id = store_->SubmitJob(Job("alice")).value();
+  PgTestServer& server = *server_;
+  const std::string db = dbname_;
+  const auto count = [&](const std::string& sql) {
+    std::string out;
+    server.Psql(sql, db, &out);
+    return out.substr(0, out.find('\n'));
+  };
+  // Another session holds the jobs table for 3 s: a read of a job waits for it (at most
+  // lock_timeout, 2 s).
+  std::thread holder([&server, db] {
+    server.Psql("BEGIN; LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(3)", db);
+  });
+  const Clock::time_point began = Clock::now();
+  while (count("SELECT count(*) FROM pg_locks WHERE relation='jobs'::regclass AND "
+               "mode='AccessExclusiveLock' AND granted") != "1" &&
+         MsSince(began) < 2000) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::atomic<bool> read_done{false};
+  std::thread reader([&] {
+    (void)store_->GetJob(id);
+    read_done = true;
+  });
+  while (count("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type='Lock' AND "
+               "datname=current_database()") != "1" &&
+         !read_done && MsSince(began) < 2500) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const bool read_waiting = !read_done;
+  auto renewed = store_->RenewLead(*led.value(), 60000);
+  auto leader = store_->Leader();
+  const bool read_still_waiting = !read_done;
+  reader.join();
+  holder.join();
+  ASSERT_TRUE(read_waiting) << "the read never waited for the lock: nothing is tested";
+  ASSERT_TRUE(renewed.ok()) << renewed.error();
+  EXPECT_TRUE(renewed.value());
+  ASSERT_TRUE(leader.ok()) << leader.error();
+  EXPECT_EQ(leader.value().holder, "ctl-a");
+  EXPECT_TRUE(read_still_waiting) << "the renewal and the leader's lookup waited for the read";
+}
+
 TEST_F(PgStoreTest, AStuckHolderOfTheLeaseRowIsEndedOnceTheLeaseExpires) {
   std::unique_ptr<Store> b = Connect();
   ASSERT_NE(b, nullptr);
