@@ -3,20 +3,21 @@
 // same idempotent and group-committed submits, the same compare-and-set transitions. Contract:
 //
 // - Two libpq connections, each serialized by a mutex: one for leadership (below), so that a
-//   renewal never waits behind the other's calls, and one for everything else. synchronous_commit
-//   is on, so a commit is durable on the server before a write returns. Statements are prepared
-//   once per connection, by SQL text. Concurrent submits are group-committed as in SQLite, each
-//   batch in one round trip (pipeline); so is a TransitionAll, whose whole batch is one set-based
-//   statement (kTransitionSql).
+//   renewal never waits behind the other's calls (its writes' fences included, which lock the
+//   lease row FOR KEY SHARE: a renewal sets no key), and one for everything else.
+//   synchronous_commit is on, so a commit is durable on the server before a write returns.
+//   Statements are prepared once per connection, by SQL text. Concurrent submits are
+//   group-committed as in SQLite, each batch in one round trip (pipeline); so is a TransitionAll,
+//   whose whole batch is one set-based statement (kTransitionSql).
 // - Leadership (TryLead, RenewLead, ResignLead, Leader) is the single row of table `leader`, timed
 //   by the database's clock only. A successful TryLead remembers its epoch (the fence). Every
 //   write runs in a transaction that first takes `SELECT ... FROM leader WHERE epoch=<fence> FOR
-//   SHARE`: with no such row (another controller took the lease, or this one never led) the write
-//   fails with kUnavailable ("fenced: ..."). The row lock makes a takeover wait for the writes in
-//   flight, so no write of a former leader commits once a newer epoch exists (a renewal, on its
-//   own connection, waits for them too, at most lock_timeout). Reads are not fenced.
-//   Once the lease has expired, a TryLead that finds the row still locked ends the sessions
-//   holding it (a former leader stuck mid-write), so that a takeover never waits forever.
+//   KEY SHARE`: with no such row (another controller took the lease, or this one never led) the
+//   write fails with kUnavailable ("fenced: ..."). The row lock makes a takeover wait for the
+//   writes in flight (a takeover sets the row's key, so it locks the row FOR UPDATE), so no write
+//   of a former leader commits once a newer epoch exists. Reads are not fenced. Once the lease has
+//   expired, a TryLead that finds the row still locked ends the sessions holding it (a former
+//   leader stuck mid-write), so that a takeover never waits forever.
 // - A lost connection fails the call with kUnavailable; a later call re-establishes it (PQreset, at
 //   most once per 200 ms), as it does one that is out of step or lacks its session settings. No
 //   call waits forever: statements time out (30 s), and so does unacknowledged TCP data (10 s).
@@ -143,7 +144,8 @@ constexpr const char* kJobColumns =
 // The fence of a batch of submits: an error (division by zero) unless this controller's epoch
 // still holds the lease, which it locks until the batch commits (see the top).
 constexpr const char* kFenceSql =
-    "SELECT 1/count(*) FROM (SELECT 1 FROM leader WHERE id=1 AND epoch=$1::bigint FOR SHARE) f";
+    "SELECT 1/count(*) FROM (SELECT 1 FROM leader WHERE id=1 AND epoch=$1::bigint FOR KEY SHARE) "
+    "f";
 
 // One submitted job and its event in one statement: its id, or the id of the job its user
 // already submitted with the same client token (then nothing is added).
@@ -505,6 +507,14 @@ class PgStore final : public Store {
   core::Result<std::optional<int64_t>> TryLead(const std::string& holder, const std::string& url,
                                                int64_t lease_ms) override {
     if (lease_ != nullptr) {
+      {
+        // The other connection first: a standby never uses it, so after a database restart it
+        // would fail the new leader's first call (and hand the lead back). Checked, and reset
+        // when broken, before the lead is taken.
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (auto c = Ready(); !c) return c.failure();
+        if (auto ping = Read("SELECT 1", {}); !ping) return ping.failure();
+      }
       auto led = lease_->TryLead(holder, url, lease_ms);
       if (led.ok() && led.value()) {
         last_epoch_ = *led.value();
@@ -517,28 +527,30 @@ class PgStore final : public Store {
     const std::string take =
         "INSERT INTO leader(id,holder,url,epoch,expires) VALUES(1,$1,$2,1,"
         "clock_timestamp()+$3::bigint*interval '1 millisecond') ON CONFLICT(id) DO UPDATE SET "
-        "holder=excluded.holder,url=excluded.url,epoch=leader.epoch+1,expires=excluded.expires "
-        "WHERE leader.expires<clock_timestamp() RETURNING epoch";
+        "id=excluded.id,holder=excluded.holder,url=excluded.url,epoch=leader.epoch+1,"
+        "expires=excluded.expires WHERE leader.expires<clock_timestamp() RETURNING epoch";
     const Params params{Str(holder, "holder"), Str(url, "url"), Int(lease_ms)};
     std::string state;
     auto r = Run(take, params, &state);
     if (!r && state == "55P03") {
-      // lock_not_available: a session holds the lease row (FOR SHARE, a write's fence) past
-      // lock_timeout. A former leader paused while a pipelined batch was partly sent holds it
-      // with no Sync yet, so idle_in_transaction_session_timeout never ends that session, and no
-      // standby could ever take over. Only once the lease has expired by the database's clock
-      // (a plain read: no row lock) are the sessions holding the row's lock ended, and the take
-      // tried once more. While the lease runs, its holder's writes are waited for, never ended:
-      // someone else holds the lease.
+      // lock_not_available: a session holds the lease row (FOR KEY SHARE, a write's fence) past
+      // lock_timeout. (The take sets the key, `id`, so it locks the row FOR UPDATE, which waits
+      // for every fence; a renewal sets no key and waits for none.) A former leader paused while a
+      // pipelined batch was partly sent holds it with no Sync yet, so
+      // idle_in_transaction_session_timeout never ends that session, and no standby could ever take
+      // over. Only once the lease has expired by the database's clock (a plain read: no row lock)
+      // are the sessions holding the row's lock ended, and the take tried once more. While the
+      // lease runs, its holder's writes are waited for, never ended: someone else holds the lease.
       auto expired = Run("SELECT expires<clock_timestamp() FROM leader WHERE id=1", {});
       if (!expired) return expired.failure();
       if (expired.value().Rows() == 0) return r.failure();  // a first leader is being inserted
       if (expired.value().Text(0, 0) != "t") return std::optional<int64_t>();
       // The expiry is checked again in the same statement, so that a lease another standby took
-      // meanwhile is not cut short. RowShareLock is what FOR SHARE takes; readers and other
-      // standbys' takes hold other modes and are left alone. A session that took the lease
-      // meanwhile and whose write is ended sees a lost connection and retries; nothing of a
-      // fenced epoch commits either way.
+      // meanwhile is not cut short. RowShareLock is what FOR KEY SHARE takes; readers and other
+      // standbys' takes hold other modes and are left alone. (With the lease on a connection of
+      // its own, a write of this same controller's expired epoch is ended too: it is fenced.) A
+      // session that took the lease meanwhile and whose write is ended sees a lost connection and
+      // retries; nothing of a fenced epoch commits either way.
       auto ended = Run(
           "SELECT pg_terminate_backend(l.pid) FROM pg_locks l WHERE l.relation='leader'::regclass "
           "AND l.granted AND l.mode='RowShareLock' AND l.pid<>pg_backend_pid() AND "
@@ -558,7 +570,9 @@ class PgStore final : public Store {
   core::Result<bool> RenewLead(int64_t epoch, int64_t lease_ms) override {
     if (lease_ != nullptr) {
       auto renewed = lease_->RenewLead(epoch, lease_ms);
-      if (renewed.ok() && !renewed.value()) fence_epoch_ = 0;
+      // Only this epoch's fence goes (a newer one taken meanwhile stays).
+      int64_t expected = epoch;
+      if (renewed.ok() && !renewed.value()) fence_epoch_.compare_exchange_strong(expected, 0);
       return renewed;
     }
     std::lock_guard<std::mutex> lock(mutex_);
@@ -1300,7 +1314,7 @@ class PgStore final : public Store {
     if (epoch == 0) return Fenced();
     if (auto c = Ready(); !c) return c;
     auto r = Simple("BEGIN; SELECT 1 FROM leader WHERE id=1 AND epoch=" + std::to_string(epoch) +
-                    " FOR SHARE");
+                    " FOR KEY SHARE");
     if (!r) {
       Rollback();
       return r.failure();

@@ -1440,13 +1440,10 @@ TEST_F(PgStoreTest, ConnectionLossIsUnavailableThenRecovers) {
   EXPECT_TRUE(store_->RenewLead(epoch_, 60000).value());
 }
 
-// A former leader paused in the middle of sending a pipelined batch holds the lease row's lock
-// (FOR SHARE) with no Sync, so no idle timeout ends its session: standbys would fail on
-// lock_timeout forever. Simulated here by a session of its own that takes the lock and sleeps.
-// A standby ends such a session once the lease has expired, and never before.
 // Found by a review: leadership shared the store's one connection, so a renewal waited behind
-// any call in flight (a read blocked on a lock for up to lock_timeout, a long report), which could
-// outlast the default 3 s lease and hand the lead over from a healthy controller.
+// any call in flight (here a write waiting up to lock_timeout for a job's row, holding its fence
+// on the lease row), which could outlast the default 3 s lease and hand the lead over from a
+// healthy controller.
 TEST_F(PgStoreTest, ARenewalNeverWaitsBehindACallInFlightOnTheSameStore) {
   auto led = store_->TryLead("ctl-a", "http://a:7070", 60000);
   ASSERT_TRUE(led.ok()) << led.error();
@@ -1459,41 +1456,50 @@ TEST_F(PgStoreTest, ARenewalNeverWaitsBehindACallInFlightOnTheSameStore) {
     server.Psql(sql, db, &out);
     return out.substr(0, out.find('\n'));
   };
-  // Another session holds the jobs table for 3 s: a read of a job waits for it (at most
-  // lock_timeout, 2 s).
-  std::thread holder([&server, db] {
-    server.Psql("BEGIN; LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(3)", db);
+  // Another session holds the job's row for 3 s: a transition of it waits (at most lock_timeout,
+  // 2 s) inside its fenced transaction.
+  std::thread holder([&server, db, id] {
+    server.Psql("BEGIN; SELECT 1 FROM jobs WHERE id=" + std::to_string(id) +
+                    " FOR UPDATE; SELECT pg_sleep(3)",
+                db);
   });
   const Clock::time_point began = Clock::now();
-  while (count("SELECT count(*) FROM pg_locks WHERE relation='jobs'::regclass AND "
-               "mode='AccessExclusiveLock' AND granted") != "1" &&
-         MsSince(began) < 2000) {
+  const std::string row_held =
+      "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(3)%' AND "
+      "state='active' AND pid<>pg_backend_pid()";
+  while (count(row_held) != "1" && MsSince(began) < 2000) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  std::atomic<bool> read_done{false};
-  std::thread reader([&] {
-    (void)store_->GetJob(id);
-    read_done = true;
+  std::atomic<bool> write_done{false};
+  std::thread writer([&] {
+    (void)store_->Transition(id, JobState::kPending, JobState::kCancelled, {}, 2000);
+    write_done = true;
   });
-  while (count("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type='Lock' AND "
-               "datname=current_database()") != "1" &&
-         !read_done && MsSince(began) < 2500) {
+  const std::string waiting =
+      "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type='Lock' AND "
+      "datname=current_database()";
+  while (count(waiting) != "1" && !write_done && MsSince(began) < 2500) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  const bool read_waiting = !read_done;
+  const bool write_waiting = count(waiting) == "1" && !write_done;
   auto renewed = store_->RenewLead(*led.value(), 60000);
   auto leader = store_->Leader();
-  const bool read_still_waiting = !read_done;
-  reader.join();
+  const bool write_still_waiting = !write_done;
+  writer.join();
   holder.join();
-  ASSERT_TRUE(read_waiting) << "the read never waited for the lock: nothing is tested";
+  if (!write_waiting) GTEST_SKIP() << "the write never waited for the row: nothing is tested";
   ASSERT_TRUE(renewed.ok()) << renewed.error();
   EXPECT_TRUE(renewed.value());
   ASSERT_TRUE(leader.ok()) << leader.error();
   EXPECT_EQ(leader.value().holder, "ctl-a");
-  EXPECT_TRUE(read_still_waiting) << "the renewal and the leader's lookup waited for the read";
+  EXPECT_TRUE(write_still_waiting)
+      << "the renewal and the leader's lookup waited for the write in flight";
 }
 
+// A former leader paused in the middle of sending a pipelined batch holds the lease row's lock
+// (FOR KEY SHARE) with no Sync, so no idle timeout ends its session: standbys would fail on
+// lock_timeout forever. Simulated here by a session of its own that takes the lock and sleeps.
+// A standby ends such a session once the lease has expired, and never before.
 TEST_F(PgStoreTest, AStuckHolderOfTheLeaseRowIsEndedOnceTheLeaseExpires) {
   std::unique_ptr<Store> b = Connect();
   ASSERT_NE(b, nullptr);
