@@ -67,7 +67,9 @@ AgentServer::AgentServer(gpu::Sampler& sampler, HostInfo host)
     res.set_content("ok\n", "text/plain");
   });
   server.Get("/v1/gpus", [&impl](const httplib::Request&, httplib::Response& res) {
-    res.set_content(GpusToJson(impl.host, impl.sampler.Latest()), "application/json");
+    // Without command lines (sample_json.h): anyone who can connect reads this.
+    res.set_content(GpusToJson(impl.host, impl.sampler.Latest(), -1, /*with_commands=*/false),
+                    "application/json");
   });
   server.Get(
       R"(/v1/gpus/(\d+)/history)", [&impl](const httplib::Request& req, httplib::Response& res) {

@@ -32,6 +32,57 @@ TEST(ListenAddress, Parses) {
   }
 }
 
+// Simulated GPUs, each running one process whose command line holds a secret.
+class ProcessProbe final : public gpu::GpuProbe {
+ public:
+  std::string BackendName() const override { return inner_.BackendName(); }
+  bool IsSimulated() const override { return true; }
+  std::string DriverVersion() const override { return inner_.DriverVersion(); }
+  int DeviceCount() const override { return inner_.DeviceCount(); }
+  gpu::GpuSample Sample(int index, double now_s) override {
+    gpu::GpuSample s = inner_.Sample(index, now_s);
+    gpu::GpuProcess p;
+    p.pid = 4242;
+    p.uid = 1001;
+    p.user = "alice";
+    p.command = "python train.py --hf-token=SECRET";
+    p.job_id = "7";
+    s.processes.Set({p});
+    return s;
+  }
+  std::vector<gpu::GpuEvent> WaitEvents(int timeout_ms) override {
+    return inner_.WaitEvents(timeout_ms);
+  }
+  gpu::GpuTopology Topology() override { return inner_.Topology(); }
+
+ private:
+  gpu::SimulatedProbe inner_{1};
+};
+
+// Found by a review: the agent's port, open to whoever can connect (a container job on the
+// host's network, which cannot read the host's /proc), served every GPU process's command line.
+TEST(AgentServerTest, TheAgentsPortLeavesOutEachProcesssCommandLine) {
+  ProcessProbe probe;
+  gpu::Sampler sampler(probe, {});
+  sampler.SampleOnce();
+  AgentServer server(sampler, HostInfo{"test-host", "simulated", "simulated", ""});
+  auto port = server.Bind({"127.0.0.1", 0});
+  ASSERT_TRUE(port.ok()) << port.error();
+  std::thread serving([&server] { server.http().Serve(); });
+  httplib::Client client("127.0.0.1", port.value());
+  auto gpus = client.Get("/v1/gpus");
+  server.http().Stop();
+  serving.join();
+  ASSERT_TRUE(gpus);
+  EXPECT_EQ(gpus->body.find("SECRET"), std::string::npos) << gpus->body;
+  const auto doc = nlohmann::json::parse(gpus->body);
+  const auto& process = doc["gpus"][0]["processes"][0];
+  EXPECT_EQ(process["pid"], 4242);
+  EXPECT_TRUE(process["command"].is_null());
+  // `gpufleet top --json` and the heartbeat (its owner's, and the controller's to filter) keep it.
+  EXPECT_NE(GpusToJson(HostInfo{}, sampler.Latest()).find("SECRET"), std::string::npos);
+}
+
 class ServerTest : public ::testing::Test {
  protected:
   void SetUp() override {

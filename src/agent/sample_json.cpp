@@ -27,18 +27,18 @@ json MiB(const gpu::Reading<T>& r) {
 }
 json Float(float v) { return std::isnan(v) ? json(nullptr) : json(v); }
 
-json ProcessJson(const gpu::GpuProcess& p) {
+json ProcessJson(const gpu::GpuProcess& p, bool with_command) {
   return {{"pid", p.pid},
           {"uid", p.uid},
           {"user", p.user},
-          {"command", p.command},
+          {"command", with_command ? json(p.command) : json(nullptr)},
           {"job", p.job_id},
           {"gpu_memory_mib", MiB(p.used_memory_bytes)},
           {"sm_util_pct", Value(p.sm_util_pct)},
           {"mem_util_pct", Value(p.mem_util_pct)}};
 }
 
-json GpuJson(const gpu::GpuSample& s) {
+json GpuJson(const gpu::GpuSample& s, bool with_commands) {
   json g = {
       {"index", s.index},
       {"uuid", s.uuid},
@@ -109,7 +109,8 @@ json GpuJson(const gpu::GpuSample& s) {
   g["nvlinks"] = std::move(links);
   json processes = json::array();
   if (s.processes.has_value()) {
-    for (const gpu::GpuProcess& p : s.processes.value) processes.push_back(ProcessJson(p));
+    for (const gpu::GpuProcess& p : s.processes.value)
+      processes.push_back(ProcessJson(p, with_commands));
   }
   g["processes"] = std::move(processes);
   g["processes_supported"] = s.processes.has_value();
@@ -137,13 +138,13 @@ std::vector<std::string> ClockEventReasonNames(std::uint64_t mask) {
   return names;
 }
 
-std::string GpusToJson(const HostInfo& host, const std::vector<gpu::GpuSample>& samples,
-                       int indent) {
+std::string GpusToJson(const HostInfo& host, const std::vector<gpu::GpuSample>& samples, int indent,
+                       bool with_commands) {
   bool simulated = false;
   json gpus = json::array();
   for (const gpu::GpuSample& s : samples) {
     simulated = simulated || s.simulated;
-    gpus.push_back(GpuJson(s));
+    gpus.push_back(GpuJson(s, with_commands));
   }
   json doc = {{"hostname", host.hostname},
               {"backend", host.backend},

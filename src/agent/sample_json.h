@@ -18,8 +18,11 @@ struct HostInfo {
 };
 
 // One document: the host, then every GPU with its processes. `indent` < 0 prints one line.
+// Without `with_commands` each process's command line is null: the agent's own port serves it to
+// whoever can connect (a container job on the host's network, whose PID namespace hides other
+// processes' command lines; a host mounted with hidepid), and a command line may hold a secret.
 std::string GpusToJson(const HostInfo& host, const std::vector<gpu::GpuSample>& samples,
-                       int indent = -1);
+                       int indent = -1, bool with_commands = true);
 // A GPU's history points and aggregates.
 std::string HistoryToJson(int gpu, const std::vector<gpu::HistoryPoint>& points,
                           const std::vector<gpu::HistoryAggregate>& aggregates);
