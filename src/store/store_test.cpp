@@ -936,7 +936,8 @@ TEST_F(SqliteStoreTest, SchemaNineMovesOldPlacementsIntoRankRows) {
       "DROP INDEX jobs_by_user_args;ALTER TABLE jobs DROP COLUMN args_bytes;"
       "ALTER TABLE jobs ADD COLUMN node TEXT NOT NULL DEFAULT '';"
       "ALTER TABLE jobs ADD COLUMN gpu_indices TEXT NOT NULL DEFAULT '[]';"
-      "UPDATE jobs SET node='a,b', gpu_indices='[0,1,2,3]' WHERE id=" + std::to_string(multi) +
+      "UPDATE jobs SET node='a,b', gpu_indices='[0,1,2,3]' WHERE id=" +
+      std::to_string(multi) +
       ";UPDATE jobs SET node='local', gpu_indices='[5]' WHERE id=" + std::to_string(single) +
       ";UPDATE meta SET value='8' WHERE key='schema_version';";
   ASSERT_EQ(sqlite3_exec(db, v8.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
