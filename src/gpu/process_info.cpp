@@ -121,7 +121,7 @@ ProcessOwner ProcessInspector::Read(std::uint32_t pid) const {
   owner.command = std::move(cmdline);
   // The cgroup first: a process cannot leave its job's cgroup, but any process may set
   // GPUFLEET_JOB_ID to another job's id (and its GPU use would count as that job's, its command
-  // shown under it). The variable serves nodes without job cgroups.
+  // shown under it). Without a job cgroup, the agent's shim above the process names its job.
   owner.job_id = JobIdFromCgroup(ReadSmallFile(dir + "/cgroup"));
   if (owner.job_id.empty()) {
     // Outside every job's tree (the walk reached init): the variable, for lack of anything
