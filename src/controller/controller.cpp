@@ -179,8 +179,8 @@ void Controller::SetEvents(ControllerEvents* events) {
 
 std::vector<Controller::GpuSeries> Controller::JobGpuSeries(const store::JobRecord& job) const {
   std::vector<GpuSeries> out;
-  // A job placed again after a preemption keeps its last run's start and end until it runs:
-  // its new GPUs' past is not its own. A running job's end is that earlier run's too.
+  // A requeued job's start and end are cleared until it runs again, so a job that never ran on
+  // its placement has no start here; a scheduled one has not started on it yet.
   if (job.start_ms <= 0 || job.state == store::JobState::kScheduled ||
       job.state == store::JobState::kPending) {
     return out;
@@ -1290,6 +1290,10 @@ void Controller::RequeueLocked(const store::JobRecord& job, store::JobState from
   store::JobUpdate again;
   again.placement = std::vector<store::RankPlacement>{};
   again.pid = 0;
+  // Not started, not ended: a job cancelled or failed before its next run must not take its
+  // last run's times onto GPUs it never ran on (its GPU history would show another job's use).
+  again.start_ms = 0;
+  again.end_ms = 0;
   again.reason = "requeued: " + why;
   WriteLocked(job.id, from, store::JobState::kPending, std::move(again));
   store::JobRecord queued = job;  // its epoch stays: the next placement bumps it

@@ -280,6 +280,33 @@ TEST_F(ControllerTest, ACancelledRequeuedJobsEarlierLogStopsCounting) {
   EXPECT_EQ(b.LogAcked(next), 1000) << "the cancelled job's 900 bytes no longer count";
 }
 
+// Carried from a review: a requeued job kept its last run's start, so once cancelled while
+// scheduled on another node its GPU history showed that node's GPUs, used by others, from then.
+TEST_F(ControllerTest, ARequeuedJobCancelledBeforeItRunsAgainShowsNoOtherNodesGpuHistory) {
+  Make();
+  FakeAgent a("a"), b("b");
+  ASSERT_TRUE(a.Beat(*ctl_, now_ms_).ok());
+  const int64_t id = RequeuedAfterLogging(a, 10);
+  EXPECT_EQ(Job(id).start_ms, 0) << "waiting again: not started";
+  EXPECT_EQ(Job(id).end_ms, 0);
+  b.sm_pct = 55;  // whatever runs on b, not this job
+  for (int k = 0; k < 3; ++k) {
+    ASSERT_TRUE(b.Beat(*ctl_, now_ms_).ok());
+    now_ms_ += 5000;
+  }
+  ctl_->RunOnce(now_ms_);
+  ASSERT_EQ(Job(id).state, store::JobState::kScheduled);
+  ASSERT_EQ(Job(id).node, "b");
+  ASSERT_TRUE(ctl_->Cancel(id, now_ms_).ok());
+  Step({&b});  // b is told to stop it at once
+  const store::JobRecord cancelled = Job(id);
+  ASSERT_EQ(cancelled.state, store::JobState::kCancelled);
+  // b saw it only as it was stopped: nothing of b's earlier samples is the job's.
+  for (const Controller::GpuSeries& g : ctl_->JobGpuSeries(cancelled)) {
+    for (int64_t t : g.series.t_ms) EXPECT_GE(t, now_ms_) << "b's GPU " << g.index;
+  }
+}
+
 // Found by a review: held heartbeats were capped for all nodes together only, so one node sending
 // 16 long-poll beats at once held every slot and most agent workers.
 TEST_F(ControllerTest, OneNodesSecondLongPollIsAnsweredAtOnce) {
