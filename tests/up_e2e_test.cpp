@@ -1677,6 +1677,25 @@ TEST_F(QssfServer, PredictionsLearntFromFinishedJobsRankTheQueueAndSurviveAResta
         << (after_restart ? "after the restart" : "");
   };
   check(false);
+  // Another user's job, predicted from root's jobs: bob sees the basis, not their run times.
+  const std::string bob = json::parse(Cli("users add bob --json"))["token"].get<std::string>();
+  auto posted = Http(bob).Post("/v1/jobs", R"({"argv":["true"],"gpus":4,"name":"quick"})",
+                               "application/json");
+  ASSERT_TRUE(posted && posted->status == 201);
+  const std::string bobs = std::to_string(json::parse(posted->body)["id"].get<int64_t>());
+  json seen;
+  for (int tries = 0; tries < 100 && !seen.contains("prediction_basis"); ++tries) {
+    if (tries > 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));  // queued next step
+    auto got = Http(bob).Get("/v1/jobs/" + bobs);
+    ASSERT_TRUE(got && got->status == 200);
+    seen = json::parse(got->body);
+  }
+  EXPECT_EQ(seen["prediction_basis"], "queue") << seen.dump();
+  EXPECT_EQ(seen["predicted_runtime_s"], nullptr) << seen.dump();
+  EXPECT_FALSE(seen.contains("prediction_samples") || seen.contains("predictor")) << seen.dump();
+  const json as_admin = json::parse(Cli("show --json " + bobs));
+  EXPECT_GT(as_admin["predicted_runtime_s"].get<double>(), 0) << as_admin.dump();
+  Cli("cancel " + bobs);
   // A restart learns the same history again from the store.
   Kill(SIGTERM);
   Start();

@@ -389,18 +389,28 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
         }
       }
       out["events"] = std::move(events);
-      // Its predicted run time while it waits or runs, and how good predictions have been.
-      if (auto p = impl.controller.Prediction(job->id)) {
+      // Its predicted run time while it waits or runs, and how good predictions have been. A
+      // prediction learnt from other users' jobs (their mean run time, and its changes as their
+      // jobs end) and the fleet's figures are an admin's to see; a user sees only the basis.
+      auto p = impl.controller.Prediction(job->id);
+      if (p && !user->admin && !p->FromOwnUsersJobs()) {
+        out["predicted_runtime_s"] = nullptr;
+        out["prediction_basis"] = p->basis;
+        out["prediction_hidden"] = "learnt from other users' jobs: shown to admins only";
+      } else if (p) {
         out["predicted_runtime_s"] = std::round(p->seconds * 10) / 10;
         out["prediction_basis"] = p->basis;
         out["prediction_samples"] = p->samples;
-        const Controller::PredictorView v = impl.controller.Predictor();
-        out["predictor"] = {{"learnt_jobs", v.learnt},
-                            {"checked_jobs", v.checked},
-                            {"median_relative_error", std::round(v.median_relative_error * 1000) / 1000},
-                            {"mean_absolute_error_s", std::round(v.mean_absolute_error_s * 10) / 10}};
       } else {
         out["predicted_runtime_s"] = nullptr;
+      }
+      if (p && user->admin) {
+        const Controller::PredictorView v = impl.controller.Predictor();
+        out["predictor"] = {
+            {"learnt_jobs", v.learnt},
+            {"checked_jobs", v.checked},
+            {"median_relative_error", std::round(v.median_relative_error * 1000) / 1000},
+            {"mean_absolute_error_s", std::round(v.mean_absolute_error_s * 10) / 10}};
       }
       res.set_content(Dump(out), "application/json");
     }

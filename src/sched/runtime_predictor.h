@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -40,6 +41,9 @@ struct RuntimePrediction {
   // "queue+gpus", "queue", "gpus", "all", or "prior".
   const char* basis = "prior";
   int64_t samples = 0;  // finished jobs in that class
+  // Whether it was learnt from the job's own user's jobs only (classes 1-3); the others mix in
+  // other users' run times.
+  bool FromOwnUsersJobs() const { return std::string_view(basis).starts_with("user+"); }
 };
 
 class RuntimePredictor {
