@@ -364,6 +364,7 @@ TEST_F(UpServer, UsersSeeAndCancelOnlyTheirOwnJobs) {
   EXPECT_EQ(alice.Get("/v1/jobs/" + id)->status, 200);
   // The local user `gpufleet up` created is an admin: it sees everyone's jobs.
   EXPECT_EQ(json::parse(Http(token_).Get("/v1/jobs?user=all")->body).size(), 1U);
+  EXPECT_EQ(bob.Delete("/v1/jobs/" + id)->status, 404);
   EXPECT_EQ(alice.Post("/v1/jobs/" + id + "/cancel")->status, 200);
   // Once it has ended (here it fails at once: alice has no account on this machine), a cancel
   // answers its state and records nothing: a loop of them grew its history and the store
@@ -387,6 +388,22 @@ TEST_F(UpServer, UsersSeeAndCancelOnlyTheirOwnJobs) {
   const json after = json::parse(alice.Get("/v1/jobs/" + id)->body);
   EXPECT_EQ(cancels(after), cancels(ended)) << after["events"].dump();
   EXPECT_LE(cancels(after), 1);
+  // Ended, it can be removed by its owner only: then it is gone, for the admin too. A job that
+  // has not ended cannot (the admin's, which runs: root has an account here).
+  auto running = Http(token_).Post("/v1/jobs", R"({"argv":["sleep","30"]})", "application/json");
+  ASSERT_EQ(running->status, 201);
+  const std::string running_id = std::to_string(json::parse(running->body)["id"].get<int64_t>());
+  auto live = Http(token_).Delete("/v1/jobs/" + running_id);
+  EXPECT_EQ(live->status, 409) << live->body;
+  EXPECT_EQ(json::parse(live->body)["field"], "state") << live->body;
+  EXPECT_EQ(Http(token_).Post("/v1/jobs/" + running_id + "/cancel")->status, 200);
+  EXPECT_EQ(bob.Delete("/v1/jobs/" + id)->status, 404);
+  auto removed = alice.Delete("/v1/jobs/" + id);
+  ASSERT_EQ(removed->status, 200) << removed->body;
+  EXPECT_EQ(json::parse(removed->body)["removed"], true) << removed->body;
+  EXPECT_EQ(alice.Get("/v1/jobs/" + id)->status, 404);
+  EXPECT_EQ(Http(token_).Get("/v1/jobs/" + id)->status, 404);
+  EXPECT_EQ(alice.Delete("/v1/jobs/" + id)->status, 404);
 }
 
 // Security finding 8: the data directory, the store, the token and job logs are private.

@@ -180,6 +180,11 @@ void ClientCli::Register(CLI::App& app) {
   add_client_flags(cancel_cmd, job_client_);
   cancel_cmd->callback(
       [this] { std::exit(Guarded([&] { return RunCancel(job_client_, job_id_); })); });
+  CLI::App* rm_cmd = app.add_subcommand(
+      "rm", "Remove an ended job for good, with its history and logs (yours; admins: anyone's)");
+  rm_cmd->add_option("id", job_id_, "job id")->required();
+  add_client_flags(rm_cmd, job_client_);
+  rm_cmd->callback([this] { std::exit(Guarded([&] { return RunRemove(job_client_, job_id_); })); });
   CLI::App* logs_cmd =
       app.add_subcommand("logs", "Print a job's output (-f: follow until it ends)");
   logs_cmd->add_option("id", job_id_, "job id")->required();

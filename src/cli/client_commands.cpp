@@ -470,6 +470,20 @@ int RunCancel(const ClientOptions& client, int64_t id) {
   return 0;
 }
 
+int RunRemove(const ClientOptions& client, int64_t id) {
+  auto c = Connect(client);
+  if (!c) return 1;
+  auto answer = Check(c->http->Send("DELETE", "/v1/jobs/" + std::to_string(id), "", ""), *c, "rm");
+  if (!answer) return 1;
+  if (client.json) {
+    std::printf("%s\n", answer->dump().c_str());
+  } else {
+    std::printf("job %lld: %s\n", static_cast<long long>(id),
+                (*answer)["removed"] == true ? "removed" : "already gone");
+  }
+  return 0;
+}
+
 int RunLogs(const ClientOptions& client, int64_t id, bool follow, bool raw) {
   auto c = Connect(client);
   if (!c) return 1;

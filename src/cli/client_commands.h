@@ -54,6 +54,9 @@ struct JobsOptions {
 int RunJobs(const JobsOptions& options);
 int RunShow(const ClientOptions& client, int64_t id);
 int RunCancel(const ClientOptions& client, int64_t id);
+// `gpufleet rm ID`: removes an ended job of the caller's (an admin: anyone's) for good, with its
+// history and logs.
+int RunRemove(const ClientOptions& client, int64_t id);
 int RunLogs(const ClientOptions& client, int64_t id, bool follow, bool raw = false);
 int RunNodes(const ClientOptions& client);
 

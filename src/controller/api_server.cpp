@@ -436,6 +436,30 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
             Dump({{"id", job->id}, {"state", std::string(store::StateName(state.value()))}}),
             "application/json");
       });
+  // An ended job removed for good by its owner or an admin, as --job-retention does later: so a
+  // user at --max-job-bytes-per-user can make room, and a job's argv, env and logs can go.
+  server.Delete(
+      R"(/v1/jobs/([^/]+))", [&impl](const httplib::Request& req, httplib::Response& res) {
+        auto user = impl.Authenticate(req, res);
+        if (!user) return;
+        auto job = impl.VisibleJob(req.matches[1], *user, res);
+        if (!job) return;
+        auto removed = impl.controller.RemoveEndedJob(job->id, NowMs());
+        if (!removed) {
+          if (removed.failure().field == "state") {
+            Fail(res, 409, removed.error(), "state");
+          } else {
+            Fail(res, removed.failure());
+          }
+          return;
+        }
+        if (removed.value()) {  // in the admins' audit (its own history went with it)
+          (void)impl.controller.store().Audit(0, user->name, "job removed",
+                                              "job " + std::to_string(job->id) + " of " + job->user,
+                                              NowMs());
+        }
+        res.set_content(Dump({{"id", job->id}, {"removed", removed.value()}}), "application/json");
+      });
   server.Get(R"(/v1/jobs/([^/]+)/logs)",
              [&impl](const httplib::Request& req, httplib::Response& res) {
                auto user = impl.Authenticate(req, res);

@@ -846,7 +846,7 @@ core::Result<int64_t> Controller::Submit(store::JobRecord job, bool within_cap) 
               std::to_string(job_bytes) + "; the most one user may keep is " +
               std::to_string(options_.max_job_bytes_per_user) +
               " (an admin sets --max-job-bytes-per-user; ended jobs leave the store after the "
-              "admin's --job-retention)",
+              "admin's --job-retention, or when their owner removes them: gpufleet rm ID)",
           core::ErrorCode::kForbidden, "jobs"};
     }
   }
@@ -869,6 +869,43 @@ core::Result<int64_t> Controller::Submit(store::JobRecord job, bool within_cap) 
   woken_ = true;
   wake_.notify_all();
   return id;
+}
+
+core::Result<bool> Controller::RemoveEndedJob(int64_t id, int64_t now_ms) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  // Its end, and its usage series with it, recorded first: nothing of it is written after.
+  if (WriteWaitsLocked(id) && !FlushLocked(now_ms)) {
+    return core::Error{"the store is not recording job state changes now; retry",
+                       core::ErrorCode::kUnavailable};
+  }
+  lock.unlock();
+  auto job = store_.GetJob(id);
+  if (!job) return core::Error{job.error()};
+  if (!job.value()) return core::Error{"no job " + std::to_string(id), core::ErrorCode::kNotFound};
+  const store::JobState state = job.value()->state;
+  if (state != store::JobState::kSucceeded && state != store::JobState::kFailed &&
+      state != store::JobState::kCancelled) {
+    return core::Error{"state: job " + std::to_string(id) + " is " +
+                           std::string(store::StateName(state)) +
+                           "; only a SUCCEEDED, FAILED or CANCELLED job can be removed (cancel "
+                           "it first)",
+                       core::ErrorCode::kInvalid, "state"};
+  }
+  // Ended for good (those states are final), so no chunk of its log comes after this.
+  if (!logs_.Erase(logs_.Of(id))) {
+    return core::Error{"job " + std::to_string(id) + "'s logs could not be removed; retry",
+                       core::ErrorCode::kUnavailable};
+  }
+  auto removed = store_.RemoveEndedJobs({id});
+  if (!removed) return core::Error{removed.error(), core::ErrorCode::kUnavailable};
+  if (removed.value() > 0 && options_.max_job_bytes_per_user > 0) {
+    std::lock_guard<std::mutex> capped(capped_submit_mutex_);
+    if (auto tally = args_bytes_.find(job.value()->user); tally != args_bytes_.end()) {
+      tally->second.bytes =
+          std::max<int64_t>(0, tally->second.bytes - store::columns::ArgsBytes(*job.value()));
+    }
+  }
+  return removed.value() > 0;
 }
 
 core::Result<store::JobState> Controller::Cancel(int64_t id, int64_t now_ms) {

@@ -273,6 +273,12 @@ class Controller {
   // Cancels a live job (a running one is stopped with the grace period and becomes CANCELLED
   // when it has ended); returns the state after the request. Idempotent on ended jobs.
   core::Result<store::JobState> Cancel(int64_t id, int64_t now_ms);
+  // Removes ended job `id` for good, as --job-retention does later: its logs, then its row,
+  // history, ranks and usage (and its argv and env no longer count against its user's byte cap).
+  // The caller has checked who may. Errors: kNotFound for no such job; kInvalid naming "state"
+  // for one not SUCCEEDED, FAILED or CANCELLED; kUnavailable when a log or the store could not
+  // be written (what is left stays, and a retry finishes).
+  core::Result<bool> RemoveEndedJob(int64_t id, int64_t now_ms);
   // One pass, on the caller's thread (tests).
   void RunOnce(int64_t now_ms);
   // An agent's heartbeat: registers or revives its node, takes its jobs' states and log chunks,

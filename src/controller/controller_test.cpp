@@ -820,6 +820,38 @@ TEST_F(ControllerTest, AUsersArgvAndEnvInTheStoreAreCappedUntilRetentionRemovesT
   EXPECT_FALSE(ctl.Submit(job, true).ok()) << "and the count goes on from the store's";
 }
 
+// Carried from a review: with the byte cap on by default, a user at it could only wait for the
+// admin's retention. Removing an ended job of theirs makes room at once.
+TEST_F(ControllerTest, RemovingAnEndedJobTakesItsLogsAndRowsAndMakesRoomUnderTheByteCap) {
+  ControllerOptions options;
+  options.max_job_bytes_per_user = 2500;
+  Controller& ctl = Make(options);
+  store::JobRecord job = NewJob(1);
+  job.argv = {std::string(1000, 'a')};
+  const auto first = ctl.Submit(job, /*within_cap=*/true);
+  ASSERT_TRUE(first.ok()) << first.error();
+  const auto second = ctl.Submit(job, true);
+  ASSERT_TRUE(second.ok()) << second.error();
+  ASSERT_FALSE(ctl.Submit(job, true).ok()) << "at the cap";
+  const auto live = ctl.RemoveEndedJob(first.value(), now_ms_);
+  ASSERT_FALSE(live.ok()) << "pending: not removed";
+  EXPECT_EQ(live.failure().field, "state");
+  EXPECT_EQ(Job(first.value()).state, store::JobState::kPending);
+  ASSERT_TRUE(ctl.Cancel(first.value(), now_ms_).ok());
+  ASSERT_TRUE(ctl.Logs().Append(first.value(), 0, "its output\n"));
+  ASSERT_TRUE(ctl.Logs().Append(second.value(), 0, "the other's\n"));
+  const auto removed = ctl.RemoveEndedJob(first.value(), now_ms_);
+  ASSERT_TRUE(removed.ok()) << removed.error();
+  EXPECT_TRUE(removed.value());
+  EXPECT_FALSE(store_->GetJob(first.value()).value().has_value());
+  EXPECT_TRUE(ctl.Logs().Of(first.value()).files.empty());
+  EXPECT_EQ(ctl.Logs().Of(second.value()).files.size(), 1U) << "another job's log stays";
+  EXPECT_TRUE(ctl.Submit(job, true).ok()) << "room made at once, not after a minute";
+  const auto again = ctl.RemoveEndedJob(first.value(), now_ms_);
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.failure().code, core::ErrorCode::kNotFound);
+}
+
 TEST_F(ControllerTest, AReportOfAnotherEpochIsIgnoredAndNotListedSoTheAgentStopsIt) {
   Controller& ctl = Make();
   FakeAgent a("a");

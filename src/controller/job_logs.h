@@ -35,6 +35,8 @@ class JobLogs {
   // Every job with a log here, in id order. Files not named as this class names them are left
   // out (and never removed).
   std::vector<Held> Scan() const;
+  // Job `id`'s files here (a folder scan, as Scan's), for removing one job.
+  Held Of(int64_t id) const;
   // Removes `held`'s files, first writing `note` (one line: why and when) where `gpufleet logs`
   // finds it (RemovedNote) while the job has no log file. Only for jobs that take no more chunks
   // (the controller appends only to live jobs'). False when the note or a file could not be
