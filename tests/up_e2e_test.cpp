@@ -2009,13 +2009,17 @@ TEST_F(IdleServer, AJobWhoseGpuStaysIdleIsWarnedThenStoppedAndABusyOneRunsOn) {
   for (const json& e : ended["events"]) warned = warned || e["what"] == "idle warning";
   EXPECT_TRUE(warned) << ended.dump();
   EXPECT_EQ(json::parse(Cli("show --json " + std::to_string(busy)))["state"], "RUNNING");
+  // Open, /metrics has the controller's figures; a job's series (its id and user) take a token.
   auto metrics = Http("").Get("/metrics");
   ASSERT_TRUE(metrics);
   EXPECT_NE(metrics->body.find("gpufleet_controller_idle_reclaims_total 1"), std::string::npos);
-  EXPECT_NE(metrics->body.find("gpufleet_job_gpu_efficiency_pct{job=\"" +
-                               std::to_string(busy) + "\""),
-            std::string::npos)
-      << metrics->body;
+  const std::string busy_series =
+      "gpufleet_job_gpu_efficiency_pct{job=\"" + std::to_string(busy) + "\"";
+  EXPECT_EQ(metrics->body.find(busy_series), std::string::npos) << metrics->body;
+  metrics = Http(token_).Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_NE(metrics->body.find(busy_series), std::string::npos) << metrics->body;
+  EXPECT_EQ(Http("not-a-token").Get("/metrics")->status, 401);
 
   // The series of each: the idle one at 0% SM, kept after it ended; the busy one live at 90%.
   const json idle_usage = json::parse(Http(token_).Get("/v1/jobs/" + std::to_string(idle) +

@@ -350,8 +350,8 @@ int main(int argc, char** argv) {
                     "read at each request, instead of the copy built in (development)");
     cmd->add_flag("--metrics-auth", o.metrics_auth,
                   "/metrics asks for a user's token (Prometheus: authorization in the scrape "
-                  "config): an admin's shows every job's series, another user's their own jobs' "
-                  "only (default: open, every job's id and user included)");
+                  "config); by default it is open, the per-job series (ids and users) shown only "
+                  "with a token: an admin's shows every job's, another user's their own jobs'");
     cmd->add_option("--user-write-rate", o.user_write_rate,
                     "writing requests (submit, cancel...) a second that each user but admins may "
                     "make, sustained; more are answered 429 with Retry-After, which the CLI "

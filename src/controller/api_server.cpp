@@ -638,9 +638,11 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
   });
   server.Get("/metrics", [&impl, need_token = options.metrics_need_token](
                              const httplib::Request& req, httplib::Response& res) {
-    // With a token asked for, a user who is not an admin sees their own jobs' series only.
+    // Without a token, the controller's own figures only: the per-job series name each running
+    // job's id and user, which no other user may learn. With one (asked for by --metrics-auth),
+    // an admin's shows every job's series, another user's their own jobs' only.
     std::optional<store::UserRecord> caller;
-    if (need_token) {
+    if (need_token || req.has_header("Authorization")) {
       caller = impl.Authenticate(req, res);
       if (!caller) return;
     }
@@ -699,7 +701,7 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
     out += "# HELP gpufleet_job_gpu_efficiency_pct A running job's mean SM utilization so far.\n"
            "# TYPE gpufleet_job_gpu_efficiency_pct gauge\n";
     for (const ControllerStats::JobEfficiency& e : s.running_efficiency) {
-      if (caller && !caller->admin && e.user != caller->name) continue;
+      if (!caller || (!caller->admin && e.user != caller->name)) continue;
       char text[64];
       std::snprintf(text, sizeof text, "%.1f", e.sm_pct);
       out += "gpufleet_job_gpu_efficiency_pct{job=\"" + std::to_string(e.id) + "\",user=\"" +
