@@ -787,7 +787,7 @@ core::Result<int64_t> Controller::Submit(store::JobRecord job, bool within_cap) 
     if (!stored.value() || stored.value()->state != store::JobState::kPending) return id;
     {
       std::lock_guard<std::mutex> lock(inbox_mutex_);
-      if (!retried_ids_.insert(id).second) return id;
+      if (!retried_ids_.try_emplace(id, Now()).second) return id;
       inbox_.push_back(std::move(*stored.value()));
     }
     woken_ = true;
@@ -932,7 +932,7 @@ core::Result<store::JobState> Controller::Cancel(int64_t id, int64_t now_ms) {
       if (auto a = active_.find(id); a != active_.end()) {
         a->second.cancel = true;  // a start being committed: refused, or dropped if it fails
       } else if (!queued) {
-        cancelled_unqueued_.insert(id);  // in the inbox, or on its way: never queued (Pass)
+        cancelled_unqueued_.try_emplace(id, now_ms);  // in the inbox, or on its way (Pass)
       }
       return store::JobState::kCancelled;
     }
@@ -1830,6 +1830,15 @@ void Controller::Pass(std::unique_lock<std::mutex>& lock, int64_t now_ms) {
     for (const store::JobRecord& job : arrived) {
       if (retried_ids_.contains(job.id)) retried.insert(job.id);
     }
+    if (now_ms - unarrived_pruned_ms_ >= 60'000 || now_ms < unarrived_pruned_ms_) {
+      std::erase_if(retried_ids_,
+                    [&](const auto& entry) { return now_ms - entry.second > kForgetUnarrivedMs; });
+    }
+  }
+  if (now_ms - unarrived_pruned_ms_ >= 60'000 || now_ms < unarrived_pruned_ms_) {
+    std::erase_if(cancelled_unqueued_,
+                  [&](const auto& entry) { return now_ms - entry.second > kForgetUnarrivedMs; });
+    unarrived_pruned_ms_ = now_ms;
   }
   for (store::JobRecord& job : arrived) {
     const bool cancelled = cancelled_unqueued_.erase(job.id) > 0;           // before it was queued
@@ -2112,6 +2121,9 @@ ControllerStats Controller::Stats() const {
     }
     if (samples > 0) out.running_efficiency.push_back({id, a.job.user, sm / samples});
   }
+  out.unarrived_remembered = static_cast<int64_t>(cancelled_unqueued_.size());
+  std::lock_guard<std::mutex> inbox_lock(inbox_mutex_);  // taken after mutex_, as in Pass
+  out.unarrived_remembered += static_cast<int64_t>(retried_ids_.size());
   return out;
 }
 

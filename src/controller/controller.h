@@ -226,6 +226,8 @@ struct ControllerStats {
   int64_t health_stops = 0;         // jobs stopped because a GPU of theirs became unhealthy
   int64_t idle_warnings = 0;        // jobs warned that their GPUs are idle
   int64_t idle_reclaims = 0;        // jobs stopped by the idle reclaim
+  // Now: ids remembered for inbox entries yet to arrive (retried submits, cancels before queueing).
+  int64_t unarrived_remembered = 0;
   // GPU-hours of ended jobs: allocated, and of those used (allocated x mean SM utilization).
   double gpu_h_allocated = 0, gpu_h_used = 0;
   // Running jobs' GPU efficiency so far (mean SM % over their GPU-samples), by job.
@@ -612,8 +614,9 @@ class Controller {
   // counts from then); in memory: after a restart it counts from the submit.
   std::unordered_map<int64_t, int64_t> requeued_at_s_;
   // Jobs cancelled while PENDING before a pass took them into the queue (still in `inbox_`, or
-  // a submit on its way there): the pass drops them when they arrive.
-  std::unordered_set<int64_t> cancelled_unqueued_;
+  // a submit on its way there): the pass drops them when they arrive. With when each was added:
+  // those kept past kForgetUnarrivedMs (an entry that never came) are forgotten.
+  std::unordered_map<int64_t, int64_t> cancelled_unqueued_;
   // Run-time predictions (see Prediction): learnt from SUCCEEDED jobs; each job's prediction is
   // made when it is first queued and kept while it waits or runs (a policy's key must not change
   // while a job waits). Mutable: QueuedOf makes them.
@@ -657,13 +660,18 @@ class Controller {
 
   // Committed submits wait here for the next pass, so acknowledging a submit never waits for a
   // pass (whose store writes can take a while) to release `mutex_`.
-  std::mutex inbox_mutex_;
+  mutable std::mutex inbox_mutex_;
   std::vector<store::JobRecord> inbox_;
   // Jobs a retried submit (its client token named a job added before) put in the inbox again,
   // as stored: at most once each, for this controller's life. Their first submit's entry may
   // arrive too, before or after, and either may come after a cancel, so the pass takes in an
-  // entry of these only while the store still says PENDING. Under inbox_mutex_.
-  std::unordered_set<int64_t> retried_ids_;
+  // entry of these only while the store still says PENDING. With when each was added: kept for
+  // kForgetUnarrivedMs (a submit's entry reaches the inbox within a moment of its commit), then
+  // forgotten, so that a user retrying submits in a loop does not grow it for good. Under
+  // inbox_mutex_.
+  std::unordered_map<int64_t, int64_t> retried_ids_;
+  static constexpr int64_t kForgetUnarrivedMs = 3'600'000;
+  int64_t unarrived_pruned_ms_ = 0;  // when the two above were last pruned (under mutex_)
 
   std::condition_variable wake_;
   std::condition_variable node_changed_;  // with mutex_: a node's version changed

@@ -852,6 +852,30 @@ TEST_F(ControllerTest, RemovingAnEndedJobTakesItsLogsAndRowsAndMakesRoomUnderThe
   EXPECT_EQ(again.failure().code, core::ErrorCode::kNotFound);
 }
 
+// Carried from a review: the ids of retried submits (and of jobs cancelled before a pass queued
+// them) were kept for the controller's life, so a user retrying submits in a loop grew them for
+// good. They are forgotten an hour after, when their entries have long arrived.
+TEST_F(ControllerTest, RetriedSubmitsAreRememberedForAnHourNotForGood) {
+  Controller& ctl = Make();
+  store::JobRecord job = NewJob(1);
+  job.client_token = "once";
+  const auto first = ctl.Submit(job);
+  ASSERT_TRUE(first.ok()) << first.error();
+  const auto retry = ctl.Submit(job);  // its answer was lost: the same job, queued at most once
+  ASSERT_TRUE(retry.ok()) << retry.error();
+  EXPECT_EQ(retry.value(), first.value());
+  EXPECT_EQ(ctl.Stats().unarrived_remembered, 1);
+  ctl.RunOnce(now_ms_);
+  EXPECT_EQ(ctl.Stats().waiting, 1) << "queued once";
+  now_ms_ += 30 * 60'000;
+  ctl.RunOnce(now_ms_);
+  EXPECT_EQ(ctl.Stats().unarrived_remembered, 1);
+  now_ms_ += 31 * 60'000;
+  ctl.RunOnce(now_ms_);
+  EXPECT_EQ(ctl.Stats().unarrived_remembered, 0);
+  EXPECT_EQ(ctl.Stats().waiting, 1);
+}
+
 TEST_F(ControllerTest, AReportOfAnotherEpochIsIgnoredAndNotListedSoTheAgentStopsIt) {
   Controller& ctl = Make();
   FakeAgent a("a");
