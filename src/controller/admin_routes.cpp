@@ -336,26 +336,12 @@ void AddAdminRoutes(net::HttpServer& server, Controller& controller,
   server.Post(R"(/v1/nodes/([^/]+)/undrain)", drain_route(false));
   server.Get("/v1/audit", [&controller](const httplib::Request& req, httplib::Response& res) {
     if (!Admin(controller, req, res)) return;
-    int64_t limit = kDefaultAuditPage, before = 0;
-    if (req.has_param("limit")) {
-      auto n = api::ParseId(req.get_param_value("limit"));
-      if (!n || *n < 1 || *n > kMaxAuditPage) {
-        return Fail(res, 400, "limit must be an integer in 1.." + std::to_string(kMaxAuditPage),
-                    "limit");
-      }
-      limit = *n;
-    }
-    if (req.has_param("before")) {
-      auto id = api::ParseId(req.get_param_value("before"));
-      if (!id || *id < 1) return Fail(res, 400, "before must be an event id", "before");
-      before = *id;
-    }
-    // One more than asked: whether older events remain.
-    auto events = controller.store().EventsPage(0, before, limit + 1);
+    auto asked = api::ParseEventPage(req, res, "limit", "before", kDefaultAuditPage, kMaxAuditPage);
+    if (!asked) return;
+    bool more = false;
+    auto events = api::ReadEventPage(controller.store(), 0, *asked, more);
     if (!events) return api::Unavailable(res, events.error());
-    std::vector<store::JobEvent>& page = events.value();
-    const bool more = static_cast<int64_t>(page.size()) > limit;
-    if (more) page.erase(page.begin());
+    const std::vector<store::JobEvent>& page = events.value();
     json out = json::array();
     for (const store::JobEvent& e : page) {
       out.push_back({{"id", e.id},

@@ -175,6 +175,39 @@ std::optional<store::JobRecord> VisibleJob(store::Store& store, const std::strin
   return *job.value();
 }
 
+std::optional<EventPage> ParseEventPage(const httplib::Request& req, httplib::Response& res,
+                                        const std::string& limit_key, const std::string& before_key,
+                                        int64_t fallback, int64_t most) {
+  EventPage page{fallback, 0};
+  if (req.has_param(limit_key)) {
+    auto n = ParseId(req.get_param_value(limit_key));
+    if (!n || *n < 1 || *n > most) {
+      Fail(res, 400, limit_key + " must be an integer in 1.." + std::to_string(most), limit_key);
+      return std::nullopt;
+    }
+    page.limit = *n;
+  }
+  if (req.has_param(before_key)) {
+    auto id = ParseId(req.get_param_value(before_key));
+    if (!id || *id < 1) {
+      Fail(res, 400, before_key + " must be an event id", before_key);
+      return std::nullopt;
+    }
+    page.before = *id;
+  }
+  return page;
+}
+
+core::Result<std::vector<store::JobEvent>> ReadEventPage(store::Store& store, int64_t job_id,
+                                                         const EventPage& page, bool& older) {
+  // One more than asked: whether older events remain.
+  auto events = store.EventsPage(job_id, page.before, page.limit + 1);
+  if (!events) return events;
+  older = static_cast<int64_t>(events.value().size()) > page.limit;
+  if (older) events.value().erase(events.value().begin());
+  return events;
+}
+
 void HideOthersProcesses(json& value, const std::set<std::string>& own_jobs) {
   if (value.is_array()) {
     for (json& v : value) HideOthersProcesses(v, own_jobs);

@@ -1,6 +1,12 @@
 #include "controller/api_common.h"
 
 #include <gtest/gtest.h>
+#include <httplib.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "store/store.h"
 
 namespace gpufleet::controller::api {
 namespace {
@@ -26,6 +32,52 @@ TEST(ApiCommonTest, AUserSeesOthersGpuProcessesWithoutCommandAccountOrJob) {
   EXPECT_EQ(p[1]["command"], "python mine.py");  // the caller's own job, whole
   EXPECT_EQ(p[1]["job"], "7");
   EXPECT_EQ(samples.dump().find("SECRET"), std::string::npos);
+}
+
+// Carried from a review: a job's view listed every event it ever had (a job requeued for months
+// has a history too long for one answer). Pages, newest first, each oldest first.
+TEST(ApiCommonTest, AJobsEventsComeInPagesAndBadPageParametersAreRefusedNamingThem) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("gpufleet-api-common-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  auto opened = store::OpenSqliteStore(dir.string());
+  ASSERT_TRUE(opened.ok()) << opened.error();
+  store::Store& store = *opened.value();
+  for (int k = 0; k < 5; ++k) ASSERT_TRUE(store.Audit(7, "ada", "note", std::to_string(k), k).ok());
+  httplib::Request req;
+  httplib::Response res;
+  req.params.emplace("events_limit", "2");
+  auto asked = ParseEventPage(req, res, "events_limit", "events_before", 1000, 10000);
+  ASSERT_TRUE(asked);
+  bool older = false;
+  auto page = ReadEventPage(store, 7, *asked, older);
+  ASSERT_TRUE(page.ok()) << page.error();
+  ASSERT_EQ(page.value().size(), 2U);
+  EXPECT_EQ(page.value()[0].detail, "3");
+  EXPECT_EQ(page.value()[1].detail, "4");
+  EXPECT_TRUE(older);
+  asked->before = page.value()[0].id;
+  asked->limit = 3;
+  page = ReadEventPage(store, 7, *asked, older);
+  ASSERT_TRUE(page.ok()) << page.error();
+  ASSERT_EQ(page.value().size(), 3U);
+  EXPECT_EQ(page.value()[0].detail, "0");
+  EXPECT_FALSE(older) << "the first page reached";
+  for (const char* bad : {"0", "10001", "-1", "x"}) {
+    httplib::Request wrong;
+    httplib::Response refused;
+    wrong.params.emplace("events_limit", bad);
+    EXPECT_FALSE(ParseEventPage(wrong, refused, "events_limit", "events_before", 1000, 10000));
+    EXPECT_EQ(refused.status, 400) << bad;
+    EXPECT_NE(refused.body.find("\"field\":\"events_limit\""), std::string::npos) << refused.body;
+  }
+  httplib::Request wrong;
+  httplib::Response refused;
+  wrong.params.emplace("events_before", "0");
+  EXPECT_FALSE(ParseEventPage(wrong, refused, "events_limit", "events_before", 1000, 10000));
+  EXPECT_NE(refused.body.find("events_before"), std::string::npos) << refused.body;
+  opened.value().reset();
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

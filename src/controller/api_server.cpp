@@ -40,6 +40,10 @@ constexpr std::size_t kMaxBody = 1 << 20;
 constexpr int kApiThreads = 24;
 constexpr int kAgentThreads = 20;
 constexpr std::size_t kMaxLogChunk = 4 << 20;
+// A job's events in one answer of GET /v1/jobs/ID: the latest 1,000 unless asked otherwise (a job
+// requeued for months could have a history too long for one answer).
+constexpr int64_t kDefaultEventPage = 1000;
+constexpr int64_t kMaxEventPage = 10000;
 
 using api::Dump;
 using api::Fail;  // Fail(res, error): the status follows from the error's code
@@ -379,16 +383,25 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
     auto user = impl.Authenticate(req, res);
     if (!user) return;
     if (auto job = impl.VisibleJob(req.matches[1], *user, res)) {
-      // One job comes with its history: each state change, with when and why.
+      // One job comes with its history: each state change, with when and why; the latest
+      // kDefaultEventPage (events_limit, up to kMaxEventPage), older ones by events_before.
+      auto asked = api::ParseEventPage(req, res, "events_limit", "events_before", kDefaultEventPage,
+                                       kMaxEventPage);
+      if (!asked) return;
       json out = JobJson(*job);
       json events = json::array();
-      if (auto history = impl.controller.store().Events(job->id)) {
-        for (const store::JobEvent& e : history.value()) {
-          events.push_back(
-              {{"time_ms", e.time_ms}, {"what", e.what}, {"detail", e.detail}, {"actor", e.actor}});
-        }
+      bool older = false;
+      auto history = api::ReadEventPage(impl.controller.store(), job->id, *asked, older);
+      if (!history) return api::Unavailable(res, history.error());
+      for (const store::JobEvent& e : history.value()) {
+        events.push_back({{"id", e.id},
+                          {"time_ms", e.time_ms},
+                          {"what", e.what},
+                          {"detail", e.detail},
+                          {"actor", e.actor}});
       }
       out["events"] = std::move(events);
+      if (older) out["events_older_before"] = history.value().front().id;
       // Its predicted run time while it waits or runs, and how good predictions have been. A
       // prediction learnt from other users' jobs (their mean run time, and its changes as their
       // jobs end) and the fleet's figures are an admin's to see; a user sees only the basis.
