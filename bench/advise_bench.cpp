@@ -5,7 +5,8 @@
 //  - BM_EncodeDecode/H: the stored form, with its size per job-hour as a counter (target:
 //    <= 1 KB per job-hour);
 //  - BM_ReportQuery / BM_Report: `gpufleet report` over 100,000 ended jobs: the store's query
-//    (SQLite, a temporary directory) and the grouping (target: <= 1 s together).
+//    (SQLite, a temporary directory), whole and in pages of 10,000 as the route reads it, and the
+//    grouping (target: <= 1 s together).
 // Series are made with a seeded generator: a training-like SM level with noise, periodic dips,
 // host CPU near a limit; what the advisor finds does not matter here, only what it costs.
 #include <benchmark/benchmark.h>
@@ -155,6 +156,24 @@ void BM_ReportQuery(benchmark::State& state) {
   state.counters["rows"] = static_cast<double>(rows);
 }
 BENCHMARK(BM_ReportQuery)->Arg(100'000)->Unit(benchmark::kMillisecond)->Iterations(5);
+
+// The same rows as GET /v1/report reads them: pages of 10,000 by id, the store's lock released
+// between pages.
+void BM_ReportQueryPaged(benchmark::State& state) {
+  store::Store& s = ReportStore(static_cast<int>(state.range(0)));
+  std::size_t rows = 0;
+  for (auto _ : state) {
+    rows = 0;
+    for (int64_t after = 0;;) {
+      auto got = s.ReportRows(0, "", after, 10'000);
+      rows += got.value().size();
+      if (got.value().size() < 10'000) break;
+      after = got.value().back().id;
+    }
+  }
+  state.counters["rows"] = static_cast<double>(rows);
+}
+BENCHMARK(BM_ReportQueryPaged)->Arg(100'000)->Unit(benchmark::kMillisecond)->Iterations(5);
 
 void BM_Report(benchmark::State& state) {
   store::Store& s = ReportStore(static_cast<int>(state.range(0)));

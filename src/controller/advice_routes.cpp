@@ -18,6 +18,9 @@ namespace {
 
 using api::Dump;
 using api::Fail;
+
+// Ended jobs read from the store at a time for GET /v1/report.
+constexpr int64_t kReportPage = 10000;
 using api::json;
 
 // The job the path names, when the caller (a user) may see it; else answers and returns none.
@@ -176,28 +179,20 @@ void AddSizing(const Controller::JobUsageView& view, std::optional<double> deadl
 
 }  // namespace
 
-json FleetReport(const std::vector<store::JobReportRow>& rows, const std::string& by) {
-  struct Group {
-    int64_t jobs = 0;
-    double alloc = 0, used = 0, waste = 0;
-    int64_t idle_reclaims = 0;
-  };
-  std::map<std::string, Group> groups;
-  std::map<std::string, std::pair<int64_t, double>> kinds;  // finding -> (jobs, waste)
-  Group total;
+void FleetReportTally::Add(const std::vector<store::JobReportRow>& rows) {
   for (const store::JobReportRow& r : rows) {
-    const std::string& key = by == "queue" ? r.queue : by == "model" ? r.gpu_model : r.user;
-    Group& g = groups[key.empty() ? "-" : key];
+    const std::string& key = by_ == "queue" ? r.queue : by_ == "model" ? r.gpu_model : r.user;
+    Group& g = groups_[key.empty() ? "-" : key];
     const bool reclaimed = r.state == store::JobState::kCancelled && r.reason.rfind("idle for", 0) == 0;
     double waste = 0;
     for (const auto& [kind, w] : SummaryFindings(r.findings)) {
       if (kind == "efficient") continue;
-      auto& k = kinds[kind];
+      auto& k = kinds_[kind];
       ++k.first;
       k.second += w;
       waste += w;
     }
-    for (Group* x : {&g, &total}) {
+    for (Group* x : {&g, &total_}) {
       ++x->jobs;
       x->alloc += r.gpu_h_alloc;
       x->used += r.gpu_h_used;
@@ -205,6 +200,9 @@ json FleetReport(const std::vector<store::JobReportRow>& rows, const std::string
       x->idle_reclaims += reclaimed ? 1 : 0;
     }
   }
+}
+
+json FleetReportTally::Json() const {
   auto group_json = [](const std::string& name, const Group& g) {
     return json{{"name", name},
                 {"jobs", g.jobs},
@@ -214,14 +212,14 @@ json FleetReport(const std::vector<store::JobReportRow>& rows, const std::string
                 {"waste_gpu_h", Round(g.waste, 0.01)},
                 {"idle_reclaims", g.idle_reclaims}};
   };
-  std::vector<std::pair<std::string, Group>> ranked(groups.begin(), groups.end());
+  std::vector<std::pair<std::string, Group>> ranked(groups_.begin(), groups_.end());
   std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
     const double wa = a.second.alloc - a.second.used, wb = b.second.alloc - b.second.used;
     return wa != wb ? wa > wb : a.first < b.first;
   });
   json ranking = json::array();
   for (const auto& [name, g] : ranked) ranking.push_back(group_json(name, g));
-  std::vector<std::pair<std::string, std::pair<int64_t, double>>> top(kinds.begin(), kinds.end());
+  std::vector<std::pair<std::string, std::pair<int64_t, double>>> top(kinds_.begin(), kinds_.end());
   std::sort(top.begin(), top.end(), [](const auto& a, const auto& b) {
     return a.second.second != b.second.second ? a.second.second > b.second.second
                                               : a.first < b.first;
@@ -230,10 +228,16 @@ json FleetReport(const std::vector<store::JobReportRow>& rows, const std::string
   for (const auto& [kind, k] : top) {
     findings.push_back({{"kind", kind}, {"jobs", k.first}, {"waste_gpu_h", Round(k.second, 0.01)}});
   }
-  return {{"by", by},
-          {"total", group_json("total", total)},
+  return {{"by", by_},
+          {"total", group_json("total", total_)},
           {"ranking", std::move(ranking)},
           {"top_findings", std::move(findings)}};
+}
+
+json FleetReport(const std::vector<store::JobReportRow>& rows, const std::string& by) {
+  FleetReportTally tally(by);
+  tally.Add(rows);
+  return tally.Json();
 }
 
 void AddAdviceRoutes(net::HttpServer& server, Controller& controller) {
@@ -327,11 +331,20 @@ void AddAdviceRoutes(net::HttpServer& server, Controller& controller) {
     if (by != "user" && by != "queue" && by != "model") {
       return Fail(res, 400, "by: one of user, queue, model", "by");
     }
-    // A user's report covers their own jobs only, read as such.
-    auto rows =
-        controller.store().ReportRows(NowMs() - since_s * 1000, caller->admin ? "" : caller->name);
-    if (!rows) return api::Unavailable(res, rows.error());
-    json out = FleetReport(rows.value(), by);
+    // A user's report covers their own jobs only, read as such; in pages, so that a long report
+    // holds the store for one page at a time (other requests and the controller's writes go
+    // between) and keeps only its groups in memory.
+    const int64_t since_ms = NowMs() - since_s * 1000;
+    FleetReportTally tally(by);
+    for (int64_t after = 0;;) {
+      auto rows = controller.store().ReportRows(since_ms, caller->admin ? "" : caller->name, after,
+                                                kReportPage);
+      if (!rows) return api::Unavailable(res, rows.error());
+      tally.Add(rows.value());
+      if (static_cast<int64_t>(rows.value().size()) < kReportPage) break;
+      after = rows.value().back().id;
+    }
+    json out = tally.Json();
     out["since_s"] = since_s;
     out["scope"] = caller->admin ? "fleet" : "user " + caller->name;
     res.set_content(Dump(out), "application/json");

@@ -859,14 +859,16 @@ class PgStore final : public Store {
     return std::optional<JobUsageRecord>(std::move(u));
   }
 
-  core::Result<std::vector<JobReportRow>> ReportRows(int64_t since_ms,
-                                                     const std::string& user) override {
+  core::Result<std::vector<JobReportRow>> ReportRows(int64_t since_ms, const std::string& user,
+                                                     int64_t after_id, int64_t limit) override {
     std::lock_guard<std::mutex> lock(mutex_);
     auto r = Read(
         "SELECT j.id,j.owner,j.queue,u.gpu_model,j.state,j.end_ms,j.reason,u.gpu_h_alloc,"
         "u.gpu_h_used,u.findings FROM jobs j JOIN job_usage u ON u.job_id=j.id "
-        "WHERE j.end_ms>0 AND j.end_ms>=$1 AND ($2='' OR j.owner=$2) ORDER BY j.id",
-        {Int(since_ms), Str(user)});
+        "WHERE j.end_ms>0 AND j.end_ms>=$1 AND ($2='' OR j.owner=$2) AND j.id>$3 "
+        "ORDER BY j.id LIMIT $4",
+        {Int(since_ms), Str(user), Int(after_id),
+         Int(limit > 0 ? limit : std::numeric_limits<int64_t>::max())});
     if (!r) return r.failure();
     std::vector<JobReportRow> out;
     for (int i = 0; i < r.value().Rows(); ++i) {

@@ -642,16 +642,19 @@ class SqliteStore final : public Store {
     return std::optional<JobUsageRecord>(std::move(u));
   }
 
-  core::Result<std::vector<JobReportRow>> ReportRows(int64_t since_ms,
-                                                     const std::string& user) override {
+  core::Result<std::vector<JobReportRow>> ReportRows(int64_t since_ms, const std::string& user,
+                                                     int64_t after_id, int64_t limit) override {
     std::lock_guard<std::mutex> lock(mutex_);
     Statement s(cache_,
                 "SELECT j.id,j.user,j.queue,u.gpu_model,j.state,j.end_ms,j.reason,u.gpu_h_alloc,"
                 "u.gpu_h_used,u.findings FROM jobs j JOIN job_usage u ON u.job_id=j.id "
-                "WHERE j.end_ms>0 AND j.end_ms>=? AND (?='' OR j.user=?) ORDER BY j.id");
+                "WHERE j.end_ms>0 AND j.end_ms>=? AND (?='' OR j.user=?) AND j.id>? "
+                "ORDER BY j.id LIMIT ?");
     s.Bind(1, since_ms);
     s.Bind(2, user);
     s.Bind(3, user);
+    s.Bind(4, after_id);
+    s.Bind(5, limit > 0 ? limit : std::numeric_limits<int64_t>::max());
     std::vector<JobReportRow> out;
     int rc;
     while ((rc = s.Step()) == SQLITE_ROW) {

@@ -351,11 +351,14 @@ class Store {
   // Usage series: `PutJobUsage` adds or replaces each record by job id, in one transaction;
   // `GetJobUsage` reads one (none: never measured). `ReportRows` lists the jobs that ended at or
   // after `since_ms` with a usage record, in id order: `user`'s only ("" : every user's), chosen
-  // by the query, so that a user's report never reads the whole fleet's rows.
+  // by the query, so that a user's report never reads the whole fleet's rows; those with ids
+  // above `after_id`, at most `limit` of them (0: all), so that a long report is read in pages.
   virtual core::Result<bool> PutJobUsage(const std::vector<JobUsageRecord>& records) = 0;
   virtual core::Result<std::optional<JobUsageRecord>> GetJobUsage(int64_t job_id) = 0;
   virtual core::Result<std::vector<JobReportRow>> ReportRows(int64_t since_ms,
-                                                             const std::string& user = "") = 0;
+                                                             const std::string& user = "",
+                                                             int64_t after_id = 0,
+                                                             int64_t limit = 0) = 0;
   // The node registry: `PutNode` adds or replaces a node by name (keeping its first_seen_ms);
   // `Nodes` lists them by name.
   virtual core::Result<bool> PutNode(const NodeRecord& node) = 0;

@@ -1110,6 +1110,21 @@ TEST_P(StoreTest, KeepsUsageSeriesAndListsEndedJobsForTheReport) {
   EXPECT_EQ(store_->ReportRows(4000, "alice").value().size(), 1u);
   EXPECT_TRUE(store_->ReportRows(4000, "bob").value().empty());
   EXPECT_TRUE(store_->ReportRows(4000, "alice' OR '1'='1").value().empty());
+  // In pages by id.
+  const int64_t later = store_->SubmitJob(Job("bob")).value();
+  ASSERT_TRUE(
+      store_->Transition(later, JobState::kPending, JobState::kCancelled, done, 5000).value());
+  ASSERT_TRUE(store_->PutJobUsage({{later, "z", "", "H100", 0.2, 0.1, 6000}}).ok());
+  auto first = store_->ReportRows(4000, "", 0, 1);
+  ASSERT_TRUE(first.ok()) << first.error();
+  ASSERT_EQ(first.value().size(), 1u);
+  EXPECT_EQ(first.value()[0].id, ended);
+  auto next = store_->ReportRows(4000, "", ended, 1);
+  ASSERT_TRUE(next.ok()) << next.error();
+  ASSERT_EQ(next.value().size(), 1u);
+  EXPECT_EQ(next.value()[0].id, later);
+  EXPECT_TRUE(store_->ReportRows(4000, "", later, 1).value().empty());
+  EXPECT_EQ(store_->ReportRows(4000).value().size(), 2u);
 }
 
 
