@@ -388,8 +388,9 @@ TEST_F(UpServer, UsersSeeAndCancelOnlyTheirOwnJobs) {
   const json after = json::parse(alice.Get("/v1/jobs/" + id)->body);
   EXPECT_EQ(cancels(after), cancels(ended)) << after["events"].dump();
   EXPECT_LE(cancels(after), 1);
-  // Ended, it can be removed by its owner only: then it is gone, for the admin too. A job that
-  // has not ended cannot (the admin's, which runs: root has an account here).
+  // Ended, it can be removed by its owner (or an admin), not another user: then it is gone, for
+  // the admin too. A job that has not ended cannot (the admin's, which runs: root has an account
+  // here).
   auto running = Http(token_).Post("/v1/jobs", R"({"argv":["sleep","30"]})", "application/json");
   ASSERT_EQ(running->status, 201);
   const std::string running_id = std::to_string(json::parse(running->body)["id"].get<int64_t>());
@@ -1712,6 +1713,27 @@ TEST_F(QssfServer, PredictionsLearntFromFinishedJobsRankTheQueueAndSurviveAResta
   EXPECT_FALSE(seen.contains("prediction_samples") || seen.contains("predictor")) << seen.dump();
   const json as_admin = json::parse(Cli("show --json " + bobs));
   EXPECT_GT(as_admin["predicted_runtime_s"].get<double>(), 0) << as_admin.dump();
+  // Nor when room appears for it, from root's blocker's predicted end: only the admin sees that.
+  const auto fits = [&](const std::string& token) {
+    const json all = json::parse(Http(token).Get("/v1/queue/explain")->body);
+    for (const json& j : all["jobs"]) {
+      if (j["mine"] == true && j["id"].is_number() &&
+          std::to_string(j["id"].get<int64_t>()) == bobs)
+        return j;
+    }
+    return json();
+  };
+  const json bobs_explained = fits(bob);
+  EXPECT_EQ(bobs_explained["fits_after_basis"], "estimate") << bobs_explained.dump();
+  EXPECT_TRUE(bobs_explained["fits_after_s"].is_null()) << bobs_explained.dump();
+  const json admins_explained = json::parse(Http(token_).Get("/v1/queue/explain")->body);
+  bool admin_sees_when = false;
+  for (const json& j : admins_explained["jobs"]) {
+    if (j["id"].is_number() && std::to_string(j["id"].get<int64_t>()) == bobs) {
+      admin_sees_when = j["fits_after_s"].is_number();
+    }
+  }
+  EXPECT_TRUE(admin_sees_when) << admins_explained.dump();
   Cli("cancel " + bobs);
   // A restart learns the same history again from the store.
   Kill(SIGTERM);

@@ -49,7 +49,39 @@ bool IsDocker(const ContainerHost& host) {
   return std::filesystem::path(host.runtime).filename() == "docker";
 }
 
+// The agent's variables the container runtime itself needs.
+constexpr const char* kRuntimeVariables[] = {"PATH",
+                                             "HOME",
+                                             "TMPDIR",
+                                             "XDG_RUNTIME_DIR",
+                                             "XDG_CONFIG_HOME",
+                                             "CONTAINERS_CONF",
+                                             "CONTAINERS_STORAGE_CONF",
+                                             "CONTAINERS_REGISTRIES_CONF",
+                                             "REGISTRY_AUTH_FILE",
+                                             "DOCKER_HOST",
+                                             "DOCKER_CONFIG"};
+
+// `strings` as a null-terminated array for exec (pointing into them).
+std::vector<char*> ExecArray(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (std::string& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
 }  // namespace
+
+std::vector<std::string> RuntimeEnvironment() {
+  std::vector<std::string> env;
+  for (const char* name : kRuntimeVariables) {
+    if (const char* value = std::getenv(name)) env.push_back(std::string(name) + "=" + value);
+  }
+  if (std::getenv("PATH") == nullptr) {
+    env.push_back("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+  }
+  return env;
+}
 
 ContainerHost DetectContainerHost(const std::string& runtime, bool simulated) {
   ContainerHost host;
@@ -199,9 +231,9 @@ std::vector<std::string> ContainerRemoveArgv(const std::string& name, const std:
 
 pid_t SpawnQuietly(const std::vector<std::string>& args) {
   std::vector<std::string> copy = args;
-  std::vector<char*> argv;
-  for (std::string& a : copy) argv.push_back(a.data());
-  argv.push_back(nullptr);
+  std::vector<char*> argv = ExecArray(copy);
+  std::vector<std::string> env_strings = RuntimeEnvironment();
+  std::vector<char*> env = ExecArray(env_strings);
   posix_spawn_file_actions_t files;
   posix_spawn_file_actions_init(&files);
   posix_spawn_file_actions_addopen(&files, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
@@ -209,7 +241,7 @@ pid_t SpawnQuietly(const std::vector<std::string>& args) {
   posix_spawn_file_actions_addopen(&files, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addclosefrom_np(&files, 3);
   pid_t pid = -1;
-  const int spawned = posix_spawnp(&pid, argv[0], &files, nullptr, argv.data(), environ);
+  const int spawned = posix_spawnp(&pid, argv[0], &files, nullptr, argv.data(), env.data());
   posix_spawn_file_actions_destroy(&files);
   return spawned == 0 ? pid : -1;
 }
@@ -229,9 +261,9 @@ void RemoveContainerNow(const std::string& name, const std::string& cidfile,
 std::optional<std::vector<std::string>> ListImages(const ContainerHost& host) {
   std::vector<std::string> args = {host.runtime, "images", "--format",
                                    "{{.Repository}}:{{.Tag}}"};
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
+  std::vector<char*> argv = ExecArray(args);
+  std::vector<std::string> env_strings = RuntimeEnvironment();
+  std::vector<char*> env = ExecArray(env_strings);
   int out[2];
   if (pipe2(out, O_CLOEXEC) != 0) return std::nullopt;
   posix_spawn_file_actions_t files;
@@ -241,7 +273,7 @@ std::optional<std::vector<std::string>> ListImages(const ContainerHost& host) {
   posix_spawn_file_actions_addopen(&files, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addclosefrom_np(&files, 3);
   pid_t pid = -1;
-  const int spawned = posix_spawnp(&pid, argv[0], &files, nullptr, argv.data(), environ);
+  const int spawned = posix_spawnp(&pid, argv[0], &files, nullptr, argv.data(), env.data());
   posix_spawn_file_actions_destroy(&files);
   close(out[1]);
   if (spawned != 0) {

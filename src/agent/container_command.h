@@ -80,6 +80,10 @@ std::vector<std::string> ContainerRemoveArgv(const std::string& name, const std:
                                              const ContainerHost& host);
 // Starts `argv` with no input or output and does not wait: the pid (reap it), or -1.
 pid_t SpawnQuietly(const std::vector<std::string>& argv);
+// The environment the container runtime runs with, as NAME=value: the agent's few variables it
+// needs (where its configuration and storage are; PATH, a default when the agent has none), never
+// the agent's others (a token, a database password) nor a job's.
+std::vector<std::string> RuntimeEnvironment();
 // Runs ContainerRemoveArgv and waits for it (at most 30 s): for a container whose shim is gone.
 void RemoveContainerNow(const std::string& name, const std::string& cidfile,
                         const ContainerHost& host);

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/capability.h>
 #include <linux/keyctl.h>
 #include <linux/openat2.h>
 #include <poll.h>
@@ -527,6 +528,11 @@ void RunShim(const ShimSpec& spec) {
     setpriority(PRIO_PROCESS, 0, 0);
     const sched_param normal{};
     sched_setscheduler(0, SCHED_OTHER, &normal);
+    // Nor its limits on those: a unit's LimitRTPRIO= or LimitNICE= would let the job take a
+    // real-time policy again (and starve the node, its agent too) or raise its priority.
+    const rlimit no_raise{0, 0};
+    setrlimit(RLIMIT_RTPRIO, &no_raise);
+    setrlimit(RLIMIT_NICE, &no_raise);
     // Its own /dev/shm and System V IPC (see ShimSpec::private_shm_mib), made as root. Mounts
     // the node makes later still reach it (slave propagation); its tmpfs never reaches the node.
     if (step == 0 && spec.private_shm_mib >= 0) {
@@ -551,6 +557,16 @@ void RunShim(const ShimSpec& spec) {
         (setgroups(spec.groups.size(), spec.groups.data()) != 0 || setgid(spec.gid) != 0 ||
          setuid(spec.uid) != 0)) {
       step = kShimSetUser;
+    }
+    // No capability left: setuid clears the permitted, effective and ambient sets, but not the
+    // inheritable one (a unit's capabilities there would pass to a binary with file capabilities
+    // the job runs), and not at all under SECBIT_NO_SETUID_FIXUP. Cleared, and checked: an
+    // account that could still become root is refused.
+    if (step == 0 && spec.switch_user) {
+      prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+      __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+      __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3] = {};
+      if (syscall(SYS_capset, &header, caps) != 0 || setuid(0) == 0) step = kShimSetUser;
     }
     // A session keyring of its own, the job's account's: it would otherwise possess the
     // agent's (root's, with whatever root keeps there: Kerberos tickets, keys), which setuid and

@@ -52,12 +52,14 @@ bool WriteAll(int fd, const std::string& data) {
 // `fd` moved to a number above kShimEnvFd (close-on-exec), the old one closed: the spawn's dup2s
 // onto 0..4 must not overwrite a source still to be copied, and another thread of the server may
 // free a low number at any moment, which the next descriptor opened here takes. Unchanged when it
-// is already above, or when no descriptor is free.
+// is already above; -1 (errno set, `fd` closed) when no descriptor above is free: kept low, it
+// could be overwritten by the spawn's dup2s before it is copied.
 int AboveShimDescriptors(int fd) {
   if (fd < 0 || fd > kShimEnvFd) return fd;
   const int moved = fcntl(fd, F_DUPFD_CLOEXEC, kShimEnvFd + 1);
-  if (moved < 0) return fd;
+  const int err = errno;
   close(fd);
+  errno = err;
   return moved;
 }
 
@@ -167,13 +169,6 @@ std::vector<std::pair<std::string, std::string>> ContainerEnvironment(const Laun
   env["NVIDIA_VISIBLE_DEVICES"] = "void";
   return {env.begin(), env.end()};
 }
-
-// The agent's variables the container runtime itself needs (where its configuration and storage
-// are); the job's never reach the runtime's own environment.
-constexpr const char* kRuntimeVariables[] = {
-    "PATH", "HOME", "TMPDIR", "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "CONTAINERS_CONF",
-    "CONTAINERS_STORAGE_CONF", "CONTAINERS_REGISTRIES_CONF", "REGISTRY_AUTH_FILE", "DOCKER_HOST",
-    "DOCKER_CONFIG"};
 
 }  // namespace
 
@@ -429,12 +424,7 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
   // container's goes into its env file; the shim then runs the runtime with the agent's own few.
   std::vector<std::string> env_strings;
   if (container) {
-    for (const char* name : kRuntimeVariables) {
-      if (const char* value = std::getenv(name)) env_strings.push_back(std::string(name) + "=" + value);
-    }
-    if (std::getenv("PATH") == nullptr) {
-      env_strings.push_back("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
-    }
+    env_strings = RuntimeEnvironment();  // the job's never reach the runtime's own environment
   } else {
     env_strings = Environment(spec, account);
   }
@@ -521,6 +511,13 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
     return core::Error{std::string("pipe: ") + std::strerror(errno)};
   }
   status_pipe[1] = AboveShimDescriptors(status_pipe[1]);
+  if (status_pipe[1] < 0) {
+    const int err = errno;
+    close(log);
+    close(status_pipe[0]);
+    if (container) std::filesystem::remove(ContainerEnvFilePath(spec.log_path), ec);
+    return core::Error{std::string("pipe: ") + std::strerror(err)};
+  }
   const std::string exit_path = ExitFilePath(spec.log_path);
   std::filesystem::remove(exit_path, ec);
   const std::string fenced_path = FencedFilePath(spec.log_path);

@@ -1,6 +1,7 @@
 #include "agent/runner.h"
 
 #include <gtest/gtest.h>
+#include <linux/capability.h>
 #include <linux/keyctl.h>
 #include <pwd.h>
 #include <signal.h>
@@ -608,8 +609,9 @@ TEST_F(RunnerTest, AsRootAJobRunsAsItsUsersAccountAndOwnsItsLog) {
 }
 
 // Found by a review: a job kept the agent's session keyring (setuid and exec keep it), so a job
-// of any account possessed root's keys; and it kept the agent's OOM score and nice value.
-TEST_F(RunnerTest, AJobGetsItsOwnKeyringAndNotTheAgentsOomScoreOrNiceValue) {
+// of any account possessed root's keys; and it kept the agent's OOM score and nice value. A later
+// review: and the agent's real-time and nice limits, and its inheritable capabilities.
+TEST_F(RunnerTest, AJobGetsItsOwnKeyringAndNotTheAgentsOomScoreNiceLimitsOrCapabilities) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to switch users and lower the OOM score";
   const passwd* nobody = getpwnam("nobody");
   if (nobody == nullptr) GTEST_SKIP() << "no 'nobody' account here";
@@ -628,22 +630,49 @@ TEST_F(RunnerTest, AJobGetsItsOwnKeyringAndNotTheAgentsOomScoreOrNiceValue) {
   const bool score_set = Slurp("/proc/self/oom_score_adj").rfind("-500", 0) == 0;
   const int old_nice = getpriority(PRIO_PROCESS, 0);
   setpriority(PRIO_PROCESS, 0, -5);
+  // A unit's LimitRTPRIO= and LimitNICE=, and a capability (CAP_NET_RAW) in the inheritable set.
+  rlimit old_rtprio{}, old_nice_limit{};
+  getrlimit(RLIMIT_RTPRIO, &old_rtprio);
+  getrlimit(RLIMIT_NICE, &old_nice_limit);
+  const rlimit raised{50, 50};
+  // (A sandbox without CAP_SYS_RESOURCE refuses to raise them: then the defaults are checked.)
+  const bool limits_raised =
+      setrlimit(RLIMIT_RTPRIO, &raised) == 0 && setrlimit(RLIMIT_NICE, &raised) == 0;
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3] = {};
+  ASSERT_EQ(syscall(SYS_capget, &header, caps), 0) << std::strerror(errno);
+  const __u32 old_inheritable = caps[0].inheritable;
+  caps[0].inheritable |= 1U << CAP_NET_RAW;
+  const bool inheritable_set = syscall(SYS_capset, &header, caps) == 0;  // a sandbox may refuse
   RunAsPolicy policy = TestPolicy();
   policy.user_map["alice"] = "nobody";
   Runner runner(policy);
   LaunchSpec spec = Spec(15, {"sh", "-c",
                               "echo keys:; cat /proc/keys; echo score=$(cat "
-                              "/proc/self/oom_score_adj) nice=$(nice)"});
+                              "/proc/self/oom_score_adj) nice=$(nice); "
+                              "awk '/realtime priority|nice priority/{print $2 \"=\" $4 \"/\" $5}' "
+                              "/proc/self/limits; awk '/^Cap/{print $1 $2}' /proc/self/status"});
   spec.user = "alice";
   spec.workdir = "/";
   const auto launched = runner.Launch(spec);
   std::ofstream("/proc/self/oom_score_adj") << old_score;
   setpriority(PRIO_PROCESS, 0, old_nice);
+  setrlimit(RLIMIT_RTPRIO, &old_rtprio);
+  setrlimit(RLIMIT_NICE, &old_nice_limit);
+  caps[0].inheritable = old_inheritable;
+  syscall(SYS_capset, &header, caps);
   ASSERT_TRUE(launched.ok()) << launched.error();
   ASSERT_EQ(WaitExits(runner, 1).size(), 1U);
   const std::string log = Slurp(spec.log_path);
   EXPECT_EQ(log.find(secret), std::string::npos) << "the job possesses the agent's keys: " << log;
   EXPECT_NE(log.find(score_set ? "score=0 nice=0" : "nice=0"), std::string::npos) << log;
+  EXPECT_NE(log.find("realtime=0/0"), std::string::npos)
+      << (limits_raised ? "" : "(not raised here) ") << log;
+  EXPECT_NE(log.find("nice=0/0"), std::string::npos) << log;
+  for (const char* set : {"CapInh:", "CapPrm:", "CapEff:", "CapAmb:"}) {
+    EXPECT_NE(log.find(std::string(set) + "0000000000000000"), std::string::npos)
+        << set << (inheritable_set ? "" : " (the inheritable set could not be raised here)") << log;
+  }
 }
 
 // Found by a review: a root agent ran whatever shim it found beside its binary, so whoever could

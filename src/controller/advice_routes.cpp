@@ -16,11 +16,11 @@
 namespace gpufleet::controller {
 namespace {
 
-using api::Dump;
-using api::Fail;
-
 // Ended jobs read from the store at a time for GET /v1/report.
 constexpr int64_t kReportPage = 10000;
+
+using api::Dump;
+using api::Fail;
 using api::json;
 
 // The job the path names, when the caller (a user) may see it; else answers and returns none.

@@ -406,7 +406,7 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
       // prediction learnt from other users' jobs (their mean run time, and its changes as their
       // jobs end) and the fleet's figures are an admin's to see; a user sees only the basis.
       auto p = impl.controller.Prediction(job->id);
-      if (p && !user->admin && !p->FromOwnUsersJobs()) {
+      if (p && !user->admin && p->MixesOtherUsersJobs()) {
         out["predicted_runtime_s"] = nullptr;
         out["prediction_basis"] = p->basis;
         out["prediction_hidden"] = "learnt from other users' jobs: shown to admins only";

@@ -883,23 +883,30 @@ core::Result<bool> Controller::RemoveEndedJob(int64_t id, int64_t now_ms) {
   if (!job) return core::Error{job.error()};
   if (!job.value()) return core::Error{"no job " + std::to_string(id), core::ErrorCode::kNotFound};
   const store::JobState state = job.value()->state;
-  if (state != store::JobState::kSucceeded && state != store::JobState::kFailed &&
-      state != store::JobState::kCancelled) {
+  // (A LOST job here was not requeued, with its loss, in the writes flushed above: it stays.)
+  if (!core::IsTerminal(state) && state != store::JobState::kLost) {
     return core::Error{"state: job " + std::to_string(id) + " is " +
                            std::string(store::StateName(state)) +
-                           "; only a SUCCEEDED, FAILED or CANCELLED job can be removed (cancel "
-                           "it first)",
+                           "; only a SUCCEEDED, FAILED, CANCELLED or LOST job can be removed "
+                           "(cancel it first)",
                        core::ErrorCode::kInvalid, "state"};
   }
-  // Ended for good (those states are final), so no chunk of its log comes after this.
+  {
+    // Its last usage record, if not written yet, goes with it (nothing makes another: it ended).
+    std::lock_guard<std::mutex> relock(mutex_);
+    std::erase_if(usage_writes_, [id](const store::JobUsageRecord& u) { return u.job_id == id; });
+  }
+  // Ended for good, so no chunk of its log comes after this.
   if (!logs_.Erase(logs_.Of(id))) {
     return core::Error{"job " + std::to_string(id) + "'s logs could not be removed; retry",
                        core::ErrorCode::kUnavailable};
   }
+  // The tally is held through the removal: a submit counting the store again in between would
+  // leave the job out, and then have its bytes taken off once more.
+  std::lock_guard<std::mutex> capped(capped_submit_mutex_);
   auto removed = store_.RemoveEndedJobs({id});
   if (!removed) return core::Error{removed.error(), core::ErrorCode::kUnavailable};
   if (removed.value() > 0 && options_.max_job_bytes_per_user > 0) {
-    std::lock_guard<std::mutex> capped(capped_submit_mutex_);
     if (auto tally = args_bytes_.find(job.value()->user); tally != args_bytes_.end()) {
       tally->second.bytes =
           std::max<int64_t>(0, tally->second.bytes - store::columns::ArgsBytes(*job.value()));

@@ -278,8 +278,8 @@ class Controller {
   // Removes ended job `id` for good, as --job-retention does later: its logs, then its row,
   // history, ranks and usage (and its argv and env no longer count against its user's byte cap).
   // The caller has checked who may. Errors: kNotFound for no such job; kInvalid naming "state"
-  // for one not SUCCEEDED, FAILED or CANCELLED; kUnavailable when a log or the store could not
-  // be written (what is left stays, and a retry finishes).
+  // for one not SUCCEEDED, FAILED, CANCELLED or LOST; kUnavailable when a log or the store could
+  // not be written (what is left stays, and a retry finishes).
   core::Result<bool> RemoveEndedJob(int64_t id, int64_t now_ms);
   // One pass, on the caller's thread (tests).
   void RunOnce(int64_t now_ms);
@@ -639,7 +639,8 @@ class Controller {
   std::mutex capped_submit_mutex_;  // a cap's count and the submit it admits, one at a time
   // Per user, under capped_submit_mutex_: the bytes their jobs keep in the store as last counted
   // there (Store::JobArgsBytesOf), plus what their submits added since (counted before their
-  // commit), and when it was counted. Retention only lowers the truth, so this is never below it;
+  // commit), and when it was counted. Retention only lowers the truth, so this is never below it
+  // (a user's removal takes its job's bytes off under the same lock as its removal from the store);
   // a submit it would refuse counts again first, at most once a minute per user (the count reads
   // an index entry per job of the user, under the store's lock).
   struct ArgsBytesTally {

@@ -54,6 +54,11 @@ json ExplanationJson(const Controller::QueueExplanation& e, bool whole,
   const sched::Explanation& why = e.why;
   const bool after_shown =
       why.fits_after_job && (shown == nullptr || shown->count(*why.fits_after_job) > 0);
+  // When a job fits, from another user's job's predicted end: a mean of run times that mixes in
+  // other users' (as GET /v1/jobs/ID hides). From a time limit, as Slurm's expected starts, it
+  // stays.
+  const bool when_shown = why.fits_after_s && (after_shown || !why.fits_after_job ||
+                                               why.fits_after_basis != sched::EndBasis::kEstimate);
   return {{"position", why.position},
           {"id", whole ? json(why.id) : json(nullptr)},
           {"user", whole ? json(e.user) : json(nullptr)},
@@ -65,7 +70,7 @@ json ExplanationJson(const Controller::QueueExplanation& e, bool whole,
           {"reason", shown == nullptr ? why.reason : WithoutOthersJobIds(why.reason, *shown)},
           {"higher_priority_ahead", why.higher_priority_ahead},
           {"fits_after_job", after_shown ? json(*why.fits_after_job) : json(nullptr)},
-          {"fits_after_s", why.fits_after_s ? json(std::round(*why.fits_after_s)) : json(nullptr)},
+          {"fits_after_s", when_shown ? json(std::round(*why.fits_after_s)) : json(nullptr)},
           {"fits_after_basis", why.fits_after_job
                                    ? json(std::string(sched::EndBasisName(why.fits_after_basis)))
                                    : json(nullptr)}};

@@ -41,9 +41,11 @@ struct RuntimePrediction {
   // "queue+gpus", "queue", "gpus", "all", or "prior".
   const char* basis = "prior";
   int64_t samples = 0;  // finished jobs in that class
-  // Whether it was learnt from the job's own user's jobs only (classes 1-3); the others mix in
-  // other users' run times.
-  bool FromOwnUsersJobs() const { return std::string_view(basis).starts_with("user+"); }
+  // Whether it mixes in other users' run times (classes 4-7); the user's own classes (1-3) and
+  // the fixed prior do not.
+  bool MixesOtherUsersJobs() const {
+    return !std::string_view(basis).starts_with("user+") && std::string_view(basis) != "prior";
+  }
 };
 
 class RuntimePredictor {

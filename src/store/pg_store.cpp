@@ -693,7 +693,7 @@ class PgStore final : public Store {
     std::lock_guard<std::mutex> lock(mutex_);
     auto r = Read(
         "SELECT id FROM jobs WHERE end_ms > 0 AND end_ms < $1 AND state IN "
-        "('SUCCEEDED','FAILED','CANCELLED') ORDER BY end_ms, id LIMIT $2",
+        "('SUCCEEDED','FAILED','CANCELLED','LOST') ORDER BY end_ms, id LIMIT $2",
         {Int(ended_before_ms), Int(limit)});
     if (!r) return r.failure();
     std::vector<int64_t> out;
@@ -710,7 +710,7 @@ class PgStore final : public Store {
     return InWrite<int64_t>([&]() -> core::Result<int64_t> {
       auto jobs =
           Run("DELETE FROM jobs WHERE id = ANY($1::bigint[]) AND state IN "
-              "('SUCCEEDED','FAILED','CANCELLED') RETURNING id",
+              "('SUCCEEDED','FAILED','CANCELLED','LOST') RETURNING id",
               {Str(array)});
       if (!jobs) return jobs.failure();
       std::string removed = "{";

@@ -480,7 +480,7 @@ class SqliteStore final : public Store {
     std::lock_guard<std::mutex> lock(mutex_);
     Statement s(cache_,
                 "SELECT id FROM jobs WHERE end_ms > 0 AND end_ms < ? AND state IN "
-                "('SUCCEEDED','FAILED','CANCELLED') ORDER BY end_ms, id LIMIT ?");
+                "('SUCCEEDED','FAILED','CANCELLED','LOST') ORDER BY end_ms, id LIMIT ?");
     s.Bind(1, ended_before_ms);
     s.Bind(2, static_cast<int64_t>(limit));
     std::vector<int64_t> out;
@@ -496,8 +496,9 @@ class SqliteStore final : public Store {
       return core::Error{r.error(), core::ErrorCode::kUnavailable};
     int64_t removed = 0;
     for (int64_t id : ids) {
-      Statement job(cache_,
-                    "DELETE FROM jobs WHERE id=? AND state IN ('SUCCEEDED','FAILED','CANCELLED')");
+      Statement job(
+          cache_,
+          "DELETE FROM jobs WHERE id=? AND state IN ('SUCCEEDED','FAILED','CANCELLED','LOST')");
       job.Bind(1, id);
       if (job.Step() != SQLITE_DONE) {
         Exec("ROLLBACK");

@@ -328,9 +328,10 @@ class Store {
   // left out).
   virtual core::Result<std::vector<JobOwner>> JobOwners(const std::vector<int64_t>& ids) = 0;
   // Job history retention. `EndedJobIds`: up to `limit` (1..10000) jobs that ended (SUCCEEDED,
-  // FAILED or CANCELLED) before `ended_before_ms`, the longest-ended first. `RemoveEndedJobs`
-  // removes those of `ids` that have ended, with their events, ranks and usage, in one
-  // transaction; how many. Job ids are never reused, so a removed job's id names no later job.
+  // FAILED, CANCELLED, or LOST and not requeued) before `ended_before_ms`, the longest-ended first.
+  // `RemoveEndedJobs` removes those of `ids` that have ended, with their events, ranks and usage,
+  // in one transaction; how many. Job ids are never reused, so a removed job's id names no later
+  // job.
   virtual core::Result<std::vector<int64_t>> EndedJobIds(int64_t ended_before_ms, int limit) = 0;
   virtual core::Result<int64_t> RemoveEndedJobs(const std::vector<int64_t>& ids) = 0;
   // Compare-and-set: moves job `id` from `from` to `to` with `update` and records an event.

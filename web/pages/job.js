@@ -154,8 +154,17 @@ export function mount(ctx) {
     const buckets = (usage && usage.buckets) || [];
     usageNote.hidden = buckets.length > 0;
     usageNote.textContent = usage ? '' : 'No CPU and I/O series for this job (it has not run, or ran before series were kept).';
-    // Buckets count from the job's start.
-    const t0 = (job && job.start_ms) || 0;
+    // Buckets count from the start of the run they measured: the job's start, or, for a job that
+    // waits again after a requeue (its start is cleared until it runs), its last run's in its
+    // history.
+    const lastRunStart = () => {
+      const events = (job && job.events) || [];
+      for (let i = events.length - 1; i >= 0; --i) {
+        if (/->RUNNING$/.test(events[i].what)) return events[i].time_ms;
+      }
+      return 0;
+    };
+    const t0 = (job && job.start_ms) || lastRunStart();
     const t = buckets.map((b) => t0 + b.start_s * 1000);
     const pick = (figs) => figs.filter(([key]) => buckets.some((b) => b[key] !== null && b[key] !== undefined));
     const cpuFigs = pick([['cpu_used_pct', 'CPU used'], ['mem_used_pct', 'memory used'], ['cpu_pressure_pct', 'CPU pressure'], ['io_pressure_pct', 'I/O pressure']]);
