@@ -897,7 +897,9 @@ core::Result<bool> Controller::RemoveEndedJob(int64_t id, int64_t now_ms) {
     std::erase_if(usage_writes_, [id](const store::JobUsageRecord& u) { return u.job_id == id; });
   }
   // Ended for good, so no chunk of its log comes after this.
-  if (!logs_.Erase(logs_.Of(id))) {
+  const store::JobRecord& ended = *job.value();
+  const int ranks = std::max(ended.nodes, static_cast<int>(ended.placement.size()));
+  if (!logs_.Erase(logs_.Of(id, ranks, ended.epoch))) {
     return core::Error{"job " + std::to_string(id) + "'s logs could not be removed; retry",
                        core::ErrorCode::kUnavailable};
   }

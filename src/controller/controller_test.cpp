@@ -844,8 +844,8 @@ TEST_F(ControllerTest, RemovingAnEndedJobTakesItsLogsAndRowsAndMakesRoomUnderThe
   ASSERT_TRUE(removed.ok()) << removed.error();
   EXPECT_TRUE(removed.value());
   EXPECT_FALSE(store_->GetJob(first.value()).value().has_value());
-  EXPECT_TRUE(ctl.Logs().Of(first.value()).files.empty());
-  EXPECT_EQ(ctl.Logs().Of(second.value()).files.size(), 1U) << "another job's log stays";
+  EXPECT_TRUE(ctl.Logs().Of(first.value(), 1, 1).files.empty());
+  EXPECT_EQ(ctl.Logs().Of(second.value(), 1, 1).files.size(), 1U) << "another job's log stays";
   EXPECT_TRUE(ctl.Submit(job, true).ok()) << "room made at once, not after a minute";
   const auto again = ctl.RemoveEndedJob(first.value(), now_ms_);
   ASSERT_FALSE(again.ok());

@@ -109,14 +109,21 @@ std::vector<JobLogs::Held> JobLogs::Scan() const {
   return out;
 }
 
-JobLogs::Held JobLogs::Of(int64_t id) const {
+JobLogs::Held JobLogs::Of(int64_t id, int ranks, int64_t epoch) const {
   Held held;
   held.job_id = id;
-  EachJobFile(dir_, [&](int64_t file_id, std::string path, int64_t bytes) {
-    if (file_id != id) return;
-    held.bytes += bytes;
-    held.files.push_back(std::move(path));
-  });
+  const auto add = [&](const std::string& path) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(std::filesystem::symlink_status(path, ec))) return;
+    const auto size = std::filesystem::file_size(path, ec);
+    held.bytes += ec ? 0 : static_cast<int64_t>(size);
+    held.files.push_back(path);
+  };
+  for (int k = 0; k < std::max(ranks, 1); ++k) {
+    const std::string path = Path(id, k);
+    add(path);
+    for (int64_t e = 1; e < epoch; ++e) add(path + ".attempt" + std::to_string(e));
+  }
   std::sort(held.files.begin(), held.files.end());
   return held;
 }

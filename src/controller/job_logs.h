@@ -35,8 +35,9 @@ class JobLogs {
   // Every job with a log here, in id order. Files not named as this class names them are left
   // out (and never removed).
   std::vector<Held> Scan() const;
-  // Job `id`'s files here (a folder scan, as Scan's), for removing one job.
-  Held Of(int64_t id) const;
+  // Job `id`'s files here, for removing one job: each of its `ranks` ranks' logs, and those of
+  // its runs before placement `epoch` (KeepEarlierAttempt's), looked up by name (no folder scan).
+  Held Of(int64_t id, int ranks, int64_t epoch) const;
   // Removes `held`'s files, first writing `note` (one line: why and when) where `gpufleet logs`
   // finds it (RemovedNote) while the job has no log file. Only for jobs that take no more chunks
   // (the controller appends only to live jobs'). False when the note or a file could not be

@@ -42,13 +42,13 @@ TEST(JobLogs, ChunksAppendPerRankAndAnEarlierRunIsKeptAside) {
   // One job's files, another's whose id starts the same left out.
   ASSERT_TRUE(logs.Append(7, 0, "again\n"));
   ASSERT_TRUE(logs.Append(70, 0, "job seventy\n"));
-  const JobLogs::Held seven = logs.Of(7);
+  const JobLogs::Held seven = logs.Of(7, /*ranks=*/2, /*epoch=*/2);
   EXPECT_EQ(seven.files, (std::vector<std::string>{logs.Path(7, 0), logs.Path(7, 0) + ".attempt1",
                                                    logs.Path(7, 1) + ".attempt1"}));
   EXPECT_EQ(seven.bytes, 6 + 12 + 9);
   ASSERT_TRUE(logs.Erase(seven));
-  EXPECT_TRUE(logs.Of(7).files.empty());
-  EXPECT_EQ(logs.Of(70).files.size(), 1U);
+  EXPECT_TRUE(logs.Of(7, 2, 2).files.empty());
+  EXPECT_EQ(logs.Of(70, 1, 1).files.size(), 1U);
   std::filesystem::remove_all(dir);
   const JobLogs unwritable("/proc/gpufleet-cannot-be-here");
   EXPECT_FALSE(unwritable.Append(1, 0, "x"));
