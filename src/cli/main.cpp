@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -26,6 +27,7 @@
 #include "sched/queue_policy.h"
 #include "server/up_server.h"
 #include "sim/synthetic_jobs.h"
+#include "store/store.h"
 
 namespace {
 
@@ -596,5 +598,23 @@ int main(int argc, char** argv) {
   add_container_flags(controller_cmd, controller_opts);
   controller_cmd->callback([&] { std::exit(server::RunUp(WithDataDir(controller_opts))); });
 
-  return cli::AddClientCommandsAndRun(app, argc, argv);
+  // A database password on the command line (--store postgresql://USER:PASSWORD@...) is readable
+  // by every local account, jobs included, in /proc/PID/cmdline: the command line is parsed from
+  // a copy and the process's own is masked (a moment after start, so a warning says what to use).
+  std::vector<std::string> args(argv, argv + argc);
+  std::vector<char*> parsed_argv;
+  for (std::string& a : args) parsed_argv.push_back(a.data());
+  parsed_argv.push_back(nullptr);
+  for (int i = 1; i < argc; ++i) {
+    char* value = std::strcmp(argv[i - 1], "--store") == 0    ? argv[i]
+                  : std::strncmp(argv[i], "--store=", 8) == 0 ? argv[i] + 8
+                                                              : nullptr;
+    if (value != nullptr && store::MaskConnectionPassword(value)) {
+      std::fprintf(stderr,
+                   "gpufleet: warning: --store holds a password, which other local accounts can "
+                   "read in this process's command line until it is masked; use a password file "
+                   "(~/.pgpass, PGPASSFILE) or PGPASSWORD instead\n");
+    }
+  }
+  return cli::AddClientCommandsAndRun(app, argc, parsed_argv.data());
 }

@@ -1675,6 +1675,20 @@ std::optional<std::string> PostgresTransportWarning(const std::string& host, boo
          "): add sslmode=verify-full (with sslrootcert=) to --store";
 }
 
+bool MaskConnectionPassword(char* conninfo) {
+  if (conninfo == nullptr) return false;
+  const std::string copy = conninfo;  // what the texts were found in
+  bool masked = false;
+  for (const std::string& secret : PasswordTexts(copy)) {
+    for (std::size_t at = copy.find(secret); at != std::string::npos && !secret.empty();
+         at = copy.find(secret, at + 1)) {
+      std::memset(conninfo + at, '*', secret.size());
+      masked = true;
+    }
+  }
+  return masked;
+}
+
 core::Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& conninfo) {
   // Some of libpq's messages about a string it cannot parse quote the password, or all of the
   // string: such a message is left out. (libpq takes a string with neither a URI prefix nor

@@ -480,6 +480,11 @@ core::Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& connin
 
 // Whether `text` (of --store) names a PostgreSQL database rather than a SQLite data directory.
 bool IsPostgresUri(std::string_view text);
+
+// Overwrites with '*' each password written in `conninfo` (a URI's or a key=value string's), in
+// place and at the same length, so that a command line holding it (/proc/PID/cmdline, readable
+// by every local account) no longer shows it. Whether there was one.
+bool MaskConnectionPassword(char* conninfo);
 // What to tell the operator about a PostgreSQL connection to `host` (as libpq names it: a name,
 // an address, or a socket directory) that `ssl_in_use` or not, under `sslmode`: a server on
 // another machine reached without TLS, or without checking its certificate (anything short of

@@ -1636,6 +1636,29 @@ TEST_F(PgStoreTest, ATransitionBatchWithBadTextChangesNothingAndTheStoreGoesOn) 
 
 // libpq's messages about a connection string it cannot parse may quote the password, or the
 // whole string: such a message is left out. (No server is needed: nothing connects.)
+// Found by a review: `--store postgresql://u:PASSWORD@...` left the password in the controller's
+// command line, which every local account (every job) reads in /proc/PID/cmdline.
+TEST(StoreOpen, APasswordInAConnectionStringIsMaskedInPlace) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"postgresql://u:s3cret@db.example/gpufleet", "postgresql://u:******@db.example/gpufleet"},
+      {"postgres://u:p%40ss@db/x?sslmode=require", "postgres://u:******@db/x?sslmode=require"},
+      {"postgresql://u@db/x?password=s3cret&x=1", "postgresql://u@db/x?password=******&x=1"},
+      // key=value: all that follows the keyword (as libpq may read a space-cut password).
+      {"host=db password=s3cret dbname=x", "host=db password=***************"},
+      {"host=db password='s3 cret' dbname=x", "host=db password=******************"},
+  };
+  for (const auto& [conninfo, shown] : cases) {
+    std::string text = conninfo;
+    EXPECT_TRUE(MaskConnectionPassword(text.data())) << conninfo;
+    EXPECT_EQ(text, shown);
+  }
+  for (const char* none : {"postgresql://u@/db", "host=/run/postgresql dbname=x", "/var/lib/x"}) {
+    std::string text = none;
+    EXPECT_FALSE(MaskConnectionPassword(text.data())) << none;
+    EXPECT_EQ(text, none);
+  }
+}
+
 TEST(StoreOpen, AConnectionStringThatDoesNotParseIsReportedWithoutThePassword) {
   const std::pair<std::string, std::string> cases[] = {
       {"postgresql://u:s3cr%ZZet@/db", "s3cr"},           // quotes the bad token
