@@ -1726,6 +1726,8 @@ TEST_F(QssfServer, PredictionsLearntFromFinishedJobsRankTheQueueAndSurviveAResta
   const json bobs_explained = fits(bob);
   EXPECT_EQ(bobs_explained["fits_after_basis"], "estimate") << bobs_explained.dump();
   EXPECT_TRUE(bobs_explained["fits_after_s"].is_null()) << bobs_explained.dump();
+  EXPECT_EQ(bobs_explained["reason"].get<std::string>().find("expected in"), std::string::npos)
+      << "nor in the reason's words: " << bobs_explained.dump();
   const json admins_explained = json::parse(Http(token_).Get("/v1/queue/explain")->body);
   bool admin_sees_when = false;
   for (const json& j : admins_explained["jobs"]) {

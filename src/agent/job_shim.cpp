@@ -558,15 +558,31 @@ void RunShim(const ShimSpec& spec) {
          setuid(spec.uid) != 0)) {
       step = kShimSetUser;
     }
-    // No capability left: setuid clears the permitted, effective and ambient sets, but not the
-    // inheritable one (a unit's capabilities there would pass to a binary with file capabilities
-    // the job runs), and not at all under SECBIT_NO_SETUID_FIXUP. Cleared, and checked: an
-    // account that could still become root is refused.
-    if (step == 0 && spec.switch_user) {
-      prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+    // None of the agent's capabilities: its ambient and inheritable sets (a unit's
+    // AmbientCapabilities=, which a non-root agent hands through exec; the inheritable set
+    // survives setuid and passes to a binary with file capabilities) are cleared for every job,
+    // which needs no privilege. After a switch of account, the permitted and effective sets
+    // too (setuid clears them, but not under SECBIT_NO_SETUID_FIXUP), and no id may be left 0.
+    // A root runtime (a container job) still gets its capabilities at its exec, as root.
+    if (step == 0) {
+      if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL) {
+        step = kShimCapabilities;  // (EINVAL: a kernel without ambient capabilities)
+      }
       __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
       __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3] = {};
-      if (syscall(SYS_capset, &header, caps) != 0 || setuid(0) == 0) step = kShimSetUser;
+      if (step == 0 && syscall(SYS_capget, &header, caps) != 0) step = kShimCapabilities;
+      for (__user_cap_data_struct& c : caps) {
+        c.inheritable = 0;
+        if (spec.switch_user) c.permitted = c.effective = 0;
+      }
+      if (step == 0 && syscall(SYS_capset, &header, caps) != 0) step = kShimCapabilities;
+      uid_t ids[3] = {0, 0, 0};
+      if (step == 0 && spec.switch_user &&
+          (getresuid(&ids[0], &ids[1], &ids[2]) != 0 || ids[0] == 0 || ids[1] == 0 ||
+           ids[2] == 0)) {
+        step = kShimCapabilities;
+        errno = EPERM;
+      }
     }
     // A session keyring of its own, the job's account's: it would otherwise possess the
     // agent's (root's, with whatever root keeps there: Kerberos tickets, keys), which setuid and

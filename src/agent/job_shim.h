@@ -30,18 +30,19 @@ namespace gpufleet::agent {
 
 // What failed before the job's exec, as reported over the status pipe.
 enum ShimStep : int {
-  kShimChdir = 1,        // entering the working directory
-  kShimSetUser = 2,      // setgroups / setgid / setuid
-  kShimExec = 3,         // exec of argv[0]
-  kShimCgroup = 4,       // joining the cgroup
-  kShimPipe = 5,         // making the output pipe
-  kShimBadArgs = 6,      // a command line the shim cannot read (a mismatched shim binary)
-  kShimFork = 7,         // forking the job
-  kShimMountCheck = 8,   // a container's mount source, checked as the job's account (third int:
-                         // which mount)
-  kShimMountPin = 9,     // mounting a checked source for the runtime (third int: which mount)
-  kShimKeyring = 10,     // a session keyring of the job's own
-  kShimPrivateShm = 11,  // an IPC namespace and a /dev/shm of the job's own
+  kShimChdir = 1,          // entering the working directory
+  kShimSetUser = 2,        // setgroups / setgid / setuid
+  kShimExec = 3,           // exec of argv[0]
+  kShimCgroup = 4,         // joining the cgroup
+  kShimPipe = 5,           // making the output pipe
+  kShimBadArgs = 6,        // a command line the shim cannot read (a mismatched shim binary)
+  kShimFork = 7,           // forking the job
+  kShimMountCheck = 8,     // a container's mount source, checked as the job's account (third int:
+                           // which mount)
+  kShimMountPin = 9,       // mounting a checked source for the runtime (third int: which mount)
+  kShimKeyring = 10,       // a session keyring of the job's own
+  kShimPrivateShm = 11,    // an IPC namespace and a /dev/shm of the job's own
+  kShimCapabilities = 12,  // dropping the agent's capabilities (or a root id left after the switch)
 };
 
 // Unmounts and removes what a root shim mounted for a container job beside its exit record

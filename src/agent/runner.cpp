@@ -646,6 +646,8 @@ core::Result<Launched> Runner::Launch(const LaunchSpec& spec) {
     std::string what =
         report[0] == kShimChdir     ? "cannot enter the working directory " + workdir
         : report[0] == kShimSetUser ? "cannot switch to account " + user_name
+        : report[0] == kShimCapabilities
+            ? "cannot drop the agent's capabilities for account " + user_name
         : report[0] == kShimPrivateShm
             ? std::string("cannot give it an IPC namespace and a /dev/shm of its own")
         : report[0] == kShimKeyring ? "cannot give it a session keyring of its own (is account " +

@@ -436,13 +436,13 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
         if (!job) return;
         // An ended job's cancel changes nothing and records nothing (a loop of them would grow
         // its history and the store without bound).
-        auto state = core::IsTerminal(job->state) ? core::Result<store::JobState>(job->state)
-                                                  : impl.controller.Cancel(job->id, NowMs());
+        auto state = core::HasEnded(job->state) ? core::Result<store::JobState>(job->state)
+                                                : impl.controller.Cancel(job->id, NowMs());
         if (!state) {
           api::Unavailable(res, state.error());
           return;
         }
-        if (!core::IsTerminal(job->state)) {
+        if (!core::HasEnded(job->state)) {
           (void)impl.controller.store().Audit(job->id, user->name, "cancel requested", "", NowMs());
         }
         res.set_content(
@@ -701,6 +701,10 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
            s.idle_warnings);
     metric("gpufleet_controller_idle_reclaims_total", "counter",
            "Jobs stopped because their GPUs stayed idle past the idle timeout.", s.idle_reclaims);
+    metric("gpufleet_controller_unarrived_remembered", "gauge",
+           "Job ids remembered for submits and cancels whose queue entries may still arrive "
+           "(each forgotten an hour after).",
+           s.unarrived_remembered);
     auto real = [&](const char* name, const char* help, double value) {
       char text[64];
       std::snprintf(text, sizeof text, "%.6g", value);

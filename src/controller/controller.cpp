@@ -884,30 +884,45 @@ core::Result<bool> Controller::RemoveEndedJob(int64_t id, int64_t now_ms) {
   if (!job.value()) return core::Error{"no job " + std::to_string(id), core::ErrorCode::kNotFound};
   const store::JobState state = job.value()->state;
   // (A LOST job here was not requeued, with its loss, in the writes flushed above: it stays.)
-  if (!core::IsTerminal(state) && state != store::JobState::kLost) {
+  if (!core::HasEnded(state)) {
     return core::Error{"state: job " + std::to_string(id) + " is " +
                            std::string(store::StateName(state)) +
                            "; only a SUCCEEDED, FAILED, CANCELLED or LOST job can be removed "
                            "(cancel it first)",
                        core::ErrorCode::kInvalid, "state"};
   }
+  // Its last usage record, if not written yet, goes with it (nothing makes another: it ended);
+  // put back if the removal fails.
+  std::vector<store::JobUsageRecord> unwritten;
   {
-    // Its last usage record, if not written yet, goes with it (nothing makes another: it ended).
     std::lock_guard<std::mutex> relock(mutex_);
-    std::erase_if(usage_writes_, [id](const store::JobUsageRecord& u) { return u.job_id == id; });
+    for (auto it = usage_writes_.begin(); it != usage_writes_.end();) {
+      if (it->job_id != id) {
+        ++it;
+        continue;
+      }
+      unwritten.push_back(std::move(*it));
+      it = usage_writes_.erase(it);
+    }
   }
-  // Ended for good, so no chunk of its log comes after this.
+  const auto failed = [&](std::string why) -> core::Error {
+    std::lock_guard<std::mutex> relock(mutex_);
+    for (store::JobUsageRecord& u : unwritten) usage_writes_.push_back(std::move(u));
+    return core::Error{std::move(why), core::ErrorCode::kUnavailable};
+  };
+  // Ended for good, so no chunk of its log comes after this. Its ranks: as many as its nodes, or
+  // as its GPUs for a job spread over nodes (one whole GPU a rank at least), in any run.
   const store::JobRecord& ended = *job.value();
-  const int ranks = std::max(ended.nodes, static_cast<int>(ended.placement.size()));
+  const int ranks = std::max({ended.nodes, static_cast<int>(ended.placement.size()),
+                              std::max(1, ended.gpus) * std::max(1, ended.nodes)});
   if (!logs_.Erase(logs_.Of(id, ranks, ended.epoch))) {
-    return core::Error{"job " + std::to_string(id) + "'s logs could not be removed; retry",
-                       core::ErrorCode::kUnavailable};
+    return failed("job " + std::to_string(id) + "'s logs could not be removed; retry");
   }
   // The tally is held through the removal: a submit counting the store again in between would
   // leave the job out, and then have its bytes taken off once more.
   std::lock_guard<std::mutex> capped(capped_submit_mutex_);
   auto removed = store_.RemoveEndedJobs({id});
-  if (!removed) return core::Error{removed.error(), core::ErrorCode::kUnavailable};
+  if (!removed) return failed(removed.error());
   if (removed.value() > 0 && options_.max_job_bytes_per_user > 0) {
     if (auto tally = args_bytes_.find(job.value()->user); tally != args_bytes_.end()) {
       tally->second.bytes =

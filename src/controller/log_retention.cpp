@@ -25,8 +25,7 @@ std::vector<LogRemoval> PlanLogRemovals(const std::vector<JobLogs::Held>& held,
     const auto it = owner_of.find(h.job_id);
     if (it == owner_of.end()) continue;
     const store::JobOwner& o = *it->second;
-    // Ended: finished, or LOST for good (a restartable job lost is PENDING again at once).
-    const bool ended = core::IsTerminal(o.state) || o.state == store::JobState::kLost;
+    const bool ended = core::HasEnded(o.state);
     const bool removable = ended && o.end_ms > 0 && now_ms - o.end_ms >= retention.settle_ms;
     if (removable && retention.max_age_ms > 0 && now_ms - o.end_ms > retention.max_age_ms) {
       removed[h.job_id] = "older than " + core::DurationText(retention.max_age_ms);

@@ -67,7 +67,10 @@ json ExplanationJson(const Controller::QueueExplanation& e, bool whole,
           {"gpus", e.gpus},
           {"nodes", e.nodes},
           {"kind", std::string(sched::WaitKindName(why.kind))},
-          {"reason", shown == nullptr ? why.reason : WithoutOthersJobIds(why.reason, *shown)},
+          {"reason", shown == nullptr ? why.reason
+                     : when_shown || !why.fits_after_job
+                         ? WithoutOthersJobIds(why.reason, *shown)
+                         : WithoutOthersJobIds(sched::WithoutExpectedEnd(why.reason), *shown)},
           {"higher_priority_ahead", why.higher_priority_ahead},
           {"fits_after_job", after_shown ? json(*why.fits_after_job) : json(nullptr)},
           {"fits_after_s", when_shown ? json(std::round(*why.fits_after_s)) : json(nullptr)},

@@ -37,6 +37,8 @@ bool IsTerminal(JobState s) {
   return s == JobState::kSucceeded || s == JobState::kFailed || s == JobState::kCancelled;
 }
 
+bool HasEnded(JobState s) { return IsTerminal(s) || s == JobState::kLost; }
+
 bool TransitionAllowed(JobState from, JobState to) {
   using S = JobState;
   switch (from) {

@@ -23,6 +23,9 @@ enum class JobState {
 std::string_view StateName(JobState state);  // "PENDING", ...
 std::optional<JobState> ParseState(std::string_view name);
 bool IsTerminal(JobState state);  // SUCCEEDED, FAILED, CANCELLED
+// Ended for good: terminal, or LOST (a restartable job lost is PENDING again in the same commit;
+// one that is not stays LOST).
+bool HasEnded(JobState state);
 // Whether a job may go from `from` to `to`. A SCHEDULED or RUNNING job may also be changed in
 // place (from == to), e.g. marked for preemption.
 bool TransitionAllowed(JobState from, JobState to);

@@ -197,6 +197,21 @@ std::string FitsAfterText(const FitsAfter& f, int64_t now_s) {
   return out + " (no time limit or estimate: unknown when)";
 }
 
+}  // namespace
+
+std::string WithoutExpectedEnd(std::string reason) {
+  for (const std::string_view said :
+       {std::string_view(" (expected in "), std::string_view(" (past its expected end")}) {
+    const std::size_t at = reason.find(said);
+    if (at == std::string::npos) continue;
+    const std::size_t close = reason.find(')', at);
+    if (close != std::string::npos) reason.replace(at, close + 1 - at, " (when: not shown)");
+  }
+  return reason;
+}
+
+namespace {
+
 std::string Plural(int n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }

@@ -72,6 +72,9 @@ std::string_view WaitKindName(WaitKind kind);
 // Where a `fits_after_job`'s end time comes from.
 enum class EndBasis { kTimeLimit, kEstimate, kUnknown };
 std::string_view EndBasisName(EndBasis basis);  // "time_limit", "estimate", "unknown"
+// `reason` without when the job it fits after is expected to end, where that is an estimate
+// ("expected in 12 min", "past its expected end"): for a reader who may not see the estimate.
+std::string WithoutExpectedEnd(std::string reason);
 
 struct Explanation {
   JobId id = 0;

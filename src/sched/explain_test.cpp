@@ -113,6 +113,12 @@ TEST_F(ExplainTest, TheEarliestExpectedEndThatMakesRoomIsNamedWithItsBasis) {
   EXPECT_EQ(e[0].fits_after_job, 12);
   EXPECT_EQ(e[0].fits_after_basis, EndBasis::kEstimate);
   EXPECT_TRUE(Holds(e[0].reason, "would fit after job 12 ends (expected in 10 min)"));
+  // For a reader who may not see the estimate (another user's job): the rest stays.
+  const std::string hidden = WithoutExpectedEnd(e[0].reason);
+  EXPECT_TRUE(Holds(hidden, "would fit after job 12 ends (when: not shown)")) << hidden;
+  EXPECT_FALSE(Holds(hidden, "10 min")) << hidden;
+  EXPECT_EQ(WithoutExpectedEnd("would fit after job 3 ends (time limit in 5 min)"),
+            "would fit after job 3 ends (time limit in 5 min)");
 }
 
 TEST_F(ExplainTest, UnknownEndsAreSaidSoAndLongWaitsInHours) {
