@@ -585,7 +585,9 @@ TEST_F(ControllerTest, ASilentNodeIsLostAfterItsLeaseAndARestartableJobRunsElsew
   EXPECT_FALSE(a.Holds(keep));
 }
 
-TEST_F(ControllerTest, ANonRestartableJobOnALostNodeEndsLost) {
+// And stays LOST for good. Found by a review: it could then be neither removed nor cancelled, so
+// it weighed on its user's byte cap for good; it can be removed.
+TEST_F(ControllerTest, ANonRestartableJobOnALostNodeEndsLostAndCanBeRemoved) {
   Controller& ctl = Make();
   FakeAgent a("a");
   ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
@@ -593,7 +595,11 @@ TEST_F(ControllerTest, ANonRestartableJobOnALostNodeEndsLost) {
   Step({&a});
   now_ms_ += 10001;
   ctl.RunOnce(now_ms_);
-  EXPECT_EQ(Job(id).state, store::JobState::kLost);
+  ASSERT_EQ(Job(id).state, store::JobState::kLost);
+  const auto removed = ctl.RemoveEndedJob(id, now_ms_);
+  ASSERT_TRUE(removed.ok()) << removed.error();
+  EXPECT_TRUE(removed.value());
+  EXPECT_FALSE(store_->GetJob(id).value().has_value());
 }
 
 TEST_F(ControllerTest, ATimeLimitStopsTheJobAndFailsIt) {
@@ -874,23 +880,6 @@ TEST_F(ControllerTest, RetriedSubmitsAreRememberedForAnHourNotForGood) {
   ctl.RunOnce(now_ms_);
   EXPECT_EQ(ctl.Stats().unarrived_remembered, 0);
   EXPECT_EQ(ctl.Stats().waiting, 1);
-}
-
-// Found by a review: a LOST job (not restartable, its node gone) stays LOST for good, and could
-// not be removed, nor cancelled: it weighed on its user's byte cap for good.
-TEST_F(ControllerTest, ALostJobCanBeRemoved) {
-  Controller& ctl = Make();
-  FakeAgent a("a");
-  ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
-  const int64_t id = Submit(1);
-  Step({&a});
-  now_ms_ += 10001;
-  ctl.RunOnce(now_ms_);
-  ASSERT_EQ(Job(id).state, store::JobState::kLost);
-  const auto removed = ctl.RemoveEndedJob(id, now_ms_);
-  ASSERT_TRUE(removed.ok()) << removed.error();
-  EXPECT_TRUE(removed.value());
-  EXPECT_FALSE(store_->GetJob(id).value().has_value());
 }
 
 TEST_F(ControllerTest, AReportOfAnotherEpochIsIgnoredAndNotListedSoTheAgentStopsIt) {
