@@ -105,6 +105,18 @@ class ControllerTest : public ::testing::Test {
     EXPECT_EQ(Job(id).state, store::JobState::kPending);
     return id;
   }
+  // A controller whose users may each keep 2,500 bytes of argv and env in the store.
+  Controller& MakeByteCapped() {
+    ControllerOptions options;
+    options.max_job_bytes_per_user = 2500;
+    return Make(options);
+  }
+  // ada's job whose argv is 1,000 bytes.
+  static store::JobRecord KilobyteJob() {
+    store::JobRecord job = NewJob(1);
+    job.argv = {std::string(1000, 'a')};
+    return job;
+  }
   // `seconds` of the clock in 5 s steps, each a pass and beats of `agent`.
   void RunFor(FakeAgent& agent, int seconds) {
     for (int s = 0; s < seconds; s += 5) {
@@ -786,11 +798,8 @@ TEST_F(ControllerTest, ARetryOfASubmitCommittedButNeverQueuedQueuesItEvenAtTheCa
 // Found by a review: within the write rate, one user submitting and cancelling in a loop added
 // up to 512 KiB a job to the store for good (nothing capped ended jobs' argv and env).
 TEST_F(ControllerTest, AUsersArgvAndEnvInTheStoreAreCappedUntilRetentionRemovesTheirJobs) {
-  ControllerOptions options;
-  options.max_job_bytes_per_user = 2500;
-  Controller& ctl = Make(options);
-  store::JobRecord job = NewJob(1);
-  job.argv = {std::string(1000, 'a')};
+  Controller& ctl = MakeByteCapped();
+  store::JobRecord job = KilobyteJob();
   const auto first = ctl.Submit(job, /*within_cap=*/true);
   ASSERT_TRUE(first.ok()) << first.error();
   ASSERT_TRUE(ctl.Cancel(first.value(), now_ms_).ok());  // ended: it still weighs
@@ -829,11 +838,8 @@ TEST_F(ControllerTest, AUsersArgvAndEnvInTheStoreAreCappedUntilRetentionRemovesT
 // Carried from a review: with the byte cap on by default, a user at it could only wait for the
 // admin's retention. Removing an ended job of theirs makes room at once.
 TEST_F(ControllerTest, RemovingAnEndedJobTakesItsLogsAndRowsAndMakesRoomUnderTheByteCap) {
-  ControllerOptions options;
-  options.max_job_bytes_per_user = 2500;
-  Controller& ctl = Make(options);
-  store::JobRecord job = NewJob(1);
-  job.argv = {std::string(1000, 'a')};
+  Controller& ctl = MakeByteCapped();
+  store::JobRecord job = KilobyteJob();
   const auto first = ctl.Submit(job, /*within_cap=*/true);
   ASSERT_TRUE(first.ok()) << first.error();
   const auto second = ctl.Submit(job, true);
