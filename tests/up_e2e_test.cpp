@@ -955,7 +955,7 @@ TEST_F(UpServer, StopsWithinTwoSecondsUnderALaunchStormAndReadoptsWhatItStarted)
   for (int t = 0; t < kClients; ++t) {
     clients.emplace_back([&] {
       auto client = Http(token_);
-      const json body = {{"argv", {"sleep", "0.2"}}, {"gpu_share", 0.05}};
+      const json body = {{"argv", {"sleep", "1"}}, {"gpu_share", 0.05}};
       for (int i = 0; i < kPerClient; ++i) {
         auto answer = client.Post("/v1/jobs", body.dump(), "application/json");
         if (answer && answer->status == 201) ++acknowledged;
@@ -965,13 +965,16 @@ TEST_F(UpServer, StopsWithinTwoSecondsUnderALaunchStormAndReadoptsWhatItStarted)
   for (std::thread& t : clients) t.join();
   ASSERT_EQ(acknowledged.load(), kClients * kPerClient);
   ASSERT_EQ(c.Post("/v1/jobs/" + std::to_string(blocker) + "/cancel")->status, 200);
-  // Let launches (and the ends of the first jobs) run for a moment, then stop it amid them.
-  ASSERT_TRUE(e2e::WaitUntil(
-      [&] {
-        auto q = Http(token_).Get("/v1/jobs?user=all&state=SUCCEEDED&limit=100");
-        return q && q->status == 200 && json::parse(q->body).size() >= 20;
-      },
-      60));
+  // Let launches (and the ends of the first jobs) run for a moment, then stop it amid them: with
+  // jobs seen running. Under ASan, launches are slow and most started jobs wait SCHEDULED; jobs
+  // of 0.2 s were seen RUNNING 0 to 2 at a time, so a stop could find none and the test prove
+  // nothing (it failed so once in CI). Jobs of 1 s are seen RUNNING 16 to 23 at a time there.
+  const auto count = [&](const char* state) -> std::size_t {
+    auto q = Http(token_).Get(std::string("/v1/jobs?user=all&limit=100&state=") + state);
+    return q && q->status == 200 ? json::parse(q->body).size() : 0;
+  };
+  ASSERT_TRUE(
+      e2e::WaitUntil([&] { return count("SUCCEEDED") >= 20 && count("RUNNING") >= 5; }, 60));
   const auto before = std::chrono::steady_clock::now();
   kill(pid_, SIGTERM);
   int status = 0;
