@@ -75,31 +75,19 @@ void JobLogs::KeepEarlierAttempt(int64_t id, int ranks, int64_t epoch) const {
   }
 }
 
-namespace {
-
-// Calls `add(id, path, bytes)` for each log file in `dir` named as JobLogs names them.
-template <typename Add>
-void EachJobFile(const std::string& dir, Add add) {
+std::vector<JobLogs::Held> JobLogs::Scan() const {
+  std::map<int64_t, Held> by_job;
   std::error_code ec;
-  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+  for (std::filesystem::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
     const auto id = JobOfFile(it->path().filename().string());
     std::error_code size_ec;
     if (!id || !it->is_regular_file(size_ec)) continue;
     const auto size = it->file_size(size_ec);
-    add(*id, it->path().string(), size_ec ? 0 : static_cast<int64_t>(size));
+    Held& held = by_job[*id];
+    held.job_id = *id;
+    held.bytes += size_ec ? 0 : static_cast<int64_t>(size);
+    held.files.push_back(it->path().string());
   }
-}
-
-}  // namespace
-
-std::vector<JobLogs::Held> JobLogs::Scan() const {
-  std::map<int64_t, Held> by_job;
-  EachJobFile(dir_, [&](int64_t id, std::string path, int64_t bytes) {
-    Held& held = by_job[id];
-    held.job_id = id;
-    held.bytes += bytes;
-    held.files.push_back(std::move(path));
-  });
   std::vector<Held> out;
   out.reserve(by_job.size());
   for (auto& [id, held] : by_job) {
