@@ -123,6 +123,27 @@ TEST_F(GittinsPolicyTest, ClassChangesAreReportedPerSize) {
   EXPECT_LT(policy_->NextClassChange(small, 0), policy_->NextClassChange(big, 0));
 }
 
+// A gang costs the queue more than its GPU-seconds (it needs all its GPUs free at once), so a wide
+// job that fell behind its kind sits deeper than a narrow one with the same prospects: 1-GPU and
+// 8-GPU jobs with the same run times (so the 8-GPU table is the 1-GPU one scaled by 8, 3 classes
+// apart per GPU-second) are 3 + 4 classes apart (8^1.25 = 2^3.75, rounded), not 3. Newcomers of
+// either width stay in class 0.
+TEST_F(GittinsPolicyTest, AWideJobThatFellBehindSitsDeeperThanItsGpuServiceAlonePutsIt) {
+  for (int gpus : {1, 8}) {
+    for (int i = 0; i < 900; ++i) policy_->Learn(gpus, gpus * 300.0);
+    for (int i = 0; i < 100; ++i) policy_->Learn(gpus, gpus * 360000.0);
+  }
+  const QueuedJob narrow = Job(1, 1, 0, 3600);  // an hour in, of a kind that mostly needs 5 min
+  const QueuedJob wide = Job(2, 8, 0, 8 * 3600);
+  ASSERT_GT(policy_->PriorityClass(narrow), 0);
+  EXPECT_EQ(policy_->PriorityClass(wide), policy_->PriorityClass(narrow) + 7);
+  EXPECT_EQ(policy_->PriorityClass(Job(3, 8, 0, 0)), 0);
+  EXPECT_EQ(policy_->PriorityClass(Job(4, 1, 0, 0)), 0);
+  // Where the class changes does not move with the width.
+  EXPECT_DOUBLE_EQ(policy_->NextClassChange(wide, 8 * 3600),
+                   8 * policy_->NextClassChange(narrow, 3600));
+}
+
 // A waiting job's key (and class) may change only when `Learn` returns true, since only then does
 // the caller re-key its queue. Before, a size's own table took over as soon as the 30th job of
 // that size had finished, even when that finish rebuilt nothing: the waiting job's key changed
