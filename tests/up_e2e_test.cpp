@@ -583,6 +583,20 @@ TEST_F(UpServer, JobListingsEscapeControlCharacters) {
   EXPECT_NE(listing.find("evil\\x1b[2J"), std::string::npos) << listing;
   const std::string shown = Cli("show " + std::to_string(id));
   EXPECT_EQ(shown.find('\x1b'), std::string::npos) << shown;
+  // Its history a page at a time: the latest event, then the command that fetches the older
+  // ones, and that command gives only events older than the one named.
+  const std::string latest = Cli("show --events-limit 1 " + std::to_string(id));
+  const std::string hint =
+      "(older events: gpufleet show " + std::to_string(id) + " --events-before ";
+  const size_t at = latest.find(hint);
+  ASSERT_NE(at, std::string::npos) << latest;
+  const int64_t before = std::stoll(latest.substr(at + hint.size()));
+  const json older = json::parse(
+      Cli("show --json --events-before " + std::to_string(before) + " " + std::to_string(id)));
+  ASSERT_FALSE(older["events"].empty()) << older.dump();
+  for (const json& e : older["events"]) EXPECT_LT(e["id"].get<int64_t>(), before);
+  EXPECT_NE(Cli("show --events-limit 0 " + std::to_string(id)).find("--events-limit"),
+            std::string::npos);
   // A right-to-left override would make the rest of the row read backwards (another user's
   // name seeming to be the owner): shown as its code instead.
   r = c.Post("/v1/jobs", "{\"argv\":[\"true\"],\"name\":\"a\\u202eb\\u2066c\\u061cd\"}",

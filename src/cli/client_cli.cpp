@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <limits>
 #include <string>
 
 #include "cli/scale_commands.h"
@@ -145,9 +146,17 @@ void ClientCli::Register(CLI::App& app) {
   queue_cmd->callback([this] { std::exit(Guarded([&] { return RunQueue(queue_); })); });
 
   CLI::App* show_cmd = app.add_subcommand("show", "Show one job");
-  show_cmd->add_option("id", job_id_, "job id")->required();
-  add_client_flags(show_cmd, job_client_);
-  show_cmd->callback([this] { std::exit(Guarded([&] { return RunShow(job_client_, job_id_); })); });
+  show_cmd->add_option("id", show_.id, "job id")->required();
+  show_cmd
+      ->add_option("--events-limit", show_.events_limit,
+                   "the latest so many events of its history (default: the server's, 1000)")
+      ->check(CLI::Range(1, 10000));
+  show_cmd
+      ->add_option("--events-before", show_.events_before,
+                   "only events older than this event id (the history says which to ask for)")
+      ->check(CLI::Range(int64_t{1}, std::numeric_limits<int64_t>::max()));
+  add_client_flags(show_cmd, show_.client);
+  show_cmd->callback([this] { std::exit(Guarded([&] { return RunShow(show_); })); });
   CLI::App* advise_cmd = app.add_subcommand(
       "advise", "What holds a job back: findings with evidence, waste and advice");
   advise_cmd->add_option("id", advise_.id, "job id")->required();

@@ -32,6 +32,7 @@ class ClientCli {
   ReportOptions report_;
   ClientOptions scale_client_;
   QueueOptions queue_;
+  ShowOptions show_;
   int64_t job_id_ = 0;
   bool follow_ = false;
   bool raw_logs_ = false;  // logs --raw

@@ -421,17 +421,27 @@ void PrintHostUsage(const json& u) {
 
 }  // namespace
 
-int RunShow(const ClientOptions& client, int64_t id) {
+int RunShow(const ShowOptions& options) {
+  const ClientOptions& client = options.client;
+  const int64_t id = options.id;
   auto c = Connect(client);
   if (!c) return 1;
-  auto answer = Check(c->http->Get("/v1/jobs/" + std::to_string(id)), *c, "show");
+  std::string query;
+  if (options.events_limit > 0) query += "events_limit=" + std::to_string(options.events_limit);
+  if (options.events_before > 0) {
+    query += (query.empty() ? "" : "&") + std::string("events_before=") +
+             std::to_string(options.events_before);
+  }
+  auto answer =
+      Check(c->http->Get("/v1/jobs/" + std::to_string(id) + (query.empty() ? "" : "?" + query)), *c,
+            "show");
   if (!answer) return 1;
   if (client.json) {
     std::printf("%s\n", answer->dump(2).c_str());
     return 0;
   }
   for (const auto& [key, value] : answer->items()) {
-    if (key == "events") continue;
+    if (key == "events" || key == "events_older_before") continue;
     if (key == "host_usage" && value.is_object()) {
       PrintHostUsage(value);
       continue;
@@ -452,6 +462,12 @@ int RunShow(const ClientOptions& client, int64_t id) {
       std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", std::localtime(&t));
       std::printf("  %s  %-22s %s\n", when, Cell(e.value("what", json(""))).c_str(),
                   Cell(e.value("detail", json(""))).c_str());
+    }
+    if (answer->contains("events_older_before") &&
+        (*answer)["events_older_before"].is_number_integer()) {
+      std::printf("  (older events: gpufleet show %lld --events-before %lld)\n",
+                  static_cast<long long>(id),
+                  static_cast<long long>((*answer)["events_older_before"].get<int64_t>()));
     }
   }
   return 0;

@@ -52,7 +52,15 @@ struct JobsOptions {
   int64_t after = 0;  // only ids above this (0: from the first)
 };
 int RunJobs(const JobsOptions& options);
-int RunShow(const ClientOptions& client, int64_t id);
+// `gpufleet show ID`: one job, what the advisor says of it, and its history: the latest
+// `events_limit` events (0: the server's default page), or those before event `events_before`.
+struct ShowOptions {
+  ClientOptions client;
+  int64_t id = 0;
+  int events_limit = 0;
+  int64_t events_before = 0;
+};
+int RunShow(const ShowOptions& options);
 int RunCancel(const ClientOptions& client, int64_t id);
 // `gpufleet rm ID`: removes an ended job of the caller's (an admin: anyone's) for good, with its
 // history and logs.

@@ -47,14 +47,28 @@ function details(j) {
   ]);
 }
 
-function history(events) {
+// The state history table; `olderButton` (or null) ends it when the server holds older events
+// than those shown (it sends the latest page only).
+function history(events, olderButton) {
   if (!events || events.length === 0) return h('p', { class: 'empty', text: 'No events.' });
-  return h('div', { class: 'table-wrap' }, h('table', { class: 'data', id: 'job-history' },
-    h('caption', { text: 'State history' }),
-    h('thead', {}, h('tr', {}, ['Time', 'What', 'Detail', 'By'].map((t) => h('th', { scope: 'col', text: t })))),
-    h('tbody', {}, events.map((e) => h('tr', {},
-      h('td', { text: fmtTime(e.time_ms) }), h('td', { text: e.what }),
-      h('td', { text: e.detail || '' }), h('td', { text: e.actor || '' }))))));
+  return h(
+      'div', {class: 'table-wrap'},
+      olderButton ? h('p', {
+        class: 'muted',
+        id: 'history-cut',
+        text: `The latest ${events.length} events; older ones are not shown yet.`
+      },
+                      ' ', olderButton) :
+                    null,
+      h('table', {class: 'data', id: 'job-history'}, h('caption', {text: 'State history'}),
+        h('thead', {},
+          h('tr', {},
+            ['Time', 'What', 'Detail', 'By'].map((t) => h('th', {scope: 'col', text: t})))),
+        h('tbody', {},
+          events.map(
+              (e) =>
+                  h('tr', {}, h('td', {text: fmtTime(e.time_ms)}), h('td', {text: e.what}),
+                    h('td', {text: e.detail || ''}), h('td', {text: e.actor || ''}))))));
 }
 
 function findings(advice) {
@@ -84,6 +98,11 @@ export function mount(ctx) {
   const errorEl = h('p', { class: 'error', role: 'alert', hidden: true });
   const detailsEl = h('dl', { class: 'details', id: 'job-details' });
   const historyEl = h('div', { id: 'history' });
+  // Once older history pages were asked for: every event shown so far (oldest first), merged with
+  // each refresh's latest page; and the event id to ask before next.
+  let olderEvents = [];
+  let olderBefore = null;
+  const olderBtn = h('button', {type: 'button', id: 'history-older', text: 'Show older events'});
   const charts = {
     util: h('div', { class: 'chart', id: 'chart-util' }),
     mem: h('div', { class: 'chart', id: 'chart-mem' }),
@@ -126,10 +145,35 @@ export function mount(ctx) {
     ctx.setTitle(`Job ${j.id}`);
     showState(j.state, j.reason && TERMINAL.has(j.state) ? ` (${j.reason})` : '');
     fill(detailsEl, details(j));
-    fill(historyEl, history(j.events));
+    const latest = j.events || [];
+    if (olderEvents.length === 0) olderBefore = j.events_older_before || null;
+    let shown = latest;
+    if (olderEvents.length > 0) {
+      const newest = olderEvents[olderEvents.length - 1].id;
+      olderEvents = olderEvents.concat(latest.filter((e) => e.id > newest));
+      shown = olderEvents;
+    }
+    fill(historyEl, history(shown, olderBefore ? olderBtn : null));
     const mayCancel = session.admin || j.user === session.user;
     cancelBtn.hidden = !(mayCancel && !TERMINAL.has(j.state));
   }
+
+  olderBtn.addEventListener('click', async () => {
+    olderBtn.disabled = true;
+    try {
+      const page = await getJson(`/v1/jobs/${id}?events_before=${olderBefore}`);
+      if (!ctx.alive) return;
+      olderEvents = (page.events ||
+                     []).concat(olderEvents.length > 0 ? olderEvents : (job && job.events) || []);
+      olderBefore = page.events_older_before || null;
+      if (job) showJob(job);
+    } catch (e) {
+      errorEl.hidden = false;
+      errorEl.textContent = `Could not load older events: ${e.message}`;
+    } finally {
+      olderBtn.disabled = false;
+    }
+  });
 
   async function loadJob() {
     const j = await getJson(`/v1/jobs/${id}`);
