@@ -1672,7 +1672,7 @@ TEST_F(WriteRateServer, AUsersWritesAreLimitedAndTheCliWaitsItsTurn) {
 class QssfServer : public UpServer {
  protected:
   void SetUp() override {
-    extra_up_args = {"--policy", "qssf"};
+    extra_up_args = {"--policy", "qssf", "--run-as-map", "bob=nobody"};
     UpServer::SetUp();
     extra_up_args.clear();
   }
@@ -1764,6 +1764,36 @@ TEST_F(QssfServer, PredictionsLearntFromFinishedJobsRankTheQueueAndSurviveAResta
   const json s_done = WaitFor(slow, "SUCCEEDED", 30);
   EXPECT_LT(q_done["start_ms"].get<int64_t>(), s_done["start_ms"].get<int64_t>());
   EXPECT_EQ(s_done["predicted_runtime_s"], nullptr) << "an ended job has no prediction";
+  // Bob's own job, predicted from a mean of root's run times (no history of his own), holds the
+  // GPUs his second job waits for: he is told what it waits on, but not when it is expected to
+  // end, as his own job's view hides that prediction too.
+  auto bobs_job = [&](const std::string& argv) {
+    auto r = Http(bob).Post("/v1/jobs",
+                            R"({"argv":)" + argv + R"(,"gpus":4,"name":"long","workdir":"/"})",
+                            "application/json");
+    EXPECT_TRUE(r && r->status == 201) << (r ? r->body : "no answer");
+    return r && r->status == 201 ? json::parse(r->body)["id"].get<int64_t>() : 0;
+  };
+  const int64_t holder = bobs_job(R"(["sleep","60"])");
+  WaitFor(holder, "RUNNING", 30);
+  const int64_t waiter = bobs_job(R"(["true"])");
+  json bobs_wait;
+  std::string explained;
+  for (int tries = 0; tries < 100 && !bobs_wait.contains("fits_after_basis"); ++tries) {
+    if (tries > 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    explained = Http(bob).Get("/v1/queue/explain")->body;
+    const json all = json::parse(explained);
+    for (const json& j : all["jobs"]) {
+      if (j["id"] == waiter && j["fits_after_basis"].is_string()) bobs_wait = j;
+    }
+  }
+  EXPECT_EQ(bobs_wait["fits_after_job"], holder) << explained;
+  EXPECT_EQ(bobs_wait["fits_after_basis"], "estimate") << bobs_wait.dump();
+  EXPECT_TRUE(bobs_wait["fits_after_s"].is_null()) << bobs_wait.dump();
+  EXPECT_EQ(bobs_wait["reason"].get<std::string>().find("expected in"), std::string::npos)
+      << bobs_wait.dump();
+  Cli("cancel " + std::to_string(holder));
+  Cli("cancel " + std::to_string(waiter));
 }
 
 class FairShareServer : public UpServer {

@@ -1,5 +1,7 @@
 #include "agent/kept_logs.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
@@ -59,8 +61,11 @@ int TrimKeptLogs(const std::string& logs_dir, const std::set<int64_t>& held, int
     KeptLog l;
     l.path = entry.path().string();
     l.job_id = *job;
-    l.bytes = static_cast<int64_t>(entry.file_size(entry_ec));
-    if (entry_ec) continue;
+    // What it holds on disk, not its apparent size: a job writing its own log (no --log-limit)
+    // may ftruncate it to terabytes of holes, which would otherwise evict everyone's kept logs.
+    struct stat st {};
+    if (::stat(l.path.c_str(), &st) != 0) continue;
+    l.bytes = std::min<int64_t>(st.st_size, static_cast<int64_t>(st.st_blocks) * 512);
     l.mtime_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                      entry.last_write_time(entry_ec).time_since_epoch())
                      .count();

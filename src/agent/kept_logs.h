@@ -14,7 +14,7 @@ namespace gpufleet::agent {
 struct KeptLog {
   std::string path;    // `<data_dir>/logs/<job>-<epoch>.log`
   int64_t job_id = 0;  // from the file's name
-  int64_t bytes = 0;
+  int64_t bytes = 0;   // on disk (a sparse file's holes are not counted)
   int64_t mtime_ns = 0;  // last written
 };
 

@@ -56,5 +56,25 @@ TEST(TrimKeptLogs, RemovesTheOldestLogsWithTheirSideFilesAndNothingElse) {
   std::filesystem::remove_all(dir);
 }
 
+// A job that writes its own log (an admin's --log-limit 0) can make it sparse and huge: its holes
+// must not count, or it would evict every other kept log. Before, the 1 TiB of holes counted.
+TEST(TrimKeptLogs, ASparseLogCountsWhatItHoldsOnDiskNotItsHoles) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("gpufleet-sparse-logs-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "3-0.log") << std::string(1000, 'x');
+  std::filesystem::last_write_time(
+      dir / "3-0.log", std::filesystem::file_time_type::clock::now() - std::chrono::seconds(600));
+  std::ofstream(dir / "4-0.log") << "a";
+  std::error_code ec;
+  std::filesystem::resize_file(dir / "4-0.log", uint64_t{1} << 40, ec);
+  if (ec) GTEST_SKIP() << "this file system cannot hold a 1 TiB sparse file: " << ec.message();
+  EXPECT_EQ(TrimKeptLogs(dir.string(), {}, 64 << 10), 0);
+  EXPECT_TRUE(std::filesystem::exists(dir / "3-0.log"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "4-0.log"));
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace gpufleet::agent

@@ -1168,8 +1168,8 @@ TEST_F(ControllerTest, GittinsLearnsFromJobsThatSucceededAndARestartLearnsItAgai
   options.queue_policy = "gittins";
   FakeAgent a("a", 2);
   // Two jobs queued while a third holds both GPUs, then that one ends: which of the two starts?
-  // True when the 1-GPU job, queued second, starts (and the 2-GPU one waits).
-  auto one_gpu_job_goes_first = [&] {
+  // True when the 2-GPU job, queued first, starts (and the 1-GPU one waits).
+  auto two_gpu_job_goes_first = [&] {
     const int64_t blocker = Submit(2);
     Step({&a});
     EXPECT_EQ(Job(blocker).state, store::JobState::kRunning);
@@ -1183,20 +1183,22 @@ TEST_F(ControllerTest, GittinsLearnsFromJobsThatSucceededAndARestartLearnsItAgai
     Step({&a});
     Step({&a});
     EXPECT_EQ(Job(blocker).state, store::JobState::kCancelled);
-    const bool one_first = Job(one).state == store::JobState::kRunning;
-    EXPECT_NE(one_first, Job(two).state == store::JobState::kRunning) << "exactly one starts";
+    const bool two_first = Job(two).state == store::JobState::kRunning;
+    EXPECT_NE(two_first, Job(one).state == store::JobState::kRunning) << "exactly one starts";
     for (const int64_t id : {one, two}) EXPECT_TRUE(ctl_->Cancel(id, now_ms_).ok());
     Step({&a});
     Step({&a});
     EXPECT_EQ(Job(one).state, store::JobState::kCancelled);
     EXPECT_EQ(Job(two).state, store::JobState::kCancelled);
-    return one_first;
+    return two_first;
   };
   Make(options);
   ASSERT_TRUE(a.Beat(*ctl_, now_ms_).ok());
-  EXPECT_FALSE(one_gpu_job_goes_first()) << "nothing learned yet: first queued, first started";
-  // 31 jobs of each size succeed: 2 GPUs for 600 s each, then 1 GPU for 30 s each.
-  for (const auto& [gpus, seconds] : {std::pair{2, 600}, std::pair{1, 30}}) {
+  // Nothing learned yet, every job looks alike per GPU-second, and a gang's index is charged for
+  // its width: the 1-GPU job goes first though it was queued second.
+  EXPECT_FALSE(two_gpu_job_goes_first()) << "nothing learned yet: the narrower job first";
+  // 31 jobs of each size succeed: 2 GPUs for 30 s each, then 1 GPU for 600 s each.
+  for (const auto& [gpus, seconds] : {std::pair{2, 30}, std::pair{1, 600}}) {
     for (int i = 0; i < 31; ++i) {
       const int64_t id = Submit(gpus);
       Step({&a});
@@ -1208,11 +1210,11 @@ TEST_F(ControllerTest, GittinsLearnsFromJobsThatSucceededAndARestartLearnsItAgai
       ASSERT_EQ(Job(id).state, store::JobState::kSucceeded);
     }
   }
-  EXPECT_TRUE(one_gpu_job_goes_first()) << "learned: the job expected to need less goes first";
+  EXPECT_TRUE(two_gpu_job_goes_first()) << "learned: the job expected to need less goes first";
   // A new controller on the same store learns the same from the history it recovers.
   Make(options);
   ASSERT_TRUE(a.Beat(*ctl_, now_ms_).ok());
-  EXPECT_TRUE(one_gpu_job_goes_first()) << "relearned after a restart";
+  EXPECT_TRUE(two_gpu_job_goes_first()) << "relearned after a restart";
 }
 
 // Stop writes every running job's usage series so far: before, the minutes since its last flush

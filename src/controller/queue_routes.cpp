@@ -48,17 +48,23 @@ std::string WithoutOthersJobIds(const std::string& text, const std::set<int64_t>
   return out;
 }
 
-// `shown`: the ids the caller may see (null: every id, for admins).
+// `shown`: the ids the caller may see (null: every id, for admins). `mixed_estimates`: those of
+// them whose predicted run time mixes in other users' jobs (ignored for admins).
 json ExplanationJson(const Controller::QueueExplanation& e, bool whole,
-                     const std::set<int64_t>* shown) {
+                     const std::set<int64_t>* shown, const std::set<int64_t>& mixed_estimates) {
   const sched::Explanation& why = e.why;
   const bool after_shown =
       why.fits_after_job && (shown == nullptr || shown->count(*why.fits_after_job) > 0);
-  // When a job fits, from another user's job's predicted end: a mean of run times that mixes in
-  // other users' (as GET /v1/jobs/ID hides). From a time limit, as Slurm's expected starts, it
-  // stays.
-  const bool when_shown = why.fits_after_s && (after_shown || !why.fits_after_job ||
-                                               why.fits_after_basis != sched::EndBasis::kEstimate);
+  // When a job fits, from a job's predicted end, is hidden from a user where that prediction is
+  // not theirs to see (as GET /v1/jobs/ID hides it): another user's job, or their own predicted
+  // from a mean that mixes in other users' run times. From a time limit, as Slurm's expected
+  // starts, it stays.
+  const bool from_estimate =
+      why.fits_after_job && why.fits_after_basis == sched::EndBasis::kEstimate;
+  const bool estimate_private =
+      shown != nullptr && why.fits_after_job && mixed_estimates.count(*why.fits_after_job) > 0;
+  const bool when_shown =
+      why.fits_after_s && (!from_estimate || (after_shown && !estimate_private));
   return {{"position", why.position},
           {"id", whole ? json(why.id) : json(nullptr)},
           {"user", whole ? json(e.user) : json(nullptr)},
@@ -104,11 +110,24 @@ void AddQueueRoutes(net::HttpServer& server, Controller& controller) {
           if (!live) return api::Unavailable(res, live.error());
           own.insert(live.value().begin(), live.value().end());
         }
+        // The caller's own jobs that a waiting job is shown to wait on, whose predicted run times
+        // mix in other users' (their ends are hidden as the jobs' own predictions are).
+        std::set<int64_t> mixed;
+        if (!user->admin) {
+          std::set<int64_t> asked;
+          for (int64_t i = 0; i < limit && i < static_cast<int64_t>(all.size()); ++i) {
+            const auto& after = all[i].why.fits_after_job;
+            if (!after || own.count(*after) == 0 || !asked.insert(*after).second) continue;
+            auto p = controller.Prediction(*after);
+            if (p && p->MixesOtherUsersJobs()) mixed.insert(*after);
+          }
+        }
         json jobs = json::array();
         for (const Controller::QueueExplanation& e : all) {
           if (static_cast<int64_t>(jobs.size()) >= limit) break;
           const bool mine = e.user == user->name;
-          jobs.push_back(ExplanationJson(e, user->admin || mine, user->admin ? nullptr : &own));
+          jobs.push_back(
+              ExplanationJson(e, user->admin || mine, user->admin ? nullptr : &own, mixed));
           jobs.back()["mine"] = mine;
         }
         const bool truncated = static_cast<int64_t>(all.size()) > limit;
