@@ -64,7 +64,7 @@ int TrimKeptLogs(const std::string& logs_dir, const std::set<int64_t>& held, int
     // What it holds on disk, not its apparent size: a job writing its own log (no --log-limit)
     // may ftruncate it to terabytes of holes, which would otherwise evict everyone's kept logs.
     struct stat st {};
-    if (::stat(l.path.c_str(), &st) != 0) continue;
+    if (::lstat(l.path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
     l.bytes = std::min<int64_t>(st.st_size, static_cast<int64_t>(st.st_blocks) * 512);
     l.mtime_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                      entry.last_write_time(entry_ec).time_since_epoch())

@@ -343,6 +343,9 @@ class Controller {
     std::string queue;
     int gpus = 0;   // per node
     int nodes = 1;
+    // Whether the job it waits on (`why.fits_after_job`) is predicted from run times that mix in
+    // other users' (RuntimePrediction::MixesOtherUsersJobs), read with the explanation itself.
+    bool fits_after_mixed = false;
   };
   std::vector<QueueExplanation> ExplainQueue(int64_t now_ms) const;
   static constexpr int64_t kExplainReuseMs = 1000;

@@ -88,6 +88,10 @@ std::vector<Controller::QueueExplanation> Controller::ExplainQueue(int64_t now_m
       e.gpus = w->second.gpus;
       e.nodes = std::max(1, w->second.nodes);
     }
+    if (why.fits_after_job) {
+      auto p = predictions_.find(*why.fits_after_job);
+      e.fits_after_mixed = p != predictions_.end() && p->second.MixesOtherUsersJobs();
+    }
     e.why = std::move(why);
     out.push_back(std::move(e));
   }

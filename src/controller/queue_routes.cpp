@@ -48,23 +48,22 @@ std::string WithoutOthersJobIds(const std::string& text, const std::set<int64_t>
   return out;
 }
 
-// `shown`: the ids the caller may see (null: every id, for admins). `mixed_estimates`: those of
-// them whose predicted run time mixes in other users' jobs (ignored for admins).
+// `shown`: the ids the caller may see (null: every id, for admins).
 json ExplanationJson(const Controller::QueueExplanation& e, bool whole,
-                     const std::set<int64_t>* shown, const std::set<int64_t>& mixed_estimates) {
+                     const std::set<int64_t>* shown) {
   const sched::Explanation& why = e.why;
   const bool after_shown =
       why.fits_after_job && (shown == nullptr || shown->count(*why.fits_after_job) > 0);
   // When a job fits, from a job's predicted end, is hidden from a user where that prediction is
   // not theirs to see (as GET /v1/jobs/ID hides it): another user's job, or their own predicted
-  // from a mean that mixes in other users' run times. From a time limit, as Slurm's expected
-  // starts, it stays.
+  // from a mean that mixes in other users' run times. So is the basis: "estimate" rather than
+  // "time_limit" would say whether that prediction is shorter than the job's time limit, which
+  // the owner knows (a few jobs would bisect the other users' mean). From a time limit, as
+  // Slurm's expected starts, the time stays.
   const bool from_estimate =
       why.fits_after_job && why.fits_after_basis == sched::EndBasis::kEstimate;
-  const bool estimate_private =
-      shown != nullptr && why.fits_after_job && mixed_estimates.count(*why.fits_after_job) > 0;
-  const bool when_shown =
-      why.fits_after_s && (!from_estimate || (after_shown && !estimate_private));
+  const bool end_shown = shown == nullptr || !from_estimate || (after_shown && !e.fits_after_mixed);
+  const bool when_shown = why.fits_after_s && end_shown;
   return {{"position", why.position},
           {"id", whole ? json(why.id) : json(nullptr)},
           {"user", whole ? json(e.user) : json(nullptr)},
@@ -80,7 +79,7 @@ json ExplanationJson(const Controller::QueueExplanation& e, bool whole,
           {"higher_priority_ahead", why.higher_priority_ahead},
           {"fits_after_job", after_shown ? json(*why.fits_after_job) : json(nullptr)},
           {"fits_after_s", when_shown ? json(std::round(*why.fits_after_s)) : json(nullptr)},
-          {"fits_after_basis", why.fits_after_job
+          {"fits_after_basis", why.fits_after_job && end_shown
                                    ? json(std::string(sched::EndBasisName(why.fits_after_basis)))
                                    : json(nullptr)}};
 }
@@ -110,24 +109,11 @@ void AddQueueRoutes(net::HttpServer& server, Controller& controller) {
           if (!live) return api::Unavailable(res, live.error());
           own.insert(live.value().begin(), live.value().end());
         }
-        // The caller's own jobs that a waiting job is shown to wait on, whose predicted run times
-        // mix in other users' (their ends are hidden as the jobs' own predictions are).
-        std::set<int64_t> mixed;
-        if (!user->admin) {
-          std::set<int64_t> asked;
-          for (int64_t i = 0; i < limit && i < static_cast<int64_t>(all.size()); ++i) {
-            const auto& after = all[i].why.fits_after_job;
-            if (!after || own.count(*after) == 0 || !asked.insert(*after).second) continue;
-            auto p = controller.Prediction(*after);
-            if (p && p->MixesOtherUsersJobs()) mixed.insert(*after);
-          }
-        }
         json jobs = json::array();
         for (const Controller::QueueExplanation& e : all) {
           if (static_cast<int64_t>(jobs.size()) >= limit) break;
           const bool mine = e.user == user->name;
-          jobs.push_back(
-              ExplanationJson(e, user->admin || mine, user->admin ? nullptr : &own, mixed));
+          jobs.push_back(ExplanationJson(e, user->admin || mine, user->admin ? nullptr : &own));
           jobs.back()["mine"] = mine;
         }
         const bool truncated = static_cast<int64_t>(all.size()) > limit;

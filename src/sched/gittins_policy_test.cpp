@@ -125,9 +125,9 @@ TEST_F(GittinsPolicyTest, ClassChangesAreReportedPerSize) {
 
 // A gang costs the queue more than its GPU-seconds (it needs all its GPUs free at once), so a wide
 // job that fell behind its kind sits deeper than a narrow one with the same prospects: 1-GPU and
-// 8-GPU jobs with the same run times (so the 8-GPU table is the 1-GPU one scaled by 8, 3 classes
-// apart per GPU-second) are 3 + 4 classes apart (8^1.25 = 2^3.75, rounded), not 3. Newcomers of
-// either width stay in class 0.
+// 8-GPU jobs with the same run times (the 8-GPU table, built from nearly the same jobs scaled by
+// 8, puts them 3 classes apart per GPU-second) are 3 + 4 classes apart (8^1.25 = 2^3.75,
+// rounded), not 3. Newcomers of either width stay in class 0. (Deterministic: no randomness.)
 TEST_F(GittinsPolicyTest, AWideJobThatFellBehindSitsDeeperThanItsGpuServiceAlonePutsIt) {
   for (int gpus : {1, 8}) {
     for (int i = 0; i < 900; ++i) policy_->Learn(gpus, gpus * 300.0);

@@ -160,11 +160,16 @@ export function mount(ctx) {
 
   olderBtn.addEventListener('click', async () => {
     olderBtn.disabled = true;
+    // What is shown now and where it ends, as of the click: a refresh while the page loads may
+    // move the latest page on, and the older page joins what was shown when it was asked for.
+    const before = olderBefore;
+    const base = olderEvents.length > 0 ? olderEvents : (job && job.events) || [];
     try {
-      const page = await getJson(`/v1/jobs/${id}?events_before=${olderBefore}`);
+      const page = await getJson(`/v1/jobs/${id}?events_before=${before}`);
       if (!ctx.alive) return;
-      olderEvents = (page.events ||
-                     []).concat(olderEvents.length > 0 ? olderEvents : (job && job.events) || []);
+      const newest = base.length > 0 ? base[base.length - 1].id : 0;
+      const since = olderEvents.length > 0 ? olderEvents.filter((e) => e.id > newest) : [];
+      olderEvents = (page.events || []).concat(base, since);
       olderBefore = page.events_older_before || null;
       if (job) showJob(job);
     } catch (e) {

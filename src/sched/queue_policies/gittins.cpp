@@ -13,7 +13,8 @@
 // short mode. Wide jobs are read by their index per GPU-second divided by GPU count^1.25 (see
 // `WidthPenalty`). The four fixed constants (10-minute protection, 10x starvation guard, 30
 // samples per size, the width exponent 1.25) were chosen on synthetic traces of seed 101 only,
-// never on the evaluation grid (docs/sim/queue-grid.md) or on Philly.
+// never on the evaluation grid (docs/sim/queue-grid.md) or on Philly; but that a width penalty
+// helps at all was first seen in a probe on Philly (docs/sim/queue-grid.md says how).
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -91,9 +92,11 @@ class Gittins final : public QueuePolicy {
   // key and, for a demoted job, in its class: one class deeper per factor 2^(1/1.25) of width,
   // rounded (an 8-GPU job 4 classes deeper than a 1-GPU job of the same prospects). A job on
   // track stays in class 0 whatever its width, so a newcomer is never demoted for its size, and
-  // its class changes where its table's does (`NextClassChange` holds). The exponent was chosen
-  // on the seed-101 tuning grid (docs/sim/queue-grid.md): every value from 0.5 to 3 won the same
-  // 33 of 36 points, 1.25 to 3 kept p99 at 29 (26 without), and 1.25 had the best mean ratio.
+  // its class changes where its table's does (`NextClassChange` holds). An elastic job is charged
+  // for its most GPUs, as its table is read (it may start on fewer, but it grows to them). The
+  // exponent was chosen on the seed-101 tuning grid (docs/sim/queue-grid.md): every value from 0.5
+  // to 3 won the same 33 of 36 points, 1.25 to 3 kept p99 at 29 (26 without), and 1.25 had the best
+  // mean ratio.
   static constexpr double kWidthExponent = 1.25;
   static double WidthPenalty(const QueuedJob& job) {
     return std::pow(static_cast<double>(std::max(job.total_gpus, 1)), kWidthExponent);
