@@ -48,22 +48,25 @@ std::string WithoutOthersJobIds(const std::string& text, const std::set<int64_t>
   return out;
 }
 
-// `shown`: the ids the caller may see (null: every id, for admins).
-json ExplanationJson(const Controller::QueueExplanation& e, bool whole,
-                     const std::set<int64_t>* shown) {
+}  // namespace
+
+json QueueExplanationJson(const Controller::QueueExplanation& e, bool whole,
+                          const std::set<int64_t>* shown) {
   const sched::Explanation& why = e.why;
   const bool after_shown =
       why.fits_after_job && (shown == nullptr || shown->count(*why.fits_after_job) > 0);
-  // When a job fits, from a job's predicted end, is hidden from a user where that prediction is
-  // not theirs to see (as GET /v1/jobs/ID hides it): another user's job, or their own predicted
-  // from a mean that mixes in other users' run times. So is the basis: "estimate" rather than
-  // "time_limit" would say whether that prediction is shorter than the job's time limit, which
-  // the owner knows (a few jobs would bisect the other users' mean). From a time limit, as
-  // Slurm's expected starts, the time stays.
+  // When the job waited on ends, and from what (time limit or estimate), is hidden from a user
+  // where its prediction is not theirs to see (as GET /v1/jobs/ID hides it):
+  //  - another user's job whose end is an estimate (from a time limit it stays, as Slurm's
+  //    expected starts do);
+  //  - their own job predicted from a mean that mixes in other users' run times, whatever the
+  //    basis: were a time-limit end shown and an estimate hidden, the owner, who knows the time
+  //    limit, would learn whether that mean is shorter (a few jobs would bisect it).
   const bool from_estimate =
       why.fits_after_job && why.fits_after_basis == sched::EndBasis::kEstimate;
-  const bool end_shown = shown == nullptr || !from_estimate || (after_shown && !e.fits_after_mixed);
-  const bool when_shown = why.fits_after_s && end_shown;
+  const bool end_private =
+      shown != nullptr && why.fits_after_job && (after_shown ? e.fits_after_mixed : from_estimate);
+  const bool when_shown = why.fits_after_s && !end_private;
   return {{"position", why.position},
           {"id", whole ? json(why.id) : json(nullptr)},
           {"user", whole ? json(e.user) : json(nullptr)},
@@ -73,18 +76,16 @@ json ExplanationJson(const Controller::QueueExplanation& e, bool whole,
           {"nodes", e.nodes},
           {"kind", std::string(sched::WaitKindName(why.kind))},
           {"reason", shown == nullptr ? why.reason
-                     : when_shown || !why.fits_after_job
+                     : !end_private || why.reason_end_hidden.empty()
                          ? WithoutOthersJobIds(why.reason, *shown)
-                         : WithoutOthersJobIds(sched::WithoutExpectedEnd(why.reason), *shown)},
+                         : WithoutOthersJobIds(why.reason_end_hidden, *shown)},
           {"higher_priority_ahead", why.higher_priority_ahead},
           {"fits_after_job", after_shown ? json(*why.fits_after_job) : json(nullptr)},
           {"fits_after_s", when_shown ? json(std::round(*why.fits_after_s)) : json(nullptr)},
-          {"fits_after_basis", why.fits_after_job && end_shown
+          {"fits_after_basis", why.fits_after_job && !end_private
                                    ? json(std::string(sched::EndBasisName(why.fits_after_basis)))
                                    : json(nullptr)}};
 }
-
-}  // namespace
 
 void AddQueueRoutes(net::HttpServer& server, Controller& controller) {
   server.Get(
@@ -113,7 +114,8 @@ void AddQueueRoutes(net::HttpServer& server, Controller& controller) {
         for (const Controller::QueueExplanation& e : all) {
           if (static_cast<int64_t>(jobs.size()) >= limit) break;
           const bool mine = e.user == user->name;
-          jobs.push_back(ExplanationJson(e, user->admin || mine, user->admin ? nullptr : &own));
+          jobs.push_back(
+              QueueExplanationJson(e, user->admin || mine, user->admin ? nullptr : &own));
           jobs.back()["mine"] = mine;
         }
         const bool truncated = static_cast<int64_t>(all.size()) > limit;

@@ -179,10 +179,13 @@ FitsAfter SearchFitsAfter(const QueuedJob& job, const core::ClusterSnapshot& bas
   return out;
 }
 
-std::string FitsAfterText(const FitsAfter& f, int64_t now_s) {
+// `hide_when`: say which job, but not when it ends nor from what (for a reader who may not see
+// its prediction).
+std::string FitsAfterText(const FitsAfter& f, int64_t now_s, bool hide_when) {
   if (!f.searched) return "";
   if (f.never) return "; does not fit even when every running job has ended (GPUs drained or held)";
   std::string out = "; would fit after job " + std::to_string(f.job) + " ends";
+  if (hide_when) return out + " (when: not shown)";
   const double in_s = f.end.at_s - static_cast<double>(now_s);
   switch (f.end.basis) {
     case EndBasis::kTimeLimit:
@@ -198,17 +201,6 @@ std::string FitsAfterText(const FitsAfter& f, int64_t now_s) {
 }
 
 }  // namespace
-
-std::string WithoutExpectedEnd(std::string reason) {
-  for (const std::string_view said :
-       {std::string_view(" (expected in "), std::string_view(" (past its expected end")}) {
-    const std::size_t at = reason.find(said);
-    if (at == std::string::npos) continue;
-    const std::size_t close = reason.find(')', at);
-    if (close != std::string::npos) reason.replace(at, close + 1 - at, " (when: not shown)");
-  }
-  return reason;
-}
 
 namespace {
 
@@ -432,8 +424,12 @@ std::vector<Explanation> ExplainQueue(const ExplainInput& in, core::Rng& rng) {
         e.reason = "queue '" + job.queue + "' would go over its fair share (" + held +
                    "): it may only borrow idle GPUs, and none fit: " + f.need;
       }
-      e.reason += FitsAfterText(f.after, in.now_s);
-      if (!behind.empty()) e.reason += "; " + behind;
+      e.reason_end_hidden = e.reason + FitsAfterText(f.after, in.now_s, true);
+      e.reason += FitsAfterText(f.after, in.now_s, false);
+      if (!behind.empty()) {
+        e.reason += "; " + behind;
+        e.reason_end_hidden += "; " + behind;
+      }
       if (f.after.searched && !f.after.never) {
         e.fits_after_job = f.after.job;
         e.fits_after_basis = f.after.end.basis;

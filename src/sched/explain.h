@@ -72,15 +72,16 @@ std::string_view WaitKindName(WaitKind kind);
 // Where a `fits_after_job`'s end time comes from.
 enum class EndBasis { kTimeLimit, kEstimate, kUnknown };
 std::string_view EndBasisName(EndBasis basis);  // "time_limit", "estimate", "unknown"
-// `reason` without when the job it fits after is expected to end, where that is an estimate
-// ("expected in 12 min", "past its expected end"): for a reader who may not see the estimate.
-std::string WithoutExpectedEnd(std::string reason);
-
 struct Explanation {
   JobId id = 0;
   int position = 0;  // 1-based, in the scheduler's order
   WaitKind kind = WaitKind::kNoFitNow;
   std::string reason;  // one line, in words; names other jobs by id only
+  // `reason` saying which job it fits after but not when that job ends nor from what (time limit
+  // or estimate), for a reader who may not see that job's prediction; empty for a job that fits
+  // now or never (then `reason` is the text to show). Built with `reason`, never edited out of it:
+  // the reason holds free text (queue names) that could mimic any phrase searched for.
+  std::string reason_end_hidden;
   // Waiting jobs ahead of it of strictly higher priority.
   int higher_priority_ahead = 0;
   // For jobs that do not fit now: the running job whose end (with those expected to end before

@@ -114,11 +114,25 @@ TEST_F(ExplainTest, TheEarliestExpectedEndThatMakesRoomIsNamedWithItsBasis) {
   EXPECT_EQ(e[0].fits_after_basis, EndBasis::kEstimate);
   EXPECT_TRUE(Holds(e[0].reason, "would fit after job 12 ends (expected in 10 min)"));
   // For a reader who may not see the estimate (another user's job): the rest stays.
-  const std::string hidden = WithoutExpectedEnd(e[0].reason);
+  const std::string& hidden = e[0].reason_end_hidden;
   EXPECT_TRUE(Holds(hidden, "would fit after job 12 ends (when: not shown)")) << hidden;
   EXPECT_FALSE(Holds(hidden, "10 min")) << hidden;
-  EXPECT_EQ(WithoutExpectedEnd("would fit after job 3 ends (time limit in 5 min)"),
-            "would fit after job 3 ends (time limit in 5 min)");
+}
+
+// The reason without the end is built, not edited out of the reason: before, a search for
+// " (expected in " found it inside a queue's name, cut the text there, and left the real time.
+TEST_F(ExplainTest, AQueueNamedLikeTheHiddenPhraseCannotBringTheEndBack) {
+  core::ClusterSnapshot c({Node().Gpus(8)});
+  const std::string queue = "x (expected in ";
+  std::vector<ExplainRunning> running = {Running(c, 100, {0}, 4, 7200, 600, queue),
+                                         Running(c, 101, {0}, 4, 7200, std::nan(""), queue)};
+  auto e = Explain("fairshare", c, {Job(1, 4, 0, queue)}, running, 0, {{queue, 1}, {"b", 1}});
+  ASSERT_EQ(e.size(), 1u);
+  ASSERT_EQ(e[0].kind, WaitKind::kOverFairShare);
+  EXPECT_TRUE(Holds(e[0].reason, "after job 100 ends (expected in 10 min)")) << e[0].reason;
+  EXPECT_TRUE(Holds(e[0].reason_end_hidden, "after job 100 ends (when: not shown)"))
+      << e[0].reason_end_hidden;
+  EXPECT_FALSE(Holds(e[0].reason_end_hidden, "10 min")) << e[0].reason_end_hidden;
 }
 
 TEST_F(ExplainTest, UnknownEndsAreSaidSoAndLongWaitsInHours) {
