@@ -1753,6 +1753,8 @@ TEST_F(QssfServer, PredictionsLearntFromFinishedJobsRankTheQueueAndSurviveAResta
   for (const json& j : admins_explained["jobs"]) {
     if (j["id"].is_number() && std::to_string(j["id"].get<int64_t>()) == bobs) {
       admin_sees_when = j["fits_after_s"].is_number();
+      // So the user's nulls above hide an estimated end, not a search that never happened.
+      EXPECT_EQ(j["fits_after_basis"], "estimate") << j.dump();
     }
   }
   EXPECT_TRUE(admin_sees_when) << admins_explained.dump();
