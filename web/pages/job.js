@@ -47,28 +47,24 @@ function details(j) {
   ]);
 }
 
-// The state history table; `olderButton` (or null) ends it when the server holds older events
+// The state history table; `olderButton` (or null) heads it when the server holds older events
 // than those shown (it sends the latest page only).
 function history(events, olderButton) {
   if (!events || events.length === 0) return h('p', { class: 'empty', text: 'No events.' });
-  return h(
-      'div', {class: 'table-wrap'},
-      olderButton ? h('p', {
-        class: 'muted',
-        id: 'history-cut',
-        text: `The latest ${events.length} events; older ones are not shown yet.`
-      },
-                      ' ', olderButton) :
-                    null,
-      h('table', {class: 'data', id: 'job-history'}, h('caption', {text: 'State history'}),
-        h('thead', {},
-          h('tr', {},
-            ['Time', 'What', 'Detail', 'By'].map((t) => h('th', {scope: 'col', text: t})))),
-        h('tbody', {},
-          events.map(
-              (e) =>
-                  h('tr', {}, h('td', {text: fmtTime(e.time_ms)}), h('td', {text: e.what}),
-                    h('td', {text: e.detail || ''}), h('td', {text: e.actor || ''}))))));
+  return h('div', { class: 'table-wrap' },
+    olderButton ? h('p', { class: 'muted', id: 'history-cut', text: `The latest ${events.length} events; older ones are not shown yet. ` }, olderButton) : null,
+    h('table', { class: 'data', id: 'job-history' },
+      h('caption', { text: 'State history' }),
+      h('thead', {}, h('tr', {}, ['Time', 'What', 'Detail', 'By'].map((t) => h('th', { scope: 'col', text: t })))),
+      h('tbody', {}, events.map((e) => h('tr', {},
+        h('td', { text: fmtTime(e.time_ms) }), h('td', { text: e.what }),
+        h('td', { text: e.detail || '' }), h('td', { text: e.actor || '' }))))));
+}
+
+// `events` (oldest first) followed by those of `more` that are newer than its last.
+function withNewer(events, more) {
+  const last = events.length > 0 ? events[events.length - 1].id : 0;
+  return events.concat(more.filter((e) => e.id > last));
 }
 
 function findings(advice) {
@@ -102,7 +98,7 @@ export function mount(ctx) {
   // each refresh's latest page; and the event id to ask before next.
   let olderEvents = [];
   let olderBefore = null;
-  const olderBtn = h('button', {type: 'button', id: 'history-older', text: 'Show older events'});
+  const olderBtn = h('button', { type: 'button', id: 'history-older', text: 'Show older events' });
   const charts = {
     util: h('div', { class: 'chart', id: 'chart-util' }),
     mem: h('div', { class: 'chart', id: 'chart-mem' }),
@@ -147,13 +143,8 @@ export function mount(ctx) {
     fill(detailsEl, details(j));
     const latest = j.events || [];
     if (olderEvents.length === 0) olderBefore = j.events_older_before || null;
-    let shown = latest;
-    if (olderEvents.length > 0) {
-      const newest = olderEvents[olderEvents.length - 1].id;
-      olderEvents = olderEvents.concat(latest.filter((e) => e.id > newest));
-      shown = olderEvents;
-    }
-    fill(historyEl, history(shown, olderBefore ? olderBtn : null));
+    if (olderEvents.length > 0) olderEvents = withNewer(olderEvents, latest);
+    fill(historyEl, history(olderEvents.length > 0 ? olderEvents : latest, olderBefore ? olderBtn : null));
     const mayCancel = session.admin || j.user === session.user;
     cancelBtn.hidden = !(mayCancel && !TERMINAL.has(j.state));
   }
@@ -167,9 +158,9 @@ export function mount(ctx) {
     try {
       const page = await getJson(`/v1/jobs/${id}?events_before=${before}`);
       if (!ctx.alive) return;
-      const newest = base.length > 0 ? base[base.length - 1].id : 0;
-      const since = olderEvents.length > 0 ? olderEvents.filter((e) => e.id > newest) : [];
-      olderEvents = (page.events || []).concat(base, since);
+      // With what a refresh added meanwhile (nothing while no older page was loaded: then the
+      // refresh below adds it).
+      olderEvents = withNewer((page.events || []).concat(base), olderEvents);
       olderBefore = page.events_older_before || null;
       if (job) showJob(job);
     } catch (e) {
