@@ -528,6 +528,11 @@ void RunShim(const ShimSpec& spec) {
     setpriority(PRIO_PROCESS, 0, 0);
     const sched_param normal{};
     sched_setscheduler(0, SCHED_OTHER, &normal);
+    // Nor its I/O priority: an agent given a real-time I/O class (a unit's IOSchedulingClass=)
+    // would let every job's reads and writes go before the node's own. Class "none" (0) follows
+    // the nice value just reset, and needs no privilege.
+    constexpr int kIoprioWhoProcess = 1;
+    syscall(SYS_ioprio_set, kIoprioWhoProcess, 0, 0);
     // Nor its limits on those: a unit's LimitRTPRIO= or LimitNICE= would let the job take a
     // real-time policy again (and starve the node, its agent too) or raise its priority.
     const rlimit no_raise{0, 0};

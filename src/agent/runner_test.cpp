@@ -675,6 +675,29 @@ TEST_F(RunnerTest, AJobGetsItsOwnKeyringAndNotTheAgentsOomScoreNiceLimitsOrCapab
   }
 }
 
+// Found by a review: a job kept the agent's I/O scheduling class, so an agent started with a
+// real-time I/O class (systemd's IOSchedulingClass=realtime) handed it to every job.
+TEST_F(RunnerTest, AJobDoesNotInheritTheAgentsRealTimeIoClass) {
+  constexpr int kWhoProcess = 1, kClassRealTime = 1;
+  const long old_ioprio = syscall(SYS_ioprio_get, kWhoProcess, 0);
+  if (syscall(SYS_ioprio_set, kWhoProcess, 0, (kClassRealTime << 13) | 4) != 0) {
+    GTEST_SKIP() << "cannot take a real-time I/O class here: " << std::strerror(errno);
+  }
+  Runner runner(TestPolicy());
+  // The job prints its own I/O class (util-linux's ionice: "realtime: prio 4", "none: prio 0").
+  LaunchSpec spec = Spec(18, {"ionice"});
+  const auto launched = runner.Launch(spec);
+  const long own_class_while_launching = syscall(SYS_ioprio_get, kWhoProcess, 0);
+  syscall(SYS_ioprio_set, kWhoProcess, 0, old_ioprio < 0 ? 0 : old_ioprio);
+  ASSERT_TRUE(launched.ok()) << launched.error();
+  ASSERT_EQ(WaitExits(runner, 1).size(), 1U);
+  EXPECT_EQ(own_class_while_launching, (kClassRealTime << 13) | 4) << "the test's class was set";
+  const std::string log = Slurp(spec.log_path);
+  EXPECT_NE(log.find("prio"), std::string::npos) << log;
+  EXPECT_EQ(log.find("realtime"), std::string::npos)
+      << "the job runs in the agent's real-time I/O class: " << log;
+}
+
 // Found by a review: a root agent ran whatever shim it found beside its binary, so whoever could
 // write there (a build tree of another account) ran code as root with the next job.
 TEST_F(RunnerTest, ARootAgentRefusesAShimOthersCouldReplace) {
