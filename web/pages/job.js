@@ -6,6 +6,7 @@ import { request, getJson, postJson, session, ApiError } from '../lib/api.js';
 import { h, fill, fmtNum, fmtTime, fmtDuration, fmtGiB, stateBadge, visible } from '../lib/dom.js';
 import { on } from '../lib/live.js';
 import { timeChart, alignSeries } from '../lib/chart.js';
+import { withNewer, afterRefresh } from '../lib/history.js';
 
 const TERMINAL = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED']);
 const LOG_KEEP = 2 << 20; // characters of log kept on the page (the end of it)
@@ -59,12 +60,6 @@ function history(events, olderButton) {
       h('tbody', {}, events.map((e) => h('tr', {},
         h('td', { text: fmtTime(e.time_ms) }), h('td', { text: e.what }),
         h('td', { text: e.detail || '' }), h('td', { text: e.actor || '' }))))));
-}
-
-// `events` (oldest first) followed by those of `more` that are newer than its last.
-function withNewer(events, more) {
-  const last = events.length > 0 ? events[events.length - 1].id : 0;
-  return events.concat(more.filter((e) => e.id > last));
 }
 
 function findings(advice) {
@@ -141,10 +136,10 @@ export function mount(ctx) {
     ctx.setTitle(`Job ${j.id}`);
     showState(j.state, j.reason && TERMINAL.has(j.state) ? ` (${j.reason})` : '');
     fill(detailsEl, details(j));
-    const latest = j.events || [];
-    if (olderEvents.length === 0) olderBefore = j.events_older_before || null;
-    if (olderEvents.length > 0) olderEvents = withNewer(olderEvents, latest);
-    fill(historyEl, history(olderEvents.length > 0 ? olderEvents : latest, olderBefore ? olderBtn : null));
+    const refreshed = afterRefresh(olderEvents, olderBefore, j);
+    olderEvents = refreshed.loaded;
+    olderBefore = refreshed.olderBefore;
+    fill(historyEl, history(refreshed.shown, olderBefore ? olderBtn : null));
     const mayCancel = session.admin || j.user === session.user;
     cancelBtn.hidden = !(mayCancel && !TERMINAL.has(j.state));
   }
