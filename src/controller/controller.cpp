@@ -923,6 +923,9 @@ core::Result<bool> Controller::RemoveEndedJob(int64_t id, int64_t now_ms) {
   std::lock_guard<std::mutex> capped(capped_submit_mutex_);
   auto removed = store_.RemoveEndedJobs({id});
   if (!removed) return failed(removed.error());
+  // A log sweep that scanned before the erase above may have written its "removed" note since;
+  // with the record gone, a note written later is erased by the sweep itself (log_retention.cpp).
+  logs_.Erase(JobLogs::Held{id, 0, {}});
   if (removed.value() > 0 && options_.max_job_bytes_per_user > 0) {
     if (auto tally = args_bytes_.find(job.value()->user); tally != args_bytes_.end()) {
       tally->second.bytes =

@@ -91,6 +91,13 @@ LogSweepStats LogSweeper::SweepOnce(int64_t now_ms, const std::function<bool()>&
     const std::string note = "[gpufleet] this job's log (" + std::to_string(h.bytes) +
                              " bytes) was removed on " + when + ": " + r.why;
     if (!logs_.Remove(h, note)) continue;
+    // `gpufleet rm` (or the job retention) may have removed the job since the scan: its erase of
+    // the note came before this one's write, and the note would outlive the job. Asked after the
+    // write, the store tells; rm erases the note once more after removing the record, which
+    // covers a write that lands before that.
+    if (auto still = store_.JobOwners({r.job_id}); still && still.value().empty()) {
+      logs_.Erase(JobLogs::Held{r.job_id, 0, {}});
+    }
     ++stats.jobs_removed;
     stats.bytes_removed += h.bytes;
   }

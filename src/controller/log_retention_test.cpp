@@ -169,6 +169,44 @@ TEST(LogSweeper, RemovesWhatThePlanSaysAndKeepsLogsOfJobsTheStoreDoesNotKnow) {
   std::filesystem::remove_all(dir);
 }
 
+// Found by a review: `gpufleet rm` racing a sweep (the job and its files removed after the sweep's
+// scan, before its removal) left the sweep's "removed" note behind for a job that no longer exists.
+TEST(LogSweeper, AJobRemovedDuringTheSweepLeavesNoNoteBehind) {
+  const auto dir = TempDir("log-sweep-rm");
+  auto opened = store::OpenSqliteStore(dir.string());
+  ASSERT_TRUE(opened.ok()) << opened.error();
+  store::Store& st = *opened.value();
+  ASSERT_TRUE(st.TryLead("test", "", 60000).ok());
+  const JobLogs logs(dir.string());
+  store::JobRecord job;
+  job.user = "alice";
+  job.argv = {"true"};
+  job.submit_ms = 1;
+  const int64_t id = st.SubmitJob(job).value();
+  store::JobUpdate ended;
+  ended.end_ms = kNow - 40 * kDay;
+  ASSERT_TRUE(st.Transition(id, JobState::kPending, JobState::kCancelled, ended, 1).value());
+  ASSERT_TRUE(logs.Append(id, 0, "log"));
+  LogRetention r;
+  r.max_age_ms = 30 * kDay;
+  LogSweeper sweeper(st, logs, r);
+  int asked = 0;
+  // Asked once after the scan, then before the removal: there `rm` runs, as Controller::Remove
+  // does it (the files and note first, then the record).
+  const LogSweepStats stats = sweeper.SweepOnce(kNow, [&] {
+    if (++asked == 2) {
+      EXPECT_TRUE(logs.Erase(logs.Of(id, 1, 1)));
+      EXPECT_EQ(st.RemoveEndedJobs({id}).value(), 1);
+    }
+    return false;
+  });
+  EXPECT_EQ(stats.error, "");
+  EXPECT_EQ(asked, 2);
+  EXPECT_FALSE(logs.RemovedNote(id)) << "a note outlived its job: " << *logs.RemovedNote(id);
+  EXPECT_TRUE(logs.Scan().empty());
+  std::filesystem::remove_all(dir);
+}
+
 // A controller shutting down stops a sweep between two removals; the next sweep removes the rest.
 TEST(LogSweeper, StopsBetweenRemovalsWhenAskedAndTheNextSweepGoesOn) {
   const auto dir = TempDir("log-sweep-stop");
