@@ -499,6 +499,12 @@ void RunShim(const ShimSpec& spec) {
   // own processes, and its monitor must be free to leave.)
   const bool own_leftovers = spec.cleanup.empty();
   if (own_leftovers) prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+  // Nor the agent's I/O priority, for the job and for this shim that writes its log: an agent
+  // given a real-time I/O class (a unit's IOSchedulingClass=) would let every job's reads and
+  // writes go before the node's own. Class "none" (0) follows the nice value (reset for the job
+  // below) and needs no privilege; best effort, as those resets are.
+  constexpr int kIoprioWhoProcess = 1;
+  syscall(SYS_ioprio_set, kIoprioWhoProcess, 0, 0);
   const pid_t job = fork();
   if (job < 0) {
     const int report[2] = {kShimFork, errno};
@@ -528,11 +534,6 @@ void RunShim(const ShimSpec& spec) {
     setpriority(PRIO_PROCESS, 0, 0);
     const sched_param normal{};
     sched_setscheduler(0, SCHED_OTHER, &normal);
-    // Nor its I/O priority: an agent given a real-time I/O class (a unit's IOSchedulingClass=)
-    // would let every job's reads and writes go before the node's own. Class "none" (0) follows
-    // the nice value just reset, and needs no privilege.
-    constexpr int kIoprioWhoProcess = 1;
-    syscall(SYS_ioprio_set, kIoprioWhoProcess, 0, 0);
     // Nor its limits on those: a unit's LimitRTPRIO= or LimitNICE= would let the job take a
     // real-time policy again (and starve the node, its agent too) or raise its priority.
     const rlimit no_raise{0, 0};

@@ -679,7 +679,11 @@ TEST_F(RunnerTest, AJobGetsItsOwnKeyringAndNotTheAgentsOomScoreNiceLimitsOrCapab
 // real-time I/O class (systemd's IOSchedulingClass=realtime) handed it to every job.
 TEST_F(RunnerTest, AJobDoesNotInheritTheAgentsRealTimeIoClass) {
   constexpr int kWhoProcess = 1, kClassRealTime = 1;
-  const long old_ioprio = syscall(SYS_ioprio_get, kWhoProcess, 0);
+  // The test's own class comes back however the test ends.
+  struct Restore {
+    long ioprio = syscall(SYS_ioprio_get, kWhoProcess, 0);
+    ~Restore() { syscall(SYS_ioprio_set, kWhoProcess, 0, ioprio < 0 ? 0 : ioprio); }
+  } restore;
   if (syscall(SYS_ioprio_set, kWhoProcess, 0, (kClassRealTime << 13) | 4) != 0) {
     GTEST_SKIP() << "cannot take a real-time I/O class here: " << std::strerror(errno);
   }
@@ -688,7 +692,6 @@ TEST_F(RunnerTest, AJobDoesNotInheritTheAgentsRealTimeIoClass) {
   LaunchSpec spec = Spec(18, {"ionice"});
   const auto launched = runner.Launch(spec);
   const long own_class_while_launching = syscall(SYS_ioprio_get, kWhoProcess, 0);
-  syscall(SYS_ioprio_set, kWhoProcess, 0, old_ioprio < 0 ? 0 : old_ioprio);
   ASSERT_TRUE(launched.ok()) << launched.error();
   ASSERT_EQ(WaitExits(runner, 1).size(), 1U);
   EXPECT_EQ(own_class_while_launching, (kClassRealTime << 13) | 4) << "the test's class was set";

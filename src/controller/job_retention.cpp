@@ -51,9 +51,6 @@ JobRetentionStats JobRetentionSweeper::SweepOnce(int64_t now_ms,
       stats.error = removed.error();
       break;
     }
-    // A log sweep racing this one may have written a "removed" note since the erase above (see
-    // Controller::Remove): the rows are gone now, so a note written later is the sweep's to erase.
-    for (int64_t id : erased) logs_.Erase(JobLogs::Held{id, 0, {}});
     stats.jobs_removed += removed.value();
     // A short answer was the last.
     if (static_cast<int>(ids.value().size()) < limit || stuck.size() > kMaxStuck) break;

@@ -90,14 +90,16 @@ LogSweepStats LogSweeper::SweepOnce(int64_t now_ms, const std::function<bool()>&
     const JobLogs::Held& h = *by_id.at(r.job_id);
     const std::string note = "[gpufleet] this job's log (" + std::to_string(h.bytes) +
                              " bytes) was removed on " + when + ": " + r.why;
-    if (!logs_.Remove(h, note)) continue;
-    // `gpufleet rm` (or the job retention) may have removed the job since the scan: its erase of
-    // the note came before this one's write, and the note would outlive the job. Asked after the
-    // write, the store tells; rm erases the note once more after removing the record, which
-    // covers a write that lands before that.
+    const bool removed = logs_.Remove(h, note);
+    // `gpufleet rm` (or a leader's job retention, while a standby sweeps) may have removed the
+    // job since the scan: its erase of the note came before this one's write, and the note would
+    // outlive the job. Asked after the write (whether or not every file went), the store tells;
+    // rm erases the note once more after removing the record, which covers a write that lands
+    // before that.
     if (auto still = store_.JobOwners({r.job_id}); still && still.value().empty()) {
       logs_.Erase(JobLogs::Held{r.job_id, 0, {}});
     }
+    if (!removed) continue;
     ++stats.jobs_removed;
     stats.bytes_removed += h.bytes;
   }

@@ -12,6 +12,7 @@ export function withNewer(events, more) {
 // once older pages were asked for, else empty) and the id to ask older events before (null: none
 // older). When more than a page arrived since the last refresh, the latest page no longer reaches
 // what is shown, and merging would hide the events between: it starts again from the latest page.
+// (So it does when exactly a page arrived: event ids are fleet-wide, so they cannot tell.)
 export function afterRefresh(loaded, olderBefore, job) {
   const latest = job.events || [];
   const pageStart = job.events_older_before || null;
