@@ -509,6 +509,28 @@ TEST(FgdBalanceTest, WholeGpuJobPrefersTheNodeItLeavesBalanced) {
   }
 }
 
+TEST(FgdBalanceTest, TheGpusAJobLeavesAreJudgedByTheJobsThatCouldStillUseThem) {
+  // Workload: 1-GPU jobs bringing 4 cores per GPU and 4-GPU jobs bringing 16 (64 cores each), as
+  // many GPUs of each: 10 cores per GPU over all. Three free GPUs will never host a 4-GPU job.
+  std::vector<JobSpec> jobs(4, Job().Cpu(4000).Gpus(1));
+  jobs.push_back(Job().Cpu(64000).Gpus(4));
+  auto policy = MakePlacementPolicy("fgd-balance");
+  policy->Prepare(WorkloadProfile::Build(jobs, {}, 1.0));
+  auto fgd = MakePlacementPolicy("fgd");
+  fgd->Prepare(WorkloadProfile::Build(jobs, {}, 1.0));
+  // A 4-GPU node with 16 cores: after a 1-GPU job of 4 cores, 12 cores for 3 free GPUs, just
+  // what three 1-GPU jobs need (at the workload's 10 cores per GPU it looked 18 cores short).
+  ClusterSnapshot c({Node("small").Cpu(16000).Gpus(4), Node("big").Cpu(200000).Gpus(8)});
+  core::Rng rng(0);
+  const JobSpec one = Job().Cpu(4000).Gpus(1);
+  EXPECT_DOUBLE_EQ(policy->Score(c.state(0), one, rng), fgd->Score(c.state(0), one, rng));
+  // After a 4-GPU job on the 8-GPU node its 4 free GPUs may take either kind: 10 cores per GPU.
+  // 200 - 64 = 136 cores for them, 96 to spare.
+  const JobSpec four = Job().Cpu(64000).Gpus(4);
+  EXPECT_DOUBLE_EQ(policy->Score(c.state(1), four, rng),
+                   fgd->Score(c.state(1), four, rng) - 0.25 * 30.0 * 96000 / 128000);
+}
+
 TEST(FgdBalanceTest, ANodeThatDoesNotReportItsCpuIsScoredAsFgdScoresIt) {
   // A live agent that does not report its CPU gets core::kUnreportedCpuMilli: no balance to keep
   // there, or whole-GPU jobs would be pushed to the emptiest such node.

@@ -12,7 +12,9 @@
 //    leave (normalised to a 128-core node): kBalanceWeight per 128 cores of CPU shortfall (free
 //    GPUs that will lack CPU: GPUs lost), a quarter of that per 128 cores of spare CPU (CPU that
 //    CPU-only jobs can still use). With both weighted alike, mixes of mostly 8-GPU jobs lost to
-//    FGD by up to 1.3 points (docs/sim/placement-variants.md).
+//    FGD by up to 1.3 points (docs/sim/placement-variants.md). The GPUs the job leaves are
+//    judged at the rate of the jobs that could still use them (the GPU jobs asking at most that
+//    many whole GPUs, and GPU-sharing ones), not the whole workload's.
 //  - GPU-sharing jobs are placed exactly as FGD places them (their CPU per GPU is small, and a
 //    balance term there measured worse), and so are all GPU jobs on a node that does not report
 //    its CPU (a live agent that does not say: `core::kUnreportedCpuMilli`).
@@ -23,6 +25,8 @@
 // every openb variant with CPU requests x1.5 or more; docs/sim/placement-variants.md).
 // Everything is derived from the workload profile and the nodes; nothing is tuned per trace. See
 // docs/placement/README.md for the measurements behind each choice, including what did not help.
+#include <algorithm>
+#include <array>
 #include <vector>
 
 #include "sched/policies/fgd.h"
@@ -57,6 +61,16 @@ class FgdBalance final : public PlacementPolicy {
       gpu += static_cast<double>(t.count) * t.num_gpu * t.gpu_milli;
     }
     cpu_per_gpu_milli_ = gpu > 0 ? cpu / gpu : 0.0;
+    for (int k = 0; k <= core::kMaxGpusPerNode; ++k) {
+      double k_cpu = 0, k_gpu = 0;
+      for (const JobType& t : profile.types()) {
+        if (t.num_gpu == 0 || t.gpu_milli == 0) continue;
+        if (t.gpu_milli >= core::kGpuMilli && t.num_gpu > k) continue;  // needs more whole GPUs
+        k_cpu += static_cast<double>(t.count) * static_cast<double>(t.cpu_milli);
+        k_gpu += static_cast<double>(t.count) * t.num_gpu * t.gpu_milli;
+      }
+      rate_by_whole_free_[k] = k_gpu > 0 ? k_cpu / k_gpu : cpu_per_gpu_milli_;
+    }
     balance_ = BalanceReachable();
   }
 
@@ -77,9 +91,14 @@ class FgdBalance final : public PlacementPolicy {
   double ScoreWithStateTerm(const core::NodeState& node, const core::JobSpec& job, core::Rng& rng,
                             double fragmentation_before) const override {
     if (!balance_) return fgd_.ScoreWithStateTerm(node, job, rng, fragmentation_before);
-    const double surplus =
-        static_cast<double>(node.cpu_free - job.cpu_milli) -
-        cpu_per_gpu_milli_ * static_cast<double>(node.gpu_free_total - job.GpuDemandMilli());
+    // A whole-GPU job is judged by the rate of the jobs that could still use the GPUs it leaves
+    // (see `rate_by_whole_free_`); a CPU-only job by the workload's rate.
+    const double rate = job.UsesGpu() && !job.SharesGpu()
+                            ? rate_by_whole_free_[std::clamp(node.full_free_gpus - job.num_gpu, 0,
+                                                             core::kMaxGpusPerNode)]
+                            : cpu_per_gpu_milli_;
+    const double surplus = static_cast<double>(node.cpu_free - job.cpu_milli) -
+                           rate * static_cast<double>(node.gpu_free_total - job.GpuDemandMilli());
     if (!job.UsesGpu()) return surplus;
     const double fgd = fgd_.ScoreWithStateTerm(node, job, rng, fragmentation_before);
     // A node that does not report its CPU has no balance to keep (its CPU is unbounded here).
@@ -114,6 +133,11 @@ class FgdBalance final : public PlacementPolicy {
 
   FgdPolicy fgd_;
   double cpu_per_gpu_milli_ = 0;
+  // The CPU per milli-GPU that a node's free GPUs will need, by how many whole GPUs it has free:
+  // the rate of the workload's GPU jobs that could still use them (those asking at most that many
+  // whole GPUs, and GPU-sharing ones). Two free GPUs will not host an 8-GPU job, so they will not
+  // need what 8-GPU jobs bring per GPU.
+  std::array<double, core::kMaxGpusPerNode + 1> rate_by_whole_free_{};
   std::vector<Capacity> capacities_;  // of the nodes with GPUs
   bool balance_ = true;
 };
