@@ -168,7 +168,11 @@ Outcome RunLive(const sim::OpenbWorkload& workload, const sim::PlacementOrder& o
     arrived += spec.GpuDemandMilli();
     auto id = ctl.Submit(job);
     if (!id) {
-      if (out.problem.empty()) out.problem = "submit " + spec.name + ": " + id.error();
+      // A pod no node could ever hold is refused at submit (since 2026-12): the live form of the
+      // experiment's dropped pod, as long as the simulator dropped it too.
+      if (sim_run.node[e] >= 0 && out.problem.empty()) {
+        out.problem = "submit " + spec.name + ": " + id.error();
+      }
     } else {
       ctl.RunOnce(kNowMs);
       if (ctl.Stats().waiting > 0) {

@@ -191,8 +191,8 @@ TEST(LogSweeper, AJobRemovedDuringTheSweepLeavesNoNoteBehind) {
   r.max_age_ms = 30 * kDay;
   LogSweeper sweeper(st, logs, r);
   int asked = 0;
-  // Asked once after the scan, then before the removal: there `rm` runs, as Controller::Remove
-  // does it (the files and note first, then the record).
+  // Asked once after the scan, then before the removal: there `rm` runs, as
+  // Controller::RemoveEndedJob does it (the files and note first, then the record).
   const LogSweepStats stats = sweeper.SweepOnce(kNow, [&] {
     if (++asked == 2) {
       EXPECT_TRUE(logs.Erase(logs.Of(id, 1, 1)));
