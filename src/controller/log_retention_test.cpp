@@ -169,6 +169,20 @@ TEST(LogSweeper, RemovesWhatThePlanSaysAndKeepsLogsOfJobsTheStoreDoesNotKnow) {
   std::filesystem::remove_all(dir);
 }
 
+// A job of alice's that was cancelled 40 days before kNow, with a 3-byte log: its id (0: failed).
+int64_t JobEndedLongAgoWithALog(store::Store& st, const JobLogs& logs) {
+  store::JobRecord job;
+  job.user = "alice";
+  job.argv = {"true"};
+  job.submit_ms = 1;
+  auto id = st.SubmitJob(job);
+  if (!id) return 0;
+  store::JobUpdate ended;
+  ended.end_ms = kNow - 40 * kDay;
+  auto moved = st.Transition(id.value(), JobState::kPending, JobState::kCancelled, ended, 1);
+  return moved && moved.value() && logs.Append(id.value(), 0, "log") ? id.value() : 0;
+}
+
 // Found by a review: `gpufleet rm` racing a sweep (the job and its files removed after the sweep's
 // scan, before its removal) left the sweep's "removed" note behind for a job that no longer exists.
 TEST(LogSweeper, AJobRemovedDuringTheSweepLeavesNoNoteBehind) {
@@ -178,15 +192,8 @@ TEST(LogSweeper, AJobRemovedDuringTheSweepLeavesNoNoteBehind) {
   store::Store& st = *opened.value();
   ASSERT_TRUE(st.TryLead("test", "", 60000).ok());
   const JobLogs logs(dir.string());
-  store::JobRecord job;
-  job.user = "alice";
-  job.argv = {"true"};
-  job.submit_ms = 1;
-  const int64_t id = st.SubmitJob(job).value();
-  store::JobUpdate ended;
-  ended.end_ms = kNow - 40 * kDay;
-  ASSERT_TRUE(st.Transition(id, JobState::kPending, JobState::kCancelled, ended, 1).value());
-  ASSERT_TRUE(logs.Append(id, 0, "log"));
+  const int64_t id = JobEndedLongAgoWithALog(st, logs);
+  ASSERT_GT(id, 0);
   LogRetention r;
   r.max_age_ms = 30 * kDay;
   LogSweeper sweeper(st, logs, r);
@@ -215,17 +222,7 @@ TEST(LogSweeper, StopsBetweenRemovalsWhenAskedAndTheNextSweepGoesOn) {
   store::Store& st = *opened.value();
   ASSERT_TRUE(st.TryLead("test", "", 60000).ok());
   const JobLogs logs(dir.string());
-  for (int i = 0; i < 5; ++i) {
-    store::JobRecord job;
-    job.user = "alice";
-    job.argv = {"true"};
-    job.submit_ms = 1;
-    const int64_t id = st.SubmitJob(job).value();
-    store::JobUpdate ended;
-    ended.end_ms = kNow - 40 * kDay;
-    ASSERT_TRUE(st.Transition(id, JobState::kPending, JobState::kCancelled, ended, 1).value());
-    ASSERT_TRUE(logs.Append(id, 0, "log"));
-  }
+  for (int i = 0; i < 5; ++i) ASSERT_GT(JobEndedLongAgoWithALog(st, logs), 0);
   LogRetention r;
   r.max_age_ms = 30 * kDay;
   LogSweeper sweeper(st, logs, r);
