@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <ctime>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/duration.h"
 
@@ -85,23 +86,30 @@ LogSweepStats LogSweeper::SweepOnce(int64_t now_ms, const std::function<bool()>&
   gmtime_r(&now_s, &utc);
   char when[32];
   std::strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", &utc);
+  std::vector<int64_t> noted;  // jobs whose "removed" note this sweep wrote
   for (const LogRemoval& r : PlanLogRemovals(held, owners.value(), retention_, now_ms)) {
     if (stopping && stopping()) break;
     const JobLogs::Held& h = *by_id.at(r.job_id);
     const std::string note = "[gpufleet] this job's log (" + std::to_string(h.bytes) +
                              " bytes) was removed on " + when + ": " + r.why;
-    const bool removed = logs_.Remove(h, note);
-    // `gpufleet rm` (or a leader's job retention, while a standby sweeps) may have removed the
-    // job since the scan: its erase of the note came before this one's write, and the note would
-    // outlive the job. Asked after the write (whether or not every file went), the store tells;
-    // rm erases the note once more after removing the record, which covers a write that lands
-    // before that.
-    if (auto still = store_.JobOwners({r.job_id}); still && still.value().empty()) {
-      logs_.Erase(JobLogs::Held{r.job_id, 0, {}});
-    }
-    if (!removed) continue;
+    noted.push_back(r.job_id);
+    if (!logs_.Remove(h, note)) continue;
     ++stats.jobs_removed;
     stats.bytes_removed += h.bytes;
+  }
+  // `gpufleet rm` (or a leader's job retention, while a standby sweeps) may have removed a job
+  // since the scan: its erase of the note came before this sweep's write, and the note would
+  // outlive the job. Asked once after every write (whether or not every file went), the store
+  // tells; rm erases the note once more after removing the record, which covers a write that
+  // lands before that.
+  if (!noted.empty()) {
+    if (auto still = store_.JobOwners(noted)) {
+      std::unordered_set<int64_t> known;
+      for (const store::JobOwner& o : still.value()) known.insert(o.id);
+      for (int64_t id : noted) {
+        if (!known.contains(id)) logs_.Erase(JobLogs::Held{id, 0, {}});
+      }
+    }
   }
   return stats;
 }
