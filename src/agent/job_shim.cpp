@@ -557,6 +557,18 @@ void RunShim(const ShimSpec& spec) {
         step = kShimPrivateShm;
       }
     }
+    // The audit login id is the job's account, as a login would set it (pam_loginuid): the
+    // agent's (unset for a service, an admin's uid when started from their shell) would credit
+    // the job's actions to someone else in the audit log. Set while still root; the job, without
+    // CAP_AUDIT_CONTROL, cannot change it. Best effort: a kernel without audit has no such file,
+    // and one with immutable login ids refuses.
+    if (step == 0 && spec.switch_user) {
+      if (const int fd = open("/proc/self/loginuid", O_WRONLY | O_CLOEXEC); fd >= 0) {
+        const std::string uid = std::to_string(spec.uid);
+        (void)!write(fd, uid.data(), uid.size());
+        close(fd);
+      }
+    }
     // The account first, then the directory: entered as root, a directory below one the user
     // may not pass would still serve relative paths to the job.
     if (step == 0 && spec.switch_user &&

@@ -1,5 +1,6 @@
 #include "agent/runner.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <linux/capability.h>
 #include <linux/keyctl.h>
@@ -699,6 +700,37 @@ TEST_F(RunnerTest, AJobDoesNotInheritTheAgentsRealTimeIoClass) {
   EXPECT_NE(log.find("prio"), std::string::npos) << log;
   EXPECT_EQ(log.find("realtime"), std::string::npos)
       << "the job runs in the agent's real-time I/O class: " << log;
+}
+
+// Found by a review: a job kept the agent's audit login id (unset for a service, the admin's uid
+// for an agent started from their shell), so the audit log credited its actions to someone else.
+TEST_F(RunnerTest, AJobRunsUnderItsOwnAccountsAuditLoginId) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to switch users and set a login id";
+  const passwd* nobody = getpwnam("nobody");
+  if (nobody == nullptr) GTEST_SKIP() << "no 'nobody' account here";
+  // Whether this kernel lets a root process set its login id (audit on, ids not immutable),
+  // asked in a child so that the test's own stays as it is.
+  const pid_t probe = fork();
+  if (probe == 0) {
+    const int fd = open("/proc/self/loginuid", O_WRONLY);
+    _exit(fd >= 0 && write(fd, "4242", 4) == 4 ? 0 : 1);
+  }
+  int probe_status = 0;
+  ASSERT_EQ(waitpid(probe, &probe_status, 0), probe);
+  if (!WIFEXITED(probe_status) || WEXITSTATUS(probe_status) != 0) {
+    GTEST_SKIP() << "this kernel does not let root set a process's audit login id";
+  }
+  RunAsPolicy policy = TestPolicy();
+  policy.user_map["alice"] = "nobody";
+  Runner runner(policy);
+  LaunchSpec spec = Spec(20, {"sh", "-c", "echo loginuid=$(cat /proc/self/loginuid)"});
+  spec.user = "alice";
+  spec.workdir = "/";
+  ASSERT_TRUE(runner.Launch(spec).ok());
+  ASSERT_EQ(WaitExits(runner, 1).size(), 1U);
+  const std::string log = Slurp(spec.log_path);
+  EXPECT_NE(log.find("loginuid=" + std::to_string(nobody->pw_uid) + "\n"), std::string::npos)
+      << "the job does not run under its account's login id: " << log;
 }
 
 // Found by a review: a root agent ran whatever shim it found beside its binary, so whoever could
