@@ -1556,6 +1556,43 @@ TEST_F(UpServer, JobRetentionRemovesJobsEndedLongerAgoWithTheirLogs) {
       << Slurp(dir_.string() + ".up.log");
 }
 
+// Found by a review: a removal note left by an earlier job of the same id (a store made anew
+// beside this data dir) was shown as a live job's log, naming another user and their quota.
+TEST_F(UpServer, ALiveJobsLogNeverShowsARemovalNote) {
+  const int64_t id = json::parse(Cli("submit --json -- sleep 30"))["id"].get<int64_t>();
+  WaitFor(id, "RUNNING", 30);
+  {
+    std::filesystem::create_directories(dir_ / "logs");
+    std::ofstream note(dir_ / "logs" / (std::to_string(id) + ".removed"));
+    note << "[gpufleet] this job's log (9 bytes) was removed: over user alice's log quota\n";
+  }
+  EXPECT_EQ(Cli("logs " + std::to_string(id)).find("alice"), std::string::npos);
+  auto c = Http(token_);
+  const auto res = c.Get("/v1/jobs/" + std::to_string(id) + "/logs");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->body.find("alice"), std::string::npos) << res->body;
+  EXPECT_FALSE(res->has_header("X-Log-Removed"));
+  Cli("cancel " + std::to_string(id));
+}
+
+// Found by a review: a node keeps a log the controller did not take whole. When the controller's
+// store was made anew and numbered jobs from 1 again, the new job of that id and epoch appended
+// to the kept log, was made its owner, and shipped it as its own output.
+TEST_F(UpServer, AJobNeverGetsANodeLogLeftByAnEarlierJobOfItsId) {
+  const int64_t first = json::parse(Cli("submit --json -- echo first"))["id"].get<int64_t>();
+  WaitFor(first, "SUCCEEDED", 30);
+  const int64_t next = first + 1;
+  std::filesystem::create_directories(dir_ / "node" / "logs");
+  std::ofstream(dir_ / "node" / "logs" / (std::to_string(next) + "-1.log"))
+      << "the earlier job's secret\n";
+  const int64_t id = json::parse(Cli("submit --json -- echo mine"))["id"].get<int64_t>();
+  ASSERT_EQ(id, next);
+  WaitFor(id, "SUCCEEDED", 30);
+  const std::string log = Cli("logs " + std::to_string(id));
+  EXPECT_EQ(log.find("secret"), std::string::npos) << log;
+  EXPECT_NE(log.find("mine"), std::string::npos) << log;
+}
+
 // A job's output could set the clipboard (OSC 52) of whoever read its log on a terminal, or
 // rewrite their screen. On a terminal `gpufleet logs` shows escape sequences as text; into a
 // pipe, or with --raw, the log goes as it is.

@@ -371,6 +371,20 @@ void NodeAgent::Launch(const net::Assignment& a) {
                 (std::to_string(a.id) + "-" + std::to_string(a.epoch) + ".log"))
                    .string();
   if (!a.container.empty()) h.container = ContainerName(a.id, a.epoch, a.rank);
+  // A run is launched here once (below), so a log of the same job and epoch is an earlier job's,
+  // kept when the controller's store was made anew and numbered jobs from 1 again: the new job
+  // would append to it, be given it (its owner), and ship it as its own; its exit record would
+  // pass for the new run's.
+  for (const std::string& path : {h.log_path, ExitFilePath(h.log_path), FencedFilePath(h.log_path),
+                                  ContainerIdFilePath(h.log_path)}) {
+    std::error_code ec;
+    if (std::filesystem::remove(path, ec)) {
+      std::fprintf(stderr,
+                   "gpufleet agent: job %lld: removed %s, left by an earlier job of the same id "
+                   "and epoch (was the controller's store made anew?)\n",
+                   static_cast<long long>(a.id), path.c_str());
+    }
+  }
   Persist(h);  // before the launch: a crash from here on reports it lost, never starts it twice
   LaunchSpec spec;
   spec.job_id = a.id;

@@ -502,8 +502,10 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
                  }
                }
                // Removed by retention (controller/log_retention.h): the note says why, as
-               // the log's text, and a header says so to scripts.
-               if (!in) {
+               // the log's text, and a header says so to scripts. Only ended jobs' logs are
+               // removed: a note beside a live job is an earlier job's of the same id (a store
+               // made anew beside this data dir), not to be shown.
+               if (!in && core::HasEnded(job->state)) {
                  if (auto note = impl.controller.Logs().RemovedNote(job->id)) {
                    res.set_header("X-Log-Removed", "1");
                    size = static_cast<int64_t>(note->size());

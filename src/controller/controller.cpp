@@ -1082,8 +1082,22 @@ bool Controller::DropWaitingLocked(int64_t id) {
 void Controller::LaunchLocked(int64_t id) {
   Active& a = active_.at(id);
   a.committing = false;
+  const int ranks = static_cast<int>(a.ranks.size());
+  if (a.job.epoch <= 1) {
+    // A first run finds no log of its id here, unless the folder outlived its store: one made
+    // anew beside it numbers jobs from 1 again. Such a log is an earlier job's, perhaps another
+    // user's; this job's output would be appended to it, and shown with it.
+    const JobLogs::Held stale = logs_.Of(id, ranks, a.job.epoch);
+    if (!stale.files.empty()) {
+      std::fprintf(stderr,
+                   "gpufleet controller: job %lld: removed %zu log file(s) of an earlier job of "
+                   "the same id (was this data dir kept when the store was made anew?)\n",
+                   static_cast<long long>(id), stale.files.size());
+    }
+    logs_.Erase(stale);  // and any removal note of that job
+  }
   // A new placement's logs start afresh; an earlier attempt's are kept beside them.
-  logs_.KeepEarlierAttempt(id, static_cast<int>(a.ranks.size()), a.job.epoch);
+  logs_.KeepEarlierAttempt(id, ranks, a.job.epoch);
   for (const Rank& r : a.ranks) TouchNodeLocked(r.node);  // its agent learns of it now
   ++stats_.started;
 }

@@ -9,6 +9,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
@@ -218,6 +220,29 @@ TEST_F(ControllerTest, RunningJobsLogsStopGrowingHereAtTheirUsersQuota) {
   }
   EXPECT_TRUE(told) << "its history says why its log stops";
   EXPECT_EQ(ctl.Logs().Size(second, 0), 1000) << "the log itself is as shipped";
+}
+
+// Found by a review: a store made anew beside an old data dir numbers jobs from 1 again, and the
+// new job 1's log was appended to the old job 1's (another user's, perhaps): `gpufleet logs 1`
+// showed the old output, and before any chunk came, the old job's removal note.
+TEST_F(ControllerTest, AJobsFirstRunStartsWithNoLogOfAnEarlierJobOfTheSameId) {
+  Controller& ctl = Make();
+  FakeAgent a("a");
+  ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
+  const int64_t id = Submit(1);
+  // What a job of the same id under the earlier store left: its log and a removal note.
+  ASSERT_TRUE(ctl.Logs().Append(id, 0, "the earlier job's secret\n"));
+  ASSERT_TRUE(ctl.Logs().Remove(JobLogs::Held{id, 0, {}}, "[gpufleet] an old note"));
+  ASSERT_TRUE(ctl.Logs().RemovedNote(id).has_value());
+  Step({&a});
+  ASSERT_TRUE(a.Runs(id));
+  EXPECT_EQ(ctl.Logs().Size(id, 0), 0) << "the earlier job's log is gone before the job runs";
+  EXPECT_FALSE(ctl.Logs().RemovedNote(id).has_value());
+  a.Log(id, "its own output\n");
+  Step({&a});
+  std::ifstream in(ctl.Logs().Path(id, 0));
+  const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(log, "its own output\n");
 }
 
 // Found by a review: a gang that only spot nodes within the spend cap could hold was accepted
