@@ -245,6 +245,48 @@ TEST_F(ControllerTest, AJobsFirstRunStartsWithNoLogOfAnEarlierJobOfTheSameId) {
   EXPECT_EQ(log, "its own output\n");
 }
 
+// Carried from a review: removing a gang that ran twice must take every rank's log of both runs,
+// not rank 0's or the last run's only.
+TEST_F(ControllerTest, RemovingARequeuedGangTakesEveryRanksLogOfEveryRun) {
+  Controller& ctl = Make();
+  FakeAgent a("a"), b("b"), c("c"), d("d");
+  ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
+  ASSERT_TRUE(b.Beat(ctl, now_ms_).ok());
+  store::JobRecord gang = NewJob(4);
+  gang.nodes = 2;
+  gang.restartable = true;
+  const auto id = ctl.Submit(gang);
+  ASSERT_TRUE(id.ok()) << id.error();
+  Step({&a, &b});
+  ASSERT_TRUE(a.Runs(id.value()) && b.Runs(id.value()));
+  a.Log(id.value(), "first run, one rank\n");
+  b.Log(id.value(), "first run, the other\n");
+  Step({&a, &b});
+  // a and b go silent: the gang goes back to the queue, then runs on c and d.
+  now_ms_ += 10001;
+  ctl.RunOnce(now_ms_);
+  ASSERT_EQ(Job(id.value()).state, store::JobState::kPending);
+  ASSERT_TRUE(c.Beat(ctl, now_ms_).ok());
+  ASSERT_TRUE(d.Beat(ctl, now_ms_).ok());
+  Step({&c, &d});
+  ASSERT_TRUE(c.Runs(id.value()) && d.Runs(id.value()));
+  c.Log(id.value(), "second run\n");
+  d.Log(id.value(), "second run\n");
+  Step({&c, &d});
+  c.End(id.value(), 0);
+  d.End(id.value(), 0);
+  Step({&c, &d});
+  ASSERT_EQ(Job(id.value()).state, store::JobState::kSucceeded);
+  const JobLogs::Held before = ctl.Logs().Of(id.value(), 2, 2);
+  ASSERT_EQ(before.files.size(), 4U) << "two ranks, two runs";
+  const auto removed = ctl.RemoveEndedJob(id.value(), now_ms_);
+  ASSERT_TRUE(removed.ok()) << removed.error();
+  for (const std::string& file : before.files) {
+    EXPECT_FALSE(std::filesystem::exists(file)) << file;
+  }
+  EXPECT_TRUE(ctl.Logs().Scan().empty());
+}
+
 // Found by a review: a gang that only spot nodes within the spend cap could hold was accepted
 // when it was not restartable, though the autoscaler never puts such a job on spot: it waited for
 // good.
