@@ -336,7 +336,8 @@ void AddAdminRoutes(net::HttpServer& server, Controller& controller,
   server.Post(R"(/v1/nodes/([^/]+)/undrain)", drain_route(false));
   server.Get("/v1/audit", [&controller](const httplib::Request& req, httplib::Response& res) {
     if (!Admin(controller, req, res)) return;
-    auto asked = api::ParseEventPage(req, res, "limit", "before", kDefaultAuditPage, kMaxAuditPage);
+    auto asked =
+        api::ParseEventPage(req, res, "limit", "before", "after", kDefaultAuditPage, kMaxAuditPage);
     if (!asked) return;
     bool more = false;
     auto events = api::ReadEventPage(controller.store(), 0, *asked, more);
@@ -350,7 +351,8 @@ void AddAdminRoutes(net::HttpServer& server, Controller& controller,
                      {"what", e.what},
                      {"detail", e.detail}});
     }
-    if (more) res.set_header("X-More-Before", std::to_string(page.front().id));
+    if (more && asked->after >= 0) res.set_header("X-More-After", std::to_string(page.back().id));
+    if (more && asked->after < 0) res.set_header("X-More-Before", std::to_string(page.front().id));
     res.set_content(Dump(out), "application/json");
   });
   server.Post("/v1/agent/join", [&controller](const httplib::Request& req, httplib::Response& res) {

@@ -177,8 +177,9 @@ std::optional<store::JobRecord> VisibleJob(store::Store& store, const std::strin
 
 std::optional<EventPage> ParseEventPage(const httplib::Request& req, httplib::Response& res,
                                         const std::string& limit_key, const std::string& before_key,
-                                        int64_t fallback, int64_t most) {
-  EventPage page{fallback, 0};
+                                        const std::string& after_key, int64_t fallback,
+                                        int64_t most) {
+  EventPage page{fallback, 0, -1};
   if (req.has_param(limit_key)) {
     auto n = ParseId(req.get_param_value(limit_key));
     if (!n || *n < 1 || *n > most) {
@@ -195,16 +196,31 @@ std::optional<EventPage> ParseEventPage(const httplib::Request& req, httplib::Re
     }
     page.before = *id;
   }
+  if (req.has_param(after_key)) {
+    auto id = ParseId(req.get_param_value(after_key));
+    if (!id || *id < 0) {
+      Fail(res, 400, after_key + " must be an event id (0: from the first)", after_key);
+      return std::nullopt;
+    }
+    if (page.before > 0) {
+      Fail(res, 400, after_key + " and " + before_key + " ask for opposite directions: one of them",
+           after_key);
+      return std::nullopt;
+    }
+    page.after = *id;
+  }
   return page;
 }
 
 core::Result<std::vector<store::JobEvent>> ReadEventPage(store::Store& store, int64_t job_id,
-                                                         const EventPage& page, bool& older) {
-  // One more than asked: whether older events remain.
-  auto events = store.EventsPage(job_id, page.before, page.limit + 1);
+                                                         const EventPage& page, bool& more) {
+  // One more than asked: whether more remain that way.
+  auto events = page.after >= 0 ? store.EventsAfter(job_id, page.after, page.limit + 1)
+                                : store.EventsPage(job_id, page.before, page.limit + 1);
   if (!events) return events;
-  older = static_cast<int64_t>(events.value().size()) > page.limit;
-  if (older) events.value().erase(events.value().begin());
+  more = static_cast<int64_t>(events.value().size()) > page.limit;
+  if (more && page.after >= 0) events.value().pop_back();
+  if (more && page.after < 0) events.value().erase(events.value().begin());
   return events;
 }
 

@@ -35,20 +35,24 @@ std::optional<int64_t> ParseId(const std::string& text);
 // A yes/no query parameter: "1" or "true", "0" or "false"; nothing for anything else.
 std::optional<bool> ParseFlag(const std::string& text);
 
-// A page of events asked for by query parameters `limit_key` (1..`most`, `fallback` when absent)
-// and `before_key` (an event id: only older ones; 0 when absent), or nothing after answering 400
-// naming the parameter.
+// A page of events asked for by query parameters `limit_key` (1..`most`, `fallback` when absent),
+// and `before_key` (an event id: the latest ones older than it; 0 when absent) or `after_key` (an
+// event id, 0 for the first: the earliest ones newer than it; -1 when absent), or nothing after
+// answering 400 naming the parameter.
 struct EventPage {
   int64_t limit = 0;
   int64_t before = 0;
+  int64_t after = -1;
 };
 std::optional<EventPage> ParseEventPage(const httplib::Request& req, httplib::Response& res,
                                         const std::string& limit_key, const std::string& before_key,
-                                        int64_t fallback, int64_t most);
-// The page of `job_id`'s events (job 0: the audit log) `page` asks for, oldest first; `older`
-// says whether older ones remain. An error when the store failed.
+                                        const std::string& after_key, int64_t fallback,
+                                        int64_t most);
+// The page of `job_id`'s events (job 0: the audit log) `page` asks for, oldest first; `more` says
+// whether more remain beyond it in the direction asked (older ones, or with `after`, newer
+// ones). An error when the store failed.
 core::Result<std::vector<store::JobEvent>> ReadEventPage(store::Store& store, int64_t job_id,
-                                                         const EventPage& page, bool& older);
+                                                         const EventPage& page, bool& more);
 
 // Who sent a request: a user, a node's agent, or the holder of a join token.
 struct Caller {

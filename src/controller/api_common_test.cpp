@@ -5,6 +5,9 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "store/store.h"
 
@@ -47,7 +50,8 @@ TEST(ApiCommonTest, AJobsEventsComeInPagesAndBadPageParametersAreRefusedNamingTh
   httplib::Request req;
   httplib::Response res;
   req.params.emplace("events_limit", "2");
-  auto asked = ParseEventPage(req, res, "events_limit", "events_before", 1000, 10000);
+  auto asked =
+      ParseEventPage(req, res, "events_limit", "events_before", "events_after", 1000, 10000);
   ASSERT_TRUE(asked);
   bool older = false;
   auto page = ReadEventPage(store, 7, *asked, older);
@@ -67,15 +71,56 @@ TEST(ApiCommonTest, AJobsEventsComeInPagesAndBadPageParametersAreRefusedNamingTh
     httplib::Request wrong;
     httplib::Response refused;
     wrong.params.emplace("events_limit", bad);
-    EXPECT_FALSE(ParseEventPage(wrong, refused, "events_limit", "events_before", 1000, 10000));
+    EXPECT_FALSE(ParseEventPage(wrong, refused, "events_limit", "events_before", "events_after",
+                                1000, 10000));
     EXPECT_EQ(refused.status, 400) << bad;
     EXPECT_NE(refused.body.find("\"field\":\"events_limit\""), std::string::npos) << refused.body;
   }
   httplib::Request wrong;
   httplib::Response refused;
   wrong.params.emplace("events_before", "0");
-  EXPECT_FALSE(ParseEventPage(wrong, refused, "events_limit", "events_before", 1000, 10000));
+  EXPECT_FALSE(
+      ParseEventPage(wrong, refused, "events_limit", "events_before", "events_after", 1000, 10000));
   EXPECT_NE(refused.body.find("events_before"), std::string::npos) << refused.body;
+  // Forward from a reader's last event: the next ones, oldest first, and whether more follow.
+  const int64_t first_id = page.value()[0].id;
+  httplib::Request forward;
+  httplib::Response answered;
+  forward.params.emplace("events_limit", "2");
+  forward.params.emplace("events_after", std::to_string(first_id));
+  auto after = ParseEventPage(forward, answered, "events_limit", "events_before", "events_after",
+                              1000, 10000);
+  ASSERT_TRUE(after);
+  bool newer = false;
+  page = ReadEventPage(store, 7, *after, newer);
+  ASSERT_TRUE(page.ok()) << page.error();
+  ASSERT_EQ(page.value().size(), 2U);
+  EXPECT_EQ(page.value()[0].detail, "1");
+  EXPECT_EQ(page.value()[1].detail, "2");
+  EXPECT_TRUE(newer) << "3 and 4 follow";
+  after->after = page.value()[1].id;
+  page = ReadEventPage(store, 7, *after, newer);
+  ASSERT_TRUE(page.ok()) << page.error();
+  ASSERT_EQ(page.value().size(), 2U);
+  EXPECT_EQ(page.value()[1].detail, "4");
+  EXPECT_FALSE(newer) << "the latest reached";
+  for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
+           {"events_after", "-1"}, {"events_after", "x"}}) {
+    httplib::Request bad;
+    httplib::Response no;
+    bad.params.emplace(key, value);
+    EXPECT_FALSE(
+        ParseEventPage(bad, no, "events_limit", "events_before", "events_after", 1000, 10000));
+    EXPECT_NE(no.body.find("\"field\":\"events_after\""), std::string::npos) << no.body;
+  }
+  httplib::Request both;
+  httplib::Response no;
+  both.params.emplace("events_before", "5");
+  both.params.emplace("events_after", "2");
+  EXPECT_FALSE(
+      ParseEventPage(both, no, "events_limit", "events_before", "events_after", 1000, 10000));
+  EXPECT_EQ(no.status, 400);
+  EXPECT_NE(no.body.find("opposite directions"), std::string::npos) << no.body;
   opened.value().reset();
   std::filesystem::remove_all(dir);
 }

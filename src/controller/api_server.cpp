@@ -384,14 +384,15 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
     if (!user) return;
     if (auto job = impl.VisibleJob(req.matches[1], *user, res)) {
       // One job comes with its history: each state change, with when and why; the latest
-      // kDefaultEventPage (events_limit, up to kMaxEventPage), older ones by events_before.
-      auto asked = api::ParseEventPage(req, res, "events_limit", "events_before", kDefaultEventPage,
-                                       kMaxEventPage);
+      // kDefaultEventPage (events_limit, up to kMaxEventPage), older ones by events_before, and
+      // those since a reader's last one by events_after.
+      auto asked = api::ParseEventPage(req, res, "events_limit", "events_before", "events_after",
+                                       kDefaultEventPage, kMaxEventPage);
       if (!asked) return;
       json out = JobJson(*job);
       json events = json::array();
-      bool older = false;
-      auto history = api::ReadEventPage(impl.controller.store(), job->id, *asked, older);
+      bool more = false;
+      auto history = api::ReadEventPage(impl.controller.store(), job->id, *asked, more);
       if (!history) return api::Unavailable(res, history.error());
       for (const store::JobEvent& e : history.value()) {
         events.push_back({{"id", e.id},
@@ -401,7 +402,8 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
                           {"actor", e.actor}});
       }
       out["events"] = std::move(events);
-      if (older) out["events_older_before"] = history.value().front().id;
+      if (more && asked->after >= 0) out["events_newer_after"] = history.value().back().id;
+      if (more && asked->after < 0) out["events_older_before"] = history.value().front().id;
       // Its predicted run time while it waits or runs, and how good predictions have been. A
       // prediction learnt from other users' jobs (their mean run time, and its changes as their
       // jobs end) and the fleet's figures are an admin's to see; a user sees only the basis.

@@ -818,6 +818,22 @@ class PgStore final : public Store {
     return out;
   }
 
+  core::Result<std::vector<JobEvent>> EventsAfter(int64_t job_id, int64_t after_id,
+                                                  int64_t limit) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto r = Read(
+        "SELECT job_id,id,time_ms,what,detail,actor FROM events WHERE job_id=$1 AND id>$2 "
+        "ORDER BY id LIMIT $3",
+        {Int(job_id), Int(after_id), Int(limit)});
+    if (!r) return r.failure();
+    std::vector<JobEvent> out;
+    for (int i = 0; i < r.value().Rows(); ++i) {
+      const Row s{r.value(), i};
+      out.push_back({s.Int(0), s.Int(1), s.Int(2), s.Text(3), s.Text(4), s.Text(5)});
+    }
+    return out;
+  }
+
   // ---- Usage ---------------------------------------------------------------------------------
 
   core::Result<bool> PutJobUsage(const std::vector<JobUsageRecord>& records) override {

@@ -596,6 +596,24 @@ class SqliteStore final : public Store {
     return out;
   }
 
+  core::Result<std::vector<JobEvent>> EventsAfter(int64_t job_id, int64_t after_id,
+                                                  int64_t limit) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Statement s(cache_,
+                "SELECT job_id,id,time_ms,what,detail,actor FROM events WHERE job_id=? AND id>? "
+                "ORDER BY id LIMIT ?");
+    s.Bind(1, job_id);
+    s.Bind(2, after_id);
+    s.Bind(3, limit);
+    std::vector<JobEvent> out;
+    int rc;
+    while ((rc = s.Step()) == SQLITE_ROW) {
+      out.push_back({s.Int(0), s.Int(1), s.Int(2), s.Text(3), s.Text(4), s.Text(5)});
+    }
+    if (rc != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
+    return out;
+  }
+
   core::Result<bool> PutJobUsage(const std::vector<JobUsageRecord>& records) override {
     if (records.empty()) return true;
     std::lock_guard<std::mutex> lock(mutex_);

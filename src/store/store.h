@@ -349,6 +349,10 @@ class Store {
   // a page of a long history (the audit log is job 0), the next older one before its first id.
   virtual core::Result<std::vector<JobEvent>> EventsPage(int64_t job_id, int64_t before_id,
                                                          int64_t limit) = 0;
+  // The first `limit` events of `job_id` whose id is above `after_id`, oldest first: what came
+  // since a reader's last event, the next ones after its last id.
+  virtual core::Result<std::vector<JobEvent>> EventsAfter(int64_t job_id, int64_t after_id,
+                                                          int64_t limit) = 0;
   // Usage series: `PutJobUsage` adds or replaces each record by job id, in one transaction;
   // `GetJobUsage` reads one (none: never measured). `ReportRows` lists the jobs that ended at or
   // after `since_ms` with a usage record, in id order: `user`'s only ("" : every user's), chosen

@@ -898,6 +898,15 @@ TEST_P(StoreTest, EventsComeInPagesNewestPageFirstEachOldestFirst) {
   EXPECT_EQ(older[2].detail, "2");
   EXPECT_TRUE(store_->EventsPage(0, older[0].id, 10).value().empty());
   EXPECT_EQ(store_->Events(0).value().at(4).id, latest[1].id);
+  // And forward, from a reader's last event: the next ones, oldest first.
+  const auto next = store_->EventsAfter(0, older[0].id, 2).value();
+  ASSERT_EQ(next.size(), 2U);
+  EXPECT_EQ(next[0].detail, "1");
+  EXPECT_EQ(next[1].detail, "2");
+  const auto rest = store_->EventsAfter(0, next[1].id, 10).value();
+  ASSERT_EQ(rest.size(), 2U) << "another job's event is not in it";
+  EXPECT_EQ(rest[1].id, latest[1].id);
+  EXPECT_TRUE(store_->EventsAfter(0, latest[1].id, 10).value().empty());
 }
 
 TEST_P(StoreTest, APlacementIsOneRowPerRankAndAnEmptyOneUnplacesTheJob) {
