@@ -858,6 +858,7 @@ core::Result<int64_t> Controller::Submit(store::JobRecord job, bool within_cap) 
   const int64_t id = added.value().id;
   job.id = id;
   if (!added.value().added) return retried(id);
+  EraseEarlierJobsLogs(id, std::max({1, job.nodes, job.gpus * std::max(1, job.nodes)}));
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (events_ != nullptr) events_->JobChanged(job.id, store::JobState::kPending, job.submit_ms);
@@ -1079,23 +1080,23 @@ bool Controller::DropWaitingLocked(int64_t id) {
   return queued;
 }
 
+void Controller::EraseEarlierJobsLogs(int64_t id, int ranks) const {
+  const JobLogs::Held stale = logs_.Of(id, ranks, 1);
+  if (!stale.files.empty()) {
+    std::fprintf(stderr,
+                 "gpufleet controller: job %lld: removed %zu log file(s) of an earlier job of the "
+                 "same id (was this data dir kept when the store was made anew?)\n",
+                 static_cast<long long>(id), stale.files.size());
+  }
+  logs_.Erase(stale);  // and any removal note of that job
+}
+
 void Controller::LaunchLocked(int64_t id) {
   Active& a = active_.at(id);
   a.committing = false;
   const int ranks = static_cast<int>(a.ranks.size());
-  if (a.job.epoch <= 1) {
-    // A first run finds no log of its id here, unless the folder outlived its store: one made
-    // anew beside it numbers jobs from 1 again. Such a log is an earlier job's, perhaps another
-    // user's; this job's output would be appended to it, and shown with it.
-    const JobLogs::Held stale = logs_.Of(id, ranks, a.job.epoch);
-    if (!stale.files.empty()) {
-      std::fprintf(stderr,
-                   "gpufleet controller: job %lld: removed %zu log file(s) of an earlier job of "
-                   "the same id (was this data dir kept when the store was made anew?)\n",
-                   static_cast<long long>(id), stale.files.size());
-    }
-    logs_.Erase(stale);  // and any removal note of that job
-  }
+  // Again at the first run: a standby that took over may hold such a log of its own.
+  if (a.job.epoch <= 1) EraseEarlierJobsLogs(id, ranks);
   // A new placement's logs start afresh; an earlier attempt's are kept beside them.
   logs_.KeepEarlierAttempt(id, ranks, a.job.epoch);
   for (const Rank& r : a.ranks) TouchNodeLocked(r.node);  // its agent learns of it now

@@ -484,6 +484,11 @@ class Controller {
   // after the buffer is committed launch it, or unplan it (back to the queue) when it is not.
   void PlanLocked(store::JobRecord job, const std::vector<sched::Allocation>& placement);
   void LaunchLocked(int64_t id);
+  // A new job, at its submit and its first run, finds no log of its id here, unless the folder
+  // outlived its store: one made anew beside it numbers jobs from 1 again. Such a log (and a
+  // removal note) is an earlier job's, perhaps another user's: this job's output would be
+  // appended to it and shown with it. Removes those of its `ranks` ranks, saying so.
+  void EraseEarlierJobsLogs(int64_t id, int ranks) const;
   void UnplanLocked(int64_t id);
   // Takes a job out of the queue and forgets what the queue kept of it (its prediction, its
   // requeue time); whether it was queued.

@@ -229,11 +229,22 @@ TEST_F(ControllerTest, AJobsFirstRunStartsWithNoLogOfAnEarlierJobOfTheSameId) {
   Controller& ctl = Make();
   FakeAgent a("a");
   ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
+  // What jobs of the next ids under the earlier store left: logs and a removal note.
+  for (int64_t earlier : {1, 2}) {
+    ASSERT_TRUE(ctl.Logs().Append(earlier, 0, "the earlier job's secret\n"));
+    ASSERT_TRUE(ctl.Logs().Remove(JobLogs::Held{earlier, 0, {}}, "[gpufleet] an old note"));
+    ASSERT_TRUE(ctl.Logs().Append(earlier, 0, "the earlier job's secret\n"));
+  }
+  const int64_t waiting = Submit(1);  // shown as it waits, before it runs
+  ASSERT_EQ(waiting, 1);
+  EXPECT_EQ(ctl.Logs().Size(waiting, 0), 0) << "gone at the submit";
+  EXPECT_FALSE(ctl.Logs().RemovedNote(waiting).has_value());
   const int64_t id = Submit(1);
-  // What a job of the same id under the earlier store left: its log and a removal note.
+  ASSERT_EQ(id, 2);
+  // Written again after the submit (a standby's folder, say), it is gone at the first run too.
   ASSERT_TRUE(ctl.Logs().Append(id, 0, "the earlier job's secret\n"));
   ASSERT_TRUE(ctl.Logs().Remove(JobLogs::Held{id, 0, {}}, "[gpufleet] an old note"));
-  ASSERT_TRUE(ctl.Logs().RemovedNote(id).has_value());
+  ASSERT_TRUE(ctl.Logs().Append(id, 0, "the earlier job's secret\n"));
   Step({&a});
   ASSERT_TRUE(a.Runs(id));
   EXPECT_EQ(ctl.Logs().Size(id, 0), 0) << "the earlier job's log is gone before the job runs";
