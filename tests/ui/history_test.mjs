@@ -2,7 +2,7 @@
 // refreshes and "Show older events" pages. Run: node --test tests/ui/history_test.mjs
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { withNewer, afterRefresh } from '../../web/lib/history.js';
+import { withNewer, afterRefresh, refreshAfter } from '../../web/lib/history.js';
 
 const ev = (from, to) => Array.from({ length: to - from + 1 }, (_, i) => ({ id: from + i }));
 const ids = (events) => events.map((e) => e.id);
@@ -37,4 +37,27 @@ test('more than a page since the last refresh starts again from the latest page,
 test('withNewer never repeats an event', () => {
   assert.deepEqual(ids(withNewer(ev(1, 5), ev(3, 8))), ids(ev(1, 8)));
   assert.deepEqual(ids(withNewer([], ev(3, 4))), [3, 4]);
+});
+
+// Before events_after, a refresh asked for the latest page and could not tell exactly one page
+// since the last refresh from more, so it started again from the latest page.
+test('with older pages shown a refresh asks after the last one shown and joins every event', () => {
+  assert.equal(refreshAfter([]), null, 'none loaded: the latest page');
+  const loaded = ev(1, 20);
+  assert.equal(refreshAfter(loaded), 20);
+  const r = afterRefresh(loaded, 1, { events: ev(21, 30), events_newer_after: 30 }, 20);
+  assert.deepEqual(ids(r.shown), ids(ev(1, 30)));
+  assert.deepEqual(ids(r.loaded), ids(ev(1, 30)));
+  assert.equal(r.olderBefore, 1, 'the older cursor stays');
+  assert.equal(r.newerAfter, 30, 'more follow: the next page is asked after 30');
+  const next = afterRefresh(r.loaded, 1, { events: ev(31, 35) }, 30);
+  assert.deepEqual(ids(next.shown), ids(ev(1, 35)));
+  assert.equal(next.newerAfter, null);
+  const quiet = afterRefresh(next.loaded, 1, { events: [] }, 35);
+  assert.deepEqual(ids(quiet.shown), ids(ev(1, 35)));
+});
+
+test('an answer after an event no longer loaded changes nothing', () => {
+  assert.equal(afterRefresh([], null, { events: ev(21, 30) }, 20), null);
+  assert.equal(afterRefresh(ev(1, 10), null, { events: ev(21, 30) }, 20), null);
 });

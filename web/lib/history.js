@@ -7,18 +7,35 @@ export function withNewer(events, more) {
   return events.concat(more.filter((e) => e.id > last));
 }
 
-// After a refresh whose job JSON is `job` (its latest page of `events`, and `events_older_before`
-// when older ones exist): what the page shows, the older pages kept (`loaded`: every event shown
-// once older pages were asked for, else empty) and the id to ask older events before (null: none
-// older). When more than a page arrived since the last refresh, the latest page no longer reaches
-// what is shown, and merging would hide the events between: it starts again from the latest page.
-// (So it does when exactly a page arrived: event ids are fleet-wide, so they cannot tell.)
-export function afterRefresh(loaded, olderBefore, job) {
-  const latest = job.events || [];
-  const pageStart = job.events_older_before || null;
-  if (loaded.length > 0 && !(pageStart && pageStart > loaded[loaded.length - 1].id)) {
-    const merged = withNewer(loaded, latest);
-    return { shown: merged, loaded: merged, olderBefore };
+// The event id a refresh asks the events after (`events_after`), given what is `loaded`: its
+// last, once older pages were asked for; null (ask for the latest page) before.
+export function refreshAfter(loaded) {
+  return loaded.length > 0 ? loaded[loaded.length - 1].id : null;
+}
+
+// After a refresh whose job JSON is `job`: what the page shows, the older pages kept (`loaded`:
+// every event shown once older pages were asked for, else empty), the id to ask older events
+// before (null: none older) and the id to ask newer ones after (null: none newer); or null for an
+// answer that no longer applies (then nothing changes).
+// - Asked with `events_after` = `askedAfter` (refreshAfter's): `job.events` are the ones after it,
+//   joined to `loaded` (which reaches it: it only grows while older pages are shown), and
+//   `events_newer_after` says more followed them.
+// - Asked for the latest page (`askedAfter` null): it is shown, with where older ones start. If
+//   older pages were loaded meanwhile, it is joined to them when it reaches them; when it does
+//   not, merging would hide the events between, so it starts again from the latest page.
+export function afterRefresh(loaded, olderBefore, job, askedAfter = null) {
+  const got = job.events || [];
+  if (askedAfter !== null && loaded.length > 0 && refreshAfter(loaded) >= askedAfter) {
+    const merged = withNewer(loaded, got);
+    return { shown: merged, loaded: merged, olderBefore, newerAfter: job.events_newer_after || null };
   }
-  return { shown: latest, loaded: [], olderBefore: pageStart };
+  const pageStart = askedAfter === null ? job.events_older_before || null : null;
+  if (askedAfter === null && loaded.length > 0 && !(pageStart && pageStart > refreshAfter(loaded))) {
+    const merged = withNewer(loaded, got);
+    return { shown: merged, loaded: merged, olderBefore, newerAfter: null };
+  }
+  // What it followed is no longer what is loaded (a refresh of the latest page started again
+  // meanwhile): a stale answer, which changes nothing.
+  if (askedAfter !== null) return null;
+  return { shown: got, loaded: [], olderBefore: pageStart, newerAfter: null };
 }

@@ -6,7 +6,7 @@ import { request, getJson, postJson, session, ApiError } from '../lib/api.js';
 import { h, fill, fmtNum, fmtTime, fmtDuration, fmtGiB, stateBadge, visible } from '../lib/dom.js';
 import { on } from '../lib/live.js';
 import { timeChart, alignSeries } from '../lib/chart.js';
-import { withNewer, afterRefresh } from '../lib/history.js';
+import { withNewer, afterRefresh, refreshAfter } from '../lib/history.js';
 
 const TERMINAL = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED']);
 const LOG_KEEP = 2 << 20; // characters of log kept on the page (the end of it)
@@ -89,8 +89,8 @@ export function mount(ctx) {
   const errorEl = h('p', { class: 'error', role: 'alert', hidden: true });
   const detailsEl = h('dl', { class: 'details', id: 'job-details' });
   const historyEl = h('div', { id: 'history' });
-  // Once older history pages were asked for: every event shown so far (oldest first), merged with
-  // each refresh's latest page; and the event id to ask before next.
+  // Once older history pages were asked for: every event shown so far (oldest first), joined to
+  // the events each refresh asks for after its last; and the event id to ask before next.
   let olderEvents = [];
   let olderBefore = null;
   const olderBtn = h('button', { type: 'button', id: 'history-older', text: 'Show older events' });
@@ -130,16 +130,18 @@ export function mount(ctx) {
     if (stateEl.textContent !== visible(`State: ${state}${why}`)) fill(stateEl, 'State: ', stateBadge(state), why);
   }
 
-  function showJob(j) {
+  function showJob(j, askedAfter = null) {
     job = j;
     title.textContent = visible(j.name ? `Job ${j.id}: ${j.name}` : `Job ${j.id}`);
     ctx.setTitle(`Job ${j.id}`);
     showState(j.state, j.reason && TERMINAL.has(j.state) ? ` (${j.reason})` : '');
     fill(detailsEl, details(j));
-    const refreshed = afterRefresh(olderEvents, olderBefore, j);
-    olderEvents = refreshed.loaded;
-    olderBefore = refreshed.olderBefore;
-    fill(historyEl, history(refreshed.shown, olderBefore ? olderBtn : null));
+    const refreshed = afterRefresh(olderEvents, olderBefore, j, askedAfter);
+    if (refreshed) {
+      olderEvents = refreshed.loaded;
+      olderBefore = refreshed.olderBefore;
+      fill(historyEl, history(refreshed.shown, olderBefore ? olderBtn : null));
+    }
     const mayCancel = session.admin || j.user === session.user;
     cancelBtn.hidden = !(mayCancel && !TERMINAL.has(j.state));
   }
@@ -166,9 +168,19 @@ export function mount(ctx) {
     }
   });
 
+  // With older pages shown, a refresh asks only for the events after the last one shown, page
+  // after page while more follow (a few pages at most; the next refresh goes on from there).
   async function loadJob() {
-    const j = await getJson(`/v1/jobs/${id}`);
-    if (ctx.alive) showJob(j);
+    let after = refreshAfter(olderEvents);
+    let j = await getJson(after === null ? `/v1/jobs/${id}` : `/v1/jobs/${id}?events_after=${after}`);
+    if (!ctx.alive) return j;
+    showJob(j, after);
+    for (let pages = 1; pages < 10 && after !== null && j.events_newer_after; pages++) {
+      after = j.events_newer_after;
+      j = await getJson(`/v1/jobs/${id}?events_after=${after}`);
+      if (!ctx.alive) return j;
+      showJob(j, after);
+    }
     return j;
   }
 
