@@ -224,6 +224,20 @@ core::Result<std::vector<store::JobEvent>> ReadEventPage(store::Store& store, in
   return events;
 }
 
+std::vector<std::string> ImagesShownToUsers(const std::vector<std::string>& images,
+                                            const core::ContainerPolicy& policy) {
+  std::vector<std::string> shown;
+  for (const std::string& image : images) {
+    for (const std::string& prefix : policy.allowed_images) {
+      if (core::ImageIsUnder(image, prefix)) {
+        shown.push_back(image);
+        break;
+      }
+    }
+  }
+  return shown;
+}
+
 void HideOthersProcesses(json& value, const std::set<std::string>& own_jobs) {
   if (value.is_array()) {
     for (json& v : value) HideOthersProcesses(v, own_jobs);

@@ -8,7 +8,9 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
+#include "core/container.h"
 #include "core/result.h"
 #include "store/store.h"
 
@@ -87,5 +89,12 @@ bool ValidName(const std::string& name);
 // carry secrets and other users' jobs are not theirs to see. Pid, memory and utilisation stay,
 // as nvidia-smi shows them.
 void HideOthersProcesses(json& samples, const std::set<std::string>& own_jobs);
+
+// The container images a node holds that a user who is not an admin sees: those a job may name
+// (under a prefix of `policy`'s allowed images). Others (an image another user pulled from a
+// private registry, the node's own) are the node admin's to see, as /v1/jobs hides others'
+// jobs' images.
+std::vector<std::string> ImagesShownToUsers(const std::vector<std::string>& images,
+                                            const core::ContainerPolicy& policy);
 
 }  // namespace gpufleet::controller::api

@@ -125,5 +125,18 @@ TEST(ApiCommonTest, AJobsEventsComeInPagesAndBadPageParametersAreRefusedNamingTh
   std::filesystem::remove_all(dir);
 }
 
+// Found by a review: /v1/nodes gave every user each node's whole image list, images other users
+// pulled from private registries included, while /v1/jobs hides others' jobs' images.
+TEST(ImagesShownToUsers, OnlyThoseAJobMayName) {
+  core::ContainerPolicy policy;
+  policy.allowed_images = {"localhost/", "nvcr.io/nvidia"};
+  const std::vector<std::string> held = {"localhost/train:1", "registry.corp/team-x/secret:2",
+                                         "nvcr.io/nvidia/pytorch:24", "nvcr.io/nvidia-evil/x:1"};
+  EXPECT_EQ(ImagesShownToUsers(held, policy),
+            (std::vector<std::string>{"localhost/train:1", "nvcr.io/nvidia/pytorch:24"}));
+  EXPECT_TRUE(ImagesShownToUsers(held, core::ContainerPolicy{}).empty())
+      << "no container jobs allowed: none to name";
+}
+
 }  // namespace
 }  // namespace gpufleet::controller::api

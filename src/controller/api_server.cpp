@@ -521,7 +521,8 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
                res.set_content(chunk, "text/plain");
              });
   server.Get("/v1/nodes", [&impl](const httplib::Request& req, httplib::Response& res) {
-    if (!impl.Authenticate(req, res)) return;
+    auto user = impl.Authenticate(req, res);
+    if (!user) return;
     json out = json::array();
     for (const NodeView& n : impl.controller.Nodes()) {
       json drained = json::array();
@@ -542,7 +543,9 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
                      {"local", n.local},
                      {"limits", n.limits},
                      {"limits_why", n.limits_why},
-                     {"images", n.images},
+                     {"images", user->admin ? n.images
+                                            : api::ImagesShownToUsers(
+                                                  n.images, impl.controller.options().containers)},
                      {"running_jobs", n.running_jobs},
                      {"state", n.state},
                      {"epoch", n.epoch},
