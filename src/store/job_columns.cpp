@@ -6,8 +6,10 @@
 namespace gpufleet::store::columns {
 
 int64_t ArgsBytes(const JobRecord& job) {
-  return static_cast<int64_t>(nlohmann::json(job.argv).dump().size() +
-                              nlohmann::json(job.env).dump().size());
+  return static_cast<int64_t>(
+      nlohmann::json(job.argv).dump().size() + nlohmann::json(job.env).dump().size() +
+      ContainerToJson(job.container).size() + job.workdir.size() + job.name.size() +
+      job.queue.size() + job.gpu_type.size() + job.client_token.size());
 }
 
 std::vector<std::string> StringsFromJson(const std::string& text) {

@@ -16,8 +16,10 @@ namespace gpufleet::store::columns {
 std::vector<std::string> StringsFromJson(const std::string& text);
 // env: a JSON array of [name, value] pairs (others skipped).
 std::vector<std::pair<std::string, std::string>> EnvFromJson(const std::string& text);
-// The bytes of the JSON texts both stores keep for the job's argv and env (valid UTF-8, as
-// submits are): what Store::JobArgsBytesOf sums.
+// The bytes of the texts both stores keep that the job's submitter chose: its argv and env (as
+// JSON, valid UTF-8 as submits are), its container (image and mounts), workdir, name, queue, GPU
+// model and client token: what Store::JobArgsBytesOf sums. (Rows stored before the container and
+// the short texts were counted keep their argv and env figure.)
 int64_t ArgsBytes(const JobRecord& job);
 // Sets the job's placement from [[rank, node, [gpus]], ...] (any order; placed by rank) and its
 // views `node` and `gpu_indices`; unreadable entries are skipped.

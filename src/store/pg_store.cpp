@@ -157,7 +157,7 @@ constexpr const char* kInsertJobSql =
     "min_gpus,args_bytes) "
     "SELECT $1::text,$2::text,$3::text,$4::integer,$5::integer,$6::integer,$7::text,$8::integer,"
     "$9::text,$10::text,$11::text,'PENDING',$12::bigint,$13::text,$14::integer,$15::bigint,"
-    "$16::bigint,$17::bigint,$18::text,$19::integer,octet_length($9::text)+octet_length($10::text) "
+    "$16::bigint,$17::bigint,$18::text,$19::integer,$20::bigint "
     "WHERE NOT EXISTS (SELECT 1 FROM old) "
     "ON CONFLICT (owner, client_token) WHERE client_token <> '' DO NOTHING RETURNING id), "
     "e AS (INSERT INTO events(job_id,time_ms,what,detail,actor) "
@@ -1571,7 +1571,7 @@ class PgStore final : public Store {
     std::vector<AddedJob> ids(n);
     bool left = true;
     auto done = FencedPipeline(
-        kInsertJobSql, 19, rows,
+        kInsertJobSql, 20, rows,
         [&](std::size_t k, const PgResult& r) {
           if (r.Rows() > 0) ids[k] = AddedJob{r.Int(0, 0), r.Text(0, 1) == "t"};
         },
@@ -1603,7 +1603,7 @@ class PgStore final : public Store {
     return Lost();
   }
 
-  // $1..$19 of kInsertJobSql. (argv and env are JSON: a NUL in them is escaped.)
+  // $1..$20 of kInsertJobSql. (argv and env are JSON: a NUL in them is escaped.)
   static Params InsertParams(const JobRecord& job) {
     return {Str(job.user, "user"),
             Str(job.name, "name"),
@@ -1623,7 +1623,8 @@ class PgStore final : public Store {
             Int(job.memory_mib),
             Int(job.time_limit_s),
             Str(columns::ContainerToJson(job.container), "container"),
-            Int(job.min_gpus)};
+            Int(job.min_gpus),
+            Int(columns::ArgsBytes(job))};
   }
 
   // Each job's result, in batch order.

@@ -1145,7 +1145,7 @@ class SqliteStore final : public Store {
     s.Bind(18, job.time_limit_s);
     s.Bind(19, columns::ContainerToJson(job.container));
     s.Bind(20, job.min_gpus);
-    s.Bind(21, static_cast<int64_t>(argv_text.size() + env_text.size()));
+    s.Bind(21, columns::ArgsBytes(job));
     if (s.Step() != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
     const int64_t id = sqlite3_last_insert_rowid(db_);
     if (auto r = AddEvent(id, job.submit_ms, "submitted", job.user, job.user); !r) {

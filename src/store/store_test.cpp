@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <set>
 #include <sstream>
@@ -215,6 +216,12 @@ TEST_P(StoreTest, AUsersArgsBytesSumTheirJobsArgvAndEnvTextsLiveOrEnded) {
   JobRecord large = Job("alice");
   large.argv.push_back(std::string(100000, 'x') + "\u00e9");  // bytes, not characters
   large.env.push_back({"K", "\"quoted\"\n"});
+  // Found by a review: a container's mounts (up to 64 paths of 4 KiB) were not counted.
+  JobRecord mounts = Job("alice");
+  mounts.container.image = "localhost/x";
+  mounts.container.mounts.push_back({"/data/" + std::string(4000, 'm'), "/in", true});
+  mounts.workdir = "/" + std::string(4000, 'w');
+  EXPECT_GT(columns::ArgsBytes(mounts), columns::ArgsBytes(Job("alice")) + 8000);
   const int64_t first = store_->SubmitJob(small).value();
   store_->SubmitJob(large).value();
   store_->SubmitJob(Job("bob")).value();
@@ -960,8 +967,12 @@ TEST_F(SqliteStoreTest, SchemaNineMovesOldPlacementsIntoRankRows) {
   j = *store_->GetJob(single).value();
   EXPECT_EQ(j.placement, (std::vector<RankPlacement>{{"local", {5}}}));
   EXPECT_TRUE(store_->GetJob(waiting).value()->placement.empty());
-  // Version 15 sized the argv and env of the jobs already there.
-  EXPECT_EQ(store_->JobArgsBytesOf("alice").value(), columns::ArgsBytes(Job("alice")));
+  // Version 15 sized the argv and env of the jobs already there (not their other texts, which
+  // new jobs' figures count as well).
+  const JobRecord old_job = Job("alice");
+  EXPECT_EQ(store_->JobArgsBytesOf("alice").value(),
+            static_cast<int64_t>(nlohmann::json(old_job.argv).dump().size() +
+                                 nlohmann::json(old_job.env).dump().size()));
 }
 
 TEST_P(StoreTest, AContainerJobsImageAndMountsAreKeptAndAHostJobHasNone) {
