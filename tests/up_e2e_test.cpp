@@ -1593,6 +1593,25 @@ TEST_F(UpServer, AJobNeverGetsANodeLogLeftByAnEarlierJobOfItsId) {
   EXPECT_NE(log.find("mine"), std::string::npos) << log;
 }
 
+// Found by a review: a node's agent matched the jobs it recorded by id and epoch alone. With the
+// store made anew beside the node's data (jobs numbered from 1 again), the new job 1 was taken
+// for the old job 1 the node still recorded: it never ran, and got the old job's end.
+TEST_F(UpServer, AStoreMadeAnewRunsItsOwnJobOneNotTheOneTheNodeRecorded) {
+  const int64_t old_job = json::parse(Cli("submit --json -- sleep 300"))["id"].get<int64_t>();
+  ASSERT_EQ(old_job, 1);
+  WaitFor(old_job, "RUNNING", 30);
+  Kill(SIGTERM);  // the node keeps its record of job 1 (stopped with the server, not settled)
+  for (const char* file : {"gpufleet.db", "gpufleet.db-wal", "gpufleet.db-shm", "token"}) {
+    std::filesystem::remove(dir_ / file);
+  }
+  Start();
+  const int64_t id = json::parse(Cli("submit --json -- echo mine"))["id"].get<int64_t>();
+  ASSERT_EQ(id, 1) << "a store made anew numbers jobs from 1 again";
+  const json done = WaitFor(id, "SUCCEEDED", 30);
+  EXPECT_NE(Cli("logs 1").find("mine"), std::string::npos) << done.dump();
+  EXPECT_NE(Slurp(dir_.string() + ".up.log").find("came from another store"), std::string::npos);
+}
+
 // A job's output could set the clipboard (OSC 52) of whoever read its log on a terminal, or
 // rewrite their screen. On a terminal `gpufleet logs` shows escape sequences as text; into a
 // pipe, or with --raw, the log goes as it is.

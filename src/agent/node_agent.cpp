@@ -169,6 +169,7 @@ void NodeAgent::Persist(const Held& h) const {
                   {"stop_sent", h.stop_sent},
                   {"stop_grace_s", h.stop_grace_s},
                   {"container", h.container},
+                  {"store_id", h.store_id},
                   {"usage", net::HostUsageJson(h.usage)}};
   const std::string path = RecordPath(h.id);
   const std::string tmp = path + ".tmp";
@@ -322,6 +323,7 @@ core::Result<bool> NodeAgent::Recover() {
     h.stop_sent = j.value("stop_sent", false);
     h.stop_grace_s = j.value("stop_grace_s", 0.0);
     h.container = j.value("container", std::string());
+    h.store_id = j.value("store_id", std::string());
     try {
       if (j.contains("usage")) h.usage = net::ParseHostUsageJson(j.at("usage"), "usage");
     } catch (const std::exception&) {
@@ -367,6 +369,7 @@ void NodeAgent::Launch(const net::Assignment& a) {
   h.epoch = a.epoch;
   h.rank = a.rank;
   h.restartable = a.restartable;
+  h.store_id = store_id_;
   h.log_path = (std::filesystem::path(options_.data_dir) / "logs" /
                 (std::to_string(a.id) + "-" + std::to_string(a.epoch) + ".log"))
                    .string();
@@ -488,6 +491,8 @@ net::Heartbeat NodeAgent::Report(int64_t now_ms) {
   int64_t budget = options_.log_budget_bytes;
   logs_pending_ = false;
   for (auto& [id, h] : held_) {
+    // The controller would take it for its own job of that id and epoch.
+    if (FromAnotherStore(h)) continue;
     net::ReportedJob r;
     r.id = h.id;
     r.epoch = h.epoch;
@@ -533,6 +538,18 @@ bool NodeAgent::Apply(const net::HeartbeatReply& reply) {
                  "stopping the jobs it no longer lists\n");
   }
   node_epoch_ = reply.node_epoch;  // lease_ms_: set by Beat, before the lease file is written
+  if (!reply.store_id.empty() && reply.store_id != store_id_) {
+    store_id_ = reply.store_id;
+    for (const auto& [id, h] : held_) {
+      if (FromAnotherStore(h)) {
+        std::fprintf(stderr,
+                     "gpufleet agent: job %lld (epoch %lld) came from another store than the "
+                     "controller's (was its store made anew?): fencing it, and running the "
+                     "controller's job of that id, if any, once it has ended\n",
+                     static_cast<long long>(id), static_cast<long long>(h.epoch));
+      }
+    }
+  }
   std::set<std::pair<int64_t, int64_t>> listed;  // (id, epoch)
   int launched = 0;
   // Launches in one beat stop after a quarter of a lease (the rest go at the next beat, at
@@ -543,7 +560,7 @@ bool NodeAgent::Apply(const net::HeartbeatReply& reply) {
   for (const net::Assignment& a : reply.assignments) {
     listed.emplace(a.id, a.epoch);
     auto it = held_.find(a.id);
-    if (it != held_.end() && it->second.epoch == a.epoch) {
+    if (it != held_.end() && it->second.epoch == a.epoch && !FromAnotherStore(it->second)) {
       Held& h = it->second;
       if (a.stop && !h.ended && !h.stop_sent) {
         runner_.Stop(h.id, a.grace_s);
@@ -554,11 +571,13 @@ bool NodeAgent::Apply(const net::HeartbeatReply& reply) {
       }
       continue;
     }
-    if (it != held_.end()) continue;  // an older placement still here: fenced below first
+    // An older placement still here, or another store's job of this id: fenced below first.
+    if (it != held_.end()) continue;
     Held h;
     h.id = a.id;
     h.epoch = a.epoch;
     h.rank = a.rank;
+    h.store_id = store_id_;
     if (a.started) {
       // The controller saw it run here, but this agent has no record of it: report it lost.
       h.ended = h.lost = true;
@@ -590,7 +609,7 @@ bool NodeAgent::Apply(const net::HeartbeatReply& reply) {
     const auto l = listed.lower_bound({ack.id, std::numeric_limits<int64_t>::min()});
     const bool listed_other = it != held_.end() && l != listed.end() && l->first == ack.id &&
                               l->second != it->second.epoch;
-    if (it != held_.end() && !listed_other) {
+    if (it != held_.end() && !listed_other && !FromAnotherStore(it->second)) {
       const bool took_more = ack.size > it->second.log_acked;
       log_progress |= took_more;
       it->second.log_acked = ack.size;
@@ -606,7 +625,7 @@ bool NodeAgent::Apply(const net::HeartbeatReply& reply) {
   if (logs_pending_ && log_progress) changed = true;
   std::vector<int64_t> forget;
   for (auto& [id, h] : held_) {
-    if (listed.count({id, h.epoch})) continue;
+    if (listed.count({id, h.epoch}) && !FromAnotherStore(h)) continue;
     if (!h.ended) {
       if (!h.stop_sent) {
         std::fprintf(stderr,

@@ -129,7 +129,15 @@ class NodeAgent {
     core::HostUsage usage;   // the latest sample; once ended, its final usage
     int64_t usage_ms = 0;    // when `usage` was sampled (running jobs: at most once a second)
     std::string container;   // a container job's container name ("" : a host job)
+    // The store of the controller that placed it (HeartbeatReply::store_id; "" : not known).
+    std::string store_id;
   };
+  // Whether `h` came from another store than the controller's now (one made anew in its place,
+  // numbering jobs from 1 again): not the job of the same id and epoch the controller knows. It
+  // is neither reported nor matched to an assignment, and is fenced and forgotten.
+  bool FromAnotherStore(const Held& h) const {
+    return !h.store_id.empty() && !store_id_.empty() && h.store_id != store_id_;
+  }
   std::string RecordPath(int64_t id) const;
   void Persist(const Held& h) const;
   void Forget(int64_t id);
@@ -153,6 +161,7 @@ class NodeAgent {
   JobUsageMeter meter_{cgroups_};
   std::map<int64_t, Held> held_;  // by job id: a job has at most one rank per node
   int64_t node_epoch_ = 0;
+  std::string store_id_;  // the controller's store, as its last reply said ("" : not known)
   int64_t lease_ms_ = 0;
   int64_t last_ok_ms_ = 0;  // when the last successful heartbeat was sent
   bool outage_reported_ = false;

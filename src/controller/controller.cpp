@@ -543,6 +543,13 @@ core::Result<std::vector<int>> Controller::Undrain(const std::string& node, int 
 }
 
 core::Result<bool> Controller::Recover(int64_t now_ms) {
+  // Sent to the nodes with each reply: they keep apart the jobs they recorded under another store.
+  auto store_id = store_.StoreId();
+  if (!store_id) return core::Error{store_id.error()};
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    store_id_ = store_id.value();
+  }
   // The run-time history: SUCCEEDED jobs, learnt in the order they ended, each predicted first
   // (so the predictor's measured error covers the history too). At most the last 100,000, each
   // kept without its environment and with its argv cut to the command the predictor keys on: a
@@ -1805,6 +1812,7 @@ core::Result<net::HeartbeatReply> Controller::Heartbeat(const net::Heartbeat& be
   const NodeEntry& node = nodes_[index];  // `n` may have moved: nodes_ can grow meanwhile
   net::HeartbeatReply reply;
   reply.node_epoch = node.epoch;
+  reply.store_id = store_id_;
   reply.lease_ms = options_.lease_ms;
   for (const auto& [id, a] : active_) {
     if (a.committing) continue;  // not durable yet: it must not run

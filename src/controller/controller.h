@@ -595,6 +595,7 @@ class Controller {
   store::Store& store_;
   ControllerOptions options_;
   JobLogs logs_;
+  std::string store_id_;  // store_.StoreId(), read at Recover; sent with each heartbeat reply
   // Each user's bytes of logs held here of jobs that have not ended: the runs in active_ (every
   // rank's log_acked) and, in earlier_logs_, the runs before a requeue.
   std::map<std::string, int64_t> live_log_bytes_;

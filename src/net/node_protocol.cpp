@@ -237,6 +237,7 @@ std::string ToJson(const HeartbeatReply& r) {
     if (l.held_back) logs.back()["held_back"] = true;
   }
   return Dump({{"node_epoch", r.node_epoch},
+               {"store_id", r.store_id},
                {"lease_ms", r.lease_ms},
                {"assignments", assignments},
                {"logs", logs}});
@@ -356,6 +357,10 @@ core::Result<HeartbeatReply> ParseHeartbeatReply(const std::string& body) {
   return Parse<HeartbeatReply>(body, [](const json& j, HeartbeatReply& r) {
     r.node_epoch = CheckedInt(Field(j, "node_epoch"), "node_epoch", 0, kMaxId);
     r.lease_ms = CheckedInt(Field(j, "lease_ms"), "lease_ms", 0, int64_t{86400} * 1000);
+    r.store_id = CheckedString(j, "store_id", 64, "");
+    if (r.store_id.find_first_not_of("0123456789abcdef") != std::string::npos) {
+      throw InputFieldError("store_id", "must be hex digits");
+    }
     ForEachElement(j, "assignments", true, [&](const json& a) {
       Assignment x;
       x.id = CheckedInt(Field(a, "id"), "assignments[].id", 1, kMaxId);

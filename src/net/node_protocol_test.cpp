@@ -68,6 +68,7 @@ TEST(NodeProtocol, ReplySurvivesARoundTrip) {
   HeartbeatReply reply;
   reply.node_epoch = 3;
   reply.lease_ms = 10000;
+  reply.store_id = "0123456789abcdef0123456789abcdef";
   Assignment a;
   a.id = 9;
   a.epoch = 4;
@@ -91,6 +92,7 @@ TEST(NodeProtocol, ReplySurvivesARoundTrip) {
   reply.logs.push_back({10, 0, 0, true});
   auto parsed = ParseHeartbeatReply(ToJson(reply));
   ASSERT_TRUE(parsed.ok()) << parsed.error();
+  EXPECT_EQ(parsed.value().store_id, reply.store_id);
   const Assignment& x = parsed.value().assignments.at(0);
   EXPECT_EQ(x.argv, a.argv);
   EXPECT_EQ(x.env, a.env);
@@ -177,6 +179,16 @@ TEST(NodeProtocol, BadHeartbeatsNameWhatIsWrong) {
       R"({"node_epoch":1,"lease_ms":1000,"assignments":[],"logs":[{"id":1,"size":1,"held_back":2}]})");
   ASSERT_FALSE(bad_log.ok());
   EXPECT_EQ(bad_log.failure().field, "logs[].held_back");
+  for (const char* store_id : {R"("../x")", R"("ABC")", "7"}) {
+    auto bad_store = ParseHeartbeatReply(
+        std::string(R"({"node_epoch":1,"lease_ms":1000,"assignments":[],"store_id":)") + store_id +
+        "}");
+    ASSERT_FALSE(bad_store.ok()) << store_id;
+    EXPECT_EQ(bad_store.failure().field, "store_id") << store_id;
+  }
+  auto older = ParseHeartbeatReply(R"({"node_epoch":1,"lease_ms":1000,"assignments":[]})");
+  ASSERT_TRUE(older.ok()) << older.error();
+  EXPECT_EQ(older.value().store_id, "") << "a controller before store ids";
 }
 
 // Topology-aware placement: the agent's link table arrives whole, and a heartbeat without one

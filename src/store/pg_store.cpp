@@ -499,6 +499,12 @@ class PgStore final : public Store {
                  "') ON CONFLICT(key) DO UPDATE SET value=excluded.value");
       if (!r) return fail(r.failure());
     }
+    // Made once, under the migration's lock (see Store::StoreId).
+    if (auto r = Simple("INSERT INTO meta VALUES('store_id', replace(gen_random_uuid()::text, '-', "
+                        "'')) ON CONFLICT(key) DO NOTHING");
+        !r) {
+      return fail(r.failure());
+    }
     return Commit();
   }
 
@@ -673,6 +679,14 @@ class PgStore final : public Store {
         Read("SELECT COALESCE(SUM(args_bytes),0)::bigint FROM jobs WHERE owner=$1", {Str(user)});
     if (!r) return r.failure();
     return r.value().Int(0, 0);
+  }
+
+  core::Result<std::string> StoreId() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto r = Read("SELECT value FROM meta WHERE key='store_id'", {});
+    if (!r) return r.failure();
+    if (r.value().Rows() == 0) return core::Error{where_ + ": the store has no id"};
+    return r.value().Text(0, 0);
   }
 
   core::Result<std::optional<int64_t>> JobIdByClientToken(

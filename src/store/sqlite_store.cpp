@@ -304,7 +304,16 @@ class SqliteStore final : public Store {
       }
       if (auto r = Exec("COMMIT"); !r) return r;
     }
-    return true;
+    // Made once (not a schema step: a store of any version gets it at its first open by a
+    // gpufleet that knows it).
+    return Exec("INSERT OR IGNORE INTO meta VALUES('store_id', lower(hex(randomblob(16))))");
+  }
+
+  core::Result<std::string> StoreId() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Statement s(cache_, "SELECT value FROM meta WHERE key='store_id'");
+    if (s.Step() != SQLITE_ROW) return Error(sqlite3_errmsg(db_));
+    return s.Text(0);
   }
 
   // Schema 9: the placements the old columns held (node "n1,n2" and a flat GPU list, split evenly

@@ -320,6 +320,10 @@ class Store {
   // (columns::ArgsBytes of each, kept beside the job): what
   // ControllerOptions::max_job_bytes_per_user caps. It reads an index entry per job of the user.
   virtual core::Result<int64_t> JobArgsBytesOf(const std::string& user) = 0;
+  // A random id (32 hex digits) made with the store, at its first open by a gpufleet that knows
+  // it, and never changed: it tells this store from one made anew in its place, which numbers
+  // jobs from 1 again (a node's agent keeps jobs of the store they came from apart by it).
+  virtual core::Result<std::string> StoreId() = 0;
   // The id of `user`'s job submitted with `client_token` (non-empty), whatever its state, or
   // nothing: whether a submit is a retry of one already added.
   virtual core::Result<std::optional<int64_t>> JobIdByClientToken(

@@ -237,6 +237,16 @@ TEST_P(StoreTest, AUsersArgsBytesSumTheirJobsArgvAndEnvTextsLiveOrEnded) {
   EXPECT_EQ(store_->JobArgsBytesOf("carol").value(), 0);
 }
 
+// A node's agent tells the jobs of this store from those of one made anew in its place by it.
+TEST_P(StoreTest, AStoreHasAnIdOfItsOwnThatStaysAcrossOpens) {
+  const auto id = store_->StoreId();
+  ASSERT_TRUE(id.ok()) << id.error();
+  EXPECT_EQ(id.value().size(), 32U) << id.value();
+  EXPECT_EQ(id.value().find_first_not_of("0123456789abcdef"), std::string::npos) << id.value();
+  Reopen();
+  EXPECT_EQ(store_->StoreId().value(), id.value());
+}
+
 TEST_P(StoreTest, ClientTokenMakesSubmitIdempotent) {
   JobRecord job = Job("alice");
   job.client_token = "retry-1";
