@@ -352,10 +352,21 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
     int64_t read = 0;
     bool truncated = false;
     std::set<int64_t> listed_ids;
+    // After the first chunk, as many rows as the budget left holds at the largest row seen: a
+    // user with many jobs of 512 KiB of argv each is not read 100 at a time. (The answer has no
+    // env: it is not read.)
+    std::size_t largest_row = 0;
     while (listed < filter.limit && !truncated) {
       store::JobFilter chunk = filter;
+      chunk.without_env = true;
       chunk.offset = filter.offset + read;
       chunk.limit = std::min(kListChunk, filter.limit - listed);
+      if (largest_row > 0) {
+        const std::size_t room =
+            kListBudgetBytes > body.size() ? kListBudgetBytes - body.size() : 0;
+        chunk.limit = std::max(1, std::min(chunk.limit, static_cast<int>(std::min<std::size_t>(
+                                                            room / largest_row + 1, kListChunk))));
+      }
       auto jobs = impl.controller.store().ListJobs(chunk);
       if (!jobs) {
         api::Unavailable(res, jobs.error());
@@ -364,6 +375,7 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
       for (const store::JobRecord& j : jobs.value()) {
         if (!listed_ids.insert(j.id).second) continue;
         std::string row = Dump(JobJson(j));
+        largest_row = std::max(largest_row, row.size());
         if (listed > 0 && body.size() + row.size() + 2 > kListBudgetBytes) {
           truncated = true;
           break;

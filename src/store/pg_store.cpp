@@ -141,6 +141,16 @@ constexpr const char* kJobColumns =
     "restartable,cpu_milli,memory_mib,time_limit_s,usage_samples,gpu_util_avg_pct,"
     "gpu_mem_peak_mib,attained_gpu_s,preempting,host_usage,container,min_gpus";
 
+// kJobColumns with each job's env read as an empty list (JobFilter::without_env).
+const char* JobColumnsWithoutEnv() {
+  static const std::string columns = [] {
+    std::string c = kJobColumns;
+    c.replace(c.find(",env,"), 5, ",'[]',");
+    return c;
+  }();
+  return columns.c_str();
+}
+
 // The fence of a batch of submits: an error (division by zero) unless this controller's epoch
 // still holds the lease, which it locks until the batch commits (see the top).
 constexpr const char* kFenceSql =
@@ -636,8 +646,9 @@ class PgStore final : public Store {
   core::Result<std::vector<JobRecord>> ListJobs(const JobFilter& f) override {
     Params p;
     const char* dir = f.descending ? " DESC" : " ASC";
-    std::string sql = std::string("SELECT ") + kJobColumns + " FROM jobs" + FilterWhere(f, p) +
-                      " ORDER BY " + SortColumn(f.sort) + dir;
+    std::string sql = std::string("SELECT ") +
+                      (f.without_env ? JobColumnsWithoutEnv() : kJobColumns) + " FROM jobs" +
+                      FilterWhere(f, p) + " ORDER BY " + SortColumn(f.sort) + dir;
     if (f.sort != JobFilter::SortKey::kId) sql += std::string(", id") + dir;
     sql += " LIMIT " + Arg(p, Int(std::max(1, std::min(f.limit, 10000))));
     sql += " OFFSET " + Arg(p, Int(std::max<int64_t>(0, f.offset)));

@@ -156,6 +156,16 @@ constexpr const char* kJobColumns =
     "restartable,cpu_milli,memory_mib,time_limit_s,usage_samples,gpu_util_avg_pct,"
     "gpu_mem_peak_mib,attained_gpu_s,preempting,host_usage,container,min_gpus";
 
+// kJobColumns with each job's env read as an empty list (JobFilter::without_env).
+const char* JobColumnsWithoutEnv() {
+  static const std::string columns = [] {
+    std::string c = kJobColumns;
+    c.replace(c.find(",env,"), 5, ",'[]',");
+    return c;
+  }();
+  return columns.c_str();
+}
+
 // The prepared statements of one connection, by SQL text, kept for reuse: parsing the SQL again
 // for each submit cost more than running it. Used only under the store's connection mutex.
 class StatementCache {
@@ -388,8 +398,9 @@ class SqliteStore final : public Store {
     std::lock_guard<std::mutex> lock(mutex_);
     const char* column = SortColumn(f.sort);
     const char* dir = f.descending ? " DESC" : " ASC";
-    std::string sql = std::string("SELECT ") + kJobColumns + " FROM jobs" + FilterWhere(f) +
-                      " ORDER BY " + column + dir;
+    std::string sql = std::string("SELECT ") +
+                      (f.without_env ? JobColumnsWithoutEnv() : kJobColumns) + " FROM jobs" +
+                      FilterWhere(f) + " ORDER BY " + column + dir;
     if (f.sort != JobFilter::SortKey::kId) sql += std::string(", id") + dir;
     sql += " LIMIT ? OFFSET ?";
     Statement s(cache_, sql.c_str());

@@ -142,6 +142,9 @@ struct JobFilter {
   bool descending = false;
   int64_t offset = 0;  // skips this many, after the order (paging by page number)
   int limit = 100;     // 1..10000
+  // ListJobs leaves each job's env out (empty): a list that does not show it need not read up to
+  // 512 KiB of it per job.
+  bool without_env = false;
 };
 // The sort key named `name` (id, submit, start, end, gpus, user, state, queue, priority).
 std::optional<JobFilter::SortKey> ParseSortKey(std::string_view name);

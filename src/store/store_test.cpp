@@ -626,6 +626,15 @@ TEST_P(StoreTest, ListFiltersAndPages) {
   EXPECT_EQ(std::count(alices.begin(), alices.end(), first), 0);
   for (int64_t id : alices) EXPECT_EQ(store_->GetJob(id).value()->user, "alice");
   EXPECT_TRUE(store_->LiveJobIdsOf("carol").value().empty());
+  // A list that does not show env does not read it (up to 512 KiB a job); the rest is the same.
+  ASSERT_FALSE(store_->ListJobs(alice).value().front().env.empty()) << "Job() has an env";
+  JobFilter lean = alice;
+  lean.without_env = true;
+  const auto without = store_->ListJobs(lean).value();
+  ASSERT_EQ(without.size(), 3U);
+  EXPECT_TRUE(without.front().env.empty());
+  EXPECT_EQ(without.front().argv, store_->ListJobs(alice).value().front().argv);
+  EXPECT_EQ(without.front().id, store_->ListJobs(alice).value().front().id);
 }
 
 TEST_P(StoreTest, ListSortsByAnyKeyFiltersByQueueAndModelAndCounts) {
