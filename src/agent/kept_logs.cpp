@@ -39,7 +39,7 @@ std::vector<std::string> KeptLogsToRemove(std::vector<KeptLog> logs, const std::
   int64_t total = 0;
   for (const KeptLog& l : logs) total += std::max<int64_t>(0, l.bytes);
   std::sort(logs.begin(), logs.end(), [](const KeptLog& a, const KeptLog& b) {
-    return std::tie(a.mtime_ns, a.path) < std::tie(b.mtime_ns, b.path);
+    return std::tie(a.changed_ns, a.path) < std::tie(b.changed_ns, b.path);
   });
   std::vector<std::string> remove;
   for (const KeptLog& l : logs) {
@@ -66,9 +66,7 @@ int TrimKeptLogs(const std::string& logs_dir, const std::set<int64_t>& held, int
     struct stat st {};
     if (::lstat(l.path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
     l.bytes = std::min<int64_t>(st.st_size, static_cast<int64_t>(st.st_blocks) * 512);
-    l.mtime_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                     entry.last_write_time(entry_ec).time_since_epoch())
-                     .count();
+    l.changed_ns = int64_t{st.st_ctim.tv_sec} * 1'000'000'000 + st.st_ctim.tv_nsec;
     logs.push_back(std::move(l));
   }
   int removed = 0;

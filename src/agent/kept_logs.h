@@ -15,11 +15,13 @@ struct KeptLog {
   std::string path;    // `<data_dir>/logs/<job>-<epoch>.log`
   int64_t job_id = 0;  // from the file's name
   int64_t bytes = 0;   // on disk (a sparse file's holes are not counted)
-  int64_t mtime_ns = 0;  // last written
+  // Last written or changed (its ctime): a job that writes its own log (--log-limit 0) owns it
+  // and may set its mtime to any time, but not its ctime.
+  int64_t changed_ns = 0;
 };
 
 // The logs to remove so that those of jobs not in `held` total at most `budget_bytes`: the
-// least recently written first (ties: by path). Logs of held jobs are never chosen, nor counted.
+// least recently changed first (ties: by path). Logs of held jobs are never chosen, nor counted.
 std::vector<std::string> KeptLogsToRemove(std::vector<KeptLog> logs, const std::set<int64_t>& held,
                                           int64_t budget_bytes);
 

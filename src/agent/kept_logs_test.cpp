@@ -5,14 +5,15 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "agent/runner.h"
 
 namespace gpufleet::agent {
 namespace {
 
-KeptLog Log(const std::string& path, int64_t job, int64_t bytes, int64_t mtime) {
-  return KeptLog{path, job, bytes, mtime};
+KeptLog Log(const std::string& path, int64_t job, int64_t bytes, int64_t changed) {
+  return KeptLog{path, job, bytes, changed};
 }
 
 TEST(KeptLogsToRemove, TheLeastRecentlyWrittenGoUntilTheRestFitsAndHeldJobsAreLeftAlone) {
@@ -53,6 +54,24 @@ TEST(TrimKeptLogs, RemovesTheOldestLogsWithTheirSideFilesAndNothingElse) {
   EXPECT_TRUE(std::filesystem::exists(dir / "x-1.log"));
   EXPECT_EQ(TrimKeptLogs(dir.string(), {9}, 1500), 0);
   EXPECT_EQ(TrimKeptLogs((dir / "missing").string(), {}, 0), 0);
+  std::filesystem::remove_all(dir);
+}
+
+// Found by a review: a job that writes its own log (an admin's --log-limit 0) owns it, and could
+// set its mtime far ahead (futimens) so that every other kept log went first.
+TEST(TrimKeptLogs, ALogsMtimeSetAheadDoesNotKeepItLongerThanNewerLogs) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("gpufleet-kept-logs-ahead-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "5-1.log") << std::string(1000, 'x');
+  std::filesystem::last_write_time(dir / "5-1.log", std::filesystem::file_time_type::clock::now() +
+                                                        std::chrono::hours(24 * 365));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a later change, whatever the clock
+  std::ofstream(dir / "6-1.log") << std::string(1000, 'y');
+  EXPECT_EQ(TrimKeptLogs(dir.string(), {}, 1500), 1);
+  EXPECT_FALSE(std::filesystem::exists(dir / "5-1.log")) << "the one changed first goes";
+  EXPECT_TRUE(std::filesystem::exists(dir / "6-1.log"));
   std::filesystem::remove_all(dir);
 }
 
