@@ -298,6 +298,14 @@ core::Result<bool> NodeAgent::Recover() {
   std::filesystem::create_directories(dir, ec);
   std::filesystem::create_directories(std::filesystem::path(options_.data_dir) / "logs", ec);
   if (ec) return core::Error{"cannot create " + dir.string() + ": " + ec.message()};
+  {
+    std::ifstream in(std::filesystem::path(options_.data_dir) / "store-id");
+    std::string id;
+    if (in >> id && id.size() <= 64 &&
+        id.find_first_not_of("0123456789abcdef") == std::string::npos) {
+      store_id_ = id;
+    }
+  }
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     if (entry.path().extension() != ".json") continue;
     std::ifstream in(entry.path());
@@ -540,6 +548,14 @@ bool NodeAgent::Apply(const net::HeartbeatReply& reply) {
   node_epoch_ = reply.node_epoch;  // lease_ms_: set by Beat, before the lease file is written
   if (!reply.store_id.empty() && reply.store_id != store_id_) {
     store_id_ = reply.store_id;
+    // Kept across restarts: a restarted agent's first beat must leave out another store's jobs
+    // too (the controller would take one for its own job of that id and epoch).
+    const std::string path = (std::filesystem::path(options_.data_dir) / "store-id").string();
+    {
+      std::ofstream out(path + ".tmp", std::ios::trunc);
+      out << store_id_ << "\n";
+    }
+    std::rename((path + ".tmp").c_str(), path.c_str());
     for (const auto& [id, h] : held_) {
       if (FromAnotherStore(h)) {
         std::fprintf(stderr,

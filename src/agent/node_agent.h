@@ -161,7 +161,9 @@ class NodeAgent {
   JobUsageMeter meter_{cgroups_};
   std::map<int64_t, Held> held_;  // by job id: a job has at most one rank per node
   int64_t node_epoch_ = 0;
-  std::string store_id_;  // the controller's store, as its last reply said ("" : not known)
+  // The controller's store, as its last reply said ("" : not known), kept in the data directory's
+  // `store-id` across restarts.
+  std::string store_id_;
   int64_t lease_ms_ = 0;
   int64_t last_ok_ms_ = 0;  // when the last successful heartbeat was sent
   bool outage_reported_ = false;

@@ -66,6 +66,7 @@ json UsageJson(const store::JobRecord& j) {
 // GET /v1/jobs reads its rows this many at a time, and its answer ends before the job that would
 // take it past this many bytes (it holds one job at least).
 constexpr int kListChunk = 100;
+constexpr int kFirstListChunk = 16;
 constexpr std::size_t kListBudgetBytes = std::size_t{16} << 20;
 
 json JobJson(const store::JobRecord& j) {
@@ -352,15 +353,15 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
     int64_t read = 0;
     bool truncated = false;
     std::set<int64_t> listed_ids;
-    // After the first chunk, as many rows as the budget left holds at the largest row seen: a
-    // user with many jobs of 512 KiB of argv each is not read 100 at a time. (The answer has no
-    // env: it is not read.)
+    // The first chunk is small; each later one holds as many rows as the budget left holds at
+    // the largest row seen (up to kListChunk): a user with many jobs of 512 KiB of argv each is
+    // not read 100 at a time. (The answer has no env: it is not read.)
     std::size_t largest_row = 0;
     while (listed < filter.limit && !truncated) {
       store::JobFilter chunk = filter;
       chunk.without_env = true;
       chunk.offset = filter.offset + read;
-      chunk.limit = std::min(kListChunk, filter.limit - listed);
+      chunk.limit = std::min(largest_row > 0 ? kListChunk : kFirstListChunk, filter.limit - listed);
       if (largest_row > 0) {
         const std::size_t room =
             kListBudgetBytes > body.size() ? kListBudgetBytes - body.size() : 0;

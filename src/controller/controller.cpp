@@ -546,6 +546,12 @@ core::Result<bool> Controller::Recover(int64_t now_ms) {
   // Sent to the nodes with each reply: they keep apart the jobs they recorded under another store.
   auto store_id = store_.StoreId();
   if (!store_id) return core::Error{store_id.error()};
+  if (store_id.value().empty() || store_id.value().size() > 64 ||
+      store_id.value().find_first_not_of("0123456789abcdef") != std::string::npos) {
+    return core::Error{"store_id: the store's id (table meta, key store_id) is '" +
+                           store_id.value() + "', not 1 to 64 lowercase hex digits",
+                       core::ErrorCode::kInvalid, "store_id"};
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     store_id_ = store_id.value();
@@ -936,8 +942,8 @@ core::Result<bool> Controller::RemoveEndedJob(int64_t id, int64_t now_ms) {
   logs_.Erase(JobLogs::Held{id, 0, {}});
   if (removed.value() > 0 && options_.max_job_bytes_per_user > 0) {
     if (auto tally = args_bytes_.find(job.value()->user); tally != args_bytes_.end()) {
-      tally->second.bytes =
-          std::max<int64_t>(0, tally->second.bytes - store::columns::ArgsBytes(*job.value()));
+      // What the store counted for it (an older row counted less than ArgsBytes would now).
+      tally->second.bytes = std::max<int64_t>(0, tally->second.bytes - job.value()->args_bytes);
     }
   }
   return removed.value() > 0;
@@ -1088,8 +1094,13 @@ bool Controller::DropWaitingLocked(int64_t id) {
 }
 
 void Controller::EraseEarlierJobsLogs(int64_t id, int ranks) const {
-  const JobLogs::Held stale = logs_.Of(id, ranks, 1);
+  JobLogs::Held stale = logs_.Of(id, ranks, 1);
   if (!stale.files.empty()) {
+    // Found one: the earlier job may have had more ranks, and runs before a requeue. The folder
+    // is read whole for them, only then.
+    for (JobLogs::Held& held : logs_.Scan()) {
+      if (held.job_id == id) stale = std::move(held);
+    }
     std::fprintf(stderr,
                  "gpufleet controller: job %lld: removed %zu log file(s) of an earlier job of the "
                  "same id (was this data dir kept when the store was made anew?)\n",

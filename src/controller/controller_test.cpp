@@ -231,6 +231,7 @@ TEST_F(ControllerTest, AJobsFirstRunStartsWithNoLogOfAnEarlierJobOfTheSameId) {
   ASSERT_TRUE(a.Beat(ctl, now_ms_).ok());
   // What jobs of the next ids under the earlier store left: logs and a removal note.
   for (int64_t earlier : {1, 2}) {
+    ASSERT_TRUE(ctl.Logs().Append(earlier, 3, "a rank the new job does not have\n"));
     ASSERT_TRUE(ctl.Logs().Append(earlier, 0, "the earlier job's secret\n"));
     ASSERT_TRUE(ctl.Logs().Remove(JobLogs::Held{earlier, 0, {}}, "[gpufleet] an old note"));
     ASSERT_TRUE(ctl.Logs().Append(earlier, 0, "the earlier job's secret\n"));
@@ -238,6 +239,7 @@ TEST_F(ControllerTest, AJobsFirstRunStartsWithNoLogOfAnEarlierJobOfTheSameId) {
   const int64_t waiting = Submit(1);  // shown as it waits, before it runs
   ASSERT_EQ(waiting, 1);
   EXPECT_EQ(ctl.Logs().Size(waiting, 0), 0) << "gone at the submit";
+  EXPECT_EQ(ctl.Logs().Size(waiting, 3), 0) << "with the ranks the new job does not have";
   EXPECT_FALSE(ctl.Logs().RemovedNote(waiting).has_value());
   const int64_t id = Submit(1);
   ASSERT_EQ(id, 2);

@@ -357,9 +357,12 @@ core::Result<HeartbeatReply> ParseHeartbeatReply(const std::string& body) {
   return Parse<HeartbeatReply>(body, [](const json& j, HeartbeatReply& r) {
     r.node_epoch = CheckedInt(Field(j, "node_epoch"), "node_epoch", 0, kMaxId);
     r.lease_ms = CheckedInt(Field(j, "lease_ms"), "lease_ms", 0, int64_t{86400} * 1000);
-    r.store_id = CheckedString(j, "store_id", 64, "");
-    if (r.store_id.find_first_not_of("0123456789abcdef") != std::string::npos) {
-      throw InputFieldError("store_id", "must be hex digits");
+    // Informational: one the agent cannot read is ignored (as "" is), never a reason to refuse
+    // the reply (and lose the node's lease over it).
+    const auto store_id = j.find("store_id");
+    if (store_id != j.end() && store_id->is_string() && store_id->size() <= 64) {
+      r.store_id = store_id->get<std::string>();
+      if (r.store_id.find_first_not_of("0123456789abcdef") != std::string::npos) r.store_id.clear();
     }
     ForEachElement(j, "assignments", true, [&](const json& a) {
       Assignment x;

@@ -133,9 +133,10 @@ struct LogAck {
 
 struct HeartbeatReply {
   int64_t node_epoch = 0;
-  // The controller's store (store::Store::StoreId; "" from a controller before it): a job this
-  // node recorded under another store is not the same job as one of this store with its id and
-  // epoch (a store made anew numbers jobs from 1 again).
+  // The controller's store (store::Store::StoreId; "" from a controller before it, and in place
+  // of one that is not lowercase hex of at most 64 digits): a job this node recorded under another
+  // store is not the same job as one of this store with its id and epoch (a store made anew
+  // numbers jobs from 1 again).
   std::string store_id;
   int64_t lease_ms = 0;  // the controller declares the node lost after this much silence
   std::vector<Assignment> assignments;

@@ -12,6 +12,12 @@ int64_t ArgsBytes(const JobRecord& job) {
       job.queue.size() + job.gpu_type.size() + job.client_token.size());
 }
 
+std::string WithEmptyEnv(std::string columns) {
+  const std::size_t at = columns.find(",env,");
+  if (at != std::string::npos) columns.replace(at, 5, ",'[]',");
+  return columns;
+}
+
 std::vector<std::string> StringsFromJson(const std::string& text) {
   std::vector<std::string> out;
   const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);

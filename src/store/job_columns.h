@@ -21,6 +21,9 @@ std::vector<std::pair<std::string, std::string>> EnvFromJson(const std::string& 
 // model and client token: what Store::JobArgsBytesOf sums. (Rows stored before the container and
 // the short texts were counted keep their argv and env figure.)
 int64_t ArgsBytes(const JobRecord& job);
+// A store's list of job columns (SQL, "...,argv,env,workdir,...") with env read as '[]', the
+// empty list: for queries whose answer does not show it (JobFilter::without_env).
+std::string WithEmptyEnv(std::string columns);
 // Sets the job's placement from [[rank, node, [gpus]], ...] (any order; placed by rank) and its
 // views `node` and `gpu_indices`; unreadable entries are skipped.
 void SetPlacementFromJson(const std::string& text, JobRecord& job);
@@ -35,7 +38,7 @@ TokenKind TokenKindFromName(const std::string& name);
 // state, submit_ms, start_ms, end_ms, exit_code, placement JSON, epoch, reason, pid, pid_start,
 // client_token, restartable, cpu_milli, memory_mib, time_limit_s, usage_samples,
 // gpu_util_avg_pct, gpu_mem_peak_mib, attained_gpu_s, preempting, host_usage, container,
-// min_gpus.
+// min_gpus, args_bytes.
 template <class RowT>
 JobRecord ReadJob(RowT&& s) {
   JobRecord j;
@@ -74,6 +77,7 @@ JobRecord ReadJob(RowT&& s) {
   core::HostUsageFromText(s.Text(32), j.host_usage);  // unreadable: unmeasured
   j.container = ContainerFromJson(s.Text(33));
   j.min_gpus = static_cast<int>(s.Int(34));
+  j.args_bytes = s.Int(35);
   return j;
 }
 

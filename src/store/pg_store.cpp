@@ -139,15 +139,11 @@ constexpr const char* kJobColumns =
     "FROM job_ranks WHERE job_id=jobs.id),"
     "epoch,reason,pid,pid_start,client_token,"
     "restartable,cpu_milli,memory_mib,time_limit_s,usage_samples,gpu_util_avg_pct,"
-    "gpu_mem_peak_mib,attained_gpu_s,preempting,host_usage,container,min_gpus";
+    "gpu_mem_peak_mib,attained_gpu_s,preempting,host_usage,container,min_gpus,args_bytes";
 
 // kJobColumns with each job's env read as an empty list (JobFilter::without_env).
 const char* JobColumnsWithoutEnv() {
-  static const std::string columns = [] {
-    std::string c = kJobColumns;
-    c.replace(c.find(",env,"), 5, ",'[]',");
-    return c;
-  }();
+  static const std::string columns = columns::WithEmptyEnv(kJobColumns);
   return columns.c_str();
 }
 
@@ -510,8 +506,10 @@ class PgStore final : public Store {
       if (!r) return fail(r.failure());
     }
     // Made once, under the migration's lock (see Store::StoreId).
-    if (auto r = Simple("INSERT INTO meta VALUES('store_id', replace(gen_random_uuid()::text, '-', "
-                        "'')) ON CONFLICT(key) DO NOTHING");
+    // (md5 of random(), the time and the backend: gen_random_uuid needs PostgreSQL 13.)
+    if (auto r = Simple("INSERT INTO meta VALUES('store_id', md5(random()::text || "
+                        "clock_timestamp()::text || pg_backend_pid()::text)) ON CONFLICT(key) DO "
+                        "NOTHING");
         !r) {
       return fail(r.failure());
     }
@@ -826,34 +824,19 @@ class PgStore final : public Store {
     return EventsPage(job_id, 0, std::numeric_limits<int64_t>::max());
   }
 
-  core::Result<std::vector<JobEvent>> EventsPage(int64_t job_id, int64_t before_id,
-                                                 int64_t limit) override {
+  core::Result<std::vector<JobEvent>> EventRange(int64_t job_id, int64_t from, int64_t limit,
+                                                 bool newer) {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto r = Read(
-        "SELECT job_id,id,time_ms,what,detail,actor FROM events WHERE job_id=$1 AND id<$2 "
-        "ORDER BY id DESC LIMIT $3",
-        {Int(job_id), Int(before_id > 0 ? before_id : std::numeric_limits<int64_t>::max()),
-         Int(limit)});
+    auto r = Read(newer ? "SELECT job_id,id,time_ms,what,detail,actor FROM events WHERE "
+                          "job_id=$1 AND id>$2 ORDER BY id LIMIT $3"
+                        : "SELECT job_id,id,time_ms,what,detail,actor FROM events WHERE "
+                          "job_id=$1 AND id<$2 ORDER BY id DESC LIMIT $3",
+                  {Int(job_id), Int(from), Int(limit)});
     if (!r) return r.failure();
     std::vector<JobEvent> out;
-    for (int i = r.value().Rows() - 1; i >= 0; --i) {
-      const Row s{r.value(), i};
-      out.push_back({s.Int(0), s.Int(1), s.Int(2), s.Text(3), s.Text(4), s.Text(5)});
-    }
-    return out;
-  }
-
-  core::Result<std::vector<JobEvent>> EventsAfter(int64_t job_id, int64_t after_id,
-                                                  int64_t limit) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto r = Read(
-        "SELECT job_id,id,time_ms,what,detail,actor FROM events WHERE job_id=$1 AND id>$2 "
-        "ORDER BY id LIMIT $3",
-        {Int(job_id), Int(after_id), Int(limit)});
-    if (!r) return r.failure();
-    std::vector<JobEvent> out;
-    for (int i = 0; i < r.value().Rows(); ++i) {
-      const Row s{r.value(), i};
+    const int rows = r.value().Rows();
+    for (int k = 0; k < rows; ++k) {
+      const Row s{r.value(), newer ? k : rows - 1 - k};
       out.push_back({s.Int(0), s.Int(1), s.Int(2), s.Text(3), s.Text(4), s.Text(5)});
     }
     return out;

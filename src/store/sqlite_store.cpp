@@ -154,15 +154,11 @@ constexpr const char* kJobColumns =
     "WHERE job_id=jobs.id),"
     "epoch,reason,pid,pid_start,client_token,"
     "restartable,cpu_milli,memory_mib,time_limit_s,usage_samples,gpu_util_avg_pct,"
-    "gpu_mem_peak_mib,attained_gpu_s,preempting,host_usage,container,min_gpus";
+    "gpu_mem_peak_mib,attained_gpu_s,preempting,host_usage,container,min_gpus,args_bytes";
 
 // kJobColumns with each job's env read as an empty list (JobFilter::without_env).
 const char* JobColumnsWithoutEnv() {
-  static const std::string columns = [] {
-    std::string c = kJobColumns;
-    c.replace(c.find(",env,"), 5, ",'[]',");
-    return c;
-  }();
+  static const std::string columns = columns::WithEmptyEnv(kJobColumns);
   return columns.c_str();
 }
 
@@ -597,14 +593,15 @@ class SqliteStore final : public Store {
     return EventsPage(job_id, 0, std::numeric_limits<int64_t>::max());
   }
 
-  core::Result<std::vector<JobEvent>> EventsPage(int64_t job_id, int64_t before_id,
-                                                 int64_t limit) override {
+  core::Result<std::vector<JobEvent>> EventRange(int64_t job_id, int64_t from, int64_t limit,
+                                                 bool newer) {
     std::lock_guard<std::mutex> lock(mutex_);
-    Statement s(cache_,
-                "SELECT job_id,id,time_ms,what,detail,actor FROM events WHERE job_id=? AND id<? "
-                "ORDER BY id DESC LIMIT ?");
+    Statement s(cache_, newer ? "SELECT job_id,id,time_ms,what,detail,actor FROM events WHERE "
+                                "job_id=? AND id>? ORDER BY id LIMIT ?"
+                              : "SELECT job_id,id,time_ms,what,detail,actor FROM events WHERE "
+                                "job_id=? AND id<? ORDER BY id DESC LIMIT ?");
     s.Bind(1, job_id);
-    s.Bind(2, before_id > 0 ? before_id : std::numeric_limits<int64_t>::max());
+    s.Bind(2, from);
     s.Bind(3, limit);
     std::vector<JobEvent> out;
     int rc;
@@ -612,25 +609,7 @@ class SqliteStore final : public Store {
       out.push_back({s.Int(0), s.Int(1), s.Int(2), s.Text(3), s.Text(4), s.Text(5)});
     }
     if (rc != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
-    std::reverse(out.begin(), out.end());
-    return out;
-  }
-
-  core::Result<std::vector<JobEvent>> EventsAfter(int64_t job_id, int64_t after_id,
-                                                  int64_t limit) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    Statement s(cache_,
-                "SELECT job_id,id,time_ms,what,detail,actor FROM events WHERE job_id=? AND id>? "
-                "ORDER BY id LIMIT ?");
-    s.Bind(1, job_id);
-    s.Bind(2, after_id);
-    s.Bind(3, limit);
-    std::vector<JobEvent> out;
-    int rc;
-    while ((rc = s.Step()) == SQLITE_ROW) {
-      out.push_back({s.Int(0), s.Int(1), s.Int(2), s.Text(3), s.Text(4), s.Text(5)});
-    }
-    if (rc != SQLITE_DONE) return Error(sqlite3_errmsg(db_));
+    if (!newer) std::reverse(out.begin(), out.end());
     return out;
   }
 

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -48,6 +49,9 @@ struct JobRecord {
   int priority = 0;
   int gpus = 1;          // whole GPUs (0: CPU only); an elastic job's most
   int min_gpus = 0;      // an elastic job's fewest (1..gpus-1, one node); 0: rigid
+  // Read back only: the bytes the store counted for it at its submit (columns::ArgsBytes then;
+  // argv and env only for rows stored before that counted more). Store::JobArgsBytesOf sums them.
+  int64_t args_bytes = 0;
   int gpu_milli = 1000;  // below 1000: a share of one GPU
   std::string gpu_type;  // "" : any model
   int nodes = 1;
@@ -354,12 +358,19 @@ class Store {
   virtual core::Result<std::vector<JobEvent>> Events(int64_t job_id) = 0;
   // The latest `limit` events of `job_id` whose id is below `before_id` (0: any), oldest first:
   // a page of a long history (the audit log is job 0), the next older one before its first id.
-  virtual core::Result<std::vector<JobEvent>> EventsPage(int64_t job_id, int64_t before_id,
-                                                         int64_t limit) = 0;
+  core::Result<std::vector<JobEvent>> EventsPage(int64_t job_id, int64_t before_id, int64_t limit) {
+    return EventRange(job_id, before_id > 0 ? before_id : std::numeric_limits<int64_t>::max(),
+                      limit, /*newer=*/false);
+  }
   // The first `limit` events of `job_id` whose id is above `after_id`, oldest first: what came
   // since a reader's last event, the next ones after its last id.
-  virtual core::Result<std::vector<JobEvent>> EventsAfter(int64_t job_id, int64_t after_id,
-                                                          int64_t limit) = 0;
+  core::Result<std::vector<JobEvent>> EventsAfter(int64_t job_id, int64_t after_id, int64_t limit) {
+    return EventRange(job_id, after_id, limit, /*newer=*/true);
+  }
+  // Up to `limit` events of `job_id` next to event `from` (excluded): the earliest ones newer
+  // than it, or the latest ones older than it; oldest first either way.
+  virtual core::Result<std::vector<JobEvent>> EventRange(int64_t job_id, int64_t from,
+                                                         int64_t limit, bool newer) = 0;
   // Usage series: `PutJobUsage` adds or replaces each record by job id, in one transaction;
   // `GetJobUsage` reads one (none: never measured). `ReportRows` lists the jobs that ended at or
   // after `since_ms` with a usage record, in id order: `user`'s only ("" : every user's), chosen

@@ -228,6 +228,7 @@ TEST_P(StoreTest, AUsersArgsBytesSumTheirJobsArgvAndEnvTextsLiveOrEnded) {
   EXPECT_EQ(store_->JobArgsBytesOf("alice").value(),
             columns::ArgsBytes(small) + columns::ArgsBytes(large));
   EXPECT_GT(columns::ArgsBytes(large), 100000 + 2);
+  EXPECT_EQ(store_->GetJob(first).value()->args_bytes, columns::ArgsBytes(small)) << "read back";
   // Ended jobs count until they are removed.
   ASSERT_TRUE(store_->Transition(first, JobState::kPending, JobState::kCancelled, {}, 2000).ok());
   EXPECT_EQ(store_->JobArgsBytesOf("alice").value(),

@@ -93,6 +93,10 @@ export function mount(ctx) {
   // the events each refresh asks for after its last; and the event id to ask before next.
   let olderEvents = [];
   let olderBefore = null;
+  let shownEvents = []; // what the history table shows now
+  function showHistory() {
+    fill(historyEl, history(shownEvents, olderBefore ? olderBtn : null));
+  }
   const olderBtn = h('button', { type: 'button', id: 'history-older', text: 'Show older events' });
   const charts = {
     util: h('div', { class: 'chart', id: 'chart-util' }),
@@ -140,7 +144,8 @@ export function mount(ctx) {
     if (refreshed) {
       olderEvents = refreshed.loaded;
       olderBefore = refreshed.olderBefore;
-      fill(historyEl, history(refreshed.shown, olderBefore ? olderBtn : null));
+      shownEvents = refreshed.shown;
+      showHistory();
     }
     const mayCancel = session.admin || j.user === session.user;
     cancelBtn.hidden = !(mayCancel && !TERMINAL.has(j.state));
@@ -151,7 +156,7 @@ export function mount(ctx) {
     // What is shown now and where it ends, as of the click: a refresh while the page loads may
     // move the latest page on, and the older page joins what was shown when it was asked for.
     const before = olderBefore;
-    const base = olderEvents.length > 0 ? olderEvents : (job && job.events) || [];
+    const base = olderEvents.length > 0 ? olderEvents : shownEvents;
     try {
       const page = await getJson(`/v1/jobs/${id}?events_before=${before}`);
       if (!ctx.alive) return;
@@ -159,7 +164,8 @@ export function mount(ctx) {
       // refresh below adds it).
       olderEvents = withNewer((page.events || []).concat(base), olderEvents);
       olderBefore = page.events_older_before || null;
-      if (job) showJob(job);
+      shownEvents = olderEvents;
+      showHistory();
     } catch (e) {
       errorEl.hidden = false;
       errorEl.textContent = `Could not load older events: ${e.message}`;
