@@ -20,6 +20,7 @@
 #include "agent/kept_logs.h"
 #include "core/text.h"
 #include "net/host_usage_json.h"
+#include "net/private_file.h"
 
 namespace gpufleet::agent {
 namespace {
@@ -550,12 +551,9 @@ bool NodeAgent::Apply(const net::HeartbeatReply& reply) {
     store_id_ = reply.store_id;
     // Kept across restarts: a restarted agent's first beat must leave out another store's jobs
     // too (the controller would take one for its own job of that id and epoch).
-    const std::string path = (std::filesystem::path(options_.data_dir) / "store-id").string();
-    {
-      std::ofstream out(path + ".tmp", std::ios::trunc);
-      out << store_id_ << "\n";
-    }
-    std::rename((path + ".tmp").c_str(), path.c_str());
+    const auto kept = net::WritePrivateFile(
+        (std::filesystem::path(options_.data_dir) / "store-id").string(), store_id_ + "\n");
+    if (!kept) std::fprintf(stderr, "gpufleet agent: %s\n", kept.error().c_str());
     for (const auto& [id, h] : held_) {
       if (FromAnotherStore(h)) {
         std::fprintf(stderr,

@@ -361,13 +361,13 @@ ApiServer::ApiServer(Controller& controller, const ApiServerOptions& options)
       store::JobFilter chunk = filter;
       chunk.without_env = true;
       chunk.offset = filter.offset + read;
-      chunk.limit = std::min(largest_row > 0 ? kListChunk : kFirstListChunk, filter.limit - listed);
+      std::size_t rows = kFirstListChunk;
       if (largest_row > 0) {
         const std::size_t room =
             kListBudgetBytes > body.size() ? kListBudgetBytes - body.size() : 0;
-        chunk.limit = std::max(1, std::min(chunk.limit, static_cast<int>(std::min<std::size_t>(
-                                                            room / largest_row + 1, kListChunk))));
+        rows = std::min<std::size_t>(room / largest_row + 1, kListChunk);
       }
+      chunk.limit = std::min(static_cast<int>(rows), filter.limit - listed);
       auto jobs = impl.controller.store().ListJobs(chunk);
       if (!jobs) {
         api::Unavailable(res, jobs.error());
